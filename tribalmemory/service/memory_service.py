@@ -1,0 +1,257 @@
+"""The memory service: remember, recall, get, forget, correct and stats over one store.
+
+Every interface (HTTP, MCP, CLI) calls these methods with raw client values; validation
+happens here, once. Plugins extend the service through :class:`HookRegistry`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from .. import validation as check
+from ..config import Config
+from ..embeddings import Embedder
+from ..errors import InvalidInput, NotFound
+from ..models import Memory, RecallHit, SourceType, new_memory_id
+from ..storage.base import MemoryFilter, MemoryStore
+from ..timeutil import utc_now
+from .hooks import HookRegistry
+
+log = logging.getLogger("tribalmemory.service")
+
+MAX_BATCH = 1000
+MAX_RECALL = 50
+
+
+@dataclass
+class RememberResult:
+    success: bool
+    memory_id: str | None = None
+    duplicate_of: str | None = None
+    episode_id: str | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"success": self.success, "memory_id": self.memory_id,
+                "duplicate_of": self.duplicate_of, "episode_id": self.episode_id,
+                "error": self.error}
+        data.update(self.extra)
+        return data
+
+
+@dataclass
+class NewMemory:
+    """A validated remember() request, before it is embedded and stored."""
+
+    content: str
+    source_type: SourceType
+    source_instance: str
+    tags: list[str]
+    context: str | None
+    created_at: datetime | None
+    skip_dedup: bool
+
+
+class MemoryService:
+    """Stores and finds memories; runs the registered write-time hooks."""
+
+    def __init__(self, config: Config, store: MemoryStore, embedder: Embedder) -> None:
+        self.config = config
+        self.store = store
+        self.embedder = embedder
+        self.hooks = HookRegistry()
+        self.started_at = time.monotonic()
+        self._write_lock = asyncio.Lock()
+
+    # -- validation -------------------------------------------------------------------------
+
+    def _parse_new(self, content: Any, source_type: Any = None, source_instance: Any = None,
+                   tags: Any = None, context: Any = None, created_at: Any = None,
+                   skip_dedup: Any = None) -> NewMemory:
+        limit = self.config.server.max_content_chars
+        text = check.text("content", content, limit)
+        assert text is not None
+        stype = check.source_type(source_type)
+        if stype is SourceType.EPISODE_SUMMARY:
+            raise InvalidInput("source_type EPISODE_SUMMARY is written by the episode engine only")
+        instance = check.text("source_instance", source_instance, 200, required=False)
+        return NewMemory(
+            content=text,
+            source_type=stype,
+            source_instance=instance or self.config.memory.default_source_instance,
+            tags=check.tags(tags),
+            context=check.text("context", context, check.MAX_CONTEXT_CHARS, required=False),
+            created_at=check.timestamp("created_at", created_at),
+            skip_dedup=check.boolean("skip_dedup", skip_dedup),
+        )
+
+    # -- writes -----------------------------------------------------------------------------
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.embedder.embed, texts)
+
+    async def remember(self, content: Any, source_type: Any = None, source_instance: Any = None,
+                       tags: Any = None, context: Any = None, created_at: Any = None,
+                       skip_dedup: Any = None, *, supersedes: str | None = None) -> RememberResult:
+        """Store one memory (unless it near-duplicates one) and run the write-time hooks."""
+        new = self._parse_new(content, source_type, source_instance, tags, context,
+                              created_at, skip_dedup)
+        vector = (await self.embed([new.content]))[0]
+        return await self._store_new(new, vector, supersedes)
+
+    async def remember_batch(self, items: Any) -> list[RememberResult]:
+        """1–1000 memories; all are validated before any is stored."""
+        if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH:
+            raise InvalidInput(f"memories must be a list of 1 to {MAX_BATCH} items")
+        parsed: list[NewMemory] = []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise InvalidInput(f"memories[{index}] must be an object")
+            unknown = set(item) - {"content", "source_type", "source_instance", "tags",
+                                   "context", "created_at", "skip_dedup"}
+            if unknown:
+                raise InvalidInput(f"memories[{index}]: unknown field(s) {sorted(unknown)}")
+            try:
+                parsed.append(self._parse_new(**item))
+            except InvalidInput as exc:
+                raise InvalidInput(f"memories[{index}]: {exc.message}") from None
+        vectors = await self.embed([p.content for p in parsed])
+        return [await self._store_new(p, v, None) for p, v in zip(parsed, vectors, strict=True)]
+
+    async def _store_new(self, new: NewMemory, vector: np.ndarray,
+                         supersedes: str | None) -> RememberResult:
+        async with self._write_lock:
+            if not new.skip_dedup:
+                duplicate = await self._find_duplicate(vector)
+                if duplicate is not None:
+                    return RememberResult(
+                        success=False, duplicate_of=duplicate,
+                        error=f"near-duplicate of memory {duplicate}; nothing stored "
+                              "(send skip_dedup=true to store it anyway)")
+            now = utc_now()
+            memory = Memory(
+                id=new_memory_id(), content=new.content, source_type=new.source_type,
+                source_instance=new.source_instance, tags=new.tags, context=new.context,
+                created_at=new.created_at or now, updated_at=now, supersedes=supersedes)
+            await asyncio.to_thread(self.store.upsert, [memory], vector[None, :])
+        extra = await self.hooks.notify("after_remember", memory, vector)
+        episode_id = extra.pop("episode_id", None)
+        return RememberResult(success=True, memory_id=memory.id, episode_id=episode_id,
+                              extra=extra)
+
+    async def _find_duplicate(self, vector: np.ndarray) -> str | None:
+        where = MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY])
+        hits = await asyncio.to_thread(self.store.dense_search, vector, 1, where)
+        if hits and hits[0].cosine >= self.config.memory.dedup_threshold:
+            return hits[0].memory.id
+        return None
+
+    async def correct(self, memory_id: Any, content: Any, source_instance: Any = None,
+                      tags: Any = None, context: Any = None) -> RememberResult:
+        """Store a CORRECTION memory that supersedes ``memory_id`` (which is kept as history)."""
+        old = await self.get(memory_id)
+        result = await self.remember(
+            content, SourceType.CORRECTION, source_instance,
+            old.tags if tags is None else tags, context, None, True, supersedes=old.id)
+        if result.success and result.memory_id:
+            new = (await self.get(result.memory_id))
+            await self.hooks.notify("after_correct", old, new)
+        return result
+
+    async def forget(self, memory_id: Any) -> None:
+        """Delete a memory; hooks take it out of anything built from it (e.g. its episode)."""
+        memory = await self.get(memory_id)
+        self.hooks.check("check_forget", memory)
+        async with self._write_lock:
+            await asyncio.to_thread(self.store.delete, [memory.id])
+        await self.hooks.notify("after_forget", memory)
+
+    # -- internal writes for plugins (no hooks, no dedup) -----------------------------------
+
+    async def put_internal(self, memory: Memory) -> None:
+        """Insert or replace a memory written by a plugin (e.g. an episode summary)."""
+        vector = (await self.embed([memory.content]))[0]
+        async with self._write_lock:
+            await asyncio.to_thread(self.store.upsert, [memory], vector[None, :])
+
+    async def delete_internal(self, memory_ids: list[str]) -> None:
+        async with self._write_lock:
+            await asyncio.to_thread(self.store.delete, memory_ids)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def get(self, memory_id: Any) -> Memory:
+        mid = check.memory_id(memory_id)
+        found = await asyncio.to_thread(self.store.get, [mid])
+        if not found:
+            raise NotFound(f"no memory with id {mid}")
+        return found[0]
+
+    async def get_many(self, memory_ids: list[str]) -> list[Memory]:
+        return await asyncio.to_thread(self.store.get, memory_ids)
+
+    async def vectors(self, memory_ids: list[str]) -> dict[str, np.ndarray]:
+        return await asyncio.to_thread(self.store.get_vectors, memory_ids)
+
+    async def recall(self, query: Any, limit: Any = None, min_relevance: Any = None,
+                     tags: Any = None, source_types: Any = None, after: Any = None,
+                     before: Any = None) -> list[RecallHit]:
+        """Hybrid search (dense + BM25, RRF-fused by Qdrant), best first.
+
+        ``similarity_score`` is the cosine similarity of the memory to the query, clamped to
+        0–1; ``min_relevance`` filters on it. Order is the fused rank.
+        """
+        text = check.text("query", query, self.config.server.max_content_chars)
+        assert text is not None
+        where = MemoryFilter(
+            tags_any=check.tags(tags) or None,
+            source_types=check.source_types(source_types),
+            after=check.timestamp("after", after),
+            before=check.timestamp("before", before),
+        )
+        size = check.integer("limit", limit, 1, MAX_RECALL, 5)
+        floor = check.number("min_relevance", min_relevance, 0.0, 1.0, 0.0)
+        vector = (await self.embed([text]))[0]
+        hits = await asyncio.to_thread(self.store.search, text, vector, size, where)
+        results = [RecallHit(memory=h.memory, similarity_score=max(0.0, min(1.0, h.cosine)))
+                   for h in hits]
+        return [r for r in results if r.similarity_score >= floor]
+
+    def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
+        """Extra per-memory fields from plugins (e.g. ``episode_id``) for JSON output."""
+        return self.hooks.annotate(memories)
+
+    async def stats(self) -> dict[str, Any]:
+        def count_all() -> dict[str, Any]:
+            by_type = {
+                st.json_name: self.store.count(MemoryFilter(source_types=[st]))
+                for st in SourceType
+            }
+            return {"total_memories": sum(by_type.values()), "by_source_type": by_type}
+
+        data = await asyncio.to_thread(count_all)
+        data["embedding_model"] = self.embedder.model_name
+        data.update(self.hooks.collect("stats"))
+        return data
+
+    def health(self) -> dict[str, Any]:
+        from .. import __version__
+
+        info = self.store.info
+        data: dict[str, Any] = {
+            "status": "ok",
+            "version": __version__,
+            "uptime_seconds": round(time.monotonic() - self.started_at, 1),
+            "store": {"backend": info.backend, "location": info.location},
+            "embedding": {"model": info.model_name, "dim": info.dim},
+        }
+        data.update(self.hooks.collect("health"))
+        return data
