@@ -1,0 +1,1 @@
+"""Thin interfaces over tribalmemory.api: HTTP (Starlette), MCP and the CLI."""
