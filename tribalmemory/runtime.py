@@ -25,7 +25,10 @@ class Runtime:
 
 
 async def start_runtime(config: Config) -> Runtime:
-    """Open the store, register plugins and start them. Raises StorageError / EmbeddingModelError."""
+    """Open the store, register plugins and start them.
+
+    Raises StorageError or EmbeddingModelError with a message for the user.
+    """
     from .storage import open_store
 
     config.data_path.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,8 @@
 A plugin is any object; the host calls the methods it has, by name, in registration order
 (the idea of Datasette's plugin hooks, without the machinery):
 
+- ``async before_remember(memory)``: before a new memory is stored (record durable intent);
+  ``async store_failed(memory)`` if storing it then failed.
 - ``async after_remember(memory, vector) -> dict | None``: after a memory is durably stored.
   The returned mapping is merged into the ``remember()`` result (e.g. ``episode_id``).
 - ``check_forget(memory) -> None``: may raise a :class:`~tribalmemory.errors.TribalError` to

@@ -141,7 +141,12 @@ class MemoryService:
                 id=new_memory_id(), content=new.content, source_type=new.source_type,
                 source_instance=new.source_instance, tags=new.tags, context=new.context,
                 created_at=new.created_at or now, updated_at=now, supersedes=supersedes)
-            await asyncio.to_thread(self.store.upsert, [memory], vector[None, :])
+            await self.hooks.notify("before_remember", memory)
+            try:
+                await asyncio.to_thread(self.store.upsert, [memory], vector[None, :])
+            except BaseException:
+                await self.hooks.notify("store_failed", memory)
+                raise
         extra = await self.hooks.notify("after_remember", memory, vector)
         episode_id = extra.pop("episode_id", None)
         return RememberResult(success=True, memory_id=memory.id, episode_id=episode_id,

@@ -1,0 +1,131 @@
+"""The episode database: membership invariants, counts, the durable job queue, filters."""
+
+import pytest
+
+from tribalmemory.episodes.store import EpisodeRow, EpisodeStore, new_episode_id
+
+
+def row(episode_id: str, last: float = 0.0, status: str = "active", **kw) -> EpisodeRow:
+    data = dict(id=episode_id, title="t", title_source="keyword", summary="", summary_kind="extractive",
+                summary_status="current", summary_memory_id=None, llm_summary="",
+                llm_summary_at=None, needs_full=False, since_regen=0, status=status,
+                created_at=0.0, updated_at=0.0, closed_at=None, last_activity=last,
+                parent_episode_id=None, metadata={})
+    data.update(kw)
+    return EpisodeRow(**data)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = EpisodeStore(tmp_path / "episodes.sqlite3")
+    yield s
+    s.close()
+
+
+def test_episode_ids_are_distinct_and_shaped():
+    ids = {new_episode_id() for _ in range(100)}
+    assert len(ids) == 100 and all(i.startswith("ep-") and len(i) == 19 for i in ids)
+
+
+def test_a_memory_is_in_at_most_one_episode_and_moves(store):
+    with store.transaction() as db:
+        store.insert_episode(db, row("ep-a"))
+        store.insert_episode(db, row("ep-b"))
+        assert store.add_member(db, "ep-a", "m1", 10.0, 1.0) is None
+        assert store.add_member(db, "ep-a", "m1", 10.0, 1.0) is None  # twice: no-op
+        assert store.add_member(db, "ep-b", "m1", 10.0, 2.0) == "ep-a"  # moved
+    assert store.episode_of("m1") == "ep-b"
+    assert store.episode("ep-a").memory_count == 0
+    assert store.episode("ep-b").memory_count == 1
+    assert store.episode("ep-a").needs_full is True
+
+
+def test_memory_count_follows_membership_and_order_is_chronological(store):
+    with store.transaction() as db:
+        store.insert_episode(db, row("ep-a"))
+        for mid, t in (("m3", 30.0), ("m1", 10.0), ("m2", 20.0)):
+            store.add_member(db, "ep-a", mid, t, 1.0)
+    episode = store.episode("ep-a")
+    assert episode.memory_count == 3
+    assert episode.since_regen == 3
+    assert episode.last_activity == 30.0 and episode.first_activity == 10.0
+    assert store.member_ids("ep-a") == ["m1", "m2", "m3"]
+    with store.transaction() as db:
+        assert store.remove_member(db, "ep-a", "m2", 2.0)
+        assert not store.remove_member(db, "ep-a", "m2", 2.0)
+    assert store.episode("ep-a").memory_count == 2
+
+
+def test_failed_transaction_leaves_nothing(store):
+    with pytest.raises(RuntimeError), store.transaction() as db:
+        store.insert_episode(db, row("ep-a"))
+        store.add_member(db, "ep-a", "m1", 1.0, 1.0)
+        raise RuntimeError("crash")
+    assert store.episode("ep-a") is None
+    assert store.episode_of("m1") is None
+
+
+def test_jobs_coalesce_and_rearm(store):
+    with store.transaction() as db:
+        store.enqueue(db, "summary", "ep-a", now=100.0, delay=5.0)
+        store.enqueue(db, "summary", "ep-a", now=101.0, delay=5.0)
+    assert store.due_jobs(104.0, set()) == []
+    (job,) = store.due_jobs(105.0, set())
+    assert job.gen == 1  # the second enqueue was absorbed
+    with store.transaction() as db:  # a memory joins while the job runs: re-armed
+        store.enqueue(db, "summary", "ep-a", now=106.0)
+    with store.transaction() as db:
+        store.finish_job(db, job)
+    assert len(store.due_jobs(200.0, set())) == 1  # still there: it must run again
+    (again,) = store.due_jobs(200.0, set())
+    with store.transaction() as db:
+        store.finish_job(db, again)
+    assert store.due_jobs(200.0, set()) == []
+
+
+def test_due_jobs_skip_busy_keys_and_report_queue_stats(store):
+    with store.transaction() as db:
+        store.enqueue(db, "summary", "ep-a", now=10.0)
+        store.enqueue(db, "classify", "m1", now=12.0)
+    assert [j.key for j in store.due_jobs(20.0, {"ep-a"})] == ["m1"]
+    stats = store.queue_stats(20.0)
+    assert stats == {"queue_depth": 2, "oldest_pending_age_seconds": 10.0}
+
+
+def test_jobs_survive_reopen(tmp_path):
+    first = EpisodeStore(tmp_path / "e.sqlite3")
+    with first.transaction() as db:
+        first.enqueue(db, "detect", "m1", now=1.0)
+    first.close()
+    second = EpisodeStore(tmp_path / "e.sqlite3")
+    assert [j.key for j in second.due_jobs(2.0, set())] == ["m1"]
+    second.close()
+
+
+def test_list_filters_on_metadata(store):
+    with store.transaction() as db:
+        store.insert_episode(db, row("ep-a", 1.0, metadata={"outcome": "success",
+                                                             "tags": ["auth"],
+                                                             "participants": ["codex"]}))
+        store.insert_episode(db, row("ep-b", 2.0, status="closed",
+                                     metadata={"outcome": "failure", "tags": ["db"]}))
+    assert [r.id for r in store.episodes()] == ["ep-b", "ep-a"]
+    assert [r.id for r in store.episodes("closed")] == ["ep-b"]
+    assert [r.id for r in store.episodes(filters={"outcome": "success"})] == ["ep-a"]
+    assert [r.id for r in store.episodes(filters={"tag": "db"})] == ["ep-b"]
+    assert [r.id for r in store.episodes(filters={"participant": "codex"})] == ["ep-a"]
+    assert [r.id for r in store.episodes(limit=1, offset=1)] == ["ep-a"]
+
+
+def test_delete_episode_unassigns_members_and_unlinks_children(store):
+    with store.transaction() as db:
+        store.insert_episode(db, row("ep-a"))
+        store.insert_episode(db, row("ep-b", parent_episode_id="ep-a"))
+        store.add_member(db, "ep-a", "m1", 1.0, 1.0)
+        store.enqueue(db, "summary", "ep-a", now=1.0)
+        assert store.delete_episode(db, "ep-a") == ["m1"]
+    assert store.episode("ep-a") is None
+    assert store.episode_of("m1") is None
+    assert store.detection("m1")["state"] == "standalone"
+    assert store.episode("ep-b").parent_episode_id is None
+    assert store.due_jobs(10.0, set()) == []

@@ -1,0 +1,61 @@
+"""Pure lifecycle rules: summary cadence, idle close, the active cap, archiving, surprise."""
+
+from tribalmemory.episodes import lifecycle
+from tribalmemory.episodes.lifecycle import DAY, Activity
+
+
+def plan(**kw):
+    base = dict(status="active", since_regen=1, interval=10, needs_full=False,
+                has_llm_summary=True)
+    base.update(kw)
+    return lifecycle.plan_summary(**base)
+
+
+def test_cheap_update_between_regenerations():
+    assert plan(since_regen=1) == "update"
+    assert plan(since_regen=9) == "update"
+
+
+def test_full_regeneration_every_interval_and_never_skipped():
+    assert plan(since_regen=10) == "regenerate"
+    # the counter only grows between regenerations, so overshooting still regenerates
+    assert plan(since_regen=13) == "regenerate"
+
+
+def test_first_summary_and_stale_summary_are_full():
+    assert plan(has_llm_summary=False) == "regenerate"
+    assert plan(needs_full=True) == "regenerate"
+
+
+def test_closed_episodes_get_a_final_summary():
+    assert plan(status="closed") == "final"
+    assert plan(status="archived", since_regen=0) == "final"
+
+
+def test_idle_uses_the_window():
+    now = 100 * DAY
+    episodes = [Activity("a", "active", now - 15 * DAY), Activity("b", "active", now - 13 * DAY),
+                Activity("c", "closed", now - 30 * DAY)]
+    assert lifecycle.idle(episodes, now, 14) == ["a"]
+    assert lifecycle.idle(episodes, now, 12) == ["a", "b"]
+
+
+def test_over_cap_closes_least_recently_active():
+    active = [Activity(f"e{i}", "active", float(i)) for i in range(5)]
+    assert lifecycle.over_cap(active, cap=5) == ["e0"]
+    assert lifecycle.over_cap(active, cap=3) == ["e0", "e1", "e2"]
+    assert lifecycle.over_cap(active, cap=6) == []
+
+
+def test_archivable_only_closed_and_old_enough():
+    now = 200 * DAY
+    episodes = [Activity("old", "closed", 0, closed_at=now - 91 * DAY),
+                Activity("young", "closed", 0, closed_at=now - 10 * DAY),
+                Activity("active", "active", 0, closed_at=None)]
+    assert lifecycle.archivable(episodes, now, 90) == ["old"]
+
+
+def test_surprise_is_one_minus_similarity_clamped():
+    assert lifecycle.surprise(0.25) == 0.75
+    assert lifecycle.surprise(1.3) == 0.0
+    assert lifecycle.surprise(-0.5) == 1.0

@@ -1,0 +1,358 @@
+"""Episode state in SQLite beside the memory store: episodes, memberships, detection state, jobs.
+
+One connection, used from the event loop's thread only. WAL with ``synchronous=NORMAL``:
+a committed transaction survives the process being killed (not a power cut before the next
+checkpoint). Every change that must stay consistent (membership and the episode it belongs to,
+a job and the state it advances) happens in one transaction. ``memory_count`` is never stored:
+it is counted from ``memberships``, so it cannot drift from the real membership.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS episodes (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    title_source TEXT NOT NULL,            -- keyword | llm | user
+    summary TEXT NOT NULL DEFAULT '',
+    summary_kind TEXT NOT NULL DEFAULT 'extractive',   -- llm | extractive
+    summary_status TEXT NOT NULL DEFAULT 'current',    -- current | pending
+    summary_memory_id TEXT,
+    llm_summary TEXT NOT NULL DEFAULT '',  -- last LLM summary (base of cheap updates)
+    llm_summary_at REAL,                   -- wall time of the last LLM summary
+    needs_full INTEGER NOT NULL DEFAULT 0, -- a removal made the LLM summary stale
+    since_regen INTEGER NOT NULL DEFAULT 0,-- memories added since the last full regeneration
+    status TEXT NOT NULL,                  -- active | closed | archived
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    closed_at REAL,
+    last_activity REAL NOT NULL,           -- newest member's created_at (memory time)
+    parent_episode_id TEXT,
+    metadata TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS episodes_status ON episodes(status, last_activity);
+CREATE TABLE IF NOT EXISTS memberships (
+    memory_id TEXT PRIMARY KEY,            -- a memory is in at most one episode
+    episode_id TEXT NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+    memory_time REAL NOT NULL,             -- the memory's created_at
+    joined_at REAL NOT NULL,
+    score REAL,                            -- detector score when it joined (null: manual)
+    surprise REAL
+);
+CREATE INDEX IF NOT EXISTS memberships_episode ON memberships(episode_id, memory_time);
+CREATE TABLE IF NOT EXISTS detections (
+    memory_id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,                   -- pending | seed | standalone | assigned
+    memory_time REAL NOT NULL,
+    hint TEXT                              -- LLM title suggestion for a seed
+);
+CREATE INDEX IF NOT EXISTS detections_state ON detections(state, memory_time);
+CREATE TABLE IF NOT EXISTS jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,                    -- detect | classify | summary
+    key TEXT NOT NULL,                     -- memory id or episode id
+    payload TEXT NOT NULL DEFAULT '{}',
+    not_before REAL NOT NULL,
+    created_at REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    gen INTEGER NOT NULL DEFAULT 0         -- bumped when the job is re-armed while queued
+);
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique ON jobs(kind, key);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+EPISODE_COLUMNS = (
+    "id, title, title_source, summary, summary_kind, summary_status, summary_memory_id, "
+    "llm_summary, llm_summary_at, needs_full, since_regen, status, created_at, updated_at, "
+    "closed_at, last_activity, parent_episode_id, metadata")
+
+
+def new_episode_id() -> str:
+    return "ep-" + uuid.uuid4().hex[:16]
+
+
+@dataclass
+class EpisodeRow:
+    id: str
+    title: str
+    title_source: str
+    summary: str
+    summary_kind: str
+    summary_status: str
+    summary_memory_id: str | None
+    llm_summary: str
+    llm_summary_at: float | None
+    needs_full: bool
+    since_regen: int
+    status: str
+    created_at: float
+    updated_at: float
+    closed_at: float | None
+    last_activity: float
+    parent_episode_id: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    memory_count: int = 0
+    first_activity: float | None = None
+
+    @classmethod
+    def from_sql(cls, row: sqlite3.Row) -> EpisodeRow:
+        data = dict(row)
+        data["metadata"] = json.loads(data.get("metadata") or "{}")
+        data["needs_full"] = bool(data["needs_full"])
+        return cls(**data)
+
+
+@dataclass
+class Job:
+    id: int
+    kind: str
+    key: str
+    payload: dict[str, Any]
+    not_before: float
+    created_at: float
+    attempts: int
+    gen: int = 0
+
+
+class EpisodeStore:
+    """Typed access to the episode database."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("PRAGMA busy_timeout=5000")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on error)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- episodes ---------------------------------------------------------------------------
+
+    def _select(self, where: str = "", args: tuple[Any, ...] = (), tail: str = ""
+                ) -> list[EpisodeRow]:
+        sql = (f"SELECT {', '.join('e.' + c.strip() for c in EPISODE_COLUMNS.split(','))}, "
+               "(SELECT COUNT(*) FROM memberships m WHERE m.episode_id = e.id) AS memory_count, "
+               "(SELECT MIN(memory_time) FROM memberships m WHERE m.episode_id = e.id) "
+               "AS first_activity FROM episodes e " + where + " " + tail)
+        return [EpisodeRow.from_sql(r) for r in self.db.execute(sql, args)]
+
+    def episode(self, episode_id: str) -> EpisodeRow | None:
+        rows = self._select("WHERE e.id = ?", (episode_id,))
+        return rows[0] if rows else None
+
+    def episodes(self, status: str | None = None, limit: int = 50, offset: int = 0,
+                 filters: dict[str, str] | None = None) -> list[EpisodeRow]:
+        """Newest activity first; ``filters`` on metadata: outcome, tag, participant."""
+        clauses: list[str] = []
+        args: list[Any] = []
+        if status:
+            clauses.append("e.status = ?")
+            args.append(status)
+        for name, value in (filters or {}).items():
+            if name == "outcome":
+                clauses.append("json_extract(e.metadata, '$.outcome') = ?")
+            elif name in ("tag", "participant"):
+                key = "tags" if name == "tag" else "participants"
+                clauses.append(f"EXISTS (SELECT 1 FROM json_each(e.metadata, '$.{key}') "
+                               "WHERE value = ?)")
+            else:
+                raise ValueError(f"unknown episode filter {name!r}")
+            args.append(value)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        return self._select(where, (*args, limit, offset),
+                            "ORDER BY e.last_activity DESC, e.id LIMIT ? OFFSET ?")
+
+    def active_episodes(self) -> list[EpisodeRow]:
+        return self._select("WHERE e.status = 'active'", (), "ORDER BY e.last_activity DESC")
+
+    def all_episode_ids(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT id FROM episodes")]
+
+    def insert_episode(self, db: sqlite3.Connection, row: EpisodeRow) -> None:
+        db.execute(
+            f"INSERT INTO episodes ({EPISODE_COLUMNS}) VALUES "
+            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (row.id, row.title, row.title_source, row.summary, row.summary_kind,
+             row.summary_status, row.summary_memory_id, row.llm_summary, row.llm_summary_at,
+             int(row.needs_full), row.since_regen, row.status, row.created_at, row.updated_at,
+             row.closed_at, row.last_activity, row.parent_episode_id, json.dumps(row.metadata)))
+
+    def update_episode(self, db: sqlite3.Connection, episode_id: str, **values: Any) -> None:
+        if "metadata" in values:
+            values["metadata"] = json.dumps(values["metadata"])
+        if "needs_full" in values:
+            values["needs_full"] = int(values["needs_full"])
+        assigns = ", ".join(f"{k} = ?" for k in values)
+        db.execute(f"UPDATE episodes SET {assigns} WHERE id = ?", (*values.values(), episode_id))
+
+    def delete_episode(self, db: sqlite3.Connection, episode_id: str) -> list[str]:
+        """Delete the episode; its memories become unassigned standalone memories."""
+        members = self.member_ids(episode_id, db)
+        db.execute("DELETE FROM memberships WHERE episode_id = ?", (episode_id,))
+        db.executemany("UPDATE detections SET state = 'standalone' WHERE memory_id = ?",
+                       [(m,) for m in members])
+        db.execute("DELETE FROM jobs WHERE kind = 'summary' AND key = ?", (episode_id,))
+        db.execute("UPDATE episodes SET parent_episode_id = NULL WHERE parent_episode_id = ?",
+                   (episode_id,))
+        db.execute("DELETE FROM episodes WHERE id = ?", (episode_id,))
+        return members
+
+    # -- memberships ------------------------------------------------------------------------
+
+    def member_ids(self, episode_id: str, db: sqlite3.Connection | None = None) -> list[str]:
+        conn = db or self.db
+        return [r[0] for r in conn.execute(
+            "SELECT memory_id FROM memberships WHERE episode_id = ? "
+            "ORDER BY memory_time, joined_at", (episode_id,))]
+
+    def members(self, episode_id: str) -> list[sqlite3.Row]:
+        return list(self.db.execute(
+            "SELECT * FROM memberships WHERE episode_id = ? ORDER BY memory_time, joined_at",
+            (episode_id,)))
+
+    def episode_of(self, memory_id: str) -> str | None:
+        row = self.db.execute("SELECT episode_id FROM memberships WHERE memory_id = ?",
+                              (memory_id,)).fetchone()
+        return row[0] if row else None
+
+    def episodes_of(self, memory_ids: list[str]) -> dict[str, str]:
+        if not memory_ids:
+            return {}
+        marks = ",".join("?" * len(memory_ids))
+        return dict(self.db.execute(
+            f"SELECT memory_id, episode_id FROM memberships WHERE memory_id IN ({marks})",
+            memory_ids).fetchall())
+
+    def add_member(self, db: sqlite3.Connection, episode_id: str, memory_id: str,
+                   memory_time: float, now: float, score: float | None = None,
+                   surprise: float | None = None) -> str | None:
+        """Put a memory in an episode; returns the episode it was moved from, if any."""
+        row = db.execute("SELECT episode_id FROM memberships WHERE memory_id = ?",
+                         (memory_id,)).fetchone()
+        previous = row[0] if row else None
+        if previous == episode_id:
+            return None
+        if previous is not None:
+            db.execute("DELETE FROM memberships WHERE memory_id = ?", (memory_id,))
+            db.execute("UPDATE episodes SET needs_full = 1, updated_at = ? WHERE id = ?",
+                       (now, previous))
+        db.execute("INSERT INTO memberships VALUES (?,?,?,?,?,?)",
+                   (memory_id, episode_id, memory_time, now, score, surprise))
+        db.execute(
+            "UPDATE episodes SET since_regen = since_regen + 1, updated_at = ?, "
+            "last_activity = MAX(last_activity, ?) WHERE id = ?", (now, memory_time, episode_id))
+        self.set_detection(db, memory_id, "assigned", memory_time)
+        return previous
+
+    def remove_member(self, db: sqlite3.Connection, episode_id: str, memory_id: str,
+                      now: float) -> bool:
+        cur = db.execute("DELETE FROM memberships WHERE memory_id = ? AND episode_id = ?",
+                         (memory_id, episode_id))
+        if cur.rowcount:
+            db.execute("UPDATE episodes SET needs_full = 1, updated_at = ? WHERE id = ?",
+                       (now, episode_id))
+        return bool(cur.rowcount)
+
+    # -- detection state --------------------------------------------------------------------
+
+    def set_detection(self, db: sqlite3.Connection, memory_id: str, state: str,
+                      memory_time: float, hint: str | None = None) -> None:
+        db.execute(
+            "INSERT INTO detections VALUES (?,?,?,?) ON CONFLICT(memory_id) DO UPDATE SET "
+            "state = excluded.state, hint = COALESCE(excluded.hint, detections.hint)",
+            (memory_id, state, memory_time, hint))
+
+    def detection(self, memory_id: str) -> sqlite3.Row | None:
+        return self.db.execute("SELECT * FROM detections WHERE memory_id = ?",
+                               (memory_id,)).fetchone()
+
+    def detection_states(self, memory_ids: list[str]) -> dict[str, str]:
+        if not memory_ids:
+            return {}
+        marks = ",".join("?" * len(memory_ids))
+        return dict(self.db.execute(
+            f"SELECT memory_id, state FROM detections WHERE memory_id IN ({marks})",
+            memory_ids).fetchall())
+
+    def seeds_since(self, earliest: float) -> list[sqlite3.Row]:
+        """Unassigned memories (seeds and pending ones) young enough to start an episode."""
+        return list(self.db.execute(
+            "SELECT * FROM detections WHERE state IN ('seed', 'pending') AND memory_time >= ? "
+            "ORDER BY memory_time", (earliest,)))
+
+    def forget_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
+        db.execute("DELETE FROM detections WHERE memory_id = ?", (memory_id,))
+        db.execute("DELETE FROM jobs WHERE kind IN ('detect', 'classify') AND key = ?",
+                   (memory_id,))
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def enqueue(self, db: sqlite3.Connection, kind: str, key: str, now: float,
+                delay: float = 0.0, payload: dict[str, Any] | None = None) -> None:
+        """Add a job; an existing job of the same kind and key absorbs it (coalescing)."""
+        db.execute(
+            "INSERT INTO jobs (kind, key, payload, not_before, created_at) VALUES (?,?,?,?,?) "
+            "ON CONFLICT(kind, key) DO UPDATE SET payload = excluded.payload, gen = gen + 1",
+            (kind, key, json.dumps(payload or {}), now + delay, now))
+
+    def due_jobs(self, now: float, exclude_keys: set[str], limit: int = 8) -> list[Job]:
+        rows = self.db.execute(
+            "SELECT * FROM jobs WHERE not_before <= ? ORDER BY id LIMIT ?",
+            (now, limit + len(exclude_keys))).fetchall()
+        jobs = [Job(id=r["id"], kind=r["kind"], key=r["key"], payload=json.loads(r["payload"]),
+                    not_before=r["not_before"], created_at=r["created_at"],
+                    attempts=r["attempts"], gen=r["gen"]) for r in rows]
+        return [j for j in jobs if j.key not in exclude_keys][:limit]
+
+    def next_due(self) -> float | None:
+        row = self.db.execute("SELECT MIN(not_before) FROM jobs").fetchone()
+        return row[0] if row else None
+
+    def finish_job(self, db: sqlite3.Connection, job: Job) -> None:
+        """Delete the job unless it was re-armed while it ran (then it runs again)."""
+        db.execute("DELETE FROM jobs WHERE id = ? AND gen = ?", (job.id, job.gen))
+
+    def retry_job(self, job: Job, not_before: float) -> None:
+        self.db.execute("UPDATE jobs SET attempts = attempts + 1, not_before = ? WHERE id = ?",
+                        (not_before, job.id))
+
+    def queue_stats(self, now: float) -> dict[str, Any]:
+        row = self.db.execute("SELECT COUNT(*), MIN(created_at) FROM jobs").fetchone()
+        depth, oldest = row[0], row[1]
+        return {"queue_depth": depth,
+                "oldest_pending_age_seconds": round(now - oldest, 3) if oldest else 0.0}
+
+    # -- meta -------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_meta(self, db: sqlite3.Connection, key: str, value: Any) -> None:
+        db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                   "value = excluded.value", (key, json.dumps(value)))

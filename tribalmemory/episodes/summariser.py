@@ -1,0 +1,132 @@
+"""The episode engine's use of the LLM layer: classification and summaries, with fallbacks.
+
+Every method returns ``None`` when the LLM cannot be used (no key, ceiling reached, call cap,
+provider down, invalid answers after retries); the engine then falls back to the embedding
+decision or an extractive summary. The reason is logged by the LLM client (once per state
+change) and shown in ``/v1/health``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ..llm import (
+    Candidate,
+    LLMClient,
+    LLMUnavailable,
+    MemoryText,
+    build_classify,
+    build_final,
+    build_regenerate,
+    build_update,
+)
+from ..models import Memory
+from ..timeutil import to_iso
+from .store import EpisodeRow
+
+log = logging.getLogger("tribalmemory.episodes")
+
+NO_LLM_NOTE = ("without an LLM, episodes use embedding-only detection and extractive summaries; "
+               "an LLM adds classification of ambiguous memories, readable titles, narrative "
+               "summaries and structured metadata")
+
+
+@dataclass
+class SummaryOutcome:
+    title: str
+    summary: str
+    metadata: dict[str, Any] | None
+
+
+def memory_text(memory: Memory) -> MemoryText:
+    return MemoryText(id=memory.id, content=memory.content, time=to_iso(memory.created_at),
+                      source=memory.source_instance)
+
+
+class Summariser:
+    """Classification and summaries through :class:`LLMClient`; ``None`` means fall back."""
+
+    def __init__(self, client: LLMClient | None) -> None:
+        self.client = client
+        self.checked = client is None
+
+    async def check(self) -> dict[str, str]:
+        """Import litellm and check key/model once (off the start-up path)."""
+        if self.client is None:
+            return {"state": "disabled", "reason": "LLM features are off"}
+        status = await self.client.acheck_startup()
+        self.checked = True
+        return status
+
+    def ready(self) -> bool:
+        """True once the start-up check passed and the ceiling is not reached."""
+        return self.client is not None and self.checked and \
+            self.client.status()["state"] == "ready"
+
+    def status(self) -> dict[str, str]:
+        if self.client is None:
+            return {"state": "disabled", "reason": "LLM features are off"}
+        if not self.checked:
+            return {"state": "starting", "reason": "checking the LLM configuration"}
+        status = self.client.status()
+        if status["state"] != "ready":
+            status["fallback"] = NO_LLM_NOTE
+        return status
+
+    async def classify(self, memory: Memory, candidates: list[dict[str, Any]]
+                       ) -> tuple[str, str | None, str | None] | None:
+        """``(action, episode_id, title)`` or ``None`` when the LLM cannot answer."""
+        if self.client is None:
+            return None
+        await self.check()
+        prompt = build_classify(memory_text(memory), [
+            Candidate(id=c["id"], title=c["title"], summary=c["summary"],
+                      recent=tuple(MemoryText(id="", content=t) for t in c["recent"]))
+            for c in candidates])
+        try:
+            answer = await self.client.run(prompt, memory_id=memory.id)
+        except LLMUnavailable as exc:
+            log.info("classification of %s falls back to embeddings: %s", memory.id, exc)
+            return None
+        return answer.action, answer.episode_id, answer.title
+
+    async def summarise(self, plan: str, row: EpisodeRow, memories: list[Memory],
+                        new_memories: list[Memory], trigger: str | None
+                        ) -> SummaryOutcome | None:
+        """Run the planned summary (``update``, ``regenerate`` or ``final``)."""
+        if self.client is None or len(memories) < 1:
+            return None
+        await self.check()
+        if not self.ready():
+            return None
+        texts = [memory_text(m) for m in memories]
+        if plan == "update" and new_memories:
+            prompt = build_update(row.title, row.llm_summary,
+                                  [memory_text(m) for m in new_memories])
+        elif plan == "final":
+            prompt = build_final(row.title, texts)
+        else:
+            prompt = build_regenerate(row.title, texts, with_metadata=plan == "metadata")
+        try:
+            result = await self.client.run(prompt, episode_id=row.id, memory_id=trigger)
+        except LLMUnavailable as exc:
+            log.info("summary of %s falls back to extractive: %s", row.id, exc)
+            return None
+        metadata = result.metadata.to_json() if result.metadata is not None else None
+        if metadata is not None:
+            metadata["source"] = "llm"
+        return SummaryOutcome(title=result.title, summary=result.summary, metadata=metadata)
+
+    def episode_cost(self, episode_id: str) -> float:
+        if self.client is None:
+            return 0.0
+        return self.client.ledger.episode_cost(episode_id)
+
+    def costs(self) -> dict[str, Any]:
+        if self.client is None:
+            return {"llm": self.status(), "spend_usd": 0.0, "calls": 0}
+        data = self.client.ledger.summary()
+        data["llm"] = self.status()
+        return data

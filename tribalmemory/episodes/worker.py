@@ -1,0 +1,139 @@
+"""Runs the durable episode jobs (detect, classify, summary) and the lifecycle scheduler.
+
+Jobs live in SQLite, so work pending at a crash resumes on restart. A job is deleted only after
+its effect is committed; a job re-armed while it ran (a new memory joined during a summary)
+runs again. Jobs with the same key never run at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from contextlib import suppress
+
+from .engine import EpisodeEngine
+from .store import Job
+
+log = logging.getLogger("tribalmemory.episodes")
+
+MAX_BACKOFF = 300.0
+
+
+class Worker:
+    """A few asyncio tasks draining the job table, plus the periodic lifecycle tick."""
+
+    def __init__(self, engine: EpisodeEngine, concurrency: int = 3) -> None:
+        self.engine = engine
+        self.concurrency = concurrency
+        self.inflight: set[str] = set()
+        self._event = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._failures: dict[int, str] = {}
+        engine.wake = self.wake
+
+    def wake(self) -> None:
+        self._event.set()
+
+    def start(self, scheduler_interval: float | None) -> None:
+        for index in range(self.concurrency):
+            self._tasks.append(asyncio.create_task(self._loop(), name=f"episode-worker-{index}"))
+        if scheduler_interval:
+            self._tasks.append(asyncio.create_task(self._schedule(scheduler_interval),
+                                                   name="episode-scheduler"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+
+    def _claim(self) -> Job | None:
+        jobs = self.engine.store.due_jobs(self.engine.clock(), set(self.inflight), limit=1)
+        if not jobs:
+            return None
+        self.inflight.add(jobs[0].key)
+        return jobs[0]
+
+    async def _loop(self) -> None:
+        while True:
+            job = self._claim()
+            if job is None:
+                self._idle.set()
+                self._event.clear()
+                await self._wait_for_work()
+                continue
+            self._idle.clear()
+            try:
+                await self._run(job)
+            finally:
+                self.inflight.discard(job.key)
+                self._event.set()
+
+    async def _wait_for_work(self) -> None:
+        due = self.engine.store.next_due()
+        timeout = 5.0 if due is None else max(0.0, min(5.0, due - self.engine.clock()))
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._event.wait(), timeout)
+
+    async def _run(self, job: Job) -> None:
+        engine = self.engine
+        try:
+            if job.kind == "summary":
+                await engine.run_summary(job.key, job.payload.get("trigger"))
+            elif job.kind == "classify":
+                await engine.run_classify(job.key, job.payload.get("candidates", []))
+            elif job.kind == "detect":
+                await self._detect(job.key)
+            with engine.store.transaction() as db:
+                engine.store.finish_job(db, job)
+            if job.kind == "summary":
+                engine.mark_summary_settled(job.key)
+            self._failures.pop(job.id, None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            delay = min(MAX_BACKOFF, 2.0 ** min(job.attempts + 1, 9))
+            reason = f"{type(exc).__name__}: {exc}"
+            if self._failures.get(job.id) != reason:
+                log.warning("episode job %s %s failed (%s); retrying in %.0f s", job.kind,
+                            job.key, reason, delay, exc_info=True)
+                self._failures[job.id] = reason
+            engine.store.retry_job(job, engine.clock() + delay)
+
+    async def _detect(self, memory_id: str) -> None:
+        """A detect job left by a crash: run the write-time decision now."""
+        memories = await self.engine.service.get_many([memory_id])
+        vectors = await self.engine.service.vectors([memory_id])
+        if not memories or memory_id not in vectors:  # never stored: nothing to decide
+            with self.engine.store.transaction() as db:
+                self.engine.store.forget_detection(db, memory_id)
+            return
+        await self.engine.detect(memories[0], vectors[memory_id])
+
+    async def _schedule(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.engine.tick()
+            except Exception as exc:
+                log.warning("episode lifecycle tick failed: %s", exc, exc_info=True)
+
+    async def drain(self, timeout: float = 60.0) -> bool:
+        """Wait until no job is due or running (for tests, benchmarks and the CLI)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            store = self.engine.store
+            due = store.due_jobs(self.engine.clock() + 3600 * 24 * 365, set(), limit=1)
+            if not due and not self.inflight:
+                return True
+            self._event.set()
+            self._idle.clear()
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), max(0.01, deadline - time.monotonic()))
+            if not due:
+                continue
+        return False
