@@ -145,7 +145,9 @@ class Config:
 
     @property
     def store_path(self) -> Path:
-        return Path(self.storage.path).expanduser() if self.storage.path else self.data_path / "store"
+        if self.storage.path:
+            return Path(self.storage.path).expanduser()
+        return self.data_path / "store"
 
 
 SECTIONS = {f.name: f for f in fields(Config) if f.metadata.get("doc") is None}

@@ -5,13 +5,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from .timeutil import parse_iso, to_iso
 
 
-class SourceType(str, Enum):
+class SourceType(StrEnum):
     """Where a memory came from. Written upper-case in JSON, accepted in either case."""
 
     USER_EXPLICIT = "user_explicit"
