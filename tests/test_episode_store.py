@@ -6,7 +6,8 @@ from tribalmemory.episodes.store import EpisodeRow, EpisodeStore, new_episode_id
 
 
 def row(episode_id: str, last: float = 0.0, status: str = "active", **kw) -> EpisodeRow:
-    data = dict(id=episode_id, title="t", title_source="keyword", summary="", summary_kind="extractive",
+    data = dict(id=episode_id, title="t", title_source="keyword", summary="",
+                summary_kind="extractive",
                 summary_status="current", summary_memory_id=None, llm_summary="",
                 llm_summary_at=None, needs_full=False, since_regen=0, status=status,
                 created_at=0.0, updated_at=0.0, closed_at=None, last_activity=last,
