@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..models import Memory, SourceType
+from ..timeutil import to_epoch
 
 
 class StorageError(RuntimeError):
@@ -85,4 +88,102 @@ class MemoryStore(Protocol):
                ) -> Iterator[Memory]:
         """Every matching memory, in no particular order."""
 
+    def optimize(self) -> bool:
+        """Build the search indexes now (may block for minutes); True if work was done."""
+
     def close(self) -> None: ...
+
+
+# -- Shared by the backends: the point layout both of them store ----------------------------
+
+DENSE = "dense"          # named dense vector (cosine)
+SPARSE = "bm25"          # named sparse vector (BM25 term weights, IDF modifier)
+RRF_K = 60               # reciprocal rank fusion constant: score = sum of 1 / (RRF_K + rank)
+HNSW_EF = 128            # HNSW search breadth, once an index is built (see docs/storage.md)
+KEYWORD_FIELDS = ("tags", "source_type", "metadata.episode_id")
+FLOAT_FIELDS = ("created_ts",)
+_METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def to_payload(memory: Memory) -> dict[str, Any]:
+    """Every Memory field, plus ``created_ts`` (epoch seconds); source_type lower-case."""
+    payload = memory.to_json()
+    payload["source_type"] = memory.source_type.value
+    payload["created_ts"] = to_epoch(memory.created_at)
+    return payload
+
+
+def from_payload(payload: dict[str, Any] | None) -> Memory:
+    return Memory.from_json(payload or {})
+
+
+def point_id(memory_id: str) -> str | None:
+    """The canonical UUID string Qdrant stores as the point id; None if not a UUID."""
+    try:
+        return str(uuid.UUID(str(memory_id).strip()))
+    except ValueError:
+        return None
+
+
+def point_ids(memory_ids: Iterable[str]) -> list[str]:
+    """Canonical, de-duplicated point ids in order; non-UUIDs are left out."""
+    seen: dict[str, None] = {}
+    for memory_id in memory_ids:
+        pid = point_id(memory_id)
+        if pid is not None:
+            seen.setdefault(pid, None)
+    return list(seen)
+
+
+def metadata_field(key: str) -> str:
+    """``metadata.<key>``; keys are letters, digits, ``_`` and ``-`` (no dots)."""
+    if not isinstance(key, str) or not _METADATA_KEY.match(key):
+        raise ValueError(f"metadata key {key!r}: use 1-64 letters, digits, '_' or '-'")
+    return f"metadata.{key}"
+
+
+def source_values(types: Iterable[SourceType | str] | None) -> list[str]:
+    return [SourceType.parse(t).value for t in types or ()]
+
+
+def check_rows(vectors: np.ndarray, rows: int, dim: int) -> np.ndarray:
+    """``vectors`` as float32 of shape (rows, dim), all finite; else ValueError."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2 or array.shape != (rows, dim):
+        raise ValueError(f"expected vectors of shape ({rows}, {dim}), got {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError("vectors contain NaN or infinity")
+    return array
+
+
+def unit_query(vector: np.ndarray, dim: int) -> np.ndarray:
+    """The query as a float32 unit vector of length ``dim`` (cosine needs no more)."""
+    query = check_rows(np.asarray(vector).reshape(1, -1), 1, dim)[0]
+    norm = float(np.linalg.norm(query))
+    return query / norm if norm > 0 else query
+
+
+def search_depth(limit: int) -> int:
+    """How many candidates each prefetch (dense, BM25) hands to the fusion."""
+    return max(4 * limit, 50)
+
+
+def ensure_same_model(location: str, stored_model: str, stored_dim: int,
+                model_name: str, dim: int) -> None:
+    """Raise ModelMismatchError unless the store was written by this model and dimension."""
+    if stored_model == model_name and int(stored_dim) == dim:
+        return
+    raise ModelMismatchError(
+        f"the store at {location} was written by embedding model {stored_model!r} "
+        f"({stored_dim} dims), but embedding.model is {model_name!r} ({dim} dims). "
+        f"Run `tribalmemory reembed` to rebuild the vectors with {model_name!r}, "
+        f"or set embedding.model back to {stored_model!r}."
+    )
+
+
+def store_locked(location: str, holder: str = "") -> StoreLockedError:
+    who = f" (pid {holder})" if holder else ""
+    return StoreLockedError(
+        f"another Tribal Memory process (probably the daemon){who} holds {location}; "
+        "stop it or use the daemon"
+    )

@@ -1,0 +1,532 @@
+"""The storage contract, run against both backends.
+
+``edge``: the embedded Qdrant Edge store in a temporary folder. ``server``: the Qdrant server
+code path, through qdrant-client's in-process mode in a folder (``path=``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tribalmemory.config import Config
+from tribalmemory.embeddings.embedder import BUNDLED_DIM, BUNDLED_MODEL, Embedder, load_embedder
+from tribalmemory.models import Memory, SourceType, new_memory_id
+from tribalmemory.storage import (
+    EdgeStore,
+    MemoryFilter,
+    ModelMismatchError,
+    StorageError,
+    StoreLockedError,
+    open_store,
+    reembed,
+)
+from tribalmemory.storage.reembed import reembed_store
+
+BACKENDS = ["edge", "server"]
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+REPO = Path(__file__).resolve().parents[1]
+
+Opener = Callable[..., Any]
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    return load_embedder()
+
+
+def open_backend(backend: str, folder: Path, model_name: str = BUNDLED_MODEL,
+                 dim: int = BUNDLED_DIM, **kwargs: Any) -> Any:
+    if backend == "edge":
+        return EdgeStore.open(folder / "store", model_name, dim, **kwargs)
+    from tribalmemory.storage.server import ServerStore
+
+    return ServerStore.open_local(folder / "qdrant", "memories", model_name, dim, **kwargs)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def opener(backend: str, tmp_path: Path) -> Iterator[Opener]:
+    """Opens the test's store (same location every time); closes what is left open."""
+    opened: list[Any] = []
+
+    def _open(model_name: str = BUNDLED_MODEL, dim: int = BUNDLED_DIM, **kwargs: Any) -> Any:
+        store = open_backend(backend, tmp_path, model_name, dim, **kwargs)
+        opened.append(store)
+        return store
+
+    yield _open
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def scratch(request: pytest.FixtureRequest,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    store = open_backend(request.param, tmp_path_factory.mktemp(f"scratch-{request.param}"))
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def store(scratch: Any) -> Any:
+    """An empty store (one per backend, emptied between tests: creating one costs ~0.5 s)."""
+    scratch.delete([m.id for m in scratch.scroll()])
+    assert scratch.count() == 0
+    return scratch
+
+
+def memory(content: str, **fields: Any) -> Memory:
+    values: dict[str, Any] = {
+        "id": new_memory_id(), "content": content, "source_type": SourceType.USER_EXPLICIT,
+        "source_instance": "test", "tags": [], "context": None, "created_at": T0,
+        "updated_at": T0, "supersedes": None, "metadata": {},
+    }
+    values.update(fields)
+    return Memory(**values)
+
+
+def unit_vectors(count: int, seed: int = 0, dim: int = BUNDLED_DIM) -> np.ndarray:
+    rows = np.random.default_rng(seed).standard_normal((count, dim)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+# -- corpus for filters: six memories with distinct tags, types, times and metadata ---------
+
+CORPUS = [
+    ("alpha notes", ["red"], SourceType.USER_EXPLICIT, 0, {"episode_id": "ep-1"}),
+    ("beta notes", ["red", "blue"], SourceType.AUTO_CAPTURE, 1, {"episode_id": "ep-1"}),
+    ("gamma notes", ["blue"], SourceType.CORRECTION, 2, {"episode_id": "ep-2"}),
+    ("delta notes", [], SourceType.EPISODE_SUMMARY, 3, {"episode_id": "ep-2", "kind": "x"}),
+    ("epsilon notes", ["green"], SourceType.LEGACY, 4, {}),
+    ("zeta notes", ["green", "red"], SourceType.AUTO_CAPTURE, 5, {"kind": "x"}),
+]
+
+
+def corpus_memories() -> list[Memory]:
+    return [memory(text, tags=tags, source_type=kind, created_at=T0 + timedelta(days=day),
+                   metadata=meta) for text, tags, kind, day, meta in CORPUS]
+
+
+@pytest.fixture
+def corpus(store: Any) -> list[Memory]:
+    memories = corpus_memories()
+    store.upsert(memories, unit_vectors(len(memories)))
+    return memories
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def corpus_store(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One read-only corpus store per backend, shared by the filter tests."""
+    store = open_backend(request.param, tmp_path_factory.mktemp(request.param))
+    memories = corpus_memories()
+    store.upsert(memories, unit_vectors(len(memories)))
+    yield store
+    store.close()
+
+
+def names(memories: list[Memory]) -> set[str]:
+    return {m.content.split()[0] for m in memories}
+
+
+FILTER_CASES: list[tuple[str, MemoryFilter, set[str]]] = [
+    ("tags any", MemoryFilter(tags_any=["blue", "green"]), {"beta", "gamma", "epsilon", "zeta"}),
+    ("source types", MemoryFilter(source_types=[SourceType.AUTO_CAPTURE, SourceType.LEGACY]),
+     {"beta", "epsilon", "zeta"}),
+    ("exclude", MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY,
+                                                   SourceType.AUTO_CAPTURE]),
+     {"alpha", "gamma", "epsilon"}),
+    ("after (inclusive)", MemoryFilter(after=T0 + timedelta(days=4)), {"epsilon", "zeta"}),
+    ("before (exclusive)", MemoryFilter(before=T0 + timedelta(days=1)), {"alpha"}),
+    ("after+before, other zone",
+     MemoryFilter(after=(T0 + timedelta(days=1)).astimezone(timezone(timedelta(hours=-7))),
+                  before=T0 + timedelta(days=3)), {"beta", "gamma"}),
+    ("metadata", MemoryFilter(metadata_equals={"episode_id": "ep-2"}), {"gamma", "delta"}),
+    ("metadata two keys", MemoryFilter(metadata_equals={"episode_id": "ep-2", "kind": "x"}),
+     {"delta"}),
+    ("combined", MemoryFilter(tags_any=["red"], exclude_source_types=[SourceType.USER_EXPLICIT],
+                              after=T0 + timedelta(days=1)), {"beta", "zeta"}),
+    ("empty filter", MemoryFilter(), {"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}),
+]
+
+
+# -- writes and reads -------------------------------------------------------------------------
+
+def test_round_trip_keeps_every_field(store: Any) -> None:
+    ist = timezone(timedelta(hours=5, minutes=30))
+    original = memory(
+        "Deploy window is Tuesday 14:00 UTC", source_type=SourceType.CORRECTION,
+        source_instance="laptop-1", tags=["ops", "deploy"], context="from the standup",
+        created_at=datetime(2024, 12, 31, 23, 59, 58, 123456, tzinfo=ist),
+        updated_at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC), supersedes=new_memory_id(),
+        metadata={"episode_id": "ep-7", "count": 3, "ok": True, "none": None,
+                  "nested": {"list": [1, "two", None], "f": 1.5}},
+    )
+    store.upsert([original], unit_vectors(1))
+    [loaded] = store.get([original.id])
+    assert loaded == original  # dataclass equality; datetimes compare as instants
+    assert loaded.created_at.utcoffset() == timedelta(0)
+    assert loaded.created_at == datetime(2024, 12, 31, 18, 29, 58, 123456, tzinfo=UTC)
+    assert loaded.metadata["nested"] == {"list": [1, "two", None], "f": 1.5}
+
+
+def test_get_follows_requested_order_and_skips_unknown(store: Any, corpus: list[Memory]) -> None:
+    a, b, c = corpus[0], corpus[1], corpus[2]
+    got = store.get([c.id, a.id, str(uuid.uuid4()), "not-a-uuid", b.id.upper()])
+    assert [m.id for m in got] == [c.id, a.id, b.id]
+    assert store.get([]) == []
+
+
+def test_upsert_replaces_by_id(store: Any) -> None:
+    first = memory("first version")
+    store.upsert([first], unit_vectors(1))
+    second = memory("second version", id=first.id, tags=["new"])
+    store.upsert([second], unit_vectors(1, seed=1))
+    assert store.count() == 1
+    assert store.get([first.id]) == [second]
+    assert store.count(MemoryFilter(tags_any=["new"])) == 1
+
+
+def test_get_vectors_returns_stored_unit_vectors(store: Any) -> None:
+    memories = [memory("one"), memory("two")]
+    vectors = unit_vectors(2) * 3.0  # not unit length: cosine storage normalises
+    store.upsert(memories, vectors)
+    got = store.get_vectors([memories[1].id, str(uuid.uuid4())])
+    assert list(got) == [memories[1].id]
+    np.testing.assert_allclose(got[memories[1].id], vectors[1] / 3.0, atol=1e-5)
+
+
+def test_delete_removes_and_ignores_unknown(store: Any, corpus: list[Memory]) -> None:
+    store.delete([corpus[0].id, str(uuid.uuid4()), "not-a-uuid"])
+    assert store.count() == len(corpus) - 1
+    assert store.get([corpus[0].id, corpus[1].id]) == [corpus[1]]
+    store.delete([])
+    assert store.count() == len(corpus) - 1
+
+
+def test_upsert_rejects_bad_input(store: Any) -> None:
+    with pytest.raises(ValueError, match="shape"):
+        store.upsert([memory("x")], unit_vectors(1, dim=8))
+    with pytest.raises(ValueError, match="shape"):
+        store.upsert([memory("x"), memory("y")], unit_vectors(1))
+    with pytest.raises(ValueError, match="UUID"):
+        store.upsert([memory("x", id="legacy-17")], unit_vectors(1))
+    with pytest.raises(ValueError, match="metadata key"):
+        store.count(MemoryFilter(metadata_equals={"a.b": "c"}))
+    assert store.count() == 0
+
+
+# -- filters ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("case", "where", "expected"), FILTER_CASES,
+                         ids=[c[0] for c in FILTER_CASES])
+def test_count_with_filter(corpus_store: Any, case: str, where: MemoryFilter,
+                           expected: set[str]) -> None:
+    assert corpus_store.count(where) == len(expected)
+    assert names(list(corpus_store.scroll(where, batch_size=2))) == expected
+
+
+@pytest.mark.parametrize(("case", "where", "expected"), FILTER_CASES,
+                         ids=[c[0] for c in FILTER_CASES])
+def test_search_applies_filter(corpus_store: Any, case: str, where: MemoryFilter,
+                               expected: set[str]) -> None:
+    query = unit_vectors(1, seed=9)[0]
+    assert names([h.memory for h in corpus_store.search("notes", query, 20, where)]) == expected
+    assert names([h.memory for h in corpus_store.dense_search(query, 20, where)]) == expected
+
+
+def test_ids_filter(corpus_store: Any) -> None:
+    ids = [m.id for m in corpus_store.scroll()]
+    assert corpus_store.count(MemoryFilter(ids=[ids[2], ids[4].upper()])) == 2
+    assert names(corpus_store.get(ids[2:3])) == names(list(
+        corpus_store.scroll(MemoryFilter(ids=ids[2:3]))))
+    assert corpus_store.count(MemoryFilter(ids=[])) == 0  # an empty id list matches nothing
+    assert corpus_store.count(MemoryFilter(ids=["not-a-uuid"])) == 0
+
+
+def test_scroll_returns_each_memory_once(store: Any) -> None:
+    memories = [memory(f"memory {i}") for i in range(11)]
+    store.upsert(memories, unit_vectors(11))
+    seen = [m.id for m in store.scroll(batch_size=3)]
+    assert sorted(seen) == sorted(m.id for m in memories)
+
+
+# -- search -----------------------------------------------------------------------------------
+
+TARGET = "Priya owns Krakatoa, the internal codename for the ledger migration."
+DISTRACTORS = [
+    "When production breaks at night, alert the SRE on call via PagerDuty.",
+    "Severity-one problems go straight to the duty commander.",
+    "Downtime postmortems are written within two business days.",
+    "If the website goes down, phone Marco; he runs the emergency bridge.",
+    "Service interruptions must be announced in the status channel.",
+    "During an emergency, the platform lead decides on rollbacks.",
+    "Alerts for the API gateway go to the infrastructure rotation.",
+    "Customers are notified by email when the service is unavailable.",
+    "The team lunch is on Fridays at the Thai place downstairs.",
+    "Alice prefers dark mode and vim keybindings.",
+]
+QUERY = "site outage escalation: who should be paged first? Krakatoa"
+
+
+def test_hybrid_lifts_exact_lexical_match(store: Any, embedder: Embedder) -> None:
+    memories = [memory(text) for text in [TARGET, *DISTRACTORS]]
+    store.upsert(memories, embedder.embed([m.content for m in memories]))
+    query = embedder.embed_one(QUERY)
+    dense = [h.memory.content for h in store.dense_search(query, 11)]
+    assert dense.index(TARGET) >= 3, "the test needs a target that dense search ranks low"
+    hits = store.search(QUERY, query, 5)
+    assert hits[0].memory.content == TARGET
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_search_cosine_is_dense_cosine(store: Any, embedder: Embedder) -> None:
+    memories = [memory(text) for text in [TARGET, *DISTRACTORS]]
+    vectors = embedder.embed([m.content for m in memories])
+    store.upsert(memories, vectors)
+    query = embedder.embed_one(QUERY)
+    expected = {m.id: float(v @ query) for m, v in zip(memories, vectors, strict=True)}
+    hits = store.search(QUERY, query, 11)
+    assert len(hits) == 11
+    for hit in hits:
+        assert hit.cosine == pytest.approx(expected[hit.memory.id], abs=1e-4)
+        assert 0 < hit.score < 0.05  # an RRF score (1 / (60 + rank) per list), not a cosine
+    dense = store.dense_search(query, 3)
+    assert [h.memory.id for h in dense] == sorted(expected, key=expected.get, reverse=True)[:3]
+    for hit in dense:
+        assert hit.score == hit.cosine == pytest.approx(expected[hit.memory.id], abs=1e-4)
+
+
+@pytest.mark.parametrize("text", ["", "the of and is", "   "])
+def test_stopword_query_falls_back_to_dense(corpus_store: Any, text: str) -> None:
+    query = unit_vectors(1, seed=5)[0]
+    hybrid = [h.memory.id for h in corpus_store.search(text, query, 4)]
+    dense = [h.memory.id for h in corpus_store.dense_search(query, 4)]
+    assert len(hybrid) == 4 and hybrid == dense
+
+
+def test_non_positive_limit_returns_nothing(corpus_store: Any) -> None:
+    query = unit_vectors(1)[0]
+    assert corpus_store.search("notes", query, 0) == []
+    assert corpus_store.dense_search(query, 0) == []
+
+
+def test_concurrent_use_from_threads(store: Any) -> None:
+    errors: list[BaseException] = []
+    vectors = unit_vectors(40)
+
+    def writer(start: int) -> None:
+        try:
+            for i in range(start, start + 20):
+                store.upsert([memory(f"thread memory {i}")], vectors[i:i + 1])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for i in range(20):
+                store.search("thread memory", vectors[i], 5)
+                store.count(MemoryFilter(tags_any=["none"]))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(0,)),
+               threading.Thread(target=writer, args=(20,)), threading.Thread(target=reader)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert store.count() == 40
+
+
+# -- lifecycle --------------------------------------------------------------------------------
+
+def test_reopen_returns_everything(opener: Opener) -> None:
+    first = opener()
+    memories = [memory(f"persisted {i}", tags=[f"t{i % 3}"]) for i in range(30)]
+    first.upsert(memories, unit_vectors(30))
+    first.delete([memories[0].id])
+    first.close()
+    second = opener()
+    assert second.count() == 29
+    assert second.get([m.id for m in memories]) == memories[1:]
+    assert second.count(MemoryFilter(tags_any=["t1"])) == 10
+    assert second.info.model_name == BUNDLED_MODEL and second.info.dim == BUNDLED_DIM
+
+
+def test_closed_store_refuses_calls(opener: Opener) -> None:
+    store = opener()
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(StorageError, match="closed"):
+        store.count()
+
+
+def test_other_model_is_refused(opener: Opener) -> None:
+    opener().close()
+    with pytest.raises(ModelMismatchError) as info:
+        opener("BAAI/bge-small-en-v1.5", 384)
+    message = str(info.value)
+    assert "BAAI/bge-small-en-v1.5" in message and BUNDLED_MODEL in message
+    assert "tribalmemory reembed" in message
+    with pytest.raises(ModelMismatchError, match="128 dims"):
+        opener(BUNDLED_MODEL, 128)
+
+
+def test_second_open_is_locked(opener: Opener, tmp_path: Path) -> None:
+    opener()
+    with pytest.raises(StoreLockedError) as info:
+        opener()
+    assert str(tmp_path) in str(info.value) and "daemon" in str(info.value)
+
+
+def _child(backend: str, folder: Path, body: str) -> subprocess.CompletedProcess[str]:
+    script = f"""
+import os, signal, sys, numpy as np
+sys.path.insert(0, {str(REPO)!r})
+from pathlib import Path
+from tests.test_storage_contract import open_backend, memory, unit_vectors
+store = open_backend({backend!r}, Path({str(folder)!r}))
+{body}
+"""
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+
+
+def test_upsert_survives_kill_9(backend: str, tmp_path: Path) -> None:
+    body = """
+memories = [memory(f"durable {i}") for i in range(50)]
+store.upsert(memories, unit_vectors(50))
+print(memories[-1].id, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+    result = _child(backend, tmp_path, body)
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    last_id = result.stdout.strip()
+    store = open_backend(backend, tmp_path)
+    try:
+        assert store.count() == 50
+        assert [m.content for m in store.get([last_id])] == ["durable 49"]
+    finally:
+        store.close()
+
+
+def test_edge_store_locked_by_another_process(tmp_path: Path) -> None:
+    store = open_backend("edge", tmp_path)
+    try:
+        result = _child("edge", tmp_path, "print('opened')")
+        assert result.returncode == 1 and "opened" not in result.stdout
+        assert "StoreLockedError" in result.stderr
+        assert f"pid {os.getpid()}" in result.stderr
+    finally:
+        store.close()
+
+
+# -- reembed ----------------------------------------------------------------------------------
+
+class ProjectedEmbedder:
+    """Another 'model': the bundled embeddings projected to 64 dims."""
+
+    model_name = "test/projected-64"
+    dim = 64
+
+    def __init__(self, base: Embedder) -> None:
+        self.base = base
+        self.matrix = np.random.default_rng(3).standard_normal((BUNDLED_DIM, 64))
+        self.calls = 0
+
+    def embed(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        self.calls += 1
+        rows = self.base.embed(texts) @ self.matrix
+        return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_reembed_keeps_payloads_and_records_model(opener: Opener, embedder: Embedder) -> None:
+    first = opener()
+    memories = [memory(text, tags=["x"], metadata={"episode_id": "ep-1"})
+                for text in [TARGET, *DISTRACTORS]]
+    first.upsert(memories, embedder.embed([m.content for m in memories]))
+    first.close()
+
+    new_model = ProjectedEmbedder(embedder)
+    progress: list[tuple[int, int]] = []
+    done = reembed_store(opener(check_model=False), new_model,
+                         lambda d, t: progress.append((d, t)))
+    assert done == len(memories) and progress[-1] == (len(memories), len(memories))
+
+    with pytest.raises(ModelMismatchError):
+        opener()
+    store = opener(new_model.model_name, new_model.dim)
+    assert store.info.model_name == new_model.model_name and store.info.dim == 64
+    assert store.get([m.id for m in memories]) == memories
+    assert store.count(MemoryFilter(metadata_equals={"episode_id": "ep-1"})) == len(memories)
+    vectors = store.get_vectors([memories[0].id])
+    assert vectors[memories[0].id].shape == (64,)
+    query = new_model.embed([QUERY])[0]
+    assert store.search(QUERY, query, 1)[0].memory.content == TARGET
+
+
+def test_reembed_from_config_replaces_the_shard(tmp_path: Path, embedder: Embedder) -> None:
+    config = Config(data_dir=str(tmp_path))
+    store = open_store(config, BUNDLED_MODEL, BUNDLED_DIM)
+    assert isinstance(store, EdgeStore) and store.root == tmp_path / "store"
+    memories = [memory(f"config memory {i}") for i in range(300)]  # more than one batch
+    store.upsert(memories, unit_vectors(300))
+    with pytest.raises(StoreLockedError):
+        reembed(config, ProjectedEmbedder(embedder))
+    store.close()
+
+    progress: list[tuple[int, int]] = []
+    assert reembed(config, ProjectedEmbedder(embedder), lambda d, t: progress.append((d, t))) \
+        == 300
+    assert progress == [(256, 300), (300, 300)]
+    meta = json.loads((tmp_path / "store" / "store.json").read_text())
+    assert (meta["model_name"], meta["dim"], meta["shard"]) == ("test/projected-64", 64,
+                                                                 "shard-2")
+    assert sorted(p.name for p in (tmp_path / "store").iterdir() if p.is_dir()) == ["shard-2"]
+    reopened = open_store(config, "test/projected-64", 64)
+    try:
+        assert reopened.count() == 300
+    finally:
+        reopened.close()
+
+
+def test_failed_reembed_leaves_store_as_it_was(backend: str, tmp_path: Path,
+                                               embedder: Embedder) -> None:
+    store = open_backend(backend, tmp_path)
+    memories = [memory(f"kept {i}") for i in range(300)]
+    store.upsert(memories, unit_vectors(300))
+    store.close()
+
+    class Failing(ProjectedEmbedder):
+        def embed(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+            if self.calls:
+                raise RuntimeError("model crashed")
+            return super().embed(texts, batch_size)
+
+    with pytest.raises(RuntimeError, match="model crashed"):
+        reembed_store(open_backend(backend, tmp_path, check_model=False), Failing(embedder))
+    store = open_backend(backend, tmp_path)
+    try:
+        assert store.count() == 300 and store.info.dim == BUNDLED_DIM
+        assert store.get([memories[0].id]) == [memories[0]]
+    finally:
+        store.close()

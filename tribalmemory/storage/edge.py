@@ -1,0 +1,391 @@
+"""Embedded backend: one Qdrant Edge shard (``qdrant_edge``) in a local folder.
+
+Layout of the store folder::
+
+    store.json   model name, dimension and the active shard (the commit record)
+    lock         held (flock) by the process that has the store open
+    shard-<n>/   the Qdrant Edge shard: WAL, segments, payload indexes
+
+Writes go to the shard's write-ahead log before ``update`` returns, so an upserted memory
+survives a crash of the process (kill -9). ``flush`` (done on close) also persists segments
+and is what protects against power loss; see docs/storage.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import qdrant_edge as qe
+
+from ..models import Memory
+from ..timeutil import to_epoch, to_iso, utc_now
+from . import lexical
+from .base import (
+    DENSE,
+    FLOAT_FIELDS,
+    HNSW_EF,
+    KEYWORD_FIELDS,
+    RRF_K,
+    SPARSE,
+    MemoryFilter,
+    SearchHit,
+    StorageError,
+    StoreInfo,
+    check_rows,
+    ensure_same_model,
+    from_payload,
+    metadata_field,
+    point_id,
+    point_ids,
+    search_depth,
+    source_values,
+    store_locked,
+    to_payload,
+    unit_query,
+)
+
+META_FILE = "store.json"
+LOCK_FILE = "lock"
+FORMAT = 1
+UPSERT_CHUNK = 256
+_SHARD_DIR = re.compile(r"^shard-(\d+)$")
+_PARAMS = qe.SearchParams(hnsw_ef=HNSW_EF)
+
+
+class FolderLock:
+    """An exclusive, non-blocking ``flock`` on a file; released on close or process exit."""
+
+    def __init__(self, path: Path, location: str) -> None:
+        self.path = path
+        self.location = location
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: the engine's WAL lock still applies
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise store_locked(self.location, holder) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+
+def _read_meta(root: Path) -> dict[str, Any] | None:
+    path = root / META_FILE
+    if not path.exists():
+        return None
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta["model_name"], meta["dim"], meta["shard"]  # noqa: B018 - required keys
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StorageError(f"{path} is damaged ({exc}); restore it from a backup") from None
+    return meta
+
+
+def _write_meta(root: Path, model_name: str, dim: int, shard: str) -> None:
+    """Atomically replace store.json (write, fsync, rename, fsync the folder)."""
+    meta = {"format": FORMAT, "backend": "edge", "model_name": model_name, "dim": dim,
+            "shard": shard, "lexical": lexical.SIGNATURE, "written_at": to_iso(utc_now())}
+    tmp = root / f".{META_FILE}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(meta, handle, indent=2)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, root / META_FILE)
+    dir_fd = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _shard_config(dim: int) -> qe.EdgeConfig:
+    return qe.EdgeConfig(
+        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+        sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        # ef_construct 64 (not 100) halves the time optimize() spends building HNSW.
+        hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=64, full_scan_threshold=10000),
+    )
+
+
+def _open_shard(path: Path, dim: int, location: str) -> qe.EdgeShard:
+    try:
+        if path.is_dir() and any(path.iterdir()):
+            return qe.EdgeShard.load(str(path))
+        return qe.EdgeShard.create(str(path), _shard_config(dim))
+    except Exception as exc:
+        if "WouldBlock" in str(exc):
+            raise store_locked(location) from None
+        raise StorageError(f"cannot open the embedded store {path}: {exc}") from exc
+
+
+def edge_filter(where: MemoryFilter | None) -> qe.Filter | None:
+    """MemoryFilter as a Qdrant Edge filter (None when it has no condition)."""
+    if where is None:
+        return None
+    must: list[Any] = []
+    must_not: list[Any] = []
+    if where.ids is not None:
+        must.append(qe.HasIdCondition(set(point_ids(where.ids))))
+    if where.tags_any:
+        must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(where.tags_any))))
+    if where.source_types:
+        must.append(qe.FieldCondition(
+            "source_type", match=qe.MatchAny(source_values(where.source_types))))
+    if where.exclude_source_types:
+        must_not.append(qe.FieldCondition(
+            "source_type", match=qe.MatchAny(source_values(where.exclude_source_types))))
+    if where.after is not None or where.before is not None:
+        must.append(qe.FieldCondition("created_ts", range=qe.RangeFloat(
+            gte=to_epoch(where.after) if where.after else None,
+            lt=to_epoch(where.before) if where.before else None)))
+    for key, value in where.metadata_equals.items():
+        must.append(qe.FieldCondition(metadata_field(key), match=qe.MatchValue(value)))
+    if not must and not must_not:
+        return None
+    return qe.Filter(must=must or None, must_not=must_not or None)
+
+
+class EdgeStore:
+    """The embedded store. Open with :meth:`open`; one process at a time."""
+
+    def __init__(self, root: Path, shard: qe.EdgeShard, shard_name: str, info: StoreInfo,
+                 folder_lock: FolderLock | None) -> None:
+        self.root = root
+        self.info = info
+        self._shard: qe.EdgeShard | None = shard
+        self._shard_name = shard_name
+        self._folder_lock = folder_lock
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(cls, path: str | Path, model_name: str, dim: int, *,
+             check_model: bool = True) -> EdgeStore:
+        """Open or create the store at ``path``.
+
+        Raises StoreLockedError if another process has it open, ModelMismatchError if another
+        embedding model or dimension wrote it (unless ``check_model`` is False).
+        """
+        root = Path(path).expanduser()
+        root.mkdir(parents=True, exist_ok=True)
+        location = str(root)
+        folder_lock = FolderLock(root / LOCK_FILE, location)
+        folder_lock.acquire()
+        try:
+            meta = _read_meta(root)
+            if meta is None:
+                if any(_SHARD_DIR.match(p.name) for p in root.iterdir()):
+                    raise StorageError(
+                        f"{root} holds shard data but no {META_FILE}; restore {META_FILE} "
+                        "from a backup or move the folder away to start empty")
+                meta = {"model_name": model_name, "dim": dim, "shard": "shard-1"}
+                _write_meta(root, model_name, dim, "shard-1")
+            elif check_model:
+                ensure_same_model(location, meta["model_name"], meta["dim"], model_name, dim)
+            _remove_stale_shards(root, keep=meta["shard"])
+            shard = _open_shard(root / meta["shard"], int(meta["dim"]), location)
+            info = StoreInfo(model_name=meta["model_name"], dim=int(meta["dim"]),
+                             backend="edge", location=location)
+            store = cls(root, shard, meta["shard"], info, folder_lock)
+            store._ensure_indexes()
+            return store
+        except BaseException:
+            folder_lock.release()
+            raise
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _live(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise StorageError(f"the store at {self.info.location} is closed")
+        return self._shard
+
+    def _ensure_indexes(self) -> None:
+        with self._lock:
+            shard = self._live()
+            existing = shard.info().payload_schema
+            wanted = [(f, qe.PayloadSchemaType.Keyword) for f in KEYWORD_FIELDS]
+            wanted += [(f, qe.PayloadSchemaType.Float) for f in FLOAT_FIELDS]
+            for name, schema in wanted:
+                if name not in existing:
+                    shard.update(qe.UpdateOperation.create_field_index(name, schema))
+
+    def _hits(self, points: list[qe.ScoredPoint], query: np.ndarray) -> list[SearchHit]:
+        return [SearchHit(from_payload(p.payload), float(p.score),
+                          float(np.dot(_dense(p.vector), query))) for p in points]
+
+    # -- the MemoryStore contract ---------------------------------------------------------
+
+    def upsert(self, memories: list[Memory], vectors: np.ndarray) -> None:
+        rows = check_rows(vectors, len(memories), self.info.dim).tolist()
+        points = []
+        for memory, row in zip(memories, rows, strict=True):
+            pid = point_id(memory.id)
+            if pid is None:
+                raise ValueError(f"memory id {memory.id!r} is not a UUID")
+            vector = {DENSE: row, SPARSE: lexical.document_vector(memory.content)}
+            points.append(qe.Point(pid, vector, to_payload(memory)))
+        with self._lock:
+            shard = self._live()
+            for start in range(0, len(points), UPSERT_CHUNK):
+                chunk = points[start:start + UPSERT_CHUNK]
+                shard.update(qe.UpdateOperation.upsert_points(chunk))
+
+    def get(self, ids: list[str]) -> list[Memory]:
+        wanted: list[Any] = point_ids(ids)
+        if not wanted:
+            return []
+        with self._lock:
+            records = self._live().retrieve(wanted, True, False)
+        found = {str(r.id): from_payload(r.payload) for r in records}
+        return [found[p] for p in map(point_id, ids) if p in found]
+
+    def get_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        wanted: list[Any] = point_ids(ids)
+        if not wanted:
+            return {}
+        with self._lock:
+            records = self._live().retrieve(wanted, ["id"], [DENSE])
+        return {(r.payload or {}).get("id", str(r.id)): _dense(r.vector) for r in records}
+
+    def delete(self, ids: list[str]) -> None:
+        wanted: list[Any] = point_ids(ids)
+        if wanted:
+            with self._lock:
+                self._live().update(qe.UpdateOperation.delete_points(wanted))
+
+    def search(self, text: str, vector: np.ndarray, limit: int,
+               where: MemoryFilter | None = None) -> list[SearchHit]:
+        if limit <= 0:
+            return []
+        query = unit_query(vector, self.info.dim)
+        flt = edge_filter(where)
+        depth = search_depth(limit)
+        nearest = qe.Query.Nearest(query.tolist(), using=DENSE)
+        prefetches = [qe.Prefetch(limit=depth, query=nearest, filter=flt, params=_PARAMS)]
+        sparse = lexical.query_vector(text)
+        if sparse is not None:
+            prefetches.append(qe.Prefetch(limit=depth, query=qe.Query.Nearest(sparse, using=SPARSE),
+                                          filter=flt))
+        fusion: Any = qe.Fusion.Rrf(k=RRF_K)  # RRF inside the engine, over both prefetches
+        request = qe.QueryRequest(limit=limit, prefetches=prefetches, query=fusion, filter=flt,
+                                  with_payload=True, with_vector=[DENSE])
+        with self._lock:
+            points = self._live().query(request)
+        return self._hits(points, query)
+
+    def dense_search(self, vector: np.ndarray, limit: int,
+                     where: MemoryFilter | None = None) -> list[SearchHit]:
+        if limit <= 0:
+            return []
+        query = unit_query(vector, self.info.dim)
+        request = qe.QueryRequest(limit=limit, query=qe.Query.Nearest(query.tolist(), using=DENSE),
+                                  filter=edge_filter(where), params=_PARAMS, with_payload=True,
+                                  with_vector=False)
+        with self._lock:
+            points = self._live().query(request)
+        return [SearchHit(from_payload(p.payload), float(p.score), float(p.score)) for p in points]
+
+    def count(self, where: MemoryFilter | None = None) -> int:
+        request = qe.CountRequest(exact=True, filter=edge_filter(where))
+        with self._lock:
+            return int(self._live().count(request))
+
+    def scroll(self, where: MemoryFilter | None = None, batch_size: int = 256
+               ) -> Iterator[Memory]:
+        flt = edge_filter(where)
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(offset=offset, limit=batch_size, filter=flt,
+                                       with_payload=True, with_vector=False)
+            with self._lock:
+                records, offset = self._live().scroll(request)
+            for record in records:
+                yield from_payload(record.payload)
+            if offset is None:
+                return
+
+    def optimize(self) -> bool:
+        """Build HNSW and payload structures. Holds the GIL: ~1 min per 100k memories."""
+        with self._lock:
+            return bool(self._live().optimize())
+
+    def flush(self) -> None:
+        """Persist segments and sync the WAL to disk (power-loss safe up to here)."""
+        with self._lock:
+            self._live().flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._shard is not None:
+                self._shard.close()  # flushes segments and acknowledges the WAL
+                self._shard = None
+            if self._folder_lock is not None:
+                self._folder_lock.release()
+                self._folder_lock = None
+
+    def __enter__(self) -> EdgeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- rebuild (used by reembed) --------------------------------------------------------
+
+    def begin_rebuild(self, model_name: str, dim: int) -> EdgeStore:
+        """A new, empty shard beside the live one; nothing changes until finish_rebuild."""
+        name = f"shard-{int(self._shard_name.removeprefix('shard-')) + 1}"
+        path = self.root / name
+        if path.exists():
+            shutil.rmtree(path)  # left over from an interrupted rebuild; never committed
+        shard = _open_shard(path, dim, self.info.location)
+        info = StoreInfo(model_name=model_name, dim=dim, backend="edge",
+                         location=self.info.location)
+        target = EdgeStore(self.root, shard, name, info, None)
+        target._ensure_indexes()
+        return target
+
+    def finish_rebuild(self, target: EdgeStore) -> None:
+        """Commit ``target`` as the store (one atomic rename of store.json); close both."""
+        target.optimize()
+        target.close()
+        _write_meta(self.root, target.info.model_name, target.info.dim, target._shard_name)
+        old = self._shard_name
+        self.close()
+        shutil.rmtree(self.root / old, ignore_errors=True)
+
+    def abort_rebuild(self, target: EdgeStore) -> None:
+        target.close()
+        shutil.rmtree(self.root / target._shard_name, ignore_errors=True)
+
+
+def _dense(vector: Any) -> np.ndarray:
+    """The dense part of a returned point's vectors."""
+    return np.asarray(vector[DENSE], dtype=np.float32)
+
+
+def _remove_stale_shards(root: Path, keep: str) -> None:
+    """Delete shard folders store.json does not name (an interrupted or finished rebuild)."""
+    for path in root.iterdir():
+        if path.is_dir() and _SHARD_DIR.match(path.name) and path.name != keep:
+            shutil.rmtree(path, ignore_errors=True)
