@@ -1,0 +1,249 @@
+"""The cost ledger: arithmetic, atomic ceiling, call cap, durability, stale reservations."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from tribalmemory.llm import ledger_math as lm
+from tribalmemory.llm.ledger import Ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Clock:
+    """A settable clock for the ledger."""
+
+    def __init__(self, moment: datetime) -> None:
+        self.now = moment
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def reserve(ledger: Ledger, usd: float, **kw: object):
+    kw.setdefault("purpose", "update")
+    kw.setdefault("model", "openai/gpt-4o-mini")
+    kw.setdefault("call_id", uuid.uuid4().hex)
+    return ledger.reserve(reserved_usd=usd, **kw)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- ledger_math
+
+
+def test_nano_rounding_never_undercounts_cost_or_overstates_ceiling() -> None:
+    assert lm.usd_to_nano(17 * 1.5e-7) == 2550  # float noise 2550.0000000000005 absorbed
+    assert lm.usd_to_nano(1.01e-9) == 2  # a fraction of a nano-dollar rounds up
+    assert lm.usd_to_nano(0.0) == 0
+    assert lm.ceiling_to_nano(0.0000000019) == 1  # rounds down
+    assert lm.ceiling_to_nano(5.0) == 5 * lm.NANO_PER_USD
+    with pytest.raises(ValueError):
+        lm.usd_to_nano(-0.1)
+
+
+def test_worst_case_cost_uses_margin_and_full_max_tokens() -> None:
+    assert lm.worst_case_prompt_tokens(100) == 110 + lm.PROMPT_MARGIN_TOKENS
+    cost = lm.worst_case_cost_usd(100, 500, 1.5e-7, 6e-7)
+    assert cost == pytest.approx((110 + lm.PROMPT_MARGIN_TOKENS) * 1.5e-7 + 500 * 6e-7)
+    assert lm.worst_case_cost_usd(1000, 500, 0.0, 0.0) == 0.0
+
+
+def test_can_reserve_boundaries() -> None:
+    assert lm.can_reserve(40, 30, 30, 100)  # exactly at the ceiling is allowed
+    assert not lm.can_reserve(40, 30, 31, 100)
+    assert lm.can_reserve(0, 0, 0, 0)  # a free (local) call fits a zero ceiling
+    assert not lm.can_reserve(0, 0, 1, 0)
+    assert lm.remaining(70, 40, 100) == 0
+
+
+def test_month_key_is_utc_calendar_month() -> None:
+    minus_two = timezone(timedelta(hours=-2))
+    assert lm.month_key(datetime(2026, 11, 30, 23, 30, tzinfo=minus_two)) == "2026-12"
+    assert lm.month_key(datetime(2026, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=2)))) \
+        == "2025-12"
+    assert lm.month_key(datetime(2026, 3, 5, 12, 0)) == "2026-03"  # naive = UTC
+
+
+# ---------------------------------------------------------------- Ledger
+
+
+def test_reservations_stop_exactly_at_the_ceiling(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "l.sqlite3", monthly_cost_ceiling=0.001)
+    granted = [reserve(ledger, 0.0003) for _ in range(5)]
+    assert [r.granted for r in granted] == [True, True, True, False, False]
+    assert granted[3].outcome == "denied_ceiling" and "ceiling" in granted[3].detail
+    summary = ledger.summary()
+    assert summary["reserved_usd"] == pytest.approx(0.0009)
+    assert summary["denied_calls"] == 2 and summary["open_reservations"] == 3
+    # Settling below the reservation frees budget for one more.
+    ledger.settle(granted[0].id, outcome="ok", cost_usd=0.0001, prompt_tokens=10,
+                  completion_tokens=5)
+    assert reserve(ledger, 0.0003).granted  # 0.0001 spent + 0.0009 held = the ceiling
+    assert not reserve(ledger, 0.0000001).granted
+
+
+def test_settle_records_cost_tokens_and_breakdowns(tmp_path: Path) -> None:
+    clock = Clock(datetime(2026, 11, 3, 10, 0, tzinfo=UTC))
+    ledger = Ledger(tmp_path / "l.sqlite3", clock=clock)
+    a = reserve(ledger, 0.001, purpose="classify", memory_id="m1")
+    b = reserve(ledger, 0.001, purpose="final", episode_id="ep1")
+    c = reserve(ledger, 0.001, purpose="final", episode_id="ep1", attempt=2)
+    ledger.settle(a.id, outcome="ok", cost_usd=0.00002, prompt_tokens=100,
+                  completion_tokens=10)
+    ledger.settle(b.id, outcome="error:invalid_json", cost_usd=0.00005, prompt_tokens=300,
+                  completion_tokens=20)
+    ledger.settle(c.id, outcome="ok", cost_usd=0.00007, prompt_tokens=300,
+                  completion_tokens=80)
+    s = ledger.summary()
+    assert s["month"] == "2026-11"
+    assert s["spend_usd"] == pytest.approx(0.00014)
+    assert s["remaining_usd"] == pytest.approx(5.0 - 0.00014)
+    assert (s["calls"], s["ok_calls"], s["failed_calls"]) == (3, 2, 1)
+    assert (s["prompt_tokens"], s["completion_tokens"]) == (700, 110)
+    assert s["by_purpose"]["final"] == {"calls": 2, "tokens": 700,
+                                        "cost_usd": pytest.approx(0.00012)}
+    assert s["by_model"]["openai/gpt-4o-mini"]["calls"] == 3
+    assert s["by_episode"] == {"ep1": pytest.approx(0.00012)}
+    assert ledger.episode_cost("ep1") == pytest.approx(0.00012)
+    assert ledger.episode_cost("nope") == 0.0
+    rows = ledger.rows()
+    assert rows[0]["time"] == "2026-11-03T10:00:00Z" and rows[0]["month"] == "2026-11"
+    assert rows[2]["attempt"] == 2 and rows[2]["cost_usd"] == pytest.approx(0.00007)
+    with pytest.raises(ValueError):
+        ledger.settle(a.id, outcome="ok", cost_usd=0.0)  # already settled
+
+
+def test_cost_above_reservation_is_recorded_and_logged(tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    ledger = Ledger(tmp_path / "l.sqlite3")
+    res = reserve(ledger, 0.0001)
+    with caplog.at_level(logging.WARNING, logger="tribalmemory.llm"):
+        ledger.settle(res.id, outcome="ok", cost_usd=0.0002)
+    assert ledger.summary()["spend_usd"] == pytest.approx(0.0002)
+    assert "exceeded its reservation" in caplog.text
+
+
+def test_call_cap_counts_logical_calls_per_memory(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "l.sqlite3", max_calls_per_memory=2)
+    first = reserve(ledger, 0.0001, memory_id="m1")
+    retry = reserve(ledger, 0.0001, memory_id="m1", call_id="x", attempt=2)
+    second = reserve(ledger, 0.0001, memory_id="m1")
+    third = reserve(ledger, 0.0001, memory_id="m1")
+    assert first.granted and retry.granted and second.granted
+    assert third.outcome == "denied_call_cap"
+    assert reserve(ledger, 0.0001, memory_id="m2").granted  # other memories unaffected
+    assert reserve(ledger, 0.0001).granted  # calls without a memory are not capped
+    assert ledger.calls_for_memory("m1") == 2
+    assert reserve(ledger, 0.0, memory_id="m3", call_cap=0).outcome == "denied_call_cap"
+
+
+def test_ledger_survives_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "ledger.sqlite3"
+    first = Ledger(path, monthly_cost_ceiling=1.0, max_calls_per_memory=1)
+    res = reserve(first, 0.01, memory_id="m1", episode_id="e1")
+    first.settle(res.id, outcome="ok", cost_usd=0.004, prompt_tokens=5, completion_tokens=5)
+    again = Ledger(path, monthly_cost_ceiling=1.0, max_calls_per_memory=1)
+    assert again.summary()["spend_usd"] == pytest.approx(0.004)
+    assert again.episode_cost("e1") == pytest.approx(0.004)
+    assert reserve(again, 0.01, memory_id="m1").outcome == "denied_call_cap"
+
+
+def test_stale_reservation_is_released_on_open(tmp_path: Path,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "l.sqlite3"
+    clock = Clock(datetime(2026, 11, 3, 10, 0, tzinfo=UTC))
+    crashed = Ledger(path, monthly_cost_ceiling=0.001, clock=clock)
+    stale = reserve(crashed, 0.0006)
+    clock.now += timedelta(minutes=12)
+    fresh = reserve(crashed, 0.0003)
+    del crashed  # the process "dies" without settling either reservation
+    clock.now += timedelta(minutes=4)
+    with caplog.at_level(logging.WARNING, logger="tribalmemory.llm"):
+        reopened = Ledger(path, monthly_cost_ceiling=0.001, clock=clock,
+                          stale_after_seconds=600)
+    rows = {r["id"]: r for r in reopened.rows()}
+    assert rows[stale.id]["outcome"] == "abandoned"
+    assert rows[stale.id]["cost_usd"] == pytest.approx(0.0006)  # counted conservatively
+    assert rows[fresh.id]["outcome"] == "reserved"  # only 4 minutes old: still open
+    assert "abandoned" in caplog.text
+    s = reopened.summary()
+    assert s["spend_usd"] == pytest.approx(0.0006) and s["open_reservations"] == 1
+    # A late settle from a process that was only slow replaces the conservative cost.
+    reopened.settle(stale.id, outcome="ok", cost_usd=0.0001)
+    assert reopened.summary()["spend_usd"] == pytest.approx(0.0001)
+
+
+def test_new_month_and_raised_ceiling_resume(tmp_path: Path) -> None:
+    clock = Clock(datetime(2026, 11, 30, 23, 59, tzinfo=UTC))
+    ledger = Ledger(tmp_path / "l.sqlite3", monthly_cost_ceiling=0.001, clock=clock)
+    res = reserve(ledger, 0.001)
+    ledger.settle(res.id, outcome="ok", cost_usd=0.001)
+    assert not reserve(ledger, 0.0001).granted
+    assert reserve(ledger, 0.0001, ceiling_usd=0.0011).granted  # raised ceiling
+    clock.now = datetime(2026, 12, 1, 0, 0, 1, tzinfo=UTC)
+    nxt = reserve(ledger, 0.0009)
+    assert nxt.granted and nxt.month == "2026-12"
+    assert ledger.summary("2026-11")["spend_usd"] == pytest.approx(0.001)
+    assert ledger.summary()["reserved_usd"] == pytest.approx(0.0009)
+
+
+def test_threads_never_push_spend_past_ceiling(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite3"
+    ceiling, cost = 0.01, 0.0007
+    Ledger(path, monthly_cost_ceiling=ceiling)
+    granted: list[int] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        ledger = Ledger(path, monthly_cost_ceiling=ceiling)  # one "process" each
+        for _ in range(10):
+            res = reserve(ledger, cost)
+            if res.granted:
+                ledger.settle(res.id, outcome="ok", cost_usd=cost)
+                with lock:
+                    granted.append(res.id)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    summary = Ledger(path, monthly_cost_ceiling=ceiling).summary()
+    assert len(granted) == int(ceiling // cost) == 14
+    assert summary["spend_usd"] <= ceiling
+    assert summary["denied_calls"] == 60 - 14
+
+
+WORKER = """
+import sys, uuid
+from tribalmemory.llm.ledger import Ledger
+ledger = Ledger(sys.argv[1], monthly_cost_ceiling=0.01)
+ok = 0
+for _ in range(25):
+    res = ledger.reserve(purpose="final", model="m", reserved_usd=0.0003,
+                         call_id=uuid.uuid4().hex)
+    if res.granted:
+        ledger.settle(res.id, outcome="ok", cost_usd=0.0003)
+        ok += 1
+print(ok)
+"""
+
+
+def test_two_processes_share_the_ceiling(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite3"
+    Ledger(path, monthly_cost_ceiling=0.01)
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(path)], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    counts = [int(p.communicate(timeout=60)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    summary = Ledger(path, monthly_cost_ceiling=0.01).summary()
+    assert sum(counts) == summary["ok_calls"] == 33  # floor(0.01 / 0.0003)
+    assert summary["spend_usd"] <= 0.01
+    assert summary["denied_calls"] == 50 - 33

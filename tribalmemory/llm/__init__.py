@@ -1,0 +1,40 @@
+"""The LLM layer of the episode engine: client, cost ledger and prompts.
+
+Importing this package does not import litellm; the client imports it on first use.
+"""
+
+from .client import LLMClient, LLMUnavailable
+from .ledger import Ledger, Reservation
+from .prompts import (
+    Candidate,
+    Classification,
+    EpisodeMetadata,
+    MemoryText,
+    Prompt,
+    SummaryResult,
+    build_classify,
+    build_final,
+    build_metadata,
+    build_regenerate,
+    build_title,
+    build_update,
+)
+
+__all__ = [
+    "Candidate",
+    "Classification",
+    "EpisodeMetadata",
+    "LLMClient",
+    "LLMUnavailable",
+    "Ledger",
+    "MemoryText",
+    "Prompt",
+    "Reservation",
+    "SummaryResult",
+    "build_classify",
+    "build_final",
+    "build_metadata",
+    "build_regenerate",
+    "build_title",
+    "build_update",
+]

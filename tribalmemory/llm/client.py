@@ -1,0 +1,484 @@
+"""The LLM client: every call goes through ``litellm.acompletion`` and the cost ledger.
+
+``litellm`` is imported lazily on first use (it takes seconds to import), with
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that the import never fetches a price map.
+
+One logical call (:meth:`LLMClient.complete_json`) makes up to ``1 + max_retries`` attempts.
+Each attempt first reserves its worst-case cost in the :class:`~.ledger.Ledger` (denied → no
+request, :class:`LLMUnavailable` at once), then calls the provider with litellm's own retries
+turned off, then settles the ledger row with the actual cost and outcome. 429, 5xx, timeouts,
+connection errors, non-JSON or truncated answers and answers that fail validation are retried
+with exponential backoff; anything else (401, 404, 400) is not. When all attempts fail the
+caller gets :class:`LLMUnavailable` and falls back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..config import EpisodesConfig
+from . import ledger_math as lm
+from .ledger import DENIED_CEILING, Ledger, Reservation
+from .prompts import PURPOSES, Prompt, parse_json_object
+
+logger = logging.getLogger("tribalmemory.llm")
+
+T = TypeVar("T")
+
+LOCAL_PROVIDERS = frozenset({"ollama", "ollama_chat", "lm_studio", "llamafile", "hosted_vllm"})
+DISABLED_PROVIDERS = frozenset({"", "none", "off", "disabled"})
+BASE_URL_ENV = {
+    "openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+    "ollama": ("OLLAMA_BASE_URL", "OLLAMA_API_BASE"),
+    "ollama_chat": ("OLLAMA_BASE_URL", "OLLAMA_API_BASE"),
+    "anthropic": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"),
+}
+TRANSPORT_ERRORS = frozenset({"rate_limit", "server", "timeout", "connection"})
+RETRYABLE = TRANSPORT_ERRORS | {"invalid_json", "truncated", "invalid_answer"}
+#: Extra seconds past request_timeout_seconds before asyncio gives up on a hung request.
+TIMEOUT_GRACE_SECONDS = 2.0
+TIMEOUT_NAMES = frozenset({"APITimeoutError", "ReadTimeout", "ConnectTimeout", "PoolTimeout",
+                           "WriteTimeout", "ServerTimeoutError"})
+CONNECT_NAMES = frozenset({"APIConnectionError", "ConnectError", "ClientConnectorError",
+                           "ServerDisconnectedError", "RemoteProtocolError"})
+
+_litellm: Any = None
+_import_lock = threading.Lock()
+_registered: set[str] = set()
+
+
+class LLMUnavailable(Exception):
+    """No usable LLM answer; ``kind`` says why (ceiling, call_cap, unreachable, ...)."""
+
+    def __init__(self, reason: str, kind: str = "error") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+
+
+def load_litellm() -> Any:
+    """Import litellm once, offline-safe and quiet."""
+    global _litellm
+    if _litellm is None:
+        with _import_lock:
+            if _litellm is None:
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                import litellm
+
+                litellm.suppress_debug_info = True
+                _litellm = litellm
+    return _litellm
+
+
+def classify_error(lit: Any, exc: BaseException) -> str:
+    """A short kind for a failed request: timeout, rate_limit, server, connection, auth, ..."""
+    def isa(*names: str) -> bool:
+        kinds = tuple(k for k in (getattr(lit, n, None) for n in names) if isinstance(k, type))
+        return bool(kinds) and isinstance(exc, kinds)
+
+    chain = _chain(exc)
+    if isa("Timeout") or any(isinstance(e, TimeoutError) or type(e).__name__ in TIMEOUT_NAMES
+                             for e in chain):
+        return "timeout"
+    if isa("RateLimitError"):
+        return "rate_limit"
+    if isa("AuthenticationError", "PermissionDeniedError"):
+        return "auth"
+    if isa("NotFoundError"):
+        return "not_found"
+    # litellm reports a refused connection to an OpenAI endpoint as InternalServerError.
+    if any(isinstance(e, ConnectionError) or type(e).__name__ in CONNECT_NAMES for e in chain):
+        return "connection"
+    if isa("InternalServerError", "ServiceUnavailableError", "BadGatewayError"):
+        return "server"
+    if isa("APIConnectionError"):
+        return "connection"
+    if isa("BadRequestError"):
+        return "bad_request"
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return "rate_limit" if status == 429 else "server" if status >= 500 else "other"
+    return "other"
+
+
+def _chain(exc: BaseException, depth: int = 8) -> list[BaseException]:
+    """The exception and its causes, outermost first."""
+    found: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(found) < depth and current not in found:
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).replace("\n", " ").strip() or type(exc).__name__
+    return text[:300]
+
+
+def _usd(amount: float) -> str:
+    return f"${amount:.2f}" if amount >= 1 or amount == 0 else f"${amount:.6f}"
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    try:
+        return float(headers.get("retry-after")) if headers else None
+    except (TypeError, ValueError):
+        return None
+
+
+class LLMClient:
+    """Calls the configured model for the episode engine, within the ledger's limits.
+
+    ``api_key`` overrides the provider's environment variable; ``input_cost_per_token`` /
+    ``output_cost_per_token`` price a model litellm does not know (registered once with
+    ``litellm.register_model``). ``config`` is read on every call, so a raised
+    ``monthly_cost_ceiling`` applies at once; provider and model are fixed at the first call.
+    """
+
+    def __init__(self, config: EpisodesConfig, ledger: Ledger, *, api_key: str | None = None,
+                 input_cost_per_token: float | None = None,
+                 output_cost_per_token: float | None = None,
+                 backoff_base: float = 0.5, backoff_max: float = 8.0) -> None:
+        self.config = config
+        self.ledger = ledger
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._api_key = api_key
+        in_price = input_cost_per_token
+        out_price = output_cost_per_token
+        if in_price is None:
+            in_price = getattr(config, "input_cost_per_token", None)
+        if out_price is None:
+            out_price = getattr(config, "output_cost_per_token", None)
+        self._custom_prices = (None if in_price is None or out_price is None
+                               else (float(in_price), float(out_price)))
+        self.provider = ""
+        self.model = ""
+        self._api_base: str | None = None
+        self._json_mode = False
+        self._prices: tuple[float, float] = (0.0, 0.0)
+        self._static: dict[str, str] | None = None
+        self._runtime: dict[str, str] | None = None
+        self._denied: tuple[str, float] | None = None
+        self._logged: str | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ start-up checks
+
+    def _resolve(self, lit: Any) -> tuple[str, str]:
+        provider = self.config.summarizer_provider.strip()
+        model = self.config.summarizer_model.strip()
+        head = model.split("/", 1)[0]
+        if "/" in model and (head == provider or head in lit.provider_list):
+            return head, model
+        return provider, f"{provider}/{model}"
+
+    def _api_base_for(self, provider: str) -> str | None:
+        if self.config.api_base:
+            return self.config.api_base
+        for name in BASE_URL_ENV.get(provider, ()):
+            if os.environ.get(name):
+                return os.environ[name]
+        return None
+
+    def _missing_keys(self, lit: Any) -> list[str]:
+        if self._api_key or self.provider in LOCAL_PROVIDERS:
+            return []
+        try:
+            found = lit.validate_environment(model=self.model)
+        except Exception:  # noqa: BLE001 - litellm may not know how to check this provider
+            return []
+        missing = list(found.get("missing_keys") or [])
+        if self._api_base:
+            missing = [k for k in missing if not k.endswith(("_API_BASE", "_BASE_URL"))]
+        return missing
+
+    def _lookup_prices(self, lit: Any) -> tuple[float, float] | None:
+        if self._custom_prices is not None:
+            return self._custom_prices
+        if self.provider in LOCAL_PROVIDERS:
+            return (0.0, 0.0)  # no network lookup (litellm would ask the Ollama server)
+        try:
+            info = lit.get_model_info(self.model)
+        except Exception:  # noqa: BLE001 - unmapped model
+            return None
+        inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+        if inp is None or out is None:
+            return None
+        return float(inp), float(out)
+
+    def _register_price(self, lit: Any) -> None:
+        if self._custom_prices is None or self.model in _registered:
+            return
+        inp, out = self._custom_prices
+        lit.register_model({self.model: {
+            "input_cost_per_token": inp, "output_cost_per_token": out,
+            "litellm_provider": self.provider, "mode": "chat"}})
+        _registered.add(self.model)
+
+    def _compute_static(self) -> dict[str, str]:
+        cfg = self.config
+        if (not cfg.enabled or cfg.summarizer_provider.strip().lower() in DISABLED_PROVIDERS
+                or not cfg.summarizer_model.strip()):
+            return {"state": "disabled",
+                    "reason": "LLM features are off (episodes disabled or no provider/model)"}
+        lit = load_litellm()
+        self.provider, self.model = self._resolve(lit)
+        self._api_base = self._api_base_for(self.provider)
+        self._register_price(lit)
+        missing = self._missing_keys(lit)
+        if missing:
+            return {"state": "no_api_key",
+                    "reason": f"no API key for {self.provider}: set {', '.join(missing)} "
+                              "(environment or ~/.tribal-memory/.env)"}
+        prices = self._lookup_prices(lit)
+        if prices is None:
+            return {"state": "unknown_model",
+                    "reason": f"litellm has no price for {self.model}, so its cost cannot be "
+                              "bounded; use a priced model or configure its per-token prices"}
+        self._prices = prices
+        try:
+            params = lit.get_supported_openai_params(
+                model=self.model.split("/", 1)[1], custom_llm_provider=self.provider) or []
+        except Exception:  # noqa: BLE001 - unknown provider: plain text mode
+            params = []
+        self._json_mode = "response_format" in params
+        try:
+            lit.token_counter(model=self.model, messages=[{"role": "user", "content": "hi"}])
+        except Exception:  # noqa: BLE001 - warm-up only
+            pass
+        return {"state": "ready", "reason": f"{self.model} is configured"}
+
+    def check_startup(self, *, force: bool = False) -> dict[str, str]:
+        """Check key, model price and settings without any network call; log once if not
+        ready. The result is kept; ``force`` checks again (e.g. after a key was added).
+        Imports litellm (a few seconds): run it off the start-up path, e.g. with
+        :meth:`acheck_startup`."""
+        with self._lock:
+            if self._static is None or force:
+                self._static = self._compute_static()
+        return self.status()
+
+    async def acheck_startup(self) -> dict[str, str]:
+        return await asyncio.to_thread(self.check_startup)
+
+    # ------------------------------------------------------------ status
+
+    def _ceiling_status(self) -> dict[str, str] | None:
+        month = lm.month_key(self.ledger.clock())
+        ceiling = self.config.monthly_cost_ceiling
+        spent, held = self.ledger.month_totals(month)[:2]
+        denied = self._denied is not None and self._denied[0] == month \
+            and ceiling <= self._denied[1]
+        if denied or (self._prices != (0.0, 0.0) and spent + held >= ceiling):
+            return {"state": "ceiling_reached",
+                    "reason": f"monthly LLM cost ceiling reached: {_usd(spent + held)} spent "
+                              f"of {_usd(ceiling)} in {month} (UTC); LLM work resumes next month "
+                              "or when monthly_cost_ceiling is raised"}
+        return None
+
+    def status(self) -> dict[str, str]:
+        """``{"state": ready|no_api_key|unknown_model|ceiling_reached|unreachable|disabled,
+        "reason": ...}``; logs a WARNING when the state changed since it was last seen."""
+        if self._static is None:
+            return self.check_startup()
+        result = self._static
+        if result["state"] == "ready":
+            result = self._ceiling_status() or self._runtime or result
+        self._note(result)
+        return dict(result)
+
+    def _note(self, result: dict[str, str]) -> None:
+        with self._lock:
+            previous, self._logged = self._logged, result["state"]
+        if previous == result["state"] or (previous is None and result["state"] == "ready"):
+            return
+        if previous is None:
+            logger.warning("LLM features unavailable (%s): %s", result["state"],
+                           result["reason"])
+        elif result["state"] == "ready":
+            logger.warning("LLM available again (was %s): %s", previous, result["reason"])
+        else:
+            logger.warning("LLM state changed from %s to %s: %s", previous, result["state"],
+                           result["reason"])
+
+    # ------------------------------------------------------------ calls
+
+    async def run(self, prompt: Prompt[T], *, episode_id: str | None = None,
+                  memory_id: str | None = None) -> T:
+        """:meth:`complete_json` for a :class:`~.prompts.Prompt`."""
+        return await self.complete_json(prompt.purpose, prompt.messages, prompt.validate,
+                                        episode_id=episode_id, memory_id=memory_id,
+                                        max_tokens=prompt.max_tokens)
+
+    async def complete_json(self, purpose: str, messages: list[dict[str, Any]],
+                            validate: Callable[[dict[str, Any]], T], *,
+                            episode_id: str | None = None, memory_id: str | None = None,
+                            max_tokens: int | None = None) -> T:
+        """One JSON answer, validated by ``validate``; raises :class:`LLMUnavailable`."""
+        if purpose not in PURPOSES:
+            raise ValueError(f"unknown purpose {purpose!r}; expected one of {PURPOSES}")
+        if self._static is None:
+            await asyncio.to_thread(self.check_startup)
+        assert self._static is not None
+        if self._static["state"] != "ready":
+            raise LLMUnavailable(self._static["reason"], self._static["state"])
+        lit = load_litellm()
+        cfg = self.config
+        out_cap = cfg.max_output_tokens if max_tokens is None \
+            else max(1, min(max_tokens, cfg.max_output_tokens))
+        counted = self._count_tokens(lit, messages)
+        worst = lm.worst_case_cost_usd(counted, out_cap, *self._prices)
+        call_id = uuid.uuid4().hex
+        down = self._runtime is not None and self._runtime["state"] == "unreachable"
+        attempts = 1 if down else 1 + cfg.max_retries
+        kind, detail, wait_hint = "other", "", None
+        for attempt in range(1, attempts + 1):
+            if attempt > 1:
+                await asyncio.sleep(self._backoff(attempt - 1, wait_hint))
+            res = await self._reserve(purpose, worst, call_id, attempt, episode_id, memory_id,
+                                      counted)
+            ok, value, kind, detail, wait_hint = await self._attempt(
+                lit, res, messages, out_cap, validate)
+            if ok:
+                self._runtime = None
+                self.status()
+                return value
+            if kind not in RETRYABLE:
+                break
+        self._after_failure(kind, detail)
+        raise LLMUnavailable(f"{purpose} failed after {attempt} attempt(s): {kind}: {detail}",
+                             "unreachable" if kind in TRANSPORT_ERRORS else kind)
+
+    def _count_tokens(self, lit: Any, messages: list[dict[str, Any]]) -> int:
+        try:
+            return int(lit.token_counter(model=self.model, messages=messages))
+        except Exception:  # noqa: BLE001 - unknown tokenizer: over-estimate
+            return sum(len(str(m.get("content") or "")) for m in messages) // 2 + 16
+
+    def _backoff(self, retry: int, hint: float | None) -> float:
+        delay = min(self.backoff_max, self.backoff_base * 2 ** (retry - 1))
+        delay *= random.uniform(0.5, 1.0)
+        if hint is not None:
+            delay = max(delay, min(hint, self.backoff_max))
+        return delay
+
+    async def _reserve(self, purpose: str, worst: float, call_id: str, attempt: int,
+                       episode_id: str | None, memory_id: str | None,
+                       counted: int) -> Reservation:
+        try:
+            res = await asyncio.to_thread(
+                self.ledger.reserve, purpose=purpose, model=self.model, reserved_usd=worst,
+                call_id=call_id, attempt=attempt, episode_id=episode_id, memory_id=memory_id,
+                prompt_tokens=counted, ceiling_usd=self.config.monthly_cost_ceiling,
+                call_cap=self.config.max_llm_calls_per_memory)
+        except sqlite3.Error as exc:
+            raise LLMUnavailable(f"cost ledger unavailable: {exc}", "ledger") from exc
+        if res.granted:
+            self._denied = None
+            return res
+        if res.outcome == DENIED_CEILING:
+            self._denied = (res.month, self.config.monthly_cost_ceiling)
+            self.status()
+            raise LLMUnavailable(f"monthly cost ceiling: {res.detail}", "ceiling")
+        raise LLMUnavailable(f"call cap: {res.detail}", "call_cap")
+
+    def _request(self, messages: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.model, "messages": messages, "max_tokens": max_tokens,
+            "temperature": self.config.summarizer_temperature,
+            "timeout": self.config.request_timeout_seconds,
+            "num_retries": 0, "max_retries": 0, "drop_params": True}
+        if self._api_base:
+            kwargs["api_base"] = self._api_base
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
+        if self._json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        return kwargs
+
+    async def _attempt(self, lit: Any, res: Reservation, messages: list[dict[str, Any]],
+                       max_tokens: int, validate: Callable[[dict[str, Any]], T]
+                       ) -> tuple[bool, Any, str, str, float | None]:
+        """One request; settles the ledger row. (ok, value, kind, detail, retry-after)."""
+        assert res.id is not None
+        try:
+            response = await asyncio.wait_for(
+                lit.acompletion(**self._request(messages, max_tokens)),
+                self.config.request_timeout_seconds + TIMEOUT_GRACE_SECONDS)
+        except asyncio.CancelledError:
+            self._settle(res.id, outcome="error:cancelled", cost_usd=res.reserved_usd,
+                         detail="cancelled by the caller")
+            raise
+        except Exception as exc:  # noqa: BLE001 - every provider error is classified
+            kind = classify_error(lit, exc)
+            # A timed-out request may still be billed: count it at its worst case.
+            cost = res.reserved_usd if kind == "timeout" else 0.0
+            await asyncio.to_thread(self._settle, res.id, outcome=f"error:{kind}",
+                                    cost_usd=cost, detail=_short(exc))
+            return False, None, kind, _short(exc), _retry_after(exc)
+        usage = getattr(response, "usage", None)
+        ptok = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ctok = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost = self._cost(lit, response, ptok, ctok)
+        choice = response.choices[0]
+        kind, detail, value = "ok", "", None
+        try:
+            data = parse_json_object(choice.message.content)
+        except ValueError as exc:
+            kind = "truncated" if choice.finish_reason == "length" else "invalid_json"
+            detail = str(exc)
+        else:
+            try:
+                value = validate(data)
+            except (ValueError, TypeError, KeyError) as exc:
+                kind, detail = "invalid_answer", str(exc) or type(exc).__name__
+        outcome = "ok" if kind == "ok" else f"error:{kind}"
+        await asyncio.to_thread(self._settle, res.id, outcome=outcome, cost_usd=cost,
+                                prompt_tokens=ptok, completion_tokens=ctok,
+                                detail=detail[:300] or None)
+        if kind != "ok":
+            # The provider answered, so it is reachable.
+            if self._runtime is not None and self._runtime["state"] == "unreachable":
+                self._runtime = None
+            return False, None, kind, detail[:300], None
+        return True, value, kind, "", None
+
+    def _settle(self, row_id: int, **kwargs: Any) -> None:
+        """Settle a ledger row; a ledger failure is logged, never raised into the caller
+        (the open reservation is later closed as abandoned, at its reserved cost)."""
+        try:
+            self.ledger.settle(row_id, **kwargs)
+        except sqlite3.Error:
+            logger.exception("LLM ledger: could not settle row %s", row_id)
+
+    def _cost(self, lit: Any, response: Any, ptok: int, ctok: int) -> float:
+        if self.provider in LOCAL_PROVIDERS:
+            return lm.usage_cost_usd(ptok, ctok, *self._prices)
+        try:
+            return float(lit.completion_cost(completion_response=response))
+        except Exception:  # noqa: BLE001 - fall back to usage x the price we know
+            return lm.usage_cost_usd(ptok, ctok, *self._prices)
+
+    def _after_failure(self, kind: str, detail: str) -> None:
+        if kind in TRANSPORT_ERRORS:
+            self._runtime = {"state": "unreachable",
+                             "reason": f"{self.model} did not answer ({kind}): {detail}"}
+        elif kind == "auth":
+            self._runtime = {"state": "no_api_key",
+                             "reason": f"the provider rejected the API key: {detail}"}
+        elif kind == "not_found":
+            self._runtime = {"state": "unknown_model",
+                             "reason": f"the provider does not know {self.model}: {detail}"}
+        self.status()
