@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from .api import TribalAPI
 from .config import Config
@@ -19,15 +20,24 @@ class Runtime:
     service: MemoryService
     api: TribalAPI
 
+    @property
+    def episodes(self) -> Any:
+        """The episode plugin, or None when episodes are disabled."""
+        for plugin in self.service.hooks.plugins:
+            if getattr(plugin, "name", "") == "episodes":
+                return plugin
+        return None
+
     async def stop(self) -> None:
         await self.service.hooks.stop()
         self.service.store.close()
 
 
-async def start_runtime(config: Config) -> Runtime:
+async def start_runtime(config: Config, **plugin_options: Any) -> Runtime:
     """Open the store, register plugins and start them.
 
     Raises StorageError or EmbeddingModelError with a message for the user.
+    ``plugin_options`` go to the episode plugin (tests pass a clock or an LLM client).
     """
     from .storage import open_store
 
@@ -39,7 +49,7 @@ async def start_runtime(config: Config) -> Runtime:
     if config.episodes.enabled:
         from .episodes.plugin import EpisodePlugin
 
-        plugin = EpisodePlugin(config)
+        plugin = EpisodePlugin(config, **plugin_options)
         service.hooks.register(plugin)
         episodes = plugin.engine
     try:

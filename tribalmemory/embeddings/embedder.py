@@ -8,6 +8,7 @@ normal way (downloaded on first use, so it needs a network).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -97,8 +98,9 @@ class Embedder:
         return self.embed([text])[0]
 
 
+@functools.lru_cache(maxsize=4)
 def load_embedder(model_name: str = BUNDLED_MODEL, cache_dir: str | None = None) -> Embedder:
-    """Load ``model_name``; the bundled default works with no network."""
+    """Load ``model_name`` once per process; the bundled default works with no network."""
     from fastembed import TextEmbedding
 
     if model_name == BUNDLED_MODEL:

@@ -24,7 +24,7 @@ from ..errors import InvalidInput, NotFound
 from ..models import Memory, SourceType, new_memory_id
 from ..timeutil import from_epoch, to_epoch, to_iso
 from . import extractive, lifecycle
-from .matching import Decision, Matcher, MemoryFeatures
+from .matching import Decision, Matcher, MemoryFeatures, when
 from .shapes import episode_json, episode_summary_json
 from .store import EpisodeRow, EpisodeStore, new_episode_id
 from .summariser import Summariser
@@ -57,6 +57,7 @@ class EpisodeEngine:
     async def load(self, service: Any) -> None:
         """Rebuild the in-memory features of active episodes and seeds from stored vectors."""
         self.service = service
+        self.matcher.load_state(self.store.get_meta("detector_context"))
         self._active.clear()
         self._seeds.clear()
         for row in self.store.active_episodes():
@@ -106,17 +107,24 @@ class EpisodeEngine:
             await self._close_idle(reference=to_epoch(memory.created_at))
             decision = self.matcher.decide(
                 features, list(self._active.values()), self._seed_pool(features),
-                ambiguous_allowed=self._llm_detection_wanted())
+                ambiguous_allowed=self._llm_detection_wanted(), learn=True)
             await self._apply(memory, features, decision, from_llm=False)
+            self.save_state()
             return self._status_of(memory.id)
+
+    def save_state(self, force: bool = False) -> None:
+        """Persist the detector's running statistics every 25 memories (and at stop)."""
+        if force or self.matcher.updates % 25 == 0:
+            with self.store.transaction() as db:
+                self.store.set_meta(db, "detector_context", self.matcher.state())
 
     def _llm_detection_wanted(self) -> bool:
         strategy = self.settings.detector_strategy
         return strategy != "embedding" and self.summariser.ready()
 
     def _seed_pool(self, features: MemoryFeatures) -> list[MemoryFeatures]:
-        horizon = features.time - self.settings.active_window_days * lifecycle.DAY
-        for memory_id in [k for k, s in self._seeds.items() if s.time < horizon]:
+        horizon = when(features) - self.settings.active_window_days * lifecycle.DAY
+        for memory_id in [k for k, s in self._seeds.items() if when(s) < horizon]:
             self._seeds.pop(memory_id)
         return [s for k, s in self._seeds.items() if k != features.id]
 
@@ -135,7 +143,7 @@ class EpisodeEngine:
         if kind == "join" and decision.target in self._active:
             episode_id = decision.target
             with self.store.transaction() as db:
-                self.store.add_member(db, episode_id, memory.id, features.time, now,
+                self.store.add_member(db, episode_id, memory.id, when(features), now,
                                       decision.score, lifecycle.surprise(decision.similarity))
                 self._finish_detection(db, memory.id)
                 self._queue_summary(db, episode_id, now, trigger=memory.id)
@@ -154,7 +162,7 @@ class EpisodeEngine:
         else:
             state = "standalone" if kind == "none" else "seed"
             with self.store.transaction() as db:
-                self.store.set_detection(db, memory.id, state, features.time, title_hint)
+                self.store.set_detection(db, memory.id, state, when(features), title_hint)
                 self._finish_detection(db, memory.id)
             if state == "seed":
                 self._seeds[memory.id] = features
@@ -183,7 +191,7 @@ class EpisodeEngine:
         seed_row = self.store.detection(seed.id)
         hint = title_hint or (seed_row["hint"] if seed_row else None)
         members = sorted([(seed_memory[0], seed), (memory, features)],
-                         key=lambda pair: pair[1].time)
+                         key=lambda pair: when(pair[1]))
         await self._create(
             [m for m, _ in members], [f for _, f in members], title=hint,
             title_source="llm" if hint else "keyword",
@@ -201,7 +209,7 @@ class EpisodeEngine:
         now = self.clock()
         vectors = np.stack([f.vector for f in features])
         episode_id = new_episode_id()
-        last = max(f.time for f in features)
+        last = max(when(f) for f in features)
         row = EpisodeRow(
             id=episode_id,
             title=title or extractive.keyword_title(memories, vectors),
@@ -220,7 +228,7 @@ class EpisodeEngine:
             for memory, feature in zip(memories, features, strict=True):
                 score, similarity = (scores or {}).get(memory.id, (None, None))
                 previous = self.store.add_member(
-                    db, episode_id, memory.id, feature.time, now, score,
+                    db, episode_id, memory.id, when(feature), now, score,
                     None if similarity is None else lifecycle.surprise(similarity))
                 if previous:
                     moved_from.add(previous)
@@ -307,8 +315,10 @@ class EpisodeEngine:
             return
         summary = extractive.extractive_summary(memories, vectors)
         title = row.title
+        if row.title_source == "keyword":  # the title may quote the removed memory
+            title = extractive.keyword_title(memories, vectors)
         with self.store.transaction() as db:
-            self.store.update_episode(db, episode_id, summary=summary,
+            self.store.update_episode(db, episode_id, summary=summary, title=title,
                                       summary_kind="extractive", updated_at=self.clock())
         await self._write_summary_memory(episode_id, memories, title, summary, "extractive")
 

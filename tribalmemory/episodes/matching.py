@@ -1,35 +1,31 @@
 """Adapter between the engine and the pure detector: features, decisions, candidate ids.
 
-The engine only talks to :class:`Matcher`; the scoring itself lives in :mod:`.detector`.
+The engine talks only to :class:`Matcher`; scoring lives in :mod:`.detector`. The matcher
+also owns the detector's running statistics (:class:`~.detector.DetectorContext`), which the
+engine persists in its database now and then (they are statistics: losing the last few
+updates in a crash changes nothing that matters).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..config import EpisodesConfig
 from ..models import Memory
-from ..timeutil import to_epoch
+from . import detector
+from .detector import DetectorContext, DetectorParams, EpisodeFeatures, MemoryFeatures
+
+__all__ = ["Decision", "EpisodeFeatures", "Matcher", "MemoryFeatures", "Option", "when"]
 
 SEED_PREFIX = "thread-"
 
 
-@dataclass
-class MemoryFeatures:
-    id: str
-    vector: np.ndarray
-    tags: frozenset[str]
-    source_instance: str
-    time: float
-
-
-@dataclass
-class EpisodeFeatures:
-    id: str
-    members: list[MemoryFeatures]
-    last_activity: float
+def when(features: MemoryFeatures) -> float:
+    """The memory's created_at as epoch seconds."""
+    return features.created_at.timestamp()
 
 
 @dataclass
@@ -37,13 +33,13 @@ class Option:
     """One possible home for a memory: an active episode, or a seed to start one with."""
 
     kind: str             # join | seed
-    target: str | None
+    target: str
     score: float
     similarity: float
 
     @property
     def candidate_id(self) -> str:
-        return self.target if self.kind == "join" else SEED_PREFIX + (self.target or "")
+        return self.target if self.kind == "join" else SEED_PREFIX + self.target
 
 
 @dataclass
@@ -75,51 +71,52 @@ class Matcher:
 
     def __init__(self, settings: EpisodesConfig) -> None:
         self.settings = settings
+        self.context = DetectorContext()
+        self.updates = 0
 
     def memory(self, memory: Memory, vector: np.ndarray) -> MemoryFeatures:
-        return MemoryFeatures(id=memory.id, vector=np.asarray(vector, dtype=np.float32),
-                              tags=frozenset(memory.tags), source_instance=memory.source_instance,
-                              time=to_epoch(memory.created_at))
+        return MemoryFeatures.from_text(memory.id, vector, memory.content, memory.tags,
+                                        memory.source_instance, memory.created_at)
 
     def episode(self, episode_id: str, members: list[MemoryFeatures]) -> EpisodeFeatures:
-        ordered = sorted(members, key=lambda m: m.time)
-        return EpisodeFeatures(id=episode_id, members=ordered,
-                               last_activity=max(m.time for m in ordered))
+        return detector.build_episode(episode_id, members)
 
     def add(self, episode: EpisodeFeatures, member: MemoryFeatures) -> EpisodeFeatures:
-        members = sorted([*episode.members, member], key=lambda m: m.time)
-        return EpisodeFeatures(id=episode.id, members=members,
-                               last_activity=max(episode.last_activity, member.time))
+        return detector.add_member(episode, member)
 
-    def _score(self, memory: MemoryFeatures, members: list[MemoryFeatures]) -> tuple[float, float]:
-        sims = [float(memory.vector @ m.vector) for m in members]
-        best = max(sims)
-        # interim calibration: raw MiniLM cosine 0.40 -> 0.75
-        return min(1.0, max(0.0, best * 0.75 / 0.40)), best
+    def similarity(self, memory: MemoryFeatures, episode: EpisodeFeatures) -> float:
+        """Cosine of the memory to the episode's centroid (for the surprise score)."""
+        return float(memory.vector @ episode.centroid)
 
     def decide(self, memory: MemoryFeatures, episodes: list[EpisodeFeatures],
-               seeds: list[MemoryFeatures], *, ambiguous_allowed: bool) -> Decision:
-        window = self.settings.active_window_days * 86400.0
-        options: list[Option] = []
-        for episode in episodes:
-            if abs(memory.time - episode.last_activity) > window:
-                continue
-            score, sim = self._score(memory, episode.members)
-            options.append(Option("join", episode.id, score, sim))
-        for seed in seeds:
-            if abs(memory.time - seed.time) > window:
-                continue
-            score, sim = self._score(memory, [seed])
-            options.append(Option("seed", seed.id, score, sim))
-        options.sort(key=lambda o: -o.score)
-        threshold = self.settings.embedding_similarity_threshold
-        if options and options[0].score >= threshold:
+               seeds: list[MemoryFeatures], *, ambiguous_allowed: bool,
+               learn: bool = False) -> Decision:
+        """The detector's decision; ``learn`` folds this memory into the running statistics
+        (once per memory, at its first decision)."""
+        strategy = self.settings.detector_strategy if ambiguous_allowed else "embedding"
+        params = DetectorParams.from_config(self.settings)
+        params = DetectorParams(**{**params.__dict__, "strategy": strategy})
+        raw = detector.decide(memory, episodes, seeds, self.context, params)
+        if learn:
+            self.context = detector.update_context(self.context, memory, raw.background)
+            self.updates += 1
+        by_id = {e.id: e for e in episodes}
+        if isinstance(raw, detector.Join):
+            return Decision("join", raw.episode_id, raw.score,
+                            self.similarity(memory, by_id[raw.episode_id]))
+        if isinstance(raw, detector.StartFromSeed):
+            seed = next(s for s in seeds if s.id == raw.seed_id)
+            return Decision("seed", raw.seed_id, raw.score, float(memory.vector @ seed.vector))
+        if isinstance(raw, detector.Ambiguous):
+            options = [Option("join" if c.kind == "episode" else "seed", c.id, c.score,
+                              c.evidence.max_cosine) for c in raw.candidates]
             best = options[0]
-            return Decision(best.kind, best.target, best.score, best.similarity, options[:5])
-        low = threshold - self.settings.ambiguous_band
-        if self.settings.detector_strategy == "llm":
-            low = 0.0
-        if ambiguous_allowed and options and options[0].score >= low:
-            return Decision("ambiguous", None, options[0].score, options[0].similarity,
-                            options[:5])
-        return Decision("new_seed", candidates=options[:5])
+            return Decision("ambiguous", None, best.score, best.similarity, options)
+        return Decision("new_seed", score=raw.best_score)
+
+    def state(self) -> dict[str, Any]:
+        return self.context.to_json()
+
+    def load_state(self, data: dict[str, Any] | None) -> None:
+        if data:
+            self.context = DetectorContext.from_json(data)

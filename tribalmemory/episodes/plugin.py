@@ -60,6 +60,7 @@ class EpisodePlugin:
         if self._check is not None:
             self._check.cancel()
         await self.worker.stop()
+        self.engine.save_state(force=True)
         self.store.close()
 
     # -- hooks ------------------------------------------------------------------------------

@@ -1,0 +1,357 @@
+"""Unit tests of the pure episode detector and of the simulation metrics."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tribalmemory.config import EpisodesConfig
+from tribalmemory.episodes.detector import (
+    Ambiguous,
+    DetectorContext,
+    DetectorParams,
+    Join,
+    MemoryFeatures,
+    NewSeed,
+    ScoreModel,
+    StartFromSeed,
+    add_member,
+    best_parent,
+    build_episode,
+    chain_candidates,
+    chain_score,
+    decide,
+    eligible_episodes,
+    eligible_seeds,
+    evidence,
+    lexical_overlap,
+    new_episode,
+    score,
+    tokenize,
+    update_context,
+)
+
+T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+DIM = 8
+
+
+def _sim_module():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "detector_sim.py"
+    spec = importlib.util.spec_from_file_location("detector_sim", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["detector_sim"] = module
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def vec_at(cos: float, axis: int = 0, other: int = 1) -> np.ndarray:
+    """A unit vector with cosine ``cos`` to basis vector ``axis``."""
+    v = np.zeros(DIM, dtype=np.float32)
+    v[axis] = cos
+    v[other] = math.sqrt(max(0.0, 1 - cos * cos))
+    return v
+
+
+def basis(i: int) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def mem(id: str, vector, hours: float = 0.0, tags=(), source="a", text="") -> MemoryFeatures:
+    return MemoryFeatures(id, np.asarray(vector, dtype=np.float32), frozenset(tags), source,
+                          T0 + timedelta(hours=hours), tokenize(text))
+
+
+def episode_on(axis: int, id: str = "E", hours: float = 0.0, n: int = 3):
+    members = [mem(f"{id}{k}", basis(axis), hours=hours - (n - 1 - k)) for k in range(n)]
+    return build_episode(id, members)
+
+
+CTX = DetectorContext()  # prior background: mean 0.15, std 0.12
+
+
+# ---------------------------------------------------------------- features
+
+
+def test_tokenize_is_keyword_free_and_normalises():
+    assert tokenize("The Tokens rotate: auth/tokens.py 2025 ok") == frozenset(
+        {"the", "token", "rotate", "auth"})
+
+
+def test_memory_vector_is_normalised():
+    m = mem("x", [3, 4, 0, 0, 0, 0, 0, 0])
+    assert np.isclose(np.linalg.norm(m.vector), 1.0)
+
+
+def test_rebuild_equals_incremental():
+    rng = np.random.default_rng(0)
+    members = [mem(f"m{k}", rng.normal(size=DIM), hours=k, tags={f"t{k % 2}"},
+                   source=f"s{k % 3}", text=f"word{k} shared") for k in range(40)]
+    inc = new_episode("E", members[0])
+    for m in members[1:]:
+        inc = add_member(inc, m)
+    rebuilt = build_episode("E", list(reversed(members)))
+    assert np.allclose(inc.vectors, rebuilt.vectors)
+    assert inc.vectors.shape[0] == inc.max_recent == 32
+    assert np.allclose(inc.vector_sum, rebuilt.vector_sum)
+    assert inc.tag_counts == rebuilt.tag_counts == {"t0": 20, "t1": 20}
+    assert inc.term_counts == rebuilt.term_counts
+    assert inc.source_counts == rebuilt.source_counts
+    assert (inc.first_activity, inc.last_activity, inc.memory_count) == (
+        rebuilt.first_activity, rebuilt.last_activity, 40)
+    assert inc.member_ids == rebuilt.member_ids
+
+
+def test_add_member_does_not_mutate():
+    ep = episode_on(0)
+    before = (ep.vectors.copy(), dict(ep.tag_counts), ep.memory_count)
+    add_member(ep, mem("new", basis(0), hours=1, tags={"x"}))
+    assert np.array_equal(ep.vectors, before[0]) and ep.tag_counts == before[1]
+    assert ep.memory_count == before[2]
+
+
+# ---------------------------------------------------------------- context
+
+
+def test_context_update_and_json_roundtrip():
+    ctx = update_context(CTX, mem("a", basis(0), text="alpha beta"), [0.1, 0.2, 0.3])
+    ctx = update_context(ctx, mem("b", basis(1), text="alpha gamma"), [0.5])
+    assert ctx.doc_count == 2 and ctx.doc_freq["alpha"] == 2
+    assert ctx.cos_count == CTX.cos_count + 4
+    assert ctx.idf("gamma") > ctx.idf("alpha")
+    back = DetectorContext.from_json(json.loads(json.dumps(ctx.to_json())))
+    assert back == ctx
+
+
+def test_context_welford_matches_numpy():
+    values = np.random.default_rng(1).uniform(-0.2, 0.8, size=500)
+    ctx = DetectorContext(cos_count=0.0, cos_mean=0.0, cos_m2=0.0)
+    ctx = update_context(ctx, mem("a", basis(0)), values)
+    assert np.isclose(ctx.cos_mean, values.mean()) and np.isclose(ctx.cos_std, values.std())
+
+
+def test_context_window_stays_bounded():
+    ctx = update_context(CTX, mem("a", basis(0)), [0.2] * 300, max_cos_count=100)
+    assert ctx.cos_count <= 100.0 + 1e-9
+
+
+# ---------------------------------------------------------------- score
+
+
+def test_score_in_unit_interval_and_monotone_in_similarity():
+    ep = episode_on(0, hours=0)
+    scores = [score(mem("m", vec_at(c), hours=1), ep, CTX) for c in np.linspace(-0.5, 1, 16)]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert all(b > a for a, b in zip(scores, scores[1:], strict=False))
+
+
+def test_score_decreases_with_time_since_last_memory():
+    ep = episode_on(0, hours=0)
+    scores = [score(mem("m", vec_at(0.6), hours=h), ep, CTX) for h in (0.5, 3, 24, 72, 240)]
+    assert all(b < a for a, b in zip(scores, scores[1:], strict=False))
+
+
+def test_score_increases_with_rare_term_overlap():
+    members = [mem("e1", basis(0), text="pgloader copy of invoices"),
+               mem("e2", basis(0), hours=1, text="pgloader retry settings")]
+    ep = build_episode("E", members)
+    ctx = CTX
+    for k in range(20):
+        ctx = update_context(ctx, mem(f"bg{k}", basis(2), text="the of copy settings"))
+    for m in members:
+        ctx = update_context(ctx, m)
+    plain = mem("m", vec_at(0.4), hours=2, text="unrelated words here")
+    shared = mem("m", vec_at(0.4), hours=2, text="pgloader words here")
+    assert lexical_overlap(shared.terms, ep.term_counts, ctx) > 0
+    assert score(shared, ep, ctx) > score(plain, ep, ctx)
+
+
+def test_score_is_relative_to_background():
+    ep = episode_on(0)
+    m = mem("m", vec_at(0.45), hours=1)
+    low_bg = DetectorContext(cos_mean=0.05, cos_m2=50 * 0.1 ** 2)
+    high_bg = DetectorContext(cos_mean=0.40, cos_m2=50 * 0.1 ** 2)
+    assert score(m, ep, low_bg) > score(m, ep, high_bg)
+
+
+def test_calibration_points_on_default_model():
+    """Documented meaning: at the prior background, a memory with cosine ~0.55 to a thread it
+    continues an hour later is a confident match (>= 0.75); an unrelated one (~0.1) is not."""
+    ep = episode_on(0)
+    assert score(mem("m", vec_at(0.9), hours=1), ep, CTX) >= 0.75
+    assert score(mem("m", vec_at(0.1), hours=1), ep, CTX) < 0.5
+
+
+def test_seed_penalty_applies():
+    ep = new_episode("s", mem("s", basis(0)))
+    m = mem("m", vec_at(0.5), hours=1)
+    assert evidence(m, ep, CTX, is_seed=True).score < evidence(m, ep, CTX).score
+
+
+# ---------------------------------------------------------------- eligibility
+
+
+def test_eligibility_uses_memory_time_window_and_cap():
+    now = T0 + timedelta(days=30)
+    eps = [episode_on(0, id=f"E{k}", hours=24 * (30 - k)) for k in range(20)]
+    ok = eligible_episodes(eps, now, active_window_days=14, max_active=100)
+    assert {e.id for e in ok} == {f"E{k}" for k in range(15)}  # idle <= 14 days
+    capped = eligible_episodes(eps, now, active_window_days=14, max_active=3)
+    assert [e.id for e in capped] == ["E0", "E1", "E2"]  # the most recently active
+    seeds = [mem("old", basis(0), hours=-24 * 15), mem("new", basis(0), hours=-24)]
+    assert [s.id for s in eligible_seeds(seeds, T0, 14)] == ["new"]
+
+
+def test_idle_episode_cannot_be_joined():
+    ep = episode_on(0, hours=0)
+    m = mem("m", basis(0), hours=24 * 15)
+    assert isinstance(decide(m, [ep], [], CTX, DetectorParams(strategy="embedding")), NewSeed)
+
+
+# ---------------------------------------------------------------- decide
+
+
+EMB = DetectorParams(strategy="embedding")
+HYB = DetectorParams(strategy="hybrid")
+
+
+def test_decide_join_best_episode():
+    e0, e1 = episode_on(0, "E0"), episode_on(3, "E1")
+    d = decide(mem("m", vec_at(0.95, 3, 4), hours=1), [e0, e1], [], CTX, EMB)
+    assert isinstance(d, Join) and d.episode_id == "E1" and d.score >= EMB.threshold
+    assert len(d.background) == 6  # cosines to all candidate members, for update_context
+
+
+def test_decide_start_from_seed():
+    seed = mem("s", basis(5), hours=0)
+    d = decide(mem("m", vec_at(0.97, 5, 6), hours=1), [episode_on(0)], [seed], CTX, EMB)
+    assert isinstance(d, StartFromSeed) and d.seed_id == "s"
+
+
+def test_decide_new_seed_when_nothing_matches():
+    d = decide(mem("m", basis(7), hours=1), [episode_on(0)], [mem("s", basis(5))], CTX, EMB)
+    assert isinstance(d, NewSeed) and d.best_score < EMB.threshold
+    assert isinstance(decide(mem("m", basis(7)), [], [], CTX, EMB), NewSeed)
+
+
+def _band_cos(ep, params):
+    """A cosine whose score falls inside [threshold - band, threshold)."""
+    lo, hi = params.threshold - params.ambiguous_band, params.threshold
+    for c in np.linspace(0, 1, 2001):
+        if lo <= score(mem("m", vec_at(c), hours=1), ep, CTX) < hi:
+            return c
+    raise AssertionError("no cosine in the band")
+
+
+def test_decide_band_goes_to_llm_only_in_hybrid():
+    ep = episode_on(0)
+    m = mem("m", vec_at(_band_cos(ep, HYB)), hours=1)
+    d = decide(m, [ep], [], CTX, HYB)
+    assert isinstance(d, Ambiguous) and d.candidates[0].id == "E"
+    assert HYB.threshold - HYB.ambiguous_band <= d.candidates[0].score < HYB.threshold
+    assert isinstance(decide(m, [ep], [], CTX, EMB), NewSeed)
+    narrow = DetectorParams(strategy="hybrid", ambiguous_band=0.0)
+    assert isinstance(decide(m, [ep], [], CTX, narrow), NewSeed)
+
+
+def test_decide_llm_strategy_always_asks_when_there_are_candidates():
+    eps = [episode_on(k, f"E{k}") for k in range(7)]
+    d = decide(mem("m", basis(0), hours=1), eps, [], CTX, DetectorParams(strategy="llm"))
+    assert isinstance(d, Ambiguous) and len(d.candidates) == 5
+    assert d.candidates[0].id == "E0"
+    assert [c.score for c in d.candidates] == sorted((c.score for c in d.candidates),
+                                                     reverse=True)
+
+
+def test_lower_threshold_joins_more():
+    ep = episode_on(0)
+    m = mem("m", vec_at(_band_cos(ep, HYB)), hours=1)
+    s = score(m, ep, CTX)
+    assert isinstance(decide(m, [ep], [], CTX, DetectorParams(strategy="embedding",
+                                                              threshold=s - 1e-6)), Join)
+
+
+def test_params_from_config():
+    p = DetectorParams.from_config(EpisodesConfig())
+    assert (p.threshold, p.ambiguous_band, p.strategy) == (0.75, 0.25, "hybrid")
+    assert (p.active_window_days, p.max_active_episodes) == (14, 20)
+    assert (p.chain_window_hours, p.chain_threshold) == (48.0, 0.85)
+
+
+# ---------------------------------------------------------------- chaining
+
+
+def test_chain_score_monotone_and_bounded():
+    parent = episode_on(0, "P", hours=0)
+    values = []
+    for c in np.linspace(0, 1, 11):
+        child = build_episode("C", [mem("c1", vec_at(c), hours=30), mem("c2", vec_at(c), 31)])
+        values.append(chain_score(child, parent, CTX))
+    assert all(0 <= v <= 1 for v in values)
+    assert all(b > a for a, b in zip(values, values[1:], strict=False))
+
+
+def test_chain_time_rule():
+    parent = episode_on(0, "P", hours=0)
+    child = build_episode("C", [mem("c1", basis(0), hours=100), mem("c2", basis(0), 101)])
+    closed_recent = (parent, T0 + timedelta(hours=60))
+    closed_old = (parent, T0 + timedelta(hours=10))
+    closed_later = (parent, T0 + timedelta(hours=120))
+    assert chain_candidates(child, [closed_recent], 48) == [parent]
+    assert chain_candidates(child, [closed_old], 48) == []
+    assert chain_candidates(child, [closed_later], 48) == []
+    link = best_parent(child, [closed_recent], CTX, DetectorParams(chain_threshold=0.5))
+    assert link is not None and link[0] == "P"
+    assert best_parent(child, [closed_recent], CTX, DetectorParams(chain_threshold=1.0)) is None
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def test_pairwise_prf_tiny():
+    sim = _sim_module()
+    p, r, f = sim.pairwise_prf(["a", "a", "a", None], ["x", "x", "y", "y"])
+    assert (p, r) == pytest.approx((1 / 3, 1 / 2)) and f == pytest.approx(0.4)
+    assert sim.pairwise_prf(["a", "a"], [None, None]) == (0.0, 0.0, 0.0)
+    assert sim.pairwise_prf([None, "b", "b"], [None, "z", "z"]) == (1.0, 1.0, 1.0)
+
+
+def test_ari_tiny():
+    sim = _sim_module()
+    assert sim.adjusted_rand_index(["a", "a", "b"], ["x", "x", "y"]) == pytest.approx(1.0)
+    assert sim.adjusted_rand_index([0, 0, 1, 2], [0, 0, 1, 1]) == pytest.approx(4 / 7)
+    assert sim.adjusted_rand_index([0, 0, 1, 1], [0, 0, 0, 1]) == pytest.approx(0.0)
+    # None = own singleton cluster
+    assert sim.adjusted_rand_index([None, None, 1, 1], [5, 6, 7, 7]) == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- real model (small)
+
+
+def test_real_model_related_beats_unrelated():
+    from tribalmemory.embeddings.embedder import load_embedder
+
+    texts = ["Refresh tokens rotate on every use and the old one is revoked immediately.",
+             "Two browser tabs refresh the session at once and the second gets a revoked token.",
+             "The user prefers tabs over spaces in Makefiles."]
+    v = load_embedder().embed(texts)
+    ep = new_episode("E", MemoryFeatures("a", v[0], frozenset(), "x", T0, tokenize(texts[0])))
+    related = MemoryFeatures("b", v[1], frozenset(), "x", T0 + timedelta(hours=1),
+                             tokenize(texts[1]))
+    unrelated = MemoryFeatures("c", v[2], frozenset(), "x", T0 + timedelta(hours=1),
+                               tokenize(texts[2]))
+    assert score(related, ep, CTX) > score(unrelated, ep, CTX)
+
+
+def test_scoremodel_defaults_are_finite():
+    m = ScoreModel()
+    assert all(math.isfinite(getattr(m, f)) for f in m.__dataclass_fields__)

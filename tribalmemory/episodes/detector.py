@@ -1,0 +1,533 @@
+"""Embedding-path episode detector: pure functions, no I/O.
+
+A memory arrives (in time order); :func:`decide` compares it with the *active* episodes and with
+the *seeds* (earlier memories that joined nothing) and returns one :class:`Decision`:
+
+* :class:`Join`            -- add the memory to an active episode;
+* :class:`StartFromSeed`   -- open a new episode made of a seed and this memory;
+* :class:`Ambiguous`       -- (strategy ``hybrid``/``llm`` only) ask the LLM classifier;
+* :class:`NewSeed`         -- no match: the memory becomes a seed itself.
+
+Everything the detector needs is passed in: :class:`MemoryFeatures`, :class:`EpisodeFeatures`
+(maintained incrementally with :func:`add_member`, or rebuilt from stored vectors with
+:func:`build_episode`), a :class:`DetectorContext` of background statistics (updated with
+:func:`update_context`, JSON-serialisable) and :class:`DetectorParams` (from ``EpisodesConfig``).
+
+The match score (:func:`score`) is calibrated to [0, 1]; see ``docs/detection.md``. In short,
+the cosine evidence is turned into a z-score against the running background distribution of
+cosines between new memories and candidates (so it does not depend on the absolute cosine scale of
+the embedding model), rare-term overlap and recency are added on the same scale, and a logistic
+map puts a *confident* match on the default model at 0.75.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+# --------------------------------------------------------------------------------------------
+# Features
+# --------------------------------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def tokenize(text: str) -> frozenset[str]:
+    """Content terms used for the rare-term evidence: lower-case alphanumeric runs of 3+
+    characters that are not pure numbers, with a trailing plural ``s`` removed from words
+    longer than four letters. Language- and domain-neutral on purpose: no stop list (rare-ness
+    comes from the online IDF), no keywords."""
+    out = set()
+    for tok in _WORD.findall(text.lower()):
+        if len(tok) < 3 or tok.isdigit():
+            continue
+        if len(tok) > 4 and tok.endswith("s") and not tok.endswith("ss"):
+            tok = tok[:-1]
+        out.add(tok)
+    return frozenset(out)
+
+
+def _unit(vector: Any) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
+@dataclass(frozen=True)
+class MemoryFeatures:
+    """What the detector knows about one memory. ``vector`` is a unit vector (normalised here
+    if it is not); ``terms`` is :func:`tokenize` of the content (empty = no lexical evidence)."""
+
+    id: str
+    vector: np.ndarray
+    tags: frozenset[str]
+    source_instance: str
+    created_at: datetime
+    terms: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "vector", _unit(self.vector))
+        object.__setattr__(self, "tags", frozenset(self.tags))
+        object.__setattr__(self, "terms", frozenset(self.terms))
+
+    @classmethod
+    def from_text(cls, id: str, vector: Any, content: str, tags: Iterable[str] = (),
+                  source_instance: str = "", created_at: datetime | None = None
+                  ) -> MemoryFeatures:
+        if created_at is None:
+            raise ValueError("created_at is required")
+        return cls(id, vector, frozenset(tags), source_instance, created_at, tokenize(content))
+
+
+@dataclass(frozen=True)
+class EpisodeFeatures:
+    """Incrementally maintained summary of one episode.
+
+    ``vectors`` keeps the ``max_recent`` most recent member vectors (rows, oldest first);
+    ``vector_sum`` sums *all* member vectors (its direction is the centroid). Counters are plain
+    dicts and are never mutated after construction (:func:`add_member` returns a new object)."""
+
+    id: str
+    vectors: np.ndarray
+    vector_sum: np.ndarray
+    tag_counts: Mapping[str, int]
+    term_counts: Mapping[str, int]
+    source_counts: Mapping[str, int]
+    first_activity: datetime
+    last_activity: datetime
+    memory_count: int
+    member_ids: tuple[str, ...] = ()
+    max_recent: int = 32
+
+    @property
+    def centroid(self) -> np.ndarray:
+        return _unit(self.vector_sum)
+
+    @property
+    def last_vector(self) -> np.ndarray:
+        return self.vectors[-1]
+
+
+def add_member(episode: EpisodeFeatures, memory: MemoryFeatures) -> EpisodeFeatures:
+    """A new :class:`EpisodeFeatures` with ``memory`` added (the argument is not modified).
+    Members are expected in time order; an out-of-order member only widens the time span."""
+    vectors = np.vstack([episode.vectors, memory.vector[None, :]])[-episode.max_recent:]
+    tags = dict(episode.tag_counts)
+    for t in memory.tags:
+        tags[t] = tags.get(t, 0) + 1
+    terms = dict(episode.term_counts)
+    for t in memory.terms:
+        terms[t] = terms.get(t, 0) + 1
+    sources = dict(episode.source_counts)
+    sources[memory.source_instance] = sources.get(memory.source_instance, 0) + 1
+    return replace(
+        episode,
+        vectors=vectors,
+        vector_sum=episode.vector_sum + memory.vector,
+        tag_counts=tags,
+        term_counts=terms,
+        source_counts=sources,
+        first_activity=min(episode.first_activity, memory.created_at),
+        last_activity=max(episode.last_activity, memory.created_at),
+        memory_count=episode.memory_count + 1,
+        member_ids=episode.member_ids + (memory.id,),
+    )
+
+
+def new_episode(id: str, first: MemoryFeatures, max_recent: int = 32) -> EpisodeFeatures:
+    """A one-member episode (also how a seed is scored)."""
+    return EpisodeFeatures(
+        id=id,
+        vectors=first.vector[None, :].copy(),
+        vector_sum=first.vector.astype(np.float64),
+        tag_counts={t: 1 for t in first.tags},
+        term_counts={t: 1 for t in first.terms},
+        source_counts={first.source_instance: 1},
+        first_activity=first.created_at,
+        last_activity=first.created_at,
+        memory_count=1,
+        member_ids=(first.id,),
+        max_recent=max_recent,
+    )
+
+
+def build_episode(id: str, members: Sequence[MemoryFeatures], max_recent: int = 32
+                  ) -> EpisodeFeatures:
+    """Rebuild an episode from its stored members (e.g. at start-up); equal to adding them one
+    by one. Members are sorted by ``created_at`` first."""
+    if not members:
+        raise ValueError("an episode needs at least one member")
+    ordered = sorted(members, key=lambda m: m.created_at)
+    episode = new_episode(id, ordered[0], max_recent)
+    for member in ordered[1:]:
+        episode = add_member(episode, member)
+    return episode
+
+
+# --------------------------------------------------------------------------------------------
+# Background statistics (the "context")
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DetectorContext:
+    """Running statistics of the stream, updated after every memory with :func:`update_context`.
+
+    * cosine background: count / mean / M2 (Welford) of the cosines between each new memory and
+      the candidate members it was compared with, started from a weak prior;
+    * document frequencies of terms over all memories seen (for online IDF).
+
+    ``to_json``/``from_json`` round-trip it so the engine can persist it."""
+
+    cos_count: float = 50.0
+    cos_mean: float = 0.15
+    cos_m2: float = 50.0 * 0.12 ** 2
+    doc_count: int = 0
+    doc_freq: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def cos_std(self) -> float:
+        return max(math.sqrt(self.cos_m2 / self.cos_count), 0.02)
+
+    def idf(self, term: str) -> float:
+        return math.log((self.doc_count + 1.0) / (self.doc_freq.get(term, 0) + 0.5))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cos_count": self.cos_count, "cos_mean": self.cos_mean, "cos_m2": self.cos_m2,
+                "doc_count": self.doc_count, "doc_freq": dict(self.doc_freq)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DetectorContext:
+        return cls(float(data["cos_count"]), float(data["cos_mean"]), float(data["cos_m2"]),
+                   int(data["doc_count"]), dict(data["doc_freq"]))
+
+
+def update_context(context: DetectorContext, memory: MemoryFeatures,
+                   cosines: Iterable[float] = (), max_cos_count: float = 20000.0
+                   ) -> DetectorContext:
+    """The context after ``memory`` was processed. ``cosines``: the memory's cosines to the
+    candidate members it was compared with (:attr:`Decision.background`). The cosine statistics
+    forget slowly once ``max_cos_count`` is reached (exponential window), so they follow drift."""
+    n, mean, m2 = context.cos_count, context.cos_mean, context.cos_m2
+    for c in cosines:
+        if n >= max_cos_count:  # keep the weight of the past bounded
+            scale = (max_cos_count - 1.0) / n
+            n, m2 = n * scale, m2 * scale
+        n += 1.0
+        delta = float(c) - mean
+        mean += delta / n
+        m2 += delta * (float(c) - mean)
+    freq = dict(context.doc_freq)
+    for t in memory.terms:
+        freq[t] = freq.get(t, 0) + 1
+    return DetectorContext(n, mean, m2, context.doc_count + 1, freq)
+
+
+# --------------------------------------------------------------------------------------------
+# Score
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScoreModel:
+    """The few constants of the score, in units of the background standard deviation (z).
+
+    ``sim = (w_max*max_cos + w_centroid*centroid_cos + w_last*last_member_cos) / sum(w)``
+    ``u = (sim - bg_mean) / bg_std + lexical_weight * tfidf_overlap
+    - recency_weight * ln(1 + hours_since_last / recency_scale_hours)
+    + tag_weight * [shares a tag] + source_weight * [same source_instance]
+    - size_weight * ln(memory_count) - seed_penalty * [candidate is a seed]``
+    ``score = sigmoid(u - midpoint)``, so ``score >= 0.75  <=>  u >= midpoint + ln 3``.
+    Defaults tuned on the dev stream (see docs/detection.md)."""
+
+    w_max: float = 1.0
+    w_centroid: float = 0.5
+    w_last: float = 0.2
+    lexical_weight: float = 1.0
+    recency_weight: float = 0.4
+    recency_scale_hours: float = 1.0
+    tag_weight: float = 0.3
+    source_weight: float = 0.0
+    size_weight: float = 0.3
+    seed_penalty: float = 0.1
+    midpoint: float = -0.6
+
+
+DEFAULT_MODEL = ScoreModel()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The components behind one score (for logs, the LLM prompt and tests)."""
+
+    max_cosine: float
+    centroid_cosine: float
+    last_cosine: float
+    similarity: float
+    z: float
+    lexical: float
+    hours_since_last: float
+    utility: float
+    score: float
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def lexical_overlap(terms: frozenset[str], bag: Mapping[str, int], context: DetectorContext
+                    ) -> float:
+    """TF-IDF cosine (0..1) between a memory's terms and an episode's term counts, with the
+    online IDF of ``context``. Common words weigh ~0, rare shared terms dominate."""
+    if not terms or not bag:
+        return 0.0
+    a = {t: context.idf(t) for t in terms}
+    na = math.sqrt(sum(x * x for x in a.values()))
+    b_norm2 = 0.0
+    dot = 0.0
+    for t, c in bag.items():
+        w = (1.0 + math.log(c)) * context.idf(t)
+        b_norm2 += w * w
+        if t in a:
+            dot += a[t] * w
+    if na == 0 or b_norm2 == 0:
+        return 0.0
+    return max(0.0, dot / (na * math.sqrt(b_norm2)))
+
+
+def hours_between(earlier: datetime, later: datetime) -> float:
+    return max(0.0, (later - earlier).total_seconds() / 3600.0)
+
+
+def evidence(memory: MemoryFeatures, episode: EpisodeFeatures, context: DetectorContext,
+             model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False) -> Evidence:
+    """All evidence for "``memory`` continues ``episode``" and the resulting score."""
+    cos = episode.vectors @ memory.vector
+    s_max = float(cos.max())
+    s_cent = float(episode.centroid @ memory.vector)
+    s_last = float(cos[-1])
+    wsum = model.w_max + model.w_centroid + model.w_last
+    sim = (model.w_max * s_max + model.w_centroid * s_cent + model.w_last * s_last) / wsum
+    z = (sim - context.cos_mean) / context.cos_std
+    lex = lexical_overlap(memory.terms, episode.term_counts, context)
+    hours = hours_between(episode.last_activity, memory.created_at)
+    shares_tag = any(t in episode.tag_counts for t in memory.tags)
+    same_source = memory.source_instance in episode.source_counts
+    u = (z + model.lexical_weight * lex
+         - model.recency_weight * math.log1p(hours / model.recency_scale_hours)
+         + (model.tag_weight if shares_tag else 0.0)
+         + (model.source_weight if same_source else 0.0)
+         - model.size_weight * math.log(episode.memory_count)
+         - (model.seed_penalty if is_seed else 0.0))
+    return Evidence(s_max, s_cent, s_last, sim, z, lex, hours, u, _sigmoid(u - model.midpoint))
+
+
+def score(memory: MemoryFeatures, episode: EpisodeFeatures, context: DetectorContext,
+          model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False) -> float:
+    """Calibrated match score in [0, 1]; monotone in every cosine and in rare-term overlap,
+    decreasing with the time since the episode's last memory."""
+    return evidence(memory, episode, context, model, is_seed).score
+
+
+# --------------------------------------------------------------------------------------------
+# Decision
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DetectorParams:
+    """Thresholds and limits (normally from ``EpisodesConfig``)."""
+
+    threshold: float = 0.75
+    ambiguous_band: float = 0.25
+    strategy: str = "hybrid"
+    active_window_days: float = 14.0
+    max_active_episodes: int = 20
+    chain_window_hours: float = 48.0
+    chain_threshold: float = 0.85
+    max_llm_candidates: int = 5
+    model: ScoreModel = DEFAULT_MODEL
+
+    @classmethod
+    def from_config(cls, config: Any, model: ScoreModel = DEFAULT_MODEL) -> DetectorParams:
+        """From an ``EpisodesConfig`` (or anything with the same attribute names)."""
+        return cls(
+            threshold=config.embedding_similarity_threshold,
+            ambiguous_band=config.ambiguous_band,
+            strategy=config.detector_strategy,
+            active_window_days=config.active_window_days,
+            max_active_episodes=config.max_active_episodes,
+            chain_window_hours=config.chain_window_hours,
+            chain_threshold=config.chain_similarity_threshold,
+            model=model,
+        )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    kind: str  # "episode" or "seed"
+    id: str
+    score: float
+    evidence: Evidence
+
+
+@dataclass(frozen=True)
+class Join:
+    episode_id: str
+    score: float
+    background: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class StartFromSeed:
+    seed_id: str
+    score: float
+    background: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Ambiguous:
+    candidates: tuple[Candidate, ...]  # best first; kind tells episode or seed
+    background: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class NewSeed:
+    best_score: float = 0.0
+    background: tuple[float, ...] = ()
+
+
+Decision = Join | StartFromSeed | Ambiguous | NewSeed
+
+
+def eligible_episodes(episodes: Iterable[EpisodeFeatures], now: datetime,
+                      active_window_days: float, max_active: int) -> list[EpisodeFeatures]:
+    """Episodes a memory created at ``now`` may join: last memory at most
+    ``active_window_days`` before ``now`` (memory time, not wall-clock), and only the
+    ``max_active`` most recently active of them."""
+    window = timedelta(days=active_window_days)
+    ok = [e for e in episodes if now - e.last_activity <= window]
+    ok.sort(key=lambda e: e.last_activity, reverse=True)
+    return ok[:max_active]
+
+
+def eligible_seeds(seeds: Iterable[MemoryFeatures], now: datetime,
+                   active_window_days: float) -> list[MemoryFeatures]:
+    """Seeds no older than the active window (a seed older than that can no longer start an
+    episode)."""
+    window = timedelta(days=active_window_days)
+    return [s for s in seeds if abs(now - s.created_at) <= window]
+
+
+def rank_candidates(memory: MemoryFeatures, episodes: Sequence[EpisodeFeatures],
+                    seeds: Sequence[MemoryFeatures], context: DetectorContext,
+                    model: ScoreModel = DEFAULT_MODEL) -> tuple[list[Candidate], list[float]]:
+    """Score every (already eligible) candidate; best first. Also returns the background
+    cosines (memory vs each candidate's recent members) for :func:`update_context`."""
+    out: list[Candidate] = []
+    background: list[float] = []
+    for ep in episodes:
+        ev = evidence(memory, ep, context, model)
+        out.append(Candidate("episode", ep.id, ev.score, ev))
+        background.extend((ep.vectors @ memory.vector).tolist())
+    for seed in seeds:
+        if seed.id == memory.id:
+            continue
+        ev = evidence(memory, new_episode(seed.id, seed), context, model, is_seed=True)
+        out.append(Candidate("seed", seed.id, ev.score, ev))
+        background.append(ev.max_cosine)
+    out.sort(key=lambda c: c.score, reverse=True)
+    return out, background
+
+
+def decide(memory: MemoryFeatures, active_episodes: Iterable[EpisodeFeatures],
+           seeds: Iterable[MemoryFeatures], context: DetectorContext,
+           params: DetectorParams = DetectorParams()) -> Decision:
+    """Decide what to do with ``memory`` (see the module docstring).
+
+    * ``embedding``: best score >= threshold -> Join / StartFromSeed, else NewSeed;
+    * ``hybrid``: as embedding, but a best score in [threshold - band, threshold) -> Ambiguous;
+    * ``llm``: any candidate -> Ambiguous (top ``max_llm_candidates``), none -> NewSeed.
+    """
+    now = memory.created_at
+    episodes = eligible_episodes(active_episodes, now, params.active_window_days,
+                                 params.max_active_episodes)
+    seed_list = eligible_seeds(seeds, now, params.active_window_days)
+    ranked, background = rank_candidates(memory, episodes, seed_list, context, params.model)
+    bg = tuple(background)
+    if not ranked:
+        return NewSeed(0.0, bg)
+    best = ranked[0]
+    top = tuple(ranked[: params.max_llm_candidates])
+    if params.strategy == "llm":
+        return Ambiguous(top, bg)
+    if best.score >= params.threshold:
+        if best.kind == "episode":
+            return Join(best.id, best.score, bg)
+        return StartFromSeed(best.id, best.score, bg)
+    if params.strategy == "hybrid" and best.score >= params.threshold - params.ambiguous_band:
+        return Ambiguous(top, bg)
+    return NewSeed(best.score, bg)
+
+
+# --------------------------------------------------------------------------------------------
+# Chaining
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainModel:
+    """``u = z(centroid cosine) + lexical_weight * lexical``, ``score = sigmoid(u - midpoint)``."""
+
+    lexical_weight: float = 2.0
+    midpoint: float = 2.0
+
+
+DEFAULT_CHAIN_MODEL = ChainModel()
+
+
+def chain_score(new_episode: EpisodeFeatures, closed_episode: EpisodeFeatures,
+                context: DetectorContext, model: ChainModel = DEFAULT_CHAIN_MODEL) -> float:
+    """Calibrated [0, 1] score that ``new_episode`` continues ``closed_episode``; same
+    z-scale as :func:`score`. The time rule (closed at most ``chain_window_hours`` before the
+    new episode started) is applied by :func:`chain_candidates`, not here."""
+    sim = float(new_episode.centroid @ closed_episode.centroid)
+    z = (sim - context.cos_mean) / context.cos_std
+    bag_terms = frozenset(new_episode.term_counts)
+    lex = lexical_overlap(bag_terms, closed_episode.term_counts, context)
+    return _sigmoid(z + model.lexical_weight * lex - model.midpoint)
+
+
+def chain_candidates(new_episode: EpisodeFeatures, closed: Iterable[tuple[EpisodeFeatures,
+                     datetime]], window_hours: float) -> list[EpisodeFeatures]:
+    """Closed episodes (with their closing time) that may be the parent of ``new_episode``:
+    closed no later than the new episode's first memory and at most ``window_hours`` before."""
+    start = new_episode.first_activity
+    out = []
+    for ep, closed_at in closed:
+        gap = (start - closed_at).total_seconds() / 3600.0
+        if 0.0 <= gap <= window_hours and ep.id != new_episode.id:
+            out.append(ep)
+    return out
+
+
+def best_parent(new_episode: EpisodeFeatures, closed: Iterable[tuple[EpisodeFeatures, datetime]],
+                context: DetectorContext, params: DetectorParams = DetectorParams(),
+                model: ChainModel = DEFAULT_CHAIN_MODEL) -> tuple[str, float] | None:
+    """The parent to link, or None: the best-scoring eligible closed episode if its
+    :func:`chain_score` reaches ``params.chain_threshold``."""
+    best: tuple[str, float] | None = None
+    for ep in chain_candidates(new_episode, closed, params.chain_window_hours):
+        s = chain_score(new_episode, ep, context, model)
+        if s >= params.chain_threshold and (best is None or s > best[1]):
+            best = (ep.id, s)
+    return best
