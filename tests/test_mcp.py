@@ -1,0 +1,797 @@
+"""The MCP server: tool list and schemas, result shapes, errors, and the stdio command.
+
+Three layers:
+- the MCP mapping alone, over a fake API object (no store needed);
+- a real TribalAPI from ``start_runtime`` (needs ``tribalmemory.storage.open_store``);
+- ``tribalmemory mcp`` as a subprocess over stdio against a daemon (needs the client, the
+  HTTP daemon and the CLI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tribalmemory.api import EPISODES_DISABLED, TribalAPI
+from tribalmemory.config import Config
+from tribalmemory.errors import FeatureDisabled, InvalidInput, NotFound, Unavailable
+from tribalmemory.interfaces.mcp_server import build_mcp_server
+from tribalmemory.interfaces.mcp_tools import INTERNAL_ERROR
+
+TOOLS = {
+    "tribal_remember", "tribal_recall", "tribal_forget", "tribal_stats",
+    "tribal_episodes_list", "tribal_episode_get", "tribal_episode_create",
+    "tribal_episode_add", "tribal_episode_remove", "tribal_episode_close",
+    "tribal_episode_regenerate",
+}
+EPISODE_CALLS: dict[str, dict[str, Any]] = {
+    "tribal_episodes_list": {},
+    "tribal_episode_get": {"episode_id": "ep-0123456789ab"},
+    "tribal_episode_create": {"title": "t", "memory_ids": [str(uuid.uuid4())]},
+    "tribal_episode_add": {"episode_id": "ep-0123456789ab", "memory_id": str(uuid.uuid4())},
+    "tribal_episode_remove": {"episode_id": "ep-0123456789ab", "memory_id": str(uuid.uuid4())},
+    "tribal_episode_close": {"episode_id": "ep-0123456789ab"},
+    "tribal_episode_regenerate": {"episode_id": "ep-0123456789ab"},
+}
+REMEMBER_KEYS = {"success", "memory_id", "duplicate_of", "episode_id", "error"}
+MEMORY_KEYS = {"id", "content", "source_type", "source_instance", "tags", "context",
+               "created_at", "updated_at", "supersedes", "metadata"}
+LIST_ITEM_KEYS = {"id", "title", "summary", "status", "memory_count", "created_at",
+                  "updated_at", "closed_at"}
+DETAIL_KEYS = LIST_ITEM_KEYS | {"summary_memory_id", "metadata"}
+
+
+def text_of(result: Any) -> str:
+    assert result.content, "a tool result must carry text content"
+    return "\n".join(block.text for block in result.content)
+
+
+def error_of(result: Any) -> str:
+    assert result.is_error is True, f"expected a tool error, got {result.structured_content}"
+    assert result.structured_content is None
+    return text_of(result)
+
+
+def ok(result: Any) -> dict[str, Any]:
+    """The structured result of a successful call; its text content is the same JSON."""
+    assert result.is_error is not True, text_of(result)
+    data = result.structured_content
+    assert isinstance(data, dict)
+    assert json.loads(text_of(result)) == data
+    return data
+
+
+# -- the MCP mapping over a fake API ----------------------------------------------------------
+
+
+class FakeAPI:
+    """Records calls; answers with documented shapes or raises what it is told to."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.raise_next: BaseException | None = None
+
+    def _record(self, method: str, **arguments: Any) -> None:
+        self.calls.append((method, arguments))
+        if self.raise_next is not None:
+            exc, self.raise_next = self.raise_next, None
+            raise exc
+
+    async def remember(self, **arguments: Any) -> dict[str, Any]:
+        self._record("remember", **arguments)
+        return {"success": True, "memory_id": str(uuid.uuid4()), "duplicate_of": None,
+                "episode_id": "ep-00000000aaaa", "error": None, "plugin_extra": 7}
+
+    async def stats(self) -> dict[str, Any]:
+        self._record("stats")
+        return {"total_memories": 0, "by_source_type": {}, "embedding_model": "m"}
+
+    async def forget(self, memory_id: Any) -> dict[str, Any]:
+        self._record("forget", memory_id=memory_id)
+        return {"success": True, "memory_id": memory_id}
+
+
+@pytest.fixture
+def fake() -> FakeAPI:
+    return FakeAPI()
+
+
+def connect(api: Any) -> Client:
+    """An in-memory MCP client of a server over ``api`` (enter it inside the test's task)."""
+    return Client(build_mcp_server(lambda: api))
+
+
+async def test_tool_list_names_descriptions_and_schemas(fake: FakeAPI) -> None:
+    async with connect(fake) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for tool in tools.values():
+            assert len(tool.description or "") > 40, tool.name
+            assert tool.input_schema["type"] == "object"
+            assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+            for name, prop in tool.input_schema.get("properties", {}).items():
+                assert prop.get("description"), f"{tool.name}.{name} has no description"
+                assert "type" in prop and "anyOf" not in prop, f"{tool.name}.{name}: {prop}"
+        assert "before starting a task" in (tools["tribal_recall"].description or "")
+        remember = tools["tribal_remember"].input_schema
+        assert remember["required"] == ["content"]
+        assert remember["properties"]["content"]["type"] == "string"
+        assert remember["properties"]["tags"]["type"] == "array"
+        assert "USER_EXPLICIT" in remember["properties"]["source_type"]["enum"]
+        assert "EPISODE_SUMMARY" not in remember["properties"]["source_type"]["enum"]
+        recall = tools["tribal_recall"].input_schema["properties"]
+        assert (recall["limit"]["minimum"], recall["limit"]["maximum"]) == (1, 50)
+        listing = tools["tribal_episodes_list"].input_schema["properties"]
+        assert listing["status"]["enum"] == ["active", "closed", "archived"]
+        assert (listing["limit"]["minimum"], listing["limit"]["maximum"],
+                listing["limit"]["default"]) == (1, 100, 50)
+        get = tools["tribal_episode_get"].input_schema
+        assert get["required"] == ["episode_id"]
+        timeline = get["properties"]["include_timeline"]
+        assert (timeline["type"], timeline["default"]) == ("boolean", False)
+        create = tools["tribal_episode_create"].input_schema
+        assert set(create["required"]) == {"title", "memory_ids"}
+        recall_hints, forget_hints = (tools["tribal_recall"].annotations,
+                                      tools["tribal_forget"].annotations)
+        assert recall_hints is not None and recall_hints.read_only_hint is True
+        assert forget_hints is not None and forget_hints.destructive_hint is True
+        output = tools["tribal_remember"].output_schema
+        assert output is not None and set(output["required"]) == REMEMBER_KEYS
+
+
+async def test_arguments_reach_the_api_unchanged(fake: FakeAPI) -> None:
+    async with connect(fake) as client:
+        data = ok(await client.call_tool("tribal_remember", {
+            "content": "The deploy script needs AWS_PROFILE=prod",
+            "context": '{"file": "deploy.sh"}',     # JSON text stays text
+            "tags": '["deploy", "aws"]',            # a list sent as JSON text is decoded
+            "source_type": "auto_capture",
+        }))
+        assert REMEMBER_KEYS <= set(data) and data["plugin_extra"] == 7  # extra keys pass through
+        method, arguments = fake.calls[-1]
+        assert method == "remember"
+        assert arguments == {"content": "The deploy script needs AWS_PROFILE=prod",
+                             "source_type": "auto_capture", "context": '{"file": "deploy.sh"}',
+                             "tags": ["deploy", "aws"], "skip_dedup": False}
+
+
+async def test_wrong_types_are_left_to_the_api(fake: FakeAPI) -> None:
+    """The server does not reject on its schema: the API does, with its own message."""
+    async with connect(fake) as client:
+        fake.raise_next = InvalidInput("skip_dedup must be true or false")
+        message = error_of(await client.call_tool(
+            "tribal_remember", {"content": "x", "skip_dedup": "maybe"}))
+        assert fake.calls[-1][1]["skip_dedup"] == "maybe"
+        assert "skip_dedup must be true or false" in message
+        assert "What to do:" in message
+
+
+async def test_missing_required_argument_is_a_tool_error(fake: FakeAPI) -> None:
+    async with connect(fake) as client:
+        message = error_of(await client.call_tool("tribal_remember", {}))
+        assert "content" in message
+
+
+@pytest.mark.parametrize(("exc", "expected"), [
+    (NotFound("no memory with id x"), ["no memory with id x", "tribal_recall"]),
+    (FeatureDisabled(EPISODES_DISABLED, "set episodes.enabled: true and restart"),
+     [EPISODES_DISABLED, "set episodes.enabled: true and restart"]),
+    (Unavailable("the store is locked by another process"), ["locked", "retry"]),
+])
+async def test_tribal_errors_become_tool_errors(fake: FakeAPI, exc: Exception,
+                                                expected: list[str]) -> None:
+    async with connect(fake) as client:
+        fake.raise_next = exc
+        message = error_of(await client.call_tool("tribal_stats", {}))
+        for part in expected:
+            assert part in message
+
+
+async def test_unexpected_exception_is_a_generic_logged_error(
+        fake: FakeAPI, caplog: pytest.LogCaptureFixture) -> None:
+    async with connect(fake) as client:
+        fake.raise_next = RuntimeError("secret internal detail")
+        with caplog.at_level(logging.ERROR, logger="tribalmemory.mcp"):
+            message = error_of(await client.call_tool("tribal_stats", {}))
+        assert INTERNAL_ERROR in message
+        assert "secret internal detail" not in message
+        assert any("secret internal detail" in (r.exc_text or "") or
+                   (r.exc_info and "secret internal detail" in str(r.exc_info[1]))
+                   for r in caplog.records)
+        ok(await client.call_tool("tribal_stats", {}))  # the server keeps serving
+
+
+async def test_provider_failures_and_async_provider() -> None:
+    def broken() -> Any:
+        raise RuntimeError("no runtime")
+
+    async with Client(build_mcp_server(broken)) as client:
+        assert INTERNAL_ERROR in error_of(await client.call_tool("tribal_stats", {}))
+
+    api = FakeAPI()
+    resets: list[int] = []
+
+    async def provider() -> FakeAPI:
+        return api
+
+    async with Client(build_mcp_server(provider, on_unavailable=lambda: resets.append(1))
+                      ) as client:
+        assert ok(await client.call_tool("tribal_stats", {}))["embedding_model"] == "m"
+        api.raise_next = Unavailable("daemon gone")
+        error_of(await client.call_tool("tribal_stats", {}))
+        assert resets == [1]
+        api.raise_next = NotFound("nope")
+        error_of(await client.call_tool("tribal_stats", {}))
+        assert resets == [1]
+
+
+async def test_sync_api_methods_and_non_dict_results() -> None:
+    class SyncAPI:
+        def stats(self) -> Any:
+            return {"total_memories": 3, "by_source_type": {}, "embedding_model": "m"}
+
+        def forget(self, memory_id: Any) -> Any:
+            return None  # not a result: must not turn into a success
+
+    async with Client(build_mcp_server(lambda: SyncAPI())) as client:
+        assert ok(await client.call_tool("tribal_stats", {}))["total_memories"] == 3
+        message = error_of(await client.call_tool("tribal_forget", {"memory_id": "x"}))
+        assert INTERNAL_ERROR in message
+
+
+class FakeDaemonClient(FakeAPI):
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_stdio_connection_starts_once_and_rechecks_after_unavailable(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import tribalmemory.client
+    from tribalmemory.interfaces.mcp_server import DaemonConnection
+
+    started: list[FakeDaemonClient] = []
+
+    def ensure_daemon(config: Config, config_path: Any = None) -> FakeDaemonClient:
+        assert config_path == "cfg.yaml"
+        started.append(FakeDaemonClient())
+        return started[-1]
+
+    monkeypatch.setattr(tribalmemory.client, "ensure_daemon", ensure_daemon)
+    connection = DaemonConnection(make_config(tmp_path), "cfg.yaml")
+    async with Client(build_mcp_server(connection.get, on_unavailable=connection.reset)
+                      ) as client:
+        assert started == []  # nothing is started before the first tool call
+        ok(await client.call_tool("tribal_stats", {}))
+        ok(await client.call_tool("tribal_stats", {}))
+        assert len(started) == 1
+        started[0].raise_next = Unavailable("cannot reach the daemon at http://127.0.0.1:1")
+        message = error_of(await client.call_tool("tribal_stats", {}))
+        assert "cannot reach the daemon" in message
+        ok(await client.call_tool("tribal_stats", {}))  # ensure_daemon ran again
+        assert len(started) == 2 and started[0].closed and not started[1].closed
+    await connection.aclose()
+    assert started[1].closed
+
+
+async def test_stdio_connection_reports_why_the_daemon_did_not_start(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import tribalmemory.client
+    from tribalmemory.interfaces.mcp_server import DaemonConnection
+
+    def ensure_daemon(config: Config, config_path: Any = None) -> Any:
+        raise OSError("port 18790 is in use by another program")
+
+    monkeypatch.setattr(tribalmemory.client, "ensure_daemon", ensure_daemon)
+    connection = DaemonConnection(make_config(tmp_path))
+    async with Client(build_mcp_server(connection.get, on_unavailable=connection.reset)
+                      ) as client:
+        message = error_of(await client.call_tool("tribal_stats", {}))
+    assert "could not reach or start the Tribal Memory daemon" in message
+    assert "port 18790 is in use" in message
+
+
+# -- a real TribalAPI -------------------------------------------------------------------------
+
+
+def _storage_ready() -> bool:
+    try:
+        from tribalmemory.storage import open_store  # type: ignore[attr-defined]  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_store = pytest.mark.skipif(not _storage_ready(),
+                                 reason="tribalmemory.storage.open_store is not available yet")
+
+
+def make_config(tmp_path: Path, episodes: bool = False) -> Config:
+    config = Config(data_dir=str(tmp_path / "data"))
+    config.episodes.enabled = episodes
+    return config
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Any]:
+    from tribalmemory.runtime import start_runtime
+
+    started = await start_runtime(make_config(tmp_path))
+    try:
+        yield started
+    finally:
+        await started.stop()
+
+
+@needs_store
+async def test_remember_recall_stats_forget(runtime: Any) -> None:
+    async with connect(runtime.api) as client:
+        stored = ok(await client.call_tool("tribal_remember", {
+            "content": "Run the billing service tests with `make test-billing`; plain pytest "
+                       "misses the fixtures.",
+            "tags": ["billing", "testing"], "context": "repo acme/billing"}))
+        assert set(stored) >= REMEMBER_KEYS
+        assert stored["success"] is True and stored["duplicate_of"] is None
+        assert stored["error"] is None and stored["episode_id"] is None
+        memory_id = stored["memory_id"]
+        assert str(uuid.UUID(memory_id)) == memory_id
+
+        other = ok(await client.call_tool("tribal_remember", {
+            "content": "The staging database is rebuilt every Sunday night.",
+            "source_type": "AUTO_CAPTURE"}))
+        assert other["success"] is True and other["memory_id"] != memory_id
+
+        found = ok(await client.call_tool("tribal_recall", {
+            "query": "how do I run the billing tests", "limit": 5}))
+        assert set(found) == {"results", "query", "count"}
+        assert found["query"] == "how do I run the billing tests"
+        assert found["count"] == len(found["results"]) >= 1
+        best = found["results"][0]
+        assert set(best) >= {"memory_id", "similarity_score", "memory"}
+        assert best["memory_id"] == memory_id
+        assert 0.0 <= best["similarity_score"] <= 1.0
+        assert set(best["memory"]) >= MEMORY_KEYS
+        assert best["memory"]["id"] == memory_id
+        assert best["memory"]["tags"] == ["billing", "testing"]
+        assert best["memory"]["context"] == "repo acme/billing"
+        assert best["memory"]["source_type"] == "USER_EXPLICIT"
+
+        tagged = ok(await client.call_tool("tribal_recall", {
+            "query": "database", "tags": ["testing"]}))
+        assert [r["memory_id"] for r in tagged["results"]] == [memory_id]
+
+        stats = ok(await client.call_tool("tribal_stats", {}))
+        assert stats["total_memories"] == 2
+        assert stats["by_source_type"]["USER_EXPLICIT"] == 1
+        assert stats["by_source_type"]["AUTO_CAPTURE"] == 1
+        assert isinstance(stats["embedding_model"], str) and stats["embedding_model"]
+
+        gone = ok(await client.call_tool("tribal_forget", {"memory_id": memory_id}))
+        assert gone == {"success": True, "memory_id": memory_id}
+        assert ok(await client.call_tool("tribal_stats", {}))["total_memories"] == 1
+        again = error_of(await client.call_tool("tribal_forget", {"memory_id": memory_id}))
+        assert f"no memory with id {memory_id}" in again and "What to do:" in again
+
+
+@needs_store
+async def test_duplicate_is_reported_not_stored(runtime: Any) -> None:
+    async with connect(runtime.api) as client:
+        text = "Feature flags live in config/flags.yaml and are read at start-up."
+        first = ok(await client.call_tool("tribal_remember", {"content": text}))
+        second = ok(await client.call_tool("tribal_remember", {"content": text}))
+        assert second["success"] is False
+        assert second["memory_id"] is None
+        assert second["duplicate_of"] == first["memory_id"]
+        assert "skip_dedup" in second["error"]
+        forced = ok(await client.call_tool("tribal_remember",
+                                           {"content": text, "skip_dedup": True}))
+        assert forced["success"] is True and forced["memory_id"] != first["memory_id"]
+        assert ok(await client.call_tool("tribal_stats", {}))["total_memories"] == 2
+
+
+@needs_store
+@pytest.mark.parametrize(("tool", "arguments", "expected"), [
+    ("tribal_remember", {"content": "   "}, "content must not be empty"),
+    ("tribal_remember", {"content": 42}, "content must be a string"),
+    ("tribal_remember", {"content": "x", "source_type": "GOSSIP"}, "unknown source_type"),
+    ("tribal_remember", {"content": "x", "source_type": "EPISODE_SUMMARY"},
+     "written by the episode engine only"),
+    ("tribal_remember", {"content": "x", "tags": "solo"}, "tags must be a list of strings"),
+    ("tribal_remember", {"content": "x", "skip_dedup": "yes"}, "skip_dedup must be true"),
+    ("tribal_recall", {"query": ""}, "query must not be empty"),
+    ("tribal_recall", {"query": "x", "limit": 500}, "limit must be from 1 to 50, got 500"),
+    ("tribal_recall", {"query": "x", "limit": 0}, "limit must be from 1 to 50, got 0"),
+    ("tribal_recall", {"query": "x", "limit": "many"}, "limit must be an integer"),
+    ("tribal_recall", {"query": "x", "min_relevance": 2}, "min_relevance must be from"),
+    ("tribal_recall", {"query": "x", "after": "last tuesday"}, "not an ISO 8601 timestamp"),
+    ("tribal_forget", {"memory_id": "not-a-uuid"}, "is not a memory id"),
+    ("tribal_forget", {"memory_id": str(uuid.uuid4())}, "no memory with id"),
+])
+async def test_memory_tool_errors(runtime: Any, tool: str, arguments: dict[str, Any],
+                                  expected: str) -> None:
+    async with connect(runtime.api) as client:
+        message = error_of(await client.call_tool(tool, arguments))
+        assert expected in message
+        assert "What to do:" in message
+        assert ok(await client.call_tool("tribal_stats", {}))["total_memories"] == 0
+
+
+@needs_store
+@pytest.mark.parametrize("tool", sorted(EPISODE_CALLS))
+async def test_episode_tools_when_feature_disabled(runtime: Any, tool: str) -> None:
+    async with connect(runtime.api) as client:
+        message = error_of(await client.call_tool(tool, EPISODE_CALLS[tool]))
+        assert EPISODES_DISABLED in message
+        assert "episodes.enabled" in message
+
+
+# -- episode tools through the real TribalAPI over a stand-in engine --------------------------
+
+
+class StandInEngine:
+    """Implements EpisodeOperations with the documented shapes; records what reached it."""
+
+    EPISODE = {"id": "ep-0123456789ab", "title": "Billing test fixtures",
+               "summary": "Tests need make test-billing.", "status": "active",
+               "memory_count": 2, "created_at": "2025-03-01T09:00:00Z",
+               "updated_at": "2025-03-01T10:00:00Z", "closed_at": None, "cost_usd": 0.0}
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def _known(self, episode_id: str) -> None:
+        if episode_id != self.EPISODE["id"]:
+            raise NotFound(f"no episode with id {episode_id}")
+
+    async def list_episodes(self, status: str | None, limit: int, offset: int,
+                            filters: dict[str, str]) -> list[dict[str, Any]]:
+        self.calls.append(("list", status, limit, offset, filters))
+        return [dict(self.EPISODE)]
+
+    async def get_episode(self, episode_id: str, include_timeline: bool) -> dict[str, Any]:
+        self.calls.append(("get", episode_id, include_timeline))
+        self._known(episode_id)
+        episode = dict(self.EPISODE, summary_memory_id=None, metadata={"tags": ["billing"]})
+        return {"episode": episode, "memory_ids": [str(uuid.UUID(int=1)), str(uuid.UUID(int=2))]}
+
+    async def create_episode(self, title: str, memory_ids: list[str],
+                             parent_episode_id: str | None) -> dict[str, Any]:
+        self.calls.append(("create", title, memory_ids, parent_episode_id))
+        return {"id": "ep-00000000ffff", "memory_count": len(memory_ids)}
+
+    async def add_memory(self, episode_id: str, memory_id: str) -> None:
+        self.calls.append(("add", episode_id, memory_id))
+        self._known(episode_id)
+
+    async def remove_memory(self, episode_id: str, memory_id: str) -> None:
+        self.calls.append(("remove", episode_id, memory_id))
+        self._known(episode_id)
+
+    async def close_episode(self, episode_id: str) -> None:
+        self.calls.append(("close", episode_id))
+        self._known(episode_id)
+
+    async def regenerate_episode(self, episode_id: str) -> None:
+        self.calls.append(("regenerate", episode_id))
+        self._known(episode_id)
+
+    async def delete_episode(self, episode_id: str) -> None:
+        self.calls.append(("delete", episode_id))
+
+    def costs(self) -> dict[str, Any]:
+        return {}
+
+
+@pytest.fixture
+def engine() -> StandInEngine:
+    return StandInEngine()
+
+
+def episode_api(engine: StandInEngine) -> TribalAPI:
+    # The episode methods of TribalAPI never touch the memory service.
+    return TribalAPI(service=None, episodes=engine)  # type: ignore[arg-type]
+
+
+async def test_episode_tools_shapes(engine: StandInEngine) -> None:
+    async with connect(episode_api(engine)) as c:
+        listed = ok(await c.call_tool("tribal_episodes_list", {"status": "active", "limit": 10}))
+        assert set(listed) == {"episodes", "count", "status"}
+        assert listed["count"] == 1 and listed["status"] == "active"
+        assert set(listed["episodes"][0]) >= LIST_ITEM_KEYS
+        assert engine.calls[-1] == ("list", "active", 10, 0, {})
+        everything = ok(await c.call_tool("tribal_episodes_list", {}))
+        assert everything["status"] is None and engine.calls[-1] == ("list", None, 50, 0, {})
+
+        got = ok(await c.call_tool("tribal_episode_get", {"episode_id": "ep-0123456789ab"}))
+        assert set(got) >= {"episode", "memory_ids"}
+        assert set(got["episode"]) >= DETAIL_KEYS
+        assert len(got["memory_ids"]) == 2
+        assert engine.calls[-1] == ("get", "ep-0123456789ab", False)
+        ok(await c.call_tool("tribal_episode_get", {"episode_id": "ep-0123456789ab",
+                                                    "include_timeline": True}))
+        assert engine.calls[-1] == ("get", "ep-0123456789ab", True)
+
+        mid = str(uuid.uuid4())
+        created = ok(await c.call_tool("tribal_episode_create", {
+            "title": "  Billing fixtures ", "memory_ids": [mid, mid.upper()]}))
+        assert created == {"success": True, "episode_id": "ep-00000000ffff", "memory_count": 1}
+        assert engine.calls[-1] == ("create", "Billing fixtures", [mid], None)
+
+        for tool, call in (("tribal_episode_add", "add"), ("tribal_episode_remove", "remove")):
+            done = ok(await c.call_tool(tool, {"episode_id": "ep-0123456789ab", "memory_id": mid}))
+            assert done == {"success": True}
+            assert engine.calls[-1] == (call, "ep-0123456789ab", mid)
+        for tool, call in (("tribal_episode_close", "close"),
+                           ("tribal_episode_regenerate", "regenerate")):
+            done = ok(await c.call_tool(tool, {"episode_id": "ep-0123456789ab"}))
+            assert done == {"success": True}
+            assert engine.calls[-1] == (call, "ep-0123456789ab")
+
+
+@pytest.mark.parametrize(("tool", "arguments", "expected"), [
+    ("tribal_episode_create", {"title": "", "memory_ids": [str(uuid.uuid4())]},
+     "title must not be empty"),
+    ("tribal_episode_create", {"title": "   ", "memory_ids": [str(uuid.uuid4())]},
+     "title must not be empty"),
+    ("tribal_episode_create", {"title": "t", "memory_ids": []},
+     "memory_ids must be a non-empty list"),
+    ("tribal_episode_create", {"title": "t", "memory_ids": ["nope"]}, "is not a memory id"),
+    ("tribal_episodes_list", {"status": "open"},
+     "status must be one of active, closed, archived"),
+    ("tribal_episodes_list", {"limit": 101}, "limit must be from 1 to 100, got 101"),
+    ("tribal_episodes_list", {"limit": 0}, "limit must be from 1 to 100, got 0"),
+    ("tribal_episode_get", {"episode_id": "episode-7"}, "must be an episode id like"),
+    ("tribal_episode_get", {"episode_id": "ep-0123456789ab", "include_timeline": "yes"},
+     "include_timeline must be true or false"),
+    ("tribal_episode_add", {"episode_id": "ep-0123456789ab", "memory_id": "12"},
+     "is not a memory id"),
+    ("tribal_episode_close", {"episode_id": 5}, "must be an episode id like"),
+])
+async def test_episode_validation_errors_stop_before_the_engine(
+        engine: StandInEngine, tool: str, arguments: dict[str, Any], expected: str) -> None:
+    async with connect(episode_api(engine)) as episode_client:
+        message = error_of(await episode_client.call_tool(tool, arguments))
+        assert expected in message and "What to do:" in message
+        assert engine.calls == []
+
+
+async def test_unknown_episode_id_is_a_tool_error(engine: StandInEngine) -> None:
+    async with connect(episode_api(engine)) as episode_client:
+        for tool, arguments in EPISODE_CALLS.items():
+            if "episode_id" not in arguments:
+                continue
+            args = dict(arguments, episode_id="ep-ffffffffffff")
+            message = error_of(await episode_client.call_tool(tool, args))
+            assert "no episode with id ep-ffffffffffff" in message, tool
+            assert "tribal_episodes_list" in message
+
+
+# -- stdio: `tribalmemory mcp` against a daemon ------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _missing(*modules: str) -> str | None:
+    """Why the stdio tests cannot run yet (a module of another part is missing), or None."""
+    if not _storage_ready():
+        return "tribalmemory.storage.open_store is not available yet"
+    for module in modules:
+        try:
+            __import__(module)
+        except ImportError as exc:
+            return f"{module} is not available yet ({exc})"
+    return None
+
+
+def _console_script() -> str | None:
+    return shutil.which("tribalmemory", path=str(Path(sys.executable).parent))
+
+
+DAEMON_PARTS = ("tribalmemory.client", "tribalmemory.interfaces.http", "uvicorn")
+CLI_MISSING = _missing(*DAEMON_PARTS, "tribalmemory.cli.main") or (
+    None if _console_script() else "the tribalmemory console script is not installed")
+
+# How an MCP client launches the stdio server: the CLI command, and the module entry point
+# (the same run_stdio; usable before the CLI exists).
+COMMANDS = {
+    "cli": pytest.param(lambda home: [str(_console_script()), "mcp"], id="tribalmemory-mcp",
+                        marks=pytest.mark.skipif(CLI_MISSING is not None,
+                                                 reason=str(CLI_MISSING))),
+    "module": pytest.param(
+        lambda home: [sys.executable, "-m", "tribalmemory.interfaces.mcp_server",
+                      str(home / "config.yaml")], id="python-m"),
+}
+
+
+def write_home(tmp_path: Path) -> tuple[Path, int, dict[str, str]]:
+    """A private TRIBAL_MEMORY_HOME whose config.yaml uses a free port; its environment."""
+    home = tmp_path / "home"
+    home.mkdir()
+    port = _free_port()
+    (home / "config.yaml").write_text(
+        f"server:\n  port: {port}\nepisodes:\n  enabled: false\n", encoding="utf-8")
+    env = dict(os.environ, TRIBAL_MEMORY_HOME=str(home))
+    for name in ("TRIBAL_MEMORY_CONFIG", "TRIBAL_MEMORY_TOKEN"):
+        env.pop(name, None)
+    return home, port, env
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[tuple[Path, int, dict[str, str]]]:
+    """The daemon app (REST + /mcp) under uvicorn in a thread, on the home's port."""
+    import uvicorn
+
+    from tribalmemory.config import load_config
+    from tribalmemory.interfaces.http import create_app
+
+    home, port, env = write_home(tmp_path)
+    config = load_config(home / "config.yaml")
+    config.data_dir = str(home)
+    server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive(), "the daemon did not start"
+        assert time.monotonic() < deadline, "the daemon did not start within 60 s"
+        time.sleep(0.05)
+    try:
+        yield home, port, env
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+@pytest.mark.skipif(_missing(*DAEMON_PARTS) is not None, reason=str(_missing(*DAEMON_PARTS)))
+@pytest.mark.parametrize("command", COMMANDS.values())
+async def test_stdio_agent_and_http_agent_share_one_memory(
+        daemon: tuple[Path, int, dict[str, str]], command: Any) -> None:
+    """One agent over stdio, another over the daemon's /mcp: both see the same memories."""
+    home, port, env = daemon
+    argv = command(home)
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(home))
+    async with Client(params, read_timeout_seconds=120) as stdio_agent:
+        assert {t.name for t in (await stdio_agent.list_tools()).tools} == TOOLS
+        stored = ok(await stdio_agent.call_tool("tribal_remember", {
+            "content": "Release notes are generated by scripts/relnotes.py from PR labels.",
+            "tags": ["release"]}))
+        assert stored["success"] is True
+        # errors cross the daemon's HTTP API and come back as the same tool errors
+        bad = error_of(await stdio_agent.call_tool("tribal_forget", {"memory_id": "x"}))
+        assert "is not a memory id" in bad and "What to do:" in bad
+        unknown = str(uuid.uuid4())
+        missing = error_of(await stdio_agent.call_tool("tribal_forget", {"memory_id": unknown}))
+        assert f"no memory with id {unknown}" in missing
+        disabled = error_of(await stdio_agent.call_tool("tribal_episodes_list", {}))
+        assert EPISODES_DISABLED in disabled and "episodes.enabled" in disabled
+        out_of_range = error_of(await stdio_agent.call_tool(
+            "tribal_recall", {"query": "x", "limit": 500}))
+        assert "limit must be from 1 to 50" in out_of_range
+
+        async with Client(f"http://127.0.0.1:{port}/mcp") as http_agent:
+            found = ok(await http_agent.call_tool("tribal_recall", {
+                "query": "how are release notes made"}))
+            assert found["results"][0]["memory_id"] == stored["memory_id"]
+            assert found["results"][0]["memory"]["tags"] == ["release"]
+            gone = ok(await http_agent.call_tool("tribal_forget",
+                                                 {"memory_id": stored["memory_id"]}))
+            assert gone == {"success": True, "memory_id": stored["memory_id"]}
+        assert ok(await stdio_agent.call_tool("tribal_stats", {}))["total_memories"] == 0
+
+
+@pytest.mark.skipif(_missing(*DAEMON_PARTS) is not None, reason=str(_missing(*DAEMON_PARTS)))
+@pytest.mark.parametrize("command", COMMANDS.values())
+async def test_stdio_stdout_carries_only_protocol(
+        daemon: tuple[Path, int, dict[str, str]], command: Any) -> None:
+    """Every stdout line of the stdio server is JSON-RPC, from start-up to shutdown."""
+    home, _port, env = daemon
+    argv = command(home)
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=str(home), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    async def send(message: dict[str, Any]) -> None:
+        stdin.write((json.dumps(message) + "\n").encode())
+        await stdin.drain()
+
+    async def reply(request_id: int) -> dict[str, Any]:
+        while True:
+            line = await asyncio.wait_for(stdout.readline(), 120)
+            assert line, "stdout closed before the reply"
+            message = json.loads(line)
+            assert message.get("jsonrpc") == "2.0", message
+            if message.get("id") == request_id:
+                return message
+
+    try:
+        await send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}})
+        assert (await reply(1))["result"]["serverInfo"]["name"] == "tribal-memory"
+        await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "tribal_remember", "arguments": {"content": "stdout purity check"}}})
+        result = (await reply(2))["result"]
+        assert result.get("isError") is not True, result
+        assert result["structuredContent"]["success"] is True
+        await send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "tribal_forget", "arguments": {"memory_id": "nope"}}})
+        assert (await reply(3))["result"]["isError"] is True
+        stdin.close()
+        rest, errors = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    for line in rest.decode().splitlines():
+        assert json.loads(line).get("jsonrpc") == "2.0", line
+    assert proc.returncode == 0, errors.decode()[-2000:]
+
+
+def _processes_in(folder: Path) -> list[int]:
+    """Pids of processes whose working directory is inside ``folder`` (the test's temp dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cwd = Path(os.readlink(entry / "cwd"))
+            except OSError:
+                continue
+            if cwd == folder or folder in cwd.parents:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(CLI_MISSING is not None, reason=str(CLI_MISSING))
+async def test_tribalmemory_mcp_starts_the_daemon_when_none_runs(tmp_path: Path) -> None:
+    """No daemon yet: `tribalmemory mcp` starts one (ensure_daemon) and works through it."""
+    home, port, env = write_home(tmp_path)
+    params = StdioServerParameters(command=str(_console_script()), args=["mcp"], env=env,
+                                   cwd=str(tmp_path))  # only the daemon runs inside home
+    try:
+        async with Client(params, read_timeout_seconds=120) as agent:
+            stored = ok(await agent.call_tool("tribal_remember", {
+                "content": "The nightly job rotates the API keys at 02:00 UTC."}))
+            assert stored["success"] is True
+        async with Client(f"http://127.0.0.1:{port}/mcp") as http_agent:
+            found = ok(await http_agent.call_tool("tribal_recall", {
+                "query": "when are API keys rotated"}))
+            assert found["results"][0]["memory_id"] == stored["memory_id"]
+        assert _processes_in(home), "the daemon should outlive the stdio server"
+    finally:
+        # the daemon outlives the stdio server by design: stop the one this test started
+        stopped = subprocess.run([str(_console_script()), "service", "stop"], env=env,
+                                 cwd=str(home), capture_output=True, text=True, timeout=60)
+        for pid in _processes_in(home):  # safety net: nothing this test started may survive
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while _processes_in(home) and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not _processes_in(home)
