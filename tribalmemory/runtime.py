@@ -19,6 +19,7 @@ class Runtime:
     config: Config
     service: MemoryService
     api: TribalAPI
+    stopped: bool = False
 
     @property
     def episodes(self) -> Any:
@@ -29,6 +30,10 @@ class Runtime:
         return None
 
     async def stop(self) -> None:
+        """Stop plugins (pending work stays queued on disk) and close the store; idempotent."""
+        if self.stopped:
+            return
+        self.stopped = True
         await self.service.hooks.stop()
         self.service.store.close()
 

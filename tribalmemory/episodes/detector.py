@@ -175,25 +175,27 @@ def build_episode(id: str, members: Sequence[MemoryFeatures], max_recent: int = 
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(eq=True)
 class DetectorContext:
     """Running statistics of the stream, updated after every memory with :func:`update_context`.
 
-    * cosine background: count / mean / M2 (Welford) of the cosines between each new memory and
-      the candidate members it was compared with, started from a weak prior;
+    * cosine background: count / mean / M2 of the cosines between each new memory and the
+      candidate members it was compared with, started from a weak prior;
     * document frequencies of terms over all memories seen (for online IDF).
 
+    **Mutable**: :func:`update_context` updates the context *in place* (O(terms of the memory),
+    not O(vocabulary)) and returns it. Copy it (``from_json(to_json())``) to keep a snapshot.
     ``to_json``/``from_json`` round-trip it so the engine can persist it."""
 
     cos_count: float = 50.0
     cos_mean: float = 0.15
     cos_m2: float = 50.0 * 0.12 ** 2
     doc_count: int = 0
-    doc_freq: Mapping[str, int] = field(default_factory=dict)
+    doc_freq: dict[str, int] = field(default_factory=dict)
 
     @property
     def cos_std(self) -> float:
-        return max(math.sqrt(self.cos_m2 / self.cos_count), 0.02)
+        return max(math.sqrt(self.cos_m2 / self.cos_count), 0.02) if self.cos_count > 0 else 0.12
 
     def idf(self, term: str) -> float:
         return math.log((self.doc_count + 1.0) / (self.doc_freq.get(term, 0) + 0.5))
@@ -205,28 +207,42 @@ class DetectorContext:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DetectorContext:
         return cls(float(data["cos_count"]), float(data["cos_mean"]), float(data["cos_m2"]),
-                   int(data["doc_count"]), dict(data["doc_freq"]))
+                   int(data["doc_count"]), {str(k): int(v) for k, v in data["doc_freq"].items()})
 
 
 def update_context(context: DetectorContext, memory: MemoryFeatures,
                    cosines: Iterable[float] = (), max_cos_count: float = 20000.0
                    ) -> DetectorContext:
-    """The context after ``memory`` was processed. ``cosines``: the memory's cosines to the
-    candidate members it was compared with (:attr:`Decision.background`). The cosine statistics
-    forget slowly once ``max_cos_count`` is reached (exponential window), so they follow drift."""
-    n, mean, m2 = context.cos_count, context.cos_mean, context.cos_m2
-    for c in cosines:
-        if n >= max_cos_count:  # keep the weight of the past bounded
-            scale = (max_cos_count - 1.0) / n
-            n, m2 = n * scale, m2 * scale
-        n += 1.0
-        delta = float(c) - mean
-        mean += delta / n
-        m2 += delta * (float(c) - mean)
-    freq = dict(context.doc_freq)
-    for t in memory.terms:
+    """Fold ``memory`` into ``context`` **in place** and return it. ``cosines``: the memory's
+    cosines to the candidate members it was compared with (:attr:`Decision.background`), merged
+    as one batch (Chan et al.'s parallel mean/variance update, vectorised). The cosine statistics
+    forget once ``max_cos_count`` is reached (the past is down-weighted so that past + batch
+    weigh ``max_cos_count``), so they follow drift. Cost: O(len(cosines) + terms of memory)."""
+    c = np.asarray(cosines if isinstance(cosines, np.ndarray) else list(cosines),
+                   dtype=np.float64).reshape(-1)
+    k = float(c.size)
+    if k:
+        n, mean, m2 = context.cos_count, context.cos_mean, context.cos_m2
+        bmean = float(c.mean())
+        bm2 = float(((c - bmean) ** 2).sum())
+        if k >= max_cos_count:  # the batch alone fills the window
+            n, m2, scale_b = 0.0, 0.0, max_cos_count / k
+        else:
+            scale_b = 1.0
+            if n + k > max_cos_count:  # keep the weight of the past bounded
+                s = (max_cos_count - k) / n
+                n, m2 = n * s, m2 * s
+        kb, bm2 = k * scale_b, bm2 * scale_b
+        total = n + kb
+        delta = bmean - mean
+        context.cos_mean = mean + delta * kb / total
+        context.cos_m2 = m2 + bm2 + delta * delta * n * kb / total
+        context.cos_count = total
+    freq = context.doc_freq
+    for t in _lexical_terms(memory):
         freq[t] = freq.get(t, 0) + 1
-    return DetectorContext(n, mean, m2, context.doc_count + 1, freq)
+    context.doc_count += 1
+    return context
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,27 +252,30 @@ def update_context(context: DetectorContext, memory: MemoryFeatures,
 
 @dataclass(frozen=True)
 class ScoreModel:
-    """The few constants of the score, in units of the background standard deviation (z).
+    """The constants of the score (see docs/detection.md for how each was chosen).
 
-    ``sim = (w_max*max_cos + w_centroid*centroid_cos + w_last*last_member_cos) / sum(w)``
-    ``u = (sim - bg_mean) / bg_std + lexical_weight * tfidf_overlap
-    - recency_weight * ln(1 + hours_since_last / recency_scale_hours)
-    + tag_weight * [shares a tag] + source_weight * [same source_instance]
-    - size_weight * ln(memory_count) - seed_penalty * [candidate is a seed]``
-    ``score = sigmoid(u - midpoint)``, so ``score >= 0.75  <=>  u >= midpoint + ln 3``.
-    Defaults tuned on the dev stream (see docs/detection.md)."""
+    ``sim = (mean of the top_k cosines to the episode's recent members + centroid cosine) / 2``
+    ``z = (sim - background mean) / background std``
+    ``u = similarity_weight * z + lexical_weight * coverage
+    - competition_weight * ln(1 + competition) + bias``
+    ``score = sigmoid(u)`` (alone); in :func:`decide` the candidates compete (softmax with a
+    "new thread" option of utility 0), so two equally good episodes share the probability."""
 
-    w_max: float = 1.0
+    top_k: int = 1
     w_centroid: float = 0.5
     w_last: float = 0.2
+    similarity_weight: float = 1.0
     lexical_weight: float = 1.0
-    recency_weight: float = 0.4
-    recency_scale_hours: float = 1.0
-    tag_weight: float = 0.3
-    source_weight: float = 0.0
+    competition_weight: float = 0.0
     size_weight: float = 0.3
+    tag_weight: float = 0.3
+    hours_weight: float = 0.4
+    hours_cap: float = 24.0
     seed_penalty: float = 0.1
-    midpoint: float = -0.6
+    bias: float = 0.6
+    compete: bool = False
+    tags_as_terms: bool = False
+    seeds_compete: bool = True
 
 
 DEFAULT_MODEL = ScoreModel()
@@ -268,10 +287,11 @@ class Evidence:
 
     max_cosine: float
     centroid_cosine: float
-    last_cosine: float
+    top_k_cosine: float
     similarity: float
     z: float
     lexical: float
+    competition: int
     hours_since_last: float
     utility: float
     score: float
@@ -284,58 +304,88 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-def lexical_overlap(terms: frozenset[str], bag: Mapping[str, int], context: DetectorContext
-                    ) -> float:
-    """TF-IDF cosine (0..1) between a memory's terms and an episode's term counts, with the
-    online IDF of ``context``. Common words weigh ~0, rare shared terms dominate."""
-    if not terms or not bag:
-        return 0.0
-    a = {t: context.idf(t) for t in terms}
-    na = math.sqrt(sum(x * x for x in a.values()))
-    b_norm2 = 0.0
-    dot = 0.0
-    for t, c in bag.items():
-        w = (1.0 + math.log(c)) * context.idf(t)
-        b_norm2 += w * w
-        if t in a:
-            dot += a[t] * w
-    if na == 0 or b_norm2 == 0:
-        return 0.0
-    return max(0.0, dot / (na * math.sqrt(b_norm2)))
+def _lexical_terms(memory: MemoryFeatures) -> frozenset[str]:
+    """Content terms plus tags (as ``#tag``): tags are just more (usually rarer) terms, weighed
+    by the same online IDF -- no separate tag constant."""
+    if not memory.tags:
+        return memory.terms
+    return memory.terms | frozenset("#" + t.lower() for t in memory.tags)
+
+
+def lexical_overlap(terms: Iterable[str], bag: Mapping[str, int] | Iterable[str],
+                    context: DetectorContext, tags: Iterable[str] = (),
+                    bag_tags: Mapping[str, int] | Iterable[str] = ()) -> float:
+    """Rare-term coverage (0..1): the share of the memory's IDF mass (its terms, plus tags as
+    ``#tag``) that also occurs in the candidate (its term bag and tags). Common words weigh ~0,
+    rare shared terms dominate. O(terms of the memory)."""
+    total = 0.0
+    shared = 0.0
+    for t in terms:
+        w = context.idf(t)
+        total += w
+        if t in bag:
+            shared += w
+    for t in tags:
+        w = context.idf("#" + t.lower())
+        total += w
+        if t in bag_tags:
+            shared += w
+    return shared / total if total > 0 else 0.0
 
 
 def hours_between(earlier: datetime, later: datetime) -> float:
     return max(0.0, (later - earlier).total_seconds() / 3600.0)
 
 
+def _top_k_mean(cos: np.ndarray, k: int) -> float:
+    if cos.size <= k:
+        return float(cos.mean())
+    return float(np.partition(cos, cos.size - k)[-k:].mean())
+
+
+def _utility(model: ScoreModel, z: float, lex: float, competition: int, size: int,
+             shares_tag: bool, hours: float, is_seed: bool = False) -> float:
+    return (model.similarity_weight * z + model.lexical_weight * lex
+            - model.competition_weight * math.log1p(competition)
+            - model.size_weight * math.log(max(size, 1))
+            + (model.tag_weight if shares_tag else 0.0)
+            - model.hours_weight * math.log1p(min(hours, model.hours_cap))
+            - (model.seed_penalty if is_seed else 0.0)
+            + model.bias)
+
+
 def evidence(memory: MemoryFeatures, episode: EpisodeFeatures, context: DetectorContext,
-             model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False) -> Evidence:
-    """All evidence for "``memory`` continues ``episode``" and the resulting score."""
+             model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False, competition: int = 0
+             ) -> Evidence:
+    """All evidence for "``memory`` continues ``episode``" and the resulting (stand-alone)
+    score. ``competition``: how many other threads (episodes or seeds) were active since the
+    episode's last memory (:func:`decide` computes it; 0 when scoring one candidate alone).
+    ``is_seed`` is accepted for compatibility: a seed is scored as a one-member episode."""
     cos = episode.vectors @ memory.vector
     s_max = float(cos.max())
+    s_top = _top_k_mean(cos, model.top_k)
     s_cent = float(episode.centroid @ memory.vector)
     s_last = float(cos[-1])
-    wsum = model.w_max + model.w_centroid + model.w_last
-    sim = (model.w_max * s_max + model.w_centroid * s_cent + model.w_last * s_last) / wsum
+    sim = (s_top + model.w_centroid * s_cent + model.w_last * s_last) / (
+        1.0 + model.w_centroid + model.w_last)
     z = (sim - context.cos_mean) / context.cos_std
-    lex = lexical_overlap(memory.terms, episode.term_counts, context)
+    if model.tags_as_terms:
+        lex = lexical_overlap(memory.terms, episode.term_counts, context, memory.tags,
+                              episode.tag_counts)
+    else:
+        lex = lexical_overlap(memory.terms, episode.term_counts, context)
     hours = hours_between(episode.last_activity, memory.created_at)
     shares_tag = any(t in episode.tag_counts for t in memory.tags)
-    same_source = memory.source_instance in episode.source_counts
-    u = (z + model.lexical_weight * lex
-         - model.recency_weight * math.log1p(hours / model.recency_scale_hours)
-         + (model.tag_weight if shares_tag else 0.0)
-         + (model.source_weight if same_source else 0.0)
-         - model.size_weight * math.log(episode.memory_count)
-         - (model.seed_penalty if is_seed else 0.0))
-    return Evidence(s_max, s_cent, s_last, sim, z, lex, hours, u, _sigmoid(u - model.midpoint))
+    u = _utility(model, z, lex, competition, episode.memory_count, shares_tag, hours, is_seed)
+    return Evidence(s_max, s_cent, s_top, sim, z, lex, competition, hours, u, _sigmoid(u))
 
 
 def score(memory: MemoryFeatures, episode: EpisodeFeatures, context: DetectorContext,
-          model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False) -> float:
-    """Calibrated match score in [0, 1]; monotone in every cosine and in rare-term overlap,
-    decreasing with the time since the episode's last memory."""
-    return evidence(memory, episode, context, model, is_seed).score
+          model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False, competition: int = 0
+          ) -> float:
+    """Stand-alone match score in [0, 1] (``sigmoid(u)``); strictly increasing in every cosine
+    and in rare-term overlap, decreasing with competition."""
+    return evidence(memory, episode, context, model, is_seed, competition).score
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,6 +405,7 @@ class DetectorParams:
     chain_window_hours: float = 48.0
     chain_threshold: float = 0.85
     max_llm_candidates: int = 5
+    max_seeds: int = 1024  # most recent eligible seeds scored (keeps decide() ~2 ms)
     model: ScoreModel = DEFAULT_MODEL
 
     @classmethod
@@ -428,25 +479,82 @@ def eligible_seeds(seeds: Iterable[MemoryFeatures], now: datetime,
     return [s for s in seeds if abs(now - s.created_at) <= window]
 
 
+def _competition(times: Sequence[datetime]) -> list[int]:
+    """For each candidate (by its last activity), how many *other* candidates were active
+    strictly after it: the number of threads touched since this one paused."""
+    order = sorted(times)
+    from bisect import bisect_right
+
+    return [len(order) - bisect_right(order, t) for t in times]
+
+
+SEED_SHORTLIST = 32
+"""Seeds beyond the 32 nearest by cosine only feed the background statistics: lexical and tag
+evidence (at most ~1.3 z) rarely lifts a seed past 32 closer ones, and this keeps
+:func:`decide` at O(seeds) numpy work plus O(32) Python work."""
+
+
 def rank_candidates(memory: MemoryFeatures, episodes: Sequence[EpisodeFeatures],
                     seeds: Sequence[MemoryFeatures], context: DetectorContext,
                     model: ScoreModel = DEFAULT_MODEL) -> tuple[list[Candidate], list[float]]:
-    """Score every (already eligible) candidate; best first. Also returns the background
-    cosines (memory vs each candidate's recent members) for :func:`update_context`."""
-    out: list[Candidate] = []
-    background: list[float] = []
-    for ep in episodes:
-        ev = evidence(memory, ep, context, model)
-        out.append(Candidate("episode", ep.id, ev.score, ev))
-        background.extend((ep.vectors @ memory.vector).tolist())
-    for seed in seeds:
-        if seed.id == memory.id:
-            continue
-        ev = evidence(memory, new_episode(seed.id, seed), context, model, is_seed=True)
-        out.append(Candidate("seed", seed.id, ev.score, ev))
-        background.append(ev.max_cosine)
+    """Score every (already eligible) candidate, best first, with the competitive score (see
+    :class:`ScoreModel`). Also returns the background cosines (memory vs each candidate's
+    recent members) for :func:`update_context`. Seeds are scored in one matrix product."""
+    seeds = [s for s in seeds if s.id != memory.id]
+    times = [e.last_activity for e in episodes] + [s.created_at for s in seeds]
+    if model.seeds_compete:
+        comp = _competition(times)
+    else:
+        from bisect import bisect_right
+        order = sorted(e.last_activity for e in episodes)
+        comp = [len(order) - bisect_right(order, t) for t in times]
+    evs: list[tuple[str, str, Evidence]] = []
+    background: list[np.ndarray] = []
+    for i, ep in enumerate(episodes):
+        ev = evidence(memory, ep, context, model, competition=comp[i])
+        evs.append(("episode", ep.id, ev))
+        background.append(ep.vectors @ memory.vector)
+    if seeds:
+        mat = np.stack([s.vector for s in seeds])
+        cos = mat @ memory.vector
+        background.append(cos)
+        z = (cos.astype(np.float64) - context.cos_mean) / context.cos_std
+        mterms = memory.terms
+        idf = {t: context.idf(t) for t in mterms}
+        tag_idf = ({t: context.idf("#" + t.lower()) for t in memory.tags}
+                   if model.tags_as_terms else {})
+        total = sum(idf.values()) + sum(tag_idf.values())
+        now = memory.created_at
+        base = len(episodes)
+        shortlist = range(len(seeds))
+        if len(seeds) > SEED_SHORTLIST:  # only the nearest seeds by cosine get full evidence
+            shortlist = np.argpartition(-cos, SEED_SHORTLIST)[:SEED_SHORTLIST].tolist()
+        for j in shortlist:
+            seed = seeds[j]
+            shared = sum(idf[t] for t in mterms & seed.terms)
+            if tag_idf and seed.tags:
+                shared += sum(w for t, w in tag_idf.items() if t in seed.tags)
+            lex = shared / total if total > 0 else 0.0
+            hours = hours_between(seed.created_at, now)
+            c = float(cos[j])
+            u = _utility(model, float(z[j]), lex, comp[base + j], 1,
+                         bool(memory.tags & seed.tags), hours, True)
+            evs.append(("seed", seed.id, Evidence(c, c, c, c, float(z[j]), lex, comp[base + j],
+                                                  hours, u, _sigmoid(u))))
+    if not evs:
+        return [], []
+    utils = np.array([ev.utility for _, _, ev in evs])
+    if model.compete:
+        m = max(0.0, float(utils.max()))
+        ex = np.exp(utils - m)
+        probs = ex / (math.exp(-m) + ex.sum())
+    else:
+        probs = 1.0 / (1.0 + np.exp(-utils))
+    out = [Candidate(kind, cid, float(p), ev) for (kind, cid, ev), p in zip(evs, probs,
+                                                                            strict=True)]
     out.sort(key=lambda c: c.score, reverse=True)
-    return out, background
+    bg = np.concatenate(background).tolist() if background else []
+    return out, bg
 
 
 def decide(memory: MemoryFeatures, active_episodes: Iterable[EpisodeFeatures],
@@ -462,6 +570,8 @@ def decide(memory: MemoryFeatures, active_episodes: Iterable[EpisodeFeatures],
     episodes = eligible_episodes(active_episodes, now, params.active_window_days,
                                  params.max_active_episodes)
     seed_list = eligible_seeds(seeds, now, params.active_window_days)
+    if len(seed_list) > params.max_seeds:  # the most recent ones
+        seed_list = sorted(seed_list, key=lambda s: s.created_at)[-params.max_seeds:]
     ranked, background = rank_candidates(memory, episodes, seed_list, context, params.model)
     bg = tuple(background)
     if not ranked:

@@ -74,10 +74,14 @@ class Worker:
                 self._event.set()
 
     async def _wait_for_work(self) -> None:
+        """Sleep until woken (new job, job finished) or the next job falls due (≤ 5 s)."""
         due = self.engine.store.next_due()
-        timeout = 5.0 if due is None else max(0.0, min(5.0, due - self.engine.clock()))
+        wait = 5.0
+        if due is not None and due > self.engine.clock():  # else: due but busy; wait for wake
+            wait = min(wait, due - self.engine.clock())
         with suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
+            async with asyncio.timeout(max(wait, 0.01)):
+                await self._event.wait()
 
     async def _run(self, job: Job) -> None:
         engine = self.engine
@@ -133,7 +137,8 @@ class Worker:
             self._event.set()
             self._idle.clear()
             with suppress(TimeoutError):
-                await asyncio.wait_for(self._idle.wait(), max(0.01, deadline - time.monotonic()))
+                async with asyncio.timeout(max(0.01, min(1.0, deadline - time.monotonic()))):
+                    await self._idle.wait()
             if not due:
                 continue
         return False
