@@ -117,7 +117,7 @@ class EpisodesConfig:
     max_llm_calls_per_memory: int = setting(
         2, "Cap on the LLM calls one remember() triggers.", minimum=0, maximum=20)
     summary_debounce_seconds: float = setting(
-        2.0, "Wait this long after a memory joins before updating the summary (coalesces).",
+        30.0, "Coalesce summary updates: wait this long after a memory joins an episode.",
         minimum=0.0, maximum=3600)
     scheduler_interval_seconds: float = setting(
         300.0, "How often the daemon closes idle episodes and archives old ones.",

@@ -1,0 +1,125 @@
+"""Episode detection and LLM cost, measured through the real service.
+
+    python benchmarks/detection.py STREAM.jsonl [--strategies embedding,hybrid,llm] [--no-write]
+
+Replays the labelled stream (see detector_sim.py for the format) through ``remember()`` with
+each memory's own timestamp, lets the episode work settle, then scores the episodes found
+against the gold labels (pairwise precision / recall / F1, adjusted Rand index). ``hybrid`` and
+``llm`` run against the fake OpenAI-compatible server of the test suite on 127.0.0.1, priced as
+``gpt-4o-mini`` by litellm, so LLM calls, tokens and USD are real numbers of this pipeline
+(the fake's answers are heuristic, so F1 under hybrid/llm measures plumbing, not model quality).
+Writes the "detection" section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from detector_sim import adjusted_rand_index, load_stream, pairwise_prf  # noqa: E402
+from fakellm import FakeLLM  # noqa: E402
+from report import write_section  # noqa: E402
+
+from tribalmemory.config import config_from_dict  # noqa: E402
+from tribalmemory.runtime import start_runtime  # noqa: E402
+
+MONTH_MEMORIES = 500
+
+
+async def replay(path: str, strategy: str, base_url: str | None) -> dict[str, Any]:
+    records = load_stream(path)
+    with tempfile.TemporaryDirectory() as data:
+        settings: dict[str, Any] = {"detector_strategy": strategy}
+        if base_url:
+            settings["api_base"] = base_url
+        config = config_from_dict({"data_dir": data, "episodes": settings})
+        runtime = await start_runtime(config, run_scheduler=False)
+        plugin = runtime.episodes
+        if base_url:
+            await plugin.summariser.check()
+        started = time.perf_counter()
+        ids = []
+        for record in records:
+            result = await runtime.api.remember(
+                record.content, tags=sorted(record.tags),
+                source_instance=record.source_instance or None,
+                created_at=record.created_at, skip_dedup=True)
+            ids.append(result["memory_id"])
+        settled = await plugin.worker.drain(600)
+        elapsed = time.perf_counter() - started
+        predicted = [plugin.store.episode_of(i) for i in ids]
+        costs = plugin.summariser.costs()
+        episodes = plugin.store.db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+        await runtime.stop()
+    gold = [r.gold for r in records]
+    precision, recall, f1 = pairwise_prf(predicted, gold)
+    return {"strategy": strategy, "memories": len(records), "episodes": episodes,
+            "precision": precision, "recall": recall, "f1": f1,
+            "ari": adjusted_rand_index(predicted, gold), "settled": settled,
+            "seconds": elapsed, "calls": costs.get("calls", 0),
+            "usd": costs.get("spend_usd", 0.0), "by_purpose": costs.get("by_purpose", {})}
+
+
+def render(path: str, rows: list[dict[str, Any]]) -> str:
+    lines = [f"## Episode detection through `remember()` (`{Path(path).name}`)", "",
+             "`python benchmarks/detection.py " + Path(path).name + "` — default settings "
+             "(threshold 0.75, band 0.25); hybrid/llm against the fake LLM server priced as "
+             "gpt-4o-mini.", "",
+             "| strategy | episodes | precision | recall | F1 | ARI | LLM calls / memory | "
+             "USD / memory | est. USD / month (500 memories) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        per_call = r["calls"] / r["memories"]
+        per_usd = r["usd"] / r["memories"]
+        lines.append(
+            f"| {r['strategy']} | {r['episodes']} | {r['precision']:.3f} | {r['recall']:.3f} | "
+            f"{r['f1']:.3f} | {r['ari']:.3f} | {per_call:.2f} | {per_usd:.6f} | "
+            f"{per_usd * MONTH_MEMORIES:.2f} |")
+    lines.append("")
+    for r in rows:
+        if r["by_purpose"]:
+            parts = ", ".join(f"{k}: {v['calls']} calls / ${v['cost_usd']:.4f}"
+                              for k, v in sorted(r["by_purpose"].items()))
+            lines.append(f"- {r['strategy']}: {parts}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("stream")
+    parser.add_argument("--strategies", default="embedding,hybrid,llm")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+    rows = []
+    with FakeLLM() as fake:
+        os.environ["OPENAI_API_KEY"] = "x"
+        for strategy in args.strategies.split(","):
+            base = fake.base_url if strategy != "embedding" else None
+            if strategy == "embedding":
+                os.environ.pop("OPENAI_API_KEY", None)
+            else:
+                os.environ["OPENAI_API_KEY"] = "x"
+            row = asyncio.run(replay(args.stream, strategy, base))
+            rows.append(row)
+            print(f"{strategy}: F1 {row['f1']:.3f} calls {row['calls']} ${row['usd']:.5f} "
+                  f"({row['seconds']:.1f} s)", file=sys.stderr)
+    text = render(args.stream, rows)
+    print(text)
+    if not args.no_write:
+        write_section("detection", text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
