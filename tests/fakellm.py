@@ -326,7 +326,12 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        if self.path.rstrip("/").endswith("/models"):
+        if self.path.rstrip("/") == "/stats":  # for tests that run the fake as a process
+            with self.owner._lock:
+                purposes = collections.Counter(r.purpose for r in self.owner.requests)
+                count = len(self.owner.requests)
+            self._send(200, json.dumps({"requests": count, "by_purpose": dict(purposes)}))
+        elif self.path.rstrip("/").endswith("/models"):
             self._send(200, json.dumps({"object": "list", "data": []}))
         else:
             self._send(404, json.dumps({"error": {"message": "not found"}}))

@@ -34,6 +34,10 @@ class EpisodeOperations(Protocol):
     async def regenerate_episode(self, episode_id: str) -> None: ...
     async def delete_episode(self, episode_id: str) -> None: ...
     def costs(self) -> dict[str, Any]: ...
+    async def chain(self, episode_id: str) -> dict[str, Any]: ...
+    async def replay(self, topic: str, limit: int) -> dict[str, Any]: ...
+    async def search(self, query: str, time_start: float | None, time_end: float | None,
+                     status: str | None, limit: int) -> dict[str, Any]: ...
 
 
 class TribalAPI:
@@ -165,3 +169,28 @@ class TribalAPI:
 
     async def episode_costs(self) -> dict[str, Any]:
         return self._engine().costs()
+
+    async def episode_chain(self, episode_id: Any) -> dict[str, Any]:
+        engine = self._engine()
+        return await engine.chain(check.episode_id(episode_id))
+
+    async def episodes_replay(self, topic: Any, limit: Any = None) -> dict[str, Any]:
+        engine = self._engine()
+        text = check.text("topic", topic, 2000)
+        assert text is not None
+        return await engine.replay(text, check.integer("limit", limit, 1, 20, 5))
+
+    async def episodes_search(self, query: Any, time_start: Any = None, time_end: Any = None,
+                              status: Any = None, limit: Any = None) -> dict[str, Any]:
+        engine = self._engine()
+        text = check.text("query", query, 2000)
+        assert text is not None
+        if status is not None and status not in EPISODE_STATUSES:
+            raise InvalidInput(f"status must be one of {', '.join(EPISODE_STATUSES)}")
+        start = check.timestamp("time_start", time_start)
+        end = check.timestamp("time_end", time_end)
+        if start and end and start > end:
+            raise InvalidInput("time_start must not be after time_end")
+        return await engine.search(text, start.timestamp() if start else None,
+                                   end.timestamp() if end else None, status,
+                                   check.integer("limit", limit, 1, 50, 10))

@@ -245,6 +245,8 @@ class EpisodeEngine:
                                          "extractive")
         for previous in moved_from:
             await self._refresh_extractive(previous)
+        if parent_episode_id is None:
+            await self.link_parent(episode_id)
         created = self.store.episode(episode_id)
         assert created is not None
         log.info("episode %s created with %d memories: %s", episode_id, len(memories),
@@ -291,7 +293,8 @@ class EpisodeEngine:
         memory = Memory(
             id=row.summary_memory_id, content=f"Episode: {title}\n{summary}",
             source_type=SourceType.EPISODE_SUMMARY, source_instance=SUMMARY_INSTANCE,
-            tags=tags, context=None, created_at=from_epoch(row.created_at), updated_at=now,
+            tags=tags, context=None, created_at=from_epoch(row.first_activity or row.created_at),
+            updated_at=now,
             metadata={"episode_id": episode_id, "summary_kind": kind})
         await self.service.put_internal(memory)
 
@@ -670,3 +673,144 @@ class EpisodeEngine:
         stats["active_episodes"] = len(self._active)
         stats["detector_strategy"] = self.settings.detector_strategy
         return stats
+
+    # -- composing episodes: chains, replay, search ----------------------------------------
+
+    async def find_parent(self, episode_id: str) -> tuple[str, float] | None:
+        """A recently closed episode on the same topic that the new episode continues.
+
+        Candidates: episodes closed (or archived) within ``chain_window_hours`` of now whose
+        last memory precedes the new episode's first one; the best :func:`chain_score` at or
+        above ``chain_similarity_threshold`` wins.
+        """
+        new = self._active.get(episode_id)
+        row = self.store.episode(episode_id)
+        if new is None or row is None or row.first_activity is None:
+            return None
+        horizon = self.clock() - self.settings.chain_window_hours * 3600.0
+        candidates = [r for r in self.store.episodes(None, limit=1000)
+                      if r.status != "active" and r.id != episode_id
+                      and (r.closed_at or 0.0) >= horizon
+                      and r.last_activity <= row.first_activity]
+        best: tuple[str, float] | None = None
+        for candidate in candidates[:50]:
+            ids = self.store.member_ids(candidate.id)[-32:]
+            memories = await self.service.get_many(ids)
+            vectors = await self.service.vectors(ids)
+            members = [self.matcher.memory(m, vectors[m.id]) for m in memories if m.id in vectors]
+            if not members:
+                continue
+            score = self.matcher.chain_score(new, self.matcher.episode(candidate.id, members))
+            if score >= self.settings.chain_similarity_threshold and (
+                    best is None or score > best[1]):
+                best = (candidate.id, score)
+        return best
+
+    async def link_parent(self, episode_id: str) -> None:
+        found = await self.find_parent(episode_id)
+        if found is None:
+            return
+        parent, score = found
+        with self.store.transaction() as db:
+            self.store.update_episode(db, episode_id, parent_episode_id=parent)
+        log.info("episode %s continues %s (chain score %.2f)", episode_id, parent, score)
+
+    async def chain(self, episode_id: str) -> dict[str, Any]:
+        """The whole chain the episode belongs to, root first (cycle-safe, at most 50)."""
+        row = self._row(episode_id)
+        seen = {row.id}
+        ancestors: list[EpisodeRow] = []
+        current = row
+        while current.parent_episode_id and len(seen) < CHAIN_LIMIT:
+            parent = self.store.episode(current.parent_episode_id)
+            if parent is None or parent.id in seen:
+                break
+            seen.add(parent.id)
+            ancestors.append(parent)
+            current = parent
+        chain = list(reversed(ancestors)) + [row]
+        frontier = [row.id]
+        while frontier and len(chain) < CHAIN_LIMIT:
+            children = [r for r in self.store.children(frontier.pop(0)) if r.id not in seen]
+            for child in sorted(children, key=lambda r: r.first_activity or 0.0):
+                if len(chain) >= CHAIN_LIMIT:
+                    break
+                seen.add(child.id)
+                chain.append(child)
+                frontier.append(child.id)
+        items = [episode_summary_json(r, self._cost(r.id)) for r in chain]
+        return {"episode_id": episode_id, "root_id": chain[0].id, "chain": items,
+                "count": len(items)}
+
+    async def _relevant(self, query: str, fetch: int, floor: float
+                        ) -> list[tuple[EpisodeRow, float]]:
+        """Episodes whose summary memory matches ``query`` (hybrid search), best first."""
+        hits = await self.service.recall(query, limit=min(50, fetch), min_relevance=floor,
+                                         source_types=["episode_summary"])
+        found: list[tuple[EpisodeRow, float]] = []
+        for hit in hits:
+            row = self.store.episode(str(hit.memory.metadata.get("episode_id", "")))
+            if row is not None and all(row.id != r.id for r, _ in found):
+                found.append((row, hit.similarity_score))
+        return found
+
+    async def replay(self, topic: str, limit: int) -> dict[str, Any]:
+        """The episodes relevant to ``topic`` in chronological order, as JSON and as text."""
+        found = (await self._relevant(topic, limit * 3, REPLAY_MIN_RELEVANCE))[:limit]
+        found.sort(key=lambda pair: pair[0].first_activity or pair[0].created_at)
+        items = []
+        lines = [f"Episodes about {topic!r}, oldest first:"] if found else \
+            [f"No episode matches {topic!r}."]
+        for index, (row, relevance) in enumerate(found, 1):
+            parent = self.store.episode(row.parent_episode_id) if row.parent_episode_id \
+                else None
+            start = to_iso(from_epoch(row.first_activity or row.created_at))[:10]
+            end = to_iso(from_epoch(row.last_activity))[:10]
+            short = extractive.clip(row.summary, 300)
+            outcome = row.metadata.get("outcome", "unknown")
+            items.append({
+                "id": row.id, "title": row.title, "status": row.status,
+                "start": to_iso(from_epoch(row.first_activity or row.created_at)),
+                "end": to_iso(from_epoch(row.last_activity)),
+                "continues": parent.id if parent else None,
+                "continues_title": parent.title if parent else None,
+                "summary": short, "tags": row.metadata.get("tags", []), "outcome": outcome,
+                "relevance": round(relevance, 4)})
+            marker = f" (continues: {parent.title})" if parent else ""
+            lines.append(f"{index}. {start} to {end}: {row.title}{marker} [{outcome}]\n"
+                         f"   {short}")
+        return {"topic": topic, "episodes": items, "count": len(items),
+                "text": "\n".join(lines)}
+
+    async def search(self, query: str, time_start: float | None, time_end: float | None,
+                     status: str | None, limit: int) -> dict[str, Any]:
+        """Hybrid search over episode summaries and titles with time and status filters.
+
+        An episode matches the time range when its memories' span overlaps it. Ranking:
+        ``relevance × (0.8 + 0.2 × 2^(−days since last activity / 14))`` — a recency boost
+        of at most 25 % that halves every two weeks.
+        """
+        now = self.clock()
+        results = []
+        for row, relevance in await self._relevant(query, 50, 0.0):
+            start = row.first_activity or row.created_at
+            if status is not None and row.status != status:
+                continue
+            if time_start is not None and row.last_activity < time_start:
+                continue
+            if time_end is not None and start > time_end:
+                continue
+            age_days = max(0.0, (now - row.last_activity) / 86400.0)
+            boosted = relevance * (0.8 + 0.2 * 2 ** (-age_days / 14.0))
+            item = episode_summary_json(row, self._cost(row.id))
+            item["summary"] = extractive.clip(row.summary, SEARCH_SUMMARY_CHARS)
+            item["relevance"] = round(relevance, 4)
+            item["score"] = round(boosted, 4)
+            results.append(item)
+        results.sort(key=lambda item: -item["score"])
+        return {"query": query, "episodes": results[:limit], "count": len(results[:limit])}
+
+
+CHAIN_LIMIT = 50
+REPLAY_MIN_RELEVANCE = 0.2
+SEARCH_SUMMARY_CHARS = 500

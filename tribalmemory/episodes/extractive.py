@@ -20,7 +20,7 @@ _ENTITY = re.compile(r"`([^`]{2,60})`|\b([\w./-]+\.(?:py|js|ts|go|rs|sql|yaml|ym
                      r"|(#\d{2,7})\b")
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
@@ -28,23 +28,21 @@ def _clip(text: str, limit: int) -> str:
     return cut + "…"
 
 
-def representative_order(vectors: np.ndarray) -> list[int]:
-    """Indices from most to least representative, preferring diverse picks (MMR, λ=0.7)."""
+def representative_order(vectors: np.ndarray, count: int = MAX_POINTS) -> list[int]:
+    """The ``count`` most representative indices, preferring diverse picks (MMR, λ=0.7)."""
     if len(vectors) == 0:
         return []
     centroid = vectors.mean(axis=0)
     norm = np.linalg.norm(centroid) or 1.0
-    relevance = vectors @ (centroid / norm)
+    relevance = 0.7 * (vectors @ (centroid / norm))
+    redundancy = np.full(len(vectors), -np.inf)
     chosen: list[int] = []
-    left = list(range(len(vectors)))
-    while left:
-        def mmr(i: int) -> float:
-            redundancy = max((float(vectors[i] @ vectors[j]) for j in chosen), default=0.0)
-            return 0.7 * float(relevance[i]) - 0.3 * redundancy
-
-        best = max(left, key=mmr)
+    for _ in range(min(count, len(vectors))):
+        scores = relevance - 0.3 * np.maximum(redundancy, 0.0)
+        scores[chosen] = -np.inf
+        best = int(np.argmax(scores))
         chosen.append(best)
-        left.remove(best)
+        redundancy = np.maximum(redundancy, vectors @ vectors[best])
     return chosen
 
 
@@ -52,9 +50,9 @@ def keyword_title(memories: Sequence[Memory], vectors: np.ndarray) -> str:
     """The most representative memory's first sentence, at most 80 characters."""
     if not memories:
         return "Untitled episode"
-    first = memories[representative_order(vectors)[0]].content
+    first = memories[representative_order(vectors, 1)[0]].content
     sentence = re.split(r"(?<=[.!?])\s|\n|: ", first.strip(), maxsplit=1)[0]
-    return _clip(sentence, TITLE_CHARS) or "Untitled episode"
+    return clip(sentence, TITLE_CHARS) or "Untitled episode"
 
 
 def _day(moment: datetime) -> str:
@@ -77,12 +75,12 @@ def extractive_summary(memories: Sequence[Memory], vectors: np.ndarray) -> str:
     tags = top_tags(memories)
     if tags:
         header += " Tags: " + ", ".join(tags) + "."
-    picks = sorted(representative_order(vectors)[:MAX_POINTS],
+    picks = sorted(representative_order(vectors),
                    key=lambda i: memories[i].created_at)
     lines = [header]
     budget = SUMMARY_CHARS - len(header)
     for i in picks:
-        line = f"- {_day(memories[i].created_at)}: {_clip(memories[i].content, POINT_CHARS)}"
+        line = f"- {_day(memories[i].created_at)}: {clip(memories[i].content, POINT_CHARS)}"
         if len(line) + 1 > budget:
             break
         lines.append(line)

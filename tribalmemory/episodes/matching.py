@@ -114,6 +114,9 @@ class Matcher:
             return Decision("ambiguous", None, best.score, best.similarity, options)
         return Decision("new_seed", score=raw.best_score)
 
+    def chain_score(self, new: EpisodeFeatures, closed: EpisodeFeatures) -> float:
+        return detector.chain_score(new, closed, self.context)
+
     def state(self) -> dict[str, Any]:
         return self.context.to_json()
 

@@ -187,6 +187,9 @@ class EpisodeStore:
         return self._select(where, (*args, limit, offset),
                             "ORDER BY e.last_activity DESC, e.id LIMIT ? OFFSET ?")
 
+    def children(self, episode_id: str) -> list[EpisodeRow]:
+        return self._select("WHERE e.parent_episode_id = ?", (episode_id,))
+
     def active_episodes(self) -> list[EpisodeRow]:
         return self._select("WHERE e.status = 'active'", (), "ORDER BY e.last_activity DESC")
 

@@ -1,0 +1,204 @@
+"""Durability and concurrency with real processes: kill -9 mid-LLM-call, concurrent writers.
+
+The daemon runs as a subprocess (``tribalmemory serve``); the LLM is the fake OpenAI-compatible
+server, also a subprocess, answering slowly so that calls are in flight when the daemon dies.
+Waiting is done by polling observable state with deadlines, never by sleeping to win a race.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers_http import Daemon, start_daemon
+
+TESTS = Path(__file__).resolve().parent
+
+THREADS = {
+    "auth": ("Refresh token rotation bug: {a} when two browser tabs refresh at once; we "
+             "checked {b}.", ["the token family gets revoked", "users are logged out",
+                              "Sentry shows 401 revoked", "the grace window is too short",
+                              "the old token is rejected"],
+             ["auth/tokens.py", "the refresh endpoint", "the session cookie",
+              "rotate_refresh", "the reuse detector"]),
+    "db": ("Postgres migration from MySQL: {a}; pgloader run on {b}.",
+           ["zero dates break the import", "GROUP_CONCAT needs string_agg",
+            "collation differs for emails", "sequences must be reset after copy",
+            "the cutover window is Saturday night"],
+           ["the invoices table", "the staging replica", "the orders schema",
+            "the users table", "a full production snapshot"]),
+    "queue": ("Celery worker backlog on the digest queue: {a}, seen in {b}.",
+              ["Redis broker memory is near the limit", "prefetch multiplier is too high",
+               "the nightly digest emails arrive hours late",
+               "result backend keys are never expired", "a dedicated queue for digests helps"],
+              ["Flower", "the Grafana queue panel", "the worker logs", "redis-cli info",
+               "the on-call alert"]),
+}
+
+
+def thread_text(topic: str, i: int, rng: random.Random) -> str:
+    template, first, second = THREADS[topic]
+    return template.format(a=rng.choice(first), b=rng.choice(second)) + f" (#{i})"
+
+
+def stream(count: int, seed: int = 7) -> list[dict[str, Any]]:
+    """``count`` memories from three interleaved threads, one every 20 minutes."""
+    rng = random.Random(seed)
+    topics = list(THREADS)
+    out = []
+    for i in range(count):
+        topic = topics[rng.randrange(len(topics))]
+        minute = 20 * i
+        out.append({"content": thread_text(topic, i, rng), "tags": [topic],
+                    "created_at": f"2025-03-{3 + minute // 1440:02d}T"
+                                  f"{(minute % 1440) // 60:02d}:{minute % 60:02d}:00Z",
+                    "skip_dedup": True})
+    return out
+
+
+@pytest.fixture
+def fake_llm_process(tmp_path: Path) -> Iterator[str]:
+    """The fake LLM as a separate process answering after 1.5 s; yields its base URL."""
+    process = subprocess.Popen(
+        [sys.executable, str(TESTS / "fakellm.py"), "--delay", "1.5"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("READY "), line
+    yield line.split()[1]
+    process.kill()
+    process.wait(10)
+
+
+def fake_requests(base_url: str) -> int:
+    root = base_url.rsplit("/v1", 1)[0]
+    return int(httpx.get(f"{root}/stats", timeout=5).json()["requests"])
+
+
+def wait_for(predicate: Any, deadline: float, what: str) -> None:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def health(daemon: Daemon) -> dict[str, Any]:
+    return httpx.get(f"{daemon.url}/v1/health", timeout=10).json()
+
+
+def settled(daemon: Daemon) -> bool:
+    return health(daemon)["episodes"]["queue_depth"] == 0
+
+
+def all_episodes(daemon: Daemon) -> list[dict[str, Any]]:
+    found, offset = [], 0
+    while True:
+        page = httpx.get(f"{daemon.url}/v1/episodes", params={"limit": 100, "offset": offset},
+                         timeout=10).json()
+        found += page["episodes"]
+        if page["count"] < 100:
+            return found
+        offset += 100
+
+
+def check_invariants(daemon: Daemon, memory_ids: list[str]) -> list[dict[str, Any]]:
+    """Every acknowledged memory exists, is settled and sits in at most one episode whose
+    count is exact; every episode's summary memory exists; no summary memory is orphaned."""
+    client = httpx.Client(base_url=daemon.url, timeout=10)
+    members: dict[str, str] = {}
+    episodes = all_episodes(daemon)
+    for episode in episodes:
+        detail = client.get(f"/v1/episodes/{episode['id']}").json()
+        ids = detail["memory_ids"]
+        assert detail["episode"]["memory_count"] == len(ids) == len(set(ids))
+        for mid in ids:
+            assert mid not in members, f"{mid} is in two episodes"
+            members[mid] = episode["id"]
+        summary_id = detail["episode"]["summary_memory_id"]
+        if ids:
+            assert summary_id is not None
+            summary = client.get(f"/v1/memory/{summary_id}")
+            assert summary.status_code == 200, f"episode {episode['id']} lost its summary"
+            assert summary.json()["source_type"] == "EPISODE_SUMMARY"
+    for mid in memory_ids:
+        memory = client.get(f"/v1/memory/{mid}")
+        assert memory.status_code == 200, f"acknowledged memory {mid} is missing"
+        body = memory.json()
+        assert body["episode_status"] != "pending"
+        assert body["episode_id"] == members.get(mid)
+    stats = client.get("/v1/stats").json()
+    with_summary = sum(1 for e in episodes if e["memory_count"] > 0)
+    assert stats["by_source_type"]["EPISODE_SUMMARY"] == with_summary, "orphaned summaries"
+    return episodes
+
+
+def test_kill_9_during_llm_calls_loses_nothing(tmp_path, fake_llm_process, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    episodes = {"detector_strategy": "hybrid", "api_base": fake_llm_process,
+                "summary_debounce_seconds": 0, "request_timeout_seconds": 20}
+    daemon = start_daemon(tmp_path, episodes=episodes)
+    acked = []
+    with httpx.Client(base_url=daemon.url, timeout=30) as client:
+        for item in stream(24):
+            response = client.post("/v1/remember", json=item)
+            assert response.status_code == 200
+            acked.append(response.json()["memory_id"])
+    wait_for(lambda: fake_requests(fake_llm_process) >= 2, 60, "LLM calls in flight")
+    daemon.process.kill()  # SIGKILL: no shutdown code runs
+    daemon.process.wait(10)
+    restarted = start_daemon(tmp_path, episodes=episodes)
+    try:
+        wait_for(lambda: settled(restarted), 180, "the episode queue to drain")
+        episodes_found = check_invariants(restarted, acked)
+        assert episodes_found, "no episode was formed"
+        costs = httpx.get(f"{restarted.url}/v1/episodes/costs", timeout=10).json()
+        recorded = costs["calls"] + costs["open_reservations"]
+        assert recorded == fake_requests(fake_llm_process)
+    finally:
+        restarted.stop()
+
+
+def test_concurrent_writers_keep_invariants_and_match_sequential(tmp_path):
+    items = stream(800)
+    episodes = {"detector_strategy": "embedding", "summary_debounce_seconds": 1}
+    sequential = start_daemon(tmp_path / "seq", episodes=episodes)
+    try:
+        with httpx.Client(base_url=sequential.url, timeout=60) as client:
+            seq_ids = [client.post("/v1/remember", json=i).json()["memory_id"] for i in items]
+        wait_for(lambda: settled(sequential), 120, "sequential run to settle")
+        seq_episodes = [e for e in check_invariants(sequential, seq_ids) if e["memory_count"]]
+    finally:
+        sequential.stop()
+
+    concurrent = start_daemon(tmp_path / "conc", episodes=episodes)
+    try:
+        chunks = [items[k::8] for k in range(8)]
+
+        def client_run(chunk: list[dict[str, Any]]) -> list[str]:
+            with httpx.Client(base_url=concurrent.url, timeout=60) as client:
+                out = []
+                for item in chunk:
+                    response = client.post("/v1/remember", json=item)
+                    assert response.status_code == 200, response.text
+                    out.append(response.json()["memory_id"])
+                return out
+
+        with ThreadPoolExecutor(8) as pool:
+            conc_ids = [mid for ids in pool.map(client_run, chunks) for mid in ids]
+        assert len(conc_ids) == len(set(conc_ids)) == 800
+        wait_for(lambda: settled(concurrent), 120, "concurrent run to settle")
+        conc_episodes = [e for e in check_invariants(concurrent, conc_ids) if e["memory_count"]]
+    finally:
+        concurrent.stop()
+    # Documented tolerance: arrival order differs, so counts may differ by at most 1 + 25 %.
+    assert abs(len(conc_episodes) - len(seq_episodes)) <= 1 + len(seq_episodes) // 4

@@ -1,0 +1,182 @@
+"""Episodes that compose: LLM summaries and metadata, chains, replay, search, timelines."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from test_episodes_engine import AUTH, DB, Clock, remember, settle
+
+from tribalmemory.config import config_from_dict
+from tribalmemory.errors import InvalidInput, NotFound
+from tribalmemory.runtime import Runtime, start_runtime
+
+IOS = [
+    "iOS app: users are logged out after the refresh token rotation fix, the Swift client "
+    "retries /auth/refresh with the old refresh token.",
+    "iOS client refresh token handling: single-flight refresh in the Swift networking layer "
+    "so the rotated refresh token is not reused.",
+]
+
+
+@pytest.fixture
+async def runtime_factory(tmp_path) -> AsyncIterator[Callable[..., Any]]:
+    started: list[Runtime] = []
+
+    async def make(clock: Clock | None = None, **episodes: Any) -> Runtime:
+        settings = {"summary_debounce_seconds": 0}
+        settings.update(episodes)
+        config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
+        runtime = await start_runtime(config, clock=clock or Clock(), run_scheduler=False)
+        await runtime.episodes.summariser.check()
+        started.append(runtime)
+        return runtime
+
+    yield make
+    for runtime in started:
+        await runtime.stop()
+
+
+async def test_llm_summaries_titles_and_final_metadata(runtime_factory, fake_llm_env):
+    rt = await runtime_factory(detector_strategy="embedding")
+    ids = [(await remember(rt, AUTH[i], 3 + i, tags=["auth"]))["memory_id"] for i in range(3)]
+    await settle(rt)
+    (episode,) = (await rt.api.episodes_list())["episodes"]
+    assert episode["summary_kind"] == "llm"
+    prompts = fake_llm_env.by_purpose("regenerate") + fake_llm_env.by_purpose("update")
+    assert prompts, "no summary prompt reached the LLM"
+    assert any(AUTH[0][:40] in r.text for r in prompts)  # memory text is sent, delimited
+    await rt.api.episode_close(episode["id"])
+    await settle(rt)
+    got = (await rt.api.episode_get(episode["id"]))["episode"]
+    assert got["status"] == "closed" and got["summary_kind"] == "llm"
+    assert fake_llm_env.by_purpose("final")
+    meta = got["metadata"]
+    assert meta["source"] == "llm"
+    assert meta["outcome"] in {"success", "failure", "partial", "ongoing", "unknown"}
+    for key in ("participants", "tools_used", "entities", "key_decisions", "tags"):
+        assert isinstance(meta[key], list)
+    costs = await rt.api.episode_costs()
+    assert costs["calls"] == len(fake_llm_env.requests)
+    assert costs["by_episode"][episode["id"]] > 0
+    assert got["cost_usd"] == pytest.approx(costs["by_episode"][episode["id"]], abs=1e-6)
+    assert ids
+
+
+async def test_without_llm_metadata_falls_back(runtime_factory, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = await runtime_factory(detector_strategy="embedding")
+    a = [await remember(rt, AUTH[i], 3 + i, tags=["auth"]) for i in range(2)]
+    await settle(rt)
+    await rt.api.episode_close(a[0]["episode_id"] or a[1]["episode_id"])
+    await settle(rt)
+    got = (await rt.api.episode_get(a[1]["episode_id"]))["episode"]
+    assert got["summary_kind"] == "extractive"
+    assert got["metadata"]["source"] == "extractive"
+    assert got["metadata"]["participants"] == ["default"]
+    assert "auth" in got["metadata"]["tags"]
+    health = rt.api.health()
+    assert health["llm"]["state"] == "no_api_key" and "fallback" in health["llm"]
+
+
+async def test_chain_links_a_follow_up_to_a_recently_closed_episode(runtime_factory,
+                                                                     monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = await runtime_factory(detector_strategy="embedding", chain_similarity_threshold=0.5)
+    a = [await remember(rt, AUTH[i], 3, 9 + i) for i in range(3)]
+    parent = a[1]["episode_id"]
+    await rt.api.episode_close(parent)
+    await settle(rt)
+    b = [await remember(rt, IOS[i], 5, 9 + i) for i in range(2)]
+    child = b[1]["episode_id"]
+    assert child and child != parent
+    got = (await rt.api.episode_get(child))["episode"]
+    assert got["parent_episode_id"] == parent
+    chain = await rt.api.episode_chain(child)
+    assert [e["id"] for e in chain["chain"]] == [parent, child]
+    assert chain["root_id"] == parent
+    assert [e["id"] for e in (await rt.api.episode_chain(parent))["chain"]] == [parent, child]
+
+
+async def test_explicit_parent_and_cycle_safety(runtime_factory, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = await runtime_factory(detector_strategy="embedding")
+    m = [(await remember(rt, text, 3 + i))["memory_id"] for i, text in enumerate(DB[:2])]
+    first = (await rt.api.episode_create("first", [m[0]]))["episode_id"]
+    second = (await rt.api.episode_create("second", [m[1]], parent_episode_id=first))
+    with pytest.raises(NotFound):
+        await rt.api.episode_create("x", [m[0]], parent_episode_id="ep-0000000000000000")
+    store = rt.episodes.store  # force a cycle the API cannot create, the walk must end
+    with store.transaction() as db:
+        store.update_episode(db, first, parent_episode_id=second["episode_id"])
+    chain = await rt.api.episode_chain(first)
+    assert sorted(e["id"] for e in chain["chain"]) == sorted([first, second["episode_id"]])
+
+
+async def test_replay_is_chronological_and_readable(runtime_factory, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = await runtime_factory(detector_strategy="embedding")
+    for i in range(2):
+        await remember(rt, IOS[i], 3, 9 + i)
+    for i in range(2):
+        await remember(rt, DB[i], 6, 9 + i)
+    for i in range(2):  # the same topic again after the window: a second episode
+        await remember(rt, AUTH[i], 25, 9 + i)
+    await settle(rt)
+    replay = await rt.api.episodes_replay("refresh token logout", limit=5)
+    starts = [e["start"] for e in replay["episodes"]]
+    assert starts == sorted(starts) and len(starts) >= 2
+    assert all("refresh" in (e["summary"] + e["title"]).lower() for e in replay["episodes"])
+    assert replay["text"].startswith("Episodes about 'refresh token logout'")
+    with pytest.raises(InvalidInput):
+        await rt.api.episodes_replay("refresh", limit=0)
+
+
+@pytest.mark.parametrize("case", ["none", "time", "status", "both"])
+async def test_search_with_every_filter_combination(runtime_factory, monkeypatch, case):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = await runtime_factory(detector_strategy="embedding")
+    early = [await remember(rt, AUTH[i], 3, 9 + i) for i in range(2)]
+    late = [await remember(rt, AUTH[i], 25, 9 + i) for i in range(2, 4)]  # closes `early`
+    await settle(rt)
+    early_id, late_id = early[1]["episode_id"], late[1]["episode_id"]
+    assert early_id != late_id
+    kwargs: dict[str, Any] = {}
+    if case in ("time", "both"):
+        kwargs.update(time_start="2025-03-20T00:00:00", time_end="2025-03-31T00:00:00Z")
+    if case in ("status", "both"):
+        kwargs["status"] = "closed"
+    found = await rt.api.episodes_search("refresh token logout", limit=10, **kwargs)
+    ids = [e["id"] for e in found["episodes"]]
+    expected = {"none": {early_id, late_id}, "time": {late_id}, "status": {early_id},
+                "both": set()}[case]
+    assert set(ids) == expected
+    assert all(len(e["summary"]) <= 500 for e in found["episodes"])
+
+
+async def test_search_rejects_bad_ranges(runtime_factory, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = await runtime_factory(detector_strategy="embedding")
+    with pytest.raises(InvalidInput):
+        await rt.api.episodes_search("x", time_start="2025-03-10", time_end="2025-03-01")
+    with pytest.raises(InvalidInput):
+        await rt.api.episodes_search("x", time_start="yesterday")
+    with pytest.raises(InvalidInput):
+        await rt.api.episodes_search("x", limit=51)
+
+
+async def test_timeline_has_times_tags_and_surprise(runtime_factory, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = await runtime_factory(detector_strategy="embedding")
+    a = [await remember(rt, AUTH[i], 3 + i, tags=["auth"]) for i in range(3)]
+    await settle(rt)
+    got = await rt.api.episode_get(a[2]["episode_id"], include_timeline=True)
+    timeline = got["timeline"]
+    assert [t["memory_id"] for t in timeline] == got["memory_ids"]
+    assert [t["created_at"][:10] for t in timeline] == ["2025-03-03", "2025-03-04",
+                                                        "2025-03-05"]
+    joined = [t for t in timeline if t["surprise"] is not None]
+    assert joined and all(0.0 <= t["surprise"] <= 1.0 for t in joined)
+    assert all(t["key_moment"] == (t["surprise"] >= 0.7) for t in joined)
+    assert "timeline" not in await rt.api.episode_get(a[2]["episode_id"])
