@@ -38,7 +38,8 @@ TOOLS = {
     "tribal_remember", "tribal_recall", "tribal_forget", "tribal_stats",
     "tribal_episodes_list", "tribal_episode_get", "tribal_episode_create",
     "tribal_episode_add", "tribal_episode_remove", "tribal_episode_close",
-    "tribal_episode_regenerate",
+    "tribal_episode_regenerate", "tribal_episode_chain", "tribal_episode_replay",
+    "tribal_episodes_search",
 }
 EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episodes_list": {},
@@ -48,6 +49,9 @@ EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episode_remove": {"episode_id": "ep-0123456789ab", "memory_id": str(uuid.uuid4())},
     "tribal_episode_close": {"episode_id": "ep-0123456789ab"},
     "tribal_episode_regenerate": {"episode_id": "ep-0123456789ab"},
+    "tribal_episode_chain": {"episode_id": "ep-0123456789ab"},
+    "tribal_episode_replay": {"topic": "refresh tokens"},
+    "tribal_episodes_search": {"query": "refresh tokens"},
 }
 REMEMBER_KEYS = {"success", "memory_id", "duplicate_of", "episode_id", "error"}
 MEMORY_KEYS = {"id", "content", "source_type", "source_instance", "tags", "context",
@@ -500,6 +504,12 @@ class StandInEngine:
     def costs(self) -> dict[str, Any]:
         return {}
 
+    async def chain(self, episode_id: str) -> dict[str, Any]:
+        self.calls.append(("chain", episode_id))
+        self._known(episode_id)
+        return {"episode_id": episode_id, "root_id": episode_id, "chain": [self.EPISODE],
+                "count": 1}
+
 
 @pytest.fixture
 def engine() -> StandInEngine:
@@ -583,6 +593,64 @@ async def test_unknown_episode_id_is_a_tool_error(engine: StandInEngine) -> None
             message = error_of(await episode_client.call_tool(tool, args))
             assert "no episode with id ep-ffffffffffff" in message, tool
             assert "tribal_episodes_list" in message
+
+
+# -- every tool against the real episode engine ----------------------------------------------
+
+
+async def test_every_tool_against_the_real_engine(tmp_path: Path) -> None:
+    from tribalmemory.runtime import start_runtime
+
+    config = make_config(tmp_path, episodes=True)
+    config.episodes.detector_strategy = "embedding"
+    config.episodes.summary_debounce_seconds = 0
+    runtime = await start_runtime(config, run_scheduler=False)
+    texts = ["Refresh tokens rotate on every use; a reused refresh token revokes the family.",
+             "Two browser tabs call /auth/refresh at once and the second reuses the rotated "
+             "refresh token, which logs the user out.",
+             "Fix: accept the previous refresh token for a 10 second grace window."]
+    try:
+        async with connect(runtime.api) as client:
+            listed = await client.list_tools()
+            assert {t.name for t in listed.tools} == TOOLS
+            ids = []
+            for day, text in enumerate(texts, 3):
+                stored = ok(await client.call_tool("tribal_remember", {
+                    "content": text, "tags": ["auth"]}))
+                ids.append(stored["memory_id"])
+            await runtime.episodes.worker.drain(30)
+            created = ok(await client.call_tool("tribal_episode_create", {
+                "title": "Refresh token race", "memory_ids": ids[:2]}))
+            episode_id = created["episode_id"]
+            assert created["memory_count"] == 2
+            assert ok(await client.call_tool("tribal_episode_add", {
+                "episode_id": episode_id, "memory_id": ids[2]})) == {"success": True}
+            got = ok(await client.call_tool("tribal_episode_get", {
+                "episode_id": episode_id, "include_timeline": True}))
+            assert got["memory_ids"] == ids and set(got["episode"]) >= DETAIL_KEYS
+            listed_eps = ok(await client.call_tool("tribal_episodes_list", {}))
+            assert episode_id in [e["id"] for e in listed_eps["episodes"]]
+            assert ok(await client.call_tool("tribal_episode_remove", {
+                "episode_id": episode_id, "memory_id": ids[2]})) == {"success": True}
+            for tool in ("tribal_episode_regenerate", "tribal_episode_close"):
+                assert ok(await client.call_tool(tool, {"episode_id": episode_id})) == \
+                    {"success": True}
+            await runtime.episodes.worker.drain(30)
+            chain = ok(await client.call_tool("tribal_episode_chain",
+                                              {"episode_id": episode_id}))
+            assert [e["id"] for e in chain["chain"]] == [episode_id]
+            replay = ok(await client.call_tool("tribal_episode_replay",
+                                               {"topic": "refresh token race"}))
+            assert episode_id in [e["id"] for e in replay["episodes"]]
+            found = ok(await client.call_tool("tribal_episodes_search", {
+                "query": "refresh token", "status": "closed"}))
+            assert [e["id"] for e in found["episodes"]] == [episode_id]
+            recalled = ok(await client.call_tool("tribal_recall", {"query": "refresh token",
+                                                                    "limit": 10}))
+            kinds = {r["memory"]["source_type"] for r in recalled["results"]}
+            assert "EPISODE_SUMMARY" in kinds
+    finally:
+        await runtime.stop()
 
 
 # -- stdio: `tribalmemory mcp` against a daemon ------------------------------------------------

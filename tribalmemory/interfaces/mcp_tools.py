@@ -238,6 +238,41 @@ class SuccessResult(TypedDict):
     success: bool
 
 
+@with_config(OPEN)
+class EpisodeChainResult(TypedDict):
+    episode_id: str
+    root_id: str
+    chain: list[EpisodeListItem]
+    count: int
+
+
+@with_config(OPEN)
+class ReplayItem(TypedDict):
+    id: str
+    title: str
+    start: str
+    end: str
+    continues: str | None
+    summary: str
+    tags: list[str]
+    outcome: str | None
+
+
+@with_config(OPEN)
+class ReplayResult(TypedDict):
+    topic: str
+    episodes: list[ReplayItem]
+    count: int
+    text: str
+
+
+@with_config(OPEN)
+class EpisodeSearchResult(TypedDict):
+    query: str
+    episodes: list[EpisodeListItem]
+    count: int
+
+
 # -- tools ----------------------------------------------------------------------------------
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -392,3 +427,50 @@ def register_tools(server: MCPServer, call: Caller) -> None:
     async def episode_regenerate(episode_id: EpisodeId) -> SuccessResult:
         """Rebuild an episode's summary from all of its memories (one LLM call, when configured)."""
         return await call("episode_regenerate", episode_id=episode_id)
+
+    @tool("tribal_episode_chain", READ)
+    async def episode_chain(episode_id: EpisodeId) -> EpisodeChainResult:
+        """The chain of episodes this one belongs to, root first.
+
+        A follow-up thread (e.g. the iOS fix after the web fix of the same bug) is linked to
+        the episode it continues. Use it to read a multi-day story from its beginning.
+        """
+        return await call("episode_chain", episode_id=episode_id)
+
+    @tool("tribal_episode_replay", READ)
+    async def episode_replay(
+        topic: Annotated[str, RAW, arg(
+            "What happened with…: a subject such as 'refresh token logouts' or 'the Postgres "
+            "migration'.")],
+        limit: Annotated[int, RAW, arg(
+            "Maximum number of episodes, 1 to 20.", minimum=1, maximum=20)] = 5,
+    ) -> ReplayResult:
+        """Replay the history of a topic: the relevant episodes in chronological order.
+
+        Use it for questions like "what happened the last times we touched X?". Each episode
+        comes with its date range, title, a marker when it continues an earlier episode, a
+        short summary, tags and outcome; `text` is the same as a readable story.
+        """
+        return await call("episodes_replay", topic=topic, limit=limit)
+
+    @tool("tribal_episodes_search", READ)
+    async def episodes_search(
+        query: Annotated[str, RAW, arg("What to look for in episode titles and summaries.")],
+        time_start: Annotated[str | None, RAW, arg(
+            "Only episodes active at or after this time (ISO 8601; no zone means UTC).")]
+        = None,
+        time_end: Annotated[str | None, RAW, arg(
+            "Only episodes active at or before this time (ISO 8601; no zone means UTC).")]
+        = None,
+        status: Annotated[str | None, RAW, arg(
+            "Only episodes in this state.", enum=list(EPISODE_STATUSES))] = None,
+        limit: Annotated[int, RAW, arg(
+            "Maximum number of episodes, 1 to 50.", minimum=1, maximum=50)] = 10,
+    ) -> EpisodeSearchResult:
+        """Search episodes (threads of work) by meaning and keywords, optionally in a time range.
+
+        Recent episodes get a small boost. Summaries in results are cut to 500 characters;
+        open one with tribal_episode_get for the whole story.
+        """
+        return await call("episodes_search", query=query, time_start=time_start,
+                          time_end=time_end, status=status, limit=limit)
