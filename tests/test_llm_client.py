@@ -432,3 +432,32 @@ async def test_fake_server_runs_as_a_separate_process(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_probe_reports_an_unreachable_endpoint_without_any_request(tmp_path, monkeypatch):
+    import socket
+
+    from tribalmemory.config import EpisodesConfig
+    from tribalmemory.llm import Ledger, LLMClient
+
+    with socket.socket() as sock:  # a port with nothing listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    config = EpisodesConfig(api_base=f"http://127.0.0.1:{port}/v1")
+    client = LLMClient(config, Ledger(tmp_path / "ledger.sqlite3"))
+    assert client.check_startup()["state"] == "ready"
+    status = client.probe(timeout=1.0)
+    assert status["state"] == "unreachable" and f"127.0.0.1:{port}" in status["reason"]
+
+
+def test_probe_keeps_a_reachable_endpoint_ready(tmp_path, monkeypatch, fake_llm):
+    from tribalmemory.config import EpisodesConfig
+    from tribalmemory.llm import Ledger, LLMClient
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    client = LLMClient(EpisodesConfig(api_base=fake_llm.base_url),
+                       Ledger(tmp_path / "ledger.sqlite3"))
+    client.check_startup()
+    assert client.probe(timeout=1.0)["state"] == "ready"
+    assert fake_llm.calls == 0  # a TCP connect, not a request

@@ -8,6 +8,7 @@ change) and shown in ``/v1/health``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,8 @@ class Summariser:
         if self.client is None:
             return {"state": "disabled", "reason": "LLM features are off"}
         status = await self.client.acheck_startup()
+        if not self.checked:
+            status = await asyncio.to_thread(self.client.probe)
         self.checked = True
         return status
 

@@ -18,11 +18,13 @@ import asyncio
 import logging
 import os
 import random
+import socket
 import sqlite3
 import threading
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from ..config import EpisodesConfig
 from . import ledger_math as lm
@@ -33,6 +35,8 @@ logger = logging.getLogger("tribalmemory.llm")
 
 T = TypeVar("T")
 
+DEFAULT_ENDPOINTS = {"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com",
+                     "ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434"}
 LOCAL_PROVIDERS = frozenset({"ollama", "ollama_chat", "lm_studio", "llamafile", "hosted_vllm"})
 DISABLED_PROVIDERS = frozenset({"", "none", "off", "disabled"})
 BASE_URL_ENV = {
@@ -175,6 +179,29 @@ class LLMClient:
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ start-up checks
+
+    def probe(self, timeout: float = 3.0) -> dict[str, str]:
+        """Open (and close) a TCP connection to the provider's endpoint: no request, no cost.
+
+        An endpoint that cannot be reached marks the LLM ``unreachable`` (logged once, shown in
+        :meth:`status`) until a call succeeds; calls are still tried, once each.
+        """
+        if self._static is None or self._static["state"] != "ready":
+            return self.status()
+        url = self._api_base or DEFAULT_ENDPOINTS.get(self.provider)
+        if not url:
+            return self.status()
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+        except OSError as exc:
+            self._runtime = {"state": "unreachable",
+                             "reason": f"cannot reach {host}:{port} ({exc}); LLM work falls "
+                                       "back to embeddings and extractive summaries until it "
+                                       "answers"}
+        return self.status()
 
     def _resolve(self, lit: Any) -> tuple[str, str]:
         provider = self.config.summarizer_provider.strip()
