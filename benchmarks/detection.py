@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
 import tempfile
 import time
@@ -28,19 +29,44 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from detector_sim import adjusted_rand_index, load_stream, pairwise_prf  # noqa: E402
-from fakellm import FakeLLM  # noqa: E402
+from fakellm import EPISODE_RE, MEMORY_RE, FakeLLM, Recorded, Reply, default_reply  # noqa: E402
 from report import write_section  # noqa: E402
 
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.runtime import start_runtime  # noqa: E402
 
 MONTH_MEMORIES = 500
+ID_ATTR = re.compile(r'id="([^"]+)"')
 
 
-async def replay(path: str, strategy: str, base_url: str | None) -> dict[str, Any]:
+def oracle_responder(gold_of: dict[str, str | None]) -> Any:
+    """A classifier that knows the gold labels: the upper bound of the LLM path."""
+
+    def respond(request: Recorded) -> Reply:
+        if request.purpose != "classify":
+            return default_reply(request)
+        user = "\n".join(str(m.get("content") or "") for m in request.messages
+                         if m.get("role") != "system")
+        new_part, _, episodes_part = user.partition("<candidates>")
+        new_ids = ID_ATTR.findall(new_part)
+        label = gold_of.get(new_ids[0]) if new_ids else None
+        if label is None:
+            return Reply.json({"action": "none"})
+        for candidate, body in EPISODE_RE.findall(episodes_part):
+            labels = [gold_of.get(i) for attrs, _ in MEMORY_RE.findall(body)
+                      for i in ID_ATTR.findall(attrs)]
+            if labels and max(set(labels), key=labels.count) == label:
+                return Reply.json({"action": "join", "episode_id": candidate})
+        return Reply.json({"action": "create", "title": label})
+
+    return respond
+
+
+async def replay(path: str, strategy: str, base_url: str | None,
+                 gold_of: dict[str, str | None]) -> dict[str, Any]:
     records = load_stream(path)
     with tempfile.TemporaryDirectory() as data:
-        settings: dict[str, Any] = {"detector_strategy": strategy}
+        settings: dict[str, Any] = {"detector_strategy": strategy.split("-")[0]}
         if base_url:
             settings["api_base"] = base_url
         config = config_from_dict({"data_dir": data, "episodes": settings})
@@ -56,6 +82,7 @@ async def replay(path: str, strategy: str, base_url: str | None) -> dict[str, An
                 source_instance=record.source_instance or None,
                 created_at=record.created_at, skip_dedup=True)
             ids.append(result["memory_id"])
+            gold_of[result["memory_id"]] = record.gold
         settled = await plugin.worker.drain(600)
         elapsed = time.perf_counter() - started
         predicted = [plugin.store.episode_of(i) for i in ids]
@@ -98,7 +125,7 @@ def render(path: str, rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stream")
-    parser.add_argument("--strategies", default="embedding,hybrid,llm")
+    parser.add_argument("--strategies", default="embedding,hybrid,llm,hybrid-oracle")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     rows = []
@@ -110,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ.pop("OPENAI_API_KEY", None)
             else:
                 os.environ["OPENAI_API_KEY"] = "x"
-            row = asyncio.run(replay(args.stream, strategy, base))
+            gold_of: dict[str, str | None] = {}
+            fake.responder = oracle_responder(gold_of) if strategy.endswith("oracle") \
+                else default_reply
+            row = asyncio.run(replay(args.stream, strategy, base, gold_of))
             rows.append(row)
             print(f"{strategy}: F1 {row['f1']:.3f} calls {row['calls']} ${row['usd']:.5f} "
                   f"({row['seconds']:.1f} s)", file=sys.stderr)

@@ -276,6 +276,14 @@ class ScoreModel:
     compete: bool = False
     tags_as_terms: bool = False
     seeds_compete: bool = True
+    core: int = 0  # 0 off; >=3: from this size, max/last over core members only
+    core_last: bool = True
+    core_q: float = 0.5
+    centroid_growth: float = 0.0
+    size_cap: float = 1e9
+    margin: float = 0.0
+    margin_mode: str = "centroid"
+    seed_defer: float = -1.0  # if >=0: seed-start refused when seed's score to an episode >= this
 
 
 DEFAULT_MODEL = ScoreModel()
@@ -347,7 +355,7 @@ def _utility(model: ScoreModel, z: float, lex: float, competition: int, size: in
              shares_tag: bool, hours: float, is_seed: bool = False) -> float:
     return (model.similarity_weight * z + model.lexical_weight * lex
             - model.competition_weight * math.log1p(competition)
-            - model.size_weight * math.log(max(size, 1))
+            - model.size_weight * min(math.log(max(size, 1)), model.size_cap)
             + (model.tag_weight if shares_tag else 0.0)
             - model.hours_weight * math.log1p(min(hours, model.hours_cap))
             - (model.seed_penalty if is_seed else 0.0)
@@ -363,11 +371,20 @@ def evidence(memory: MemoryFeatures, episode: EpisodeFeatures, context: Detector
     ``is_seed`` is accepted for compatibility: a seed is scored as a one-member episode."""
     cos = episode.vectors @ memory.vector
     s_max = float(cos.max())
-    s_top = _top_k_mean(cos, model.top_k)
     s_cent = float(episode.centroid @ memory.vector)
     s_last = float(cos[-1])
-    sim = (s_top + model.w_centroid * s_cent + model.w_last * s_last) / (
-        1.0 + model.w_centroid + model.w_last)
+    if model.core and episode.memory_count >= model.core and cos.size >= 3:
+        mc = episode.vectors @ episode.centroid
+        mask = mc >= np.quantile(mc, model.core_q)
+        core = cos[mask]
+        s_top = _top_k_mean(core, model.top_k)
+        if model.core_last and not mask[-1]:
+            s_last = float(core.max())
+    else:
+        s_top = _top_k_mean(cos, model.top_k)
+    wc = model.w_centroid * (1.0 + model.centroid_growth * math.log(max(episode.memory_count, 1)))
+    sim = (s_top + wc * s_cent + model.w_last * s_last) / (
+        1.0 + wc + model.w_last)
     z = (sim - context.cos_mean) / context.cos_std
     if model.tags_as_terms:
         lex = lexical_overlap(memory.terms, episode.term_counts, context, memory.tags,
@@ -577,6 +594,25 @@ def decide(memory: MemoryFeatures, active_episodes: Iterable[EpisodeFeatures],
     if not ranked:
         return NewSeed(0.0, bg)
     best = ranked[0]
+    m = params.model
+    if m.margin > 0 and len(ranked) > 1 and params.strategy != "llm":
+        close = [c for c in ranked if best.score - c.score < m.margin]
+        if len(close) > 1:
+            if m.margin_mode == "centroid":
+                best = max(close, key=lambda c: c.evidence.centroid_cosine)
+            elif m.margin_mode == "episode":
+                eps_ = [c for c in close if c.kind == "episode"]
+                if eps_:
+                    best = max(eps_, key=lambda c: c.evidence.centroid_cosine)
+            elif m.margin_mode == "none":
+                best = Candidate(best.kind, best.id, 0.0, best.evidence)
+    if m.seed_defer >= 0 and best.kind == "seed" and episodes:
+        seed = next(s for s in seed_list if s.id == best.id)
+        bestep = max((evidence(seed, e, context, m).score for e in episodes), default=0.0)
+        if bestep >= m.seed_defer:
+            alt = [c for c in ranked if c.kind == "episode"]
+            best = alt[0] if alt else best
+    ranked = [best] + [c for c in ranked if c is not best]
     top = tuple(ranked[: params.max_llm_candidates])
     if params.strategy == "llm":
         return Ambiguous(top, bg)

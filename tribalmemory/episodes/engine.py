@@ -450,12 +450,12 @@ class EpisodeEngine:
                 recent = await self.service.get_many(self.store.member_ids(row.id)[-3:])
                 described.append({"id": option.target, "title": row.title,
                                   "summary": row.llm_summary or row.summary,
-                                  "recent": [m.content for m in recent]})
+                                  "recent": [(m.id, m.content) for m in recent]})
             else:
                 seed = await self.service.get_many([option.target or ""])
                 if seed:
                     described.append({"id": option.candidate_id, "title": "(new thread)",
-                                      "summary": "", "recent": [seed[0].content]})
+                                      "summary": "", "recent": [(seed[0].id, seed[0].content)]})
         return described
 
     # -- host events ----------------------------------------------------------------------

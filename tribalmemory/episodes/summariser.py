@@ -86,7 +86,7 @@ class Summariser:
         await self.check()
         prompt = build_classify(memory_text(memory), [
             Candidate(id=c["id"], title=c["title"], summary=c["summary"],
-                      recent=tuple(MemoryText(id="", content=t) for t in c["recent"]))
+                      recent=tuple(MemoryText(id=i, content=t) for i, t in c["recent"]))
             for c in candidates])
         try:
             answer = await self.client.run(prompt, memory_id=memory.id)
