@@ -10,6 +10,7 @@ from test_episodes_engine import AUTH, DB, Clock, remember, settle
 
 from tribalmemory.config import config_from_dict
 from tribalmemory.errors import InvalidInput, NotFound
+from tribalmemory.llm import Ledger, LLMClient
 from tribalmemory.runtime import Runtime, start_runtime
 
 IOS = [
@@ -28,7 +29,12 @@ async def runtime_factory(tmp_path) -> AsyncIterator[Callable[..., Any]]:
         settings = {"summary_debounce_seconds": 0}
         settings.update(episodes)
         config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
-        runtime = await start_runtime(config, clock=clock or Clock(), run_scheduler=False)
+        ledger = Ledger(config.data_path / "ledger.sqlite3",
+                        monthly_cost_ceiling=config.episodes.monthly_cost_ceiling,
+                        max_calls_per_memory=config.episodes.max_llm_calls_per_memory)
+        llm = LLMClient(config.episodes, ledger, backoff_base=0.01, backoff_max=0.05)
+        runtime = await start_runtime(config, clock=clock or Clock(), run_scheduler=False,
+                                      llm=llm)
         await runtime.episodes.summariser.check()
         started.append(runtime)
         return runtime
@@ -180,3 +186,28 @@ async def test_timeline_has_times_tags_and_surprise(runtime_factory, monkeypatch
     assert joined and all(0.0 <= t["surprise"] <= 1.0 for t in joined)
     assert all(t["key_moment"] == (t["surprise"] >= 0.7) for t in joined)
     assert "timeline" not in await rt.api.episode_get(a[2]["episode_id"])
+
+
+async def test_llm_faults_fall_back_without_losing_work(runtime_factory, fake_llm_env):
+    """Garbage JSON, 500s and a hallucinated episode id: every memory still lands somewhere,
+    summaries fall back to extractive, and each failed attempt is in the ledger."""
+    from fakellm import Reply
+
+    rt = await runtime_factory(detector_strategy="llm", max_retries=1)
+    fake_llm_env.script(Reply.garbage(), Reply.garbage(),            # classify 1: invalid twice
+                        Reply.json({"action": "join", "episode_id": "ep-invented00000"}),
+                        Reply.json({"action": "join", "episode_id": "ep-invented00000"}),
+                        *[Reply.error(500)] * 40)                     # then the provider is down
+    ids = [(await remember(rt, AUTH[i], 3, 9 + i, tags=["auth"]))["memory_id"]
+           for i in range(3)]
+    await settle(rt)
+    for memory_id in ids:
+        memory = await rt.api.get_memory(memory_id)
+        assert memory["episode_status"] in ("assigned", "unassigned")  # decided, not pending
+    episodes = (await rt.api.episodes_list())["episodes"]
+    assert all(e["summary_kind"] == "extractive" and e["summary"] for e in episodes)
+    assert not any(e["id"] == "ep-invented00000" for e in episodes)
+    costs = await rt.api.episode_costs()
+    assert costs["failed_calls"] >= 4
+    assert costs["calls"] + costs["denied_calls"] >= len(fake_llm_env.requests)
+    assert rt.api.health()["episodes"]["queue_depth"] == 0
