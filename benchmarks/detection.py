@@ -86,6 +86,7 @@ async def replay(path: str, strategy: str, base_url: str | None,
         settled = await plugin.worker.drain(600)
         elapsed = time.perf_counter() - started
         predicted = [plugin.store.episode_of(i) for i in ids]
+        links = chain_links(records, predicted, plugin.store)
         costs = plugin.summariser.costs()
         episodes = plugin.store.db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
         await runtime.stop()
@@ -95,7 +96,35 @@ async def replay(path: str, strategy: str, base_url: str | None,
             "precision": precision, "recall": recall, "f1": f1,
             "ari": adjusted_rand_index(predicted, gold), "settled": settled,
             "seconds": elapsed, "calls": costs.get("calls", 0),
-            "usd": costs.get("spend_usd", 0.0), "by_purpose": costs.get("by_purpose", {})}
+            "usd": costs.get("spend_usd", 0.0), "by_purpose": costs.get("by_purpose", {}),
+            **links}
+
+
+def chain_links(records: list[Any], predicted: list[str | None], store: Any) -> dict[str, int]:
+    """Gold follow-up episodes (``parent`` on their first memory) whose predicted episode
+    links to the predicted episode of the parent thread; and links that are wrong."""
+    by_label: dict[str, list[str]] = {}
+    for record, episode in zip(records, predicted, strict=True):
+        if record.gold and episode:
+            by_label.setdefault(record.gold, []).append(episode)
+
+    def majority(label: str) -> str | None:
+        found = by_label.get(label) or []
+        return max(set(found), key=found.count) if found else None
+
+    expected = found = 0
+    for record in records:
+        if record.parent:
+            expected += 1
+            child, parent = majority(record.gold or ""), majority(record.parent)
+            row = store.episode(child) if child else None
+            found += int(row is not None and parent is not None
+                         and row.parent_episode_id == parent)
+    gold_parent = {majority(r.gold or ""): majority(r.parent) for r in records if r.parent}
+    linked = store.db.execute(
+        "SELECT id, parent_episode_id FROM episodes WHERE parent_episode_id IS NOT NULL")
+    wrong = sum(1 for child, parent in linked if gold_parent.get(child) != parent)
+    return {"links_expected": expected, "links_found": found, "links_wrong": wrong}
 
 
 def render(path: str, rows: list[dict[str, Any]]) -> str:
@@ -103,15 +132,17 @@ def render(path: str, rows: list[dict[str, Any]]) -> str:
              "`python benchmarks/detection.py " + Path(path).name + "` — default settings "
              "(threshold 0.75, band 0.25); hybrid/llm against the fake LLM server priced as "
              "gpt-4o-mini.", "",
-             "| strategy | episodes | precision | recall | F1 | ARI | LLM calls / memory | "
-             "USD / memory | est. USD / month (500 memories) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| strategy | episodes | precision | recall | F1 | ARI | parent links found / "
+             "expected (wrong) | LLM calls / memory | USD / memory | est. USD / month "
+             "(500 memories) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         per_call = r["calls"] / r["memories"]
         per_usd = r["usd"] / r["memories"]
         lines.append(
             f"| {r['strategy']} | {r['episodes']} | {r['precision']:.3f} | {r['recall']:.3f} | "
-            f"{r['f1']:.3f} | {r['ari']:.3f} | {per_call:.2f} | {per_usd:.6f} | "
+            f"{r['f1']:.3f} | {r['ari']:.3f} | {r['links_found']} / {r['links_expected']} "
+            f"({r['links_wrong']}) | {per_call:.2f} | {per_usd:.6f} | "
             f"{per_usd * MONTH_MEMORIES:.2f} |")
     lines.append("")
     for r in rows:
