@@ -239,7 +239,7 @@ def update_context(context: DetectorContext, memory: MemoryFeatures,
         context.cos_m2 = m2 + bm2 + delta * delta * n * kb / total
         context.cos_count = total
     freq = context.doc_freq
-    for t in _lexical_terms(memory):
+    for t in memory.terms:
         freq[t] = freq.get(t, 0) + 1
     context.doc_count += 1
     return context
@@ -252,38 +252,25 @@ def update_context(context: DetectorContext, memory: MemoryFeatures,
 
 @dataclass(frozen=True)
 class ScoreModel:
-    """The constants of the score (see docs/detection.md for how each was chosen).
+    """The constants of the score; docs/detection.md gives each one's justification.
 
-    ``sim = (mean of the top_k cosines to the episode's recent members + centroid cosine) / 2``
+    ``sim = (max cosine to the recent members + w_centroid * centroid cosine
+    + w_last * last-member cosine) / (1 + w_centroid + w_last)``
     ``z = (sim - background mean) / background std``
-    ``u = similarity_weight * z + lexical_weight * coverage
-    - competition_weight * ln(1 + competition) + bias``
-    ``score = sigmoid(u)`` (alone); in :func:`decide` the candidates compete (softmax with a
-    "new thread" option of utility 0), so two equally good episodes share the probability."""
+    ``u = z + lexical_weight * coverage - size_weight * ln|E| + tag_weight * [shared tag]
+    - hours_weight * ln(1 + min(hours, hours_cap)) - seed_penalty * [seed] + bias``
+    ``score = sigmoid(u)``: each candidate is scored on its own (no softmax between
+    candidates); :func:`decide` takes the best one."""
 
-    top_k: int = 1
     w_centroid: float = 0.5
     w_last: float = 0.2
-    similarity_weight: float = 1.0
     lexical_weight: float = 1.0
-    competition_weight: float = 0.0
     size_weight: float = 0.3
     tag_weight: float = 0.3
     hours_weight: float = 0.4
     hours_cap: float = 24.0
     seed_penalty: float = 0.1
     bias: float = 0.6
-    compete: bool = False
-    tags_as_terms: bool = False
-    seeds_compete: bool = True
-    core: int = 0  # 0 off; >=3: from this size, max/last over core members only
-    core_last: bool = True
-    core_q: float = 0.5
-    centroid_growth: float = 0.0
-    size_cap: float = 1e9
-    margin: float = 0.0
-    margin_mode: str = "centroid"
-    seed_defer: float = -1.0  # if >=0: seed-start refused when seed's score to an episode >= this
 
 
 DEFAULT_MODEL = ScoreModel()
@@ -295,11 +282,9 @@ class Evidence:
 
     max_cosine: float
     centroid_cosine: float
-    top_k_cosine: float
     similarity: float
     z: float
     lexical: float
-    competition: int
     hours_since_last: float
     utility: float
     score: float
@@ -312,31 +297,17 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-def _lexical_terms(memory: MemoryFeatures) -> frozenset[str]:
-    """Content terms plus tags (as ``#tag``): tags are just more (usually rarer) terms, weighed
-    by the same online IDF -- no separate tag constant."""
-    if not memory.tags:
-        return memory.terms
-    return memory.terms | frozenset("#" + t.lower() for t in memory.tags)
-
-
 def lexical_overlap(terms: Iterable[str], bag: Mapping[str, int] | Iterable[str],
-                    context: DetectorContext, tags: Iterable[str] = (),
-                    bag_tags: Mapping[str, int] | Iterable[str] = ()) -> float:
-    """Rare-term coverage (0..1): the share of the memory's IDF mass (its terms, plus tags as
-    ``#tag``) that also occurs in the candidate (its term bag and tags). Common words weigh ~0,
-    rare shared terms dominate. O(terms of the memory)."""
+                    context: DetectorContext) -> float:
+    """Rare-term coverage (0..1): the share of the memory's IDF mass (its content terms) that
+    also occurs in the candidate's term bag. Common words weigh ~0, rare shared terms dominate.
+    O(terms of the memory)."""
     total = 0.0
     shared = 0.0
     for t in terms:
         w = context.idf(t)
         total += w
         if t in bag:
-            shared += w
-    for t in tags:
-        w = context.idf("#" + t.lower())
-        total += w
-        if t in bag_tags:
             shared += w
     return shared / total if total > 0 else 0.0
 
@@ -345,17 +316,10 @@ def hours_between(earlier: datetime, later: datetime) -> float:
     return max(0.0, (later - earlier).total_seconds() / 3600.0)
 
 
-def _top_k_mean(cos: np.ndarray, k: int) -> float:
-    if cos.size <= k:
-        return float(cos.mean())
-    return float(np.partition(cos, cos.size - k)[-k:].mean())
-
-
-def _utility(model: ScoreModel, z: float, lex: float, competition: int, size: int,
-             shares_tag: bool, hours: float, is_seed: bool = False) -> float:
-    return (model.similarity_weight * z + model.lexical_weight * lex
-            - model.competition_weight * math.log1p(competition)
-            - model.size_weight * min(math.log(max(size, 1)), model.size_cap)
+def _utility(model: ScoreModel, z: float, lex: float, size: int, shares_tag: bool,
+             hours: float, is_seed: bool = False) -> float:
+    return (z + model.lexical_weight * lex
+            - model.size_weight * math.log(max(size, 1))
             + (model.tag_weight if shares_tag else 0.0)
             - model.hours_weight * math.log1p(min(hours, model.hours_cap))
             - (model.seed_penalty if is_seed else 0.0)
@@ -363,46 +327,29 @@ def _utility(model: ScoreModel, z: float, lex: float, competition: int, size: in
 
 
 def evidence(memory: MemoryFeatures, episode: EpisodeFeatures, context: DetectorContext,
-             model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False, competition: int = 0
-             ) -> Evidence:
+             model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False) -> Evidence:
     """All evidence for "``memory`` continues ``episode``" and the resulting (stand-alone)
-    score. ``competition``: how many other threads (episodes or seeds) were active since the
-    episode's last memory (:func:`decide` computes it; 0 when scoring one candidate alone).
-    ``is_seed`` is accepted for compatibility: a seed is scored as a one-member episode."""
+    score. ``is_seed``: ``episode`` is a seed (a one-member episode), which costs
+    ``seed_penalty``."""
     cos = episode.vectors @ memory.vector
     s_max = float(cos.max())
     s_cent = float(episode.centroid @ memory.vector)
     s_last = float(cos[-1])
-    if model.core and episode.memory_count >= model.core and cos.size >= 3:
-        mc = episode.vectors @ episode.centroid
-        mask = mc >= np.quantile(mc, model.core_q)
-        core = cos[mask]
-        s_top = _top_k_mean(core, model.top_k)
-        if model.core_last and not mask[-1]:
-            s_last = float(core.max())
-    else:
-        s_top = _top_k_mean(cos, model.top_k)
-    wc = model.w_centroid * (1.0 + model.centroid_growth * math.log(max(episode.memory_count, 1)))
-    sim = (s_top + wc * s_cent + model.w_last * s_last) / (
-        1.0 + wc + model.w_last)
+    sim = (s_max + model.w_centroid * s_cent + model.w_last * s_last) / (
+        1.0 + model.w_centroid + model.w_last)
     z = (sim - context.cos_mean) / context.cos_std
-    if model.tags_as_terms:
-        lex = lexical_overlap(memory.terms, episode.term_counts, context, memory.tags,
-                              episode.tag_counts)
-    else:
-        lex = lexical_overlap(memory.terms, episode.term_counts, context)
+    lex = lexical_overlap(memory.terms, episode.term_counts, context)
     hours = hours_between(episode.last_activity, memory.created_at)
     shares_tag = any(t in episode.tag_counts for t in memory.tags)
-    u = _utility(model, z, lex, competition, episode.memory_count, shares_tag, hours, is_seed)
-    return Evidence(s_max, s_cent, s_top, sim, z, lex, competition, hours, u, _sigmoid(u))
+    u = _utility(model, z, lex, episode.memory_count, shares_tag, hours, is_seed)
+    return Evidence(s_max, s_cent, sim, z, lex, hours, u, _sigmoid(u))
 
 
 def score(memory: MemoryFeatures, episode: EpisodeFeatures, context: DetectorContext,
-          model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False, competition: int = 0
-          ) -> float:
+          model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False) -> float:
     """Stand-alone match score in [0, 1] (``sigmoid(u)``); strictly increasing in every cosine
-    and in rare-term overlap, decreasing with competition."""
-    return evidence(memory, episode, context, model, is_seed, competition).score
+    and in rare-term overlap, non-increasing with the hours since the episode's last memory."""
+    return evidence(memory, episode, context, model, is_seed).score
 
 
 # --------------------------------------------------------------------------------------------
@@ -496,15 +443,6 @@ def eligible_seeds(seeds: Iterable[MemoryFeatures], now: datetime,
     return [s for s in seeds if abs(now - s.created_at) <= window]
 
 
-def _competition(times: Sequence[datetime]) -> list[int]:
-    """For each candidate (by its last activity), how many *other* candidates were active
-    strictly after it: the number of threads touched since this one paused."""
-    order = sorted(times)
-    from bisect import bisect_right
-
-    return [len(order) - bisect_right(order, t) for t in times]
-
-
 SEED_SHORTLIST = 32
 """Seeds beyond the 32 nearest by cosine only feed the background statistics: lexical and tag
 evidence (at most ~1.3 z) rarely lifts a seed past 32 closer ones, and this keeps
@@ -514,21 +452,14 @@ evidence (at most ~1.3 z) rarely lifts a seed past 32 closer ones, and this keep
 def rank_candidates(memory: MemoryFeatures, episodes: Sequence[EpisodeFeatures],
                     seeds: Sequence[MemoryFeatures], context: DetectorContext,
                     model: ScoreModel = DEFAULT_MODEL) -> tuple[list[Candidate], list[float]]:
-    """Score every (already eligible) candidate, best first, with the competitive score (see
-    :class:`ScoreModel`). Also returns the background cosines (memory vs each candidate's
-    recent members) for :func:`update_context`. Seeds are scored in one matrix product."""
+    """Score every (already eligible) candidate on its own (:func:`evidence`), best first. Also
+    returns the background cosines (memory vs each candidate's recent members) for
+    :func:`update_context`. Seeds are scored in one matrix product."""
     seeds = [s for s in seeds if s.id != memory.id]
-    times = [e.last_activity for e in episodes] + [s.created_at for s in seeds]
-    if model.seeds_compete:
-        comp = _competition(times)
-    else:
-        from bisect import bisect_right
-        order = sorted(e.last_activity for e in episodes)
-        comp = [len(order) - bisect_right(order, t) for t in times]
     evs: list[tuple[str, str, Evidence]] = []
     background: list[np.ndarray] = []
-    for i, ep in enumerate(episodes):
-        ev = evidence(memory, ep, context, model, competition=comp[i])
+    for ep in episodes:
+        ev = evidence(memory, ep, context, model)
         evs.append(("episode", ep.id, ev))
         background.append(ep.vectors @ memory.vector)
     if seeds:
@@ -538,37 +469,23 @@ def rank_candidates(memory: MemoryFeatures, episodes: Sequence[EpisodeFeatures],
         z = (cos.astype(np.float64) - context.cos_mean) / context.cos_std
         mterms = memory.terms
         idf = {t: context.idf(t) for t in mterms}
-        tag_idf = ({t: context.idf("#" + t.lower()) for t in memory.tags}
-                   if model.tags_as_terms else {})
-        total = sum(idf.values()) + sum(tag_idf.values())
+        total = sum(idf.values())
         now = memory.created_at
-        base = len(episodes)
         shortlist = range(len(seeds))
         if len(seeds) > SEED_SHORTLIST:  # only the nearest seeds by cosine get full evidence
             shortlist = np.argpartition(-cos, SEED_SHORTLIST)[:SEED_SHORTLIST].tolist()
         for j in shortlist:
             seed = seeds[j]
             shared = sum(idf[t] for t in mterms & seed.terms)
-            if tag_idf and seed.tags:
-                shared += sum(w for t, w in tag_idf.items() if t in seed.tags)
             lex = shared / total if total > 0 else 0.0
             hours = hours_between(seed.created_at, now)
             c = float(cos[j])
-            u = _utility(model, float(z[j]), lex, comp[base + j], 1,
-                         bool(memory.tags & seed.tags), hours, True)
-            evs.append(("seed", seed.id, Evidence(c, c, c, c, float(z[j]), lex, comp[base + j],
-                                                  hours, u, _sigmoid(u))))
+            u = _utility(model, float(z[j]), lex, 1, bool(memory.tags & seed.tags), hours, True)
+            evs.append(("seed", seed.id, Evidence(c, c, c, float(z[j]), lex, hours, u,
+                                                  _sigmoid(u))))
     if not evs:
         return [], []
-    utils = np.array([ev.utility for _, _, ev in evs])
-    if model.compete:
-        m = max(0.0, float(utils.max()))
-        ex = np.exp(utils - m)
-        probs = ex / (math.exp(-m) + ex.sum())
-    else:
-        probs = 1.0 / (1.0 + np.exp(-utils))
-    out = [Candidate(kind, cid, float(p), ev) for (kind, cid, ev), p in zip(evs, probs,
-                                                                            strict=True)]
+    out = [Candidate(kind, cid, ev.score, ev) for kind, cid, ev in evs]
     out.sort(key=lambda c: c.score, reverse=True)
     bg = np.concatenate(background).tolist() if background else []
     return out, bg
@@ -594,25 +511,6 @@ def decide(memory: MemoryFeatures, active_episodes: Iterable[EpisodeFeatures],
     if not ranked:
         return NewSeed(0.0, bg)
     best = ranked[0]
-    m = params.model
-    if m.margin > 0 and len(ranked) > 1 and params.strategy != "llm":
-        close = [c for c in ranked if best.score - c.score < m.margin]
-        if len(close) > 1:
-            if m.margin_mode == "centroid":
-                best = max(close, key=lambda c: c.evidence.centroid_cosine)
-            elif m.margin_mode == "episode":
-                eps_ = [c for c in close if c.kind == "episode"]
-                if eps_:
-                    best = max(eps_, key=lambda c: c.evidence.centroid_cosine)
-            elif m.margin_mode == "none":
-                best = Candidate(best.kind, best.id, 0.0, best.evidence)
-    if m.seed_defer >= 0 and best.kind == "seed" and episodes:
-        seed = next(s for s in seed_list if s.id == best.id)
-        bestep = max((evidence(seed, e, context, m).score for e in episodes), default=0.0)
-        if bestep >= m.seed_defer:
-            alt = [c for c in ranked if c.kind == "episode"]
-            best = alt[0] if alt else best
-    ranked = [best] + [c for c in ranked if c is not best]
     top = tuple(ranked[: params.max_llm_candidates])
     if params.strategy == "llm":
         return Ambiguous(top, bg)

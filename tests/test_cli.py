@@ -1,0 +1,398 @@
+"""The CLI in local mode (no daemon) and against a real daemon; the client; init; logs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import threading
+import tomllib
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers_http import Daemon, build_runtime, subprocess_env, unique, write_config
+
+from tribalmemory import __version__
+from tribalmemory.cli.main import main
+from tribalmemory.client import (
+    AuthRequired,
+    DaemonClient,
+    DaemonStartError,
+    ensure_daemon,
+    find_daemon,
+)
+from tribalmemory.config import load_config
+from tribalmemory.errors import FeatureDisabled, InvalidInput, NotFound
+from tribalmemory.interfaces.auth import TokenStore, generate_token
+from tribalmemory.logs import follow
+
+Capture = pytest.CaptureFixture[str]
+
+
+def bounded_main(argv: list[str], timeout: float = 60.0) -> int:
+    """``main(argv)`` in a thread: a command that hangs fails the test instead of the run."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["code"] = main(argv)
+        except BaseException as exc:  # re-raised below, in the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        pytest.fail(f"`tribalmemory {' '.join(argv)}` did not finish within {timeout:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return int(outcome["code"])
+
+
+def run(capsys: Capture, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = bounded_main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: Capture, *argv: str) -> Any:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def local(tm_home: Path) -> str:
+    """A config for local mode: no daemon answers on its port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return str(write_config(tm_home, server={"port": port}, episodes={"enabled": False}))
+
+
+def test_version(capsys: Capture) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["--version"])
+    assert caught.value.code == 0
+    assert capsys.readouterr().out.strip() == f"tribalmemory {__version__}"
+    done = subprocess.run([sys.executable, "-m", "tribalmemory", "--version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and __version__ in done.stdout
+
+
+def test_usage_errors_exit_2(capsys: Capture) -> None:
+    assert main([]) == 2
+    for argv in (["recall"], ["remember", "x", "--bogus"], ["serve", "--port", "99999"],
+                 ["episodes"], ["recall", "q", "--limit", "many"]):
+        with pytest.raises(SystemExit) as caught:
+            main(argv)
+        assert caught.value.code == 2, argv
+
+
+# -- local mode ------------------------------------------------------------------------------------
+
+
+def test_local_remember_recall_forget(local: str, capsys: Capture) -> None:
+    content = unique("Release notes are drafted in docs/releases")
+    code, out, _ = run(capsys, "remember", content, "--tag", "docs", "--tag", "release",
+                       "--config", local)
+    assert code == 0 and out.startswith("Stored ")
+    memory_id = out.split()[1]
+    assert str(uuid.UUID(memory_id)) == memory_id
+
+    code, out, _ = run(capsys, "recall", "where are release notes drafted", "--config", local)
+    assert code == 0 and memory_id in out and "[docs, release]" in out
+    found = run_json(capsys, "recall", "release notes", "--tag", "docs", "--limit", "1",
+                     "--config", local)
+    assert [r["memory_id"] for r in found["results"]] == [memory_id]
+
+    code, out, _ = run(capsys, "remember", content, "--config", local)
+    assert code == 0 and out.startswith("Not stored: near-duplicate")
+    assert run_json(capsys, "stats", "--config", local)["total_memories"] == 1
+
+    code, out, _ = run(capsys, "forget", memory_id, "--config", local)
+    assert code == 0 and out.strip() == f"Forgot {memory_id}"
+    code, _, err = run(capsys, "forget", memory_id, "--config", local)
+    assert code == 1 and f"no memory with id {memory_id}" in err
+    code, _, err = run(capsys, "forget", "not-an-id", "--config", local)
+    assert code == 1 and "is not a memory id" in err
+
+
+def test_local_status_and_validation_errors(local: str, capsys: Capture) -> None:
+    code, out, _ = run(capsys, "status", "--config", local)
+    assert code == 0 and "daemon: not running" in out and f"version: {__version__}" in out
+    assert "total_memories: 0" in out
+    status = run_json(capsys, "status", "--config", local)
+    assert status["daemon"]["running"] is False and status["health"]["status"] == "ok"
+    code, _, err = run(capsys, "recall", "x", "--limit", "500", "--config", local)
+    assert code == 1 and "limit must be from 1 to 50" in err
+    code, _, err = run(capsys, "episodes", "list", "--config", local)
+    assert code == 1 and "Episode feature not enabled" in err
+
+
+def test_local_mode_with_store_held_elsewhere_exits_2(local: str, embedder: Any,
+                                                      capsys: Capture) -> None:
+    holder = build_runtime(load_config(local), embedder)
+    try:
+        code, _, err = run(capsys, "stats", "--config", local)
+    finally:
+        holder.service.store.close()
+    assert code == 2 and "holds" in err and "tribalmemory status" in err
+    assert "Traceback" not in err
+
+
+def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:
+    pytest.importorskip("tribalmemory.episodes.plugin", reason="episode engine not installed")
+    config = str(write_config(tm_home, server={"port": 1},
+                              episodes={"enabled": True, "detector_strategy": "embedding"}))
+    first = run_json(capsys, "remember", unique("Kafka consumer lag alert fired"),
+                     "--config", config)["memory_id"]
+    second = run_json(capsys, "remember", unique("Lag came from a slow downstream DB"),
+                      "--config", config)["memory_id"]
+    created = run_json(capsys, "episodes", "create", "Kafka lag incident", first,
+                       "--config", config)
+    episode = created["episode_id"]
+    code, out, _ = run(capsys, "episodes", "add", episode, second, "--config", config)
+    assert code == 0 and out.strip() == f"Added {second} to {episode}"
+    code, out, _ = run(capsys, "episodes", "list", "--config", config)
+    assert code == 0 and episode in out and "Kafka lag incident" in out
+    shown = run_json(capsys, "episodes", "show", episode, "--timeline", "--config", config)
+    assert set(shown["memory_ids"]) == {first, second} and len(shown["timeline"]) == 2
+    code, out, _ = run(capsys, "episodes", "show", episode, "--config", config)
+    assert code == 0 and "title: Kafka lag incident" in out
+    chain = run_json(capsys, "episodes", "chain", episode, "--config", config)
+    assert chain["root_id"] == episode and chain["count"] == 1
+    found = run_json(capsys, "episodes", "search", "Kafka lag", "--since", "2020-01-01",
+                     "--config", config)
+    assert found["query"] == "Kafka lag" and isinstance(found["episodes"], list)
+    code, out, _ = run(capsys, "episodes", "replay", "Kafka lag", "--config", config)
+    assert code == 0 and "Kafka lag" in out
+    code, _, err = run(capsys, "episodes", "search", "x", "--since", "soon", "--config", config)
+    assert code == 1 and "time_start" in err
+    for action, expected in (("remove", f"Removed {second}"), ("close", "Closed"),
+                             ("regenerate", "Queued"), ("delete", "Deleted")):
+        extra = [second] if action == "remove" else []
+        code, out, err = run(capsys, "episodes", action, episode, *extra, "--config", config)
+        assert code == 0 and out.startswith(expected), err
+    code, _, err = run(capsys, "episodes", "show", episode, "--config", config)
+    assert code == 1 and episode in err
+    assert isinstance(run_json(capsys, "costs", "--config", config), dict)
+
+
+# -- against a running daemon ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def at_daemon(daemon: Daemon, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(daemon.home))
+    for name in ("TRIBAL_MEMORY_TOKEN", "TRIBAL_MEMORY_CONFIG"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    return str(daemon.config_path)
+
+
+def test_commands_use_the_daemon(daemon: Daemon, at_daemon: str, capsys: Capture) -> None:
+    # The daemon holds the store: a command that opened it itself would exit 2.
+    content = unique("Feature flags live in LaunchDarkly project web")
+    stored = run_json(capsys, "remember", content, "--source-type", "auto_capture",
+                      "--context", "standup", "--config", at_daemon)
+    memory = httpx.get(f"{daemon.url}/v1/memory/{stored['memory_id']}", trust_env=False).json()
+    assert memory["content"] == content and memory["source_type"] == "AUTO_CAPTURE"
+    assert memory["context"] == "standup"
+    code, out, _ = run(capsys, "recall", "where are feature flags", "--config", at_daemon)
+    assert code == 0 and stored["memory_id"] in out
+    code, out, _ = run(capsys, "status", "--config", at_daemon)
+    assert code == 0 and f"daemon: running at {daemon.url}" in out
+    code, _, err = run(capsys, "costs", "--config", at_daemon)
+    assert code == 1 and "Episode feature not enabled" in err
+    code, out, _ = run(capsys, "forget", stored["memory_id"], "--config", at_daemon)
+    assert code == 0
+    assert httpx.get(f"{daemon.url}/v1/memory/{stored['memory_id']}",
+                     trust_env=False).status_code == 404
+    code, _, err = run(capsys, "reembed", "--config", at_daemon)
+    assert code == 1 and "stop it first" in err
+
+
+def test_daemon_client_matches_the_api(daemon: Daemon) -> None:
+    async def scenario() -> None:
+        client = DaemonClient(daemon.config())
+        try:
+            result = await client.remember(unique("Client parity check"), tags=["parity"])
+            assert set(result) >= {"success", "memory_id", "duplicate_of", "episode_id"}
+            got = await client.get_memory(result["memory_id"])
+            assert got["tags"] == ["parity"]
+            batch = await client.remember_batch([{"content": unique("batch via client")}])
+            assert batch["stored"] == 1
+            with pytest.raises(NotFound):
+                await client.get_memory(str(uuid.uuid4()))
+            with pytest.raises(InvalidInput, match="content must be a string"):
+                await client.remember(None)
+            with pytest.raises(InvalidInput, match="is not a memory id"):
+                await client.forget("../../v1/stats")
+            with pytest.raises(FeatureDisabled, match="Episode feature not enabled"):
+                await client.episodes_list()
+            with pytest.raises(InvalidInput, match="limit must be an integer"):
+                await client.episodes_list(limit="5")
+            assert client.health()["status"] == "ok"
+            assert (await client.stats())["total_memories"] >= 2
+        finally:
+            await client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_daemon_client_auth_and_rotation(daemon: Daemon) -> None:
+    auth = TokenStore(daemon.home / "auth.json")
+    token = generate_token()
+    auth.save(token)
+    try:
+        with pytest.raises(AuthRequired, match="missing bearer token"):
+            asyncio.run(DaemonClient(daemon.config()).stats())
+        allowed = asyncio.run(DaemonClient(daemon.config(), token=token).stats())
+        assert allowed["total_memories"] >= 0
+        assert find_daemon(daemon.config()) is not None  # health needs no token
+    finally:
+        auth.path.unlink()
+    assert isinstance(asyncio.run(DaemonClient(daemon.config()).stats()), dict)
+
+
+def test_daemon_logs_ready_and_the_missing_token(daemon: Daemon, at_daemon: str,
+                                                 capsys: Capture) -> None:
+    code, out, _ = run(capsys, "service", "logs", "-n", "200", "--config", at_daemon)
+    assert code == 0 and f"ready: http://127.0.0.1:{daemon.port}" in out
+    code, out, _ = run(capsys, "service", "logs", "--grep", "NO API TOKEN", "--config", at_daemon)
+    assert code == 0 and out.count("\n") >= 1 and "WARNING" in out
+    assert all("no api token" in line.lower() for line in out.splitlines())
+
+
+def test_busy_port_exits_2(daemon: Daemon, tmp_path: Path) -> None:
+    other = write_config(tmp_path / "other", server={"port": daemon.port},
+                         episodes={"enabled": False})
+    done = subprocess.run([sys.executable, "-m", "tribalmemory", "serve", "--config", str(other)],
+                          env=subprocess_env(tmp_path / "other", tmp_path), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and f"cannot listen on 127.0.0.1:{daemon.port}" in done.stderr
+
+
+# -- background daemon: ensure_daemon and service stop ---------------------------------------------
+
+
+def test_ensure_daemon_starts_one_and_service_stop_stops_it(tm_home: Path, tmp_path: Path,
+                                                            capsys: Capture) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    path = write_config(tm_home, server={"port": port}, episodes={"enabled": False})
+    config = load_config(path)
+    assert find_daemon(config) is None
+    client = ensure_daemon(config, path)
+    try:
+        assert client.health()["status"] == "ok"
+        assert ensure_daemon(config, path).base_url == client.base_url  # found, not started
+        assert (tm_home / "daemon.pid").exists()
+    finally:
+        code, out, err = run(capsys, "service", "stop", "--config", str(path))
+    assert code == 0 and out.startswith("stopped the daemon"), err
+    assert find_daemon(config) is None and not (tm_home / "daemon.pid").exists()
+    assert "ready:" in (tm_home / "logs" / "server.log").read_text()
+
+
+def test_ensure_daemon_reports_a_daemon_that_cannot_start(tm_home: Path) -> None:
+    path = write_config(tm_home, server={"port": 1, "host": "0.0.0.0"})
+    with pytest.raises(DaemonStartError, match="exited with code 2") as caught:
+        ensure_daemon(load_config(path), path, timeout=60)
+    assert "without an API token" in str(caught.value)
+
+
+# -- init ------------------------------------------------------------------------------------------
+
+
+def test_init_registers_idempotently_and_keeps_other_entries(tm_home: Path,
+                                                             capsys: Capture) -> None:
+    home = Path.home()
+    claude = home / ".claude.json"
+    claude.write_text(json.dumps({"numStartups": 3, "mcpServers": {"other": {"command": "x"}}}))
+    codex = home / ".codex" / "config.toml"
+    codex.parent.mkdir()
+    codex.write_text('model = "o3"\n\n[mcp_servers.other]\ncommand = "y"\n\n'
+                     '[mcp_servers.tribal-memory]\nurl = "http://old"\n\n'
+                     '# keep this comment\n[profiles.fast]\nmodel = "mini"\n')
+    desktop = home / ".config" / "Claude" / "claude_desktop_config.json"
+
+    code, out, err = run(capsys, "init", "--claude-code", "--codex", "--claude-desktop")
+    assert code == 0, err
+    assert "Claude Code: added" in out and "Codex: updated" in out
+    assert "Claude Desktop: added" in out
+
+    claude_data = json.loads(claude.read_text())
+    assert claude_data["numStartups"] == 3 and claude_data["mcpServers"]["other"] == {
+        "command": "x"}
+    entry = claude_data["mcpServers"]["tribal-memory"]
+    assert entry["type"] == "stdio" and entry["args"][-1] == "mcp"
+    codex_data = tomllib.loads(codex.read_text())
+    assert codex_data["model"] == "o3" and codex_data["profiles"] == {"fast": {"model": "mini"}}
+    assert codex_data["mcp_servers"]["other"] == {"command": "y"}
+    assert codex_data["mcp_servers"]["tribal-memory"] == {"command": entry["command"],
+                                                          "args": entry["args"]}
+    assert "# keep this comment" in codex.read_text()
+    assert json.loads(desktop.read_text())["mcpServers"]["tribal-memory"]["args"] == entry["args"]
+
+    before = [p.read_bytes() for p in (claude, codex, desktop)]
+    code, out, _ = run(capsys, "init", "--claude-code", "--codex", "--claude-desktop")
+    assert code == 0 and out.count("already registered") == 3
+    assert [p.read_bytes() for p in (claude, codex, desktop)] == before
+
+
+def test_init_keeps_user_keys_and_refuses_broken_files(tm_home: Path, capsys: Capture) -> None:
+    claude = Path.home() / ".claude.json"
+    claude.write_text(json.dumps({"mcpServers": {"tribal-memory": {
+        "command": "old", "args": [], "env": {"A": "1"}}}}))
+    assert bounded_main(["init", "--claude-code"]) == 0
+    entry = json.loads(claude.read_text())["mcpServers"]["tribal-memory"]
+    assert entry["env"] == {"A": "1"} and entry["command"] != "old"
+    claude.write_text("{not json")
+    code, _, err = run(capsys, "init", "--claude-code")
+    assert code == 1 and "not valid JSON" in err and claude.read_text() == "{not json"
+    code, _, err = run(capsys, "init")
+    assert code == 2 and "--claude-code" in err
+
+
+# -- logs ------------------------------------------------------------------------------------------
+
+
+def test_service_logs_tail_and_grep(tm_home: Path, capsys: Capture) -> None:
+    config = write_config(tm_home)
+    code, _, err = run(capsys, "service", "logs", "--config", str(config))
+    assert code == 1 and "no log file" in err
+    log = tm_home / "logs" / "server.log"
+    log.parent.mkdir()
+    log.write_text("".join(f"line {i} {'ERROR boom' if i % 3 == 0 else 'ok'}\n"
+                           for i in range(10)))
+    code, out, _ = run(capsys, "service", "logs", "-n", "2", "--config", str(config))
+    assert out.splitlines() == ["line 8 ok", "line 9 ERROR boom"]
+    code, out, _ = run(capsys, "service", "logs", "--grep", "error", "--config", str(config))
+    assert out.splitlines() == [f"line {i} ERROR boom" for i in (0, 3, 6, 9)]
+
+
+def test_follow_yields_new_lines_and_survives_rotation(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("old line\n")
+    lines = follow(log, grep="keep", poll=0)
+    assert next(lines) is None
+    with log.open("a") as handle:
+        handle.write("keep one\ndrop this\nkeep tw")
+    assert next(lines) == "keep one"
+    assert next(lines) is None  # the half-written line is not shown yet
+    with log.open("a") as handle:
+        handle.write("o\n")
+    assert next(lines) == "keep two"
+    log.rename(tmp_path / "server.log.1")
+    log.write_text("keep after rotation\n")
+    assert next(lines) == "keep after rotation"
+    lines.close()

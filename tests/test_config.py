@@ -1,0 +1,105 @@
+"""Configuration: validation messages name the key, .env loading, the example file, CLI exit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers_http import subprocess_env
+
+from tribalmemory.cli.main import main
+from tribalmemory.config import Config, ConfigError, example_yaml, load_config, load_env
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "config.example.yaml"
+CONFIG_DOC = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("text", "fragments"), [
+    ("server:\n  port: abc\n", ["server.port", "expected an integer", "'abc'"]),
+    ("server:\n  port: 70000\n", ["server.port", "out of range", "65535"]),
+    ("server:\n  port: true\n", ["server.port", "integer"]),
+    ("server:\n  bogus: 1\n", ["server.bogus", "unknown key", "max_body_bytes"]),
+    ("colour: blue\n", ["colour", "unknown key"]),
+    ("server: 5\n", ["server", "mapping"]),
+    ("server:\n  log_level: loud\n", ["server.log_level", "loud", "debug, info"]),
+    ("episodes:\n  enabled: 'yes'\n", ["episodes.enabled", "true or false"]),
+    ("episodes:\n  ambiguous_band: 1.5\n", ["episodes.ambiguous_band", "out of range"]),
+    ("memory:\n  dedup_threshold: null\n", ["memory.dedup_threshold", "must not be empty"]),
+    ("- a list\n", ["mapping"]),
+    ("server: [unclosed\n", ["not valid YAML"]),
+])
+def test_bad_config_names_the_key(tmp_path: Path, text: str, fragments: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path / "config.yaml", text))
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    monkeypatch.setenv("TRIBAL_MEMORY_CONFIG", str(tmp_path / "gone.yaml"))
+    with pytest.raises(ConfigError, match="gone.yaml does not exist"):
+        load_config()
+
+
+def test_missing_default_file_means_defaults(tm_home: Path) -> None:
+    config = load_config()
+    assert config.server.port == 18790 and config.data_path == tm_home
+
+
+def test_values_and_env_config_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path / "c.yaml", "server:\n  port: 19000\nepisodes:\n  ambiguous_band: 0\n")
+    monkeypatch.setenv("TRIBAL_MEMORY_CONFIG", str(path))
+    config = load_config()
+    assert config.server.port == 19000 and config.episodes.ambiguous_band == 0.0
+    assert isinstance(config.episodes.ambiguous_band, float)
+
+
+def test_env_file_does_not_override(tm_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tm_home / ".env", "TM_TEST_SET=from-file\nTM_TEST_NEW=from-file\n")
+    monkeypatch.setenv("TM_TEST_SET", "from-shell")
+    monkeypatch.setenv("TM_TEST_NEW", "")
+    monkeypatch.delenv("TM_TEST_NEW")  # teardown removes what load_env sets
+    load_env()
+    assert os.environ["TM_TEST_SET"] == "from-shell"
+    assert os.environ["TM_TEST_NEW"] == "from-file"
+
+
+def test_example_file_is_generated_from_the_schema() -> None:
+    assert EXAMPLE.read_text(encoding="utf-8") == example_yaml()
+    parsed = yaml.safe_load(example_yaml())
+    default = Config()
+    assert parsed["server"]["port"] == default.server.port
+    assert load_config(EXAMPLE).episodes == default.episodes
+
+
+def test_configuration_doc_embeds_the_example() -> None:
+    assert example_yaml() in CONFIG_DOC.read_text(encoding="utf-8")
+
+
+def test_cli_config_error_exits_2_with_message(tm_home: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tm_home / "bad.yaml", "server:\n  port: -1\n")
+    assert main(["stats", "--config", str(path)]) == 2
+    assert "configuration error: server.port" in capsys.readouterr().err
+
+
+def test_serve_config_error_exits_2_without_traceback(tm_home: Path, tmp_path: Path) -> None:
+    path = write(tm_home / "bad.yaml", "storage:\n  colection: x\n")
+    done = subprocess.run([sys.executable, "-m", "tribalmemory", "serve", "--config", str(path)],
+                          env=subprocess_env(tm_home, tmp_path), capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
+    assert "storage.colection: unknown key" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,214 @@
+"""Memory and episode commands: one TribalAPI call each, against the daemon or the store.
+
+Each command is ``async def (api, args) -> int`` where ``api`` is a
+:class:`~tribalmemory.client.DaemonClient` when a daemon answers, else the in-process
+:class:`~tribalmemory.api.TribalAPI` of a runtime opened for this one command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..client import DaemonClient, find_daemon
+from ..config import Config
+from ..errors import TribalError
+from .output import print_json, print_mapping, shorten, table, width
+
+Api = Any  # TribalAPI or DaemonClient: the same methods
+Command = Callable[[Api, argparse.Namespace], Awaitable[int]]
+
+
+async def with_api(config: Config, command: Command, args: argparse.Namespace) -> int:
+    """Run ``command`` against the daemon if one answers, else against the store directly."""
+    client = find_daemon(config)
+    if client is not None:
+        try:
+            return await command(client, args)
+        finally:
+            await client.aclose()
+    from ..runtime import start_runtime
+
+    runtime = await start_runtime(config)
+    try:
+        return await command(runtime.api, args)
+    finally:
+        await runtime.stop()
+
+
+def _text_argument(value: str) -> str:
+    return sys.stdin.read() if value == "-" else value
+
+
+# -- memories ---------------------------------------------------------------------------------
+
+
+async def remember(api: Api, args: argparse.Namespace) -> int:
+    result = await api.remember(_text_argument(args.text), source_type=args.source_type,
+                                source_instance=args.source_instance, tags=args.tag or None,
+                                context=args.context, skip_dedup=args.force or None)
+    if args.json:
+        print_json(result)
+    elif result["success"]:
+        episode = f" (episode {result['episode_id']})" if result.get("episode_id") else ""
+        print(f"Stored {result['memory_id']}{episode}")
+    else:
+        print(f"Not stored: {result.get('error') or 'duplicate'}")
+    return 0
+
+
+async def recall(api: Api, args: argparse.Namespace) -> int:
+    result = await api.recall(args.query, limit=args.limit, tags=args.tag or None)
+    if args.json:
+        print_json(result)
+        return 0
+    if not result["results"]:
+        print("No memories found.")
+    for rank, hit in enumerate(result["results"], 1):
+        memory = hit["memory"]
+        tags = f"  [{', '.join(memory['tags'])}]" if memory["tags"] else ""
+        print(f"{rank}. {hit['similarity_score']:.3f}  {memory['id']}  {memory['source_type']}  "
+              f"{memory['created_at'][:10]}{tags}")
+        print(f"   {shorten(memory['content'], width() - 3)}")
+    return 0
+
+
+async def forget(api: Api, args: argparse.Namespace) -> int:
+    result = await api.forget(args.id)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"Forgot {result['memory_id']}")
+    return 0
+
+
+async def stats(api: Api, args: argparse.Namespace) -> int:
+    result = await api.stats()
+    print_json(result) if args.json else print_mapping(result)
+    return 0
+
+
+async def costs(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episode_costs()
+    print_json(result) if args.json else print_mapping(result)
+    return 0
+
+
+async def status(api: Api, args: argparse.Namespace, url: str) -> int:
+    """Daemon or local, then everything health returns and the memory counts."""
+    daemon = {"running": isinstance(api, DaemonClient), "url": url}
+    health = api.health()
+    try:
+        counts: dict[str, Any] = await api.stats()
+    except TribalError as exc:
+        counts = {"error": exc.message}
+    if args.json:
+        print_json({"daemon": daemon, "health": health, "stats": counts})
+        return 0
+    if daemon["running"]:
+        print(f"daemon: running at {daemon['url']}")
+    else:
+        print(f"daemon: not running (no answer at {daemon['url']}); read the store directly")
+    print_mapping(health)
+    print_mapping({"stats": counts})
+    return 0
+
+
+# -- episodes ---------------------------------------------------------------------------------
+
+
+async def episodes_list(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episodes_list(status=args.status, limit=args.limit, offset=args.offset,
+                                     outcome=args.outcome, tag=args.tag,
+                                     participant=args.participant)
+    print_json(result) if args.json else print_episodes(result["episodes"])
+    return 0
+
+
+def print_episodes(episodes: list[dict[str, Any]]) -> None:
+    if not episodes:
+        print("No episodes.")
+        return
+    rows = [[e.get("id"), e.get("status"), e.get("memory_count"),
+             (e.get("last_activity_at") or e.get("updated_at") or "")[:16],
+             e.get("title")] for e in episodes]
+    print(table(["ID", "STATUS", "MEMORIES", "LAST ACTIVE", "TITLE"], rows))
+
+
+async def episodes_search(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episodes_search(args.query, time_start=args.since, time_end=args.until,
+                                       status=args.status, limit=args.limit)
+    print_json(result) if args.json else print_episodes(result["episodes"])
+    return 0
+
+
+async def episodes_replay(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episodes_replay(args.topic, limit=args.limit)
+    print_json(result) if args.json else print(result["text"])
+    return 0
+
+
+async def episodes_chain(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episode_chain(args.id)
+    print_json(result) if args.json else print_episodes(result["chain"])
+    return 0
+
+
+async def episodes_show(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episode_get(args.id, include_timeline=args.timeline or None)
+    if args.json:
+        print_json(result)
+        return 0
+    episode = dict(result.get("episode", {}))
+    summary = episode.pop("summary", None)
+    print_mapping(episode)
+    if summary:
+        print(f"\nsummary:\n{summary}")
+    if result.get("timeline"):
+        print("\ntimeline:")
+        for item in result["timeline"]:
+            mark = "*" if item.get("key_moment") else " "
+            print(f"{mark} {str(item.get('created_at'))[:16]}  {item.get('memory_id')}  "
+                  f"{shorten(item.get('content', ''), width() - 60)}")
+    elif result.get("memory_ids"):
+        print(f"\nmemory_ids: {', '.join(result['memory_ids'])}")
+    return 0
+
+
+async def episodes_create(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episode_create(args.title, args.memory_ids,
+                                      parent_episode_id=args.parent)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"Created {result['episode_id']} with {result['memory_count']} memories")
+    return 0
+
+
+def simple(method: str, done: str) -> Command:
+    """A command that calls ``api.<method>(id[, memory_id])`` and says ``done``."""
+
+    async def run(api: Api, args: argparse.Namespace) -> int:
+        ids = [args.id] + ([args.memory_id] if getattr(args, "memory_id", None) else [])
+        result = await getattr(api, method)(*ids)
+        print_json(result) if args.json else print(done.format(*ids))
+        return 0
+
+    return run
+
+
+EPISODE_ACTIONS: dict[str, Command] = {
+    "list": episodes_list,
+    "show": episodes_show,
+    "create": episodes_create,
+    "search": episodes_search,
+    "replay": episodes_replay,
+    "chain": episodes_chain,
+    "add": simple("episode_add", "Added {1} to {0}"),
+    "remove": simple("episode_remove", "Removed {1} from {0}"),
+    "close": simple("episode_close", "Closed {0}"),
+    "regenerate": simple("episode_regenerate", "Queued a full summary regeneration of {0}"),
+    "delete": simple("episode_delete", "Deleted {0} (its memories are kept)"),
+}

@@ -1,0 +1,175 @@
+"""``tribalmemory init``: register ``tribalmemory mcp`` in MCP clients' configuration files.
+
+Only the ``tribal-memory`` entry is written; every other entry and setting is kept. Running it
+again changes nothing. A file that cannot be parsed is left alone with an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..interfaces.auth import write_atomic
+from .output import CliError
+
+NAME = "tribal-memory"
+
+
+def server_command(config_path: str | None) -> tuple[str, list[str]]:
+    """The command an MCP client runs: the installed script, else this Python's ``-m``."""
+    extra = ["--config", str(Path(config_path).expanduser().resolve())] if config_path else []
+    script = shutil.which("tribalmemory")
+    if script:
+        return str(Path(script).resolve()), ["mcp", *extra]
+    return sys.executable, ["-m", "tribalmemory", "mcp", *extra]
+
+
+def claude_desktop_path() -> Path:
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "Claude" / \
+            "claude_desktop_config.json"
+    if sys.platform == "win32":
+        return Path(os.environ.get("APPDATA", Path.home())) / "Claude" / \
+            "claude_desktop_config.json"
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "Claude" / "claude_desktop_config.json"
+
+
+def codex_path() -> Path:
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
+
+
+def _merged(old: Any, entry: dict[str, Any]) -> dict[str, Any]:
+    """Our entry over the old one, keeping the user's extra keys (``env``, timeouts...).
+
+    An HTTP registration (with ``url``) is replaced whole: its keys mean nothing for stdio.
+    """
+    return {**old, **entry} if isinstance(old, dict) and "url" not in old else entry
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777 if path.exists() else 0o600
+
+
+def register_json(path: Path, entry: dict[str, Any]) -> str:
+    """Set ``mcpServers["tribal-memory"]`` in a JSON file; 'added', 'updated' or 'unchanged'."""
+    data: Any = {}
+    if path.exists():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8") or "{}")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CliError(f"{path} is not valid JSON ({exc}); nothing changed") from None
+    servers = data.setdefault("mcpServers", {}) if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise CliError(f"{path}: expected an object with an 'mcpServers' object; "
+                       "nothing changed")
+    old = servers.get(NAME)
+    new = _merged(old, entry)
+    if new == old:
+        return "unchanged"
+    servers[NAME] = new
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", _mode(path))
+    return "added" if old is None else "updated"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a valid TOML basic string
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}"
+                                for k, v in value.items()) + " }"
+    raise CliError(f"cannot rewrite a value of type {type(value).__name__}; edit by hand")
+
+
+HEADER = re.compile(r"""^\s*\[\s*mcp_servers\s*\.\s*(tribal-memory|"tribal-memory"|'tribal-memory')
+                        \s*[.\]]""", re.VERBOSE)
+
+
+def _without_table(text: str) -> str:
+    """``text`` without the ``[mcp_servers.tribal-memory]`` table and its sub-tables."""
+    kept: list[str] = []
+    held: list[str] = []  # comments and blank lines at the end of our table: the next one's
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            skipping = bool(HEADER.match(line))
+            kept.extend([] if skipping else held)
+            held = []
+        if not skipping:
+            kept.append(line)
+        elif not stripped or stripped.startswith("#"):
+            held.append(line)
+        else:
+            held = []
+    return "".join(kept)
+
+
+def _others(data: dict[str, Any]) -> dict[str, Any]:
+    servers = {k: v for k, v in data.get("mcp_servers", {}).items() if k != NAME}
+    rest = {k: v for k, v in data.items() if k != "mcp_servers"}
+    return rest | ({"mcp_servers": servers} if servers else {})
+
+
+def register_toml(path: Path, entry: dict[str, Any]) -> str:
+    """Set ``[mcp_servers.tribal-memory]`` in Codex's config.toml, keeping everything else."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CliError(f"{path} is not valid TOML ({exc}); nothing changed") from None
+    old = data.get("mcp_servers", {}).get(NAME)
+    new = _merged(old, entry)
+    if new == old:
+        return "unchanged"
+    kept = _without_table(text).rstrip()
+    lines = [f"[mcp_servers.{NAME}]"] + [f"{k} = {_toml_value(v)}" for k, v in new.items()]
+    result = (kept + "\n\n" if kept else "") + "\n".join(lines) + "\n"
+    try:
+        written = tomllib.loads(result)
+    except tomllib.TOMLDecodeError:
+        written = {}
+    if _others(written) != _others(data) or written.get("mcp_servers", {}).get(NAME) != new:
+        raise CliError(f"{path} defines {NAME} in a form this command cannot edit safely; "
+                       f"add [mcp_servers.{NAME}] by hand: {json.dumps(new)}")
+    write_atomic(path, result, _mode(path))
+    return "added" if old is None else "updated"
+
+
+def init(args: argparse.Namespace, config: Config) -> int:
+    """Register the MCP server in each chosen client; print what changed."""
+    command, arguments = server_command(args.config)
+    targets = [
+        ("Claude Code", args.claude_code, Path.home() / ".claude.json",
+         {"type": "stdio", "command": command, "args": arguments}, register_json),
+        ("Codex", args.codex, codex_path(), {"command": command, "args": arguments},
+         register_toml),
+        ("Claude Desktop", args.claude_desktop, claude_desktop_path(),
+         {"command": command, "args": arguments}, register_json),
+    ]
+    chosen = [t for t in targets if t[1]]
+    if not chosen:
+        raise CliError("choose at least one client: --claude-code, --codex, --claude-desktop", 2)
+    for label, _, path, entry, register in chosen:
+        outcome = register(path, entry)
+        if outcome == "unchanged":
+            print(f"{label}: {NAME} already registered in {path}")
+        else:
+            print(f"{label}: {outcome} {NAME} in {path} ({command} {' '.join(arguments)})")
+    print("Restart the client(s) to load the server. It reaches the daemon (starting it when "
+          "needed) and reads the token from ~/.tribal-memory/.env.")
+    return 0

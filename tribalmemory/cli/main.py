@@ -1,0 +1,231 @@
+"""``tribalmemory``: the command line (argparse). Exit codes: 0 ok, 1 failed, 2 usage/config.
+
+Memory and episode commands talk to the daemon when one answers on the configured port, else
+open the store for the one command. ``--json`` prints the API's JSON instead of text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .. import __version__
+from ..config import Config, ConfigError, load_config, load_env
+from .output import CliError
+
+Handler = Callable[[argparse.Namespace, Config], int]
+
+
+def _api(name: str) -> Handler:
+    """A handler that runs ``commands.<name>`` with a daemon client or a local runtime."""
+
+    def handler(args: argparse.Namespace, config: Config) -> int:
+        from . import commands
+
+        command: Any
+        if name == "episodes":
+            command = commands.EPISODE_ACTIONS[args.action]
+        elif name == "status":
+            from ..client import daemon_url
+
+            command = functools.partial(commands.status, url=daemon_url(config))
+        else:
+            command = getattr(commands, name)
+        return asyncio.run(commands.with_api(config, command, args))
+
+    return handler
+
+
+def _lazy(module: str, name: str) -> Handler:
+    def handler(args: argparse.Namespace, config: Config) -> int:
+        from importlib import import_module
+
+        result: int = getattr(import_module(f"tribalmemory.cli.{module}"), name)(args, config)
+        return result
+
+    return handler
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return int(text)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
+                        help="configuration file (default: $TRIBAL_MEMORY_CONFIG, else "
+                             "~/.tribal-memory/config.yaml)")
+    output = argparse.ArgumentParser(add_help=False, parents=[common])
+    output.add_argument("--json", action="store_true", help="print JSON")
+
+    parser = argparse.ArgumentParser(
+        prog="tribalmemory", description="Shared memory for AI agents.")
+    parser.add_argument("--version", action="version", version=f"tribalmemory {__version__}")
+    parser.add_argument("--config", metavar="PATH", default=None, help=argparse.SUPPRESS)
+    parser.set_defaults(handler=None)
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    def add(name: str, handler: Handler, text: str, parents: list[Any] | None = None
+            ) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=text, description=text,
+                                 parents=parents if parents is not None else [output])
+        command.set_defaults(handler=handler)
+        return command
+
+    serve = add("serve", _lazy("service", "serve"), "run the daemon (REST + MCP)", [common])
+    serve.add_argument("--host", help="address to bind (default: server.host)")
+    serve.add_argument("--port", type=_port, help="TCP port (default: server.port)")
+    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    serve.add_argument("--background", action="store_true",
+                       help="log to the log file only (used when started by a client)")
+
+    cmd = add("remember", _api("remember"), "store a memory")
+    cmd.add_argument("text", help="the memory; '-' reads standard input")
+    cmd.add_argument("--tag", action="append", help="a tag (repeatable)")
+    cmd.add_argument("--source-type", help="USER_EXPLICIT (default), AUTO_CAPTURE, ...")
+    cmd.add_argument("--source-instance", help="who stores it (default: memory config)")
+    cmd.add_argument("--context", help="where it came from")
+    cmd.add_argument("--force", action="store_true", help="store even a near-duplicate")
+
+    cmd = add("recall", _api("recall"), "search memories")
+    cmd.add_argument("query")
+    cmd.add_argument("--limit", type=_positive, help="results (1-50, default 5)")
+    cmd.add_argument("--tag", action="append", help="only memories with this tag (repeatable)")
+
+    cmd = add("forget", _api("forget"), "delete a memory")
+    cmd.add_argument("id", help="memory id")
+
+    add("status", _api("status"), "daemon, version, store and episode engine state")
+    add("stats", _api("stats"), "memory counts")
+    add("costs", _api("costs"), "LLM spend of the episode engine")
+
+    episodes = sub.add_parser("episodes", help="list and edit episodes").add_subparsers(
+        title="actions", metavar="ACTION", required=True)
+
+    def action(name: str, text: str) -> argparse.ArgumentParser:
+        command = episodes.add_parser(name, help=text, description=text, parents=[output])
+        command.set_defaults(handler=_api("episodes"), action=name)
+        return command
+
+    cmd = action("list", "episodes, most recently active first")
+    cmd.add_argument("--status", choices=("active", "closed", "archived"))
+    cmd.add_argument("--limit", type=_positive)
+    cmd.add_argument("--offset", type=_positive)
+    cmd.add_argument("--outcome")
+    cmd.add_argument("--tag")
+    cmd.add_argument("--participant", help="a source_instance")
+    cmd = action("show", "one episode")
+    cmd.add_argument("id")
+    cmd.add_argument("--timeline", action="store_true", help="include the member memories")
+    cmd = action("search", "episodes matching a query (recent ones first among equals)")
+    cmd.add_argument("query")
+    cmd.add_argument("--since", metavar="TIME", help="active at or after (ISO 8601)")
+    cmd.add_argument("--until", metavar="TIME", help="started at or before (ISO 8601)")
+    cmd.add_argument("--status", choices=("active", "closed", "archived"))
+    cmd.add_argument("--limit", type=_positive)
+    cmd = action("replay", "the episodes about a topic, oldest first")
+    cmd.add_argument("topic")
+    cmd.add_argument("--limit", type=_positive)
+    cmd = action("chain", "the chain of episodes one belongs to, root first")
+    cmd.add_argument("id")
+    cmd = action("create", "create an episode from memories")
+    cmd.add_argument("title")
+    cmd.add_argument("memory_ids", nargs="+", metavar="MEMORY_ID")
+    cmd.add_argument("--parent", help="the episode this one continues")
+    for name, text in (("add", "add a memory to an episode"),
+                       ("remove", "take a memory out of an episode")):
+        cmd = action(name, text)
+        cmd.add_argument("id", help="episode id")
+        cmd.add_argument("memory_id")
+    for name, text in (("close", "close an episode"),
+                       ("regenerate", "regenerate an episode's summary"),
+                       ("delete", "delete an episode (its memories stay)")):
+        action(name, text).add_argument("id", help="episode id")
+
+    cmd = add("token", _lazy("tokens", "token"), "manage the API token", [common])
+    cmd.add_argument("action", choices=("generate", "rotate", "show"))
+    cmd.add_argument("--reveal", action="store_true", help="print the whole token")
+
+    service = sub.add_parser("service", help="the background daemon").add_subparsers(
+        title="actions", metavar="ACTION", required=True)
+    cmd = service.add_parser("logs", help="show the daemon's log", parents=[common])
+    cmd.set_defaults(handler=_lazy("service", "logs"))
+    cmd.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    cmd.add_argument("-n", "--lines", type=_positive, default=50, help="lines (default 50)")
+    cmd.add_argument("--grep", metavar="TEXT", help="only lines containing TEXT")
+    service.add_parser("start", help="start the daemon in the background", parents=[common]
+                       ).set_defaults(handler=_lazy("service", "start"))
+    service.add_parser("stop", help="stop the daemon", parents=[common]
+                       ).set_defaults(handler=_lazy("service", "stop"))
+
+    add("mcp", _lazy("service", "mcp"), "MCP server on stdio (for agent clients)", [common])
+    add("reembed", _lazy("service", "reembed"),
+        "recompute every vector with the configured model (daemon stopped)", [common])
+    cmd = add("init", _lazy("init", "init"), "register the MCP server in agent clients",
+              [common])
+    cmd.add_argument("--claude-code", action="store_true", help="~/.claude.json")
+    cmd.add_argument("--codex", action="store_true", help="~/.codex/config.toml")
+    cmd.add_argument("--claude-desktop", action="store_true",
+                     help="claude_desktop_config.json")
+    return parser
+
+
+def _fail(message: str, detail: Any = None) -> None:
+    print(f"tribalmemory: {message}", file=sys.stderr)
+    if detail not in (None, "", [], {}):
+        text = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False)
+        print(f"  {text}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    from ..embeddings import EmbeddingModelError
+    from ..errors import TribalError
+    from ..storage.base import StorageError, StoreLockedError
+
+    try:
+        load_env()
+        config = load_config(args.config)
+        return int(args.handler(args, config))
+    except ConfigError as exc:
+        _fail(f"configuration error: {exc}")
+        return 2
+    except StoreLockedError as exc:
+        _fail(f"{exc}", "`tribalmemory status` shows whether a daemon answers on the "
+                        "configured port")
+        return 2
+    except CliError as exc:
+        _fail(exc.message)
+        return exc.code
+    except TribalError as exc:
+        _fail(exc.message, exc.detail)
+        return 1
+    except (StorageError, EmbeddingModelError) as exc:
+        _fail(str(exc))
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away (e.g. `| head`)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The daemon's life: ``serve``, ``service start|stop|logs``, and ``reembed`` (daemon stopped)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from ..client import daemon_url, ensure_daemon, find_daemon
+from ..config import Config
+from ..interfaces.auth import check_bind, token_store
+from ..logs import follow, log_file, setup_logging, tail
+from ..runtime import start_runtime
+from .output import CliError, ProgressBar
+
+log = logging.getLogger("tribalmemory.serve")
+
+STOP_TIMEOUT = 20.0
+
+
+def pid_file(config: Config) -> Path:
+    return config.data_path / "daemon.pid"
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Claim the port before loading anything (clients see 'refused' until the app serves)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}. Is another "
+                       "daemon running there? (`tribalmemory status`)", 2) from None
+    return sock
+
+
+def serve(args: argparse.Namespace, config: Config) -> int:
+    """``tribalmemory serve``: the daemon in the foreground."""
+    server = config.server
+    server.host = args.host or server.host
+    server.port = args.port or server.port
+    server.log_level = args.log_level or server.log_level
+    setup_logging(server.log_level, log_file(config), stderr=not args.background)
+    tokens = token_store(config)
+    check_bind(server.host, tokens)
+    if not tokens.active:
+        log.warning("no API token: serving %s without authentication (loopback only); "
+                    "`tribalmemory token generate` makes every client need one", server.host)
+    sock = bind(server.host, server.port)
+    log.info("starting Tribal Memory on %s (data in %s)", daemon_url(config), config.data_path)
+    try:
+        asyncio.run(_serve(config, sock))
+    finally:
+        sock.close()
+    return 0
+
+
+async def _serve(config: Config, sock: socket.socket) -> None:
+    import uvicorn
+
+    from ..interfaces.http import create_app
+
+    started = time.monotonic()
+    runtime = await start_runtime(config)
+    pid_path = pid_file(config)
+    pid_path.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    # uvicorn re-raises the signal that stopped it once it has shut down; the runtime must
+    # still be stopped cleanly below, so make that re-raise a no-op.
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: None)
+    try:
+        app = create_app(config, runtime)
+        level = config.server.log_level
+        server = uvicorn.Server(uvicorn.Config(
+            app, log_config=None, log_level=level, access_log=level == "debug",
+            server_header=False, timeout_graceful_shutdown=10))
+        log.info("runtime ready in %.2f s", time.monotonic() - started)
+        await server.serve(sockets=[sock])
+    finally:
+        await runtime.stop()
+        if pid_path.read_text(encoding="utf-8").strip() == str(os.getpid()):
+            pid_path.unlink()
+        log.info("stopped")
+
+
+def start(args: argparse.Namespace, config: Config) -> int:
+    """``service start``: make sure a daemon runs (in the background)."""
+    client = ensure_daemon(config, args.config)
+    print(f"daemon running at {client.base_url} (logs: {log_file(config)})")
+    return 0
+
+
+def _is_daemon(pid: int) -> bool:
+    """The process exists and is a Tribal Memory daemon (not a re-used pid)."""
+    try:
+        os.kill(pid, 0)
+        command = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True,
+                                 text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "tribalmemory" in command and "serve" in command
+
+
+def stop(args: argparse.Namespace, config: Config) -> int:
+    """``service stop``: SIGTERM the daemon of this data dir and wait until it has exited."""
+    try:
+        pid = int(pid_file(config).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        pid = 0
+    if not pid or not _is_daemon(pid):
+        print("no daemon is running for this data dir")
+        return 0 if find_daemon(config) is None else 1
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while _is_daemon(pid):
+        if time.monotonic() > deadline:
+            raise CliError(f"the daemon (pid {pid}) did not stop within {STOP_TIMEOUT:g} s")
+        time.sleep(0.1)
+    print(f"stopped the daemon (pid {pid})")
+    return 0
+
+
+def logs(args: argparse.Namespace, config: Config) -> int:
+    """``service logs [-f] [-n N] [--grep TEXT]``."""
+    path = log_file(config)
+    if not path.exists():
+        raise CliError(f"no log file at {path} yet: the daemon writes it when it runs")
+    for line in tail(path, args.lines, args.grep):
+        print(line)
+    if args.follow:
+        try:
+            for new in follow(path, args.grep):
+                if new is not None:
+                    print(new, flush=True)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def reembed(args: argparse.Namespace, config: Config) -> int:
+    """``reembed``: recompute every vector with the configured model (daemon stopped)."""
+    if find_daemon(config) is not None:
+        raise CliError(f"a daemon is running at {daemon_url(config)} and holds the store: stop "
+                       "it first (`tribalmemory service stop`), then run reembed again")
+    from ..embeddings import load_embedder
+    from ..storage.reembed import reembed as run
+
+    embedder = load_embedder(config.embedding.model, config.embedding.cache_dir)
+    bar = ProgressBar("re-embedding")
+    count = run(config, embedder, bar)
+    bar.finish()
+    print(f"re-embedded {count} memories with {embedder.model_name}")
+    return 0
+
+
+def mcp(args: argparse.Namespace, config: Config) -> int:
+    """``mcp``: the MCP server over stdio, backed by the daemon (started when needed)."""
+    from ..interfaces.mcp_server import run_stdio
+
+    run_stdio(config, args.config)
+    return 0

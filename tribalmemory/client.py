@@ -1,0 +1,322 @@
+"""The running daemon over HTTP, with TribalAPI's method names, arguments and results.
+
+:class:`DaemonClient` raises the :class:`~tribalmemory.errors.TribalError` subclass that matches
+the daemon's status code, with the daemon's message, so the CLI and ``tribalmemory mcp`` treat
+a daemon exactly like an in-process :class:`~tribalmemory.api.TribalAPI`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .config import Config
+from .errors import (
+    BadQuery,
+    FeatureDisabled,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    TribalError,
+    Unavailable,
+)
+from .interfaces.auth import TOKEN_ENV
+from .interfaces.openapi import OPERATIONS, PATH_PARAMS, Param, body_fields
+
+log = logging.getLogger("tribalmemory.client")
+
+TIMEOUT = 120.0
+PROBE_TIMEOUT = 0.5
+START_TIMEOUT = 60.0
+
+
+class AuthRequired(TribalError):
+    """The daemon wants a (different) bearer token."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class ServerError(TribalError):
+    """The daemon failed (500) or answered something that is not the API."""
+
+    status = 500
+    code = "internal"
+
+
+class DaemonStartError(Unavailable):
+    """``ensure_daemon`` could not start a healthy daemon."""
+
+
+ERRORS: dict[int, type[TribalError]] = {
+    cls.status: cls for cls in (BadQuery, AuthRequired, NotFound, PayloadTooLarge,
+                                InvalidInput, FeatureDisabled, Unavailable)}
+
+
+def daemon_url(config: Config) -> str:
+    """Where clients reach the daemon (a wildcard bind is reached on loopback)."""
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(
+        config.server.host, config.server.host)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{config.server.port}"
+
+
+def _query_text(param: Param, value: Any) -> str:
+    kind = param.schema.get("type")
+    if kind == "integer" and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if kind == "boolean" and isinstance(value, bool):
+        return "true" if value else "false"
+    if kind == "string" and isinstance(value, str):
+        return value
+    names = {"integer": "an integer", "boolean": "true or false", "string": "a string"}
+    raise InvalidInput(f"{param.name} must be {names.get(str(kind), kind)}")
+
+
+class DaemonClient:
+    """HTTP client of one daemon; every coroutine method mirrors ``TribalAPI``."""
+
+    def __init__(self, config: Config, *, token: str | None = None,
+                 timeout: float = TIMEOUT) -> None:
+        self.base_url = daemon_url(config)
+        self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+        self.timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _options(self) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return {"base_url": self.base_url, "headers": headers, "timeout": self.timeout,
+                "trust_env": False}
+
+    def _async_client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client, self._loop = httpx.AsyncClient(**self._options()), loop
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            await client.aclose()
+
+    def _result(self, response: httpx.Response) -> dict[str, Any]:
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.is_success and isinstance(data, dict):
+            return data
+        if isinstance(data, dict) and isinstance(data.get("error"), str):
+            message, detail = data["error"], data.get("detail")
+        else:
+            message = f"{self.base_url} answered HTTP {response.status_code}, not the API"
+            detail = response.text[:200]
+        if response.status_code == 401:
+            detail = (f"the daemon needs its API token in {TOKEN_ENV} (environment or "
+                      "~/.tribal-memory/.env); `tribalmemory token show --reveal` prints it")
+        raise ERRORS.get(response.status_code, ServerError)(message, detail)
+
+    def _unreachable(self, exc: httpx.HTTPError) -> Unavailable:
+        if isinstance(exc, httpx.TimeoutException):
+            return Unavailable(f"the daemon at {self.base_url} did not answer within "
+                               f"{self.timeout:g} s")
+        return Unavailable(f"cannot reach the daemon at {self.base_url}: {exc}")
+
+    async def _call(self, name: str, **args: Any) -> dict[str, Any]:
+        """Send ``TribalAPI.<name>(**args)`` as its route of the route table."""
+        op = OPERATIONS[name]
+        path = op.path
+        for param in op.path_params:
+            value = PATH_PARAMS[param][1](args[param])
+            path = path.replace(f"{{{param}}}", quote(value, safe=""))
+        query = {p.name: _query_text(p, args[p.name]) for p in op.query
+                 if args.get(p.name) is not None}
+        body = None
+        if op.body is not None:
+            fields, _ = body_fields(op)
+            body = {key: value for key, value in args.items() if key in fields}
+        try:
+            response = await self._async_client().request(op.method, path, params=query,
+                                                          json=body)
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        return self._result(response)
+
+    # -- TribalAPI ------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        try:
+            with httpx.Client(**self._options()) as client:
+                response = client.get("/v1/health")
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        return self._result(response)
+
+    async def remember(self, content: Any, source_type: Any = None, source_instance: Any = None,
+                       tags: Any = None, context: Any = None, created_at: Any = None,
+                       skip_dedup: Any = None) -> dict[str, Any]:
+        return await self._call("remember", content=content, source_type=source_type,
+                                source_instance=source_instance, tags=tags, context=context,
+                                created_at=created_at, skip_dedup=skip_dedup)
+
+    async def remember_batch(self, memories: Any) -> dict[str, Any]:
+        return await self._call("remember_batch", memories=memories)
+
+    async def recall(self, query: Any, limit: Any = None, min_relevance: Any = None,
+                     tags: Any = None, source_types: Any = None, after: Any = None,
+                     before: Any = None) -> dict[str, Any]:
+        return await self._call("recall", query=query, limit=limit, min_relevance=min_relevance,
+                                tags=tags, source_types=source_types, after=after,
+                                before=before)
+
+    async def get_memory(self, memory_id: Any) -> dict[str, Any]:
+        return await self._call("get_memory", memory_id=memory_id)
+
+    async def forget(self, memory_id: Any) -> dict[str, Any]:
+        return await self._call("forget", memory_id=memory_id)
+
+    async def correct(self, memory_id: Any, content: Any, source_instance: Any = None,
+                      tags: Any = None, context: Any = None) -> dict[str, Any]:
+        return await self._call("correct", memory_id=memory_id, content=content,
+                                source_instance=source_instance, tags=tags, context=context)
+
+    async def stats(self) -> dict[str, Any]:
+        return await self._call("stats")
+
+    async def episodes_list(self, status: Any = None, limit: Any = None, offset: Any = None,
+                            outcome: Any = None, tag: Any = None,
+                            participant: Any = None) -> dict[str, Any]:
+        return await self._call("episodes_list", status=status, limit=limit, offset=offset,
+                                outcome=outcome, tag=tag, participant=participant)
+
+    async def episode_get(self, episode_id: Any, include_timeline: Any = None
+                          ) -> dict[str, Any]:
+        return await self._call("episode_get", episode_id=episode_id,
+                                include_timeline=include_timeline)
+
+    async def episode_create(self, title: Any, memory_ids: Any,
+                             parent_episode_id: Any = None) -> dict[str, Any]:
+        return await self._call("episode_create", title=title, memory_ids=memory_ids,
+                                parent_episode_id=parent_episode_id)
+
+    async def episode_add(self, episode_id: Any, memory_id: Any) -> dict[str, Any]:
+        return await self._call("episode_add", episode_id=episode_id, memory_id=memory_id)
+
+    async def episode_remove(self, episode_id: Any, memory_id: Any) -> dict[str, Any]:
+        return await self._call("episode_remove", episode_id=episode_id, memory_id=memory_id)
+
+    async def episode_close(self, episode_id: Any) -> dict[str, Any]:
+        return await self._call("episode_close", episode_id=episode_id)
+
+    async def episode_regenerate(self, episode_id: Any) -> dict[str, Any]:
+        return await self._call("episode_regenerate", episode_id=episode_id)
+
+    async def episode_delete(self, episode_id: Any) -> dict[str, Any]:
+        return await self._call("episode_delete", episode_id=episode_id)
+
+    async def episode_costs(self) -> dict[str, Any]:
+        return await self._call("episode_costs")
+
+    async def episode_chain(self, episode_id: Any) -> dict[str, Any]:
+        return await self._call("episode_chain", episode_id=episode_id)
+
+    async def episodes_replay(self, topic: Any, limit: Any = None) -> dict[str, Any]:
+        return await self._call("episodes_replay", topic=topic, limit=limit)
+
+    async def episodes_search(self, query: Any, time_start: Any = None, time_end: Any = None,
+                              status: Any = None, limit: Any = None) -> dict[str, Any]:
+        return await self._call("episodes_search", query=query, time_start=time_start,
+                                time_end=time_end, status=status, limit=limit)
+
+
+# -- finding and starting the daemon -----------------------------------------------------------
+
+
+def find_daemon(config: Config, timeout: float = PROBE_TIMEOUT) -> DaemonClient | None:
+    """A client of the daemon answering ``GET /v1/health`` on the configured port, or None."""
+    try:
+        health = DaemonClient(config, timeout=timeout).health()
+    except TribalError:
+        return None
+    return DaemonClient(config) if "version" in health else None
+
+
+@contextlib.contextmanager
+def _spawn_lock(path: Path, deadline: float) -> Iterator[None]:
+    """One process at a time starts the daemon for a data dir (others wait, then find it)."""
+    with path.open("w") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise DaemonStartError(f"another process is starting the daemon ({path})"
+                                           ) from None
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _last_lines(path: Path, count: int = 5) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-count:])
+
+
+def ensure_daemon(config: Config, config_path: str | Path | None = None,
+                  timeout: float = START_TIMEOUT) -> DaemonClient:
+    """The running daemon, after starting ``tribalmemory serve`` in the background if needed.
+
+    Waits (bounded by ``timeout``) until it answers; raises :class:`DaemonStartError`.
+    """
+    found = find_daemon(config)
+    if found is not None:
+        return found
+    deadline = time.monotonic() + timeout
+    logs = config.data_path / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with _spawn_lock(config.data_path / "daemon.lock", deadline):
+        found = find_daemon(config)
+        if found is not None:
+            return found
+        output = logs / "daemon.out"
+        command = [sys.executable, "-m", "tribalmemory", "serve", "--background",
+                   "--host", config.server.host, "--port", str(config.server.port)]
+        if config_path is not None:
+            command += ["--config", str(config_path)]
+        log.info("starting the daemon: %s", " ".join(command))
+        with output.open("ab") as sink:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink,
+                                       stderr=subprocess.STDOUT, start_new_session=True,
+                                       cwd=config.data_path)
+        while time.monotonic() < deadline:
+            found = find_daemon(config)
+            if found is not None:
+                return found
+            code = process.poll()
+            if code is not None:
+                raise DaemonStartError(
+                    f"`tribalmemory serve` exited with code {code}; from {output}:\n"
+                    + _last_lines(output))
+            time.sleep(0.2)
+        raise DaemonStartError(f"the daemon did not answer on {daemon_url(config)} within "
+                               f"{timeout:g} s; see {output} and {logs / 'server.log'}")

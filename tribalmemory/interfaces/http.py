@@ -1,0 +1,293 @@
+"""The daemon's Starlette app: the REST API of :data:`.openapi.ROUTES` plus MCP at ``/mcp``.
+
+Each route parses the transport (path ids, query string, JSON body), calls one
+:class:`~tribalmemory.api.TribalAPI` method and answers its dict as JSON. Every error body is
+``{"error": message, "detail": ...}``; the status comes from the
+:class:`~tribalmemory.errors.TribalError` subclass (``InvalidInput`` is 422 for a body value
+and 400 for a path id or query parameter).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from .. import __version__
+from ..api import TribalAPI
+from ..config import Config
+from ..errors import BadQuery, InvalidInput, PayloadTooLarge, TribalError, Unavailable
+from ..runtime import Runtime, start_runtime
+from .auth import BearerAuth, is_loopback, token_store
+from .openapi import PATH_PARAMS, ROUTES, Op, Param, body_fields, openapi_document
+
+log = logging.getLogger("tribalmemory.http")
+
+INTERNAL_ERROR = "internal server error; the daemon log has the details"
+INTEGER = re.compile(r"-?\d{1,12}")
+BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def error_response(status: int, message: str, detail: Any = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    try:
+        json.dumps(detail)
+    except (TypeError, ValueError):
+        detail = str(detail)
+    return JSONResponse({"error": message, "detail": detail}, status_code=status,
+                        headers=headers)
+
+
+class ApiHolder:
+    """The TribalAPI of the running app (set by the lifespan)."""
+
+    def __init__(self) -> None:
+        self.api: TribalAPI | None = None
+
+    def get(self) -> TribalAPI:
+        if self.api is None:
+            raise Unavailable("the daemon is starting or stopping; retry in a moment")
+        return self.api
+
+
+# -- request parsing -------------------------------------------------------------------------------
+
+
+def parse_path(op: Op, request: Request) -> dict[str, Any]:
+    values = {}
+    for name in op.path_params:
+        try:
+            values[name] = PATH_PARAMS[name][1](request.path_params[name])
+        except InvalidInput as exc:
+            raise BadQuery(exc.message) from None
+    return values
+
+
+def _convert(param: Param, raw: str) -> Any:
+    kind = param.schema.get("type")
+    if kind == "integer":
+        if not INTEGER.fullmatch(raw.strip()):
+            raise BadQuery(f"{param.name} must be an integer, got {raw[:40]!r}")
+        return int(raw)
+    if kind == "boolean":
+        if raw.strip().lower() not in BOOLEANS:
+            raise BadQuery(f"{param.name} must be true or false, got {raw[:40]!r}")
+        return BOOLEANS[raw.strip().lower()]
+    return raw
+
+
+def parse_query(op: Op, request: Request) -> dict[str, Any]:
+    known = {p.name: p for p in op.query}
+    params = request.query_params
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise BadQuery(f"unknown query parameter(s): {', '.join(n[:40] for n in unknown)}",
+                       {"allowed": sorted(known)})
+    values = {}
+    for name, param in known.items():
+        given = params.getlist(name)
+        if len(given) > 1:
+            raise BadQuery(f"query parameter {name} is given {len(given)} times")
+        if given:
+            values[name] = _convert(param, given[0])
+    return values
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refusing more than ``limit`` bytes (declared or streamed)."""
+    declared = request.headers.get("content-length")
+    too_large = PayloadTooLarge(f"request body is larger than {limit} bytes "
+                                "(server.max_body_bytes)")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def decode_json(raw: bytes) -> dict[str, Any]:
+    """A JSON object from the raw body: malformed → 400, not an object → 422."""
+    if not raw.strip():
+        raise TribalError("request body is empty; send a JSON object")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TribalError(f"request body is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        data = json.loads(text, parse_constant=_no_constants)
+        json.dumps(data, ensure_ascii=False).encode("utf-8")  # rejects lone surrogates
+    except RecursionError:
+        raise TribalError("request body is nested too deeply") from None
+    except UnicodeEncodeError:
+        raise TribalError("request body contains an invalid \\u escape (a lone surrogate)"
+                          ) from None
+    except ValueError as exc:
+        raise TribalError(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"request body must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def check_fields(op: Op, data: dict[str, Any]) -> dict[str, Any]:
+    allowed, required = body_fields(op)
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise InvalidInput(f"unknown field(s): {', '.join(n[:60] for n in unknown)}",
+                           {"allowed": sorted(allowed)})
+    missing = [name for name in required if name not in data]
+    if missing:
+        raise InvalidInput(f"missing required field(s): {', '.join(missing)}")
+    return data
+
+
+# -- endpoints -------------------------------------------------------------------------------------
+
+
+def endpoint(op: Op, holder: ApiHolder, max_body: int
+             ) -> Callable[[Request], Awaitable[Response]]:
+    """The handler of one route: parse, call ``TribalAPI.<op.call>``, answer JSON."""
+
+    async def handle(request: Request) -> Response:
+        try:
+            kwargs = parse_path(op, request) | parse_query(op, request)
+            if op.body is not None:
+                kwargs |= check_fields(op, decode_json(await read_body(request, max_body)))
+            api = holder.get()
+            try:
+                result = getattr(api, op.call)(**kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+            except InvalidInput as exc:
+                if op.body is None:  # every value came from the path or the query string
+                    raise BadQuery(exc.message, exc.detail) from None
+                raise
+            return JSONResponse(result)
+        except TribalError as exc:
+            return error_response(exc.status, exc.message, exc.detail)
+        except ClientDisconnect:
+            return error_response(400, "the client disconnected before sending the body")
+        except Exception:
+            log.exception("unexpected error in %s %s", op.method, op.path)
+            return error_response(500, INTERNAL_ERROR)
+
+    handle.__name__ = op.call
+    return handle
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 / 405 (and the like) as error JSON."""
+    assert isinstance(exc, HTTPException)
+    path = request.url.path[:200]
+    messages = {404: f"no route {path}",
+                405: f"method {request.method} is not allowed on {path}"}
+    message = messages.get(exc.status_code, str(exc.detail))
+    return error_response(exc.status_code, message, None, dict(exc.headers or {}))
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(500, INTERNAL_ERROR)
+
+
+# -- MCP -------------------------------------------------------------------------------------------
+
+
+class McpEndpoint:
+    """ASGI app at ``/mcp``: the MCP server's streamable HTTP app, rebuilt each lifespan."""
+
+    def __init__(self, config: Config, holder: ApiHolder) -> None:
+        from .mcp_server import build_mcp_server
+
+        self.config = config
+        self.server = build_mcp_server(holder.get)
+        self.app: Any = None
+
+    def security(self) -> Any:
+        """Host/Origin checks against DNS rebinding; a non-loopback bind relies on the token."""
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        host, port = self.config.server.host, self.config.server.port
+        if not is_loopback(host):
+            return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        names = ["127.0.0.1", "localhost", "[::1]"]
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[f"{n}:{port}" for n in names],
+            allowed_origins=[f"http://{n}:{port}" for n in names])
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        self.app = self.server.streamable_http_app(
+            streamable_http_path="/mcp", transport_security=self.security(),
+            max_request_body_size=self.config.server.max_body_bytes)
+        try:
+            async with self.server.session_manager.run():
+                yield
+        finally:
+            self.app = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.app is None:
+            response = error_response(503, "the daemon is starting or stopping")
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+# -- the app ---------------------------------------------------------------------------------------
+
+
+def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
+    """The daemon's ASGI app. Without ``runtime`` the lifespan starts (and stops) one."""
+    holder = ApiHolder()
+    mcp = McpEndpoint(config, holder)
+    document = openapi_document(__version__)
+    max_body = config.server.max_body_bytes
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        active = runtime if runtime is not None else await start_runtime(config)
+        holder.api = active.api
+        try:
+            async with mcp.running():
+                log.info("ready: http://%s:%d (REST /v1, MCP /mcp)",
+                         config.server.host, config.server.port)
+                yield
+        finally:
+            holder.api = None
+            if runtime is None:
+                await active.stop()
+
+    routes = [Route(op.path, endpoint(op, holder, max_body), methods=[op.method])
+              for op in ROUTES]
+    routes += [Route("/openapi.json", openapi, methods=["GET"]), Route("/mcp", mcp)]
+    app = Starlette(
+        routes=routes, lifespan=lifespan,
+        middleware=[Middleware(BearerAuth, tokens=token_store(config),
+                               required=not is_loopback(config.server.host))],
+        exception_handlers={HTTPException: http_error, Exception: server_error})
+    app.router.redirect_slashes = False
+    return app
