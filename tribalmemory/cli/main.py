@@ -171,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     service.add_parser("stop", help="stop the daemon", parents=[common]
                        ).set_defaults(handler=_lazy("service", "stop"))
 
+    add("quickstart", _lazy("quickstart", "quickstart"),
+        "start the daemon, store and recall a memory, show what is next", [common])
     add("mcp", _lazy("service", "mcp"), "MCP server on stdio (for agent clients)", [common])
     add("reembed", _lazy("service", "reembed"),
         "recompute every vector with the configured model (daemon stopped)", [common])
