@@ -197,6 +197,11 @@ def _check_value(key: str, value: Any, f: Any) -> Any:
     return value
 
 
+def _section_type(f: Any) -> type:
+    """The dataclass of a config section field (``server``, ``episodes`` ...)."""
+    return type(f.default_factory())
+
+
 def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
     known = {f.name: f for f in fields(cls)}
     for key in data:
@@ -213,8 +218,7 @@ def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
                 value = {}
             if not isinstance(value, dict):
                 raise ConfigError(f"{prefix}{name}: expected a mapping of settings")
-            section_type = type(f.default_factory())
-            kwargs[name] = _build(section_type, value, f"{prefix}{name}.")
+            kwargs[name] = _build(_section_type(f), value, f"{prefix}{name}.")
         else:
             kwargs[name] = _check_value(prefix + name, value, f)
     return cls(**kwargs)
@@ -261,7 +265,7 @@ def example_yaml() -> str:
     for f in fields(Config):
         if f.name in SECTIONS:
             lines.append(f"{f.name}:")
-            for sub in fields(type(f.default_factory())):
+            for sub in fields(_section_type(f)):
                 lines.append(f"  # {sub.metadata['doc']}{_allowed(sub)}")
                 lines.append(f"  {sub.name}: {render(sub.default)}")
             lines.append("")
