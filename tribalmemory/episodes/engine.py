@@ -307,15 +307,25 @@ class EpisodeEngine:
             return [], np.zeros((0, 1), dtype=np.float32)
         return kept, np.stack([vectors[m.id] for m in kept])
 
-    async def _refresh_extractive(self, episode_id: str) -> None:
-        """Rewrite the summary from the current members at once (after a removal)."""
+    async def _live_members(self, episode_id: str
+                            ) -> tuple[EpisodeRow, list[Memory], np.ndarray] | None:
+        """The episode and its members; None when it is gone or empty (then its summary
+        memory is removed, since there is nothing left to summarise)."""
         row = self.store.episode(episode_id)
         if row is None:
-            return
+            return None
         memories, vectors = await self._members(episode_id)
         if not memories:
             await self._drop_summary_memory(episode_id)
+            return None
+        return row, memories, vectors
+
+    async def _refresh_extractive(self, episode_id: str) -> None:
+        """Rewrite the summary from the current members at once (after a removal)."""
+        live = await self._live_members(episode_id)
+        if live is None:
             return
+        row, memories, vectors = live
         summary = extractive.extractive_summary(memories, vectors)
         title = row.title
         if row.title_source == "keyword":  # the title may quote the removed memory
@@ -337,13 +347,10 @@ class EpisodeEngine:
     async def run_summary(self, episode_id: str, trigger: str | None = None) -> None:
         """The summary job: LLM summary of the planned kind, or the extractive fallback."""
         async with self.lock(episode_id):
-            row = self.store.episode(episode_id)
-            if row is None:
+            live = await self._live_members(episode_id)
+            if live is None:
                 return
-            memories, vectors = await self._members(episode_id)
-            if not memories:
-                await self._drop_summary_memory(episode_id)
-                return
+            row, memories, vectors = live
             if row.summary_memory_id is None:
                 with self.store.transaction() as db:
                     self.store.update_episode(db, episode_id, summary_memory_id=new_memory_id())
