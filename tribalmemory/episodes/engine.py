@@ -221,7 +221,11 @@ class EpisodeEngine:
             updated_at=now, closed_at=None, last_activity=last,
             parent_episode_id=parent_episode_id,
             metadata={})
+        row.first_activity = min(when(f) for f in features)
         await self._make_room(adding=1)
+        # The summary memory is written before the episode exists, so no summary job can run
+        # at the same time; a crash in between leaves an orphan that reconcile() removes.
+        await self._write_summary_memory(row, memories, row.title, row.summary, "extractive")
         moved_from: set[str] = set()
         with self.store.transaction() as db:
             self.store.insert_episode(db, row)
@@ -241,10 +245,9 @@ class EpisodeEngine:
         for memory in memories:
             self._seeds.pop(memory.id, None)
         self._active[episode_id] = self.matcher.episode(episode_id, features)
-        await self._write_summary_memory(episode_id, memories, row.title, row.summary,
-                                         "extractive")
         for previous in moved_from:
-            await self._refresh_extractive(previous)
+            async with self.lock(previous):
+                await self._refresh_extractive(previous)
         if parent_episode_id is None:
             await self.link_parent(episode_id)
         created = self.store.episode(episode_id)
@@ -283,11 +286,12 @@ class EpisodeEngine:
 
     # -- summaries ------------------------------------------------------------------------
 
-    async def _write_summary_memory(self, episode_id: str, memories: list[Memory],
+    async def _write_summary_memory(self, row: EpisodeRow, memories: list[Memory],
                                     title: str, summary: str, kind: str) -> None:
-        row = self.store.episode(episode_id)
-        if row is None or row.summary_memory_id is None:
+        """Insert or replace the episode's EPISODE_SUMMARY memory (same id every time)."""
+        if row.summary_memory_id is None:
             return
+        episode_id = row.id
         tags = sorted({t for m in memories for t in m.tags} | {f"episode:{episode_id}"})
         now = from_epoch(self.clock())
         memory = Memory(
@@ -333,7 +337,7 @@ class EpisodeEngine:
         with self.store.transaction() as db:
             self.store.update_episode(db, episode_id, summary=summary, title=title,
                                       summary_kind="extractive", updated_at=self.clock())
-        await self._write_summary_memory(episode_id, memories, title, summary, "extractive")
+        await self._write_summary_memory(row, memories, title, summary, "extractive")
 
     async def _drop_summary_memory(self, episode_id: str) -> None:
         row = self.store.episode(episode_id)
@@ -351,11 +355,11 @@ class EpisodeEngine:
             if live is None:
                 return
             row, memories, vectors = live
-            if row.summary_memory_id is None:
+            if row.summary_memory_id is None:  # it was emptied, and has members again
+                row.summary_memory_id = new_memory_id()
                 with self.store.transaction() as db:
-                    self.store.update_episode(db, episode_id, summary_memory_id=new_memory_id())
-                row = self.store.episode(episode_id)
-                assert row is not None
+                    self.store.update_episode(db, episode_id,
+                                              summary_memory_id=row.summary_memory_id)
             plan = lifecycle.plan_summary(
                 status=row.status, since_regen=row.since_regen,
                 interval=self.settings.full_regen_interval, needs_full=row.needs_full,
@@ -388,7 +392,7 @@ class EpisodeEngine:
             title = values.get("title", row.title)
             if self.store.episode(episode_id) is None:
                 return
-            await self._write_summary_memory(episode_id, memories, title, values["summary"],
+            await self._write_summary_memory(row, memories, title, values["summary"],
                                              values["summary_kind"])
             with self.store.transaction() as db:
                 self.store.update_episode(db, episode_id, **values)
