@@ -9,7 +9,7 @@ def row(episode_id: str, last: float = 0.0, status: str = "active", **kw) -> Epi
     data = dict(id=episode_id, title="t", title_source="keyword", summary="",
                 summary_kind="extractive",
                 summary_status="current", summary_memory_id=None, llm_summary="",
-                llm_summary_at=None, needs_full=False, since_regen=0, status=status,
+                llm_summary_mark=None, needs_full=False, since_regen=0, status=status,
                 created_at=0.0, updated_at=0.0, closed_at=None, last_activity=last,
                 parent_episode_id=None, metadata={})
     data.update(kw)

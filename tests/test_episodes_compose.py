@@ -45,14 +45,27 @@ async def runtime_factory(tmp_path) -> AsyncIterator[Callable[..., Any]]:
 
 
 async def test_llm_summaries_titles_and_final_metadata(runtime_factory, fake_llm_env):
-    rt = await runtime_factory(detector_strategy="embedding")
-    ids = [(await remember(rt, AUTH[i], 3 + i, tags=["auth"]))["memory_id"] for i in range(3)]
+    rt = await runtime_factory(detector_strategy="embedding", llm_update_every=2)
+    ids = []
+    for i in range(2):
+        ids.append((await remember(rt, AUTH[i], 3 + i, tags=["auth"]))["memory_id"])
     await settle(rt)
     (episode,) = (await rt.api.episodes_list())["episodes"]
-    assert episode["summary_kind"] == "llm"
-    prompts = fake_llm_env.by_purpose("regenerate") + fake_llm_env.by_purpose("update")
-    assert prompts, "no summary prompt reached the LLM"
-    assert any(AUTH[0][:40] in r.text for r in prompts)  # memory text is sent, delimited
+    assert episode["summary_kind"] == "llm"  # first LLM summary once it has 2 memories
+    assert len(fake_llm_env.by_purpose("regenerate")) == 1
+    assert any(AUTH[0][:40] in r.text for r in fake_llm_env.by_purpose("regenerate"))
+    ids.append((await remember(rt, AUTH[2], 5, tags=["auth"]))["memory_id"])
+    await settle(rt)  # one new memory: an interim summary, no LLM call
+    (episode,) = (await rt.api.episodes_list())["episodes"]
+    assert "New since this summary:" in episode["summary"]
+    assert fake_llm_env.by_purpose("update") == []
+    ids.append((await remember(rt, AUTH[3], 6, tags=["auth"]))["memory_id"])
+    await settle(rt)  # two new memories: a cheap update with just those two
+    (update,) = fake_llm_env.by_purpose("update")
+    user = " ".join(m["content"] for m in update.messages if m["role"] == "user")
+    new_items = user.split("<memory")[1:]
+    assert len(new_items) == 2  # only the memories added since the last LLM summary
+    assert AUTH[2][:40] in new_items[0] and AUTH[3][:40] in new_items[1]
     await rt.api.episode_close(episode["id"])
     await settle(rt)
     got = (await rt.api.episode_get(episode["id"]))["episode"]

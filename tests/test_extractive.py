@@ -55,3 +55,14 @@ def test_fallback_metadata_reads_participants_entities_and_tags():
     assert meta["tags"][0] == "auth"
     assert meta["outcome"] == "unknown"
     assert extractive.fallback_metadata(mems, "active")["outcome"] == "ongoing"
+
+
+def test_interim_summary_keeps_the_llm_text_and_lists_new_memories():
+    mems = [memory(4, "Deployed the grace window fix to production."),
+            memory(5, "Error rate back to normal.")]
+    text = extractive.interim_summary("The multi-tab logout came from token reuse.", mems)
+    lines = text.splitlines()
+    assert lines[0] == "The multi-tab logout came from token reuse."
+    assert lines[1] == "New since this summary:"
+    assert lines[2:] == ["- 2025-03-07: Deployed the grace window fix to production.",
+                         "- 2025-03-08: Error rate back to normal."]

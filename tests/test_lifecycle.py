@@ -25,6 +25,11 @@ def test_full_regeneration_every_interval_and_never_skipped():
 def test_first_summary_and_stale_summary_are_full():
     assert plan(has_llm_summary=False) == "regenerate"
     assert plan(needs_full=True) == "regenerate"
+    # a small new episode waits for update_every memories before its first LLM summary
+    assert plan(has_llm_summary=False, new_memories=2, update_every=4) == "interim"
+    assert plan(has_llm_summary=False, new_memories=4, update_every=4) == "regenerate"
+    assert plan(has_llm_summary=False, new_memories=2, update_every=4,
+                needs_full=True) == "regenerate"
 
 
 def test_closed_episodes_get_a_final_summary():
@@ -59,3 +64,13 @@ def test_surprise_is_one_minus_similarity_clamped():
     assert lifecycle.surprise(0.25) == 0.75
     assert lifecycle.surprise(1.3) == 0.0
     assert lifecycle.surprise(-0.5) == 1.0
+
+
+def test_llm_updates_are_batched_with_interim_summaries_between():
+    assert plan(new_memories=1, update_every=3) == "interim"
+    assert plan(new_memories=2, update_every=3) == "interim"
+    assert plan(new_memories=3, update_every=3) == "update"
+    # a full regeneration or a final summary is never postponed by the batching
+    assert plan(new_memories=1, update_every=3, since_regen=10) == "regenerate"
+    assert plan(new_memories=1, update_every=3, needs_full=True) == "regenerate"
+    assert plan(new_memories=0, update_every=3, status="closed") == "final"

@@ -11,6 +11,7 @@ import schemathesis
 from helpers_http import Daemon, start_daemon
 from hypothesis import HealthCheck, given, settings
 
+
 @pytest.fixture(scope="module")
 def episode_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     running = start_daemon(tmp_path_factory.mktemp("schemathesis"),

@@ -116,6 +116,9 @@ class EpisodesConfig:
         minimum=0.0, maximum=100000)
     max_llm_calls_per_memory: int = setting(
         2, "Cap on the LLM calls one remember() triggers.", minimum=0, maximum=20)
+    llm_update_every: int = setting(
+        5, "LLM summary update after this many new memories (in between: summary + new ones).",
+        minimum=1, maximum=100)
     summary_debounce_seconds: float = setting(
         30.0, "Coalesce summary updates: wait this long after a memory joins an episode.",
         minimum=0.0, maximum=3600)

@@ -27,7 +27,7 @@ from . import extractive, lifecycle
 from .matching import Decision, Matcher, MemoryFeatures, when
 from .shapes import episode_json, episode_summary_json
 from .store import EpisodeRow, EpisodeStore, new_episode_id
-from .summariser import Summariser
+from .summariser import Summariser, SummaryOutcome
 
 log = logging.getLogger("tribalmemory.episodes")
 
@@ -216,7 +216,7 @@ class EpisodeEngine:
             title_source=title_source,
             summary=extractive.extractive_summary(memories, vectors),
             summary_kind="extractive", summary_status="pending",
-            summary_memory_id=new_memory_id(), llm_summary="", llm_summary_at=None,
+            summary_memory_id=new_memory_id(), llm_summary="", llm_summary_mark=None,
             needs_full=False, since_regen=0, status="active", created_at=now,
             updated_at=now, closed_at=None, last_activity=last,
             parent_episode_id=parent_episode_id,
@@ -360,35 +360,28 @@ class EpisodeEngine:
                 with self.store.transaction() as db:
                     self.store.update_episode(db, episode_id,
                                               summary_memory_id=row.summary_memory_id)
+            # Memberships are numbered in insertion order (rowid): "new since the last LLM
+            # summary" is every membership numbered above the mark it recorded.
+            marker = self.store.db.execute(
+                "SELECT MAX(rowid) FROM memberships WHERE episode_id = ?", (episode_id,)
+            ).fetchone()[0]
+            fresh = {r[0] for r in self.store.db.execute(
+                "SELECT memory_id FROM memberships WHERE episode_id = ? AND rowid > ?",
+                (episode_id, row.llm_summary_mark or 0))}
+            new_memories = [m for m in memories if m.id in fresh]
             plan = lifecycle.plan_summary(
                 status=row.status, since_regen=row.since_regen,
                 interval=self.settings.full_regen_interval, needs_full=row.needs_full,
-                has_llm_summary=bool(row.llm_summary))
-            marker = self.store.db.execute(
-                "SELECT MAX(joined_at) FROM memberships WHERE episode_id = ?", (episode_id,)
-            ).fetchone()[0]
-            fresh = {r[0] for r in self.store.db.execute(
-                "SELECT memory_id FROM memberships WHERE episode_id = ? AND joined_at > ?",
-                (episode_id, row.llm_summary_at or 0.0))}
-            result = await self.summariser.summarise(
-                plan, row, memories, [m for m in memories if m.id in fresh], trigger)
-            now = self.clock()
-            values: dict[str, Any] = {"updated_at": now}
-            if result is not None:
-                values.update(summary=result.summary, summary_kind="llm",
-                              llm_summary=result.summary, llm_summary_at=marker,
-                              needs_full=False)
-                if plan in ("regenerate", "final"):
-                    values["since_regen"] = 0
-                if result.title and row.title_source != "user":
-                    values.update(title=result.title, title_source="llm")
-                if result.metadata is not None:
-                    values["metadata"] = result.metadata
+                has_llm_summary=bool(row.llm_summary), new_memories=len(new_memories),
+                update_every=self.settings.llm_update_every)
+            values: dict[str, Any] = {"updated_at": self.clock()}
+            if plan == "interim" and row.llm_summary and self.summariser.ready():
+                values.update(summary=extractive.interim_summary(row.llm_summary, new_memories),
+                              summary_kind="llm")
             else:
-                values.update(summary=extractive.extractive_summary(memories, vectors),
-                              summary_kind="extractive")
-                if plan == "final" or not row.metadata:
-                    values["metadata"] = extractive.fallback_metadata(memories, row.status)
+                result = None if plan == "interim" else await self.summariser.summarise(
+                    plan, row, memories, new_memories, trigger)
+                values.update(self._summary_values(plan, row, memories, vectors, result, marker))
             title = values.get("title", row.title)
             if self.store.episode(episode_id) is None:
                 return
@@ -396,6 +389,28 @@ class EpisodeEngine:
                                              values["summary_kind"])
             with self.store.transaction() as db:
                 self.store.update_episode(db, episode_id, **values)
+
+    @staticmethod
+    def _summary_values(plan: str, row: EpisodeRow, memories: list[Memory], vectors: np.ndarray,
+                        result: SummaryOutcome | None, marker: int | None
+                        ) -> dict[str, Any]:
+        """Episode columns after an LLM summary, or after the extractive fallback."""
+        if result is None:
+            values: dict[str, Any] = {
+                "summary": extractive.extractive_summary(memories, vectors),
+                "summary_kind": "extractive"}
+            if plan == "final" or not row.metadata:
+                values["metadata"] = extractive.fallback_metadata(memories, row.status)
+            return values
+        values = {"summary": result.summary, "summary_kind": "llm",
+                  "llm_summary": result.summary, "llm_summary_mark": marker, "needs_full": False}
+        if plan in ("regenerate", "final"):
+            values["since_regen"] = 0
+        if result.title and row.title_source != "user":
+            values.update(title=result.title, title_source="llm")
+        if result.metadata is not None:
+            values["metadata"] = result.metadata
+        return values
 
     def mark_summary_settled(self, episode_id: str) -> None:
         with self.store.transaction() as db:

@@ -106,3 +106,23 @@ def fallback_metadata(memories: Sequence[Memory], status: str) -> dict[str, obje
         "last_memory_at": times[-1].isoformat().replace("+00:00", "Z") if times else None,
         "source": "extractive",
     }
+
+
+def interim_summary(llm_summary: str, new_memories: Sequence[Memory]) -> str:
+    """The last LLM summary followed by the memories added since (no LLM call)."""
+    lines = [llm_summary.strip(), "New since this summary:"]
+    for memory in new_memories[-MAX_POINTS:]:
+        lines.append(f"- {_day(memory.created_at)}: {clip(memory.content, POINT_CHARS)}")
+    return clip_lines(lines, SUMMARY_CHARS + POINT_CHARS * MAX_POINTS)
+
+
+def clip_lines(lines: list[str], limit: int) -> str:
+    """Join lines, dropping trailing ones that would pass ``limit`` characters."""
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > limit:
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)

@@ -9,17 +9,24 @@ DAY = 86400.0
 
 
 def plan_summary(*, status: str, since_regen: int, interval: int, needs_full: bool,
-                 has_llm_summary: bool) -> str:
-    """Which LLM summary an episode needs next: ``update``, ``regenerate`` or ``final``.
+                 has_llm_summary: bool, new_memories: int = 1, update_every: int = 1) -> str:
+    """What an episode's summary needs next: ``interim``, ``update``, ``regenerate``, ``final``.
 
     Closed and archived episodes get a comprehensive final summary. An active one gets a full
-    regeneration when it has no LLM summary yet, when a removal made the old one stale, or when
-    ``interval`` memories were added since the last full one; otherwise a cheap update.
+    regeneration when a removal made its LLM summary stale (or one was asked for), when
+    ``interval`` memories were added since the last full one, or — its first LLM summary — once
+    it has ``update_every`` memories. Otherwise it gets a cheap LLM update once
+    ``update_every`` memories are new since the last LLM summary, and an ``interim`` summary
+    (no LLM call: the last LLM summary plus the new memories, or an extractive one) before.
     """
     if status != "active":
         return "final"
-    if needs_full or not has_llm_summary or since_regen >= interval:
+    if needs_full or since_regen >= interval:
         return "regenerate"
+    if not has_llm_summary:
+        return "regenerate" if new_memories >= update_every else "interim"
+    if new_memories < update_every:
+        return "interim"
     return "update"
 
 

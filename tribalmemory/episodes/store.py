@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     summary_status TEXT NOT NULL DEFAULT 'current',    -- current | pending
     summary_memory_id TEXT,
     llm_summary TEXT NOT NULL DEFAULT '',  -- last LLM summary (base of cheap updates)
-    llm_summary_at REAL,                   -- wall time of the last LLM summary
+    llm_summary_mark INTEGER,              -- membership rowid covered by the last LLM summary
     needs_full INTEGER NOT NULL DEFAULT 0, -- a removal made the LLM summary stale
     since_regen INTEGER NOT NULL DEFAULT 0,-- memories added since the last full regeneration
     status TEXT NOT NULL,                  -- active | closed | archived
@@ -72,7 +72,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 EPISODE_COLUMNS = (
     "id, title, title_source, summary, summary_kind, summary_status, summary_memory_id, "
-    "llm_summary, llm_summary_at, needs_full, since_regen, status, created_at, updated_at, "
+    "llm_summary, llm_summary_mark, needs_full, since_regen, status, created_at, updated_at, "
     "closed_at, last_activity, parent_episode_id, metadata")
 
 
@@ -90,7 +90,7 @@ class EpisodeRow:
     summary_status: str
     summary_memory_id: str | None
     llm_summary: str
-    llm_summary_at: float | None
+    llm_summary_mark: int | None
     needs_full: bool
     since_regen: int
     status: str
@@ -201,7 +201,7 @@ class EpisodeStore:
             f"INSERT INTO episodes ({EPISODE_COLUMNS}) VALUES "
             "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (row.id, row.title, row.title_source, row.summary, row.summary_kind,
-             row.summary_status, row.summary_memory_id, row.llm_summary, row.llm_summary_at,
+             row.summary_status, row.summary_memory_id, row.llm_summary, row.llm_summary_mark,
              int(row.needs_full), row.since_regen, row.status, row.created_at, row.updated_at,
              row.closed_at, row.last_activity, row.parent_episode_id, json.dumps(row.metadata)))
 
