@@ -247,3 +247,23 @@ def test_two_processes_share_the_ceiling(tmp_path: Path) -> None:
     assert sum(counts) == summary["ok_calls"] == 33  # floor(0.01 / 0.0003)
     assert summary["spend_usd"] <= 0.01
     assert summary["denied_calls"] == 50 - 33
+
+
+def test_kept_connections_see_other_writers_and_status_cache_is_bounded(tmp_path: Path) -> None:
+    """Each thread keeps one connection; totals written by another ledger (another process)
+    are visible to a fresh read, and a cached read is dropped by this ledger's own writes."""
+    path = tmp_path / "ledger.sqlite3"
+    mine, other = Ledger(path, monthly_cost_ceiling=1.0), Ledger(path, monthly_cost_ceiling=1.0)
+    assert mine.month_totals(max_age=60)[:2] == (0.0, 0.0)
+    held = other.reserve(purpose="title", model="m", reserved_usd=0.25, call_id="a")
+    assert mine.month_totals()[:2] == (0.0, 0.25)  # max_age 0: always read afresh
+    assert mine.month_totals(max_age=60)[:2] == (0.0, 0.25)
+    assert held.id is not None
+    other.settle(held.id, outcome="ok", cost_usd=0.1)
+    assert mine.month_totals(max_age=60)[:2] == (0.0, 0.25)  # cached: another writer
+    own = mine.reserve(purpose="title", model="m", reserved_usd=0.5, call_id="b")
+    assert own.granted
+    assert mine.month_totals(max_age=60)[:2] == (0.1, 0.5)  # own write dropped the cache
+    mine.close()
+    assert mine.month_totals()[:2] == (0.1, 0.5)  # reopens after close
+    other.close()

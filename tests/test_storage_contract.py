@@ -530,3 +530,208 @@ def test_failed_reembed_leaves_store_as_it_was(backend: str, tmp_path: Path,
         assert store.get([memories[0].id]) == [memories[0]]
     finally:
         store.close()
+
+
+# -- embedded store upkeep: sealing segments at quiet moments ---------------------------------
+
+TOPICS = ["billing", "auth", "deploy", "postgres", "cache", "search", "email", "queue",
+          "payments", "invoices", "webhooks", "uploads", "reports", "sessions", "pricing"]
+PROBLEMS = ["times out under load", "returns stale results", "leaks memory after deploys",
+            "double-charges on retry", "fails its health checks", "drops messages",
+            "deadlocks at night", "logs secrets", "breaks on daylight saving time",
+            "ignores the feature flag", "rejects unicode names", "retries forever"]
+CAUSES = ["a missing index", "an unbounded cache", "a tiny connection pool", "clock skew",
+          "an N+1 query", "a stale DNS entry", "a race between workers", "a default timeout",
+          "a schema change out of order", "an off-by-one cursor"]
+PEOPLE = ["Ana", "Bo", "Cy", "Di", "Eve", "Fay", "Gus", "Hal"]
+
+
+def varied_texts(count: int) -> list[str]:
+    """Distinct memories: topic, problem, cause and person vary independently."""
+    rng = np.random.default_rng(17)
+    seen: set[tuple[int, ...]] = set()
+    texts = []
+    while len(texts) < count:
+        key = (int(rng.integers(15)), int(rng.integers(12)), int(rng.integers(10)),
+               int(rng.integers(8)))
+        if key in seen:
+            continue
+        seen.add(key)
+        topic, problem, cause, person = key
+        texts.append(f"The {TOPICS[topic]} service {PROBLEMS[problem]}; {PEOPLE[person]} "
+                     f"traced it to {CAUSES[cause]}.")
+    return texts
+
+
+def ranking(store: Any, embedder: Embedder, queries: list[str]) -> list[list[tuple[str, float]]]:
+    """Per query: the dense top-5 and the hybrid top-5 as (id, cosine); hybrid cosines are
+    checked against the stored vectors."""
+    vectors = embedder.embed(queries)
+    out = []
+    for text, vector in zip(queries, vectors, strict=True):
+        out.append([(h.memory.id, h.cosine) for h in store.dense_search(vector, 5)])
+        hybrid = store.search(text, vector, 5)
+        stored = store.get_vectors([h.memory.id for h in hybrid])
+        for hit in hybrid:
+            assert hit.cosine == pytest.approx(float(stored[hit.memory.id] @ vector), abs=1e-5)
+        out.append([(h.memory.id, h.cosine) for h in hybrid])
+    return out
+
+
+def assert_same_ranking(got: list[list[tuple[str, float]]],
+                        want: list[list[tuple[str, float]]]) -> None:
+    """Dense rankings identical, cosines exact. Hybrid ones mostly the same: BM25 gives equal
+    scores to many short memories and Qdrant orders such ties by storage position, which
+    sealing changes, so the fused ranking may move with them."""
+    for index, (got_hits, want_hits) in enumerate(zip(got, want, strict=True)):
+        if index % 2 == 0:
+            assert [i for i, _ in got_hits] == [i for i, _ in want_hits]
+            assert [c for _, c in got_hits] == pytest.approx([c for _, c in want_hits],
+                                                             abs=1e-5)
+        else:
+            assert len({i for i, _ in got_hits} & {i for i, _ in want_hits}) >= 3
+
+
+QUERIES = ["why does billing time out", "stale search results", "who filed OPS-17",
+           "queue drops messages", "auth health checks failing"]
+
+
+def test_edge_optimize_seals_segments_without_changing_results(
+        tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tribalmemory.storage.edge as edge
+
+    monkeypatch.setattr(edge, "SEAL_SIZE", 100)
+    store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
+    try:
+        texts = varied_texts(250)
+        memories = [memory(t, tags=[t.split()[1]]) for t in texts]
+        store.upsert(memories, embedder.embed(texts))
+        before = ranking(store, embedder, QUERIES)
+        assert store.optimize() is True  # the plain segment (250 > SEAL_SIZE) is sealed
+        assert store.optimize() is False  # nothing left to do
+        assert_same_ranking(ranking(store, embedder, QUERIES), before)
+        assert store.count() == 250 and store.count(MemoryFilter(tags_any=["billing"])) == \
+            sum(t.split()[1] == "billing" for t in texts)
+        assert store.get([memories[7].id]) == [memories[7]]
+        extra = memory("The billing service times out again; ticket OPS-999 by Ana.")
+        store.upsert([extra], embedder.embed([extra.content]))  # lands in a new plain segment
+        assert store.dense_search(embedder.embed_one(extra.content), 1)[0].memory.id == extra.id
+        store.close()
+        store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
+        assert store.count() == 251
+        store.delete([extra.id])
+        assert_same_ranking(ranking(store, embedder, QUERIES), before)
+    finally:
+        store.close()
+
+
+def test_edge_store_with_older_settings_is_converted(
+        tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard written with the former settings (HNSW, no quantization) opens with the current
+    ones; its next optimize() converts it and results stay the same."""
+    import qdrant_edge as qe
+
+    import tribalmemory.storage.edge as edge
+
+    current = edge._shard_config
+
+    def former(dim: int) -> qe.EdgeConfig:  # as before; any size gets its HNSW graph
+        config = current(dim)
+        return qe.EdgeConfig(vectors=config.vectors, sparse_vectors=config.sparse_vectors,
+                             hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=64,
+                                                            full_scan_threshold=10000),
+                             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=1))
+
+    monkeypatch.setattr(edge, "_shard_config", former)
+    texts = varied_texts(200)
+    memories = [memory(t) for t in texts]
+    with EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM) as old:
+        old.upsert(memories, embedder.embed(texts))
+        assert old.optimize() is True  # builds an HNSW segment, as the former version did
+        before = ranking(old, embedder, QUERIES)
+    monkeypatch.setattr(edge, "_shard_config", current)
+    with EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM) as store:
+        saved = json.loads((tmp_path / "store" / "shard-1" / "edge_config.json").read_text())
+        assert saved["hnsw_config"]["m"] == 0 and "scalar" in saved["quantization_config"]
+        assert store.optimize() is True  # the HNSW segment is rebuilt with the new settings
+        assert_same_ranking(ranking(store, embedder, QUERIES), before)
+        assert store.get([m.id for m in memories]) == memories
+
+
+def test_edge_needs_maintenance_after_writes_when_idle_or_many_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tribalmemory.storage.edge as edge
+
+    store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
+    try:
+        assert store.needs_maintenance(0.0)  # just opened: look once
+        assert not store.needs_maintenance(3600.0)  # ... but only when idle
+        assert store.optimize() is False
+        assert not store.needs_maintenance(0.0)  # nothing written since
+        store.upsert([memory("one")], unit_vectors(1))
+        assert store.needs_maintenance(0.0) and not store.needs_maintenance(3600.0)
+        store.optimize()
+        monkeypatch.setattr(edge, "FORCE_SEAL", 5)
+        store.upsert([memory(f"many {i}") for i in range(5)], unit_vectors(5))
+        assert store.needs_maintenance(3600.0)  # enough waiting: due even when busy
+        store.optimize()
+        assert not store.needs_maintenance(0.0)
+        store.delete([store.search("one", unit_vectors(1)[0], 1)[0].memory.id])
+        assert store.needs_maintenance(0.0)  # deletions may make a segment worth vacuuming
+    finally:
+        store.close()
+    assert not store.needs_maintenance(0.0)
+
+
+async def test_maintenance_task_optimizes_only_when_due() -> None:
+    import asyncio
+
+    from tribalmemory.service.maintenance import StoreMaintenance
+
+    class Store:
+        def __init__(self) -> None:
+            self.due = [False, True, False, True]
+            self.calls: list[str] = []
+
+        def needs_maintenance(self, idle_seconds: float) -> bool:
+            assert idle_seconds == 0.5
+            return self.due.pop(0) if self.due else False
+
+        def optimize(self) -> bool:
+            self.calls.append(threading.current_thread().name)
+            if len(self.calls) == 1:
+                raise RuntimeError("disk full")  # logged and retried later
+            return True
+
+    store = Store()
+    assert StoreMaintenance.supported(store) and not StoreMaintenance.supported(object())
+    task = StoreMaintenance(store, idle_seconds=0.5, interval=0.01)
+    task.start()
+    for _ in range(300):
+        if task.runs:
+            break
+        await asyncio.sleep(0.01)
+    await task.stop()
+    assert task.runs == 1 and len(store.calls) == 2
+    assert threading.main_thread().name not in store.calls  # never on the event loop
+
+
+def test_duplicate_check_skips_nearer_episode_summaries(store: Any, embedder: Embedder) -> None:
+    """remember() finds a near-duplicate even when several summaries are nearer to it."""
+    import asyncio
+
+    from tribalmemory.service import MemoryService
+
+    text = "Billing tests need make test-billing; plain pytest misses the fixtures"
+    vector = embedder.embed_one(text)
+    summaries = [memory(f"Episode: billing tests {i}", source_type=SourceType.EPISODE_SUMMARY)
+                 for i in range(6)]
+    store.upsert(summaries, np.repeat(vector[None, :], 6, axis=0))  # identical vectors: nearest
+    original = memory(text + ".")
+    store.upsert([original], embedder.embed([original.content]))
+    service = MemoryService(Config(), store, embedder)
+    result = asyncio.run(service.remember(text))
+    assert result.success is False and result.duplicate_of == original.id
+    store.delete([original.id])
+    result = asyncio.run(service.remember(text))  # only summaries are near: not a duplicate
+    assert result.success is True and result.duplicate_of is None

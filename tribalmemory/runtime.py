@@ -9,7 +9,9 @@ from typing import Any
 from .api import TribalAPI
 from .config import Config
 from .embeddings import load_embedder
+from .embeddings.background import BackgroundEmbedder
 from .service import MemoryService
+from .service.maintenance import StoreMaintenance
 
 log = logging.getLogger("tribalmemory")
 
@@ -20,6 +22,7 @@ class Runtime:
     service: MemoryService
     api: TribalAPI
     stopped: bool = False
+    maintenance: StoreMaintenance | None = None
 
     @property
     def episodes(self) -> Any:
@@ -34,7 +37,11 @@ class Runtime:
         if self.stopped:
             return
         self.stopped = True
+        if self.maintenance is not None:
+            await self.maintenance.stop()
         await self.service.hooks.stop()
+        if self.service.background is not None:
+            self.service.background.close()
         self.service.store.close()
 
 
@@ -49,7 +56,10 @@ async def start_runtime(config: Config, **plugin_options: Any) -> Runtime:
     config.data_path.mkdir(parents=True, exist_ok=True)
     embedder = load_embedder(config.embedding.model, config.embedding.cache_dir)
     store = open_store(config, embedder.model_name, embedder.dim)
-    service = MemoryService(config, store, embedder)
+    background = None
+    if config.episodes.enabled:  # summaries are embedded at low priority, on one core
+        background = BackgroundEmbedder(embedder.model_name, config.embedding.cache_dir)
+    service = MemoryService(config, store, embedder, background)
     episodes = None
     if config.episodes.enabled:
         from .episodes.plugin import EpisodePlugin
@@ -60,6 +70,13 @@ async def start_runtime(config: Config, **plugin_options: Any) -> Runtime:
     try:
         await service.hooks.start(service)
     except BaseException:
+        if background is not None:
+            background.close()
         store.close()
         raise
-    return Runtime(config=config, service=service, api=TribalAPI(service, episodes))
+    maintenance = None
+    if StoreMaintenance.supported(store):  # the embedded store: seal new memories when idle
+        maintenance = StoreMaintenance(store)
+        maintenance.start()
+    return Runtime(config=config, service=service, api=TribalAPI(service, episodes),
+                   maintenance=maintenance)

@@ -99,18 +99,21 @@ class Embedder:
 
 
 @functools.lru_cache(maxsize=4)
-def load_embedder(model_name: str = BUNDLED_MODEL, cache_dir: str | None = None) -> Embedder:
-    """Load ``model_name`` once per process; the bundled default works with no network."""
+def load_embedder(model_name: str = BUNDLED_MODEL, cache_dir: str | None = None,
+                  threads: int | None = None) -> Embedder:
+    """Load ``model_name`` once per process (and per ``threads``: onnxruntime's threads per
+    call, default one per core); the bundled default works with no network."""
     from fastembed import TextEmbedding
 
     if model_name == BUNDLED_MODEL:
         weights = bundled_weights()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         _register_bundled(weights)
-        model = TextEmbedding(BUNDLED_MODEL, specific_model_path=str(tokenizer_dir()))
+        model = TextEmbedding(BUNDLED_MODEL, specific_model_path=str(tokenizer_dir()),
+                              threads=threads)
         return Embedder(BUNDLED_MODEL, model, BUNDLED_DIM)
     try:
-        model = TextEmbedding(model_name, cache_dir=cache_dir)
+        model = TextEmbedding(model_name, cache_dir=cache_dir, threads=threads)
     except Exception as exc:
         raise EmbeddingModelError(
             f"could not load fastembed model {model_name!r}: {exc}. Models other than the "

@@ -50,7 +50,7 @@ class EpisodeEngine:
         self._episode_locks: dict[str, asyncio.Lock] = {}
         self._active: dict[str, Any] = {}         # episode id -> episode features
         self._seeds: dict[str, MemoryFeatures] = {}  # unassigned memory id -> features
-        self.wake: Callable[[], None] = lambda: None  # set by the worker
+        self.wake: Callable[..., None] = lambda due=None: None  # set by the worker
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -178,7 +178,7 @@ class EpisodeEngine:
         self.store.update_episode(db, episode_id, summary_status="pending")
         wait = self.settings.summary_debounce_seconds if delay is None else delay
         self.store.enqueue(db, "summary", episode_id, now, wait, {"trigger": trigger})
-        self.wake()
+        self.wake(now + wait)
 
     async def _start_from_seed(self, memory: Memory, features: MemoryFeatures,
                                seed: MemoryFeatures, decision: Decision,
@@ -204,8 +204,16 @@ class EpisodeEngine:
                       title: str | None, title_source: str,
                       scores: dict[str, tuple[float, float]] | None = None,
                       finish_detection_of: list[str] | None = None,
-                      parent_episode_id: str | None = None) -> EpisodeRow:
-        """Create an active episode with an extractive summary (LLM refinement is queued)."""
+                      parent_episode_id: str | None = None,
+                      summary_now: bool = False) -> EpisodeRow:
+        """Create an active episode with an extractive summary (LLM refinement is queued).
+
+        Its summary memory is written by the summary job queued here, after the request that
+        created the episode (a crash in between leaves the durable job). With ``summary_now``
+        (an episode created on request) it is written before the episode exists instead, so
+        that no summary job runs at the same time; a crash in between leaves an orphan that
+        reconcile() removes.
+        """
         now = self.clock()
         vectors = np.stack([f.vector for f in features])
         episode_id = new_episode_id()
@@ -223,9 +231,8 @@ class EpisodeEngine:
             metadata={})
         row.first_activity = min(when(f) for f in features)
         await self._make_room(adding=1)
-        # The summary memory is written before the episode exists, so no summary job can run
-        # at the same time; a crash in between leaves an orphan that reconcile() removes.
-        await self._write_summary_memory(row, memories, row.title, row.summary, "extractive")
+        if summary_now:
+            await self._write_summary_memory(row, memories, row.title, row.summary, "extractive")
         moved_from: set[str] = set()
         with self.store.transaction() as db:
             self.store.insert_episode(db, row)
@@ -257,8 +264,8 @@ class EpisodeEngine:
         return created
 
     async def _make_room(self, adding: int) -> None:
-        active = [lifecycle.Activity(r.id, r.status, r.last_activity)
-                  for r in self.store.active_episodes()]
+        active = [lifecycle.Activity(episode_id, "active", last)
+                  for episode_id, last in self.store.active_activity()]
         for episode_id in lifecycle.over_cap(active, self.settings.max_active_episodes, adding):
             log.info("closing %s: more than max_active_episodes=%d active episodes",
                      episode_id, self.settings.max_active_episodes)
@@ -266,8 +273,8 @@ class EpisodeEngine:
 
     async def _close_idle(self, reference: float) -> None:
         """Close active episodes idle for ``active_window_days`` before ``reference``."""
-        active = [lifecycle.Activity(r.id, r.status, r.last_activity)
-                  for r in self.store.active_episodes()]
+        active = [lifecycle.Activity(episode_id, "active", last)
+                  for episode_id, last in self.store.active_activity()]
         for episode_id in lifecycle.idle(active, reference, self.settings.active_window_days):
             await self._close(episode_id, reason="idle")
 
@@ -374,13 +381,16 @@ class EpisodeEngine:
                 interval=self.settings.full_regen_interval, needs_full=row.needs_full,
                 has_llm_summary=bool(row.llm_summary), new_memories=len(new_memories),
                 update_every=self.settings.llm_update_every)
+            interim = plan == "interim" and bool(row.llm_summary) and self.summariser.ready()
+            result = None if plan == "interim" else await self.summariser.summarise(
+                plan, row, memories, new_memories, trigger)
+            # What follows uses the CPU (extractive summary, embedding): requests go first.
+            await self.service.activity.background_turn()
             values: dict[str, Any] = {"updated_at": self.clock()}
-            if plan == "interim" and row.llm_summary and self.summariser.ready():
+            if interim:
                 values.update(summary=extractive.interim_summary(row.llm_summary, new_memories),
                               summary_kind="llm")
             else:
-                result = None if plan == "interim" else await self.summariser.summarise(
-                    plan, row, memories, new_memories, trigger)
                 values.update(self._summary_values(plan, row, memories, vectors, result, marker))
             title = values.get("title", row.title)
             if self.store.episode(episode_id) is None:
@@ -576,7 +586,7 @@ class EpisodeEngine:
         features = [self.matcher.memory(m, vectors[m.id]) for m in memories]
         async with self._detect_lock:
             row = await self._create(memories, features, title=title, title_source="user",
-                                     finish_detection_of=memory_ids,
+                                     finish_detection_of=memory_ids, summary_now=True,
                                      parent_episode_id=parent_episode_id)
         return {"id": row.id, "memory_count": row.memory_count}
 

@@ -36,6 +36,9 @@ class EpisodePlugin:
                             monthly_cost_ceiling=settings.monthly_cost_ceiling,
                             max_calls_per_memory=settings.max_llm_calls_per_memory)
             llm = LLMClient(settings, ledger)
+            self._own_ledger: Ledger | None = ledger
+        else:
+            self._own_ledger = None
         self.summariser = Summariser(llm)
         self.engine = EpisodeEngine(config, self.store, self.summariser, clock)
         self.worker = Worker(self.engine)
@@ -62,6 +65,8 @@ class EpisodePlugin:
         await self.worker.stop()
         self.engine.save_state(force=True)
         self.store.close()
+        if self._own_ledger is not None:
+            self._own_ledger.close()
 
     # -- hooks ------------------------------------------------------------------------------
 
@@ -79,9 +84,11 @@ class EpisodePlugin:
     async def after_remember(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
         try:
             return await self.engine.detect(memory, vector)
+        except BaseException:
+            self.worker.wake()  # its durable detect job is left for the worker
+            raise
         finally:
             self.worker.inflight.discard(memory.id)
-            self.worker.wake()
 
     def check_forget(self, memory: Memory) -> None:
         self.engine.check_forget(memory)

@@ -193,6 +193,11 @@ class EpisodeStore:
     def active_episodes(self) -> list[EpisodeRow]:
         return self._select("WHERE e.status = 'active'", (), "ORDER BY e.last_activity DESC")
 
+    def active_activity(self) -> list[tuple[str, float]]:
+        """(id, last_activity) of the active episodes: the cheap query the write path needs."""
+        return [(r[0], r[1]) for r in self.db.execute(
+            "SELECT id, last_activity FROM episodes WHERE status = 'active'")]
+
     def all_episode_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM episodes")]
 

@@ -31,9 +31,14 @@ class Worker:
         self._idle = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._failures: dict[int, str] = {}
+        self._looks: dict[int, float] = {}  # sleeping loop -> when it looks again (engine clock)
         engine.wake = self.wake
 
-    def wake(self) -> None:
+    def wake(self, due: float | None = None) -> None:
+        """Make sleeping loops look for work now. With ``due`` (when a new job falls due), a
+        loop that will look by then anyway is left asleep: no wake-up per debounced job."""
+        if due is not None and self._looks and due >= min(self._looks.values()):
+            return
         self._event.set()
 
     def start(self, scheduler_interval: float | None) -> None:
@@ -79,9 +84,15 @@ class Worker:
         wait = 5.0
         if due is not None and due > self.engine.clock():  # else: due but busy; wait for wake
             wait = min(wait, due - self.engine.clock())
-        with suppress(TimeoutError):
-            async with asyncio.timeout(max(wait, 0.01)):
-                await self._event.wait()
+        wait = max(wait, 0.01)
+        key = id(asyncio.current_task())
+        self._looks[key] = self.engine.clock() + wait
+        try:
+            with suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await self._event.wait()
+        finally:
+            del self._looks[key]
 
     async def _run(self, job: Job) -> None:
         engine = self.engine

@@ -49,6 +49,9 @@ TRANSPORT_ERRORS = frozenset({"rate_limit", "server", "timeout", "connection"})
 RETRYABLE = TRANSPORT_ERRORS | {"invalid_json", "truncated", "invalid_answer"}
 #: Extra seconds past request_timeout_seconds before asyncio gives up on a hung request.
 TIMEOUT_GRACE_SECONDS = 2.0
+# status() runs on every write; it may reuse the month's ledger totals for this long
+# (reserve() always reads them afresh, so this never lets a call through).
+STATUS_MAX_AGE = 1.0
 TIMEOUT_NAMES = frozenset({"APITimeoutError", "ReadTimeout", "ConnectTimeout", "PoolTimeout",
                            "WriteTimeout", "ServerTimeoutError"})
 CONNECT_NAMES = frozenset({"APIConnectionError", "ConnectError", "ClientConnectorError",
@@ -305,7 +308,7 @@ class LLMClient:
     def _ceiling_status(self) -> dict[str, str] | None:
         month = lm.month_key(self.ledger.clock())
         ceiling = self.config.monthly_cost_ceiling
-        spent, held = self.ledger.month_totals(month)[:2]
+        spent, held = self.ledger.month_totals(month, max_age=STATUS_MAX_AGE)[:2]
         denied = self._denied is not None and self._denied[0] == month \
             and ceiling <= self._denied[1]
         if denied or (self._prices != (0.0, 0.0) and spent + held >= ceiling):

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -95,6 +97,12 @@ class Ledger:
         self.stale_after_seconds = stale_after_seconds
         self.busy_timeout_seconds = busy_timeout_seconds
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        # (month, spent nano, held nano, monotonic time read): what status checks may reuse
+        self._totals: tuple[str, int, int, float] | None = None
+        self._writes = 0  # writes through this ledger: a read older than one is not cached
         with self._connect() as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(SCHEMA)
@@ -105,13 +113,28 @@ class Ledger:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_seconds,
-                               isolation_level=None)
-        try:
+        """This thread's connection to the ledger file (opened once per thread).
+
+        Each statement outside ``_write`` runs in its own implicit transaction, so a kept
+        connection still sees what other connections and processes committed.
+        """
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_seconds,
+                                   isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA synchronous=NORMAL")
-            yield conn
-        finally:
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        yield conn
+
+    def close(self) -> None:
+        """Close every thread's connection (the ledger reopens them if used again)."""
+        with self._connections_lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
             conn.close()
+        self._local = threading.local()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -120,10 +143,14 @@ class Ledger:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+            finally:
+                self._writes += 1
+                self._totals = None
 
     def _stale_sql(self, conn: sqlite3.Connection, now: datetime) -> int:
         cutoff = to_epoch(now) - self.stale_after_seconds
@@ -206,11 +233,24 @@ class Ledger:
                            "counted more prompt tokens than expected)",
                            lm.nano_to_usd(cost), lm.nano_to_usd(row[0]))
 
-    def month_totals(self, month: str | None = None) -> tuple[float, float, float]:
-        """(settled spend, open reservations, ceiling) of a month, in USD."""
+    def month_totals(self, month: str | None = None,
+                     max_age: float = 0.0) -> tuple[float, float, float]:
+        """(settled spend, open reservations, ceiling) of a month, in USD.
+
+        ``max_age`` > 0 lets a status check reuse totals read up to that many seconds ago
+        (never across a write made through this ledger); reserve() always reads afresh.
+        """
         month = month or lm.month_key(self.clock())
-        with self._connect() as conn:
-            spent, held = conn.execute(SPEND_SQL, (month,)).fetchone()
+        cached = self._totals
+        if max_age > 0 and cached is not None and cached[0] == month \
+                and time.monotonic() - cached[3] <= max_age:
+            spent, held = cached[1], cached[2]
+        else:
+            writes = self._writes
+            with self._connect() as conn:
+                spent, held = conn.execute(SPEND_SQL, (month,)).fetchone()
+            if writes == self._writes:
+                self._totals = (month, spent, held, time.monotonic())
         ceiling = lm.ceiling_to_nano(self.monthly_cost_ceiling)
         return lm.nano_to_usd(spent), lm.nano_to_usd(held), lm.nano_to_usd(ceiling)
 

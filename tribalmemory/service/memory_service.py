@@ -18,16 +18,19 @@ import numpy as np
 from .. import validation as check
 from ..config import Config
 from ..embeddings import Embedder
+from ..embeddings.background import BackgroundEmbedder
 from ..errors import InvalidInput, NotFound
 from ..models import Memory, RecallHit, SourceType, new_memory_id
-from ..storage.base import MemoryFilter, MemoryStore
+from ..storage.base import MemoryFilter, MemoryStore, SearchHit
 from ..timeutil import utc_now
+from .activity import RequestActivity
 from .hooks import HookRegistry
 
 log = logging.getLogger("tribalmemory.service")
 
 MAX_BATCH = 1000
 MAX_RECALL = 50
+DEDUP_PROBE = 4  # nearest memories fetched, unfiltered, to find the nearest non-summary
 
 
 @dataclass
@@ -63,11 +66,14 @@ class NewMemory:
 class MemoryService:
     """Stores and finds memories; runs the registered write-time hooks."""
 
-    def __init__(self, config: Config, store: MemoryStore, embedder: Embedder) -> None:
+    def __init__(self, config: Config, store: MemoryStore, embedder: Embedder,
+                 background: BackgroundEmbedder | None = None) -> None:
         self.config = config
         self.store = store
         self.embedder = embedder
+        self.background = background  # embeds plugins' texts at low priority, if given
         self.hooks = HookRegistry()
+        self.activity = RequestActivity()  # requests first; plugins' background work waits
         self.started_at = time.monotonic()
         self._write_lock = asyncio.Lock()
 
@@ -104,8 +110,9 @@ class MemoryService:
         """Store one memory (unless it near-duplicates one) and run the write-time hooks."""
         new = self._parse_new(content, source_type, source_instance, tags, context,
                               created_at, skip_dedup)
-        vector = (await self.embed([new.content]))[0]
-        return await self._store_new(new, vector, supersedes)
+        with self.activity.request():
+            vector = (await self.embed([new.content]))[0]
+            return await self._store_new(new, vector, supersedes)
 
     async def remember_batch(self, items: Any) -> list[RememberResult]:
         """1–1000 memories; all are validated before any is stored."""
@@ -123,8 +130,10 @@ class MemoryService:
                 parsed.append(self._parse_new(**item))
             except InvalidInput as exc:
                 raise InvalidInput(f"memories[{index}]: {exc.message}") from None
-        vectors = await self.embed([p.content for p in parsed])
-        return [await self._store_new(p, v, None) for p, v in zip(parsed, vectors, strict=True)]
+        with self.activity.request():
+            vectors = await self.embed([p.content for p in parsed])
+            return [await self._store_new(p, v, None)
+                    for p, v in zip(parsed, vectors, strict=True)]
 
     async def _store_new(self, new: NewMemory, vector: np.ndarray,
                          supersedes: str | None) -> RememberResult:
@@ -153,11 +162,27 @@ class MemoryService:
                               extra=extra)
 
     async def _find_duplicate(self, vector: np.ndarray) -> str | None:
-        where = MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY])
-        hits = await asyncio.to_thread(self.store.dense_search, vector, 1, where)
-        if hits and hits[0].cosine >= self.config.memory.dedup_threshold:
-            return hits[0].memory.id
+        hit = await asyncio.to_thread(self._nearest_non_summary, vector)
+        if hit is not None and hit.cosine >= self.config.memory.dedup_threshold:
+            return hit.memory.id
         return None
+
+    def _nearest_non_summary(self, vector: np.ndarray) -> SearchHit | None:
+        """The nearest memory that is not an episode summary.
+
+        The first non-summary among the unfiltered nearest neighbours is that memory; an
+        unfiltered query is much cheaper than a must_not filter, which the engine checks point
+        by point. Only when every probed neighbour is a summary does the filtered query run.
+        """
+        hits = self.store.dense_search(vector, DEDUP_PROBE)
+        for hit in hits:
+            if hit.memory.source_type is not SourceType.EPISODE_SUMMARY:
+                return hit
+        if len(hits) < DEDUP_PROBE:
+            return None  # the store holds nothing else
+        where = MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY])
+        found = self.store.dense_search(vector, 1, where)
+        return found[0] if found else None
 
     async def correct(self, memory_id: Any, content: Any, source_instance: Any = None,
                       tags: Any = None, context: Any = None) -> RememberResult:
@@ -175,15 +200,22 @@ class MemoryService:
         """Delete a memory; hooks take it out of anything built from it (e.g. its episode)."""
         memory = await self.get(memory_id)
         self.hooks.check("check_forget", memory)
-        async with self._write_lock:
-            await asyncio.to_thread(self.store.delete, [memory.id])
-        await self.hooks.notify("after_forget", memory)
+        with self.activity.request():
+            async with self._write_lock:
+                await asyncio.to_thread(self.store.delete, [memory.id])
+            await self.hooks.notify("after_forget", memory)
 
     # -- internal writes for plugins (no hooks, no dedup) -----------------------------------
 
+    async def embed_background(self, texts: list[str]) -> np.ndarray:
+        """Embed for background work: on the low-priority embedder when there is one."""
+        if self.background is None:
+            return await self.embed(texts)
+        return await self.background.embed(texts)
+
     async def put_internal(self, memory: Memory) -> None:
         """Insert or replace a memory written by a plugin (e.g. an episode summary)."""
-        vector = (await self.embed([memory.content]))[0]
+        vector = (await self.embed_background([memory.content]))[0]
         async with self._write_lock:
             await asyncio.to_thread(self.store.upsert, [memory], vector[None, :])
 
@@ -224,8 +256,9 @@ class MemoryService:
         )
         size = check.integer("limit", limit, 1, MAX_RECALL, 5)
         floor = check.number("min_relevance", min_relevance, 0.0, 1.0, 0.0)
-        vector = (await self.embed([text]))[0]
-        hits = await asyncio.to_thread(self.store.search, text, vector, size, where)
+        with self.activity.request():
+            vector = (await self.embed([text]))[0]
+            hits = await asyncio.to_thread(self.store.search, text, vector, size, where)
         results = [RecallHit(memory=h.memory, similarity_score=max(0.0, min(1.0, h.cosine)))
                    for h in hits]
         return [r for r in results if r.similarity_score >= floor]

@@ -1,0 +1,37 @@
+"""Requests first: background turns wait for quiet, and are forced under sustained load."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tribalmemory.service.activity import RequestActivity
+
+
+def test_wait_needed_arithmetic() -> None:
+    now = [100.0]
+    activity = RequestActivity(quiet=0.05, busy_interval=1.0, clock=lambda: now[0])
+    assert activity.wait_needed(now[0]) == 0.0  # nothing ever ran: go
+    with activity.request():
+        assert activity.in_flight == 1
+        assert activity.wait_needed(now[0]) == 0.0  # no turn given yet: the first is free
+        activity._last_turn = now[0]
+        assert abs(activity.wait_needed(now[0] + 0.4) - 0.6) < 1e-9  # busy
+    now[0] += 0.01
+    assert activity.in_flight == 0 and activity.last_end == 100.0
+    assert abs(activity.wait_needed(100.02) - 0.98) < 1e-9  # quiet for 0.02 s only: not yet
+    assert activity.wait_needed(100.06) == 0.0  # quiet for 0.06 s >= 0.05 s
+
+
+async def test_background_turn_waits_while_busy_then_is_forced() -> None:
+    now = [0.0]
+    activity = RequestActivity(quiet=0.001, busy_interval=10.0, clock=lambda: now[0])
+    await activity.background_turn()  # idle: granted at once
+    assert activity.turns == 1 and activity.forced_turns == 0
+    with activity.request():
+        task = asyncio.create_task(activity.background_turn())
+        for _ in range(20):
+            await asyncio.sleep(0.002)
+        assert not task.done()  # a request is running and busy_interval has not passed
+        now[0] = 10.5
+        await asyncio.wait_for(task, 5)
+    assert activity.turns == 2 and activity.forced_turns == 1
