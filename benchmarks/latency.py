@@ -461,6 +461,15 @@ def llm_stats(base_url: str) -> dict[str, Any]:
     return httpx.get(f"{root}/stats", trust_env=False, timeout=10).json()
 
 
+def measure_throughput(url: str, args: argparse.Namespace, column: Column) -> None:
+    """Sustained remember rate and latency from ``args.clients`` concurrent clients."""
+    rate, lat, errors = asyncio.run(concurrent_remember(url, thread_stream(2), args.clients,
+                                                        args.duration))
+    column.values[f"remember throughput, {args.clients} clients (memories/s)"] = \
+        f"{rate:.0f} (errors {errors})"
+    column.values[f"latency under {args.clients} clients p50 / p95 (ms)"] = ms(lat)
+
+
 def run_http(args: argparse.Namespace, root: Path, big_store: Path | None, log: Any
              ) -> tuple[Column, Column, list[str]]:
     daemon_log = root / "daemons.log"
@@ -493,11 +502,7 @@ def run_http(args: argparse.Namespace, root: Path, big_store: Path | None, log: 
         off.values["**remember** over HTTP p50 / p95 (ms)"] = ms(samples)
         off.values["recall over HTTP p50 / p95 (ms)"] = ms(sequential_recall(daemon.url,
                                                                              args.runs))
-        rate, lat, errors = asyncio.run(concurrent_remember(
-            daemon.url, thread_stream(2), args.clients, args.duration))
-        off.values[f"remember throughput, {args.clients} clients (memories/s)"] = \
-            f"{rate:.0f} (errors {errors})"
-        off.values[f"latency under {args.clients} clients p50 / p95 (ms)"] = ms(lat)
+        measure_throughput(daemon.url, args, off)
         remember_off = samples
     finally:
         daemon.stop()
@@ -523,11 +528,7 @@ def run_http(args: argparse.Namespace, root: Path, big_store: Path | None, log: 
                 + ", ".join(f"{k} {n}" for k, n in sorted(after["by_purpose"].items())) + ")")
             on.values["recall over HTTP p50 / p95 (ms)"] = ms(sequential_recall(daemon.url,
                                                                                 args.runs))
-            rate, lat, errors = asyncio.run(concurrent_remember(
-                daemon.url, thread_stream(2), args.clients, args.duration))
-            on.values[f"remember throughput, {args.clients} clients (memories/s)"] = \
-                f"{rate:.0f} (errors {errors})"
-            on.values[f"latency under {args.clients} clients p50 / p95 (ms)"] = ms(lat)
+            measure_throughput(daemon.url, args, on)
             health = httpx.get(f"{daemon.url}/v1/health", trust_env=False, timeout=30).json()
             queue = health.get("episodes", {}).get("queue_depth")
             notes.append(
