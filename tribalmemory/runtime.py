@@ -56,9 +56,8 @@ async def start_runtime(config: Config, **plugin_options: Any) -> Runtime:
     config.data_path.mkdir(parents=True, exist_ok=True)
     embedder = load_embedder(config.embedding.model, config.embedding.cache_dir)
     store = open_store(config, embedder.model_name, embedder.dim)
-    background = None
-    if config.episodes.enabled:  # summaries are embedded at low priority, on one core
-        background = BackgroundEmbedder(embedder.model_name, config.embedding.cache_dir)
+    # Plugins' texts (episode summaries) are embedded at low priority; loaded on first use.
+    background = BackgroundEmbedder(embedder.model_name, config.embedding.cache_dir)
     service = MemoryService(config, store, embedder, background)
     episodes = None
     if config.episodes.enabled:
@@ -70,8 +69,7 @@ async def start_runtime(config: Config, **plugin_options: Any) -> Runtime:
     try:
         await service.hooks.start(service)
     except BaseException:
-        if background is not None:
-            background.close()
+        background.close()
         store.close()
         raise
     maintenance = None
