@@ -10,9 +10,10 @@
    search returns.
 2. Real daemons (``python -m tribalmemory serve``, fresh data folder): time from spawning the
    process to the first answered request (``/v1/health``), empty and with the largest store
-   from step 1; ``remember`` p50/p95 over HTTP with episodes off, then on (hybrid detection,
+   from step 1; ``remember`` p50/p95 over HTTP with episodes off and on (hybrid detection,
    a fake OpenAI-compatible LLM from ``tests/fakellm.py`` answering after --llm-delay
-   seconds); sustained ``remember`` throughput from --clients concurrent HTTP clients.
+   seconds), both daemons running, measured in alternating blocks with the other one paused;
+   sustained ``remember`` throughput from --clients concurrent HTTP clients.
 
 Prints the tables and writes section "latency" of docs/benchmarks.md (unless --no-write).
 """
@@ -25,11 +26,14 @@ import os
 import platform
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from importlib.metadata import version
@@ -384,26 +388,60 @@ def thread_stream(seed: int) -> Any:
         yield sentence(rng, comp, person)
 
 
-def sequential_remember(url: str, stream: Any, runs: int, llm_url: str | None = None
-                        ) -> list[float]:
-    """``runs`` remembers one after the other, after 30 warm-up ones (and, with an LLM, after
-    its first call has been answered: the first call imports the OpenAI client, a one-off)."""
-    out = []
+@contextmanager
+def paused(daemon: Daemon) -> Iterator[None]:
+    """Stop ``daemon`` (SIGSTOP) for the block, so that its background work cannot run then."""
+    stop = getattr(signal, "SIGSTOP", None)  # POSIX only; elsewhere both keep running
+    if stop is not None:
+        os.kill(daemon.process.pid, stop)
+    try:
+        yield
+    finally:
+        if stop is not None:
+            os.kill(daemon.process.pid, signal.SIGCONT)
+
+
+def warm_up(client: httpx.Client, url: str, stream: Any, llm_url: str | None) -> None:
+    """30 remembers; with an LLM, more until its first call was answered (the first call
+    imports the OpenAI client, a one-off)."""
+    for _ in range(30):
+        client.post(f"{url}/v1/remember", json={"content": next(stream)})
+    deadline = time.monotonic() + 30
+    while llm_url and llm_stats(llm_url)["requests"] == 0 and time.monotonic() < deadline:
+        client.post(f"{url}/v1/remember", json={"content": next(stream)})
+        time.sleep(0.2)
+    if llm_url:
+        time.sleep(1.5)  # let that first answer be processed
+
+
+def interleaved_remember(off: Daemon, on: Daemon, llm_url: str, runs: int, block: int
+                         ) -> tuple[list[float], list[float]]:
+    """``runs`` remembers on each daemon, in alternating blocks of ``block`` (off, on, on,
+    off, ...), the other daemon paused meanwhile; both get the same memories.
+
+    Interleaving makes both sides share the machine's state (other jobs, CPU frequency);
+    pausing keeps each daemon's work out of the other's block. LLM answers and due jobs of the
+    episodes-on daemon pile up while it is paused and are handled in its own blocks.
+    """
+    samples: dict[str, list[float]] = {"off": [], "on": []}
+    daemons = {"off": off, "on": on}
+    streams = {"off": thread_stream(1), "on": thread_stream(1)}
     with httpx.Client(trust_env=False, timeout=60) as client:
-        for _ in range(30):
-            client.post(f"{url}/v1/remember", json={"content": next(stream)})
-        deadline = time.monotonic() + 30
-        while llm_url and llm_stats(llm_url)["requests"] == 0 and time.monotonic() < deadline:
-            client.post(f"{url}/v1/remember", json={"content": next(stream)})
-            time.sleep(0.2)
-        if llm_url:
-            time.sleep(1.5)  # let that first answer be processed
-        for _ in range(runs):
-            body = {"content": next(stream), "tags": ["bench"]}
-            start = time.perf_counter()
-            client.post(f"{url}/v1/remember", json=body).raise_for_status()
-            out.append((time.perf_counter() - start) * 1000)
-    return out
+        with paused(on):
+            warm_up(client, off.url, streams["off"], None)
+        with paused(off):
+            warm_up(client, on.url, streams["on"], llm_url)
+        for index in range(max(1, runs // block)):
+            for name in ("off", "on") if index % 2 == 0 else ("on", "off"):
+                other = daemons["on" if name == "off" else "off"]
+                url = daemons[name].url
+                with paused(other):
+                    for _ in range(block):
+                        body = {"content": next(streams[name]), "tags": ["bench"]}
+                        start = time.perf_counter()
+                        client.post(f"{url}/v1/remember", json=body).raise_for_status()
+                        samples[name].append((time.perf_counter() - start) * 1000)
+    return samples["off"], samples["on"]
 
 
 def sequential_recall(url: str, runs: int) -> list[float]:
@@ -495,50 +533,51 @@ def run_http(args: argparse.Namespace, root: Path, big_store: Path | None, log: 
             f"{daemon.ready_seconds:.2f}"
         daemon.stop()
 
-    log("HTTP, episodes off ...")
-    daemon = start_daemon(root / "http-off", daemon_log, {"enabled": False})
-    try:
-        samples = sequential_remember(daemon.url, thread_stream(1), args.runs)
-        off.values["**remember** over HTTP p50 / p95 (ms)"] = ms(samples)
-        off.values["recall over HTTP p50 / p95 (ms)"] = ms(sequential_recall(daemon.url,
-                                                                             args.runs))
-        measure_throughput(daemon.url, args, off)
-        remember_off = samples
-    finally:
-        daemon.stop()
-
-    log(f"HTTP, episodes on (fake LLM, {args.llm_delay:g} s per call) ...")
+    log(f"HTTP, episodes off and on (fake LLM, {args.llm_delay:g} s per call), interleaved ...")
     fake, base_url = start_fake_llm(args.llm_delay, daemon_log)
     episodes = {"enabled": True, "detector_strategy": "hybrid", "api_base": base_url,
                 "summarizer_provider": "openai", "summarizer_model": "gpt-4o-mini",
                 "summary_debounce_seconds": 2.0}
+    daemons: list[Daemon] = []
     try:
-        daemon = start_daemon(root / "http-on", daemon_log, episodes,
-                              env={"OPENAI_API_KEY": "x", "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
-        try:
-            state = wait_llm_ready(daemon.url)
-            samples = sequential_remember(daemon.url, thread_stream(1), args.runs, base_url)
-            after = llm_stats(base_url)
-            on.values["**remember** over HTTP p50 / p95 (ms)"] = ms(samples)
-            ratio50 = pct(samples, 50) / pct(remember_off, 50)
-            ratio95 = pct(samples, 95) / pct(remember_off, 95)
-            on.values["remember on / off, p50 and p95"] = f"{ratio50:.2f}× / {ratio95:.2f}×"
-            on.values["LLM calls answered by then (since start)"] = (
-                f"{after['requests']} (LLM state {state}: "
-                + ", ".join(f"{k} {n}" for k, n in sorted(after["by_purpose"].items())) + ")")
-            on.values["recall over HTTP p50 / p95 (ms)"] = ms(sequential_recall(daemon.url,
-                                                                                args.runs))
-            measure_throughput(daemon.url, args, on)
-            health = httpx.get(f"{daemon.url}/v1/health", trust_env=False, timeout=30).json()
-            queue = health.get("episodes", {}).get("queue_depth")
-            notes.append(
-                "Episodes on: measured after 30 warm-up memories and the fake LLM's first "
-                f"answer (it answers after {args.llm_delay:g} s); summaries debounced 2 s "
-                "instead of the default 30 s so that LLM work overlaps the measurement; "
-                f"{queue} episode jobs were still queued at the end.")
-        finally:
-            daemon.stop()
+        daemon_off = start_daemon(root / "http-off", daemon_log, {"enabled": False})
+        daemons.append(daemon_off)
+        daemon_on = start_daemon(root / "http-on", daemon_log, episodes,
+                                 env={"OPENAI_API_KEY": "x",
+                                      "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+        daemons.append(daemon_on)
+        state = wait_llm_ready(daemon_on.url)
+        remember_off, remember_on = interleaved_remember(daemon_off, daemon_on, base_url,
+                                                         args.http_runs, args.block)
+        after = llm_stats(base_url)
+        off.values["**remember** over HTTP p50 / p95 (ms)"] = ms(remember_off)
+        on.values["**remember** over HTTP p50 / p95 (ms)"] = ms(remember_on)
+        ratio50 = pct(remember_on, 50) / pct(remember_off, 50)
+        ratio95 = pct(remember_on, 95) / pct(remember_off, 95)
+        on.values["remember on / off, p50 and p95"] = f"{ratio50:.2f}× / {ratio95:.2f}×"
+        on.values["LLM calls answered by then (since start)"] = (
+            f"{after['requests']} (LLM state {state}: "
+            + ", ".join(f"{k} {n}" for k, n in sorted(after["by_purpose"].items())) + ")")
+        for column, daemon, other in ((off, daemon_off, daemon_on), (on, daemon_on, daemon_off)):
+            with paused(other):
+                column.values["recall over HTTP p50 / p95 (ms)"] = ms(
+                    sequential_recall(daemon.url, args.runs))
+                measure_throughput(daemon.url, args, column)
+        health = httpx.get(f"{daemon_on.url}/v1/health", trust_env=False, timeout=30).json()
+        queue = health.get("episodes", {}).get("queue_depth")
+        notes.append(
+            f"`remember`: {args.http_runs} requests per daemon after 30 warm-up ones (and, "
+            "episodes on, after the fake LLM's first answer), sent one at a time in alternating "
+            f"blocks of {args.block} (off, on, on, off, …) with the other daemon paused "
+            "(SIGSTOP), so that both see the same machine and neither's background work runs "
+            "in the other's block; LLM answers and jobs that fall due while the episodes-on "
+            "daemon is paused are handled in its blocks. Episodes on: the fake LLM answers "
+            f"after {args.llm_delay:g} s; summaries debounced 2 s instead of the default 30 s "
+            f"so that LLM work overlaps the measurement; {queue} episode jobs were still "
+            "queued at the end.")
     finally:
+        for daemon in daemons:
+            daemon.stop()
         fake.terminate()
         fake.wait(10)
     return off, on, notes
@@ -557,6 +596,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="store sizes (memories)")
     parser.add_argument("--runs", type=int, default=200, help="requests per latency figure")
+    parser.add_argument("--http-runs", type=int, default=500,
+                        help="remembers per daemon for the episodes on/off comparison")
+    parser.add_argument("--block", type=int, default=50,
+                        help="remembers per block in the interleaved on/off comparison")
     parser.add_argument("--real", type=int, default=10000,
                         help="memories embedded for real; the rest mix two real embeddings")
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "tm-latency"),
@@ -576,6 +619,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.runs, args.duration, args.starts = "2000", 50, 5.0, 1
+        args.http_runs = 100
         args.real = min(args.real, 2000)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.largest = max(sizes) if sizes else 0

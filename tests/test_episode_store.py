@@ -124,9 +124,22 @@ def test_delete_episode_unassigns_members_and_unlinks_children(store):
         store.insert_episode(db, row("ep-b", parent_episode_id="ep-a"))
         store.add_member(db, "ep-a", "m1", 1.0, 1.0)
         store.enqueue(db, "summary", "ep-a", now=1.0)
+        store.enqueue(db, "link", "ep-a", now=1.0)
         assert store.delete_episode(db, "ep-a") == ["m1"]
     assert store.episode("ep-a") is None
     assert store.episode_of("m1") is None
     assert store.detection("m1")["state"] == "standalone"
     assert store.episode("ep-b").parent_episode_id is None
     assert store.due_jobs(10.0, set()) == []
+
+
+def test_recently_closed_are_the_chain_candidates(store):
+    with store.transaction() as db:
+        store.insert_episode(db, row("ep-old", last=5.0, status="closed", closed_at=10.0))
+        store.insert_episode(db, row("ep-a", last=50.0, status="closed", closed_at=60.0))
+        store.insert_episode(db, row("ep-b", last=70.0, status="archived", closed_at=80.0))
+        store.insert_episode(db, row("ep-late", last=95.0, status="closed", closed_at=96.0))
+        store.insert_episode(db, row("ep-open", last=40.0))
+    # closed since 50, and last memory no later than 90 (the new episode's first)
+    assert [r.id for r in store.recently_closed(50.0, 90.0)] == ["ep-b", "ep-a"]
+    assert [r.id for r in store.recently_closed(50.0, 90.0, limit=1)] == ["ep-b"]

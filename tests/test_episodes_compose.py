@@ -110,6 +110,10 @@ async def test_chain_links_a_follow_up_to_a_recently_closed_episode(runtime_fact
     b = [await remember(rt, IOS[i], 5, 9 + i) for i in range(2)]
     child = b[1]["episode_id"]
     assert child and child != parent
+    # The parent is looked for by a durable job, after the request that created the episode.
+    store = rt.episodes.store
+    assert [r[0] for r in store.db.execute("SELECT key FROM jobs WHERE kind = 'link'")] == [child]
+    await settle(rt)
     got = (await rt.api.episode_get(child))["episode"]
     assert got["parent_episode_id"] == parent
     chain = await rt.api.episode_chain(child)

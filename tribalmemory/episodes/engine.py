@@ -249,14 +249,14 @@ class EpisodeEngine:
             self._queue_summary(db, episode_id, now, trigger=memories[-1].id, delay=0.0)
             for previous in moved_from:
                 self._queue_summary(db, previous, now, trigger=None, delay=0.0)
+            if parent_episode_id is None:  # looked for by a job, off the request path
+                self.store.enqueue(db, "link", episode_id, now)
         for memory in memories:
             self._seeds.pop(memory.id, None)
         self._active[episode_id] = self.matcher.episode(episode_id, features)
         for previous in moved_from:
             async with self.lock(previous):
                 await self._refresh_extractive(previous)
-        if parent_episode_id is None:
-            await self.link_parent(episode_id)
         created = self.store.episode(episode_id)
         assert created is not None
         log.info("episode %s created with %d memories: %s", episode_id, len(memories),
@@ -452,6 +452,7 @@ class EpisodeEngine:
             return
         candidates = await self._describe_candidates(decision)
         answer = await self.summariser.classify(memory, candidates)
+        await self.service.activity.background_turn()  # applying it uses the CPU
         async with self._detect_lock:
             if not self._still_pending(memory_id):
                 return
@@ -724,12 +725,13 @@ class EpisodeEngine:
         if new is None or row is None or row.first_activity is None:
             return None
         horizon = self.clock() - self.settings.chain_window_hours * 3600.0
-        candidates = [r for r in self.store.episodes(None, limit=1000)
-                      if r.status != "active" and r.id != episode_id
-                      and (r.closed_at or 0.0) >= horizon
-                      and r.last_activity <= row.first_activity]
+        candidates = [r for r in self.store.recently_closed(horizon, row.first_activity)
+                      if r.id != episode_id]
+        if not candidates:
+            return None
+        await self.service.activity.background_turn()  # reading and scoring them uses the CPU
         best: tuple[str, float] | None = None
-        for candidate in candidates[:50]:
+        for candidate in candidates:
             ids = self.store.member_ids(candidate.id)[-32:]
             memories = await self.service.get_many(ids)
             vectors = await self.service.vectors(ids)
@@ -743,10 +745,14 @@ class EpisodeEngine:
         return best
 
     async def link_parent(self, episode_id: str) -> None:
+        """The link job of a new episode: record the parent that :meth:`find_parent` finds."""
         found = await self.find_parent(episode_id)
         if found is None:
             return
         parent, score = found
+        row = self.store.episode(episode_id)
+        if row is None or row.parent_episode_id is not None:  # deleted, or linked meanwhile
+            return
         with self.store.transaction() as db:
             self.store.update_episode(db, episode_id, parent_episode_id=parent)
         log.info("episode %s continues %s (chain score %.2f)", episode_id, parent, score)

@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS detections (
 CREATE INDEX IF NOT EXISTS detections_state ON detections(state, memory_time);
 CREATE TABLE IF NOT EXISTS jobs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL,                    -- detect | classify | summary
+    kind TEXT NOT NULL,                    -- detect | classify | summary | link
     key TEXT NOT NULL,                     -- memory id or episode id
     payload TEXT NOT NULL DEFAULT '{}',
     not_before REAL NOT NULL,
@@ -187,6 +187,14 @@ class EpisodeStore:
         return self._select(where, (*args, limit, offset),
                             "ORDER BY e.last_activity DESC, e.id LIMIT ? OFFSET ?")
 
+    def recently_closed(self, since: float, ended_by: float, limit: int = 50
+                        ) -> list[EpisodeRow]:
+        """Closed or archived episodes closed at or after ``since`` whose last memory is not
+        after ``ended_by``, most recently closed first."""
+        return self._select("WHERE e.status != 'active' AND e.closed_at >= ? "
+                            "AND e.last_activity <= ?", (since, ended_by, limit),
+                            "ORDER BY e.closed_at DESC, e.id LIMIT ?")
+
     def children(self, episode_id: str) -> list[EpisodeRow]:
         return self._select("WHERE e.parent_episode_id = ?", (episode_id,))
 
@@ -224,7 +232,8 @@ class EpisodeStore:
         db.execute("DELETE FROM memberships WHERE episode_id = ?", (episode_id,))
         db.executemany("UPDATE detections SET state = 'standalone' WHERE memory_id = ?",
                        [(m,) for m in members])
-        db.execute("DELETE FROM jobs WHERE kind = 'summary' AND key = ?", (episode_id,))
+        db.execute("DELETE FROM jobs WHERE kind IN ('summary', 'link') AND key = ?",
+                   (episode_id,))
         db.execute("UPDATE episodes SET parent_episode_id = NULL WHERE parent_episode_id = ?",
                    (episode_id,))
         db.execute("DELETE FROM episodes WHERE id = ?", (episode_id,))

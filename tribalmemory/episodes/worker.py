@@ -103,6 +103,8 @@ class Worker:
                 await engine.run_classify(job.key, job.payload.get("candidates", []))
             elif job.kind == "detect":
                 await self._detect(job.key)
+            elif job.kind == "link":
+                await engine.link_parent(job.key)
             with engine.store.transaction() as db:
                 engine.store.finish_job(db, job)
             if job.kind == "summary":
