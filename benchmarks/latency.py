@@ -494,14 +494,16 @@ def start_fake_llm(delay: float, log_path: Path) -> tuple[subprocess.Popen[bytes
     return process, line.split(" ", 1)[1]
 
 
+def queue_depth(url: str) -> int:
+    """Episode jobs the daemon has queued, from /v1/health."""
+    health = httpx.get(f"{url}/v1/health", trust_env=False, timeout=30).json()
+    return int(health.get("episodes", {}).get("queue_depth") or 0)
+
+
 def settle_time(url: str, timeout: float = 120.0) -> tuple[int, str]:
     """Episode jobs queued now, and seconds until /v1/health reports none (work settled)."""
-    def depth() -> int:
-        health = httpx.get(f"{url}/v1/health", trust_env=False, timeout=30).json()
-        return int(health.get("episodes", {}).get("queue_depth") or 0)
-
-    start, backlog = time.perf_counter(), depth()
-    while (queued := depth()) and time.perf_counter() - start < timeout:
+    start, backlog = time.perf_counter(), queue_depth(url)
+    while (queued := queue_depth(url)) and time.perf_counter() - start < timeout:
         time.sleep(0.25)
     elapsed = time.perf_counter() - start
     return backlog, f"{elapsed:.1f}" if not queued else f"> {timeout:.0f} ({queued} left)"
@@ -580,8 +582,7 @@ def run_http(args: argparse.Namespace, root: Path, big_store: Path | None, log: 
                 column.values["recall over HTTP p50 / p95 (ms)"] = ms(
                     sequential_recall(daemon.url, args.runs))
                 measure_throughput(daemon.url, args, column)
-        health = httpx.get(f"{daemon_on.url}/v1/health", trust_env=False, timeout=30).json()
-        queue = health.get("episodes", {}).get("queue_depth")
+        queue = queue_depth(daemon_on.url)
         notes.append(
             f"`remember`: {args.http_runs} requests per daemon after 30 warm-up ones (and, "
             "episodes on, after the fake LLM's first answer), sent one at a time in alternating "

@@ -722,11 +722,11 @@ class EpisodeEngine:
         """
         new = self._active.get(episode_id)
         row = self.store.episode(episode_id)
-        if new is None or row is None or row.first_activity is None:
+        if (new is None or row is None or row.first_activity is None
+                or row.parent_episode_id is not None):
             return None
         horizon = self.clock() - self.settings.chain_window_hours * 3600.0
-        candidates = [r for r in self.store.recently_closed(horizon, row.first_activity)
-                      if r.id != episode_id]
+        candidates = self.store.recently_closed(horizon, row.first_activity)
         if not candidates:
             return None
         await self.service.activity.background_turn()  # reading and scoring them uses the CPU
@@ -750,9 +750,6 @@ class EpisodeEngine:
         if found is None:
             return
         parent, score = found
-        row = self.store.episode(episode_id)
-        if row is None or row.parent_episode_id is not None:  # deleted, or linked meanwhile
-            return
         with self.store.transaction() as db:
             self.store.update_episode(db, episode_id, parent_episode_id=parent)
         log.info("episode %s continues %s (chain score %.2f)", episode_id, parent, score)
