@@ -49,6 +49,8 @@ class StreamClock:
 
     def __call__(self) -> float:
         return self.now
+
+
 ID_ATTR = re.compile(r'id="([^"]+)"')
 
 
@@ -58,16 +60,20 @@ def oracle_responder(gold_of: dict[str, str | None]) -> Any:
     def respond(request: Recorded) -> Reply:
         if request.purpose != "classify":
             return default_reply(request)
-        user = "\n".join(str(m.get("content") or "") for m in request.messages
-                         if m.get("role") != "system")
+        user = "\n".join(
+            str(m.get("content") or "") for m in request.messages if m.get("role") != "system"
+        )
         new_part, _, episodes_part = user.partition("<candidates>")
         new_ids = ID_ATTR.findall(new_part)
         label = gold_of.get(new_ids[0]) if new_ids else None
         if label is None:
             return Reply.json({"action": "none"})
         for candidate, body in EPISODE_RE.findall(episodes_part):
-            labels = [gold_of.get(i) for attrs, _ in MEMORY_RE.findall(body)
-                      for i in ID_ATTR.findall(attrs)]
+            labels = [
+                gold_of.get(i)
+                for attrs, _ in MEMORY_RE.findall(body)
+                for i in ID_ATTR.findall(attrs)
+            ]
             if labels and max(set(labels), key=labels.count) == label:
                 return Reply.json({"action": "join", "episode_id": candidate})
         return Reply.json({"action": "create", "title": label})
@@ -75,8 +81,9 @@ def oracle_responder(gold_of: dict[str, str | None]) -> Any:
     return respond
 
 
-async def replay(path: str, strategy: str, base_url: str | None,
-                 gold_of: dict[str, str | None]) -> dict[str, Any]:
+async def replay(
+    path: str, strategy: str, base_url: str | None, gold_of: dict[str, str | None]
+) -> dict[str, Any]:
     records = load_stream(path)
     with tempfile.TemporaryDirectory() as data:
         settings: dict[str, Any] = {"detector_strategy": strategy.split("-")[0]}
@@ -93,9 +100,12 @@ async def replay(path: str, strategy: str, base_url: str | None,
         for record in records:
             clock.now = record.created_at.timestamp()  # the engine lives in stream time
             result = await runtime.api.remember(
-                record.content, tags=sorted(record.tags),
+                record.content,
+                tags=sorted(record.tags),
                 source_instance=record.source_instance or None,
-                created_at=record.created_at, skip_dedup=True)
+                created_at=record.created_at,
+                skip_dedup=True,
+            )
             ids.append(result["memory_id"])
             gold_of[result["memory_id"]] = record.gold
         settled = await plugin.worker.drain(600)
@@ -112,12 +122,21 @@ async def replay(path: str, strategy: str, base_url: str | None,
         await runtime.stop()
     gold = [r.gold for r in records]
     precision, recall, f1 = pairwise_prf(predicted, gold)
-    return {"strategy": strategy, "memories": len(records), "episodes": episodes,
-            "precision": precision, "recall": recall, "f1": f1,
-            "ari": adjusted_rand_index(predicted, gold), "settled": settled,
-            "seconds": elapsed, "calls": costs.get("calls", 0),
-            "usd": costs.get("spend_usd", 0.0), "by_purpose": costs.get("by_purpose", {}),
-            **links}
+    return {
+        "strategy": strategy,
+        "memories": len(records),
+        "episodes": episodes,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "ari": adjusted_rand_index(predicted, gold),
+        "settled": settled,
+        "seconds": elapsed,
+        "calls": costs.get("calls", 0),
+        "usd": costs.get("spend_usd", 0.0),
+        "by_purpose": costs.get("by_purpose", {}),
+        **links,
+    }
 
 
 def chain_links(records: list[Any], predicted: list[str | None], store: Any) -> dict[str, int]:
@@ -138,24 +157,28 @@ def chain_links(records: list[Any], predicted: list[str | None], store: Any) -> 
             expected += 1
             child, parent = majority(record.gold or ""), majority(record.parent)
             row = store.episode(child) if child else None
-            found += int(row is not None and parent is not None
-                         and row.parent_episode_id == parent)
+            found += int(row is not None and parent is not None and row.parent_episode_id == parent)
     gold_parent = {majority(r.gold or ""): majority(r.parent) for r in records if r.parent}
     linked = store.db.execute(
-        "SELECT id, parent_episode_id FROM episodes WHERE parent_episode_id IS NOT NULL")
+        "SELECT id, parent_episode_id FROM episodes WHERE parent_episode_id IS NOT NULL"
+    )
     wrong = sum(1 for child, parent in linked if gold_parent.get(child) != parent)
     return {"links_expected": expected, "links_found": found, "links_wrong": wrong}
 
 
 def render(path: str, rows: list[dict[str, Any]]) -> str:
-    lines = [f"## Episode detection through `remember()` (`{Path(path).name}`)", "",
-             "`python benchmarks/detection.py " + Path(path).name + "` — default settings "
-             "(threshold 0.75, band 0.25); hybrid/llm against the fake LLM server priced as "
-             "gpt-4o-mini.", "",
-             "| strategy | episodes | precision | recall | F1 | ARI | parent links found / "
-             "expected (wrong) | LLM calls / memory | USD / memory | est. USD / month "
-             "(500 memories) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"## Episode detection through `remember()` (`{Path(path).name}`)",
+        "",
+        "`python benchmarks/detection.py " + Path(path).name + "` — default settings "
+        "(threshold 0.75, band 0.25); hybrid/llm against the fake LLM server priced as "
+        "gpt-4o-mini.",
+        "",
+        "| strategy | episodes | precision | recall | F1 | ARI | parent links found / "
+        "expected (wrong) | LLM calls / memory | USD / memory | est. USD / month "
+        "(500 memories) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         per_call = r["calls"] / r["memories"]
         per_usd = r["usd"] / r["memories"]
@@ -163,12 +186,15 @@ def render(path: str, rows: list[dict[str, Any]]) -> str:
             f"| {r['strategy']} | {r['episodes']} | {r['precision']:.3f} | {r['recall']:.3f} | "
             f"{r['f1']:.3f} | {r['ari']:.3f} | {r['links_found']} / {r['links_expected']} "
             f"({r['links_wrong']}) | {per_call:.2f} | {per_usd:.6f} | "
-            f"{per_usd * MONTH_MEMORIES:.2f} |")
+            f"{per_usd * MONTH_MEMORIES:.2f} |"
+        )
     lines.append("")
     for r in rows:
         if r["by_purpose"]:
-            parts = ", ".join(f"{k}: {v['calls']} calls / ${v['cost_usd']:.4f}"
-                              for k, v in sorted(r["by_purpose"].items()))
+            parts = ", ".join(
+                f"{k}: {v['calls']} calls / ${v['cost_usd']:.4f}"
+                for k, v in sorted(r["by_purpose"].items())
+            )
             lines.append(f"- {r['strategy']}: {parts}")
     lines += ["", NOTES]
     return "\n".join(lines)
@@ -209,12 +235,16 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 os.environ["OPENAI_API_KEY"] = "x"
             gold_of: dict[str, str | None] = {}
-            fake.responder = oracle_responder(gold_of) if strategy.endswith("oracle") \
-                else default_reply
+            fake.responder = (
+                oracle_responder(gold_of) if strategy.endswith("oracle") else default_reply
+            )
             row = asyncio.run(replay(args.stream, strategy, base, gold_of))
             rows.append(row)
-            print(f"{strategy}: F1 {row['f1']:.3f} calls {row['calls']} ${row['usd']:.5f} "
-                  f"({row['seconds']:.1f} s)", file=sys.stderr)
+            print(
+                f"{strategy}: F1 {row['f1']:.3f} calls {row['calls']} ${row['usd']:.5f} "
+                f"({row['seconds']:.1f} s)",
+                file=sys.stderr,
+            )
     text = render(args.stream, rows)
     print(text)
     if not args.no_write:

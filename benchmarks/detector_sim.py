@@ -61,8 +61,9 @@ def pairwise_prf(pred: Sequence[Label], gold: Sequence[Label]) -> tuple[float, f
     """Pairwise precision, recall, F1. ``None`` = in no pair. Empty denominators give 0."""
     if len(pred) != len(gold):
         raise ValueError("pred and gold must have the same length")
-    both = Counter((p, g) for p, g in zip(pred, gold, strict=True)
-                   if p is not None and g is not None)
+    both = Counter(
+        (p, g) for p, g in zip(pred, gold, strict=True) if p is not None and g is not None
+    )
     tp = sum(_pairs(c) for c in both.values())
     pp = sum(_pairs(c) for c in Counter(p for p in pred if p is not None).values())
     gp = sum(_pairs(c) for c in Counter(g for g in gold if g is not None).values())
@@ -113,9 +114,17 @@ def load_stream(path: str | Path) -> list[Record]:
         if not line.strip():
             continue
         d = json.loads(line)
-        out.append(Record(d["id"], parse_iso(d["timestamp"]), d["content"],
-                          frozenset(d.get("tags") or ()), d.get("source_instance") or "",
-                          d.get("episode"), d.get("parent")))
+        out.append(
+            Record(
+                d["id"],
+                parse_iso(d["timestamp"]),
+                d["content"],
+                frozenset(d.get("tags") or ()),
+                d.get("source_instance") or "",
+                d.get("episode"),
+                d.get("parent"),
+            )
+        )
     out.sort(key=lambda r: r.created_at)
     return out
 
@@ -128,10 +137,10 @@ def embed_stream(records: Sequence[Record]) -> np.ndarray:
 
 @dataclass
 class SimResult:
-    assignment: list[str | None]           # predicted episode id per memory (None = no episode)
-    ambiguous: int = 0                     # memories that hit the band (hybrid)
+    assignment: list[str | None]  # predicted episode id per memory (None = no episode)
+    ambiguous: int = 0  # memories that hit the band (hybrid)
     llm_calls: int = 0
-    scores: list[float] = field(default_factory=list)   # best candidate score per memory
+    scores: list[float] = field(default_factory=list)  # best candidate score per memory
     episodes: dict[str, EpisodeFeatures] = field(default_factory=dict)
     closed: list[tuple[str, datetime]] = field(default_factory=list)  # (episode id, closed at)
     started: list[tuple[str, datetime]] = field(default_factory=list)  # (episode id, created)
@@ -142,15 +151,20 @@ def _majority(labels: Sequence[str | None]) -> str | None:
     return c[0][0] if c else None
 
 
-def simulate(records: Sequence[Record], vectors: np.ndarray, params: DetectorParams,
-             oracle: bool = False) -> SimResult:
+def simulate(
+    records: Sequence[Record], vectors: np.ndarray, params: DetectorParams, oracle: bool = False
+) -> SimResult:
     """Replay ``records`` online. With ``params.strategy == 'hybrid'`` and ``oracle``, an
     Ambiguous decision is resolved by an oracle that knows the gold labels (it picks the listed
     candidate whose members' majority label equals the memory's, else no match): the upper bound
     of the hybrid strategy. Without ``oracle`` an Ambiguous decision is treated as no match."""
     context = DetectorContext()
-    feats = [MemoryFeatures(r.id, vectors[i], r.tags, r.source_instance, r.created_at,
-                            tokenize(r.content)) for i, r in enumerate(records)]
+    feats = [
+        MemoryFeatures(
+            r.id, vectors[i], r.tags, r.source_instance, r.created_at, tokenize(r.content)
+        )
+        for i, r in enumerate(records)
+    ]
     index = {r.id: i for i, r in enumerate(records)}
     assign: list[str | None] = [None] * len(records)
     episodes: dict[str, EpisodeFeatures] = {}
@@ -168,8 +182,7 @@ def simulate(records: Sequence[Record], vectors: np.ndarray, params: DetectorPar
                 result.closed.append((eid, episodes[eid].last_activity + window))
         for sid in [s for s, m in seeds.items() if now - m.created_at > window]:
             del seeds[sid]
-        decision = decide(mem, [episodes[e] for e in active], list(seeds.values()), context,
-                          params)
+        decision = decide(mem, [episodes[e] for e in active], list(seeds.values()), context, params)
         if isinstance(decision, Ambiguous):
             result.ambiguous += 1
             result.llm_calls += 1
@@ -177,7 +190,7 @@ def simulate(records: Sequence[Record], vectors: np.ndarray, params: DetectorPar
             chosen = None
             if oracle and records[i].gold is not None:
                 for cand in decision.candidates:
-                    ids = (episodes[cand.id].member_ids if cand.kind == "episode" else (cand.id,))
+                    ids = episodes[cand.id].member_ids if cand.kind == "episode" else (cand.id,)
                     if _majority([records[index[m]].gold for m in ids]) == records[i].gold:
                         chosen = cand
                         break
@@ -226,8 +239,9 @@ class ChainResult:
     proposed: list[tuple[str, str, float]]  # (child gold, parent gold, score)
 
 
-def evaluate_chaining(records: Sequence[Record], result: SimResult, params: DetectorParams,
-                      relaxed: bool = False) -> ChainResult:
+def evaluate_chaining(
+    records: Sequence[Record], result: SimResult, params: DetectorParams, relaxed: bool = False
+) -> ChainResult:
     """Gold links: (episode, parent) pairs in the stream. A predicted episode is mapped to the
     majority gold label of its members; a predicted link counts as found when it maps to a gold
     link, otherwise as wrong.
@@ -238,8 +252,10 @@ def evaluate_chaining(records: Sequence[Record], result: SimResult, params: Dete
     episode's first memory and that the new episode did not join (active or closed), with no
     time limit beyond the active window -- shows what the score itself can separate."""
     index = {r.id: i for i, r in enumerate(records)}
-    label = {eid: _majority([records[index[m]].gold for m in ep.member_ids])
-             for eid, ep in result.episodes.items()}
+    label = {
+        eid: _majority([records[index[m]].gold for m in ep.member_ids])
+        for eid, ep in result.episodes.items()
+    }
     gold_links = {(r.gold, r.parent) for r in records if r.parent and r.gold}
     context = result.context  # type: ignore[attr-defined]
     closed_at = dict(result.closed)
@@ -254,15 +270,19 @@ def evaluate_chaining(records: Sequence[Record], result: SimResult, params: Dete
             if pid == eid:
                 continue
             if relaxed:
-                if parent.first_activity < start and parent.last_activity <= start \
-                        and start - parent.last_activity <= timedelta(
-                            days=params.active_window_days):
+                if (
+                    parent.first_activity < start
+                    and parent.last_activity <= start
+                    and start - parent.last_activity <= timedelta(days=params.active_window_days)
+                ):
                     # parent as it was at the new episode's start
-                    members = [m for m in parent.member_ids
-                               if records[index[m]].created_at <= start]
+                    members = [
+                        m for m in parent.member_ids if records[index[m]].created_at <= start
+                    ]
                     if len(members) >= 2:
-                        candidates.append((pid, build_episode(pid, [
-                            _feat(records, index[m]) for m in members])))
+                        candidates.append(
+                            (pid, build_episode(pid, [_feat(records, index[m]) for m in members]))
+                        )
             else:
                 if pid in closed_at:
                     gap = (start - closed_at[pid]).total_seconds() / 3600
@@ -285,8 +305,9 @@ _FEAT_CACHE: dict[int, tuple[Sequence[Record], np.ndarray]] = {}
 def _feat(records: Sequence[Record], i: int) -> MemoryFeatures:
     vectors = _FEAT_CACHE[id(records)][1]
     r = records[i]
-    return MemoryFeatures(r.id, vectors[i], r.tags, r.source_instance, r.created_at,
-                          tokenize(r.content))
+    return MemoryFeatures(
+        r.id, vectors[i], r.tags, r.source_instance, r.created_at, tokenize(r.content)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,17 +315,29 @@ def _feat(records: Sequence[Record], i: int) -> MemoryFeatures:
 # --------------------------------------------------------------------------------------------
 
 
-def run_once(records: Sequence[Record], vectors: np.ndarray, threshold: float,
-             strategy: str = "embedding", oracle: bool = False, **kw) -> tuple[SimResult, dict]:
+def run_once(
+    records: Sequence[Record],
+    vectors: np.ndarray,
+    threshold: float,
+    strategy: str = "embedding",
+    oracle: bool = False,
+    **kw,
+) -> tuple[SimResult, dict]:
     params = DetectorParams(threshold=threshold, strategy=strategy, **kw)
     res = simulate(records, vectors, params, oracle=oracle)
     gold = [r.gold for r in records]
     p, r, f = pairwise_prf(res.assignment, gold)
-    stats = {"threshold": threshold, "precision": p, "recall": r, "f1": f,
-             "ari": adjusted_rand_index(res.assignment, gold),
-             "episodes": len({a for a in res.assignment if a is not None}),
-             "joined": sum(a is not None for a in res.assignment),
-             "ambiguous": res.ambiguous, "n": len(records)}
+    stats = {
+        "threshold": threshold,
+        "precision": p,
+        "recall": r,
+        "f1": f,
+        "ari": adjusted_rand_index(res.assignment, gold),
+        "episodes": len({a for a in res.assignment if a is not None}),
+        "joined": sum(a is not None for a in res.assignment),
+        "ambiguous": res.ambiguous,
+        "n": len(records),
+    }
     return res, stats
 
 
@@ -314,51 +347,75 @@ def report(path: str, threshold: float = 0.75, sweep: bool = False) -> str:
     _FEAT_CACHE[id(records)] = (records, vectors)
     gold = [r.gold for r in records]
     n_gold_eps = len({g for g in gold if g})
-    lines = [f"### Detector simulation: `{Path(path).name}` ({len(records)} memories, "
-             f"{n_gold_eps} gold episodes, {sum(g is None for g in gold)} standalone)", ""]
-    lines += ["Strategy `embedding` (no LLM), online replay in time order, default model.", "",
-              "| threshold | precision | recall | F1 | ARI | episodes | joined |",
-              "|---:|---:|---:|---:|---:|---:|---:|"]
-    thresholds = [threshold, 0.65] if not sweep else sorted(
-        {threshold, 0.65, *[round(0.55 + 0.05 * k, 2) for k in range(8)]})
+    lines = [
+        f"### Detector simulation: `{Path(path).name}` ({len(records)} memories, "
+        f"{n_gold_eps} gold episodes, {sum(g is None for g in gold)} standalone)",
+        "",
+    ]
+    lines += [
+        "Strategy `embedding` (no LLM), online replay in time order, default model.",
+        "",
+        "| threshold | precision | recall | F1 | ARI | episodes | joined |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    thresholds = (
+        [threshold, 0.65]
+        if not sweep
+        else sorted({threshold, 0.65, *[round(0.55 + 0.05 * k, 2) for k in range(8)]})
+    )
     res_default = None
     for t in thresholds:
         res, s = run_once(records, vectors, t)
         if abs(t - threshold) < 1e-9:
             res_default = res
         mark = " **(default)**" if abs(t - 0.75) < 1e-9 else ""
-        lines.append(f"| {t:.2f}{mark} | {s['precision']:.3f} | {s['recall']:.3f} | "
-                     f"{s['f1']:.3f} | {s['ari']:.3f} | {s['episodes']} | {s['joined']} |")
+        lines.append(
+            f"| {t:.2f}{mark} | {s['precision']:.3f} | {s['recall']:.3f} | "
+            f"{s['f1']:.3f} | {s['ari']:.3f} | {s['episodes']} | {s['joined']} |"
+        )
     band = DetectorParams().ambiguous_band
     _, hyb = run_once(records, vectors, threshold, strategy="hybrid", oracle=True)
-    lines += ["", f"Hybrid band [{threshold - band:.2f}, {threshold:.2f}) "
-              f"(ambiguous_band {band}): {hyb['ambiguous']} of {hyb['n']} memories "
-              f"({hyb['ambiguous'] / hyb['n']:.0%}) would need an LLM call; with an oracle "
-              f"classifier in the band: precision {hyb['precision']:.3f}, recall "
-              f"{hyb['recall']:.3f}, F1 {hyb['f1']:.3f}, ARI {hyb['ari']:.3f} "
-              "(upper bound of `hybrid`).", ""]
+    lines += [
+        "",
+        f"Hybrid band [{threshold - band:.2f}, {threshold:.2f}) "
+        f"(ambiguous_band {band}): {hyb['ambiguous']} of {hyb['n']} memories "
+        f"({hyb['ambiguous'] / hyb['n']:.0%}) would need an LLM call; with an oracle "
+        f"classifier in the band: precision {hyb['precision']:.3f}, recall "
+        f"{hyb['recall']:.3f}, F1 {hyb['f1']:.3f}, ARI {hyb['ari']:.3f} "
+        "(upper bound of `hybrid`).",
+        "",
+    ]
     for b in (0.10, 0.15):
-        _, h2 = run_once(records, vectors, threshold, strategy="hybrid", oracle=True,
-                         ambiguous_band=b)
-        lines.append(f"- band {b:.2f}: {h2['ambiguous']} memories ({h2['ambiguous'] / h2['n']:.0%})"
-                     f" in the band, oracle-hybrid F1 {h2['f1']:.3f}")
+        _, h2 = run_once(
+            records, vectors, threshold, strategy="hybrid", oracle=True, ambiguous_band=b
+        )
+        lines.append(
+            f"- band {b:.2f}: {h2['ambiguous']} memories ({h2['ambiguous'] / h2['n']:.0%})"
+            f" in the band, oracle-hybrid F1 {h2['f1']:.3f}"
+        )
     half = len(records) // 2
-    lines += ["", "Split-half (each half replayed alone from a fresh context; F1 at 0.65 / 0.75 / "
-              "0.85):"]
+    lines += [
+        "",
+        "Split-half (each half replayed alone from a fresh context; F1 at 0.65 / 0.75 / 0.85):",
+    ]
     for name, lo, hi in (("first", 0, half), ("second", half, len(records))):
         f1s = [run_once(records[lo:hi], vectors[lo:hi], t)[1]["f1"] for t in (0.65, 0.75, 0.85)]
-        lines.append(f"- {name} half (memories {lo + 1}-{hi}): "
-                     + " / ".join(f"{f:.3f}" for f in f1s))
+        lines.append(
+            f"- {name} half (memories {lo + 1}-{hi}): " + " / ".join(f"{f:.3f}" for f in f1s)
+        )
     params = DetectorParams(threshold=threshold, strategy="embedding")
     assert res_default is not None
     strict = evaluate_chaining(records, res_default, params)
     relaxed = evaluate_chaining(records, res_default, params, relaxed=True)
-    lines += ["", f"Chaining at chain_similarity_threshold {params.chain_threshold}: "
-              f"strict rule (parent closed <= {params.chain_window_hours:g} h before the new "
-              f"episode starts): {strict.found}/{strict.expected} gold links found, "
-              f"{strict.wrong} wrong; relaxed rule (any earlier episode idle before the new one "
-              f"started, within the active window): {relaxed.found}/{relaxed.expected} found, "
-              f"{relaxed.wrong} wrong."]
+    lines += [
+        "",
+        f"Chaining at chain_similarity_threshold {params.chain_threshold}: "
+        f"strict rule (parent closed <= {params.chain_window_hours:g} h before the new "
+        f"episode starts): {strict.found}/{strict.expected} gold links found, "
+        f"{strict.wrong} wrong; relaxed rule (any earlier episode idle before the new one "
+        f"started, within the active window): {relaxed.found}/{relaxed.expected} found, "
+        f"{relaxed.wrong} wrong.",
+    ]
     for c, p, s in relaxed.proposed:
         lines.append(f"  - relaxed link: {c} -> {p} (score {s:.2f})")
     return "\n".join(lines)

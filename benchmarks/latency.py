@@ -56,40 +56,149 @@ SEAL_SIZE = getattr(edge, "SEAL_SIZE", 10_000)
 
 # -- generated memories ------------------------------------------------------------------------
 
-AREAS = ["billing", "auth", "payments", "search", "notification", "inventory", "reporting",
-         "analytics", "checkout", "shipping", "profile", "session", "export", "import", "audit",
-         "email", "sms", "pricing", "catalog", "recommendation", "ledger", "invoice", "refund",
-         "onboarding", "admin", "webhook", "scheduler", "upload", "media", "geo"]
-PARTS = ["service", "worker", "gateway", "API", "cron job", "database", "cache", "queue",
-         "frontend", "pipeline", "client library", "migration"]
-PEOPLE = ["Alice", "Bob", "Priya", "Chen", "Fatima", "Lukas", "Sofia", "Kenji", "Amara", "Diego",
-          "Olga", "Tom", "Mei", "Ravi", "Nora", "Jonas", "Leila", "Sam", "Ines", "Viktor"]
-ISSUES = ["times out under load", "leaks memory after each deploy", "returns stale results",
-          "double-charges customers on retry", "drops messages when Redis restarts",
-          "deadlocks during the nightly batch", "logs tokens in plain text",
-          "fails health checks behind the new load balancer", "ignores the feature flag",
-          "sends duplicate emails", "breaks on daylight saving time", "rejects valid UTF-8 names",
-          "spikes CPU when the index is cold", "loses the last page of results",
-          "races with the refresh-token rotation", "corrupts CSV exports with commas",
-          "hangs on an expired TLS certificate", "retries forever on HTTP 429"]
-CAUSES = ["a missing index on created_at", "an unbounded in-memory cache",
-          "a connection pool of only 5", "clock skew between two nodes", "an N+1 query in the ORM",
-          "a stale DNS entry", "a race between two workers claiming one job",
-          "the default timeout of the HTTP client", "a schema change applied out of order",
-          "an off-by-one in the pagination cursor", "a retry without jitter",
-          "a config value read before the reload", "a lock held across an await"]
-ACTIONS = ["moved to Postgres 16", "got a circuit breaker", "now batches writes by 500",
-           "switched to idempotency keys", "runs on the new Kubernetes cluster",
-           "caches lookups for 60 seconds", "uses structured logging", "was split into two jobs",
-           "reads from the replica", "drops support for API v1", "pins the TLS version",
-           "moved its secrets to Vault"]
-TOOLS = ["make test-{a}", "pytest -m {a} --runslow", "the {a} docker compose file",
-         "tox -e {a}", "./scripts/{a}-smoke.sh", "the {a} Grafana dashboard"]
-SETTINGS = [("timeout", "s"), ("pool size", "connections"), ("batch size", "rows"),
-            ("retry limit", "attempts"), ("cache TTL", "minutes"), ("rate limit", "requests/s")]
-PREFERENCES = ["squash merges", "small pull requests", "feature flags for risky changes",
-               "tabs over spaces", "type hints everywhere", "integration tests over mocks",
-               "ADRs for every design decision", "Friday code freezes"]
+AREAS = [
+    "billing",
+    "auth",
+    "payments",
+    "search",
+    "notification",
+    "inventory",
+    "reporting",
+    "analytics",
+    "checkout",
+    "shipping",
+    "profile",
+    "session",
+    "export",
+    "import",
+    "audit",
+    "email",
+    "sms",
+    "pricing",
+    "catalog",
+    "recommendation",
+    "ledger",
+    "invoice",
+    "refund",
+    "onboarding",
+    "admin",
+    "webhook",
+    "scheduler",
+    "upload",
+    "media",
+    "geo",
+]
+PARTS = [
+    "service",
+    "worker",
+    "gateway",
+    "API",
+    "cron job",
+    "database",
+    "cache",
+    "queue",
+    "frontend",
+    "pipeline",
+    "client library",
+    "migration",
+]
+PEOPLE = [
+    "Alice",
+    "Bob",
+    "Priya",
+    "Chen",
+    "Fatima",
+    "Lukas",
+    "Sofia",
+    "Kenji",
+    "Amara",
+    "Diego",
+    "Olga",
+    "Tom",
+    "Mei",
+    "Ravi",
+    "Nora",
+    "Jonas",
+    "Leila",
+    "Sam",
+    "Ines",
+    "Viktor",
+]
+ISSUES = [
+    "times out under load",
+    "leaks memory after each deploy",
+    "returns stale results",
+    "double-charges customers on retry",
+    "drops messages when Redis restarts",
+    "deadlocks during the nightly batch",
+    "logs tokens in plain text",
+    "fails health checks behind the new load balancer",
+    "ignores the feature flag",
+    "sends duplicate emails",
+    "breaks on daylight saving time",
+    "rejects valid UTF-8 names",
+    "spikes CPU when the index is cold",
+    "loses the last page of results",
+    "races with the refresh-token rotation",
+    "corrupts CSV exports with commas",
+    "hangs on an expired TLS certificate",
+    "retries forever on HTTP 429",
+]
+CAUSES = [
+    "a missing index on created_at",
+    "an unbounded in-memory cache",
+    "a connection pool of only 5",
+    "clock skew between two nodes",
+    "an N+1 query in the ORM",
+    "a stale DNS entry",
+    "a race between two workers claiming one job",
+    "the default timeout of the HTTP client",
+    "a schema change applied out of order",
+    "an off-by-one in the pagination cursor",
+    "a retry without jitter",
+    "a config value read before the reload",
+    "a lock held across an await",
+]
+ACTIONS = [
+    "moved to Postgres 16",
+    "got a circuit breaker",
+    "now batches writes by 500",
+    "switched to idempotency keys",
+    "runs on the new Kubernetes cluster",
+    "caches lookups for 60 seconds",
+    "uses structured logging",
+    "was split into two jobs",
+    "reads from the replica",
+    "drops support for API v1",
+    "pins the TLS version",
+    "moved its secrets to Vault",
+]
+TOOLS = [
+    "make test-{a}",
+    "pytest -m {a} --runslow",
+    "the {a} docker compose file",
+    "tox -e {a}",
+    "./scripts/{a}-smoke.sh",
+    "the {a} Grafana dashboard",
+]
+SETTINGS = [
+    ("timeout", "s"),
+    ("pool size", "connections"),
+    ("batch size", "rows"),
+    ("retry limit", "attempts"),
+    ("cache TTL", "minutes"),
+    ("rate limit", "requests/s"),
+]
+PREFERENCES = [
+    "squash merges",
+    "small pull requests",
+    "feature flags for risky changes",
+    "tabs over spaces",
+    "type hints everywhere",
+    "integration tests over mocks",
+    "ADRs for every design decision",
+    "Friday code freezes",
+]
 TEMPLATES = [
     "The {c} {issue}; {p} traced it to {cause}.",
     "Decision ({t}): the {c} {action}, agreed with {p}.",
@@ -104,9 +213,14 @@ TEMPLATES = [
 ]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "March 3", "April 17", "June 9"]
 QUERIES = [
-    "how do I run the {c} tests", "why did the {c} deploy fail", "who owns the {c}",
-    "what is the {setting} of the {c} in production", "root cause of the {c} incident",
-    "{c} {issue}", "what did we decide about the {c}", "what does {p} prefer",
+    "how do I run the {c} tests",
+    "why did the {c} deploy fail",
+    "who owns the {c}",
+    "what is the {setting} of the {c} in production",
+    "root cause of the {c} incident",
+    "{c} {issue}",
+    "what did we decide about the {c}",
+    "what does {p} prefer",
 ]
 
 
@@ -115,27 +229,43 @@ def component(rng: random.Random) -> tuple[str, str]:
     return area, f"{area} {rng.choice(PARTS)}"
 
 
-def sentence(rng: random.Random, area_part: tuple[str, str] | None = None,
-             person: str | None = None) -> str:
+def sentence(
+    rng: random.Random, area_part: tuple[str, str] | None = None, person: str | None = None
+) -> str:
     area, comp = area_part or component(rng)
     setting, unit = rng.choice(SETTINGS)
     return rng.choice(TEMPLATES).format(
-        c=comp, p=person or rng.choice(PEOPLE), issue=rng.choice(ISSUES),
-        cause=rng.choice(CAUSES), cause2=rng.choice(CAUSES), action=rng.choice(ACTIONS),
-        tool=rng.choice(TOOLS).format(a=area), pref=rng.choice(PREFERENCES),
-        day=rng.choice(DAYS), h=rng.randint(0, 23), m=rng.randint(0, 59), setting=setting,
-        unit=unit, v=rng.randint(1, 500), v2=rng.randint(1, 500), n=rng.randint(3, 240),
-        s=rng.randint(1, 4), t=f"{area.upper()[:3]}-{rng.randint(100, 99999)}")
+        c=comp,
+        p=person or rng.choice(PEOPLE),
+        issue=rng.choice(ISSUES),
+        cause=rng.choice(CAUSES),
+        cause2=rng.choice(CAUSES),
+        action=rng.choice(ACTIONS),
+        tool=rng.choice(TOOLS).format(a=area),
+        pref=rng.choice(PREFERENCES),
+        day=rng.choice(DAYS),
+        h=rng.randint(0, 23),
+        m=rng.randint(0, 59),
+        setting=setting,
+        unit=unit,
+        v=rng.randint(1, 500),
+        v2=rng.randint(1, 500),
+        n=rng.randint(3, 240),
+        s=rng.randint(1, 4),
+        t=f"{area.upper()[:3]}-{rng.randint(100, 99999)}",
+    )
 
 
 def query(rng: random.Random) -> str:
     area, comp = component(rng)
-    return rng.choice(QUERIES).format(c=comp, p=rng.choice(PEOPLE), issue=rng.choice(ISSUES),
-                                      setting=rng.choice(SETTINGS)[0])
+    return rng.choice(QUERIES).format(
+        c=comp, p=rng.choice(PEOPLE), issue=rng.choice(ISSUES), setting=rng.choice(SETTINGS)[0]
+    )
 
 
-def embed_corpus(size: int, real: int, cache: Path, log: Any) -> tuple[list[str], np.ndarray,
-                                                                        float | None]:
+def embed_corpus(
+    size: int, real: int, cache: Path, log: Any
+) -> tuple[list[str], np.ndarray, float | None]:
     """``size`` texts and unit vectors: the first ``real`` embedded by the bundled model
     (cached on disk), the rest mixtures of two real ones with their texts spliced."""
     rng = random.Random(7)
@@ -149,8 +279,9 @@ def embed_corpus(size: int, real: int, cache: Path, log: Any) -> tuple[list[str]
         log(f"embedding {real:,} generated memories (cached in {path}) ...")
         embedder = load_embedder(BUNDLED_MODEL)
         start = time.perf_counter()
-        vectors = np.concatenate([embedder.embed(texts[i:i + 1024])
-                                  for i in range(0, real, 1024)])
+        vectors = np.concatenate(
+            [embedder.embed(texts[i : i + 1024]) for i in range(0, real, 1024)]
+        )
         rate = real / (time.perf_counter() - start)
         cache.mkdir(parents=True, exist_ok=True)
         np.save(path, vectors)
@@ -165,11 +296,12 @@ def embed_corpus(size: int, real: int, cache: Path, log: Any) -> tuple[list[str]
     spliced = []
     for a, b in zip(first, second, strict=True):
         left, right = texts[a].split(), texts[b].split()
-        spliced.append(" ".join(left[:len(left) // 2] + right[len(right) // 2:]))
+        spliced.append(" ".join(left[: len(left) // 2] + right[len(right) // 2 :]))
     return texts + spliced, np.concatenate([vectors, extra]), rate
 
 
 # -- measurement helpers -----------------------------------------------------------------------
+
 
 def pct(samples: list[float], q: float) -> float:
     return float(np.percentile(samples, q)) if samples else float("nan")
@@ -189,11 +321,14 @@ def table(columns: list[Column]) -> str:
     metrics: list[str] = []
     for column in columns:
         metrics += [m for m in column.values if m not in metrics]
-    lines = ["| metric | " + " | ".join(c.name for c in columns) + " |",
-             "|---|" + "---|" * len(columns)]
+    lines = [
+        "| metric | " + " | ".join(c.name for c in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
     for metric in metrics:
-        lines.append(f"| {metric} | " + " | ".join(c.values.get(metric, "–") for c in columns)
-                     + " |")
+        lines.append(
+            f"| {metric} | " + " | ".join(c.values.get(metric, "–") for c in columns) + " |"
+        )
     return "\n".join(lines)
 
 
@@ -206,8 +341,10 @@ def write_config(home: Path, **sections: Any) -> Path:
 
 # -- 1. in process -----------------------------------------------------------------------------
 
-def build_store(home: Path, texts: list[str], vectors: np.ndarray, seal: bool = True
-                ) -> dict[str, Any]:
+
+def build_store(
+    home: Path, texts: list[str], vectors: np.ndarray, seal: bool = True
+) -> dict[str, Any]:
     """Upsert the corpus; optimize() after every SEAL_SIZE memories, as maintenance would."""
     config = load_config(write_config(home, episodes={"enabled": False}))
     store = open_store(config, BUNDLED_MODEL, vectors.shape[1])
@@ -217,26 +354,40 @@ def build_store(home: Path, texts: list[str], vectors: np.ndarray, seal: bool = 
     try:
         for lo in range(0, len(texts), SEAL_SIZE):
             hi = min(len(texts), lo + SEAL_SIZE)
-            memories = [Memory(id=new_memory_id(), content=texts[i], source_type=kinds[i % 2],
-                               source_instance="bench", tags=[texts[i].split()[1].lower()],
-                               context=None, created_at=now - timedelta(minutes=i),
-                               updated_at=now) for i in range(lo, hi)]
+            memories = [
+                Memory(
+                    id=new_memory_id(),
+                    content=texts[i],
+                    source_type=kinds[i % 2],
+                    source_instance="bench",
+                    tags=[texts[i].split()[1].lower()],
+                    context=None,
+                    created_at=now - timedelta(minutes=i),
+                    updated_at=now,
+                )
+                for i in range(lo, hi)
+            ]
             ids += [m.id for m in memories]
             start = time.perf_counter()
             for b in range(0, len(memories), 500):
-                store.upsert(memories[b:b + 500], vectors[lo + b:lo + b + 500])
+                store.upsert(memories[b : b + 500], vectors[lo + b : lo + b + 500])
             upsert_seconds += time.perf_counter() - start
             start = time.perf_counter()
             if seal and store.optimize():
                 seals.append(time.perf_counter() - start)
     finally:
         store.close()
-    return {"upsert_rate": len(texts) / upsert_seconds, "seals": seals, "config": config,
-            "ids": ids}
+    return {
+        "upsert_rate": len(texts) / upsert_seconds,
+        "seals": seals,
+        "config": config,
+        "ids": ids,
+    }
 
 
-async def measure_service(config: Any, runs: int, corpus_vectors: np.ndarray,
-                          ids: list[str]) -> dict[str, Any]:
+async def measure_service(
+    config: Any, runs: int, corpus_vectors: np.ndarray, ids: list[str]
+) -> dict[str, Any]:
     from tribalmemory.runtime import start_runtime
 
     runtime = await start_runtime(config)
@@ -296,7 +447,8 @@ def run_size(size: int, args: argparse.Namespace, root: Path, log: Any) -> tuple
     v["bulk upsert (memories/s)"] = f"{built['upsert_rate']:,.0f}"
     seals = built["seals"]
     v["sealing: optimize() calls, mean / max (s)"] = (
-        f"{len(seals)}, {np.mean(seals):.2f} / {max(seals):.2f}" if seals else "0")
+        f"{len(seals)}, {np.mean(seals):.2f} / {max(seals):.2f}" if seals else "0"
+    )
     v["**remember** p50 / p95 (ms)"] = ms(result["remember"])
     v["**recall** p50 / p95 (ms), query embedding included"] = ms(result["recall"])
     v["query embedding alone p50 / p95 (ms)"] = ms(result["embed"])
@@ -306,6 +458,7 @@ def run_size(size: int, args: argparse.Namespace, root: Path, log: Any) -> tuple
 
 
 # -- 2. daemons over HTTP ----------------------------------------------------------------------
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -330,14 +483,19 @@ class Daemon:
                 self.process.wait(10)
 
 
-def start_daemon(home: Path, log_path: Path, episodes: dict[str, Any],
-                 env: dict[str, str] | None = None) -> Daemon:
+def start_daemon(
+    home: Path, log_path: Path, episodes: dict[str, Any], env: dict[str, str] | None = None
+) -> Daemon:
     """Spawn ``tribalmemory serve``; ready = first 200 from /v1/health after the spawn."""
     port = free_port()
-    config = write_config(home, server={"port": port, "log_level": "warning"},
-                          episodes=episodes)
-    environ = {**os.environ, "TRIBAL_MEMORY_HOME": str(home), "HOME": str(home),
-               "PYTHONUNBUFFERED": "1", **(env or {})}
+    config = write_config(home, server={"port": port, "log_level": "warning"}, episodes=episodes)
+    environ = {
+        **os.environ,
+        "TRIBAL_MEMORY_HOME": str(home),
+        "HOME": str(home),
+        "PYTHONUNBUFFERED": "1",
+        **(env or {}),
+    }
     for name in ("TRIBAL_MEMORY_TOKEN", "TRIBAL_MEMORY_CONFIG"):
         environ.pop(name, None)
     url = f"http://127.0.0.1:{port}"
@@ -345,7 +503,11 @@ def start_daemon(home: Path, log_path: Path, episodes: dict[str, Any],
     with log_path.open("ab") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "tribalmemory", "serve", "--config", str(config)],
-            stdout=sink, stderr=subprocess.STDOUT, env=environ, cwd=home)
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=environ,
+            cwd=home,
+        )
     with httpx.Client(trust_env=False, timeout=2.0) as client:
         while True:
             if process.poll() is not None:
@@ -361,8 +523,9 @@ def start_daemon(home: Path, log_path: Path, episodes: dict[str, Any],
             time.sleep(0.005)
         ready = time.perf_counter() - start
         begin = time.perf_counter()
-        client.post(f"{url}/v1/recall", json={"query": "how do I run the billing tests"},
-                    timeout=60).raise_for_status()
+        client.post(
+            f"{url}/v1/recall", json={"query": "how do I run the billing tests"}, timeout=60
+        ).raise_for_status()
         first = (time.perf_counter() - begin) * 1000
     return Daemon(url, process, ready, first)
 
@@ -371,8 +534,12 @@ def wait_llm_ready(url: str, timeout: float = 60.0) -> str:
     deadline = time.monotonic() + timeout
     state = "?"
     while time.monotonic() < deadline:
-        state = httpx.get(f"{url}/v1/health", trust_env=False, timeout=10).json().get(
-            "llm", {}).get("state", "?")
+        state = (
+            httpx.get(f"{url}/v1/health", trust_env=False, timeout=10)
+            .json()
+            .get("llm", {})
+            .get("state", "?")
+        )
         if state in ("ready", "disabled"):
             return state
         time.sleep(0.2)
@@ -414,8 +581,9 @@ def warm_up(client: httpx.Client, url: str, stream: Any, llm_url: str | None) ->
         time.sleep(1.5)  # let that first answer be processed
 
 
-def interleaved_remember(off: Daemon, on: Daemon, llm_url: str, runs: int, block: int
-                         ) -> tuple[list[float], list[float]]:
+def interleaved_remember(
+    off: Daemon, on: Daemon, llm_url: str, runs: int, block: int
+) -> tuple[list[float], list[float]]:
     """``runs`` remembers on each daemon, in alternating blocks of ``block`` (off, on, on,
     off, ...), the other daemon paused meanwhile; both get the same memories.
 
@@ -456,8 +624,9 @@ def sequential_recall(url: str, runs: int) -> list[float]:
     return out
 
 
-async def concurrent_remember(url: str, stream: Any, clients: int, duration: float
-                              ) -> tuple[float, list[float], int]:
+async def concurrent_remember(
+    url: str, stream: Any, clients: int, duration: float
+) -> tuple[float, list[float], int]:
     """memories/s stored by ``clients`` concurrent clients for ``duration`` s, latencies, errors"""
     latencies: list[float] = []
     errors = 0
@@ -484,8 +653,11 @@ async def concurrent_remember(url: str, stream: Any, clients: int, duration: flo
 
 def start_fake_llm(delay: float, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakellm", "--delay", str(delay)], cwd=REPO,
-        stdout=subprocess.PIPE, stderr=log_path.open("ab"))
+        [sys.executable, "-m", "tests.fakellm", "--delay", str(delay)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=log_path.open("ab"),
+    )
     assert process.stdout is not None
     line = process.stdout.readline().decode().strip()
     if not line.startswith("READY "):
@@ -516,15 +688,18 @@ def llm_stats(base_url: str) -> dict[str, Any]:
 
 def measure_throughput(url: str, args: argparse.Namespace, column: Column) -> None:
     """Sustained remember rate and latency from ``args.clients`` concurrent clients."""
-    rate, lat, errors = asyncio.run(concurrent_remember(url, thread_stream(2), args.clients,
-                                                        args.duration))
-    column.values[f"remember throughput, {args.clients} clients (memories/s)"] = \
+    rate, lat, errors = asyncio.run(
+        concurrent_remember(url, thread_stream(2), args.clients, args.duration)
+    )
+    column.values[f"remember throughput, {args.clients} clients (memories/s)"] = (
         f"{rate:.0f} (errors {errors})"
+    )
     column.values[f"latency under {args.clients} clients p50 / p95 (ms)"] = ms(lat)
 
 
-def run_http(args: argparse.Namespace, root: Path, big_store: Path | None, log: Any
-             ) -> tuple[Column, Column, list[str]]:
+def run_http(
+    args: argparse.Namespace, root: Path, big_store: Path | None, log: Any
+) -> tuple[Column, Column, list[str]]:
     daemon_log = root / "daemons.log"
     off = Column("episodes off")
     on = Column("episodes on (hybrid, fake LLM)")
@@ -533,37 +708,48 @@ def run_http(args: argparse.Namespace, root: Path, big_store: Path | None, log: 
     log("daemon start-up ...")
     ready, first = [], []
     for index in range(args.starts):  # the default configuration: episodes on, no LLM key
-        daemon = start_daemon(root / f"start-{index}", daemon_log, {"enabled": True},
-                              env={"OPENAI_API_KEY": ""})
+        daemon = start_daemon(
+            root / f"start-{index}", daemon_log, {"enabled": True}, env={"OPENAI_API_KEY": ""}
+        )
         ready.append(daemon.ready_seconds)
         first.append(daemon.first_recall_ms)
         daemon.stop()
     off.values["daemon ready: spawn → first answered request, empty store (s)"] = (
-        f"{np.median(ready):.2f} (median of {len(ready)}; max {max(ready):.2f})")
+        f"{np.median(ready):.2f} (median of {len(ready)}; max {max(ready):.2f})"
+    )
     off.values["first recall after ready (ms)"] = f"{np.median(first):.0f}"
     if big_store is not None:
-        daemon = start_daemon(big_store, daemon_log, {"enabled": True},
-                              env={"OPENAI_API_KEY": ""})
-        off.values[f"daemon ready with the {args.largest:,}-memory store (s)"] = \
+        daemon = start_daemon(big_store, daemon_log, {"enabled": True}, env={"OPENAI_API_KEY": ""})
+        off.values[f"daemon ready with the {args.largest:,}-memory store (s)"] = (
             f"{daemon.ready_seconds:.2f}"
+        )
         daemon.stop()
 
     log(f"HTTP, episodes off and on (fake LLM, {args.llm_delay:g} s per call), interleaved ...")
     fake, base_url = start_fake_llm(args.llm_delay, daemon_log)
-    episodes = {"enabled": True, "detector_strategy": "hybrid", "api_base": base_url,
-                "summarizer_provider": "openai", "summarizer_model": "gpt-4o-mini",
-                "summary_debounce_seconds": 2.0}
+    episodes = {
+        "enabled": True,
+        "detector_strategy": "hybrid",
+        "api_base": base_url,
+        "summarizer_provider": "openai",
+        "summarizer_model": "gpt-4o-mini",
+        "summary_debounce_seconds": 2.0,
+    }
     daemons: list[Daemon] = []
     try:
         daemon_off = start_daemon(root / "http-off", daemon_log, {"enabled": False})
         daemons.append(daemon_off)
-        daemon_on = start_daemon(root / "http-on", daemon_log, episodes,
-                                 env={"OPENAI_API_KEY": "x",
-                                      "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+        daemon_on = start_daemon(
+            root / "http-on",
+            daemon_log,
+            episodes,
+            env={"OPENAI_API_KEY": "x", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        )
         daemons.append(daemon_on)
         state = wait_llm_ready(daemon_on.url)
-        remember_off, remember_on = interleaved_remember(daemon_off, daemon_on, base_url,
-                                                         args.http_runs, args.block)
+        remember_off, remember_on = interleaved_remember(
+            daemon_off, daemon_on, base_url, args.http_runs, args.block
+        )
         after = llm_stats(base_url)
         off.values["**remember** over HTTP p50 / p95 (ms)"] = ms(remember_off)
         on.values["**remember** over HTTP p50 / p95 (ms)"] = ms(remember_on)
@@ -572,15 +758,19 @@ def run_http(args: argparse.Namespace, root: Path, big_store: Path | None, log: 
         on.values["remember on / off, p50 and p95"] = f"{ratio50:.2f}× / {ratio95:.2f}×"
         on.values["LLM calls answered by then (since start)"] = (
             f"{after['requests']} (LLM state {state}: "
-            + ", ".join(f"{k} {n}" for k, n in sorted(after["by_purpose"].items())) + ")")
+            + ", ".join(f"{k} {n}" for k, n in sorted(after["by_purpose"].items()))
+            + ")"
+        )
         with paused(daemon_off):
             backlog, settled = settle_time(daemon_on.url)
         on.values["episode jobs queued after the last remember → settled after (s)"] = (
-            f"{backlog} → {settled}")
+            f"{backlog} → {settled}"
+        )
         for column, daemon, other in ((off, daemon_off, daemon_on), (on, daemon_on, daemon_off)):
             with paused(other):
                 column.values["recall over HTTP p50 / p95 (ms)"] = ms(
-                    sequential_recall(daemon.url, args.runs))
+                    sequential_recall(daemon.url, args.runs)
+                )
                 measure_throughput(daemon.url, args, column)
         queue = queue_depth(daemon_on.url)
         notes.append(
@@ -593,7 +783,8 @@ def run_http(args: argparse.Namespace, root: Path, big_store: Path | None, log: 
             f"after {args.llm_delay:g} s; summaries debounced 2 s instead of the default 30 s "
             "so that LLM work overlaps the measurement. Under this sustained load background "
             "work gets one CPU turn per second (docs/episodes.md), so jobs pile up and are "
-            f"done once the load stops; {queue} episode jobs were queued at the very end.")
+            f"done once the load stops; {queue} episode jobs were queued at the very end."
+        )
     finally:
         for daemon in daemons:
             daemon.stop()
@@ -604,36 +795,62 @@ def run_http(args: argparse.Namespace, root: Path, big_store: Path | None, log: 
 
 # -- main --------------------------------------------------------------------------------------
 
+
 def environment() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.system()}; "
-            f"qdrant-edge-py {version('qdrant-edge-py')}, fastembed {version('fastembed')}, "
-            f"onnxruntime {version('onnxruntime')}; load average {load:.2f}")
+    return (
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.system()}; "
+        f"qdrant-edge-py {version('qdrant-edge-py')}, fastembed {version('fastembed')}, "
+        f"onnxruntime {version('onnxruntime')}; load average {load:.2f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="store sizes (memories)")
     parser.add_argument("--runs", type=int, default=200, help="requests per latency figure")
-    parser.add_argument("--http-runs", type=int, default=1500,
-                        help="remembers per daemon for the episodes on/off comparison")
-    parser.add_argument("--block", type=int, default=50,
-                        help="remembers per block in the interleaved on/off comparison")
-    parser.add_argument("--real", type=int, default=10000,
-                        help="memories embedded for real; the rest mix two real embeddings")
-    parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "tm-latency"),
-                        help="folder caching the embedded corpus between runs")
+    parser.add_argument(
+        "--http-runs",
+        type=int,
+        default=1500,
+        help="remembers per daemon for the episodes on/off comparison",
+    )
+    parser.add_argument(
+        "--block",
+        type=int,
+        default=50,
+        help="remembers per block in the interleaved on/off comparison",
+    )
+    parser.add_argument(
+        "--real",
+        type=int,
+        default=10000,
+        help="memories embedded for real; the rest mix two real embeddings",
+    )
+    parser.add_argument(
+        "--cache",
+        default=str(Path(tempfile.gettempdir()) / "tm-latency"),
+        help="folder caching the embedded corpus between runs",
+    )
     parser.add_argument("--clients", type=int, default=8, help="concurrent HTTP clients")
-    parser.add_argument("--duration", type=float, default=20.0,
-                        help="seconds of the throughput run")
+    parser.add_argument(
+        "--duration", type=float, default=20.0, help="seconds of the throughput run"
+    )
     parser.add_argument("--starts", type=int, default=3, help="daemon start-ups to time")
-    parser.add_argument("--llm-delay", type=float, default=1.0,
-                        help="seconds the fake LLM takes per answer")
+    parser.add_argument(
+        "--llm-delay", type=float, default=1.0, help="seconds the fake LLM takes per answer"
+    )
     parser.add_argument("--no-http", action="store_true", help="skip the daemon measurements")
-    parser.add_argument("--no-seal", action="store_true",
-                        help="never call optimize() while building (versions without sealing)")
-    parser.add_argument("--quick", action="store_true",
-                        help="small run: --sizes 2000 --runs 50 --duration 5 --starts 1")
+    parser.add_argument(
+        "--no-seal",
+        action="store_true",
+        help="never call optimize() while building (versions without sealing)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small run: --sizes 2000 --runs 50 --duration 5 --starts 1",
+    )
     parser.add_argument("--no-write", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     if args.quick:
@@ -666,24 +883,34 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     elapsed = time.perf_counter() - began
-    text = "\n\n".join(part for part in [
-        "## Latency (embedded default: Qdrant Edge + bundled MiniLM)",
-        "In process, through the memory service as the daemon runs it (episodes off; "
-        "`remember` includes embedding, the duplicate check and the upsert):",
-        table(columns),
-        (f"Stores are built from generated memories: {min(args.real, args.largest):,} "
-         "embedded with the bundled model, the rest (if any) mixtures of two of those "
-         "embeddings with their texts spliced. They are sealed every "
-         f"{SEAL_SIZE:,} memories with `optimize()`, as the daemon's maintenance task does at "
-         "quiet moments; each call holds the GIL for the time shown (see docs/storage.md)."),
-        "Real daemons (`python -m tribalmemory serve`, fresh data folders), over HTTP:"
-        if http_tables else "",
-        http_tables,
-        "\n".join(f"- {note}" for note in notes),
-        (f"Measured with `python benchmarks/latency.py --sizes {args.sizes}` in "
-         f"{elapsed / 60:.1f} min: {env_start}; at the end {env_end.rsplit('; ', 1)[1]}. "
-         "The 2-CPU machine was shared with other jobs: compare runs only with their load."),
-    ] if part)
+    text = "\n\n".join(
+        part
+        for part in [
+            "## Latency (embedded default: Qdrant Edge + bundled MiniLM)",
+            "In process, through the memory service as the daemon runs it (episodes off; "
+            "`remember` includes embedding, the duplicate check and the upsert):",
+            table(columns),
+            (
+                f"Stores are built from generated memories: {min(args.real, args.largest):,} "
+                "embedded with the bundled model, the rest (if any) mixtures of two of those "
+                "embeddings with their texts spliced. They are sealed every "
+                f"{SEAL_SIZE:,} memories with `optimize()`, as the daemon's maintenance task "
+                "does at quiet moments; each call holds the GIL for the time shown "
+                "(see docs/storage.md)."
+            ),
+            "Real daemons (`python -m tribalmemory serve`, fresh data folders), over HTTP:"
+            if http_tables
+            else "",
+            http_tables,
+            "\n".join(f"- {note}" for note in notes),
+            (
+                f"Measured with `python benchmarks/latency.py --sizes {args.sizes}` in "
+                f"{elapsed / 60:.1f} min: {env_start}; at the end {env_end.rsplit('; ', 1)[1]}. "
+                "The 2-CPU machine was shared with other jobs: compare runs only with their load."
+            ),
+        ]
+        if part
+    )
     print(text)
     if not args.no_write:
         write_section("latency", text)

@@ -6,8 +6,10 @@ import re
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-HEADER = ("# Benchmarks\n\nNumbers written by the scripts in `benchmarks/` (each section says "
-          "which command produced it). Re-run a script to refresh its section.\n")
+HEADER = (
+    "# Benchmarks\n\nNumbers written by the scripts in `benchmarks/` (each section says "
+    "which command produced it). Re-run a script to refresh its section.\n"
+)
 
 
 def write_section(name: str, markdown: str, doc: Path = DOC) -> None:

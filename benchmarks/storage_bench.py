@@ -38,8 +38,12 @@ BATCH = 500
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "storage.md"
 START, END = "<!-- measured:start -->", "<!-- measured:end -->"
 TAGS = [f"tag{i}" for i in range(20)]
-TYPES = [SourceType.USER_EXPLICIT, SourceType.AUTO_CAPTURE, SourceType.CORRECTION,
-         SourceType.LEGACY]
+TYPES = [
+    SourceType.USER_EXPLICIT,
+    SourceType.AUTO_CAPTURE,
+    SourceType.CORRECTION,
+    SourceType.LEGACY,
+]
 
 
 @dataclass
@@ -59,13 +63,19 @@ def synthetic(size: int, seed: int = 0) -> tuple[list[Memory], np.ndarray]:
     now = utc_now()
     memories = []
     for i in range(size):
-        memories.append(Memory(
-            id=str(uuid.uuid4()),
-            content=" ".join(vocab[w] for w in words[i]),
-            source_type=TYPES[i % len(TYPES)], source_instance="bench",
-            tags=[TAGS[i % 20], TAGS[(i * 7) % 20]], context=None,
-            created_at=now - timedelta(minutes=int(i)), updated_at=now,
-            metadata={"episode_id": f"ep-{i % 500}"}))
+        memories.append(
+            Memory(
+                id=str(uuid.uuid4()),
+                content=" ".join(vocab[w] for w in words[i]),
+                source_type=TYPES[i % len(TYPES)],
+                source_instance="bench",
+                tags=[TAGS[i % 20], TAGS[(i * 7) % 20]],
+                context=None,
+                created_at=now - timedelta(minutes=int(i)),
+                updated_at=now,
+                metadata={"episode_id": f"ep-{i % 500}"},
+            )
+        )
     vectors = rng.standard_normal((size, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return memories, vectors
@@ -112,17 +122,20 @@ def run(engine: str, size: int, runs: int, data: tuple[list[Memory], np.ndarray]
         store = open_engine(engine, folder)
         start = time.perf_counter()
         for lo in range(0, size, BATCH):
-            store.upsert(memories[lo:lo + BATCH], vectors[lo:lo + BATCH])
+            store.upsert(memories[lo : lo + BATCH], vectors[lo : lo + BATCH])
         values["upsert, batches of 500 (points/s)"] = f"{size / (time.perf_counter() - start):,.0f}"
         extra, extra_vectors = synthetic(runs + 2, seed=size + 7)
-        single = timed(lambda i: store.upsert([extra[i]], extra_vectors[i:i + 1]), runs)
+        single = timed(lambda i: store.upsert([extra[i]], extra_vectors[i : i + 1]), runs)
         values["upsert, one memory (ms p50 / p95)"] = ms(single)
         values["dense top-10 (ms p50 / p95)"] = ms(
-            timed(lambda i: store.dense_search(queries[i], 10), runs))
+            timed(lambda i: store.dense_search(queries[i], 10), runs)
+        )
         values["hybrid top-10, RRF (ms p50 / p95)"] = ms(
-            timed(lambda i: store.search(texts[i], queries[i], 10), runs))
+            timed(lambda i: store.search(texts[i], queries[i], 10), runs)
+        )
         values["hybrid + filter (ms p50 / p95)"] = ms(
-            timed(lambda i: store.search(texts[i], queries[i], 10, where), runs))
+            timed(lambda i: store.search(texts[i], queries[i], 10, where), runs)
+        )
         counts = timed(lambda i: store.count(where), runs)
         values["count with filter (ms p50)"] = f"{pct(counts, 50):.2f}"
         if engine == "qdrant-edge":  # brute force until optimize() builds HNSW
@@ -131,11 +144,14 @@ def run(engine: str, size: int, runs: int, data: tuple[list[Memory], np.ndarray]
             store.optimize()
             values["optimize: build HNSW (s)"] = f"{time.perf_counter() - start:.1f}"
             values["dense top-10 after optimize (ms p50 / p95)"] = ms(
-                timed(lambda i: store.dense_search(queries[i], 10), runs))
+                timed(lambda i: store.dense_search(queries[i], 10), runs)
+            )
             values["hybrid top-10 after optimize (ms p50 / p95)"] = ms(
-                timed(lambda i: store.search(texts[i], queries[i], 10), runs))
+                timed(lambda i: store.search(texts[i], queries[i], 10), runs)
+            )
             values["hybrid + filter after optimize (ms p50 / p95)"] = ms(
-                timed(lambda i: store.search(texts[i], queries[i], 10, where), runs))
+                timed(lambda i: store.search(texts[i], queries[i], 10, where), runs)
+            )
             hnsw = [[h.memory.id for h in store.dense_search(q, 10)] for q in queries[:50]]
             recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(exact, hnsw, strict=True)])
             label = "dense recall@10 after optimize (random vectors: HNSW's worst case)"
@@ -168,10 +184,13 @@ def table(results: list[Result]) -> str:
 
 def environment() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    engines = f"qdrant-edge-py {version('qdrant-edge-py')}, " \
-        f"qdrant-client {version('qdrant-client')}"
-    return (f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.system()}; "
-            f"{engines}; load average at start {load:.2f}.")
+    engines = (
+        f"qdrant-edge-py {version('qdrant-edge-py')}, qdrant-client {version('qdrant-client')}"
+    )
+    return (
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.system()}; "
+        f"{engines}; load average at start {load:.2f}."
+    )
 
 
 def write_docs(text: str) -> None:
@@ -186,10 +205,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated point counts")
     parser.add_argument("--runs", type=int, default=200, help="queries per measurement (edge)")
-    parser.add_argument("--local-runs", type=int, default=30, help="queries per measurement "
-                        "for qdrant-client local mode (each takes ~0.1-1 s)")
-    parser.add_argument("--local-max", type=int, default=20000,
-                        help="skip qdrant-client local mode above this many points")
+    parser.add_argument(
+        "--local-runs",
+        type=int,
+        default=30,
+        help="queries per measurement for qdrant-client local mode (each takes ~0.1-1 s)",
+    )
+    parser.add_argument(
+        "--local-max",
+        type=int,
+        default=20000,
+        help="skip qdrant-client local mode above this many points",
+    )
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/storage.md")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -200,8 +227,10 @@ def main(argv: list[str] | None = None) -> None:
         data = synthetic(size)
         for engine in ("qdrant-edge", "qdrant-client local"):
             if engine != "qdrant-edge" and size > args.local_max:
-                reason = (f"over --local-max {args.local_max:,}: it evaluates filters point by "
-                          "point in Python, so expect roughly size/10k times its 10k numbers")
+                reason = (
+                    f"over --local-max {args.local_max:,}: it evaluates filters point by "
+                    "point in Python, so expect roughly size/10k times its 10k numbers"
+                )
                 results.append(Result(engine, size, skipped=reason))
                 print(f"{engine} @ {size:,}: skipped ({reason})", file=sys.stderr)
                 continue

@@ -112,8 +112,9 @@ class Recorded:
     @property
     def max_tokens(self) -> int | None:
         opts = self.body.get("options") or {}
-        return self.body.get("max_tokens", self.body.get("max_completion_tokens",
-                                                         opts.get("num_predict")))
+        return self.body.get(
+            "max_tokens", self.body.get("max_completion_tokens", opts.get("num_predict"))
+        )
 
     @property
     def response_format(self) -> Any:
@@ -148,7 +149,7 @@ def _memories(text: str) -> list[tuple[str, str]]:
 
 def _title_from(text: str) -> str:
     words = re.sub(r"\s+", " ", text).strip().split(" ")[:8]
-    return (" ".join(words)[:80].rstrip(" .,;:") or "Untitled episode")
+    return " ".join(words)[:80].rstrip(" .,;:") or "Untitled episode"
 
 
 def _summary_from(memories: list[tuple[str, str]]) -> str:
@@ -177,8 +178,14 @@ def _classify(user: str) -> dict[str, Any]:
 def _metadata(memories: list[tuple[str, str]]) -> dict[str, Any]:
     counts = collections.Counter(w for _, c in memories for w in _words(c))
     tags = [w for w, _ in counts.most_common(5)]
-    return {"participants": [], "tools_used": [], "entities": tags[:3], "key_decisions": [],
-            "outcome": "unknown", "tags": tags}
+    return {
+        "participants": [],
+        "tools_used": [],
+        "entities": tags[:3],
+        "key_decisions": [],
+        "outcome": "unknown",
+        "tags": tags,
+    }
 
 
 def _title_in(user: str) -> str | None:
@@ -204,10 +211,12 @@ def default_answer(purpose: str | None, user: str, system: str = "") -> dict[str
 
 def default_reply(request: Recorded) -> Reply:
     """The default responder: per-purpose valid JSON."""
-    system = "\n".join(str(m.get("content") or "") for m in request.messages
-                       if m.get("role") == "system")
-    user = "\n".join(str(m.get("content") or "") for m in request.messages
-                     if m.get("role") != "system")
+    system = "\n".join(
+        str(m.get("content") or "") for m in request.messages if m.get("role") == "system"
+    )
+    user = "\n".join(
+        str(m.get("content") or "") for m in request.messages if m.get("role") != "system"
+    )
     if "prompt" in request.body:  # Ollama /api/generate: litellm flattens the chat
         head, _, tail = str(request.body["prompt"]).partition("### User:")
         system, user = (head, tail) if tail else (system, head)
@@ -217,8 +226,9 @@ def default_reply(request: Recorded) -> Reply:
 class FakeLLM:
     """The server. Use as a context manager or call :meth:`start` / :meth:`stop`."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *,
-                 default_delay: float = 0.0) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, *, default_delay: float = 0.0
+    ) -> None:
         self.host, self.port = host, port
         self.default_delay = default_delay
         self.responder: Callable[[Recorded], Reply] = default_reply
@@ -278,8 +288,9 @@ class FakeLLM:
         self._server = ThreadingHTTPServer((self.host, self.port), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -351,8 +362,11 @@ class _Handler(BaseHTTPRequestHandler):
         if not path.endswith(("/chat/completions", "/api/chat", "/api/generate")):
             self._send(404, json.dumps({"error": {"message": f"no route {path}"}}))
             return
-        system = " ".join(str(m.get("content") or "") for m in body.get("messages") or []
-                          if m.get("role") == "system") + str(body.get("system") or "")
+        system = " ".join(
+            str(m.get("content") or "")
+            for m in body.get("messages") or []
+            if m.get("role") == "system"
+        ) + str(body.get("system") or "")
         system += str(body.get("prompt") or "") if not system else ""
         found = PURPOSE_RE.search(system)
         request = Recorded(path=path, body=body, purpose=found.group(1) if found else None)
@@ -360,8 +374,7 @@ class _Handler(BaseHTTPRequestHandler):
         delay = reply.delay or self.owner.default_delay
         if delay and self.owner.wait(delay):
             return
-        if reply.delay and reply.content is None and reply.raw_body is None \
-                and reply.status == 200:
+        if reply.delay and reply.content is None and reply.raw_body is None and reply.status == 200:
             reply = _merge(reply, self.owner.responder(request))
         self._answer(path, request, reply)
 
@@ -370,25 +383,45 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, reply.raw_body)
             return
         content = reply.content or ""
-        prompt_tokens = reply.prompt_tokens if reply.prompt_tokens is not None \
+        prompt_tokens = (
+            reply.prompt_tokens
+            if reply.prompt_tokens is not None
             else estimate_tokens(request.text)
-        completion_tokens = reply.completion_tokens if reply.completion_tokens is not None \
+        )
+        completion_tokens = (
+            reply.completion_tokens
+            if reply.completion_tokens is not None
             else estimate_tokens(content)
+        )
         model = request.model or "fake"
         if path.endswith("/chat/completions"):
             payload: dict[str, Any] = {
-                "id": f"chatcmpl-fake-{len(self.owner.requests)}", "object": "chat.completion",
-                "created": int(time.time()), "model": model,
-                "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                             "message": {"role": "assistant", "content": content}}],
-                "usage": {"prompt_tokens": prompt_tokens,
-                          "completion_tokens": completion_tokens,
-                          "total_tokens": prompt_tokens + completion_tokens},
+                "id": f"chatcmpl-fake-{len(self.owner.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": reply.finish_reason,
+                        "message": {"role": "assistant", "content": content},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
             }
         else:
-            payload = {"model": model, "created_at": "2026-01-01T00:00:00Z", "done": True,
-                       "done_reason": "stop" if reply.finish_reason == "stop" else "length",
-                       "prompt_eval_count": prompt_tokens, "eval_count": completion_tokens}
+            payload = {
+                "model": model,
+                "created_at": "2026-01-01T00:00:00Z",
+                "done": True,
+                "done_reason": "stop" if reply.finish_reason == "stop" else "length",
+                "prompt_eval_count": prompt_tokens,
+                "eval_count": completion_tokens,
+            }
             if path.endswith("/api/chat"):
                 payload["message"] = {"role": "assistant", "content": content}
             else:
@@ -408,10 +441,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _merge(slow: Reply, answer: Reply) -> Reply:
-    answer.prompt_tokens = slow.prompt_tokens if slow.prompt_tokens is not None \
-        else answer.prompt_tokens
-    answer.completion_tokens = slow.completion_tokens \
-        if slow.completion_tokens is not None else answer.completion_tokens
+    answer.prompt_tokens = (
+        slow.prompt_tokens if slow.prompt_tokens is not None else answer.prompt_tokens
+    )
+    answer.completion_tokens = (
+        slow.completion_tokens if slow.completion_tokens is not None else answer.completion_tokens
+    )
     return answer
 
 

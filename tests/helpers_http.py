@@ -88,26 +88,35 @@ class FakeEpisodes:
             raise NotFound(f"no episode with id {episode_id}")
         return self.episodes[episode_id]
 
-    async def list_episodes(self, status: str | None, limit: int, offset: int,
-                            filters: dict[str, str]) -> list[dict[str, Any]]:
+    async def list_episodes(
+        self, status: str | None, limit: int, offset: int, filters: dict[str, str]
+    ) -> list[dict[str, Any]]:
         self.calls.append(("list", (status, limit, offset, filters)))
         rows = [e for e in self.episodes.values() if status in (None, e["status"])]
-        return rows[offset:offset + limit]
+        return rows[offset : offset + limit]
 
     async def get_episode(self, episode_id: str, include_timeline: bool) -> dict[str, Any]:
         self.calls.append(("get", (episode_id, include_timeline)))
-        result: dict[str, Any] = {"episode": self._row(episode_id),
-                                  "memory_ids": list(self.members[episode_id])}
+        result: dict[str, Any] = {
+            "episode": self._row(episode_id),
+            "memory_ids": list(self.members[episode_id]),
+        }
         if include_timeline:
             result["timeline"] = [{"memory_id": m} for m in self.members[episode_id]]
         return result
 
-    async def create_episode(self, title: str, memory_ids: list[str],
-                             parent_episode_id: str | None) -> dict[str, Any]:
+    async def create_episode(
+        self, title: str, memory_ids: list[str], parent_episode_id: str | None
+    ) -> dict[str, Any]:
         self.calls.append(("create", (title, memory_ids, parent_episode_id)))
         episode_id = f"ep-{uuid.uuid4().hex[:12]}"
-        self.episodes[episode_id] = {"id": episode_id, "title": title, "summary": None,
-                                     "status": "active", "memory_count": len(memory_ids)}
+        self.episodes[episode_id] = {
+            "id": episode_id,
+            "title": title,
+            "summary": None,
+            "status": "active",
+            "memory_count": len(memory_ids),
+        }
         self.members[episode_id] = list(memory_ids)
         return {"id": episode_id, "memory_count": len(memory_ids)}
 
@@ -148,11 +157,21 @@ class FakeEpisodes:
     async def replay(self, topic: str, limit: int) -> dict[str, Any]:
         self.calls.append(("replay", (topic, limit)))
         rows = list(self.episodes.values())[:limit]
-        return {"topic": topic, "episodes": rows, "count": len(rows),
-                "text": f"Episodes about {topic!r}, oldest first:"}
+        return {
+            "topic": topic,
+            "episodes": rows,
+            "count": len(rows),
+            "text": f"Episodes about {topic!r}, oldest first:",
+        }
 
-    async def search(self, query: str, time_start: float | None, time_end: float | None,
-                     status: str | None, limit: int) -> dict[str, Any]:
+    async def search(
+        self,
+        query: str,
+        time_start: float | None,
+        time_end: float | None,
+        status: str | None,
+        limit: int,
+    ) -> dict[str, Any]:
         self.calls.append(("search", (query, time_start, time_end, status, limit)))
         rows = [e for e in self.episodes.values() if status in (None, e["status"])][:limit]
         return {"query": query, "episodes": rows, "count": len(rows)}
@@ -204,8 +223,9 @@ def subprocess_env(home: Path, user_home: Path) -> dict[str, str]:
     return env
 
 
-def wait_healthy(url: str, process: subprocess.Popen[bytes], output: Path,
-                 deadline: float = START_DEADLINE) -> None:
+def wait_healthy(
+    url: str, process: subprocess.Popen[bytes], output: Path, deadline: float = START_DEADLINE
+) -> None:
     """Poll ``/v1/health`` until it answers; fail early if the process exits."""
     end = time.monotonic() + deadline
     while time.monotonic() < end:
@@ -256,7 +276,11 @@ def start_daemon(root: Path, *args: str, **sections: Any) -> Daemon:
     with output.open("wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "tribalmemory", "serve", "--config", str(config_path), *args],
-            stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=root)
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=root,
+        )
     daemon = Daemon(f"http://127.0.0.1:{port}", port, home, config_path, env, process, output)
     try:
         wait_healthy(daemon.url, process, output)

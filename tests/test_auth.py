@@ -27,9 +27,16 @@ from tribalmemory.interfaces.auth import (
 from tribalmemory.interfaces.http import create_app
 from tribalmemory.runtime import Runtime
 
-MCP_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "test", "version": "1"}}}
+MCP_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -72,12 +79,19 @@ def test_without_token_everything_is_open(client: TestClient) -> None:
 def test_routes_need_the_token_once_it_exists(client: TestClient, runtime: Runtime) -> None:
     token = generate_token()
     TokenStore(runtime.config.data_path / "auth.json").save(token)
-    for method, path in [("GET", "/v1/stats"), ("POST", "/v1/recall"),
-                         ("GET", "/v1/episodes"), ("GET", "/v1/nothing"), ("POST", "/mcp")]:
+    for method, path in [
+        ("GET", "/v1/stats"),
+        ("POST", "/v1/recall"),
+        ("GET", "/v1/episodes"),
+        ("GET", "/v1/nothing"),
+        ("POST", "/mcp"),
+    ]:
         response = client.request(method, path, json={})
         assert response.status_code == 401, (method, path)
-        assert response.json() == {"error": "missing bearer token",
-                                   "detail": response.json()["detail"]}
+        assert response.json() == {
+            "error": "missing bearer token",
+            "detail": response.json()["detail"],
+        }
         assert response.headers["www-authenticate"] == 'Bearer realm="tribal-memory"'
     wrong = client.get("/v1/stats", headers=bearer(generate_token()))
     assert wrong.status_code == 401 and wrong.json()["error"] == "invalid bearer token"
@@ -86,16 +100,18 @@ def test_routes_need_the_token_once_it_exists(client: TestClient, runtime: Runti
     assert client.get("/v1/health").status_code == 200
     assert client.get("/openapi.json").status_code == 200
     assert client.get("/v1/stats", headers=bearer(token)).status_code == 200
-    assert client.get("/v1/stats", headers={"authorization": f"bearer {token}"}
-                      ).status_code == 200
-    mcp = client.post("/mcp", json=MCP_INIT, headers={
-        **bearer(token), "accept": "application/json, text/event-stream"})
+    assert client.get("/v1/stats", headers={"authorization": f"bearer {token}"}).status_code == 200
+    mcp = client.post(
+        "/mcp",
+        json=MCP_INIT,
+        headers={**bearer(token), "accept": "application/json, text/event-stream"},
+    )
     assert mcp.status_code == 200
 
 
 def test_cli_generate_and_rotate_take_effect_without_restart(
-        client: TestClient, runtime: Runtime, tm_home: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    client: TestClient, runtime: Runtime, tm_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = str(tm_home / "config.yaml")
     assert main(["token", "show", "--config", config]) == 1
     assert main(["token", "generate", "--config", config]) == 0
@@ -139,9 +155,23 @@ def test_check_bind(tmp_path: Path) -> None:
 def test_serve_refuses_non_loopback_without_token(tm_home: Path, tmp_path: Path) -> None:
     config = write_config(tm_home, episodes={"enabled": False})
     done = subprocess.run(
-        [sys.executable, "-m", "tribalmemory", "serve", "--config", str(config),
-         "--host", "0.0.0.0", "--port", str(free_port())],
-        env=subprocess_env(tm_home, tmp_path), capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "tribalmemory",
+            "serve",
+            "--config",
+            str(config),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+        ],
+        env=subprocess_env(tm_home, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "refusing to listen on 0.0.0.0 without an API token" in done.stderr
     assert "Traceback" not in done.stderr

@@ -81,15 +81,24 @@ def test_version(capsys: Capture) -> None:
         main(["--version"])
     assert caught.value.code == 0
     assert capsys.readouterr().out.strip() == f"tribalmemory {__version__}"
-    done = subprocess.run([sys.executable, "-m", "tribalmemory", "--version"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "tribalmemory", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and __version__ in done.stdout
 
 
 def test_usage_errors_exit_2(capsys: Capture) -> None:
     assert main([]) == 2
-    for argv in (["recall"], ["remember", "x", "--bogus"], ["serve", "--port", "99999"],
-                 ["episodes"], ["recall", "q", "--limit", "many"]):
+    for argv in (
+        ["recall"],
+        ["remember", "x", "--bogus"],
+        ["serve", "--port", "99999"],
+        ["episodes"],
+        ["recall", "q", "--limit", "many"],
+    ):
         with pytest.raises(SystemExit) as caught:
             main(argv)
         assert caught.value.code == 2, argv
@@ -100,16 +109,18 @@ def test_usage_errors_exit_2(capsys: Capture) -> None:
 
 def test_local_remember_recall_forget(local: str, capsys: Capture) -> None:
     content = unique("Release notes are drafted in docs/releases")
-    code, out, _ = run(capsys, "remember", content, "--tag", "docs", "--tag", "release",
-                       "--config", local)
+    code, out, _ = run(
+        capsys, "remember", content, "--tag", "docs", "--tag", "release", "--config", local
+    )
     assert code == 0 and out.startswith("Stored ")
     memory_id = out.split()[1]
     assert str(uuid.UUID(memory_id)) == memory_id
 
     code, out, _ = run(capsys, "recall", "where are release notes drafted", "--config", local)
     assert code == 0 and memory_id in out and "[docs, release]" in out
-    found = run_json(capsys, "recall", "release notes", "--tag", "docs", "--limit", "1",
-                     "--config", local)
+    found = run_json(
+        capsys, "recall", "release notes", "--tag", "docs", "--limit", "1", "--config", local
+    )
     assert [r["memory_id"] for r in found["results"]] == [memory_id]
 
     code, out, _ = run(capsys, "remember", content, "--config", local)
@@ -136,8 +147,9 @@ def test_local_status_and_validation_errors(local: str, capsys: Capture) -> None
     assert code == 1 and "Episode feature not enabled" in err
 
 
-def test_local_mode_with_store_held_elsewhere_exits_2(local: str, embedder: Any,
-                                                      capsys: Capture) -> None:
+def test_local_mode_with_store_held_elsewhere_exits_2(
+    local: str, embedder: Any, capsys: Capture
+) -> None:
     holder = build_runtime(load_config(local), embedder)
     try:
         code, _, err = run(capsys, "stats", "--config", local)
@@ -149,14 +161,22 @@ def test_local_mode_with_store_held_elsewhere_exits_2(local: str, embedder: Any,
 
 def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:
     pytest.importorskip("tribalmemory.episodes.plugin", reason="episode engine not installed")
-    config = str(write_config(tm_home, server={"port": 1},
-                              episodes={"enabled": True, "detector_strategy": "embedding"}))
-    first = run_json(capsys, "remember", unique("Kafka consumer lag alert fired"),
-                     "--config", config)["memory_id"]
-    second = run_json(capsys, "remember", unique("Lag came from a slow downstream DB"),
-                      "--config", config)["memory_id"]
-    created = run_json(capsys, "episodes", "create", "Kafka lag incident", first,
-                       "--config", config)
+    config = str(
+        write_config(
+            tm_home,
+            server={"port": 1},
+            episodes={"enabled": True, "detector_strategy": "embedding"},
+        )
+    )
+    first = run_json(
+        capsys, "remember", unique("Kafka consumer lag alert fired"), "--config", config
+    )["memory_id"]
+    second = run_json(
+        capsys, "remember", unique("Lag came from a slow downstream DB"), "--config", config
+    )["memory_id"]
+    created = run_json(
+        capsys, "episodes", "create", "Kafka lag incident", first, "--config", config
+    )
     episode = created["episode_id"]
     code, out, _ = run(capsys, "episodes", "add", episode, second, "--config", config)
     assert code == 0 and out.strip() == f"Added {second} to {episode}"
@@ -168,15 +188,20 @@ def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:
     assert code == 0 and "title: Kafka lag incident" in out
     chain = run_json(capsys, "episodes", "chain", episode, "--config", config)
     assert chain["root_id"] == episode and chain["count"] == 1
-    found = run_json(capsys, "episodes", "search", "Kafka lag", "--since", "2020-01-01",
-                     "--config", config)
+    found = run_json(
+        capsys, "episodes", "search", "Kafka lag", "--since", "2020-01-01", "--config", config
+    )
     assert found["query"] == "Kafka lag" and isinstance(found["episodes"], list)
     code, out, _ = run(capsys, "episodes", "replay", "Kafka lag", "--config", config)
     assert code == 0 and "Kafka lag" in out
     code, _, err = run(capsys, "episodes", "search", "x", "--since", "soon", "--config", config)
     assert code == 1 and "time_start" in err
-    for action, expected in (("remove", f"Removed {second}"), ("close", "Closed"),
-                             ("regenerate", "Queued"), ("delete", "Deleted")):
+    for action, expected in (
+        ("remove", f"Removed {second}"),
+        ("close", "Closed"),
+        ("regenerate", "Queued"),
+        ("delete", "Deleted"),
+    ):
         extra = [second] if action == "remove" else []
         code, out, err = run(capsys, "episodes", action, episode, *extra, "--config", config)
         assert code == 0 and out.startswith(expected), err
@@ -200,8 +225,17 @@ def at_daemon(daemon: Daemon, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_commands_use_the_daemon(daemon: Daemon, at_daemon: str, capsys: Capture) -> None:
     # The daemon holds the store: a command that opened it itself would exit 2.
     content = unique("Feature flags live in LaunchDarkly project web")
-    stored = run_json(capsys, "remember", content, "--source-type", "auto_capture",
-                      "--context", "standup", "--config", at_daemon)
+    stored = run_json(
+        capsys,
+        "remember",
+        content,
+        "--source-type",
+        "auto_capture",
+        "--context",
+        "standup",
+        "--config",
+        at_daemon,
+    )
     memory = httpx.get(f"{daemon.url}/v1/memory/{stored['memory_id']}", trust_env=False).json()
     assert memory["content"] == content and memory["source_type"] == "AUTO_CAPTURE"
     assert memory["context"] == "standup"
@@ -213,8 +247,10 @@ def test_commands_use_the_daemon(daemon: Daemon, at_daemon: str, capsys: Capture
     assert code == 1 and "Episode feature not enabled" in err
     code, out, _ = run(capsys, "forget", stored["memory_id"], "--config", at_daemon)
     assert code == 0
-    assert httpx.get(f"{daemon.url}/v1/memory/{stored['memory_id']}",
-                     trust_env=False).status_code == 404
+    assert (
+        httpx.get(f"{daemon.url}/v1/memory/{stored['memory_id']}", trust_env=False).status_code
+        == 404
+    )
     code, _, err = run(capsys, "reembed", "--config", at_daemon)
     assert code == 1 and "stop it first" in err
 
@@ -262,8 +298,9 @@ def test_daemon_client_auth_and_rotation(daemon: Daemon) -> None:
     assert isinstance(asyncio.run(DaemonClient(daemon.config()).stats()), dict)
 
 
-def test_daemon_logs_ready_and_the_missing_token(daemon: Daemon, at_daemon: str,
-                                                 capsys: Capture) -> None:
+def test_daemon_logs_ready_and_the_missing_token(
+    daemon: Daemon, at_daemon: str, capsys: Capture
+) -> None:
     code, out, _ = run(capsys, "service", "logs", "-n", "200", "--config", at_daemon)
     assert code == 0 and f"ready: http://127.0.0.1:{daemon.port}" in out
     code, out, _ = run(capsys, "service", "logs", "--grep", "NO API TOKEN", "--config", at_daemon)
@@ -272,19 +309,25 @@ def test_daemon_logs_ready_and_the_missing_token(daemon: Daemon, at_daemon: str,
 
 
 def test_busy_port_exits_2(daemon: Daemon, tmp_path: Path) -> None:
-    other = write_config(tmp_path / "other", server={"port": daemon.port},
-                         episodes={"enabled": False})
-    done = subprocess.run([sys.executable, "-m", "tribalmemory", "serve", "--config", str(other)],
-                          env=subprocess_env(tmp_path / "other", tmp_path), capture_output=True,
-                          text=True, timeout=60)
+    other = write_config(
+        tmp_path / "other", server={"port": daemon.port}, episodes={"enabled": False}
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tribalmemory", "serve", "--config", str(other)],
+        env=subprocess_env(tmp_path / "other", tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and f"cannot listen on 127.0.0.1:{daemon.port}" in done.stderr
 
 
 # -- background daemon: ensure_daemon and service stop ---------------------------------------------
 
 
-def test_ensure_daemon_starts_one_and_service_stop_stops_it(tm_home: Path, tmp_path: Path,
-                                                            capsys: Capture) -> None:
+def test_ensure_daemon_starts_one_and_service_stop_stops_it(
+    tm_home: Path, tmp_path: Path, capsys: Capture
+) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -313,16 +356,19 @@ def test_ensure_daemon_reports_a_daemon_that_cannot_start(tm_home: Path) -> None
 # -- init ------------------------------------------------------------------------------------------
 
 
-def test_init_registers_idempotently_and_keeps_other_entries(tm_home: Path,
-                                                             capsys: Capture) -> None:
+def test_init_registers_idempotently_and_keeps_other_entries(
+    tm_home: Path, capsys: Capture
+) -> None:
     home = Path.home()
     claude = home / ".claude.json"
     claude.write_text(json.dumps({"numStartups": 3, "mcpServers": {"other": {"command": "x"}}}))
     codex = home / ".codex" / "config.toml"
     codex.parent.mkdir()
-    codex.write_text('model = "o3"\n\n[mcp_servers.other]\ncommand = "y"\n\n'
-                     '[mcp_servers.tribal-memory]\nurl = "http://old"\n\n'
-                     '# keep this comment\n[profiles.fast]\nmodel = "mini"\n')
+    codex.write_text(
+        'model = "o3"\n\n[mcp_servers.other]\ncommand = "y"\n\n'
+        '[mcp_servers.tribal-memory]\nurl = "http://old"\n\n'
+        '# keep this comment\n[profiles.fast]\nmodel = "mini"\n'
+    )
     desktop = home / ".config" / "Claude" / "claude_desktop_config.json"
 
     code, out, err = run(capsys, "init", "--claude-code", "--codex", "--claude-desktop")
@@ -332,14 +378,17 @@ def test_init_registers_idempotently_and_keeps_other_entries(tm_home: Path,
 
     claude_data = json.loads(claude.read_text())
     assert claude_data["numStartups"] == 3 and claude_data["mcpServers"]["other"] == {
-        "command": "x"}
+        "command": "x"
+    }
     entry = claude_data["mcpServers"]["tribal-memory"]
     assert entry["type"] == "stdio" and entry["args"][-1] == "mcp"
     codex_data = tomllib.loads(codex.read_text())
     assert codex_data["model"] == "o3" and codex_data["profiles"] == {"fast": {"model": "mini"}}
     assert codex_data["mcp_servers"]["other"] == {"command": "y"}
-    assert codex_data["mcp_servers"]["tribal-memory"] == {"command": entry["command"],
-                                                          "args": entry["args"]}
+    assert codex_data["mcp_servers"]["tribal-memory"] == {
+        "command": entry["command"],
+        "args": entry["args"],
+    }
     assert "# keep this comment" in codex.read_text()
     assert json.loads(desktop.read_text())["mcpServers"]["tribal-memory"]["args"] == entry["args"]
 
@@ -351,8 +400,11 @@ def test_init_registers_idempotently_and_keeps_other_entries(tm_home: Path,
 
 def test_init_keeps_user_keys_and_refuses_broken_files(tm_home: Path, capsys: Capture) -> None:
     claude = Path.home() / ".claude.json"
-    claude.write_text(json.dumps({"mcpServers": {"tribal-memory": {
-        "command": "old", "args": [], "env": {"A": "1"}}}}))
+    claude.write_text(
+        json.dumps(
+            {"mcpServers": {"tribal-memory": {"command": "old", "args": [], "env": {"A": "1"}}}}
+        )
+    )
     assert bounded_main(["init", "--claude-code"]) == 0
     entry = json.loads(claude.read_text())["mcpServers"]["tribal-memory"]
     assert entry["env"] == {"A": "1"} and entry["command"] != "old"
@@ -372,8 +424,7 @@ def test_service_logs_tail_and_grep(tm_home: Path, capsys: Capture) -> None:
     assert code == 1 and "no log file" in err
     log = tm_home / "logs" / "server.log"
     log.parent.mkdir()
-    log.write_text("".join(f"line {i} {'ERROR boom' if i % 3 == 0 else 'ok'}\n"
-                           for i in range(10)))
+    log.write_text("".join(f"line {i} {'ERROR boom' if i % 3 == 0 else 'ok'}\n" for i in range(10)))
     code, out, _ = run(capsys, "service", "logs", "-n", "2", "--config", str(config))
     assert out.splitlines() == ["line 8 ok", "line 9 ERROR boom"]
     code, out, _ = run(capsys, "service", "logs", "--grep", "error", "--config", str(config))

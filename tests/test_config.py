@@ -23,20 +23,23 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("text", "fragments"), [
-    ("server:\n  port: abc\n", ["server.port", "expected an integer", "'abc'"]),
-    ("server:\n  port: 70000\n", ["server.port", "out of range", "65535"]),
-    ("server:\n  port: true\n", ["server.port", "integer"]),
-    ("server:\n  bogus: 1\n", ["server.bogus", "unknown key", "max_body_bytes"]),
-    ("colour: blue\n", ["colour", "unknown key"]),
-    ("server: 5\n", ["server", "mapping"]),
-    ("server:\n  log_level: loud\n", ["server.log_level", "loud", "debug, info"]),
-    ("episodes:\n  enabled: 'yes'\n", ["episodes.enabled", "true or false"]),
-    ("episodes:\n  ambiguous_band: 1.5\n", ["episodes.ambiguous_band", "out of range"]),
-    ("memory:\n  dedup_threshold: null\n", ["memory.dedup_threshold", "must not be empty"]),
-    ("- a list\n", ["mapping"]),
-    ("server: [unclosed\n", ["not valid YAML"]),
-])
+@pytest.mark.parametrize(
+    ("text", "fragments"),
+    [
+        ("server:\n  port: abc\n", ["server.port", "expected an integer", "'abc'"]),
+        ("server:\n  port: 70000\n", ["server.port", "out of range", "65535"]),
+        ("server:\n  port: true\n", ["server.port", "integer"]),
+        ("server:\n  bogus: 1\n", ["server.bogus", "unknown key", "max_body_bytes"]),
+        ("colour: blue\n", ["colour", "unknown key"]),
+        ("server: 5\n", ["server", "mapping"]),
+        ("server:\n  log_level: loud\n", ["server.log_level", "loud", "debug, info"]),
+        ("episodes:\n  enabled: 'yes'\n", ["episodes.enabled", "true or false"]),
+        ("episodes:\n  ambiguous_band: 1.5\n", ["episodes.ambiguous_band", "out of range"]),
+        ("memory:\n  dedup_threshold: null\n", ["memory.dedup_threshold", "must not be empty"]),
+        ("- a list\n", ["mapping"]),
+        ("server: [unclosed\n", ["not valid YAML"]),
+    ],
+)
 def test_bad_config_names_the_key(tmp_path: Path, text: str, fragments: list[str]) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path / "config.yaml", text))
@@ -44,8 +47,7 @@ def test_bad_config_names_the_key(tmp_path: Path, text: str, fragments: list[str
         assert fragment in str(caught.value)
 
 
-def test_missing_explicit_file_is_an_error(tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_explicit_file_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "nope.yaml")
     monkeypatch.setenv("TRIBAL_MEMORY_CONFIG", str(tmp_path / "gone.yaml"))
@@ -88,8 +90,9 @@ def test_configuration_doc_embeds_the_example() -> None:
     assert example_yaml() in CONFIG_DOC.read_text(encoding="utf-8")
 
 
-def test_cli_config_error_exits_2_with_message(tm_home: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_config_error_exits_2_with_message(
+    tm_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write(tm_home / "bad.yaml", "server:\n  port: -1\n")
     assert main(["stats", "--config", str(path)]) == 2
     assert "configuration error: server.port" in capsys.readouterr().err
@@ -97,9 +100,13 @@ def test_cli_config_error_exits_2_with_message(tm_home: Path,
 
 def test_serve_config_error_exits_2_without_traceback(tm_home: Path, tmp_path: Path) -> None:
     path = write(tm_home / "bad.yaml", "storage:\n  colection: x\n")
-    done = subprocess.run([sys.executable, "-m", "tribalmemory", "serve", "--config", str(path)],
-                          env=subprocess_env(tm_home, tmp_path), capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "tribalmemory", "serve", "--config", str(path)],
+        env=subprocess_env(tm_home, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "storage.colection: unknown key" in done.stderr
     assert "Traceback" not in done.stderr

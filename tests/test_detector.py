@@ -67,8 +67,14 @@ def basis(i: int) -> np.ndarray:
 
 
 def mem(id: str, vector, hours: float = 0.0, tags=(), source="a", text="") -> MemoryFeatures:
-    return MemoryFeatures(id, np.asarray(vector, dtype=np.float32), frozenset(tags), source,
-                          T0 + timedelta(hours=hours), tokenize(text))
+    return MemoryFeatures(
+        id,
+        np.asarray(vector, dtype=np.float32),
+        frozenset(tags),
+        source,
+        T0 + timedelta(hours=hours),
+        tokenize(text),
+    )
 
 
 def episode_on(axis: int, id: str = "E", hours: float = 0.0, n: int = 3):
@@ -84,7 +90,8 @@ CTX = DetectorContext()  # prior background: mean 0.15, std 0.12
 
 def test_tokenize_is_keyword_free_and_normalises():
     assert tokenize("The Tokens rotate: auth/tokens.py 2025 ok") == frozenset(
-        {"the", "token", "rotate", "auth"})
+        {"the", "token", "rotate", "auth"}
+    )
 
 
 def test_memory_vector_is_normalised():
@@ -94,8 +101,17 @@ def test_memory_vector_is_normalised():
 
 def test_rebuild_equals_incremental():
     rng = np.random.default_rng(0)
-    members = [mem(f"m{k}", rng.normal(size=DIM), hours=k, tags={f"t{k % 2}"},
-                   source=f"s{k % 3}", text=f"word{k} shared") for k in range(40)]
+    members = [
+        mem(
+            f"m{k}",
+            rng.normal(size=DIM),
+            hours=k,
+            tags={f"t{k % 2}"},
+            source=f"s{k % 3}",
+            text=f"word{k} shared",
+        )
+        for k in range(40)
+    ]
     inc = new_episode("E", members[0])
     for m in members[1:]:
         inc = add_member(inc, m)
@@ -107,7 +123,10 @@ def test_rebuild_equals_incremental():
     assert inc.term_counts == rebuilt.term_counts
     assert inc.source_counts == rebuilt.source_counts
     assert (inc.first_activity, inc.last_activity, inc.memory_count) == (
-        rebuilt.first_activity, rebuilt.last_activity, 40)
+        rebuilt.first_activity,
+        rebuilt.last_activity,
+        40,
+    )
     assert inc.member_ids == rebuilt.member_ids
 
 
@@ -123,8 +142,7 @@ def test_add_member_does_not_mutate():
 
 
 def test_context_update_and_json_roundtrip():
-    ctx = update_context(DetectorContext(), mem("a", basis(0), text="alpha beta"),
-                         [0.1, 0.2, 0.3])
+    ctx = update_context(DetectorContext(), mem("a", basis(0), text="alpha beta"), [0.1, 0.2, 0.3])
     ctx = update_context(ctx, mem("b", basis(1), text="alpha gamma"), [0.5])
     assert ctx.doc_count == 2 and ctx.doc_freq["alpha"] == 2
     assert ctx.cos_count == CTX.cos_count + 4
@@ -172,8 +190,10 @@ def test_update_context_is_incremental_and_in_place():
 
 
 def test_score_increases_with_rare_term_overlap():
-    members = [mem("e1", basis(0), text="pgloader copy of invoices"),
-               mem("e2", basis(0), hours=1, text="pgloader retry settings")]
+    members = [
+        mem("e1", basis(0), text="pgloader copy of invoices"),
+        mem("e2", basis(0), hours=1, text="pgloader retry settings"),
+    ]
     ep = build_episode("E", members)
     ctx = DetectorContext()
     for k in range(20):
@@ -189,8 +209,8 @@ def test_score_increases_with_rare_term_overlap():
 def test_score_is_relative_to_background():
     ep = episode_on(0)
     m = mem("m", vec_at(0.45), hours=1)
-    low_bg = DetectorContext(cos_mean=0.05, cos_m2=50 * 0.1 ** 2)
-    high_bg = DetectorContext(cos_mean=0.40, cos_m2=50 * 0.1 ** 2)
+    low_bg = DetectorContext(cos_mean=0.05, cos_m2=50 * 0.1**2)
+    high_bg = DetectorContext(cos_mean=0.40, cos_m2=50 * 0.1**2)
     assert score(m, ep, low_bg) > score(m, ep, high_bg)
 
 
@@ -279,16 +299,16 @@ def test_decide_llm_strategy_always_asks_when_there_are_candidates():
     d = decide(mem("m", basis(0), hours=1), eps, [], CTX, DetectorParams(strategy="llm"))
     assert isinstance(d, Ambiguous) and len(d.candidates) == 5
     assert d.candidates[0].id == "E0"
-    assert [c.score for c in d.candidates] == sorted((c.score for c in d.candidates),
-                                                     reverse=True)
+    assert [c.score for c in d.candidates] == sorted((c.score for c in d.candidates), reverse=True)
 
 
 def test_lower_threshold_joins_more():
     ep = episode_on(0)
     m = mem("m", vec_at(_band_cos(ep, HYB)), hours=1)
     s = score(m, ep, CTX)
-    assert isinstance(decide(m, [ep], [], CTX, DetectorParams(strategy="embedding",
-                                                              threshold=s - 1e-6)), Join)
+    assert isinstance(
+        decide(m, [ep], [], CTX, DetectorParams(strategy="embedding", threshold=s - 1e-6)), Join
+    )
 
 
 def test_params_from_config():
@@ -351,15 +371,19 @@ def test_ari_tiny():
 def test_real_model_related_beats_unrelated():
     from tribalmemory.embeddings.embedder import load_embedder
 
-    texts = ["Refresh tokens rotate on every use and the old one is revoked immediately.",
-             "Two browser tabs refresh the session at once and the second gets a revoked token.",
-             "The user prefers tabs over spaces in Makefiles."]
+    texts = [
+        "Refresh tokens rotate on every use and the old one is revoked immediately.",
+        "Two browser tabs refresh the session at once and the second gets a revoked token.",
+        "The user prefers tabs over spaces in Makefiles.",
+    ]
     v = load_embedder().embed(texts)
     ep = new_episode("E", MemoryFeatures("a", v[0], frozenset(), "x", T0, tokenize(texts[0])))
-    related = MemoryFeatures("b", v[1], frozenset(), "x", T0 + timedelta(hours=1),
-                             tokenize(texts[1]))
-    unrelated = MemoryFeatures("c", v[2], frozenset(), "x", T0 + timedelta(hours=1),
-                               tokenize(texts[2]))
+    related = MemoryFeatures(
+        "b", v[1], frozenset(), "x", T0 + timedelta(hours=1), tokenize(texts[1])
+    )
+    unrelated = MemoryFeatures(
+        "c", v[2], frozenset(), "x", T0 + timedelta(hours=1), tokenize(texts[2])
+    )
     assert score(related, ep, CTX) > score(unrelated, ep, CTX)
 
 
@@ -384,8 +408,7 @@ def test_paused_thread_resumes_within_active_window():
     vectors = load_embedder().embed(texts)
     ctx, episodes, seeds, decisions = DetectorContext(), [], [], []
     for i, (d, text) in enumerate(zip(days, texts, strict=True)):
-        m = MemoryFeatures.from_text(f"m{i}", vectors[i], text, (), "x",
-                                     T0 + timedelta(days=d))
+        m = MemoryFeatures.from_text(f"m{i}", vectors[i], text, (), "x", T0 + timedelta(days=d))
         dec = decide(m, episodes, seeds, ctx, EMB)
         decisions.append(dec)
         if isinstance(dec, Join):

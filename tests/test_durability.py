@@ -23,24 +23,57 @@ from helpers_http import Daemon, start_daemon
 TESTS = Path(__file__).resolve().parent
 
 THREADS = {
-    "auth": ("Refresh token rotation bug: {a} when two browser tabs refresh at once; we "
-             "checked {b}.", ["the token family gets revoked", "users are logged out",
-                              "Sentry shows 401 revoked", "the grace window is too short",
-                              "the old token is rejected"],
-             ["auth/tokens.py", "the refresh endpoint", "the session cookie",
-              "rotate_refresh", "the reuse detector"]),
-    "db": ("Postgres migration from MySQL: {a}; pgloader run on {b}.",
-           ["zero dates break the import", "GROUP_CONCAT needs string_agg",
-            "collation differs for emails", "sequences must be reset after copy",
-            "the cutover window is Saturday night"],
-           ["the invoices table", "the staging replica", "the orders schema",
-            "the users table", "a full production snapshot"]),
-    "queue": ("Celery worker backlog on the digest queue: {a}, seen in {b}.",
-              ["Redis broker memory is near the limit", "prefetch multiplier is too high",
-               "the nightly digest emails arrive hours late",
-               "result backend keys are never expired", "a dedicated queue for digests helps"],
-              ["Flower", "the Grafana queue panel", "the worker logs", "redis-cli info",
-               "the on-call alert"]),
+    "auth": (
+        "Refresh token rotation bug: {a} when two browser tabs refresh at once; we checked {b}.",
+        [
+            "the token family gets revoked",
+            "users are logged out",
+            "Sentry shows 401 revoked",
+            "the grace window is too short",
+            "the old token is rejected",
+        ],
+        [
+            "auth/tokens.py",
+            "the refresh endpoint",
+            "the session cookie",
+            "rotate_refresh",
+            "the reuse detector",
+        ],
+    ),
+    "db": (
+        "Postgres migration from MySQL: {a}; pgloader run on {b}.",
+        [
+            "zero dates break the import",
+            "GROUP_CONCAT needs string_agg",
+            "collation differs for emails",
+            "sequences must be reset after copy",
+            "the cutover window is Saturday night",
+        ],
+        [
+            "the invoices table",
+            "the staging replica",
+            "the orders schema",
+            "the users table",
+            "a full production snapshot",
+        ],
+    ),
+    "queue": (
+        "Celery worker backlog on the digest queue: {a}, seen in {b}.",
+        [
+            "Redis broker memory is near the limit",
+            "prefetch multiplier is too high",
+            "the nightly digest emails arrive hours late",
+            "result backend keys are never expired",
+            "a dedicated queue for digests helps",
+        ],
+        [
+            "Flower",
+            "the Grafana queue panel",
+            "the worker logs",
+            "redis-cli info",
+            "the on-call alert",
+        ],
+    ),
 }
 
 
@@ -57,10 +90,15 @@ def stream(count: int, seed: int = 7) -> list[dict[str, Any]]:
     for i in range(count):
         topic = topics[rng.randrange(len(topics))]
         minute = 20 * i
-        out.append({"content": thread_text(topic, i, rng), "tags": [topic],
-                    "created_at": f"2025-03-{3 + minute // 1440:02d}T"
-                                  f"{(minute % 1440) // 60:02d}:{minute % 60:02d}:00Z",
-                    "skip_dedup": True})
+        out.append(
+            {
+                "content": thread_text(topic, i, rng),
+                "tags": [topic],
+                "created_at": f"2025-03-{3 + minute // 1440:02d}T"
+                f"{(minute % 1440) // 60:02d}:{minute % 60:02d}:00Z",
+                "skip_dedup": True,
+            }
+        )
     return out
 
 
@@ -69,7 +107,10 @@ def fake_llm_process(tmp_path: Path) -> Iterator[str]:
     """The fake LLM as a separate process answering after 1.5 s; yields its base URL."""
     process = subprocess.Popen(
         [sys.executable, str(TESTS / "fakellm.py"), "--delay", "1.5"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert process.stdout is not None
     line = process.stdout.readline()
     assert line.startswith("READY "), line
@@ -103,8 +144,9 @@ def settled(daemon: Daemon) -> bool:
 def all_episodes(daemon: Daemon) -> list[dict[str, Any]]:
     found, offset = [], 0
     while True:
-        page = httpx.get(f"{daemon.url}/v1/episodes", params={"limit": 100, "offset": offset},
-                         timeout=10).json()
+        page = httpx.get(
+            f"{daemon.url}/v1/episodes", params={"limit": 100, "offset": offset}, timeout=10
+        ).json()
         found += page["episodes"]
         if page["count"] < 100:
             return found
@@ -144,8 +186,12 @@ def check_invariants(daemon: Daemon, memory_ids: list[str]) -> list[dict[str, An
 
 def test_kill_9_during_llm_calls_loses_nothing(tmp_path, fake_llm_process, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "x")
-    episodes = {"detector_strategy": "hybrid", "api_base": fake_llm_process,
-                "summary_debounce_seconds": 0, "request_timeout_seconds": 20}
+    episodes = {
+        "detector_strategy": "hybrid",
+        "api_base": fake_llm_process,
+        "summary_debounce_seconds": 0,
+        "request_timeout_seconds": 20,
+    }
     daemon = start_daemon(tmp_path, episodes=episodes)
     acked = []
     with httpx.Client(base_url=daemon.url, timeout=30) as client:

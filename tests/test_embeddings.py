@@ -11,11 +11,13 @@ def test_bundled_model_loads_offline_and_ranks_paraphrases_above_unrelated(monke
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     embedder = load_embedder()
     assert embedder.model_name == BUNDLED_MODEL and embedder.dim == 384
-    vectors = embedder.embed([
-        "How do I run the billing service tests?",
-        "What is the command to execute the billing test suite?",
-        "The office coffee machine is broken again.",
-    ])
+    vectors = embedder.embed(
+        [
+            "How do I run the billing service tests?",
+            "What is the command to execute the billing test suite?",
+            "The office coffee machine is broken again.",
+        ]
+    )
     assert vectors.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     paraphrase, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
@@ -32,8 +34,13 @@ def test_batch_order_is_kept_and_matches_single_embeddings():
 
 def test_tokenizer_ships_as_package_data_with_its_notice():
     folder = tokenizer_dir()
-    for name in ("tokenizer.json", "tokenizer_config.json", "config.json",
-                 "special_tokens_map.json", "NOTICE"):
+    for name in (
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "config.json",
+        "special_tokens_map.json",
+        "NOTICE",
+    ):
         assert (folder / name).is_file()
     assert bundled_weights().name == "model.onnx"
 

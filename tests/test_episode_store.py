@@ -6,12 +6,26 @@ from tribalmemory.episodes.store import EpisodeRow, EpisodeStore, new_episode_id
 
 
 def row(episode_id: str, last: float = 0.0, status: str = "active", **kw) -> EpisodeRow:
-    data = dict(id=episode_id, title="t", title_source="keyword", summary="",
-                summary_kind="extractive",
-                summary_status="current", summary_memory_id=None, llm_summary="",
-                llm_summary_mark=None, needs_full=False, since_regen=0, status=status,
-                created_at=0.0, updated_at=0.0, closed_at=None, last_activity=last,
-                parent_episode_id=None, metadata={})
+    data = dict(
+        id=episode_id,
+        title="t",
+        title_source="keyword",
+        summary="",
+        summary_kind="extractive",
+        summary_status="current",
+        summary_memory_id=None,
+        llm_summary="",
+        llm_summary_mark=None,
+        needs_full=False,
+        since_regen=0,
+        status=status,
+        created_at=0.0,
+        updated_at=0.0,
+        closed_at=None,
+        last_activity=last,
+        parent_episode_id=None,
+        metadata={},
+    )
     data.update(kw)
     return EpisodeRow(**data)
 
@@ -105,11 +119,17 @@ def test_jobs_survive_reopen(tmp_path):
 
 def test_list_filters_on_metadata(store):
     with store.transaction() as db:
-        store.insert_episode(db, row("ep-a", 1.0, metadata={"outcome": "success",
-                                                             "tags": ["auth"],
-                                                             "participants": ["codex"]}))
-        store.insert_episode(db, row("ep-b", 2.0, status="closed",
-                                     metadata={"outcome": "failure", "tags": ["db"]}))
+        store.insert_episode(
+            db,
+            row(
+                "ep-a",
+                1.0,
+                metadata={"outcome": "success", "tags": ["auth"], "participants": ["codex"]},
+            ),
+        )
+        store.insert_episode(
+            db, row("ep-b", 2.0, status="closed", metadata={"outcome": "failure", "tags": ["db"]})
+        )
     assert [r.id for r in store.episodes()] == ["ep-b", "ep-a"]
     assert [r.id for r in store.episodes("closed")] == ["ep-b"]
     assert [r.id for r in store.episodes(filters={"outcome": "success"})] == ["ep-a"]

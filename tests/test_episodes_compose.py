@@ -29,12 +29,13 @@ async def runtime_factory(tmp_path) -> AsyncIterator[Callable[..., Any]]:
         settings = {"summary_debounce_seconds": 0}
         settings.update(episodes)
         config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
-        ledger = Ledger(config.data_path / "ledger.sqlite3",
-                        monthly_cost_ceiling=config.episodes.monthly_cost_ceiling,
-                        max_calls_per_memory=config.episodes.max_llm_calls_per_memory)
+        ledger = Ledger(
+            config.data_path / "ledger.sqlite3",
+            monthly_cost_ceiling=config.episodes.monthly_cost_ceiling,
+            max_calls_per_memory=config.episodes.max_llm_calls_per_memory,
+        )
         llm = LLMClient(config.episodes, ledger, backoff_base=0.01, backoff_max=0.05)
-        runtime = await start_runtime(config, clock=clock or Clock(), run_scheduler=False,
-                                      llm=llm)
+        runtime = await start_runtime(config, clock=clock or Clock(), run_scheduler=False, llm=llm)
         await runtime.episodes.summariser.check()
         started.append(runtime)
         return runtime
@@ -99,8 +100,7 @@ async def test_without_llm_metadata_falls_back(runtime_factory, monkeypatch):
     assert health["llm"]["state"] == "no_api_key" and "fallback" in health["llm"]
 
 
-async def test_chain_links_a_follow_up_to_a_recently_closed_episode(runtime_factory,
-                                                                     monkeypatch):
+async def test_chain_links_a_follow_up_to_a_recently_closed_episode(runtime_factory, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     rt = await runtime_factory(detector_strategy="embedding", chain_similarity_threshold=0.5)
     a = [await remember(rt, AUTH[i], 3, 9 + i) for i in range(3)]
@@ -127,7 +127,7 @@ async def test_explicit_parent_and_cycle_safety(runtime_factory, monkeypatch):
     rt = await runtime_factory(detector_strategy="embedding")
     m = [(await remember(rt, text, 3 + i))["memory_id"] for i, text in enumerate(DB[:2])]
     first = (await rt.api.episode_create("first", [m[0]]))["episode_id"]
-    second = (await rt.api.episode_create("second", [m[1]], parent_episode_id=first))
+    second = await rt.api.episode_create("second", [m[1]], parent_episode_id=first)
     with pytest.raises(NotFound):
         await rt.api.episode_create("x", [m[0]], parent_episode_id="ep-0000000000000000")
     store = rt.episodes.store  # force a cycle the API cannot create, the walk must end
@@ -172,8 +172,12 @@ async def test_search_with_every_filter_combination(runtime_factory, monkeypatch
         kwargs["status"] = "closed"
     found = await rt.api.episodes_search("refresh token logout", limit=10, **kwargs)
     ids = [e["id"] for e in found["episodes"]]
-    expected = {"none": {early_id, late_id}, "time": {late_id}, "status": {early_id},
-                "both": set()}[case]
+    expected = {
+        "none": {early_id, late_id},
+        "time": {late_id},
+        "status": {early_id},
+        "both": set(),
+    }[case]
     assert set(ids) == expected
     assert all(len(e["summary"]) <= 500 for e in found["episodes"])
 
@@ -197,8 +201,7 @@ async def test_timeline_has_times_tags_and_surprise(runtime_factory, monkeypatch
     got = await rt.api.episode_get(a[2]["episode_id"], include_timeline=True)
     timeline = got["timeline"]
     assert [t["memory_id"] for t in timeline] == got["memory_ids"]
-    assert [t["created_at"][:10] for t in timeline] == ["2025-03-03", "2025-03-04",
-                                                        "2025-03-05"]
+    assert [t["created_at"][:10] for t in timeline] == ["2025-03-03", "2025-03-04", "2025-03-05"]
     joined = [t for t in timeline if t["surprise"] is not None]
     assert joined and all(0.0 <= t["surprise"] <= 1.0 for t in joined)
     assert all(t["key_moment"] == (t["surprise"] >= 0.7) for t in joined)
@@ -211,12 +214,14 @@ async def test_llm_faults_fall_back_without_losing_work(runtime_factory, fake_ll
     from fakellm import Reply
 
     rt = await runtime_factory(detector_strategy="llm", max_retries=1)
-    fake_llm_env.script(Reply.garbage(), Reply.garbage(),            # classify 1: invalid twice
-                        Reply.json({"action": "join", "episode_id": "ep-invented00000"}),
-                        Reply.json({"action": "join", "episode_id": "ep-invented00000"}),
-                        *[Reply.error(500)] * 40)                     # then the provider is down
-    ids = [(await remember(rt, AUTH[i], 3, 9 + i, tags=["auth"]))["memory_id"]
-           for i in range(3)]
+    fake_llm_env.script(
+        Reply.garbage(),
+        Reply.garbage(),  # classify 1: invalid twice
+        Reply.json({"action": "join", "episode_id": "ep-invented00000"}),
+        Reply.json({"action": "join", "episode_id": "ep-invented00000"}),
+        *[Reply.error(500)] * 40,
+    )  # then the provider is down
+    ids = [(await remember(rt, AUTH[i], 3, 9 + i, tags=["auth"]))["memory_id"] for i in range(3)]
     await settle(rt)
     for memory_id in ids:
         memory = await rt.api.get_memory(memory_id)

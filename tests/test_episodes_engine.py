@@ -62,8 +62,9 @@ async def make_runtime(tmp_path, clock, monkeypatch) -> AsyncIterator[Callable[.
 
 
 async def remember(rt: Runtime, text: str, day: int, hour: int = 10, tags=None) -> dict:
-    result = await rt.api.remember(text, tags=tags or [],
-                                   created_at=f"2025-03-{day:02d}T{hour:02d}:00:00Z")
+    result = await rt.api.remember(
+        text, tags=tags or [], created_at=f"2025-03-{day:02d}T{hour:02d}:00:00Z"
+    )
     assert result["success"], result
     return result
 
@@ -193,8 +194,7 @@ async def test_summaries_surface_in_recall_with_the_union_of_tags(make_runtime):
     await settle(rt)
     (episode,) = (await rt.api.episodes_list())["episodes"]
     found = await rt.api.recall("logged out with several tabs refresh token", limit=10)
-    summaries = [r for r in found["results"]
-                 if r["memory"]["source_type"] == "EPISODE_SUMMARY"]
+    summaries = [r for r in found["results"] if r["memory"]["source_type"] == "EPISODE_SUMMARY"]
     assert len(summaries) == 1
     memory = summaries[0]["memory"]
     assert set(memory["tags"]) == {"auth", "bug", "sentry", f"episode:{episode['id']}"}

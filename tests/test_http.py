@@ -46,16 +46,23 @@ def remember(client: TestClient, content: str | None = None, **fields: Any) -> s
 
 def test_remember_recall_get(client: TestClient) -> None:
     content = unique("The deploy script needs AWS_PROFILE=prod")
-    mid = remember(client, content, tags=["deploy"], source_instance="claude-code",
-                   context="ops", created_at="2025-01-02T03:04:05Z")
+    mid = remember(
+        client,
+        content,
+        tags=["deploy"],
+        source_instance="claude-code",
+        context="ops",
+        created_at="2025-01-02T03:04:05Z",
+    )
     got = client.get(f"/v1/memory/{mid}")
     assert got.status_code == 200
     memory = got.json()
     assert memory["content"] == content and memory["tags"] == ["deploy"]
     assert memory["source_instance"] == "claude-code"
     assert memory["created_at"] == "2025-01-02T03:04:05Z"
-    found = client.post("/v1/recall", json={"query": "deploy script AWS profile",
-                                            "tags": ["deploy"], "limit": 3})
+    found = client.post(
+        "/v1/recall", json={"query": "deploy script AWS profile", "tags": ["deploy"], "limit": 3}
+    )
     assert found.status_code == 200
     body = found.json()
     assert body["query"] == "deploy script AWS profile" and body["count"] >= 1
@@ -75,40 +82,48 @@ def test_remember_duplicate_is_reported_not_stored(client: TestClient) -> None:
     assert forced.json()["success"] is True
 
 
-@pytest.mark.parametrize(("body", "fragment"), [
-    ({}, "missing required field(s): content"),
-    ({"content": 5}, "content must be a string"),
-    ({"content": "   "}, "content must not be empty"),
-    ({"content": "x", "bogus": 1, "other": 2}, "unknown field(s): bogus, other"),
-    ({"content": "x", "tags": "a"}, "tags must be a list"),
-    ({"content": "x", "tags": [""]}, "empty tags"),
-    ({"content": "x", "source_type": "NOPE"}, "source_type"),
-    ({"content": "x", "source_type": "EPISODE_SUMMARY"}, "EPISODE_SUMMARY"),
-    ({"content": "x", "created_at": "yesterday"}, "created_at"),
-    ({"content": "x", "skip_dedup": "yes"}, "skip_dedup must be true or false"),
-    ({"content": "x", "context": 3}, "context must be a string"),
-])
-def test_remember_rejects_bad_fields(client: TestClient, body: dict[str, Any],
-                                     fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({}, "missing required field(s): content"),
+        ({"content": 5}, "content must be a string"),
+        ({"content": "   "}, "content must not be empty"),
+        ({"content": "x", "bogus": 1, "other": 2}, "unknown field(s): bogus, other"),
+        ({"content": "x", "tags": "a"}, "tags must be a list"),
+        ({"content": "x", "tags": [""]}, "empty tags"),
+        ({"content": "x", "source_type": "NOPE"}, "source_type"),
+        ({"content": "x", "source_type": "EPISODE_SUMMARY"}, "EPISODE_SUMMARY"),
+        ({"content": "x", "created_at": "yesterday"}, "created_at"),
+        ({"content": "x", "skip_dedup": "yes"}, "skip_dedup must be true or false"),
+        ({"content": "x", "context": 3}, "context must be a string"),
+    ],
+)
+def test_remember_rejects_bad_fields(
+    client: TestClient, body: dict[str, Any], fragment: str
+) -> None:
     error(client.post("/v1/remember", json=body), 422, fragment)
 
 
-@pytest.mark.parametrize(("raw", "status", "fragment"), [
-    (b"", 400, "empty"),
-    (b"{not json", 400, "not valid JSON"),
-    (b'{"content": "x",}', 400, "not valid JSON"),
-    (b"\xff\xfe{}", 400, "not valid UTF-8"),
-    (b'{"content": NaN}', 400, "NaN"),
-    (b'{"content": "\\ud800"}', 400, "surrogate"),
-    (b"[" * 100_000, 400, "nested too deeply"),
-    (b'{"content": 1' + b"0" * 5000 + b"}", 400, "JSON"),
-    (b'["a list"]', 422, "must be a JSON object"),
-    (b'"text"', 422, "must be a JSON object"),
-    (b"null", 422, "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("raw", "status", "fragment"),
+    [
+        (b"", 400, "empty"),
+        (b"{not json", 400, "not valid JSON"),
+        (b'{"content": "x",}', 400, "not valid JSON"),
+        (b"\xff\xfe{}", 400, "not valid UTF-8"),
+        (b'{"content": NaN}', 400, "NaN"),
+        (b'{"content": "\\ud800"}', 400, "surrogate"),
+        (b"[" * 100_000, 400, "nested too deeply"),
+        (b'{"content": 1' + b"0" * 5000 + b"}", 400, "JSON"),
+        (b'["a list"]', 422, "must be a JSON object"),
+        (b'"text"', 422, "must be a JSON object"),
+        (b"null", 422, "must be a JSON object"),
+    ],
+)
 def test_malformed_bodies(client: TestClient, raw: bytes, status: int, fragment: str) -> None:
-    response = client.post("/v1/remember", content=raw,
-                           headers={"content-type": "application/json"})
+    response = client.post(
+        "/v1/remember", content=raw, headers={"content-type": "application/json"}
+    )
     error(response, status, fragment)
 
 
@@ -140,59 +155,71 @@ def test_remember_batch(client: TestClient) -> None:
     assert client.get(f"/v1/memory/{ids[1]}").json()["tags"] == ["b"]
 
 
-@pytest.mark.parametrize(("body", "fragment"), [
-    ({}, "missing required field(s): memories"),
-    ({"memories": "x"}, "memories must be a list"),
-    ({"memories": []}, "memories must be a list of 1"),
-    ({"memories": [{"content": "ok"}, {"content": "x", "nope": 1}]}, "memories[1]"),
-    ({"memories": [{"content": 3}]}, "memories[0]: content must be a string"),
-    ({"memories": [1]}, "memories[0] must be an object"),
-    ({"memories": [], "extra": True}, "unknown field(s): extra"),
-])
-def test_remember_batch_rejects(client: TestClient, body: dict[str, Any],
-                                fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({}, "missing required field(s): memories"),
+        ({"memories": "x"}, "memories must be a list"),
+        ({"memories": []}, "memories must be a list of 1"),
+        ({"memories": [{"content": "ok"}, {"content": "x", "nope": 1}]}, "memories[1]"),
+        ({"memories": [{"content": 3}]}, "memories[0]: content must be a string"),
+        ({"memories": [1]}, "memories[0] must be an object"),
+        ({"memories": [], "extra": True}, "unknown field(s): extra"),
+    ],
+)
+def test_remember_batch_rejects(client: TestClient, body: dict[str, Any], fragment: str) -> None:
     error(client.post("/v1/remember/batch", json=body), 422, fragment)
     assert client.get("/v1/stats").json()["total_memories"] == 0
 
 
-@pytest.mark.parametrize(("body", "status", "fragment"), [
-    ({}, 422, "missing required field(s): query"),
-    ({"query": ""}, 422, "query must not be empty"),
-    ({"query": "x", "limit": 0}, 422, "limit must be from 1 to 50"),
-    ({"query": "x", "limit": "5"}, 422, "limit must be an integer"),
-    ({"query": "x", "limit": True}, 422, "limit must be an integer"),
-    ({"query": "x", "min_relevance": 2}, 422, "min_relevance"),
-    ({"query": "x", "source_types": ["NOPE"]}, 422, "source_types"),
-    ({"query": "x", "after": "soon"}, 422, "after"),
-    ({"query": "x", "page": 2}, 422, "unknown field(s): page"),
-])
-def test_recall_rejects(client: TestClient, body: dict[str, Any], status: int,
-                        fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ({}, 422, "missing required field(s): query"),
+        ({"query": ""}, 422, "query must not be empty"),
+        ({"query": "x", "limit": 0}, 422, "limit must be from 1 to 50"),
+        ({"query": "x", "limit": "5"}, 422, "limit must be an integer"),
+        ({"query": "x", "limit": True}, 422, "limit must be an integer"),
+        ({"query": "x", "min_relevance": 2}, 422, "min_relevance"),
+        ({"query": "x", "source_types": ["NOPE"]}, 422, "source_types"),
+        ({"query": "x", "after": "soon"}, 422, "after"),
+        ({"query": "x", "page": 2}, 422, "unknown field(s): page"),
+    ],
+)
+def test_recall_rejects(
+    client: TestClient, body: dict[str, Any], status: int, fragment: str
+) -> None:
     error(client.post("/v1/recall", json=body), status, fragment)
 
 
 def test_recall_filters_by_time_and_source_type(client: TestClient) -> None:
     old = remember(client, unique("postgres vacuum schedule"), created_at="2020-01-01T00:00:00Z")
-    new = remember(client, unique("postgres vacuum schedule"), source_type="AUTO_CAPTURE",
-                   skip_dedup=True)
-    after = client.post("/v1/recall", json={"query": "postgres vacuum",
-                                            "after": "2021-01-01T00:00:00Z"}).json()
+    new = remember(
+        client, unique("postgres vacuum schedule"), source_type="AUTO_CAPTURE", skip_dedup=True
+    )
+    after = client.post(
+        "/v1/recall", json={"query": "postgres vacuum", "after": "2021-01-01T00:00:00Z"}
+    ).json()
     assert [r["memory_id"] for r in after["results"]] == [new]
-    typed = client.post("/v1/recall", json={"query": "postgres vacuum",
-                                            "source_types": ["USER_EXPLICIT"]}).json()
+    typed = client.post(
+        "/v1/recall", json={"query": "postgres vacuum", "source_types": ["USER_EXPLICIT"]}
+    ).json()
     assert [r["memory_id"] for r in typed["results"]] == [old]
 
 
-@pytest.mark.parametrize(("path", "status"), [
-    (f"/v1/memory/{uuid.uuid4()}", 404),
-    ("/v1/memory/not-a-uuid", 400),
-    ("/v1/memory/" + "a" * 5000, 400),
-    ("/v1/memory/%00", 400),
-    ("/v1/memory/..%2F..%2Fetc%2Fpasswd", 404),
-    ("/v1/memory/..", 404),  # the client resolves it to /v1
-    (f"/v1/memory/{uuid.uuid4()}/", 404),
-    (f"/v1/memory/{uuid.uuid4()}?x=1", 400),
-])
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        (f"/v1/memory/{uuid.uuid4()}", 404),
+        ("/v1/memory/not-a-uuid", 400),
+        ("/v1/memory/" + "a" * 5000, 400),
+        ("/v1/memory/%00", 400),
+        ("/v1/memory/..%2F..%2Fetc%2Fpasswd", 404),
+        ("/v1/memory/..", 404),  # the client resolves it to /v1
+        (f"/v1/memory/{uuid.uuid4()}/", 404),
+        (f"/v1/memory/{uuid.uuid4()}?x=1", 400),
+    ],
+)
 def test_get_memory_errors(client: TestClient, path: str, status: int) -> None:
     error(client.get(path), status)
 
@@ -209,16 +236,16 @@ def test_forget(client: TestClient) -> None:
 
 def test_correct(client: TestClient) -> None:
     old = remember(client, unique("The API port is 8080"), tags=["ports"])
-    response = client.post("/v1/correct", json={"memory_id": old,
-                                                "content": unique("The API port is 9090")})
+    response = client.post(
+        "/v1/correct", json={"memory_id": old, "content": unique("The API port is 9090")}
+    )
     assert response.status_code == 200
     new = response.json()["memory_id"]
     corrected = client.get(f"/v1/memory/{new}").json()
     assert corrected["supersedes"] == old and corrected["source_type"] == "CORRECTION"
     assert corrected["tags"] == ["ports"]
     assert client.get(f"/v1/memory/{old}").status_code == 200  # kept as history
-    error(client.post("/v1/correct", json={"memory_id": str(uuid.uuid4()), "content": "x"}),
-          404)
+    error(client.post("/v1/correct", json={"memory_id": str(uuid.uuid4()), "content": "x"}), 404)
     error(client.post("/v1/correct", json={"memory_id": old}), 422, "content")
     error(client.post("/v1/correct", json={"memory_id": "x", "content": "y"}), 422, "memory id")
 
@@ -226,8 +253,10 @@ def test_correct(client: TestClient) -> None:
 def test_health_and_stats(client: TestClient, runtime: Runtime) -> None:
     health = client.get("/v1/health")
     assert health.status_code == 200
-    assert health.json() == {**runtime.api.health(),
-                             "uptime_seconds": health.json()["uptime_seconds"]}
+    assert health.json() == {
+        **runtime.api.health(),
+        "uptime_seconds": health.json()["uptime_seconds"],
+    }
     assert health.json()["status"] == "ok"
     remember(client, tags=["a"])
     stats = client.get("/v1/stats").json()
@@ -253,7 +282,8 @@ def test_unknown_or_repeated_query_parameters_are_400(client: TestClient) -> Non
 
 
 def test_unexpected_exception_is_500_without_traceback(
-        client: TestClient, runtime: Runtime, caplog: pytest.LogCaptureFixture) -> None:
+    client: TestClient, runtime: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
     engine = runtime.api.episodes
     assert isinstance(engine, FakeEpisodes)
     engine.fail_with = RuntimeError("secret internal detail")
@@ -281,7 +311,8 @@ def test_openapi_document_lists_every_route(client: TestClient) -> None:
     assert documented == served and len(served) == 20
     remember_op = document["paths"]["/v1/remember"]["post"]
     assert remember_op["requestBody"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/RememberRequest"}
+        "$ref": "#/components/schemas/RememberRequest"
+    }
     assert {"401", "413", "422"} <= set(remember_op["responses"])
     assert document["paths"]["/v1/health"]["get"]["security"] == []
     for ops in document["paths"].values():
@@ -297,8 +328,9 @@ def test_episode_routes(client: TestClient, runtime: Runtime) -> None:
     engine = runtime.api.episodes
     assert isinstance(engine, FakeEpisodes)
     first, second = remember(client), remember(client)
-    created = client.post("/v1/episodes", json={"title": "  Fix flaky CI  ",
-                                                "memory_ids": [first, first.upper()]})
+    created = client.post(
+        "/v1/episodes", json={"title": "  Fix flaky CI  ", "memory_ids": [first, first.upper()]}
+    )
     assert created.status_code == 200
     eid = created.json()["episode_id"]
     assert created.json() == {"success": True, "episode_id": eid, "memory_count": 1}
@@ -309,17 +341,24 @@ def test_episode_routes(client: TestClient, runtime: Runtime) -> None:
     assert listed.json()["count"] == 1 and listed.json()["status"] == "active"
     assert engine.calls[-1] == ("list", ("active", 10, 0, {"tag": "ci"}))
 
-    assert client.post(f"/v1/episodes/{eid}/memories",
-                       json={"memory_id": second}).json() == {"success": True}
+    assert client.post(f"/v1/episodes/{eid}/memories", json={"memory_id": second}).json() == {
+        "success": True
+    }
     shown = client.get(f"/v1/episodes/{eid}?include_timeline=true").json()
     assert shown["memory_ids"] == [first, second] and len(shown["timeline"]) == 2
     assert "timeline" not in client.get(f"/v1/episodes/{eid}").json()
     assert client.delete(f"/v1/episodes/{eid}/memories/{first}").status_code == 200
     chain = client.get(f"/v1/episodes/{eid}/chain").json()
     assert chain["root_id"] == eid and chain["count"] == 1
-    searched = client.post("/v1/episodes/search", json={
-        "query": "flaky CI", "time_start": "2025-01-01T00:00:00Z", "status": "active",
-        "limit": 5}).json()
+    searched = client.post(
+        "/v1/episodes/search",
+        json={
+            "query": "flaky CI",
+            "time_start": "2025-01-01T00:00:00Z",
+            "status": "active",
+            "limit": 5,
+        },
+    ).json()
     assert [e["id"] for e in searched["episodes"]] == [eid]
     assert engine.calls[-1] == ("search", ("flaky CI", 1735689600.0, None, "active", 5))
     replayed = client.post("/v1/episodes/replay", json={"topic": "CI", "limit": 2}).json()
@@ -329,62 +368,90 @@ def test_episode_routes(client: TestClient, runtime: Runtime) -> None:
     assert client.get("/v1/episodes/costs").json()["ceiling_usd"] == 5.0
     assert client.delete(f"/v1/episodes/{eid}").json() == {"success": True}
     error(client.get(f"/v1/episodes/{eid}"), 404, "no episode")
-    assert [c[0] for c in engine.calls][-9:] == ["get", "remove", "chain", "search", "replay",
-                                                  "close", "regenerate", "delete", "get"]
+    assert [c[0] for c in engine.calls][-9:] == [
+        "get",
+        "remove",
+        "chain",
+        "search",
+        "replay",
+        "close",
+        "regenerate",
+        "delete",
+        "get",
+    ]
 
 
-@pytest.mark.parametrize(("method", "path", "body", "status", "fragment"), [
-    ("GET", "/v1/episodes?status=open", None, 400, "status must be one of"),
-    ("GET", "/v1/episodes?limit=abc", None, 400, "limit must be an integer"),
-    ("GET", "/v1/episodes?limit=1.5", None, 400, "limit must be an integer"),
-    ("GET", "/v1/episodes?limit=0", None, 400, "limit must be from 1 to 100"),
-    ("GET", "/v1/episodes?offset=-1", None, 400, "offset"),
-    ("GET", "/v1/episodes?limit=99999999999999999999", None, 400, "limit"),
-    ("GET", "/v1/episodes?tag=", None, 400, "tag must not be empty"),
-    ("GET", "/v1/episodes?sort=new", None, 400, "unknown query parameter(s): sort"),
-    ("GET", "/v1/episodes/ep-0123456789ab?include_timeline=maybe", None, 400, "true or false"),
-    ("GET", "/v1/episodes/ep-0123456789ab", None, 404, "no episode"),
-    ("GET", "/v1/episodes/../v1/stats", None, 404, ""),
-    ("GET", "/v1/episodes/EP-XYZ", None, 400, "episode_id"),
-    ("GET", "/v1/episodes/" + "e" * 3000, None, 400, "episode_id"),
-    ("POST", "/v1/episodes", {"memory_ids": []}, 422, "missing required field(s): title"),
-    ("POST", "/v1/episodes", {"title": "t", "memory_ids": []}, 422, "memory_ids"),
-    ("POST", "/v1/episodes", {"title": "t", "memory_ids": ["x"]}, 422, "memory id"),
-    ("POST", "/v1/episodes", {"title": 1, "memory_ids": []}, 422, "title must be a string"),
-    ("POST", "/v1/episodes", {"title": "t", "memory_ids": [], "x": 1}, 422, "unknown field"),
-    ("POST", "/v1/episodes/ep-0123456789ab/memories", {}, 422, "memory_id"),
-    ("POST", "/v1/episodes/ep-0123456789ab/memories", {"memory_id": 7}, 422, "memory_id"),
-    ("POST", "/v1/episodes/bad/memories", {"memory_id": str(uuid.uuid4())}, 400, "episode_id"),
-    ("DELETE", "/v1/episodes/ep-0123456789ab/memories/nope", None, 400, "memory_id"),
-    ("POST", "/v1/episodes/ep-0123456789ab/close", None, 404, "no episode"),
-    ("POST", "/v1/episodes/nope/regenerate", None, 400, "episode_id"),
-    ("GET", "/v1/episodes/nope/chain", None, 400, "episode_id"),
-    ("GET", "/v1/episodes/ep-0123456789ab/chain", None, 404, "no episode"),
-    ("POST", "/v1/episodes/search", {}, 422, "missing required field(s): query"),
-    ("POST", "/v1/episodes/search", {"query": "x", "status": "open"}, 422, "status"),
-    ("POST", "/v1/episodes/search", {"query": "x", "limit": 51}, 422, "limit"),
-    ("POST", "/v1/episodes/search", {"query": "x", "time_start": "2025-02-01",
-                                     "time_end": "2025-01-01"}, 422, "time_start"),
-    ("POST", "/v1/episodes/search", {"query": "x", "since": "2025"}, 422, "unknown field"),
-    ("POST", "/v1/episodes/replay", {"topic": ""}, 422, "topic must not be empty"),
-    ("POST", "/v1/episodes/replay", {"topic": "x", "limit": 21}, 422, "limit"),
-    ("GET", "/v1/episodes/replay", None, 400, "episode_id"),
-    ("DELETE", "/v1/episodes/nope", None, 400, "episode_id"),
-    ("DELETE", "/v1/episodes/costs", None, 400, "episode_id"),
-])
-def test_episode_routes_reject(client: TestClient, method: str, path: str,
-                               body: dict[str, Any] | None, status: int, fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "fragment"),
+    [
+        ("GET", "/v1/episodes?status=open", None, 400, "status must be one of"),
+        ("GET", "/v1/episodes?limit=abc", None, 400, "limit must be an integer"),
+        ("GET", "/v1/episodes?limit=1.5", None, 400, "limit must be an integer"),
+        ("GET", "/v1/episodes?limit=0", None, 400, "limit must be from 1 to 100"),
+        ("GET", "/v1/episodes?offset=-1", None, 400, "offset"),
+        ("GET", "/v1/episodes?limit=99999999999999999999", None, 400, "limit"),
+        ("GET", "/v1/episodes?tag=", None, 400, "tag must not be empty"),
+        ("GET", "/v1/episodes?sort=new", None, 400, "unknown query parameter(s): sort"),
+        ("GET", "/v1/episodes/ep-0123456789ab?include_timeline=maybe", None, 400, "true or false"),
+        ("GET", "/v1/episodes/ep-0123456789ab", None, 404, "no episode"),
+        ("GET", "/v1/episodes/../v1/stats", None, 404, ""),
+        ("GET", "/v1/episodes/EP-XYZ", None, 400, "episode_id"),
+        ("GET", "/v1/episodes/" + "e" * 3000, None, 400, "episode_id"),
+        ("POST", "/v1/episodes", {"memory_ids": []}, 422, "missing required field(s): title"),
+        ("POST", "/v1/episodes", {"title": "t", "memory_ids": []}, 422, "memory_ids"),
+        ("POST", "/v1/episodes", {"title": "t", "memory_ids": ["x"]}, 422, "memory id"),
+        ("POST", "/v1/episodes", {"title": 1, "memory_ids": []}, 422, "title must be a string"),
+        ("POST", "/v1/episodes", {"title": "t", "memory_ids": [], "x": 1}, 422, "unknown field"),
+        ("POST", "/v1/episodes/ep-0123456789ab/memories", {}, 422, "memory_id"),
+        ("POST", "/v1/episodes/ep-0123456789ab/memories", {"memory_id": 7}, 422, "memory_id"),
+        ("POST", "/v1/episodes/bad/memories", {"memory_id": str(uuid.uuid4())}, 400, "episode_id"),
+        ("DELETE", "/v1/episodes/ep-0123456789ab/memories/nope", None, 400, "memory_id"),
+        ("POST", "/v1/episodes/ep-0123456789ab/close", None, 404, "no episode"),
+        ("POST", "/v1/episodes/nope/regenerate", None, 400, "episode_id"),
+        ("GET", "/v1/episodes/nope/chain", None, 400, "episode_id"),
+        ("GET", "/v1/episodes/ep-0123456789ab/chain", None, 404, "no episode"),
+        ("POST", "/v1/episodes/search", {}, 422, "missing required field(s): query"),
+        ("POST", "/v1/episodes/search", {"query": "x", "status": "open"}, 422, "status"),
+        ("POST", "/v1/episodes/search", {"query": "x", "limit": 51}, 422, "limit"),
+        (
+            "POST",
+            "/v1/episodes/search",
+            {"query": "x", "time_start": "2025-02-01", "time_end": "2025-01-01"},
+            422,
+            "time_start",
+        ),
+        ("POST", "/v1/episodes/search", {"query": "x", "since": "2025"}, 422, "unknown field"),
+        ("POST", "/v1/episodes/replay", {"topic": ""}, 422, "topic must not be empty"),
+        ("POST", "/v1/episodes/replay", {"topic": "x", "limit": 21}, 422, "limit"),
+        ("GET", "/v1/episodes/replay", None, 400, "episode_id"),
+        ("DELETE", "/v1/episodes/nope", None, 400, "episode_id"),
+        ("DELETE", "/v1/episodes/costs", None, 400, "episode_id"),
+    ],
+)
+def test_episode_routes_reject(
+    client: TestClient,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None,
+    status: int,
+    fragment: str,
+) -> None:
     error(client.request(method, path, json=body), status, fragment)
 
 
-@pytest.mark.parametrize("op", [op for op in ROUTES if op.tag == "episodes"],
-                         ids=lambda op: f"{op.method} {op.path}")
+@pytest.mark.parametrize(
+    "op", [op for op in ROUTES if op.tag == "episodes"], ids=lambda op: f"{op.method} {op.path}"
+)
 def test_episode_routes_when_disabled_are_501(client_no_episodes: TestClient, op: Any) -> None:
     path = op.path.replace("{episode_id}", "ep-0123456789ab").replace(
-        "{memory_id}", str(uuid.uuid4()))
-    bodies = {"episode_create": {"title": "t", "memory_ids": [str(uuid.uuid4())]},
-              "episode_add": {"memory_id": str(uuid.uuid4())},
-              "episodes_search": {"query": "q"}, "episodes_replay": {"topic": "t"}}
+        "{memory_id}", str(uuid.uuid4())
+    )
+    bodies = {
+        "episode_create": {"title": "t", "memory_ids": [str(uuid.uuid4())]},
+        "episode_add": {"memory_id": str(uuid.uuid4())},
+        "episodes_search": {"query": "q"},
+        "episodes_replay": {"topic": "t"},
+    }
     body = bodies.get(op.call)
     response = client_no_episodes.request(op.method, path, json=body)
     assert response.status_code == 501
@@ -393,9 +460,16 @@ def test_episode_routes_when_disabled_are_501(client_no_episodes: TestClient, op
 
 # -- MCP mount -------------------------------------------------------------------------------------
 
-MCP_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "test", "version": "1"}}}
+MCP_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
 MCP_HEADERS = {"accept": "application/json, text/event-stream"}
 
 
@@ -403,11 +477,11 @@ def test_mcp_is_mounted_with_host_protection(client: TestClient) -> None:
     response = client.post("/mcp", json=MCP_INIT, headers=MCP_HEADERS)
     assert response.status_code == 200
     assert "tribal-memory" in response.text
-    evil = client.post("/mcp", json=MCP_INIT, headers={**MCP_HEADERS,
-                                                        "host": "evil.example:18790"})
+    evil = client.post("/mcp", json=MCP_INIT, headers={**MCP_HEADERS, "host": "evil.example:18790"})
     assert evil.status_code == 421
-    other_port = client.post("/mcp", json=MCP_INIT, headers={**MCP_HEADERS,
-                                                              "host": "127.0.0.1:9999"})
+    other_port = client.post(
+        "/mcp", json=MCP_INIT, headers={**MCP_HEADERS, "host": "127.0.0.1:9999"}
+    )
     assert other_port.status_code == 421
 
 
@@ -437,8 +511,14 @@ def run_blocks(blocks: list[str], port: int, env: dict[str, str], cwd: Path) -> 
     for number, block in enumerate(blocks, 1):
         block = block.replace("18790", str(port)).replace("curl -s ", "curl -sS --fail-with-body ")
         script += [f"echo '### block {number}'", block]
-    done = subprocess.run(["bash", "-c", "\n".join(script)], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["bash", "-c", "\n".join(script)],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert done.stdout.count("### block") == len(blocks)
 
@@ -452,8 +532,9 @@ def test_http_docs_examples_run(tmp_path: Path) -> None:
     TokenStore(tmp_path / "home" / "auth.json").save(token)  # the examples must work with auth
     daemon = start_daemon(tmp_path)
     try:
-        run_blocks(memory_blocks, daemon.port, {**daemon.env, "TRIBAL_MEMORY_TOKEN": token},
-                   tmp_path)
+        run_blocks(
+            memory_blocks, daemon.port, {**daemon.env, "TRIBAL_MEMORY_TOKEN": token}, tmp_path
+        )
     finally:
         assert daemon.stop() == 0
 

@@ -66,8 +66,9 @@ def test_can_reserve_boundaries() -> None:
 def test_month_key_is_utc_calendar_month() -> None:
     minus_two = timezone(timedelta(hours=-2))
     assert lm.month_key(datetime(2026, 11, 30, 23, 30, tzinfo=minus_two)) == "2026-12"
-    assert lm.month_key(datetime(2026, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=2)))) \
-        == "2025-12"
+    assert (
+        lm.month_key(datetime(2026, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=2)))) == "2025-12"
+    )
     assert lm.month_key(datetime(2026, 3, 5, 12, 0)) == "2026-03"  # naive = UTC
 
 
@@ -83,8 +84,9 @@ def test_reservations_stop_exactly_at_the_ceiling(tmp_path: Path) -> None:
     assert summary["reserved_usd"] == pytest.approx(0.0009)
     assert summary["denied_calls"] == 2 and summary["open_reservations"] == 3
     # Settling below the reservation frees budget for one more.
-    ledger.settle(granted[0].id, outcome="ok", cost_usd=0.0001, prompt_tokens=10,
-                  completion_tokens=5)
+    ledger.settle(
+        granted[0].id, outcome="ok", cost_usd=0.0001, prompt_tokens=10, completion_tokens=5
+    )
     assert reserve(ledger, 0.0003).granted  # 0.0001 spent + 0.0009 held = the ceiling
     assert not reserve(ledger, 0.0000001).granted
 
@@ -95,20 +97,26 @@ def test_settle_records_cost_tokens_and_breakdowns(tmp_path: Path) -> None:
     a = reserve(ledger, 0.001, purpose="classify", memory_id="m1")
     b = reserve(ledger, 0.001, purpose="final", episode_id="ep1")
     c = reserve(ledger, 0.001, purpose="final", episode_id="ep1", attempt=2)
-    ledger.settle(a.id, outcome="ok", cost_usd=0.00002, prompt_tokens=100,
-                  completion_tokens=10)
-    ledger.settle(b.id, outcome="error:invalid_json", cost_usd=0.00005, prompt_tokens=300,
-                  completion_tokens=20)
-    ledger.settle(c.id, outcome="ok", cost_usd=0.00007, prompt_tokens=300,
-                  completion_tokens=80)
+    ledger.settle(a.id, outcome="ok", cost_usd=0.00002, prompt_tokens=100, completion_tokens=10)
+    ledger.settle(
+        b.id,
+        outcome="error:invalid_json",
+        cost_usd=0.00005,
+        prompt_tokens=300,
+        completion_tokens=20,
+    )
+    ledger.settle(c.id, outcome="ok", cost_usd=0.00007, prompt_tokens=300, completion_tokens=80)
     s = ledger.summary()
     assert s["month"] == "2026-11"
     assert s["spend_usd"] == pytest.approx(0.00014)
     assert s["remaining_usd"] == pytest.approx(5.0 - 0.00014)
     assert (s["calls"], s["ok_calls"], s["failed_calls"]) == (3, 2, 1)
     assert (s["prompt_tokens"], s["completion_tokens"]) == (700, 110)
-    assert s["by_purpose"]["final"] == {"calls": 2, "tokens": 700,
-                                        "cost_usd": pytest.approx(0.00012)}
+    assert s["by_purpose"]["final"] == {
+        "calls": 2,
+        "tokens": 700,
+        "cost_usd": pytest.approx(0.00012),
+    }
     assert s["by_model"]["openai/gpt-4o-mini"]["calls"] == 3
     assert s["by_episode"] == {"ep1": pytest.approx(0.00012)}
     assert ledger.episode_cost("ep1") == pytest.approx(0.00012)
@@ -120,8 +128,9 @@ def test_settle_records_cost_tokens_and_breakdowns(tmp_path: Path) -> None:
         ledger.settle(a.id, outcome="ok", cost_usd=0.0)  # already settled
 
 
-def test_cost_above_reservation_is_recorded_and_logged(tmp_path: Path,
-                                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_cost_above_reservation_is_recorded_and_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     ledger = Ledger(tmp_path / "l.sqlite3")
     res = reserve(ledger, 0.0001)
     with caplog.at_level(logging.WARNING, logger="tribalmemory.llm"):
@@ -155,8 +164,9 @@ def test_ledger_survives_reopen(tmp_path: Path) -> None:
     assert reserve(again, 0.01, memory_id="m1").outcome == "denied_call_cap"
 
 
-def test_stale_reservation_is_released_on_open(tmp_path: Path,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_stale_reservation_is_released_on_open(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "l.sqlite3"
     clock = Clock(datetime(2026, 11, 3, 10, 0, tzinfo=UTC))
     crashed = Ledger(path, monthly_cost_ceiling=0.001, clock=clock)
@@ -166,8 +176,7 @@ def test_stale_reservation_is_released_on_open(tmp_path: Path,
     del crashed  # the process "dies" without settling either reservation
     clock.now += timedelta(minutes=4)
     with caplog.at_level(logging.WARNING, logger="tribalmemory.llm"):
-        reopened = Ledger(path, monthly_cost_ceiling=0.001, clock=clock,
-                          stale_after_seconds=600)
+        reopened = Ledger(path, monthly_cost_ceiling=0.001, clock=clock, stale_after_seconds=600)
     rows = {r["id"]: r for r in reopened.rows()}
     assert rows[stale.id]["outcome"] == "abandoned"
     assert rows[stale.id]["cost_usd"] == pytest.approx(0.0006)  # counted conservatively
@@ -239,8 +248,12 @@ print(ok)
 def test_two_processes_share_the_ceiling(tmp_path: Path) -> None:
     path = tmp_path / "l.sqlite3"
     Ledger(path, monthly_cost_ceiling=0.01)
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(path)], cwd=ROOT,
-                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(path)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     counts = [int(p.communicate(timeout=60)[0]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
     summary = Ledger(path, monthly_cost_ceiling=0.01).summary()

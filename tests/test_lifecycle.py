@@ -5,8 +5,7 @@ from tribalmemory.episodes.lifecycle import DAY, Activity
 
 
 def plan(**kw):
-    base = dict(status="active", since_regen=1, interval=10, needs_full=False,
-                has_llm_summary=True)
+    base = dict(status="active", since_regen=1, interval=10, needs_full=False, has_llm_summary=True)
     base.update(kw)
     return lifecycle.plan_summary(**base)
 
@@ -28,8 +27,9 @@ def test_first_summary_and_stale_summary_are_full():
     # a small new episode waits for update_every memories before its first LLM summary
     assert plan(has_llm_summary=False, new_memories=2, update_every=4) == "interim"
     assert plan(has_llm_summary=False, new_memories=4, update_every=4) == "regenerate"
-    assert plan(has_llm_summary=False, new_memories=2, update_every=4,
-                needs_full=True) == "regenerate"
+    assert (
+        plan(has_llm_summary=False, new_memories=2, update_every=4, needs_full=True) == "regenerate"
+    )
 
 
 def test_closed_episodes_get_a_final_summary():
@@ -39,8 +39,11 @@ def test_closed_episodes_get_a_final_summary():
 
 def test_idle_uses_the_window():
     now = 100 * DAY
-    episodes = [Activity("a", "active", now - 15 * DAY), Activity("b", "active", now - 13 * DAY),
-                Activity("c", "closed", now - 30 * DAY)]
+    episodes = [
+        Activity("a", "active", now - 15 * DAY),
+        Activity("b", "active", now - 13 * DAY),
+        Activity("c", "closed", now - 30 * DAY),
+    ]
     assert lifecycle.idle(episodes, now, 14) == ["a"]
     assert lifecycle.idle(episodes, now, 12) == ["a", "b"]
 
@@ -54,9 +57,11 @@ def test_over_cap_closes_least_recently_active():
 
 def test_archivable_only_closed_and_old_enough():
     now = 200 * DAY
-    episodes = [Activity("old", "closed", 0, closed_at=now - 91 * DAY),
-                Activity("young", "closed", 0, closed_at=now - 10 * DAY),
-                Activity("active", "active", 0, closed_at=None)]
+    episodes = [
+        Activity("old", "closed", 0, closed_at=now - 91 * DAY),
+        Activity("young", "closed", 0, closed_at=now - 10 * DAY),
+        Activity("active", "active", 0, closed_at=None),
+    ]
     assert lifecycle.archivable(episodes, now, 90) == ["old"]
 
 

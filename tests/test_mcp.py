@@ -35,10 +35,19 @@ from tribalmemory.interfaces.mcp_server import build_mcp_server
 from tribalmemory.interfaces.mcp_tools import INTERNAL_ERROR
 
 TOOLS = {
-    "tribal_remember", "tribal_recall", "tribal_forget", "tribal_stats",
-    "tribal_episodes_list", "tribal_episode_get", "tribal_episode_create",
-    "tribal_episode_add", "tribal_episode_remove", "tribal_episode_close",
-    "tribal_episode_regenerate", "tribal_episode_chain", "tribal_episode_replay",
+    "tribal_remember",
+    "tribal_recall",
+    "tribal_forget",
+    "tribal_stats",
+    "tribal_episodes_list",
+    "tribal_episode_get",
+    "tribal_episode_create",
+    "tribal_episode_add",
+    "tribal_episode_remove",
+    "tribal_episode_close",
+    "tribal_episode_regenerate",
+    "tribal_episode_chain",
+    "tribal_episode_replay",
     "tribal_episodes_search",
 }
 EPISODE_CALLS: dict[str, dict[str, Any]] = {
@@ -54,10 +63,28 @@ EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episodes_search": {"query": "refresh tokens"},
 }
 REMEMBER_KEYS = {"success", "memory_id", "duplicate_of", "episode_id", "error"}
-MEMORY_KEYS = {"id", "content", "source_type", "source_instance", "tags", "context",
-               "created_at", "updated_at", "supersedes", "metadata"}
-LIST_ITEM_KEYS = {"id", "title", "summary", "status", "memory_count", "created_at",
-                  "updated_at", "closed_at"}
+MEMORY_KEYS = {
+    "id",
+    "content",
+    "source_type",
+    "source_instance",
+    "tags",
+    "context",
+    "created_at",
+    "updated_at",
+    "supersedes",
+    "metadata",
+}
+LIST_ITEM_KEYS = {
+    "id",
+    "title",
+    "summary",
+    "status",
+    "memory_count",
+    "created_at",
+    "updated_at",
+    "closed_at",
+}
 DETAIL_KEYS = LIST_ITEM_KEYS | {"summary_memory_id", "metadata"}
 
 
@@ -99,8 +126,14 @@ class FakeAPI:
 
     async def remember(self, **arguments: Any) -> dict[str, Any]:
         self._record("remember", **arguments)
-        return {"success": True, "memory_id": str(uuid.uuid4()), "duplicate_of": None,
-                "episode_id": "ep-00000000aaaa", "error": None, "plugin_extra": 7}
+        return {
+            "success": True,
+            "memory_id": str(uuid.uuid4()),
+            "duplicate_of": None,
+            "episode_id": "ep-00000000aaaa",
+            "error": None,
+            "plugin_extra": 7,
+        }
 
     async def stats(self) -> dict[str, Any]:
         self._record("stats")
@@ -143,16 +176,21 @@ async def test_tool_list_names_descriptions_and_schemas(fake: FakeAPI) -> None:
         assert (recall["limit"]["minimum"], recall["limit"]["maximum"]) == (1, 50)
         listing = tools["tribal_episodes_list"].input_schema["properties"]
         assert listing["status"]["enum"] == ["active", "closed", "archived"]
-        assert (listing["limit"]["minimum"], listing["limit"]["maximum"],
-                listing["limit"]["default"]) == (1, 100, 50)
+        assert (
+            listing["limit"]["minimum"],
+            listing["limit"]["maximum"],
+            listing["limit"]["default"],
+        ) == (1, 100, 50)
         get = tools["tribal_episode_get"].input_schema
         assert get["required"] == ["episode_id"]
         timeline = get["properties"]["include_timeline"]
         assert (timeline["type"], timeline["default"]) == ("boolean", False)
         create = tools["tribal_episode_create"].input_schema
         assert set(create["required"]) == {"title", "memory_ids"}
-        recall_hints, forget_hints = (tools["tribal_recall"].annotations,
-                                      tools["tribal_forget"].annotations)
+        recall_hints, forget_hints = (
+            tools["tribal_recall"].annotations,
+            tools["tribal_forget"].annotations,
+        )
         assert recall_hints is not None and recall_hints.read_only_hint is True
         assert forget_hints is not None and forget_hints.destructive_hint is True
         output = tools["tribal_remember"].output_schema
@@ -161,26 +199,36 @@ async def test_tool_list_names_descriptions_and_schemas(fake: FakeAPI) -> None:
 
 async def test_arguments_reach_the_api_unchanged(fake: FakeAPI) -> None:
     async with connect(fake) as client:
-        data = ok(await client.call_tool("tribal_remember", {
-            "content": "The deploy script needs AWS_PROFILE=prod",
-            "context": '{"file": "deploy.sh"}',     # JSON text stays text
-            "tags": '["deploy", "aws"]',            # a list sent as JSON text is decoded
-            "source_type": "auto_capture",
-        }))
+        data = ok(
+            await client.call_tool(
+                "tribal_remember",
+                {
+                    "content": "The deploy script needs AWS_PROFILE=prod",
+                    "context": '{"file": "deploy.sh"}',  # JSON text stays text
+                    "tags": '["deploy", "aws"]',  # a list sent as JSON text is decoded
+                    "source_type": "auto_capture",
+                },
+            )
+        )
         assert REMEMBER_KEYS <= set(data) and data["plugin_extra"] == 7  # extra keys pass through
         method, arguments = fake.calls[-1]
         assert method == "remember"
-        assert arguments == {"content": "The deploy script needs AWS_PROFILE=prod",
-                             "source_type": "auto_capture", "context": '{"file": "deploy.sh"}',
-                             "tags": ["deploy", "aws"], "skip_dedup": False}
+        assert arguments == {
+            "content": "The deploy script needs AWS_PROFILE=prod",
+            "source_type": "auto_capture",
+            "context": '{"file": "deploy.sh"}',
+            "tags": ["deploy", "aws"],
+            "skip_dedup": False,
+        }
 
 
 async def test_wrong_types_are_left_to_the_api(fake: FakeAPI) -> None:
     """The server does not reject on its schema: the API does, with its own message."""
     async with connect(fake) as client:
         fake.raise_next = InvalidInput("skip_dedup must be true or false")
-        message = error_of(await client.call_tool(
-            "tribal_remember", {"content": "x", "skip_dedup": "maybe"}))
+        message = error_of(
+            await client.call_tool("tribal_remember", {"content": "x", "skip_dedup": "maybe"})
+        )
         assert fake.calls[-1][1]["skip_dedup"] == "maybe"
         assert "skip_dedup must be true or false" in message
         assert "What to do:" in message
@@ -192,14 +240,20 @@ async def test_missing_required_argument_is_a_tool_error(fake: FakeAPI) -> None:
         assert "content" in message
 
 
-@pytest.mark.parametrize(("exc", "expected"), [
-    (NotFound("no memory with id x"), ["no memory with id x", "tribal_recall"]),
-    (FeatureDisabled(EPISODES_DISABLED, "set episodes.enabled: true and restart"),
-     [EPISODES_DISABLED, "set episodes.enabled: true and restart"]),
-    (Unavailable("the store is locked by another process"), ["locked", "retry"]),
-])
-async def test_tribal_errors_become_tool_errors(fake: FakeAPI, exc: Exception,
-                                                expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (NotFound("no memory with id x"), ["no memory with id x", "tribal_recall"]),
+        (
+            FeatureDisabled(EPISODES_DISABLED, "set episodes.enabled: true and restart"),
+            [EPISODES_DISABLED, "set episodes.enabled: true and restart"],
+        ),
+        (Unavailable("the store is locked by another process"), ["locked", "retry"]),
+    ],
+)
+async def test_tribal_errors_become_tool_errors(
+    fake: FakeAPI, exc: Exception, expected: list[str]
+) -> None:
     async with connect(fake) as client:
         fake.raise_next = exc
         message = error_of(await client.call_tool("tribal_stats", {}))
@@ -208,16 +262,19 @@ async def test_tribal_errors_become_tool_errors(fake: FakeAPI, exc: Exception,
 
 
 async def test_unexpected_exception_is_a_generic_logged_error(
-        fake: FakeAPI, caplog: pytest.LogCaptureFixture) -> None:
+    fake: FakeAPI, caplog: pytest.LogCaptureFixture
+) -> None:
     async with connect(fake) as client:
         fake.raise_next = RuntimeError("secret internal detail")
         with caplog.at_level(logging.ERROR, logger="tribalmemory.mcp"):
             message = error_of(await client.call_tool("tribal_stats", {}))
         assert INTERNAL_ERROR in message
         assert "secret internal detail" not in message
-        assert any("secret internal detail" in (r.exc_text or "") or
-                   (r.exc_info and "secret internal detail" in str(r.exc_info[1]))
-                   for r in caplog.records)
+        assert any(
+            "secret internal detail" in (r.exc_text or "")
+            or (r.exc_info and "secret internal detail" in str(r.exc_info[1]))
+            for r in caplog.records
+        )
         ok(await client.call_tool("tribal_stats", {}))  # the server keeps serving
 
 
@@ -234,8 +291,9 @@ async def test_provider_failures_and_async_provider() -> None:
     async def provider() -> FakeAPI:
         return api
 
-    async with Client(build_mcp_server(provider, on_unavailable=lambda: resets.append(1))
-                      ) as client:
+    async with Client(
+        build_mcp_server(provider, on_unavailable=lambda: resets.append(1))
+    ) as client:
         assert ok(await client.call_tool("tribal_stats", {}))["embedding_model"] == "m"
         api.raise_next = Unavailable("daemon gone")
         error_of(await client.call_tool("tribal_stats", {}))
@@ -269,7 +327,8 @@ class FakeDaemonClient(FakeAPI):
 
 
 async def test_stdio_connection_starts_once_and_rechecks_after_unavailable(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import tribalmemory.client
     from tribalmemory.interfaces.mcp_server import DaemonConnection
 
@@ -282,8 +341,7 @@ async def test_stdio_connection_starts_once_and_rechecks_after_unavailable(
 
     monkeypatch.setattr(tribalmemory.client, "ensure_daemon", ensure_daemon)
     connection = DaemonConnection(make_config(tmp_path), "cfg.yaml")
-    async with Client(build_mcp_server(connection.get, on_unavailable=connection.reset)
-                      ) as client:
+    async with Client(build_mcp_server(connection.get, on_unavailable=connection.reset)) as client:
         assert started == []  # nothing is started before the first tool call
         ok(await client.call_tool("tribal_stats", {}))
         ok(await client.call_tool("tribal_stats", {}))
@@ -298,7 +356,8 @@ async def test_stdio_connection_starts_once_and_rechecks_after_unavailable(
 
 
 async def test_stdio_connection_reports_why_the_daemon_did_not_start(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import tribalmemory.client
     from tribalmemory.interfaces.mcp_server import DaemonConnection
 
@@ -307,8 +366,7 @@ async def test_stdio_connection_reports_why_the_daemon_did_not_start(
 
     monkeypatch.setattr(tribalmemory.client, "ensure_daemon", ensure_daemon)
     connection = DaemonConnection(make_config(tmp_path))
-    async with Client(build_mcp_server(connection.get, on_unavailable=connection.reset)
-                      ) as client:
+    async with Client(build_mcp_server(connection.get, on_unavailable=connection.reset)) as client:
         message = error_of(await client.call_tool("tribal_stats", {}))
     assert "could not reach or start the Tribal Memory daemon" in message
     assert "port 18790 is in use" in message
@@ -325,8 +383,9 @@ def _storage_ready() -> bool:
     return True
 
 
-needs_store = pytest.mark.skipif(not _storage_ready(),
-                                 reason="tribalmemory.storage.open_store is not available yet")
+needs_store = pytest.mark.skipif(
+    not _storage_ready(), reason="tribalmemory.storage.open_store is not available yet"
+)
 
 
 def make_config(tmp_path: Path, episodes: bool = False) -> Config:
@@ -349,23 +408,39 @@ async def runtime(tmp_path: Path) -> AsyncIterator[Any]:
 @needs_store
 async def test_remember_recall_stats_forget(runtime: Any) -> None:
     async with connect(runtime.api) as client:
-        stored = ok(await client.call_tool("tribal_remember", {
-            "content": "Run the billing service tests with `make test-billing`; plain pytest "
-                       "misses the fixtures.",
-            "tags": ["billing", "testing"], "context": "repo acme/billing"}))
+        stored = ok(
+            await client.call_tool(
+                "tribal_remember",
+                {
+                    "content": "Run the billing service tests with `make test-billing`; "
+                    "plain pytest misses the fixtures.",
+                    "tags": ["billing", "testing"],
+                    "context": "repo acme/billing",
+                },
+            )
+        )
         assert set(stored) >= REMEMBER_KEYS
         assert stored["success"] is True and stored["duplicate_of"] is None
         assert stored["error"] is None and stored["episode_id"] is None
         memory_id = stored["memory_id"]
         assert str(uuid.UUID(memory_id)) == memory_id
 
-        other = ok(await client.call_tool("tribal_remember", {
-            "content": "The staging database is rebuilt every Sunday night.",
-            "source_type": "AUTO_CAPTURE"}))
+        other = ok(
+            await client.call_tool(
+                "tribal_remember",
+                {
+                    "content": "The staging database is rebuilt every Sunday night.",
+                    "source_type": "AUTO_CAPTURE",
+                },
+            )
+        )
         assert other["success"] is True and other["memory_id"] != memory_id
 
-        found = ok(await client.call_tool("tribal_recall", {
-            "query": "how do I run the billing tests", "limit": 5}))
+        found = ok(
+            await client.call_tool(
+                "tribal_recall", {"query": "how do I run the billing tests", "limit": 5}
+            )
+        )
         assert set(found) == {"results", "query", "count"}
         assert found["query"] == "how do I run the billing tests"
         assert found["count"] == len(found["results"]) >= 1
@@ -379,8 +454,9 @@ async def test_remember_recall_stats_forget(runtime: Any) -> None:
         assert best["memory"]["context"] == "repo acme/billing"
         assert best["memory"]["source_type"] == "USER_EXPLICIT"
 
-        tagged = ok(await client.call_tool("tribal_recall", {
-            "query": "database", "tags": ["testing"]}))
+        tagged = ok(
+            await client.call_tool("tribal_recall", {"query": "database", "tags": ["testing"]})
+        )
         assert [r["memory_id"] for r in tagged["results"]] == [memory_id]
 
         stats = ok(await client.call_tool("tribal_stats", {}))
@@ -406,32 +482,40 @@ async def test_duplicate_is_reported_not_stored(runtime: Any) -> None:
         assert second["memory_id"] is None
         assert second["duplicate_of"] == first["memory_id"]
         assert "skip_dedup" in second["error"]
-        forced = ok(await client.call_tool("tribal_remember",
-                                           {"content": text, "skip_dedup": True}))
+        forced = ok(
+            await client.call_tool("tribal_remember", {"content": text, "skip_dedup": True})
+        )
         assert forced["success"] is True and forced["memory_id"] != first["memory_id"]
         assert ok(await client.call_tool("tribal_stats", {}))["total_memories"] == 2
 
 
 @needs_store
-@pytest.mark.parametrize(("tool", "arguments", "expected"), [
-    ("tribal_remember", {"content": "   "}, "content must not be empty"),
-    ("tribal_remember", {"content": 42}, "content must be a string"),
-    ("tribal_remember", {"content": "x", "source_type": "GOSSIP"}, "unknown source_type"),
-    ("tribal_remember", {"content": "x", "source_type": "EPISODE_SUMMARY"},
-     "written by the episode engine only"),
-    ("tribal_remember", {"content": "x", "tags": "solo"}, "tags must be a list of strings"),
-    ("tribal_remember", {"content": "x", "skip_dedup": "yes"}, "skip_dedup must be true"),
-    ("tribal_recall", {"query": ""}, "query must not be empty"),
-    ("tribal_recall", {"query": "x", "limit": 500}, "limit must be from 1 to 50, got 500"),
-    ("tribal_recall", {"query": "x", "limit": 0}, "limit must be from 1 to 50, got 0"),
-    ("tribal_recall", {"query": "x", "limit": "many"}, "limit must be an integer"),
-    ("tribal_recall", {"query": "x", "min_relevance": 2}, "min_relevance must be from"),
-    ("tribal_recall", {"query": "x", "after": "last tuesday"}, "not an ISO 8601 timestamp"),
-    ("tribal_forget", {"memory_id": "not-a-uuid"}, "is not a memory id"),
-    ("tribal_forget", {"memory_id": str(uuid.uuid4())}, "no memory with id"),
-])
-async def test_memory_tool_errors(runtime: Any, tool: str, arguments: dict[str, Any],
-                                  expected: str) -> None:
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("tribal_remember", {"content": "   "}, "content must not be empty"),
+        ("tribal_remember", {"content": 42}, "content must be a string"),
+        ("tribal_remember", {"content": "x", "source_type": "GOSSIP"}, "unknown source_type"),
+        (
+            "tribal_remember",
+            {"content": "x", "source_type": "EPISODE_SUMMARY"},
+            "written by the episode engine only",
+        ),
+        ("tribal_remember", {"content": "x", "tags": "solo"}, "tags must be a list of strings"),
+        ("tribal_remember", {"content": "x", "skip_dedup": "yes"}, "skip_dedup must be true"),
+        ("tribal_recall", {"query": ""}, "query must not be empty"),
+        ("tribal_recall", {"query": "x", "limit": 500}, "limit must be from 1 to 50, got 500"),
+        ("tribal_recall", {"query": "x", "limit": 0}, "limit must be from 1 to 50, got 0"),
+        ("tribal_recall", {"query": "x", "limit": "many"}, "limit must be an integer"),
+        ("tribal_recall", {"query": "x", "min_relevance": 2}, "min_relevance must be from"),
+        ("tribal_recall", {"query": "x", "after": "last tuesday"}, "not an ISO 8601 timestamp"),
+        ("tribal_forget", {"memory_id": "not-a-uuid"}, "is not a memory id"),
+        ("tribal_forget", {"memory_id": str(uuid.uuid4())}, "no memory with id"),
+    ],
+)
+async def test_memory_tool_errors(
+    runtime: Any, tool: str, arguments: dict[str, Any], expected: str
+) -> None:
     async with connect(runtime.api) as client:
         message = error_of(await client.call_tool(tool, arguments))
         assert expected in message
@@ -454,10 +538,17 @@ async def test_episode_tools_when_feature_disabled(runtime: Any, tool: str) -> N
 class StandInEngine:
     """Implements EpisodeOperations with the documented shapes; records what reached it."""
 
-    EPISODE = {"id": "ep-0123456789ab", "title": "Billing test fixtures",
-               "summary": "Tests need make test-billing.", "status": "active",
-               "memory_count": 2, "created_at": "2025-03-01T09:00:00Z",
-               "updated_at": "2025-03-01T10:00:00Z", "closed_at": None, "cost_usd": 0.0}
+    EPISODE = {
+        "id": "ep-0123456789ab",
+        "title": "Billing test fixtures",
+        "summary": "Tests need make test-billing.",
+        "status": "active",
+        "memory_count": 2,
+        "created_at": "2025-03-01T09:00:00Z",
+        "updated_at": "2025-03-01T10:00:00Z",
+        "closed_at": None,
+        "cost_usd": 0.0,
+    }
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
@@ -466,8 +557,9 @@ class StandInEngine:
         if episode_id != self.EPISODE["id"]:
             raise NotFound(f"no episode with id {episode_id}")
 
-    async def list_episodes(self, status: str | None, limit: int, offset: int,
-                            filters: dict[str, str]) -> list[dict[str, Any]]:
+    async def list_episodes(
+        self, status: str | None, limit: int, offset: int, filters: dict[str, str]
+    ) -> list[dict[str, Any]]:
         self.calls.append(("list", status, limit, offset, filters))
         return [dict(self.EPISODE)]
 
@@ -477,8 +569,9 @@ class StandInEngine:
         episode = dict(self.EPISODE, summary_memory_id=None, metadata={"tags": ["billing"]})
         return {"episode": episode, "memory_ids": [str(uuid.UUID(int=1)), str(uuid.UUID(int=2))]}
 
-    async def create_episode(self, title: str, memory_ids: list[str],
-                             parent_episode_id: str | None) -> dict[str, Any]:
+    async def create_episode(
+        self, title: str, memory_ids: list[str], parent_episode_id: str | None
+    ) -> dict[str, Any]:
         self.calls.append(("create", title, memory_ids, parent_episode_id))
         return {"id": "ep-00000000ffff", "memory_count": len(memory_ids)}
 
@@ -507,8 +600,12 @@ class StandInEngine:
     async def chain(self, episode_id: str) -> dict[str, Any]:
         self.calls.append(("chain", episode_id))
         self._known(episode_id)
-        return {"episode_id": episode_id, "root_id": episode_id, "chain": [self.EPISODE],
-                "count": 1}
+        return {
+            "episode_id": episode_id,
+            "root_id": episode_id,
+            "chain": [self.EPISODE],
+            "count": 1,
+        }
 
 
 @pytest.fixture
@@ -536,13 +633,20 @@ async def test_episode_tools_shapes(engine: StandInEngine) -> None:
         assert set(got["episode"]) >= DETAIL_KEYS
         assert len(got["memory_ids"]) == 2
         assert engine.calls[-1] == ("get", "ep-0123456789ab", False)
-        ok(await c.call_tool("tribal_episode_get", {"episode_id": "ep-0123456789ab",
-                                                    "include_timeline": True}))
+        ok(
+            await c.call_tool(
+                "tribal_episode_get", {"episode_id": "ep-0123456789ab", "include_timeline": True}
+            )
+        )
         assert engine.calls[-1] == ("get", "ep-0123456789ab", True)
 
         mid = str(uuid.uuid4())
-        created = ok(await c.call_tool("tribal_episode_create", {
-            "title": "  Billing fixtures ", "memory_ids": [mid, mid.upper()]}))
+        created = ok(
+            await c.call_tool(
+                "tribal_episode_create",
+                {"title": "  Billing fixtures ", "memory_ids": [mid, mid.upper()]},
+            )
+        )
         assert created == {"success": True, "episode_id": "ep-00000000ffff", "memory_count": 1}
         assert engine.calls[-1] == ("create", "Billing fixtures", [mid], None)
 
@@ -550,34 +654,58 @@ async def test_episode_tools_shapes(engine: StandInEngine) -> None:
             done = ok(await c.call_tool(tool, {"episode_id": "ep-0123456789ab", "memory_id": mid}))
             assert done == {"success": True}
             assert engine.calls[-1] == (call, "ep-0123456789ab", mid)
-        for tool, call in (("tribal_episode_close", "close"),
-                           ("tribal_episode_regenerate", "regenerate")):
+        for tool, call in (
+            ("tribal_episode_close", "close"),
+            ("tribal_episode_regenerate", "regenerate"),
+        ):
             done = ok(await c.call_tool(tool, {"episode_id": "ep-0123456789ab"}))
             assert done == {"success": True}
             assert engine.calls[-1] == (call, "ep-0123456789ab")
 
 
-@pytest.mark.parametrize(("tool", "arguments", "expected"), [
-    ("tribal_episode_create", {"title": "", "memory_ids": [str(uuid.uuid4())]},
-     "title must not be empty"),
-    ("tribal_episode_create", {"title": "   ", "memory_ids": [str(uuid.uuid4())]},
-     "title must not be empty"),
-    ("tribal_episode_create", {"title": "t", "memory_ids": []},
-     "memory_ids must be a non-empty list"),
-    ("tribal_episode_create", {"title": "t", "memory_ids": ["nope"]}, "is not a memory id"),
-    ("tribal_episodes_list", {"status": "open"},
-     "status must be one of active, closed, archived"),
-    ("tribal_episodes_list", {"limit": 101}, "limit must be from 1 to 100, got 101"),
-    ("tribal_episodes_list", {"limit": 0}, "limit must be from 1 to 100, got 0"),
-    ("tribal_episode_get", {"episode_id": "episode-7"}, "must be an episode id like"),
-    ("tribal_episode_get", {"episode_id": "ep-0123456789ab", "include_timeline": "yes"},
-     "include_timeline must be true or false"),
-    ("tribal_episode_add", {"episode_id": "ep-0123456789ab", "memory_id": "12"},
-     "is not a memory id"),
-    ("tribal_episode_close", {"episode_id": 5}, "must be an episode id like"),
-])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        (
+            "tribal_episode_create",
+            {"title": "", "memory_ids": [str(uuid.uuid4())]},
+            "title must not be empty",
+        ),
+        (
+            "tribal_episode_create",
+            {"title": "   ", "memory_ids": [str(uuid.uuid4())]},
+            "title must not be empty",
+        ),
+        (
+            "tribal_episode_create",
+            {"title": "t", "memory_ids": []},
+            "memory_ids must be a non-empty list",
+        ),
+        ("tribal_episode_create", {"title": "t", "memory_ids": ["nope"]}, "is not a memory id"),
+        (
+            "tribal_episodes_list",
+            {"status": "open"},
+            "status must be one of active, closed, archived",
+        ),
+        ("tribal_episodes_list", {"limit": 101}, "limit must be from 1 to 100, got 101"),
+        ("tribal_episodes_list", {"limit": 0}, "limit must be from 1 to 100, got 0"),
+        ("tribal_episode_get", {"episode_id": "episode-7"}, "must be an episode id like"),
+        (
+            "tribal_episode_get",
+            {"episode_id": "ep-0123456789ab", "include_timeline": "yes"},
+            "include_timeline must be true or false",
+        ),
+        (
+            "tribal_episode_add",
+            {"episode_id": "ep-0123456789ab", "memory_id": "12"},
+            "is not a memory id",
+        ),
+        ("tribal_episode_close", {"episode_id": 5}, "must be an episode id like"),
+    ],
+)
 async def test_episode_validation_errors_stop_before_the_engine(
-        engine: StandInEngine, tool: str, arguments: dict[str, Any], expected: str) -> None:
+    engine: StandInEngine, tool: str, arguments: dict[str, Any], expected: str
+) -> None:
     async with connect(episode_api(engine)) as episode_client:
         message = error_of(await episode_client.call_tool(tool, arguments))
         assert expected in message and "What to do:" in message
@@ -605,48 +733,68 @@ async def test_every_tool_against_the_real_engine(tmp_path: Path) -> None:
     config.episodes.detector_strategy = "embedding"
     config.episodes.summary_debounce_seconds = 0
     runtime = await start_runtime(config, run_scheduler=False)
-    texts = ["Refresh tokens rotate on every use; a reused refresh token revokes the family.",
-             "Two browser tabs call /auth/refresh at once and the second reuses the rotated "
-             "refresh token, which logs the user out.",
-             "Fix: accept the previous refresh token for a 10 second grace window."]
+    texts = [
+        "Refresh tokens rotate on every use; a reused refresh token revokes the family.",
+        "Two browser tabs call /auth/refresh at once and the second reuses the rotated "
+        "refresh token, which logs the user out.",
+        "Fix: accept the previous refresh token for a 10 second grace window.",
+    ]
     try:
         async with connect(runtime.api) as client:
             listed = await client.list_tools()
             assert {t.name for t in listed.tools} == TOOLS
             ids = []
             for text in texts:
-                stored = ok(await client.call_tool("tribal_remember", {
-                    "content": text, "tags": ["auth"]}))
+                stored = ok(
+                    await client.call_tool("tribal_remember", {"content": text, "tags": ["auth"]})
+                )
                 ids.append(stored["memory_id"])
             await runtime.episodes.worker.drain(30)
-            created = ok(await client.call_tool("tribal_episode_create", {
-                "title": "Refresh token race", "memory_ids": ids[:2]}))
+            created = ok(
+                await client.call_tool(
+                    "tribal_episode_create", {"title": "Refresh token race", "memory_ids": ids[:2]}
+                )
+            )
             episode_id = created["episode_id"]
             assert created["memory_count"] == 2
-            assert ok(await client.call_tool("tribal_episode_add", {
-                "episode_id": episode_id, "memory_id": ids[2]})) == {"success": True}
-            got = ok(await client.call_tool("tribal_episode_get", {
-                "episode_id": episode_id, "include_timeline": True}))
+            assert ok(
+                await client.call_tool(
+                    "tribal_episode_add", {"episode_id": episode_id, "memory_id": ids[2]}
+                )
+            ) == {"success": True}
+            got = ok(
+                await client.call_tool(
+                    "tribal_episode_get", {"episode_id": episode_id, "include_timeline": True}
+                )
+            )
             assert got["memory_ids"] == ids and set(got["episode"]) >= DETAIL_KEYS
             listed_eps = ok(await client.call_tool("tribal_episodes_list", {}))
             assert episode_id in [e["id"] for e in listed_eps["episodes"]]
-            assert ok(await client.call_tool("tribal_episode_remove", {
-                "episode_id": episode_id, "memory_id": ids[2]})) == {"success": True}
+            assert ok(
+                await client.call_tool(
+                    "tribal_episode_remove", {"episode_id": episode_id, "memory_id": ids[2]}
+                )
+            ) == {"success": True}
             for tool in ("tribal_episode_regenerate", "tribal_episode_close"):
-                assert ok(await client.call_tool(tool, {"episode_id": episode_id})) == \
-                    {"success": True}
+                assert ok(await client.call_tool(tool, {"episode_id": episode_id})) == {
+                    "success": True
+                }
             await runtime.episodes.worker.drain(30)
-            chain = ok(await client.call_tool("tribal_episode_chain",
-                                              {"episode_id": episode_id}))
+            chain = ok(await client.call_tool("tribal_episode_chain", {"episode_id": episode_id}))
             assert [e["id"] for e in chain["chain"]] == [episode_id]
-            replay = ok(await client.call_tool("tribal_episode_replay",
-                                               {"topic": "refresh token race"}))
+            replay = ok(
+                await client.call_tool("tribal_episode_replay", {"topic": "refresh token race"})
+            )
             assert episode_id in [e["id"] for e in replay["episodes"]]
-            found = ok(await client.call_tool("tribal_episodes_search", {
-                "query": "refresh token", "status": "closed"}))
+            found = ok(
+                await client.call_tool(
+                    "tribal_episodes_search", {"query": "refresh token", "status": "closed"}
+                )
+            )
             assert [e["id"] for e in found["episodes"]] == [episode_id]
-            recalled = ok(await client.call_tool("tribal_recall", {"query": "refresh token",
-                                                                    "limit": 10}))
+            recalled = ok(
+                await client.call_tool("tribal_recall", {"query": "refresh token", "limit": 10})
+            )
             kinds = {r["memory"]["source_type"] for r in recalled["results"]}
             assert "EPISODE_SUMMARY" in kinds
     finally:
@@ -680,17 +828,26 @@ def _console_script() -> str | None:
 
 DAEMON_PARTS = ("tribalmemory.client", "tribalmemory.interfaces.http", "uvicorn")
 CLI_MISSING = _missing(*DAEMON_PARTS, "tribalmemory.cli.main") or (
-    None if _console_script() else "the tribalmemory console script is not installed")
+    None if _console_script() else "the tribalmemory console script is not installed"
+)
 
 # How an MCP client launches the stdio server: the CLI command, and the module entry point
 # (the same run_stdio; usable before the CLI exists).
 COMMANDS = {
-    "cli": pytest.param(lambda home: [str(_console_script()), "mcp"], id="tribalmemory-mcp",
-                        marks=pytest.mark.skipif(CLI_MISSING is not None,
-                                                 reason=str(CLI_MISSING))),
+    "cli": pytest.param(
+        lambda home: [str(_console_script()), "mcp"],
+        id="tribalmemory-mcp",
+        marks=pytest.mark.skipif(CLI_MISSING is not None, reason=str(CLI_MISSING)),
+    ),
     "module": pytest.param(
-        lambda home: [sys.executable, "-m", "tribalmemory.interfaces.mcp_server",
-                      str(home / "config.yaml")], id="python-m"),
+        lambda home: [
+            sys.executable,
+            "-m",
+            "tribalmemory.interfaces.mcp_server",
+            str(home / "config.yaml"),
+        ],
+        id="python-m",
+    ),
 }
 
 
@@ -700,7 +857,8 @@ def write_home(tmp_path: Path) -> tuple[Path, int, dict[str, str]]:
     home.mkdir()
     port = _free_port()
     (home / "config.yaml").write_text(
-        f"server:\n  port: {port}\nepisodes:\n  enabled: false\n", encoding="utf-8")
+        f"server:\n  port: {port}\nepisodes:\n  enabled: false\n", encoding="utf-8"
+    )
     env = dict(os.environ, TRIBAL_MEMORY_HOME=str(home))
     for name in ("TRIBAL_MEMORY_CONFIG", "TRIBAL_MEMORY_TOKEN"):
         env.pop(name, None)
@@ -718,8 +876,11 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Path, int, dict[str, str]]]:
     home, port, env = write_home(tmp_path)
     config = load_config(home / "config.yaml")
     config.data_dir = str(home)
-    server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(config), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -737,16 +898,23 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Path, int, dict[str, str]]]:
 @pytest.mark.skipif(_missing(*DAEMON_PARTS) is not None, reason=str(_missing(*DAEMON_PARTS)))
 @pytest.mark.parametrize("command", COMMANDS.values())
 async def test_stdio_agent_and_http_agent_share_one_memory(
-        daemon: tuple[Path, int, dict[str, str]], command: Any) -> None:
+    daemon: tuple[Path, int, dict[str, str]], command: Any
+) -> None:
     """One agent over stdio, another over the daemon's /mcp: both see the same memories."""
     home, port, env = daemon
     argv = command(home)
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(home))
     async with Client(params, read_timeout_seconds=120) as stdio_agent:
         assert {t.name for t in (await stdio_agent.list_tools()).tools} == TOOLS
-        stored = ok(await stdio_agent.call_tool("tribal_remember", {
-            "content": "Release notes are generated by scripts/relnotes.py from PR labels.",
-            "tags": ["release"]}))
+        stored = ok(
+            await stdio_agent.call_tool(
+                "tribal_remember",
+                {
+                    "content": "Release notes are generated by scripts/relnotes.py from PR labels.",
+                    "tags": ["release"],
+                },
+            )
+        )
         assert stored["success"] is True
         # errors cross the daemon's HTTP API and come back as the same tool errors
         bad = error_of(await stdio_agent.call_tool("tribal_forget", {"memory_id": "x"}))
@@ -756,17 +924,20 @@ async def test_stdio_agent_and_http_agent_share_one_memory(
         assert f"no memory with id {unknown}" in missing
         disabled = error_of(await stdio_agent.call_tool("tribal_episodes_list", {}))
         assert EPISODES_DISABLED in disabled and "episodes.enabled" in disabled
-        out_of_range = error_of(await stdio_agent.call_tool(
-            "tribal_recall", {"query": "x", "limit": 500}))
+        out_of_range = error_of(
+            await stdio_agent.call_tool("tribal_recall", {"query": "x", "limit": 500})
+        )
         assert "limit must be from 1 to 50" in out_of_range
 
         async with Client(f"http://127.0.0.1:{port}/mcp") as http_agent:
-            found = ok(await http_agent.call_tool("tribal_recall", {
-                "query": "how are release notes made"}))
+            found = ok(
+                await http_agent.call_tool("tribal_recall", {"query": "how are release notes made"})
+            )
             assert found["results"][0]["memory_id"] == stored["memory_id"]
             assert found["results"][0]["memory"]["tags"] == ["release"]
-            gone = ok(await http_agent.call_tool("tribal_forget",
-                                                 {"memory_id": stored["memory_id"]}))
+            gone = ok(
+                await http_agent.call_tool("tribal_forget", {"memory_id": stored["memory_id"]})
+            )
             assert gone == {"success": True, "memory_id": stored["memory_id"]}
         assert ok(await stdio_agent.call_tool("tribal_stats", {}))["total_memories"] == 0
 
@@ -774,13 +945,19 @@ async def test_stdio_agent_and_http_agent_share_one_memory(
 @pytest.mark.skipif(_missing(*DAEMON_PARTS) is not None, reason=str(_missing(*DAEMON_PARTS)))
 @pytest.mark.parametrize("command", COMMANDS.values())
 async def test_stdio_stdout_carries_only_protocol(
-        daemon: tuple[Path, int, dict[str, str]], command: Any) -> None:
+    daemon: tuple[Path, int, dict[str, str]], command: Any
+) -> None:
     """Every stdout line of the stdio server is JSON-RPC, from start-up to shutdown."""
     home, _port, env = daemon
     argv = command(home)
     proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=str(home), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE)
+        *argv,
+        cwd=str(home),
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     stdin, stdout = proc.stdin, proc.stdout
 
@@ -798,18 +975,42 @@ async def test_stdio_stdout_carries_only_protocol(
                 return message
 
     try:
-        await send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"}}})
+        await send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "0"},
+                },
+            }
+        )
         assert (await reply(1))["result"]["serverInfo"]["name"] == "tribal-memory"
         await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        await send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "tribal_remember", "arguments": {"content": "stdout purity check"}}})
+        await send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {
+                    "name": "tribal_remember",
+                    "arguments": {"content": "stdout purity check"},
+                },
+            }
+        )
         result = (await reply(2))["result"]
         assert result.get("isError") is not True, result
         assert result["structuredContent"]["success"] is True
-        await send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-            "name": "tribal_forget", "arguments": {"memory_id": "nope"}}})
+        await send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "tribal_forget", "arguments": {"memory_id": "nope"}},
+            }
+        )
         assert (await reply(3))["result"]["isError"] is True
         stdin.close()
         rest, errors = await asyncio.wait_for(proc.communicate(), 60)
@@ -840,22 +1041,34 @@ def _processes_in(folder: Path) -> list[int]:
 async def test_tribalmemory_mcp_starts_the_daemon_when_none_runs(tmp_path: Path) -> None:
     """No daemon yet: `tribalmemory mcp` starts one (ensure_daemon) and works through it."""
     home, port, env = write_home(tmp_path)
-    params = StdioServerParameters(command=str(_console_script()), args=["mcp"], env=env,
-                                   cwd=str(tmp_path))  # only the daemon runs inside home
+    params = StdioServerParameters(
+        command=str(_console_script()), args=["mcp"], env=env, cwd=str(tmp_path)
+    )  # only the daemon runs inside home
     try:
         async with Client(params, read_timeout_seconds=120) as agent:
-            stored = ok(await agent.call_tool("tribal_remember", {
-                "content": "The nightly job rotates the API keys at 02:00 UTC."}))
+            stored = ok(
+                await agent.call_tool(
+                    "tribal_remember",
+                    {"content": "The nightly job rotates the API keys at 02:00 UTC."},
+                )
+            )
             assert stored["success"] is True
         async with Client(f"http://127.0.0.1:{port}/mcp") as http_agent:
-            found = ok(await http_agent.call_tool("tribal_recall", {
-                "query": "when are API keys rotated"}))
+            found = ok(
+                await http_agent.call_tool("tribal_recall", {"query": "when are API keys rotated"})
+            )
             assert found["results"][0]["memory_id"] == stored["memory_id"]
         assert _processes_in(home), "the daemon should outlive the stdio server"
     finally:
         # the daemon outlives the stdio server by design: stop the one this test started
-        stopped = subprocess.run([str(_console_script()), "service", "stop"], env=env,
-                                 cwd=str(home), capture_output=True, text=True, timeout=60)
+        stopped = subprocess.run(
+            [str(_console_script()), "service", "stop"],
+            env=env,
+            cwd=str(home),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         for pid in _processes_in(home):  # safety net: nothing this test started may survive
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30

@@ -7,8 +7,14 @@ from helpers_http import free_port, subprocess_env, write_config
 
 
 def run(args, env, cwd, timeout=120):
-    return subprocess.run([sys.executable, "-m", "tribalmemory", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tribalmemory", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_quickstart_starts_the_daemon_remembers_and_recalls(tmp_path):

@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 
 @pytest.fixture(scope="module")
 def episode_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    running = start_daemon(tmp_path_factory.mktemp("schemathesis"),
-                           episodes={"detector_strategy": "embedding"})
+    running = start_daemon(
+        tmp_path_factory.mktemp("schemathesis"), episodes={"detector_strategy": "embedding"}
+    )
     yield running
     running.stop()
 
@@ -26,14 +27,21 @@ def test_no_input_makes_the_daemon_fail(episode_daemon: Daemon) -> None:
     assert len(operations) >= 20
 
     for operation in operations:
+
         @given(case=operation.as_strategy())
-        @settings(max_examples=20, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=20,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         def no_server_error(case: Any) -> None:
             response = case.call(timeout=30)
             assert response.status_code < 500, (
                 f"{case.method} {case.formatted_path} -> {response.status_code}: "
-                f"{response.text[:300]}")
+                f"{response.text[:300]}"
+            )
             content_type = response.headers.get("content-type") or [""]
             assert content_type[0].startswith("application/json")
 

@@ -47,8 +47,13 @@ def embedder() -> Embedder:
     return load_embedder()
 
 
-def open_backend(backend: str, folder: Path, model_name: str = BUNDLED_MODEL,
-                 dim: int = BUNDLED_DIM, **kwargs: Any) -> Any:
+def open_backend(
+    backend: str,
+    folder: Path,
+    model_name: str = BUNDLED_MODEL,
+    dim: int = BUNDLED_DIM,
+    **kwargs: Any,
+) -> Any:
     if backend == "edge":
         return EdgeStore.open(folder / "store", model_name, dim, **kwargs)
     from tribalmemory.storage.server import ServerStore
@@ -77,8 +82,9 @@ def opener(backend: str, tmp_path: Path) -> Iterator[Opener]:
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def scratch(request: pytest.FixtureRequest,
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def scratch(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
     store = open_backend(request.param, tmp_path_factory.mktemp(f"scratch-{request.param}"))
     yield store
     store.close()
@@ -94,9 +100,16 @@ def store(scratch: Any) -> Any:
 
 def memory(content: str, **fields: Any) -> Memory:
     values: dict[str, Any] = {
-        "id": new_memory_id(), "content": content, "source_type": SourceType.USER_EXPLICIT,
-        "source_instance": "test", "tags": [], "context": None, "created_at": T0,
-        "updated_at": T0, "supersedes": None, "metadata": {},
+        "id": new_memory_id(),
+        "content": content,
+        "source_type": SourceType.USER_EXPLICIT,
+        "source_instance": "test",
+        "tags": [],
+        "context": None,
+        "created_at": T0,
+        "updated_at": T0,
+        "supersedes": None,
+        "metadata": {},
     }
     values.update(fields)
     return Memory(**values)
@@ -120,8 +133,12 @@ CORPUS = [
 
 
 def corpus_memories() -> list[Memory]:
-    return [memory(text, tags=tags, source_type=kind, created_at=T0 + timedelta(days=day),
-                   metadata=meta) for text, tags, kind, day, meta in CORPUS]
+    return [
+        memory(
+            text, tags=tags, source_type=kind, created_at=T0 + timedelta(days=day), metadata=meta
+        )
+        for text, tags, kind, day, meta in CORPUS
+    ]
 
 
 @pytest.fixture
@@ -132,8 +149,9 @@ def corpus(store: Any) -> list[Memory]:
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def corpus_store(request: pytest.FixtureRequest,
-                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def corpus_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
     """One read-only corpus store per backend, shared by the filter tests."""
     store = open_backend(request.param, tmp_path_factory.mktemp(request.param))
     memories = corpus_memories()
@@ -148,36 +166,66 @@ def names(memories: list[Memory]) -> set[str]:
 
 FILTER_CASES: list[tuple[str, MemoryFilter, set[str]]] = [
     ("tags any", MemoryFilter(tags_any=["blue", "green"]), {"beta", "gamma", "epsilon", "zeta"}),
-    ("source types", MemoryFilter(source_types=[SourceType.AUTO_CAPTURE, SourceType.LEGACY]),
-     {"beta", "epsilon", "zeta"}),
-    ("exclude", MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY,
-                                                   SourceType.AUTO_CAPTURE]),
-     {"alpha", "gamma", "epsilon"}),
+    (
+        "source types",
+        MemoryFilter(source_types=[SourceType.AUTO_CAPTURE, SourceType.LEGACY]),
+        {"beta", "epsilon", "zeta"},
+    ),
+    (
+        "exclude",
+        MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY, SourceType.AUTO_CAPTURE]),
+        {"alpha", "gamma", "epsilon"},
+    ),
     ("after (inclusive)", MemoryFilter(after=T0 + timedelta(days=4)), {"epsilon", "zeta"}),
     ("before (exclusive)", MemoryFilter(before=T0 + timedelta(days=1)), {"alpha"}),
-    ("after+before, other zone",
-     MemoryFilter(after=(T0 + timedelta(days=1)).astimezone(timezone(timedelta(hours=-7))),
-                  before=T0 + timedelta(days=3)), {"beta", "gamma"}),
+    (
+        "after+before, other zone",
+        MemoryFilter(
+            after=(T0 + timedelta(days=1)).astimezone(timezone(timedelta(hours=-7))),
+            before=T0 + timedelta(days=3),
+        ),
+        {"beta", "gamma"},
+    ),
     ("metadata", MemoryFilter(metadata_equals={"episode_id": "ep-2"}), {"gamma", "delta"}),
-    ("metadata two keys", MemoryFilter(metadata_equals={"episode_id": "ep-2", "kind": "x"}),
-     {"delta"}),
-    ("combined", MemoryFilter(tags_any=["red"], exclude_source_types=[SourceType.USER_EXPLICIT],
-                              after=T0 + timedelta(days=1)), {"beta", "zeta"}),
+    (
+        "metadata two keys",
+        MemoryFilter(metadata_equals={"episode_id": "ep-2", "kind": "x"}),
+        {"delta"},
+    ),
+    (
+        "combined",
+        MemoryFilter(
+            tags_any=["red"],
+            exclude_source_types=[SourceType.USER_EXPLICIT],
+            after=T0 + timedelta(days=1),
+        ),
+        {"beta", "zeta"},
+    ),
     ("empty filter", MemoryFilter(), {"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}),
 ]
 
 
 # -- writes and reads -------------------------------------------------------------------------
 
+
 def test_round_trip_keeps_every_field(store: Any) -> None:
     ist = timezone(timedelta(hours=5, minutes=30))
     original = memory(
-        "Deploy window is Tuesday 14:00 UTC", source_type=SourceType.CORRECTION,
-        source_instance="laptop-1", tags=["ops", "deploy"], context="from the standup",
+        "Deploy window is Tuesday 14:00 UTC",
+        source_type=SourceType.CORRECTION,
+        source_instance="laptop-1",
+        tags=["ops", "deploy"],
+        context="from the standup",
         created_at=datetime(2024, 12, 31, 23, 59, 58, 123456, tzinfo=ist),
-        updated_at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC), supersedes=new_memory_id(),
-        metadata={"episode_id": "ep-7", "count": 3, "ok": True, "none": None,
-                  "nested": {"list": [1, "two", None], "f": 1.5}},
+        updated_at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC),
+        supersedes=new_memory_id(),
+        metadata={
+            "episode_id": "ep-7",
+            "count": 3,
+            "ok": True,
+            "none": None,
+            "nested": {"list": [1, "two", None], "f": 1.5},
+        },
     )
     store.upsert([original], unit_vectors(1))
     [loaded] = store.get([original.id])
@@ -235,18 +283,23 @@ def test_upsert_rejects_bad_input(store: Any) -> None:
 
 # -- filters ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("case", "where", "expected"), FILTER_CASES,
-                         ids=[c[0] for c in FILTER_CASES])
-def test_count_with_filter(corpus_store: Any, case: str, where: MemoryFilter,
-                           expected: set[str]) -> None:
+
+@pytest.mark.parametrize(
+    ("case", "where", "expected"), FILTER_CASES, ids=[c[0] for c in FILTER_CASES]
+)
+def test_count_with_filter(
+    corpus_store: Any, case: str, where: MemoryFilter, expected: set[str]
+) -> None:
     assert corpus_store.count(where) == len(expected)
     assert names(list(corpus_store.scroll(where, batch_size=2))) == expected
 
 
-@pytest.mark.parametrize(("case", "where", "expected"), FILTER_CASES,
-                         ids=[c[0] for c in FILTER_CASES])
-def test_search_applies_filter(corpus_store: Any, case: str, where: MemoryFilter,
-                               expected: set[str]) -> None:
+@pytest.mark.parametrize(
+    ("case", "where", "expected"), FILTER_CASES, ids=[c[0] for c in FILTER_CASES]
+)
+def test_search_applies_filter(
+    corpus_store: Any, case: str, where: MemoryFilter, expected: set[str]
+) -> None:
     query = unit_vectors(1, seed=9)[0]
     assert names([h.memory for h in corpus_store.search("notes", query, 20, where)]) == expected
     assert names([h.memory for h in corpus_store.dense_search(query, 20, where)]) == expected
@@ -255,8 +308,9 @@ def test_search_applies_filter(corpus_store: Any, case: str, where: MemoryFilter
 def test_ids_filter(corpus_store: Any) -> None:
     ids = [m.id for m in corpus_store.scroll()]
     assert corpus_store.count(MemoryFilter(ids=[ids[2], ids[4].upper()])) == 2
-    assert names(corpus_store.get(ids[2:3])) == names(list(
-        corpus_store.scroll(MemoryFilter(ids=ids[2:3]))))
+    assert names(corpus_store.get(ids[2:3])) == names(
+        list(corpus_store.scroll(MemoryFilter(ids=ids[2:3])))
+    )
     assert corpus_store.count(MemoryFilter(ids=[])) == 0  # an empty id list matches nothing
     assert corpus_store.count(MemoryFilter(ids=["not-a-uuid"])) == 0
 
@@ -335,7 +389,7 @@ def test_concurrent_use_from_threads(store: Any) -> None:
     def writer(start: int) -> None:
         try:
             for i in range(start, start + 20):
-                store.upsert([memory(f"thread memory {i}")], vectors[i:i + 1])
+                store.upsert([memory(f"thread memory {i}")], vectors[i : i + 1])
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -347,8 +401,11 @@ def test_concurrent_use_from_threads(store: Any) -> None:
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer, args=(0,)),
-               threading.Thread(target=writer, args=(20,)), threading.Thread(target=reader)]
+    threads = [
+        threading.Thread(target=writer, args=(0,)),
+        threading.Thread(target=writer, args=(20,)),
+        threading.Thread(target=reader),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -358,6 +415,7 @@ def test_concurrent_use_from_threads(store: Any) -> None:
 
 
 # -- lifecycle --------------------------------------------------------------------------------
+
 
 def test_reopen_returns_everything(opener: Opener) -> None:
     first = opener()
@@ -407,8 +465,13 @@ from tests.test_storage_contract import open_backend, memory, unit_vectors
 store = open_backend({backend!r}, Path({str(folder)!r}))
 {body}
 """
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
 
 
 def test_upsert_survives_kill_9(backend: str, tmp_path: Path) -> None:
@@ -442,6 +505,7 @@ def test_edge_store_locked_by_another_process(tmp_path: Path) -> None:
 
 # -- reembed ----------------------------------------------------------------------------------
 
+
 class ProjectedEmbedder:
     """Another 'model': the bundled embeddings projected to 64 dims."""
 
@@ -461,15 +525,15 @@ class ProjectedEmbedder:
 
 def test_reembed_keeps_payloads_and_records_model(opener: Opener, embedder: Embedder) -> None:
     first = opener()
-    memories = [memory(text, tags=["x"], metadata={"episode_id": "ep-1"})
-                for text in [TARGET, *DISTRACTORS]]
+    memories = [
+        memory(text, tags=["x"], metadata={"episode_id": "ep-1"}) for text in [TARGET, *DISTRACTORS]
+    ]
     first.upsert(memories, embedder.embed([m.content for m in memories]))
     first.close()
 
     new_model = ProjectedEmbedder(embedder)
     progress: list[tuple[int, int]] = []
-    done = reembed_store(opener(check_model=False), new_model,
-                         lambda d, t: progress.append((d, t)))
+    done = reembed_store(opener(check_model=False), new_model, lambda d, t: progress.append((d, t)))
     assert done == len(memories) and progress[-1] == (len(memories), len(memories))
 
     with pytest.raises(ModelMismatchError):
@@ -495,12 +559,10 @@ def test_reembed_from_config_replaces_the_shard(tmp_path: Path, embedder: Embedd
     store.close()
 
     progress: list[tuple[int, int]] = []
-    assert reembed(config, ProjectedEmbedder(embedder), lambda d, t: progress.append((d, t))) \
-        == 300
+    assert reembed(config, ProjectedEmbedder(embedder), lambda d, t: progress.append((d, t))) == 300
     assert progress == [(256, 300), (300, 300)]
     meta = json.loads((tmp_path / "store" / "store.json").read_text())
-    assert (meta["model_name"], meta["dim"], meta["shard"]) == ("test/projected-64", 64,
-                                                                 "shard-2")
+    assert (meta["model_name"], meta["dim"], meta["shard"]) == ("test/projected-64", 64, "shard-2")
     assert sorted(p.name for p in (tmp_path / "store").iterdir() if p.is_dir()) == ["shard-2"]
     reopened = open_store(config, "test/projected-64", 64)
     try:
@@ -509,8 +571,9 @@ def test_reembed_from_config_replaces_the_shard(tmp_path: Path, embedder: Embedd
         reopened.close()
 
 
-def test_failed_reembed_leaves_store_as_it_was(backend: str, tmp_path: Path,
-                                               embedder: Embedder) -> None:
+def test_failed_reembed_leaves_store_as_it_was(
+    backend: str, tmp_path: Path, embedder: Embedder
+) -> None:
     store = open_backend(backend, tmp_path)
     memories = [memory(f"kept {i}") for i in range(300)]
     store.upsert(memories, unit_vectors(300))
@@ -534,15 +597,49 @@ def test_failed_reembed_leaves_store_as_it_was(backend: str, tmp_path: Path,
 
 # -- embedded store upkeep: sealing segments at quiet moments ---------------------------------
 
-TOPICS = ["billing", "auth", "deploy", "postgres", "cache", "search", "email", "queue",
-          "payments", "invoices", "webhooks", "uploads", "reports", "sessions", "pricing"]
-PROBLEMS = ["times out under load", "returns stale results", "leaks memory after deploys",
-            "double-charges on retry", "fails its health checks", "drops messages",
-            "deadlocks at night", "logs secrets", "breaks on daylight saving time",
-            "ignores the feature flag", "rejects unicode names", "retries forever"]
-CAUSES = ["a missing index", "an unbounded cache", "a tiny connection pool", "clock skew",
-          "an N+1 query", "a stale DNS entry", "a race between workers", "a default timeout",
-          "a schema change out of order", "an off-by-one cursor"]
+TOPICS = [
+    "billing",
+    "auth",
+    "deploy",
+    "postgres",
+    "cache",
+    "search",
+    "email",
+    "queue",
+    "payments",
+    "invoices",
+    "webhooks",
+    "uploads",
+    "reports",
+    "sessions",
+    "pricing",
+]
+PROBLEMS = [
+    "times out under load",
+    "returns stale results",
+    "leaks memory after deploys",
+    "double-charges on retry",
+    "fails its health checks",
+    "drops messages",
+    "deadlocks at night",
+    "logs secrets",
+    "breaks on daylight saving time",
+    "ignores the feature flag",
+    "rejects unicode names",
+    "retries forever",
+]
+CAUSES = [
+    "a missing index",
+    "an unbounded cache",
+    "a tiny connection pool",
+    "clock skew",
+    "an N+1 query",
+    "a stale DNS entry",
+    "a race between workers",
+    "a default timeout",
+    "a schema change out of order",
+    "an off-by-one cursor",
+]
 PEOPLE = ["Ana", "Bo", "Cy", "Di", "Eve", "Fay", "Gus", "Hal"]
 
 
@@ -552,14 +649,20 @@ def varied_texts(count: int) -> list[str]:
     seen: set[tuple[int, ...]] = set()
     texts = []
     while len(texts) < count:
-        key = (int(rng.integers(15)), int(rng.integers(12)), int(rng.integers(10)),
-               int(rng.integers(8)))
+        key = (
+            int(rng.integers(15)),
+            int(rng.integers(12)),
+            int(rng.integers(10)),
+            int(rng.integers(8)),
+        )
         if key in seen:
             continue
         seen.add(key)
         topic, problem, cause, person = key
-        texts.append(f"The {TOPICS[topic]} service {PROBLEMS[problem]}; {PEOPLE[person]} "
-                     f"traced it to {CAUSES[cause]}.")
+        texts.append(
+            f"The {TOPICS[topic]} service {PROBLEMS[problem]}; {PEOPLE[person]} "
+            f"traced it to {CAUSES[cause]}."
+        )
     return texts
 
 
@@ -578,8 +681,9 @@ def ranking(store: Any, embedder: Embedder, queries: list[str]) -> list[list[tup
     return out
 
 
-def assert_same_ranking(got: list[list[tuple[str, float]]],
-                        want: list[list[tuple[str, float]]]) -> None:
+def assert_same_ranking(
+    got: list[list[tuple[str, float]]], want: list[list[tuple[str, float]]]
+) -> None:
     """Dense rankings identical, cosines exact. Hybrid ones (cosines exact, checked in
     :func:`ranking`) mostly the same: Qdrant scores BM25 with per-segment statistics and
     orders equal scores by storage position, and which memories share a segment varies from
@@ -589,8 +693,7 @@ def assert_same_ranking(got: list[list[tuple[str, float]]],
     for index, (got_hits, want_hits) in enumerate(zip(got, want, strict=True)):
         if index % 2 == 0:
             assert [i for i, _ in got_hits] == [i for i, _ in want_hits]
-            assert [c for _, c in got_hits] == pytest.approx([c for _, c in want_hits],
-                                                             abs=1e-5)
+            assert [c for _, c in got_hits] == pytest.approx([c for _, c in want_hits], abs=1e-5)
         else:
             assert len(got_hits) == len(want_hits)
             kept += len({i for i, _ in got_hits} & {i for i, _ in want_hits})
@@ -598,12 +701,18 @@ def assert_same_ranking(got: list[list[tuple[str, float]]],
     assert kept >= hybrid // 2, f"hybrid search kept {kept} of {hybrid} results"
 
 
-QUERIES = ["why does billing time out", "stale search results", "who filed OPS-17",
-           "queue drops messages", "auth health checks failing"]
+QUERIES = [
+    "why does billing time out",
+    "stale search results",
+    "who filed OPS-17",
+    "queue drops messages",
+    "auth health checks failing",
+]
 
 
 def test_edge_optimize_seals_segments_without_changing_results(
-        tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tribalmemory.storage.edge as edge
 
     monkeypatch.setattr(edge, "SEAL_SIZE", 100)
@@ -616,8 +725,9 @@ def test_edge_optimize_seals_segments_without_changing_results(
         assert store.optimize() is True  # the plain segment (250 > SEAL_SIZE) is sealed
         assert store.optimize() is False  # nothing left to do
         assert_same_ranking(ranking(store, embedder, QUERIES), before)
-        assert store.count() == 250 and store.count(MemoryFilter(tags_any=["billing"])) == \
-            sum(t.split()[1] == "billing" for t in texts)
+        assert store.count() == 250 and store.count(MemoryFilter(tags_any=["billing"])) == sum(
+            t.split()[1] == "billing" for t in texts
+        )
         assert store.get([memories[7].id]) == [memories[7]]
         extra = memory("The billing service times out again; ticket OPS-999 by Ana.")
         store.upsert([extra], embedder.embed([extra.content]))  # lands in a new plain segment
@@ -632,7 +742,8 @@ def test_edge_optimize_seals_segments_without_changing_results(
 
 
 def test_edge_store_with_older_settings_is_converted(
-        tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A shard written with the former settings (HNSW, no quantization) opens with the current
     ones; its next optimize() converts it and results stay the same."""
     import qdrant_edge as qe
@@ -643,10 +754,12 @@ def test_edge_store_with_older_settings_is_converted(
 
     def former(dim: int) -> qe.EdgeConfig:  # as before; any size gets its HNSW graph
         config = current(dim)
-        return qe.EdgeConfig(vectors=config.vectors, sparse_vectors=config.sparse_vectors,
-                             hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=64,
-                                                            full_scan_threshold=10000),
-                             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=1))
+        return qe.EdgeConfig(
+            vectors=config.vectors,
+            sparse_vectors=config.sparse_vectors,
+            hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=64, full_scan_threshold=10000),
+            optimizers=qe.EdgeOptimizersConfig(indexing_threshold=1),
+        )
 
     monkeypatch.setattr(edge, "_shard_config", former)
     texts = varied_texts(200)
@@ -665,7 +778,8 @@ def test_edge_store_with_older_settings_is_converted(
 
 
 def test_edge_needs_maintenance_after_writes_when_idle_or_many_wait(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tribalmemory.storage.edge as edge
 
     store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
@@ -730,8 +844,10 @@ def test_duplicate_check_skips_nearer_episode_summaries(store: Any, embedder: Em
 
     text = "Billing tests need make test-billing; plain pytest misses the fixtures"
     vector = embedder.embed_one(text)
-    summaries = [memory(f"Episode: billing tests {i}", source_type=SourceType.EPISODE_SUMMARY)
-                 for i in range(6)]
+    summaries = [
+        memory(f"Episode: billing tests {i}", source_type=SourceType.EPISODE_SUMMARY)
+        for i in range(6)
+    ]
     store.upsert(summaries, np.repeat(vector[None, :], 6, axis=0))  # identical vectors: nearest
     original = memory(text + ".")
     store.upsert([original], embedder.embed([original.content]))

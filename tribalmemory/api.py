@@ -22,12 +22,13 @@ EPISODE_STATUSES = ("active", "closed", "archived")
 class EpisodeOperations(Protocol):
     """What the episode engine offers to the API (implemented in tribalmemory.episodes)."""
 
-    async def list_episodes(self, status: str | None, limit: int, offset: int,
-                            filters: dict[str, str]) -> list[dict[str, Any]]: ...
-    async def get_episode(self, episode_id: str, include_timeline: bool
-                          ) -> dict[str, Any]: ...
-    async def create_episode(self, title: str, memory_ids: list[str],
-                             parent_episode_id: str | None) -> dict[str, Any]: ...
+    async def list_episodes(
+        self, status: str | None, limit: int, offset: int, filters: dict[str, str]
+    ) -> list[dict[str, Any]]: ...
+    async def get_episode(self, episode_id: str, include_timeline: bool) -> dict[str, Any]: ...
+    async def create_episode(
+        self, title: str, memory_ids: list[str], parent_episode_id: str | None
+    ) -> dict[str, Any]: ...
     async def add_memory(self, episode_id: str, memory_id: str) -> None: ...
     async def remove_memory(self, episode_id: str, memory_id: str) -> None: ...
     async def close_episode(self, episode_id: str) -> None: ...
@@ -36,8 +37,14 @@ class EpisodeOperations(Protocol):
     def costs(self) -> dict[str, Any]: ...
     async def chain(self, episode_id: str) -> dict[str, Any]: ...
     async def replay(self, topic: str, limit: int) -> dict[str, Any]: ...
-    async def search(self, query: str, time_start: float | None, time_end: float | None,
-                     status: str | None, limit: int) -> dict[str, Any]: ...
+    async def search(
+        self,
+        query: str,
+        time_start: float | None,
+        time_end: float | None,
+        status: str | None,
+        limit: int,
+    ) -> dict[str, Any]: ...
 
 
 class TribalAPI:
@@ -49,30 +56,50 @@ class TribalAPI:
 
     # -- memories ---------------------------------------------------------------------------
 
-    def memory_json(self, memory: Memory, extra: dict[str, dict[str, Any]] | None = None
-                    ) -> dict[str, Any]:
+    def memory_json(
+        self, memory: Memory, extra: dict[str, dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         data = memory.to_json()
         annotations = extra if extra is not None else self.service.annotate([memory])
         data.update(annotations.get(memory.id, {}))
         return data
 
-    async def remember(self, content: Any, source_type: Any = None, source_instance: Any = None,
-                       tags: Any = None, context: Any = None, created_at: Any = None,
-                       skip_dedup: Any = None) -> dict[str, Any]:
-        result = await self.service.remember(content, source_type, source_instance, tags,
-                                             context, created_at, skip_dedup)
+    async def remember(
+        self,
+        content: Any,
+        source_type: Any = None,
+        source_instance: Any = None,
+        tags: Any = None,
+        context: Any = None,
+        created_at: Any = None,
+        skip_dedup: Any = None,
+    ) -> dict[str, Any]:
+        result = await self.service.remember(
+            content, source_type, source_instance, tags, context, created_at, skip_dedup
+        )
         return result.to_json()
 
     async def remember_batch(self, memories: Any) -> dict[str, Any]:
         results = await self.service.remember_batch(memories)
-        return {"results": [r.to_json() for r in results], "count": len(results),
-                "stored": sum(1 for r in results if r.success)}
+        return {
+            "results": [r.to_json() for r in results],
+            "count": len(results),
+            "stored": sum(1 for r in results if r.success),
+        }
 
-    async def recall(self, query: Any, limit: Any = None, min_relevance: Any = None,
-                     tags: Any = None, source_types: Any = None, after: Any = None,
-                     before: Any = None) -> dict[str, Any]:
-        hits = await self.service.recall(query, limit, min_relevance, tags, source_types,
-                                         after, before)
+    async def recall(
+        self,
+        query: Any,
+        limit: Any = None,
+        min_relevance: Any = None,
+        tags: Any = None,
+        source_types: Any = None,
+        after: Any = None,
+        before: Any = None,
+    ) -> dict[str, Any]:
+        hits = await self.service.recall(
+            query, limit, min_relevance, tags, source_types, after, before
+        )
         extra = self.service.annotate([h.memory for h in hits])
         results = []
         for hit in hits:
@@ -89,8 +116,14 @@ class TribalAPI:
         await self.service.forget(mid)
         return {"success": True, "memory_id": mid}
 
-    async def correct(self, memory_id: Any, content: Any, source_instance: Any = None,
-                      tags: Any = None, context: Any = None) -> dict[str, Any]:
+    async def correct(
+        self,
+        memory_id: Any,
+        content: Any,
+        source_instance: Any = None,
+        tags: Any = None,
+        context: Any = None,
+    ) -> dict[str, Any]:
         result = await self.service.correct(memory_id, content, source_instance, tags, context)
         return result.to_json()
 
@@ -106,12 +139,19 @@ class TribalAPI:
         if self.episodes is None:
             raise FeatureDisabled(
                 EPISODES_DISABLED,
-                "set episodes.enabled: true in the configuration and restart the daemon")
+                "set episodes.enabled: true in the configuration and restart the daemon",
+            )
         return self.episodes
 
-    async def episodes_list(self, status: Any = None, limit: Any = None, offset: Any = None,
-                            outcome: Any = None, tag: Any = None,
-                            participant: Any = None) -> dict[str, Any]:
+    async def episodes_list(
+        self,
+        status: Any = None,
+        limit: Any = None,
+        offset: Any = None,
+        outcome: Any = None,
+        tag: Any = None,
+        participant: Any = None,
+    ) -> dict[str, Any]:
         engine = self._engine()
         if status is not None and status not in EPISODE_STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(EPISODE_STATUSES)}")
@@ -124,23 +164,29 @@ class TribalAPI:
         episodes = await engine.list_episodes(status, size, start, filters)
         return {"episodes": episodes, "count": len(episodes), "status": status}
 
-    async def episode_get(self, episode_id: Any, include_timeline: Any = None
-                          ) -> dict[str, Any]:
+    async def episode_get(self, episode_id: Any, include_timeline: Any = None) -> dict[str, Any]:
         engine = self._engine()
         eid = check.episode_id(episode_id)
         return await engine.get_episode(eid, check.boolean("include_timeline", include_timeline))
 
-    async def episode_create(self, title: Any, memory_ids: Any,
-                             parent_episode_id: Any = None) -> dict[str, Any]:
+    async def episode_create(
+        self, title: Any, memory_ids: Any, parent_episode_id: Any = None
+    ) -> dict[str, Any]:
         engine = self._engine()
         name = check.text("title", title, 200)
         assert name is not None
         ids = check.memory_ids(memory_ids)
-        parent = None if parent_episode_id is None else check.episode_id(
-            parent_episode_id, "parent_episode_id")
+        parent = (
+            None
+            if parent_episode_id is None
+            else check.episode_id(parent_episode_id, "parent_episode_id")
+        )
         created = await engine.create_episode(name.strip(), ids, parent)
-        return {"success": True, "episode_id": created["id"],
-                "memory_count": created["memory_count"]}
+        return {
+            "success": True,
+            "episode_id": created["id"],
+            "memory_count": created["memory_count"],
+        }
 
     async def episode_add(self, episode_id: Any, memory_id: Any) -> dict[str, Any]:
         engine = self._engine()
@@ -180,8 +226,14 @@ class TribalAPI:
         assert text is not None
         return await engine.replay(text, check.integer("limit", limit, 1, 20, 5))
 
-    async def episodes_search(self, query: Any, time_start: Any = None, time_end: Any = None,
-                              status: Any = None, limit: Any = None) -> dict[str, Any]:
+    async def episodes_search(
+        self,
+        query: Any,
+        time_start: Any = None,
+        time_end: Any = None,
+        status: Any = None,
+        limit: Any = None,
+    ) -> dict[str, Any]:
         engine = self._engine()
         text = check.text("query", query, 2000)
         assert text is not None
@@ -191,6 +243,10 @@ class TribalAPI:
         end = check.timestamp("time_end", time_end)
         if start and end and start > end:
             raise InvalidInput("time_start must not be after time_end")
-        return await engine.search(text, start.timestamp() if start else None,
-                                   end.timestamp() if end else None, status,
-                                   check.integer("limit", limit, 1, 50, 10))
+        return await engine.search(
+            text,
+            start.timestamp() if start else None,
+            end.timestamp() if end else None,
+            status,
+            check.integer("limit", limit, 1, 50, 10),
+        )

@@ -61,14 +61,24 @@ class DaemonStartError(Unavailable):
 
 
 ERRORS: dict[int, type[TribalError]] = {
-    cls.status: cls for cls in (BadQuery, AuthRequired, NotFound, PayloadTooLarge,
-                                InvalidInput, FeatureDisabled, Unavailable)}
+    cls.status: cls
+    for cls in (
+        BadQuery,
+        AuthRequired,
+        NotFound,
+        PayloadTooLarge,
+        InvalidInput,
+        FeatureDisabled,
+        Unavailable,
+    )
+}
 
 
 def daemon_url(config: Config) -> str:
     """Where clients reach the daemon (a wildcard bind is reached on loopback)."""
     host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(
-        config.server.host, config.server.host)
+        config.server.host, config.server.host
+    )
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
     return f"http://{host}:{config.server.port}"
@@ -89,8 +99,9 @@ def _query_text(param: Param, value: Any) -> str:
 class DaemonClient:
     """HTTP client of one daemon; every coroutine method mirrors ``TribalAPI``."""
 
-    def __init__(self, config: Config, *, token: str | None = None,
-                 timeout: float = TIMEOUT) -> None:
+    def __init__(
+        self, config: Config, *, token: str | None = None, timeout: float = TIMEOUT
+    ) -> None:
         self.base_url = daemon_url(config)
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         self.timeout = timeout
@@ -99,8 +110,12 @@ class DaemonClient:
 
     def _options(self) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        return {"base_url": self.base_url, "headers": headers, "timeout": self.timeout,
-                "trust_env": False}
+        return {
+            "base_url": self.base_url,
+            "headers": headers,
+            "timeout": self.timeout,
+            "trust_env": False,
+        }
 
     def _async_client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
@@ -126,14 +141,17 @@ class DaemonClient:
             message = f"{self.base_url} answered HTTP {response.status_code}, not the API"
             detail = response.text[:200]
         if response.status_code == 401:
-            detail = (f"the daemon needs its API token in {TOKEN_ENV} (environment or "
-                      "~/.tribal-memory/.env); `tribalmemory token show --reveal` prints it")
+            detail = (
+                f"the daemon needs its API token in {TOKEN_ENV} (environment or "
+                "~/.tribal-memory/.env); `tribalmemory token show --reveal` prints it"
+            )
         raise ERRORS.get(response.status_code, ServerError)(message, detail)
 
     def _unreachable(self, exc: httpx.HTTPError) -> Unavailable:
         if isinstance(exc, httpx.TimeoutException):
-            return Unavailable(f"the daemon at {self.base_url} did not answer within "
-                               f"{self.timeout:g} s")
+            return Unavailable(
+                f"the daemon at {self.base_url} did not answer within {self.timeout:g} s"
+            )
         return Unavailable(f"cannot reach the daemon at {self.base_url}: {exc}")
 
     async def _call(self, name: str, **args: Any) -> dict[str, Any]:
@@ -143,15 +161,15 @@ class DaemonClient:
         for param in op.path_params:
             value = PATH_PARAMS[param][1](args[param])
             path = path.replace(f"{{{param}}}", quote(value, safe=""))
-        query = {p.name: _query_text(p, args[p.name]) for p in op.query
-                 if args.get(p.name) is not None}
+        query = {
+            p.name: _query_text(p, args[p.name]) for p in op.query if args.get(p.name) is not None
+        }
         body = None
         if op.body is not None:
             fields, _ = body_fields(op)
             body = {key: value for key, value in args.items() if key in fields}
         try:
-            response = await self._async_client().request(op.method, path, params=query,
-                                                          json=body)
+            response = await self._async_client().request(op.method, path, params=query, json=body)
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
         return self._result(response)
@@ -166,22 +184,50 @@ class DaemonClient:
             raise self._unreachable(exc) from exc
         return self._result(response)
 
-    async def remember(self, content: Any, source_type: Any = None, source_instance: Any = None,
-                       tags: Any = None, context: Any = None, created_at: Any = None,
-                       skip_dedup: Any = None) -> dict[str, Any]:
-        return await self._call("remember", content=content, source_type=source_type,
-                                source_instance=source_instance, tags=tags, context=context,
-                                created_at=created_at, skip_dedup=skip_dedup)
+    async def remember(
+        self,
+        content: Any,
+        source_type: Any = None,
+        source_instance: Any = None,
+        tags: Any = None,
+        context: Any = None,
+        created_at: Any = None,
+        skip_dedup: Any = None,
+    ) -> dict[str, Any]:
+        return await self._call(
+            "remember",
+            content=content,
+            source_type=source_type,
+            source_instance=source_instance,
+            tags=tags,
+            context=context,
+            created_at=created_at,
+            skip_dedup=skip_dedup,
+        )
 
     async def remember_batch(self, memories: Any) -> dict[str, Any]:
         return await self._call("remember_batch", memories=memories)
 
-    async def recall(self, query: Any, limit: Any = None, min_relevance: Any = None,
-                     tags: Any = None, source_types: Any = None, after: Any = None,
-                     before: Any = None) -> dict[str, Any]:
-        return await self._call("recall", query=query, limit=limit, min_relevance=min_relevance,
-                                tags=tags, source_types=source_types, after=after,
-                                before=before)
+    async def recall(
+        self,
+        query: Any,
+        limit: Any = None,
+        min_relevance: Any = None,
+        tags: Any = None,
+        source_types: Any = None,
+        after: Any = None,
+        before: Any = None,
+    ) -> dict[str, Any]:
+        return await self._call(
+            "recall",
+            query=query,
+            limit=limit,
+            min_relevance=min_relevance,
+            tags=tags,
+            source_types=source_types,
+            after=after,
+            before=before,
+        )
 
     async def get_memory(self, memory_id: Any) -> dict[str, Any]:
         return await self._call("get_memory", memory_id=memory_id)
@@ -189,29 +235,59 @@ class DaemonClient:
     async def forget(self, memory_id: Any) -> dict[str, Any]:
         return await self._call("forget", memory_id=memory_id)
 
-    async def correct(self, memory_id: Any, content: Any, source_instance: Any = None,
-                      tags: Any = None, context: Any = None) -> dict[str, Any]:
-        return await self._call("correct", memory_id=memory_id, content=content,
-                                source_instance=source_instance, tags=tags, context=context)
+    async def correct(
+        self,
+        memory_id: Any,
+        content: Any,
+        source_instance: Any = None,
+        tags: Any = None,
+        context: Any = None,
+    ) -> dict[str, Any]:
+        return await self._call(
+            "correct",
+            memory_id=memory_id,
+            content=content,
+            source_instance=source_instance,
+            tags=tags,
+            context=context,
+        )
 
     async def stats(self) -> dict[str, Any]:
         return await self._call("stats")
 
-    async def episodes_list(self, status: Any = None, limit: Any = None, offset: Any = None,
-                            outcome: Any = None, tag: Any = None,
-                            participant: Any = None) -> dict[str, Any]:
-        return await self._call("episodes_list", status=status, limit=limit, offset=offset,
-                                outcome=outcome, tag=tag, participant=participant)
+    async def episodes_list(
+        self,
+        status: Any = None,
+        limit: Any = None,
+        offset: Any = None,
+        outcome: Any = None,
+        tag: Any = None,
+        participant: Any = None,
+    ) -> dict[str, Any]:
+        return await self._call(
+            "episodes_list",
+            status=status,
+            limit=limit,
+            offset=offset,
+            outcome=outcome,
+            tag=tag,
+            participant=participant,
+        )
 
-    async def episode_get(self, episode_id: Any, include_timeline: Any = None
-                          ) -> dict[str, Any]:
-        return await self._call("episode_get", episode_id=episode_id,
-                                include_timeline=include_timeline)
+    async def episode_get(self, episode_id: Any, include_timeline: Any = None) -> dict[str, Any]:
+        return await self._call(
+            "episode_get", episode_id=episode_id, include_timeline=include_timeline
+        )
 
-    async def episode_create(self, title: Any, memory_ids: Any,
-                             parent_episode_id: Any = None) -> dict[str, Any]:
-        return await self._call("episode_create", title=title, memory_ids=memory_ids,
-                                parent_episode_id=parent_episode_id)
+    async def episode_create(
+        self, title: Any, memory_ids: Any, parent_episode_id: Any = None
+    ) -> dict[str, Any]:
+        return await self._call(
+            "episode_create",
+            title=title,
+            memory_ids=memory_ids,
+            parent_episode_id=parent_episode_id,
+        )
 
     async def episode_add(self, episode_id: Any, memory_id: Any) -> dict[str, Any]:
         return await self._call("episode_add", episode_id=episode_id, memory_id=memory_id)
@@ -237,10 +313,22 @@ class DaemonClient:
     async def episodes_replay(self, topic: Any, limit: Any = None) -> dict[str, Any]:
         return await self._call("episodes_replay", topic=topic, limit=limit)
 
-    async def episodes_search(self, query: Any, time_start: Any = None, time_end: Any = None,
-                              status: Any = None, limit: Any = None) -> dict[str, Any]:
-        return await self._call("episodes_search", query=query, time_start=time_start,
-                                time_end=time_end, status=status, limit=limit)
+    async def episodes_search(
+        self,
+        query: Any,
+        time_start: Any = None,
+        time_end: Any = None,
+        status: Any = None,
+        limit: Any = None,
+    ) -> dict[str, Any]:
+        return await self._call(
+            "episodes_search",
+            query=query,
+            time_start=time_start,
+            time_end=time_end,
+            status=status,
+            limit=limit,
+        )
 
 
 # -- finding and starting the daemon -----------------------------------------------------------
@@ -265,8 +353,9 @@ def _spawn_lock(path: Path, deadline: float) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise DaemonStartError(f"another process is starting the daemon ({path})"
-                                           ) from None
+                    raise DaemonStartError(
+                        f"another process is starting the daemon ({path})"
+                    ) from None
                 time.sleep(0.1)
         try:
             yield
@@ -282,8 +371,9 @@ def _last_lines(path: Path, count: int = 5) -> str:
     return "\n".join(lines[-count:])
 
 
-def ensure_daemon(config: Config, config_path: str | Path | None = None,
-                  timeout: float = START_TIMEOUT) -> DaemonClient:
+def ensure_daemon(
+    config: Config, config_path: str | Path | None = None, timeout: float = START_TIMEOUT
+) -> DaemonClient:
     """The running daemon, after starting ``tribalmemory serve`` in the background if needed.
 
     Waits (bounded by ``timeout``) until it answers; raises :class:`DaemonStartError`.
@@ -299,15 +389,29 @@ def ensure_daemon(config: Config, config_path: str | Path | None = None,
         if found is not None:
             return found
         output = logs / "daemon.out"
-        command = [sys.executable, "-m", "tribalmemory", "serve", "--background",
-                   "--host", config.server.host, "--port", str(config.server.port)]
+        command = [
+            sys.executable,
+            "-m",
+            "tribalmemory",
+            "serve",
+            "--background",
+            "--host",
+            config.server.host,
+            "--port",
+            str(config.server.port),
+        ]
         if config_path is not None:
             command += ["--config", str(config_path)]
         log.info("starting the daemon: %s", " ".join(command))
         with output.open("ab") as sink:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink,
-                                       stderr=subprocess.STDOUT, start_new_session=True,
-                                       cwd=config.data_path)
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=config.data_path,
+            )
         while time.monotonic() < deadline:
             found = find_daemon(config)
             if found is not None:
@@ -316,7 +420,10 @@ def ensure_daemon(config: Config, config_path: str | Path | None = None,
             if code is not None:
                 raise DaemonStartError(
                     f"`tribalmemory serve` exited with code {code}; from {output}:\n"
-                    + _last_lines(output))
+                    + _last_lines(output)
+                )
             time.sleep(0.2)
-        raise DaemonStartError(f"the daemon did not answer on {daemon_url(config)} within "
-                               f"{timeout:g} s; see {output} and {logs / 'server.log'}")
+        raise DaemonStartError(
+            f"the daemon did not answer on {daemon_url(config)} within "
+            f"{timeout:g} s; see {output} and {logs / 'server.log'}"
+        )

@@ -24,9 +24,15 @@ class ConfigError(ValueError):
     """The configuration cannot be used; the message names the key and what is allowed."""
 
 
-def setting(default: Any, doc: str, *, minimum: float | None = None,
-            maximum: float | None = None, choices: tuple[Any, ...] | None = None,
-            nullable: bool = False) -> Any:
+def setting(
+    default: Any,
+    doc: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+    nullable: bool = False,
+) -> Any:
     """A documented config field with its validation rules."""
     meta = {"doc": doc, "min": minimum, "max": maximum, "choices": choices, "nullable": nullable}
     if isinstance(default, list | dict):
@@ -38,23 +44,29 @@ def setting(default: Any, doc: str, *, minimum: float | None = None,
 class ServerConfig:
     host: str = setting("127.0.0.1", "Address the daemon binds; non-loopback needs a token.")
     port: int = setting(18790, "TCP port of the daemon.", minimum=1, maximum=65535)
-    log_level: str = setting("info", "Log level.",
-                             choices=("debug", "info", "warning", "error"))
+    log_level: str = setting("info", "Log level.", choices=("debug", "info", "warning", "error"))
     max_content_chars: int = setting(
-        20000, "Longest memory content accepted (longer gets 413).", minimum=100, maximum=1_000_000)
+        20000, "Longest memory content accepted (longer gets 413).", minimum=100, maximum=1_000_000
+    )
     max_body_bytes: int = setting(
-        8_000_000, "Largest HTTP request body accepted (larger gets 413).",
-        minimum=10_000, maximum=200_000_000)
+        8_000_000,
+        "Largest HTTP request body accepted (larger gets 413).",
+        minimum=10_000,
+        maximum=200_000_000,
+    )
 
 
 @dataclass
 class StorageConfig:
-    path: str | None = setting(None, "Folder of the embedded store (default: <data_dir>/store).",
-                               nullable=True)
+    path: str | None = setting(
+        None, "Folder of the embedded store (default: <data_dir>/store).", nullable=True
+    )
     qdrant_url: str | None = setting(
-        None, "URL of a Qdrant server or cluster; unset = embedded store.", nullable=True)
+        None, "URL of a Qdrant server or cluster; unset = embedded store.", nullable=True
+    )
     qdrant_api_key: str | None = setting(
-        None, "API key for qdrant_url (or set QDRANT_API_KEY).", nullable=True)
+        None, "API key for qdrant_url (or set QDRANT_API_KEY).", nullable=True
+    )
     collection: str = setting("tribal_memories", "Collection name on a Qdrant server.")
 
 
@@ -62,75 +74,117 @@ class StorageConfig:
 class EmbeddingConfig:
     model: str = setting(
         "tribalmemory/all-MiniLM-L6-v2-int8",
-        "fastembed model name; the default is bundled and works offline.")
+        "fastembed model name; the default is bundled and works offline.",
+    )
     cache_dir: str | None = setting(
-        None, "Where fastembed caches downloaded (non-bundled) models.", nullable=True)
+        None, "Where fastembed caches downloaded (non-bundled) models.", nullable=True
+    )
 
 
 @dataclass
 class MemoryConfig:
     dedup_threshold: float = setting(
-        0.97, "Cosine at or above which remember() reports duplicate_of instead of storing.",
-        minimum=0.5, maximum=1.0)
+        0.97,
+        "Cosine at or above which remember() reports duplicate_of instead of storing.",
+        minimum=0.5,
+        maximum=1.0,
+    )
     default_source_instance: str = setting(
-        "default", "source_instance recorded when a client does not send one.")
+        "default", "source_instance recorded when a client does not send one."
+    )
 
 
 @dataclass
 class EpisodesConfig:
     enabled: bool = setting(True, "Turn the episode engine on.")
     detector_strategy: str = setting(
-        "hybrid", "embedding: similarity only; llm: LLM only; hybrid: LLM for ambiguous cases.",
-        choices=("embedding", "llm", "hybrid"))
+        "hybrid",
+        "embedding: similarity only; llm: LLM only; hybrid: LLM for ambiguous cases.",
+        choices=("embedding", "llm", "hybrid"),
+    )
     embedding_similarity_threshold: float = setting(
-        0.75, "Calibrated match score at or above which a memory joins an episode.",
-        minimum=0.0, maximum=1.0)
+        0.75,
+        "Calibrated match score at or above which a memory joins an episode.",
+        minimum=0.0,
+        maximum=1.0,
+    )
     ambiguous_band: float = setting(
-        0.25, "hybrid: scores in [threshold - band, threshold) are asked of the LLM.",
-        minimum=0.0, maximum=1.0)
+        0.25,
+        "hybrid: scores in [threshold - band, threshold) are asked of the LLM.",
+        minimum=0.0,
+        maximum=1.0,
+    )
     active_window_days: float = setting(
-        14, "An episode with no new memory for this long is closed.", minimum=0.01, maximum=3650)
+        14, "An episode with no new memory for this long is closed.", minimum=0.01, maximum=3650
+    )
     max_active_episodes: int = setting(
-        20, "At most this many active episodes; the least recently active is closed.",
-        minimum=1, maximum=10000)
+        20,
+        "At most this many active episodes; the least recently active is closed.",
+        minimum=1,
+        maximum=10000,
+    )
     archive_after_days: float = setting(
-        90, "Closed episodes older than this become archived.", minimum=0.01, maximum=36500)
+        90, "Closed episodes older than this become archived.", minimum=0.01, maximum=36500
+    )
     full_regen_interval: int = setting(
-        10, "Full summary regeneration every N memories added.", minimum=1, maximum=1000)
+        10, "Full summary regeneration every N memories added.", minimum=1, maximum=1000
+    )
     summarizer_provider: str = setting(
-        "openai", "litellm provider: openai, anthropic, ollama or any litellm provider.")
+        "openai", "litellm provider: openai, anthropic, ollama or any litellm provider."
+    )
     summarizer_model: str = setting("gpt-4o-mini", "Model used for classification and summaries.")
-    summarizer_temperature: float = setting(
-        0.2, "Sampling temperature.", minimum=0.0, maximum=2.0)
+    summarizer_temperature: float = setting(0.2, "Sampling temperature.", minimum=0.0, maximum=2.0)
     api_base: str | None = setting(
-        None, "Endpoint override (else OPENAI_BASE_URL / OLLAMA_BASE_URL ...).", nullable=True)
+        None, "Endpoint override (else OPENAI_BASE_URL / OLLAMA_BASE_URL ...).", nullable=True
+    )
     request_timeout_seconds: float = setting(
-        30.0, "Timeout of one LLM request.", minimum=0.1, maximum=600)
+        30.0, "Timeout of one LLM request.", minimum=0.1, maximum=600
+    )
     max_retries: int = setting(
-        2, "Retries (with backoff) on 429, 5xx and timeouts.", minimum=0, maximum=10)
+        2, "Retries (with backoff) on 429, 5xx and timeouts.", minimum=0, maximum=10
+    )
     max_output_tokens: int = setting(
-        500, "max_tokens of each LLM call (bounds its worst-case cost).", minimum=16,
-        maximum=16000)
+        500, "max_tokens of each LLM call (bounds its worst-case cost).", minimum=16, maximum=16000
+    )
     monthly_cost_ceiling: float = setting(
-        5.0, "USD per calendar month (UTC); LLM work stops before passing it.",
-        minimum=0.0, maximum=100000)
+        5.0,
+        "USD per calendar month (UTC); LLM work stops before passing it.",
+        minimum=0.0,
+        maximum=100000,
+    )
     max_llm_calls_per_memory: int = setting(
-        2, "Cap on the LLM calls one remember() triggers.", minimum=0, maximum=20)
+        2, "Cap on the LLM calls one remember() triggers.", minimum=0, maximum=20
+    )
     llm_update_every: int = setting(
-        5, "LLM summary update after this many new memories (in between: summary + new ones).",
-        minimum=1, maximum=100)
+        5,
+        "LLM summary update after this many new memories (in between: summary + new ones).",
+        minimum=1,
+        maximum=100,
+    )
     summary_debounce_seconds: float = setting(
-        30.0, "Coalesce summary updates: wait this long after a memory joins an episode.",
-        minimum=0.0, maximum=3600)
+        30.0,
+        "Coalesce summary updates: wait this long after a memory joins an episode.",
+        minimum=0.0,
+        maximum=3600,
+    )
     scheduler_interval_seconds: float = setting(
-        300.0, "How often the daemon closes idle episodes and archives old ones.",
-        minimum=1.0, maximum=86400)
+        300.0,
+        "How often the daemon closes idle episodes and archives old ones.",
+        minimum=1.0,
+        maximum=86400,
+    )
     chain_window_hours: float = setting(
-        48.0, "A closed episode this recent can become the parent of a new one.",
-        minimum=0.0, maximum=8760)
+        48.0,
+        "A closed episode this recent can become the parent of a new one.",
+        minimum=0.0,
+        maximum=8760,
+    )
     chain_similarity_threshold: float = setting(
-        0.85, "Calibrated score needed to chain a new episode to a closed one.",
-        minimum=0.0, maximum=1.0)
+        0.85,
+        "Calibrated score needed to chain a new episode to a closed one.",
+        minimum=0.0,
+        maximum=1.0,
+    )
 
 
 @dataclass
@@ -175,7 +229,8 @@ def load_env(path: Path | None = None) -> None:
 
 def _type_name(kind: Any) -> str:
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
-        kind, str(kind))
+        kind, str(kind)
+    )
 
 
 def _check_value(key: str, value: Any, f: Any) -> Any:
@@ -188,8 +243,12 @@ def _check_value(key: str, value: Any, f: Any) -> Any:
     kind = type(default) if default is not None else str
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if kind is bool and not isinstance(value, bool) or not isinstance(value, kind) \
-            or (kind is int and isinstance(value, bool)):
+    if (
+        kind is bool
+        and not isinstance(value, bool)
+        or not isinstance(value, kind)
+        or (kind is int and isinstance(value, bool))
+    ):
         raise ConfigError(f"{key}: expected {_type_name(kind)}, got {value!r}")
     if meta.get("choices") and value not in meta["choices"]:
         allowed = ", ".join(map(str, meta["choices"]))
@@ -259,8 +318,11 @@ def load_config(path: str | Path | None = None) -> Config:
 
 def example_yaml() -> str:
     """``config/config.example.yaml``: every key with its default and a one-line comment."""
-    lines = ["# Tribal Memory configuration: every key, its default and what it does.",
-             "# Copy to ~/.tribal-memory/config.yaml and change what you need.", ""]
+    lines = [
+        "# Tribal Memory configuration: every key, its default and what it does.",
+        "# Copy to ~/.tribal-memory/config.yaml and change what you need.",
+        "",
+    ]
 
     def render(value: Any) -> str:
         return "null" if value is None else yaml.safe_dump(value).strip().removesuffix("\n...")

@@ -25,8 +25,7 @@ def log_file(config: Config) -> Path:
     return config.data_path / "logs" / "server.log"
 
 
-def setup_logging(level: str = "info", file: Path | None = None, *,
-                  stderr: bool = True) -> None:
+def setup_logging(level: str = "info", file: Path | None = None, *, stderr: bool = True) -> None:
     """Configure the root logger; calling it again replaces the handlers it added before."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, "tribalmemory", False)]:
@@ -37,8 +36,9 @@ def setup_logging(level: str = "info", file: Path | None = None, *,
         handlers.append(logging.StreamHandler(sys.stderr))
     if file is not None:
         file.parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(RotatingFileHandler(file, maxBytes=MAX_BYTES, backupCount=BACKUPS,
-                                            encoding="utf-8"))
+        handlers.append(
+            RotatingFileHandler(file, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
+        )
     formatter = logging.Formatter(FORMAT)
     for handler in handlers:
         handler.setFormatter(formatter)

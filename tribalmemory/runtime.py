@@ -76,5 +76,6 @@ async def start_runtime(config: Config, **plugin_options: Any) -> Runtime:
     if StoreMaintenance.supported(store):  # the embedded store: seal new memories when idle
         maintenance = StoreMaintenance(store)
         maintenance.start()
-    return Runtime(config=config, service=service, api=TribalAPI(service, episodes),
-                   maintenance=maintenance)
+    return Runtime(
+        config=config, service=service, api=TribalAPI(service, episodes), maintenance=maintenance
+    )

@@ -40,7 +40,8 @@ def text(field: str, value: Any, max_chars: int, *, required: bool = True) -> st
     if len(value) > max_chars:
         raise PayloadTooLarge(
             f"{field} has {len(value)} characters; the limit is {max_chars} "
-            "(server.max_content_chars)")
+            "(server.max_content_chars)"
+        )
     return value
 
 
@@ -104,8 +105,9 @@ def timestamp(field: str, value: Any) -> datetime | None:
         raise InvalidInput(f"{field}: {exc}") from None
 
 
-def source_type(value: Any, default: SourceType = SourceType.USER_EXPLICIT,
-                field: str = "source_type") -> SourceType:
+def source_type(
+    value: Any, default: SourceType = SourceType.USER_EXPLICIT, field: str = "source_type"
+) -> SourceType:
     if value is None:
         return default
     try:

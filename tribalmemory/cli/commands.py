@@ -46,9 +46,14 @@ def _text_argument(value: str) -> str:
 
 
 async def remember(api: Api, args: argparse.Namespace) -> int:
-    result = await api.remember(_text_argument(args.text), source_type=args.source_type,
-                                source_instance=args.source_instance, tags=args.tag or None,
-                                context=args.context, skip_dedup=args.force or None)
+    result = await api.remember(
+        _text_argument(args.text),
+        source_type=args.source_type,
+        source_instance=args.source_instance,
+        tags=args.tag or None,
+        context=args.context,
+        skip_dedup=args.force or None,
+    )
     if args.json:
         print_json(result)
     elif result["success"]:
@@ -69,8 +74,10 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
     for rank, hit in enumerate(result["results"], 1):
         memory = hit["memory"]
         tags = f"  [{', '.join(memory['tags'])}]" if memory["tags"] else ""
-        print(f"{rank}. {hit['similarity_score']:.3f}  {memory['id']}  {memory['source_type']}  "
-              f"{memory['created_at'][:10]}{tags}")
+        print(
+            f"{rank}. {hit['similarity_score']:.3f}  {memory['id']}  {memory['source_type']}  "
+            f"{memory['created_at'][:10]}{tags}"
+        )
         print(f"   {shorten(memory['content'], width() - 3)}")
     return 0
 
@@ -120,9 +127,14 @@ async def status(api: Api, args: argparse.Namespace, url: str) -> int:
 
 
 async def episodes_list(api: Api, args: argparse.Namespace) -> int:
-    result = await api.episodes_list(status=args.status, limit=args.limit, offset=args.offset,
-                                     outcome=args.outcome, tag=args.tag,
-                                     participant=args.participant)
+    result = await api.episodes_list(
+        status=args.status,
+        limit=args.limit,
+        offset=args.offset,
+        outcome=args.outcome,
+        tag=args.tag,
+        participant=args.participant,
+    )
     print_json(result) if args.json else print_episodes(result["episodes"])
     return 0
 
@@ -131,15 +143,23 @@ def print_episodes(episodes: list[dict[str, Any]]) -> None:
     if not episodes:
         print("No episodes.")
         return
-    rows = [[e.get("id"), e.get("status"), e.get("memory_count"),
-             (e.get("last_activity_at") or e.get("updated_at") or "")[:16],
-             e.get("title")] for e in episodes]
+    rows = [
+        [
+            e.get("id"),
+            e.get("status"),
+            e.get("memory_count"),
+            (e.get("last_activity_at") or e.get("updated_at") or "")[:16],
+            e.get("title"),
+        ]
+        for e in episodes
+    ]
     print(table(["ID", "STATUS", "MEMORIES", "LAST ACTIVE", "TITLE"], rows))
 
 
 async def episodes_search(api: Api, args: argparse.Namespace) -> int:
-    result = await api.episodes_search(args.query, time_start=args.since, time_end=args.until,
-                                       status=args.status, limit=args.limit)
+    result = await api.episodes_search(
+        args.query, time_start=args.since, time_end=args.until, status=args.status, limit=args.limit
+    )
     print_json(result) if args.json else print_episodes(result["episodes"])
     return 0
 
@@ -170,16 +190,17 @@ async def episodes_show(api: Api, args: argparse.Namespace) -> int:
         print("\ntimeline:")
         for item in result["timeline"]:
             mark = "*" if item.get("key_moment") else " "
-            print(f"{mark} {str(item.get('created_at'))[:16]}  {item.get('memory_id')}  "
-                  f"{shorten(item.get('content', ''), width() - 60)}")
+            print(
+                f"{mark} {str(item.get('created_at'))[:16]}  {item.get('memory_id')}  "
+                f"{shorten(item.get('content', ''), width() - 60)}"
+            )
     elif result.get("memory_ids"):
         print(f"\nmemory_ids: {', '.join(result['memory_ids'])}")
     return 0
 
 
 async def episodes_create(api: Api, args: argparse.Namespace) -> int:
-    result = await api.episode_create(args.title, args.memory_ids,
-                                      parent_episode_id=args.parent)
+    result = await api.episode_create(args.title, args.memory_ids, parent_episode_id=args.parent)
     if args.json:
         print_json(result)
     else:

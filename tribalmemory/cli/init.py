@@ -34,11 +34,17 @@ def server_command(config_path: str | None) -> tuple[str, list[str]]:
 
 def claude_desktop_path() -> Path:
     if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "Claude" / \
-            "claude_desktop_config.json"
+        return (
+            Path.home()
+            / "Library"
+            / "Application Support"
+            / "Claude"
+            / "claude_desktop_config.json"
+        )
     if sys.platform == "win32":
-        return Path(os.environ.get("APPDATA", Path.home())) / "Claude" / \
-            "claude_desktop_config.json"
+        return (
+            Path(os.environ.get("APPDATA", Path.home())) / "Claude" / "claude_desktop_config.json"
+        )
     base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     return base / "Claude" / "claude_desktop_config.json"
 
@@ -69,8 +75,7 @@ def register_json(path: Path, entry: dict[str, Any]) -> str:
             raise CliError(f"{path} is not valid JSON ({exc}); nothing changed") from None
     servers = data.setdefault("mcpServers", {}) if isinstance(data, dict) else None
     if not isinstance(servers, dict):
-        raise CliError(f"{path}: expected an object with an 'mcpServers' object; "
-                       "nothing changed")
+        raise CliError(f"{path}: expected an object with an 'mcpServers' object; nothing changed")
     old = servers.get(NAME)
     new = _merged(old, entry)
     if new == old:
@@ -90,13 +95,17 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}"
-                                for k, v in value.items()) + " }"
+        return (
+            "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        )
     raise CliError(f"cannot rewrite a value of type {type(value).__name__}; edit by hand")
 
 
-HEADER = re.compile(r"""^\s*\[\s*mcp_servers\s*\.\s*(tribal-memory|"tribal-memory"|'tribal-memory')
-                        \s*[.\]]""", re.VERBOSE)
+HEADER = re.compile(
+    r"""^\s*\[\s*mcp_servers\s*\.\s*(tribal-memory|"tribal-memory"|'tribal-memory')
+                        \s*[.\]]""",
+    re.VERBOSE,
+)
 
 
 def _without_table(text: str) -> str:
@@ -144,8 +153,10 @@ def register_toml(path: Path, entry: dict[str, Any]) -> str:
     except tomllib.TOMLDecodeError:
         written = {}
     if _others(written) != _others(data) or written.get("mcp_servers", {}).get(NAME) != new:
-        raise CliError(f"{path} defines {NAME} in a form this command cannot edit safely; "
-                       f"add [mcp_servers.{NAME}] by hand: {json.dumps(new)}")
+        raise CliError(
+            f"{path} defines {NAME} in a form this command cannot edit safely; "
+            f"add [mcp_servers.{NAME}] by hand: {json.dumps(new)}"
+        )
     write_atomic(path, result, _mode(path))
     return "added" if old is None else "updated"
 
@@ -154,12 +165,21 @@ def init(args: argparse.Namespace, config: Config) -> int:
     """Register the MCP server in each chosen client; print what changed."""
     command, arguments = server_command(args.config)
     targets = [
-        ("Claude Code", args.claude_code, Path.home() / ".claude.json",
-         {"type": "stdio", "command": command, "args": arguments}, register_json),
-        ("Codex", args.codex, codex_path(), {"command": command, "args": arguments},
-         register_toml),
-        ("Claude Desktop", args.claude_desktop, claude_desktop_path(),
-         {"command": command, "args": arguments}, register_json),
+        (
+            "Claude Code",
+            args.claude_code,
+            Path.home() / ".claude.json",
+            {"type": "stdio", "command": command, "args": arguments},
+            register_json,
+        ),
+        ("Codex", args.codex, codex_path(), {"command": command, "args": arguments}, register_toml),
+        (
+            "Claude Desktop",
+            args.claude_desktop,
+            claude_desktop_path(),
+            {"command": command, "args": arguments},
+            register_json,
+        ),
     ]
     chosen = [t for t in targets if t[1]]
     if not chosen:
@@ -170,6 +190,8 @@ def init(args: argparse.Namespace, config: Config) -> int:
             print(f"{label}: {NAME} already registered in {path}")
         else:
             print(f"{label}: {outcome} {NAME} in {path} ({command} {' '.join(arguments)})")
-    print("Restart the client(s) to load the server. It reaches the daemon (starting it when "
-          "needed) and reads the token from ~/.tribal-memory/.env.")
+    print(
+        "Restart the client(s) to load the server. It reaches the daemon (starting it when "
+        "needed) and reads the token from ~/.tribal-memory/.env."
+    )
     return 0

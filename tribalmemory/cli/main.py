@@ -65,23 +65,30 @@ def _positive(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
-                        help="configuration file (default: $TRIBAL_MEMORY_CONFIG, else "
-                             "~/.tribal-memory/config.yaml)")
+    common.add_argument(
+        "--config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="configuration file (default: $TRIBAL_MEMORY_CONFIG, else "
+        "~/.tribal-memory/config.yaml)",
+    )
     output = argparse.ArgumentParser(add_help=False, parents=[common])
     output.add_argument("--json", action="store_true", help="print JSON")
 
     parser = argparse.ArgumentParser(
-        prog="tribalmemory", description="Shared memory for AI agents.")
+        prog="tribalmemory", description="Shared memory for AI agents."
+    )
     parser.add_argument("--version", action="version", version=f"tribalmemory {__version__}")
     parser.add_argument("--config", metavar="PATH", default=None, help=argparse.SUPPRESS)
     parser.set_defaults(handler=None)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    def add(name: str, handler: Handler, text: str, parents: list[Any] | None = None
-            ) -> argparse.ArgumentParser:
-        command = sub.add_parser(name, help=text, description=text,
-                                 parents=parents if parents is not None else [output])
+    def add(
+        name: str, handler: Handler, text: str, parents: list[Any] | None = None
+    ) -> argparse.ArgumentParser:
+        command = sub.add_parser(
+            name, help=text, description=text, parents=parents if parents is not None else [output]
+        )
         command.set_defaults(handler=handler)
         return command
 
@@ -89,8 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (default: server.host)")
     serve.add_argument("--port", type=_port, help="TCP port (default: server.port)")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
-    serve.add_argument("--background", action="store_true",
-                       help="log to the log file only (used when started by a client)")
+    serve.add_argument(
+        "--background",
+        action="store_true",
+        help="log to the log file only (used when started by a client)",
+    )
 
     cmd = add("remember", _api("remember"), "store a memory")
     cmd.add_argument("text", help="the memory; '-' reads standard input")
@@ -113,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("costs", _api("costs"), "LLM spend of the episode engine")
 
     episodes = sub.add_parser("episodes", help="list and edit episodes").add_subparsers(
-        title="actions", metavar="ACTION", required=True)
+        title="actions", metavar="ACTION", required=True
+    )
 
     def action(name: str, text: str) -> argparse.ArgumentParser:
         command = episodes.add_parser(name, help=text, description=text, parents=[output])
@@ -145,14 +156,18 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("title")
     cmd.add_argument("memory_ids", nargs="+", metavar="MEMORY_ID")
     cmd.add_argument("--parent", help="the episode this one continues")
-    for name, text in (("add", "add a memory to an episode"),
-                       ("remove", "take a memory out of an episode")):
+    for name, text in (
+        ("add", "add a memory to an episode"),
+        ("remove", "take a memory out of an episode"),
+    ):
         cmd = action(name, text)
         cmd.add_argument("id", help="episode id")
         cmd.add_argument("memory_id")
-    for name, text in (("close", "close an episode"),
-                       ("regenerate", "regenerate an episode's summary"),
-                       ("delete", "delete an episode (its memories stay)")):
+    for name, text in (
+        ("close", "close an episode"),
+        ("regenerate", "regenerate an episode's summary"),
+        ("delete", "delete an episode (its memories stay)"),
+    ):
         action(name, text).add_argument("id", help="episode id")
 
     cmd = add("token", _lazy("tokens", "token"), "manage the API token", [common])
@@ -160,28 +175,37 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--reveal", action="store_true", help="print the whole token")
 
     service = sub.add_parser("service", help="the background daemon").add_subparsers(
-        title="actions", metavar="ACTION", required=True)
+        title="actions", metavar="ACTION", required=True
+    )
     cmd = service.add_parser("logs", help="show the daemon's log", parents=[common])
     cmd.set_defaults(handler=_lazy("service", "logs"))
     cmd.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     cmd.add_argument("-n", "--lines", type=_positive, default=50, help="lines (default 50)")
     cmd.add_argument("--grep", metavar="TEXT", help="only lines containing TEXT")
-    service.add_parser("start", help="start the daemon in the background", parents=[common]
-                       ).set_defaults(handler=_lazy("service", "start"))
-    service.add_parser("stop", help="stop the daemon", parents=[common]
-                       ).set_defaults(handler=_lazy("service", "stop"))
+    service.add_parser(
+        "start", help="start the daemon in the background", parents=[common]
+    ).set_defaults(handler=_lazy("service", "start"))
+    service.add_parser("stop", help="stop the daemon", parents=[common]).set_defaults(
+        handler=_lazy("service", "stop")
+    )
 
-    add("quickstart", _lazy("quickstart", "quickstart"),
-        "start the daemon, store and recall a memory, show what is next", [common])
+    add(
+        "quickstart",
+        _lazy("quickstart", "quickstart"),
+        "start the daemon, store and recall a memory, show what is next",
+        [common],
+    )
     add("mcp", _lazy("service", "mcp"), "MCP server on stdio (for agent clients)", [common])
-    add("reembed", _lazy("service", "reembed"),
-        "recompute every vector with the configured model (daemon stopped)", [common])
-    cmd = add("init", _lazy("init", "init"), "register the MCP server in agent clients",
-              [common])
+    add(
+        "reembed",
+        _lazy("service", "reembed"),
+        "recompute every vector with the configured model (daemon stopped)",
+        [common],
+    )
+    cmd = add("init", _lazy("init", "init"), "register the MCP server in agent clients", [common])
     cmd.add_argument("--claude-code", action="store_true", help="~/.claude.json")
     cmd.add_argument("--codex", action="store_true", help="~/.codex/config.toml")
-    cmd.add_argument("--claude-desktop", action="store_true",
-                     help="claude_desktop_config.json")
+    cmd.add_argument("--claude-desktop", action="store_true", help="claude_desktop_config.json")
     return parser
 
 
@@ -210,8 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         _fail(f"configuration error: {exc}")
         return 2
     except StoreLockedError as exc:
-        _fail(f"{exc}", "`tribalmemory status` shows whether a daemon answers on the "
-                        "configured port")
+        _fail(
+            f"{exc}", "`tribalmemory status` shows whether a daemon answers on the configured port"
+        )
         return 2
     except CliError as exc:
         _fail(exc.message)

@@ -77,16 +77,21 @@ class ProgressBar:
         fraction = min(max(done / total, 0.0), 1.0)
         if self.tty:
             filled = int(fraction * 30)
-            self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] "
-                              f"{done}/{total}")
+            self.stream.write(
+                f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}"
+            )
             self.stream.flush()
         elif int(fraction * 10) != self._last_decile:
             self._last_decile = int(fraction * 10)
             self._write(f"{self.label}: {done}/{total}")
 
     def _write(self, text: str) -> None:
-        print(("\r" if self.tty else "") + text, file=self.stream, end="" if self.tty else "\n",
-              flush=True)
+        print(
+            ("\r" if self.tty else "") + text,
+            file=self.stream,
+            end="" if self.tty else "\n",
+            flush=True,
+        )
 
     def finish(self) -> None:
         if self.tty:

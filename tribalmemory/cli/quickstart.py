@@ -9,8 +9,10 @@ import time
 from ..client import ensure_daemon
 from ..config import Config
 
-SAMPLE = ("Tribal Memory quick start: the team's shared memory server runs at {url}; agents "
-          "connect with `tribalmemory init --claude-code --codex --claude-desktop`.")
+SAMPLE = (
+    "Tribal Memory quick start: the team's shared memory server runs at {url}; agents "
+    "connect with `tribalmemory init --claude-code --codex --claude-desktop`."
+)
 
 
 def quickstart(args: argparse.Namespace, config: Config) -> int:
@@ -21,17 +23,21 @@ def quickstart(args: argparse.Namespace, config: Config) -> int:
 
 async def _tour(client: object, config: Config) -> int:
     api = client  # DaemonClient: the same methods as the in-process API
-    stored = await api.remember(SAMPLE.format(url=api.base_url),  # type: ignore[attr-defined]
-                                tags=["quickstart"], source_type="USER_EXPLICIT")
+    stored = await api.remember(
+        SAMPLE.format(url=api.base_url),  # type: ignore[attr-defined]
+        tags=["quickstart"],
+        source_type="USER_EXPLICIT",
+    )
     if stored["success"]:
         print(f"2. remembered memory {stored['memory_id']}")
     else:
         print(f"2. already remembered (memory {stored['duplicate_of']})")
-    found = await api.recall("how do agents connect to the shared memory?",  # type: ignore
-                             limit=1)
+    found = await api.recall(
+        "how do agents connect to the shared memory?",  # type: ignore
+        limit=1,
+    )
     for hit in found["results"]:
-        print(f"3. recalled (similarity {hit['similarity_score']:.2f}): "
-              f"{hit['memory']['content']}")
+        print(f"3. recalled (similarity {hit['similarity_score']:.2f}): {hit['memory']['content']}")
     health = api.health()  # type: ignore[attr-defined]
     deadline = time.monotonic() + 20  # the LLM check imports litellm in the background
     while (health.get("llm") or {}).get("state") == "starting" and time.monotonic() < deadline:
@@ -46,6 +52,8 @@ async def _tour(client: object, config: Config) -> int:
     else:
         print(f"4. episodes on without an LLM ({llm.get('state')}): {llm.get('reason', '')}")
         print("   " + llm.get("fallback", ""))
-    print("Next: `tribalmemory init --claude-code --codex --claude-desktop` to connect agents, "
-          "`tribalmemory status`, `tribalmemory service stop`.")
+    print(
+        "Next: `tribalmemory init --claude-code --codex --claude-desktop` to connect agents, "
+        "`tribalmemory status`, `tribalmemory service stop`."
+    )
     return 0

@@ -32,13 +32,17 @@ def bind(host: str, port: int) -> socket.socket:
     """Claim the port before loading anything (clients see 'refused' until the app serves)."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
     except OSError as exc:
-        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}. Is another "
-                       "daemon running there? (`tribalmemory status`)", 2) from None
+        raise CliError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}. Is another "
+            "daemon running there? (`tribalmemory status`)",
+            2,
+        ) from None
     return sock
 
 
@@ -52,8 +56,11 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     tokens = token_store(config)
     check_bind(server.host, tokens)
     if not tokens.active:
-        log.warning("no API token: serving %s without authentication (loopback only); "
-                    "`tribalmemory token generate` makes every client need one", server.host)
+        log.warning(
+            "no API token: serving %s without authentication (loopback only); "
+            "`tribalmemory token generate` makes every client need one",
+            server.host,
+        )
     sock = bind(server.host, server.port)
     log.info("starting Tribal Memory on %s (data in %s)", daemon_url(config), config.data_path)
     try:
@@ -79,9 +86,16 @@ async def _serve(config: Config, sock: socket.socket) -> None:
     try:
         app = create_app(config, runtime)
         level = config.server.log_level
-        server = uvicorn.Server(uvicorn.Config(
-            app, log_config=None, log_level=level, access_log=level == "debug",
-            server_header=False, timeout_graceful_shutdown=10))
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                log_config=None,
+                log_level=level,
+                access_log=level == "debug",
+                server_header=False,
+                timeout_graceful_shutdown=10,
+            )
+        )
         log.info("runtime ready in %.2f s", time.monotonic() - started)
         await server.serve(sockets=[sock])
     finally:
@@ -102,8 +116,9 @@ def _is_daemon(pid: int) -> bool:
     """The process exists and is a Tribal Memory daemon (not a re-used pid)."""
     try:
         os.kill(pid, 0)
-        command = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True,
-                                 text=True, timeout=5).stdout
+        command = subprocess.run(
+            ["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True, timeout=5
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return False
     return "tribalmemory" in command and "serve" in command
@@ -148,8 +163,10 @@ def logs(args: argparse.Namespace, config: Config) -> int:
 def reembed(args: argparse.Namespace, config: Config) -> int:
     """``reembed``: recompute every vector with the configured model (daemon stopped)."""
     if find_daemon(config) is not None:
-        raise CliError(f"a daemon is running at {daemon_url(config)} and holds the store: stop "
-                       "it first (`tribalmemory service stop`), then run reembed again")
+        raise CliError(
+            f"a daemon is running at {daemon_url(config)} and holds the store: stop "
+            "it first (`tribalmemory service stop`), then run reembed again"
+        )
     from ..embeddings import load_embedder
     from ..storage.reembed import reembed as run
 

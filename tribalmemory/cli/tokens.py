@@ -29,15 +29,21 @@ def token(args: argparse.Namespace, config: Config) -> int:
     old, new = read_env_value(env_file, TOKEN_ENV), generate_token()
     set_env_value(env_file, TOKEN_ENV, new)  # first: a token nobody can read must not be live
     store.save(new)
-    print(f"{'Rotated' if args.action == 'rotate' else 'Generated'} the API token "
-          f"{new if args.reveal else mask(new)}")
-    print(f"Saved as {TOKEN_ENV} in {env_file} (mode 0600); the daemon checks its hash in "
-          f"{store.path} from its next request on.")
+    print(
+        f"{'Rotated' if args.action == 'rotate' else 'Generated'} the API token "
+        f"{new if args.reveal else mask(new)}"
+    )
+    print(
+        f"Saved as {TOKEN_ENV} in {env_file} (mode 0600); the daemon checks its hash in "
+        f"{store.path} from its next request on."
+    )
     if args.action == "rotate":
         print("The old token no longer works: give the new one to clients on other machines.")
     if os.environ.get(TOKEN_ENV) not in (None, old, new):  # set in the shell, not by .env
-        print(f"Note: {TOKEN_ENV} is also set in this shell's environment, which wins over "
-              f"{env_file}; update or unset it.")
+        print(
+            f"Note: {TOKEN_ENV} is also set in this shell's environment, which wins over "
+            f"{env_file}; update or unset it."
+        )
     return 0
 
 
@@ -45,14 +51,20 @@ def show(expected: str | None, env_file: Path, reveal: bool) -> int:
     value = read_env_value(env_file, TOKEN_ENV)
     if not value:
         if expected is None:
-            raise CliError("no API token yet: the daemon serves loopback clients without one. "
-                           "`tribalmemory token generate` creates one.")
-        raise CliError(f"the daemon has a token but {env_file} does not hold it; "
-                       "`tribalmemory token rotate` makes a new one")
+            raise CliError(
+                "no API token yet: the daemon serves loopback clients without one. "
+                "`tribalmemory token generate` creates one."
+            )
+        raise CliError(
+            f"the daemon has a token but {env_file} does not hold it; "
+            "`tribalmemory token rotate` makes a new one"
+        )
     print(value if reveal else mask(value))
     if expected is not None and hash_token(value) != expected:
-        raise CliError(f"the token in {env_file} is not the daemon's current token; "
-                       "`tribalmemory token rotate` makes them agree")
+        raise CliError(
+            f"the token in {env_file} is not the daemon's current token; "
+            "`tribalmemory token rotate` makes them agree"
+        )
     if expected is None:
         print("(the daemon does not require it: its auth.json is missing)")
     return 0

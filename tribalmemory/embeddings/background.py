@@ -22,6 +22,7 @@ from .embedder import Embedder, load_embedder
 
 log = logging.getLogger("tribalmemory.embeddings")
 
+
 def lower_thread_priority() -> bool:
     """Run the calling thread only when the CPU is otherwise idle (Linux ``SCHED_IDLE``;
     nice +19 if that is refused). Linux schedules threads one by one, so this changes the
@@ -48,16 +49,16 @@ class BackgroundEmbedder:
     def __init__(self, model_name: str, cache_dir: str | None = None) -> None:
         self.model_name = model_name
         self.cache_dir = cache_dir
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tm-background",
-                                            initializer=lower_thread_priority)
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="tm-background", initializer=lower_thread_priority
+        )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         model: Embedder = load_embedder(self.model_name, self.cache_dir, threads=1)
         return model.embed(texts)
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._embed,
-                                                                texts)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._embed, texts)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

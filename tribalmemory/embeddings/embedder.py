@@ -99,8 +99,9 @@ class Embedder:
 
 
 @functools.lru_cache(maxsize=4)
-def load_embedder(model_name: str = BUNDLED_MODEL, cache_dir: str | None = None,
-                  threads: int | None = None) -> Embedder:
+def load_embedder(
+    model_name: str = BUNDLED_MODEL, cache_dir: str | None = None, threads: int | None = None
+) -> Embedder:
     """Load ``model_name`` once per process (and per ``threads``: onnxruntime's threads per
     call, default one per core); the bundled default works with no network."""
     from fastembed import TextEmbedding
@@ -109,8 +110,9 @@ def load_embedder(model_name: str = BUNDLED_MODEL, cache_dir: str | None = None,
         weights = bundled_weights()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         _register_bundled(weights)
-        model = TextEmbedding(BUNDLED_MODEL, specific_model_path=str(tokenizer_dir()),
-                              threads=threads)
+        model = TextEmbedding(
+            BUNDLED_MODEL, specific_model_path=str(tokenizer_dir()), threads=threads
+        )
         return Embedder(BUNDLED_MODEL, model, BUNDLED_DIM)
     try:
         model = TextEmbedding(model_name, cache_dir=cache_dir, threads=threads)

@@ -77,9 +77,15 @@ class MemoryFeatures:
         object.__setattr__(self, "terms", frozenset(self.terms))
 
     @classmethod
-    def from_text(cls, id: str, vector: Any, content: str, tags: Iterable[str] = (),
-                  source_instance: str = "", created_at: datetime | None = None
-                  ) -> MemoryFeatures:
+    def from_text(
+        cls,
+        id: str,
+        vector: Any,
+        content: str,
+        tags: Iterable[str] = (),
+        source_instance: str = "",
+        created_at: datetime | None = None,
+    ) -> MemoryFeatures:
         if created_at is None:
             raise ValueError("created_at is required")
         return cls(id, vector, frozenset(tags), source_instance, created_at, tokenize(content))
@@ -117,7 +123,7 @@ class EpisodeFeatures:
 def add_member(episode: EpisodeFeatures, memory: MemoryFeatures) -> EpisodeFeatures:
     """A new :class:`EpisodeFeatures` with ``memory`` added (the argument is not modified).
     Members are expected in time order; an out-of-order member only widens the time span."""
-    vectors = np.vstack([episode.vectors, memory.vector[None, :]])[-episode.max_recent:]
+    vectors = np.vstack([episode.vectors, memory.vector[None, :]])[-episode.max_recent :]
     tags = dict(episode.tag_counts)
     for t in memory.tags:
         tags[t] = tags.get(t, 0) + 1
@@ -157,8 +163,9 @@ def new_episode(id: str, first: MemoryFeatures, max_recent: int = 32) -> Episode
     )
 
 
-def build_episode(id: str, members: Sequence[MemoryFeatures], max_recent: int = 32
-                  ) -> EpisodeFeatures:
+def build_episode(
+    id: str, members: Sequence[MemoryFeatures], max_recent: int = 32
+) -> EpisodeFeatures:
     """Rebuild an episode from its stored members (e.g. at start-up); equal to adding them one
     by one. Members are sorted by ``created_at`` first."""
     if not members:
@@ -189,7 +196,7 @@ class DetectorContext:
 
     cos_count: float = 50.0
     cos_mean: float = 0.15
-    cos_m2: float = 50.0 * 0.12 ** 2
+    cos_m2: float = 50.0 * 0.12**2
     doc_count: int = 0
     doc_freq: dict[str, int] = field(default_factory=dict)
 
@@ -201,25 +208,39 @@ class DetectorContext:
         return math.log((self.doc_count + 1.0) / (self.doc_freq.get(term, 0) + 0.5))
 
     def to_json(self) -> dict[str, Any]:
-        return {"cos_count": self.cos_count, "cos_mean": self.cos_mean, "cos_m2": self.cos_m2,
-                "doc_count": self.doc_count, "doc_freq": dict(self.doc_freq)}
+        return {
+            "cos_count": self.cos_count,
+            "cos_mean": self.cos_mean,
+            "cos_m2": self.cos_m2,
+            "doc_count": self.doc_count,
+            "doc_freq": dict(self.doc_freq),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DetectorContext:
-        return cls(float(data["cos_count"]), float(data["cos_mean"]), float(data["cos_m2"]),
-                   int(data["doc_count"]), {str(k): int(v) for k, v in data["doc_freq"].items()})
+        return cls(
+            float(data["cos_count"]),
+            float(data["cos_mean"]),
+            float(data["cos_m2"]),
+            int(data["doc_count"]),
+            {str(k): int(v) for k, v in data["doc_freq"].items()},
+        )
 
 
-def update_context(context: DetectorContext, memory: MemoryFeatures,
-                   cosines: Iterable[float] = (), max_cos_count: float = 20000.0
-                   ) -> DetectorContext:
+def update_context(
+    context: DetectorContext,
+    memory: MemoryFeatures,
+    cosines: Iterable[float] = (),
+    max_cos_count: float = 20000.0,
+) -> DetectorContext:
     """Fold ``memory`` into ``context`` **in place** and return it. ``cosines``: the memory's
     cosines to the candidate members it was compared with (:attr:`Decision.background`), merged
     as one batch (Chan et al.'s parallel mean/variance update, vectorised). The cosine statistics
     forget once ``max_cos_count`` is reached (the past is down-weighted so that past + batch
     weigh ``max_cos_count``), so they follow drift. Cost: O(len(cosines) + terms of memory)."""
-    c = np.asarray(cosines if isinstance(cosines, np.ndarray) else list(cosines),
-                   dtype=np.float64).reshape(-1)
+    c = np.asarray(
+        cosines if isinstance(cosines, np.ndarray) else list(cosines), dtype=np.float64
+    ).reshape(-1)
     k = float(c.size)
     if k:
         n, mean, m2 = context.cos_count, context.cos_mean, context.cos_m2
@@ -297,8 +318,9 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-def lexical_overlap(terms: Iterable[str], bag: Mapping[str, int] | Iterable[str],
-                    context: DetectorContext) -> float:
+def lexical_overlap(
+    terms: Iterable[str], bag: Mapping[str, int] | Iterable[str], context: DetectorContext
+) -> float:
     """Rare-term coverage (0..1): the share of the memory's IDF mass (its content terms) that
     also occurs in the candidate's term bag. Common words weigh ~0, rare shared terms dominate.
     O(terms of the memory)."""
@@ -316,18 +338,33 @@ def hours_between(earlier: datetime, later: datetime) -> float:
     return max(0.0, (later - earlier).total_seconds() / 3600.0)
 
 
-def _utility(model: ScoreModel, z: float, lex: float, size: int, shares_tag: bool,
-             hours: float, is_seed: bool = False) -> float:
-    return (z + model.lexical_weight * lex
-            - model.size_weight * math.log(max(size, 1))
-            + (model.tag_weight if shares_tag else 0.0)
-            - model.hours_weight * math.log1p(min(hours, model.hours_cap))
-            - (model.seed_penalty if is_seed else 0.0)
-            + model.bias)
+def _utility(
+    model: ScoreModel,
+    z: float,
+    lex: float,
+    size: int,
+    shares_tag: bool,
+    hours: float,
+    is_seed: bool = False,
+) -> float:
+    return (
+        z
+        + model.lexical_weight * lex
+        - model.size_weight * math.log(max(size, 1))
+        + (model.tag_weight if shares_tag else 0.0)
+        - model.hours_weight * math.log1p(min(hours, model.hours_cap))
+        - (model.seed_penalty if is_seed else 0.0)
+        + model.bias
+    )
 
 
-def evidence(memory: MemoryFeatures, episode: EpisodeFeatures, context: DetectorContext,
-             model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False) -> Evidence:
+def evidence(
+    memory: MemoryFeatures,
+    episode: EpisodeFeatures,
+    context: DetectorContext,
+    model: ScoreModel = DEFAULT_MODEL,
+    is_seed: bool = False,
+) -> Evidence:
     """All evidence for "``memory`` continues ``episode``" and the resulting (stand-alone)
     score. ``is_seed``: ``episode`` is a seed (a one-member episode), which costs
     ``seed_penalty``."""
@@ -336,7 +373,8 @@ def evidence(memory: MemoryFeatures, episode: EpisodeFeatures, context: Detector
     s_cent = float(episode.centroid @ memory.vector)
     s_last = float(cos[-1])
     sim = (s_max + model.w_centroid * s_cent + model.w_last * s_last) / (
-        1.0 + model.w_centroid + model.w_last)
+        1.0 + model.w_centroid + model.w_last
+    )
     z = (sim - context.cos_mean) / context.cos_std
     lex = lexical_overlap(memory.terms, episode.term_counts, context)
     hours = hours_between(episode.last_activity, memory.created_at)
@@ -345,8 +383,13 @@ def evidence(memory: MemoryFeatures, episode: EpisodeFeatures, context: Detector
     return Evidence(s_max, s_cent, sim, z, lex, hours, u, _sigmoid(u))
 
 
-def score(memory: MemoryFeatures, episode: EpisodeFeatures, context: DetectorContext,
-          model: ScoreModel = DEFAULT_MODEL, is_seed: bool = False) -> float:
+def score(
+    memory: MemoryFeatures,
+    episode: EpisodeFeatures,
+    context: DetectorContext,
+    model: ScoreModel = DEFAULT_MODEL,
+    is_seed: bool = False,
+) -> float:
     """Stand-alone match score in [0, 1] (``sigmoid(u)``); strictly increasing in every cosine
     and in rare-term overlap, non-increasing with the hours since the episode's last memory."""
     return evidence(memory, episode, context, model, is_seed).score
@@ -424,8 +467,9 @@ class NewSeed:
 Decision = Join | StartFromSeed | Ambiguous | NewSeed
 
 
-def eligible_episodes(episodes: Iterable[EpisodeFeatures], now: datetime,
-                      active_window_days: float, max_active: int) -> list[EpisodeFeatures]:
+def eligible_episodes(
+    episodes: Iterable[EpisodeFeatures], now: datetime, active_window_days: float, max_active: int
+) -> list[EpisodeFeatures]:
     """Episodes a memory created at ``now`` may join: last memory at most
     ``active_window_days`` before ``now`` (memory time, not wall-clock), and only the
     ``max_active`` most recently active of them."""
@@ -435,8 +479,9 @@ def eligible_episodes(episodes: Iterable[EpisodeFeatures], now: datetime,
     return ok[:max_active]
 
 
-def eligible_seeds(seeds: Iterable[MemoryFeatures], now: datetime,
-                   active_window_days: float) -> list[MemoryFeatures]:
+def eligible_seeds(
+    seeds: Iterable[MemoryFeatures], now: datetime, active_window_days: float
+) -> list[MemoryFeatures]:
     """Seeds no older than the active window (a seed older than that can no longer start an
     episode)."""
     window = timedelta(days=active_window_days)
@@ -449,9 +494,13 @@ evidence (at most ~1.3 z) rarely lifts a seed past 32 closer ones, and this keep
 :func:`decide` at O(seeds) numpy work plus O(32) Python work."""
 
 
-def rank_candidates(memory: MemoryFeatures, episodes: Sequence[EpisodeFeatures],
-                    seeds: Sequence[MemoryFeatures], context: DetectorContext,
-                    model: ScoreModel = DEFAULT_MODEL) -> tuple[list[Candidate], list[float]]:
+def rank_candidates(
+    memory: MemoryFeatures,
+    episodes: Sequence[EpisodeFeatures],
+    seeds: Sequence[MemoryFeatures],
+    context: DetectorContext,
+    model: ScoreModel = DEFAULT_MODEL,
+) -> tuple[list[Candidate], list[float]]:
     """Score every (already eligible) candidate on its own (:func:`evidence`), best first. Also
     returns the background cosines (memory vs each candidate's recent members) for
     :func:`update_context`. Seeds are scored in one matrix product."""
@@ -481,8 +530,9 @@ def rank_candidates(memory: MemoryFeatures, episodes: Sequence[EpisodeFeatures],
             hours = hours_between(seed.created_at, now)
             c = float(cos[j])
             u = _utility(model, float(z[j]), lex, 1, bool(memory.tags & seed.tags), hours, True)
-            evs.append(("seed", seed.id, Evidence(c, c, c, float(z[j]), lex, hours, u,
-                                                  _sigmoid(u))))
+            evs.append(
+                ("seed", seed.id, Evidence(c, c, c, float(z[j]), lex, hours, u, _sigmoid(u)))
+            )
     if not evs:
         return [], []
     out = [Candidate(kind, cid, ev.score, ev) for kind, cid, ev in evs]
@@ -491,9 +541,13 @@ def rank_candidates(memory: MemoryFeatures, episodes: Sequence[EpisodeFeatures],
     return out, bg
 
 
-def decide(memory: MemoryFeatures, active_episodes: Iterable[EpisodeFeatures],
-           seeds: Iterable[MemoryFeatures], context: DetectorContext,
-           params: DetectorParams = DetectorParams()) -> Decision:
+def decide(
+    memory: MemoryFeatures,
+    active_episodes: Iterable[EpisodeFeatures],
+    seeds: Iterable[MemoryFeatures],
+    context: DetectorContext,
+    params: DetectorParams = DetectorParams(),
+) -> Decision:
     """Decide what to do with ``memory`` (see the module docstring).
 
     * ``embedding``: best score >= threshold -> Join / StartFromSeed, else NewSeed;
@@ -501,11 +555,12 @@ def decide(memory: MemoryFeatures, active_episodes: Iterable[EpisodeFeatures],
     * ``llm``: any candidate -> Ambiguous (top ``max_llm_candidates``), none -> NewSeed.
     """
     now = memory.created_at
-    episodes = eligible_episodes(active_episodes, now, params.active_window_days,
-                                 params.max_active_episodes)
+    episodes = eligible_episodes(
+        active_episodes, now, params.active_window_days, params.max_active_episodes
+    )
     seed_list = eligible_seeds(seeds, now, params.active_window_days)
     if len(seed_list) > params.max_seeds:  # the most recent ones
-        seed_list = sorted(seed_list, key=lambda s: s.created_at)[-params.max_seeds:]
+        seed_list = sorted(seed_list, key=lambda s: s.created_at)[-params.max_seeds :]
     ranked, background = rank_candidates(memory, episodes, seed_list, context, params.model)
     bg = tuple(background)
     if not ranked:
@@ -539,8 +594,12 @@ class ChainModel:
 DEFAULT_CHAIN_MODEL = ChainModel()
 
 
-def chain_score(new_episode: EpisodeFeatures, closed_episode: EpisodeFeatures,
-                context: DetectorContext, model: ChainModel = DEFAULT_CHAIN_MODEL) -> float:
+def chain_score(
+    new_episode: EpisodeFeatures,
+    closed_episode: EpisodeFeatures,
+    context: DetectorContext,
+    model: ChainModel = DEFAULT_CHAIN_MODEL,
+) -> float:
     """Calibrated [0, 1] score that ``new_episode`` continues ``closed_episode``; same
     z-scale as :func:`score`. The time rule (closed at most ``chain_window_hours`` before the
     new episode started) is applied by :func:`chain_candidates`, not here."""
@@ -551,8 +610,11 @@ def chain_score(new_episode: EpisodeFeatures, closed_episode: EpisodeFeatures,
     return _sigmoid(z + model.lexical_weight * lex - model.midpoint)
 
 
-def chain_candidates(new_episode: EpisodeFeatures, closed: Iterable[tuple[EpisodeFeatures,
-                     datetime]], window_hours: float) -> list[EpisodeFeatures]:
+def chain_candidates(
+    new_episode: EpisodeFeatures,
+    closed: Iterable[tuple[EpisodeFeatures, datetime]],
+    window_hours: float,
+) -> list[EpisodeFeatures]:
     """Closed episodes (with their closing time) that may be the parent of ``new_episode``:
     closed no later than the new episode's first memory and at most ``window_hours`` before."""
     start = new_episode.first_activity
@@ -564,9 +626,13 @@ def chain_candidates(new_episode: EpisodeFeatures, closed: Iterable[tuple[Episod
     return out
 
 
-def best_parent(new_episode: EpisodeFeatures, closed: Iterable[tuple[EpisodeFeatures, datetime]],
-                context: DetectorContext, params: DetectorParams = DetectorParams(),
-                model: ChainModel = DEFAULT_CHAIN_MODEL) -> tuple[str, float] | None:
+def best_parent(
+    new_episode: EpisodeFeatures,
+    closed: Iterable[tuple[EpisodeFeatures, datetime]],
+    context: DetectorContext,
+    params: DetectorParams = DetectorParams(),
+    model: ChainModel = DEFAULT_CHAIN_MODEL,
+) -> tuple[str, float] | None:
     """The parent to link, or None: the best-scoring eligible closed episode if its
     :func:`chain_score` reaches ``params.chain_threshold``."""
     best: tuple[str, float] | None = None

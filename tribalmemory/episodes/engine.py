@@ -37,8 +37,13 @@ SUMMARY_INSTANCE = "tribalmemory"
 class EpisodeEngine:
     """Everything the episode feature does; the plugin wires it to the host's hooks."""
 
-    def __init__(self, config: Config, store: EpisodeStore, summariser: Summariser,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: EpisodeStore,
+        summariser: Summariser,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.config = config
         self.settings = config.episodes
         self.store = store
@@ -48,7 +53,7 @@ class EpisodeEngine:
         self.service: Any = None
         self._detect_lock = asyncio.Lock()
         self._episode_locks: dict[str, asyncio.Lock] = {}
-        self._active: dict[str, Any] = {}         # episode id -> episode features
+        self._active: dict[str, Any] = {}  # episode id -> episode features
         self._seeds: dict[str, MemoryFeatures] = {}  # unassigned memory id -> features
         self.wake: Callable[..., None] = lambda due=None: None  # set by the worker
 
@@ -106,8 +111,12 @@ class EpisodeEngine:
             features = self.matcher.memory(memory, vector)
             await self._close_idle(reference=to_epoch(memory.created_at))
             decision = self.matcher.decide(
-                features, list(self._active.values()), self._seed_pool(features),
-                ambiguous_allowed=self._llm_detection_wanted(), learn=True)
+                features,
+                list(self._active.values()),
+                self._seed_pool(features),
+                ambiguous_allowed=self._llm_detection_wanted(),
+                learn=True,
+            )
             await self._apply(memory, features, decision, from_llm=False)
             self.save_state()
             return self._status_of(memory.id)
@@ -135,16 +144,30 @@ class EpisodeEngine:
         status = {"assigned": "assigned", "pending": "pending"}.get(state, "unassigned")
         return {"episode_id": episode_id, "episode_status": status}
 
-    async def _apply(self, memory: Memory, features: MemoryFeatures, decision: Decision,
-                     *, from_llm: bool, title_hint: str | None = None) -> None:
+    async def _apply(
+        self,
+        memory: Memory,
+        features: MemoryFeatures,
+        decision: Decision,
+        *,
+        from_llm: bool,
+        title_hint: str | None = None,
+    ) -> None:
         """Carry out a detection decision (caller holds the detect lock)."""
         now = self.clock()
         kind = decision.kind
         if kind == "join" and decision.target in self._active:
             episode_id = decision.target
             with self.store.transaction() as db:
-                self.store.add_member(db, episode_id, memory.id, when(features), now,
-                                      decision.score, lifecycle.surprise(decision.similarity))
+                self.store.add_member(
+                    db,
+                    episode_id,
+                    memory.id,
+                    when(features),
+                    now,
+                    decision.score,
+                    lifecycle.surprise(decision.similarity),
+                )
                 self._finish_detection(db, memory.id)
                 self._queue_summary(db, episode_id, now, trigger=memory.id)
             self._active[episode_id] = self.matcher.add(self._active[episode_id], features)
@@ -155,8 +178,9 @@ class EpisodeEngine:
         elif kind == "ambiguous":
             with self.store.transaction() as db:
                 db.execute("DELETE FROM jobs WHERE kind = 'detect' AND key = ?", (memory.id,))
-                self.store.enqueue(db, "classify", memory.id, now,
-                                   payload={"candidates": decision.candidate_ids()})
+                self.store.enqueue(
+                    db, "classify", memory.id, now, payload={"candidates": decision.candidate_ids()}
+                )
             self._seeds[memory.id] = features
             self.wake()
         else:
@@ -170,42 +194,65 @@ class EpisodeEngine:
                 self._seeds.pop(memory.id, None)
 
     def _finish_detection(self, db: Any, memory_id: str) -> None:
-        db.execute("DELETE FROM jobs WHERE kind IN ('detect', 'classify') AND key = ?",
-                   (memory_id,))
+        db.execute(
+            "DELETE FROM jobs WHERE kind IN ('detect', 'classify') AND key = ?", (memory_id,)
+        )
 
-    def _queue_summary(self, db: Any, episode_id: str, now: float, *, trigger: str | None,
-                       delay: float | None = None) -> None:
+    def _queue_summary(
+        self,
+        db: Any,
+        episode_id: str,
+        now: float,
+        *,
+        trigger: str | None,
+        delay: float | None = None,
+    ) -> None:
         self.store.update_episode(db, episode_id, summary_status="pending")
         wait = self.settings.summary_debounce_seconds if delay is None else delay
         self.store.enqueue(db, "summary", episode_id, now, wait, {"trigger": trigger})
         self.wake(now + wait)
 
-    async def _start_from_seed(self, memory: Memory, features: MemoryFeatures,
-                               seed: MemoryFeatures, decision: Decision,
-                               title_hint: str | None) -> None:
-        seed_memory = (await self.service.get_many([seed.id]))
+    async def _start_from_seed(
+        self,
+        memory: Memory,
+        features: MemoryFeatures,
+        seed: MemoryFeatures,
+        decision: Decision,
+        title_hint: str | None,
+    ) -> None:
+        seed_memory = await self.service.get_many([seed.id])
         if not seed_memory:  # the seed was forgotten meanwhile
             self._seeds.pop(seed.id, None)
             await self._apply(memory, features, Decision.new_seed(), from_llm=False)
             return
         seed_row = self.store.detection(seed.id)
         hint = title_hint or (seed_row["hint"] if seed_row else None)
-        members = sorted([(seed_memory[0], seed), (memory, features)],
-                         key=lambda pair: when(pair[1]))
+        members = sorted(
+            [(seed_memory[0], seed), (memory, features)], key=lambda pair: when(pair[1])
+        )
         await self._create(
-            [m for m, _ in members], [f for _, f in members], title=hint,
+            [m for m, _ in members],
+            [f for _, f in members],
+            title=hint,
             title_source="llm" if hint else "keyword",
             scores={memory.id: (decision.score, decision.similarity)},
-            finish_detection_of=[memory.id, seed.id])
+            finish_detection_of=[memory.id, seed.id],
+        )
 
     # -- creating episodes ----------------------------------------------------------------
 
-    async def _create(self, memories: list[Memory], features: list[MemoryFeatures], *,
-                      title: str | None, title_source: str,
-                      scores: dict[str, tuple[float, float]] | None = None,
-                      finish_detection_of: list[str] | None = None,
-                      parent_episode_id: str | None = None,
-                      summary_now: bool = False) -> EpisodeRow:
+    async def _create(
+        self,
+        memories: list[Memory],
+        features: list[MemoryFeatures],
+        *,
+        title: str | None,
+        title_source: str,
+        scores: dict[str, tuple[float, float]] | None = None,
+        finish_detection_of: list[str] | None = None,
+        parent_episode_id: str | None = None,
+        summary_now: bool = False,
+    ) -> EpisodeRow:
         """Create an active episode with an extractive summary (LLM refinement is queued).
 
         Its summary memory is written by the summary job queued here, after the request that
@@ -223,12 +270,21 @@ class EpisodeEngine:
             title=title or extractive.keyword_title(memories, vectors),
             title_source=title_source,
             summary=extractive.extractive_summary(memories, vectors),
-            summary_kind="extractive", summary_status="pending",
-            summary_memory_id=new_memory_id(), llm_summary="", llm_summary_mark=None,
-            needs_full=False, since_regen=0, status="active", created_at=now,
-            updated_at=now, closed_at=None, last_activity=last,
+            summary_kind="extractive",
+            summary_status="pending",
+            summary_memory_id=new_memory_id(),
+            llm_summary="",
+            llm_summary_mark=None,
+            needs_full=False,
+            since_regen=0,
+            status="active",
+            created_at=now,
+            updated_at=now,
+            closed_at=None,
+            last_activity=last,
             parent_episode_id=parent_episode_id,
-            metadata={})
+            metadata={},
+        )
         row.first_activity = min(when(f) for f in features)
         await self._make_room(adding=1)
         if summary_now:
@@ -239,8 +295,14 @@ class EpisodeEngine:
             for memory, feature in zip(memories, features, strict=True):
                 score, similarity = (scores or {}).get(memory.id, (None, None))
                 previous = self.store.add_member(
-                    db, episode_id, memory.id, when(feature), now, score,
-                    None if similarity is None else lifecycle.surprise(similarity))
+                    db,
+                    episode_id,
+                    memory.id,
+                    when(feature),
+                    now,
+                    score,
+                    None if similarity is None else lifecycle.surprise(similarity),
+                )
                 if previous:
                     moved_from.add(previous)
             self.store.update_episode(db, episode_id, since_regen=len(memories))
@@ -259,42 +321,51 @@ class EpisodeEngine:
                 await self._refresh_extractive(previous)
         created = self.store.episode(episode_id)
         assert created is not None
-        log.info("episode %s created with %d memories: %s", episode_id, len(memories),
-                 created.title)
+        log.info(
+            "episode %s created with %d memories: %s", episode_id, len(memories), created.title
+        )
         return created
 
     async def _make_room(self, adding: int) -> None:
-        active = [lifecycle.Activity(episode_id, "active", last)
-                  for episode_id, last in self.store.active_activity()]
+        active = [
+            lifecycle.Activity(episode_id, "active", last)
+            for episode_id, last in self.store.active_activity()
+        ]
         for episode_id in lifecycle.over_cap(active, self.settings.max_active_episodes, adding):
-            log.info("closing %s: more than max_active_episodes=%d active episodes",
-                     episode_id, self.settings.max_active_episodes)
+            log.info(
+                "closing %s: more than max_active_episodes=%d active episodes",
+                episode_id,
+                self.settings.max_active_episodes,
+            )
             await self._close(episode_id, reason="active cap")
 
     async def _close_idle(self, reference: float) -> None:
         """Close active episodes idle for ``active_window_days`` before ``reference``."""
-        active = [lifecycle.Activity(episode_id, "active", last)
-                  for episode_id, last in self.store.active_activity()]
+        active = [
+            lifecycle.Activity(episode_id, "active", last)
+            for episode_id, last in self.store.active_activity()
+        ]
         for episode_id in lifecycle.idle(active, reference, self.settings.active_window_days):
             await self._close(episode_id, reason="idle")
 
     async def _close(self, episode_id: str, reason: str) -> None:
         now = self.clock()
         with self.store.transaction() as db:
-            row = db.execute("SELECT status FROM episodes WHERE id = ?", (episode_id,)
-                             ).fetchone()
+            row = db.execute("SELECT status FROM episodes WHERE id = ?", (episode_id,)).fetchone()
             if row is None or row[0] != "active":
                 return
-            self.store.update_episode(db, episode_id, status="closed", closed_at=now,
-                                      updated_at=now)
+            self.store.update_episode(
+                db, episode_id, status="closed", closed_at=now, updated_at=now
+            )
             self._queue_summary(db, episode_id, now, trigger=None, delay=0.0)
         self._active.pop(episode_id, None)
         log.info("episode %s closed (%s)", episode_id, reason)
 
     # -- summaries ------------------------------------------------------------------------
 
-    async def _write_summary_memory(self, row: EpisodeRow, memories: list[Memory],
-                                    title: str, summary: str, kind: str) -> None:
+    async def _write_summary_memory(
+        self, row: EpisodeRow, memories: list[Memory], title: str, summary: str, kind: str
+    ) -> None:
         """Insert or replace the episode's EPISODE_SUMMARY memory (same id every time)."""
         if row.summary_memory_id is None:
             return
@@ -302,11 +373,16 @@ class EpisodeEngine:
         tags = sorted({t for m in memories for t in m.tags} | {f"episode:{episode_id}"})
         now = from_epoch(self.clock())
         memory = Memory(
-            id=row.summary_memory_id, content=f"Episode: {title}\n{summary}",
-            source_type=SourceType.EPISODE_SUMMARY, source_instance=SUMMARY_INSTANCE,
-            tags=tags, context=None, created_at=from_epoch(row.first_activity or row.created_at),
+            id=row.summary_memory_id,
+            content=f"Episode: {title}\n{summary}",
+            source_type=SourceType.EPISODE_SUMMARY,
+            source_instance=SUMMARY_INSTANCE,
+            tags=tags,
+            context=None,
+            created_at=from_epoch(row.first_activity or row.created_at),
             updated_at=now,
-            metadata={"episode_id": episode_id, "summary_kind": kind})
+            metadata={"episode_id": episode_id, "summary_kind": kind},
+        )
         await self.service.put_internal(memory)
 
     async def _members(self, episode_id: str) -> tuple[list[Memory], np.ndarray]:
@@ -318,8 +394,9 @@ class EpisodeEngine:
             return [], np.zeros((0, 1), dtype=np.float32)
         return kept, np.stack([vectors[m.id] for m in kept])
 
-    async def _live_members(self, episode_id: str
-                            ) -> tuple[EpisodeRow, list[Memory], np.ndarray] | None:
+    async def _live_members(
+        self, episode_id: str
+    ) -> tuple[EpisodeRow, list[Memory], np.ndarray] | None:
         """The episode and its members; None when it is gone or empty (then its summary
         memory is removed, since there is nothing left to summarise)."""
         row = self.store.episode(episode_id)
@@ -342,8 +419,14 @@ class EpisodeEngine:
         if row.title_source == "keyword":  # the title may quote the removed memory
             title = extractive.keyword_title(memories, vectors)
         with self.store.transaction() as db:
-            self.store.update_episode(db, episode_id, summary=summary, title=title,
-                                      summary_kind="extractive", updated_at=self.clock())
+            self.store.update_episode(
+                db,
+                episode_id,
+                summary=summary,
+                title=title,
+                summary_kind="extractive",
+                updated_at=self.clock(),
+            )
         await self._write_summary_memory(row, memories, title, summary, "extractive")
 
     async def _drop_summary_memory(self, episode_id: str) -> None:
@@ -351,8 +434,14 @@ class EpisodeEngine:
         if row is None or row.summary_memory_id is None:
             return
         with self.store.transaction() as db:
-            self.store.update_episode(db, episode_id, summary="", summary_memory_id=None,
-                                      summary_status="current", updated_at=self.clock())
+            self.store.update_episode(
+                db,
+                episode_id,
+                summary="",
+                summary_memory_id=None,
+                summary_status="current",
+                updated_at=self.clock(),
+            )
         await self.service.delete_internal([row.summary_memory_id])
 
     async def run_summary(self, episode_id: str, trigger: str | None = None) -> None:
@@ -365,55 +454,81 @@ class EpisodeEngine:
             if row.summary_memory_id is None:  # it was emptied, and has members again
                 row.summary_memory_id = new_memory_id()
                 with self.store.transaction() as db:
-                    self.store.update_episode(db, episode_id,
-                                              summary_memory_id=row.summary_memory_id)
+                    self.store.update_episode(
+                        db, episode_id, summary_memory_id=row.summary_memory_id
+                    )
             # Memberships are numbered in insertion order (rowid): "new since the last LLM
             # summary" is every membership numbered above the mark it recorded.
             marker = self.store.db.execute(
                 "SELECT MAX(rowid) FROM memberships WHERE episode_id = ?", (episode_id,)
             ).fetchone()[0]
-            fresh = {r[0] for r in self.store.db.execute(
-                "SELECT memory_id FROM memberships WHERE episode_id = ? AND rowid > ?",
-                (episode_id, row.llm_summary_mark or 0))}
+            fresh = {
+                r[0]
+                for r in self.store.db.execute(
+                    "SELECT memory_id FROM memberships WHERE episode_id = ? AND rowid > ?",
+                    (episode_id, row.llm_summary_mark or 0),
+                )
+            }
             new_memories = [m for m in memories if m.id in fresh]
             plan = lifecycle.plan_summary(
-                status=row.status, since_regen=row.since_regen,
-                interval=self.settings.full_regen_interval, needs_full=row.needs_full,
-                has_llm_summary=bool(row.llm_summary), new_memories=len(new_memories),
-                update_every=self.settings.llm_update_every)
+                status=row.status,
+                since_regen=row.since_regen,
+                interval=self.settings.full_regen_interval,
+                needs_full=row.needs_full,
+                has_llm_summary=bool(row.llm_summary),
+                new_memories=len(new_memories),
+                update_every=self.settings.llm_update_every,
+            )
             interim = plan == "interim" and bool(row.llm_summary) and self.summariser.ready()
-            result = None if plan == "interim" else await self.summariser.summarise(
-                plan, row, memories, new_memories, trigger)
+            result = (
+                None
+                if plan == "interim"
+                else await self.summariser.summarise(plan, row, memories, new_memories, trigger)
+            )
             # What follows uses the CPU (extractive summary, embedding): requests go first.
             await self.service.activity.background_turn()
             values: dict[str, Any] = {"updated_at": self.clock()}
             if interim:
-                values.update(summary=extractive.interim_summary(row.llm_summary, new_memories),
-                              summary_kind="llm")
+                values.update(
+                    summary=extractive.interim_summary(row.llm_summary, new_memories),
+                    summary_kind="llm",
+                )
             else:
                 values.update(self._summary_values(plan, row, memories, vectors, result, marker))
             title = values.get("title", row.title)
             if self.store.episode(episode_id) is None:
                 return
-            await self._write_summary_memory(row, memories, title, values["summary"],
-                                             values["summary_kind"])
+            await self._write_summary_memory(
+                row, memories, title, values["summary"], values["summary_kind"]
+            )
             with self.store.transaction() as db:
                 self.store.update_episode(db, episode_id, **values)
 
     @staticmethod
-    def _summary_values(plan: str, row: EpisodeRow, memories: list[Memory], vectors: np.ndarray,
-                        result: SummaryOutcome | None, marker: int | None
-                        ) -> dict[str, Any]:
+    def _summary_values(
+        plan: str,
+        row: EpisodeRow,
+        memories: list[Memory],
+        vectors: np.ndarray,
+        result: SummaryOutcome | None,
+        marker: int | None,
+    ) -> dict[str, Any]:
         """Episode columns after an LLM summary, or after the extractive fallback."""
         if result is None:
             values: dict[str, Any] = {
                 "summary": extractive.extractive_summary(memories, vectors),
-                "summary_kind": "extractive"}
+                "summary_kind": "extractive",
+            }
             if plan == "final" or not row.metadata:
                 values["metadata"] = extractive.fallback_metadata(memories, row.status)
             return values
-        values = {"summary": result.summary, "summary_kind": "llm",
-                  "llm_summary": result.summary, "llm_summary_mark": marker, "needs_full": False}
+        values = {
+            "summary": result.summary,
+            "summary_kind": "llm",
+            "llm_summary": result.summary,
+            "llm_summary_mark": marker,
+            "needs_full": False,
+        }
         if plan in ("regenerate", "final"):
             values["since_regen"] = 0
         if result.title and row.title_source != "user":
@@ -424,8 +539,9 @@ class EpisodeEngine:
 
     def mark_summary_settled(self, episode_id: str) -> None:
         with self.store.transaction() as db:
-            pending = db.execute("SELECT 1 FROM jobs WHERE kind = 'summary' AND key = ?",
-                                 (episode_id,)).fetchone()
+            pending = db.execute(
+                "SELECT 1 FROM jobs WHERE kind = 'summary' AND key = ?", (episode_id,)
+            ).fetchone()
             if not pending:
                 self.store.update_episode(db, episode_id, summary_status="current")
 
@@ -443,8 +559,12 @@ class EpisodeEngine:
         memory = memories[0]
         features = self.matcher.memory(memory, vectors[memory_id])
         async with self._detect_lock:
-            decision = self.matcher.decide(features, list(self._active.values()),
-                                           self._seed_pool(features), ambiguous_allowed=True)
+            decision = self.matcher.decide(
+                features,
+                list(self._active.values()),
+                self._seed_pool(features),
+                ambiguous_allowed=True,
+            )
         if decision.kind != "ambiguous":
             async with self._detect_lock:
                 if self._still_pending(memory_id):
@@ -457,21 +577,26 @@ class EpisodeEngine:
             if not self._still_pending(memory_id):
                 return
             if answer is None:  # LLM unavailable: the embedding decision stands
-                fallback = self.matcher.decide(features, list(self._active.values()),
-                                               self._seed_pool(features),
-                                               ambiguous_allowed=False)
+                fallback = self.matcher.decide(
+                    features,
+                    list(self._active.values()),
+                    self._seed_pool(features),
+                    ambiguous_allowed=False,
+                )
                 await self._apply(memory, features, fallback, from_llm=False)
                 return
             action, target, title = answer
             if action == "join" and target is not None:
                 chosen = decision.pick(target)
-                if chosen is not None and (chosen.target in self._active
-                                           or chosen.target in self._seeds):
+                if chosen is not None and (
+                    chosen.target in self._active or chosen.target in self._seeds
+                ):
                     await self._apply(memory, features, chosen, from_llm=True, title_hint=title)
                     return
             kind = "none" if action == "none" else "new_seed"
-            await self._apply(memory, features, Decision(kind=kind), from_llm=True,
-                              title_hint=title)
+            await self._apply(
+                memory, features, Decision(kind=kind), from_llm=True, title_hint=title
+            )
 
     def _still_pending(self, memory_id: str) -> bool:
         row = self.store.detection(memory_id)
@@ -485,14 +610,25 @@ class EpisodeEngine:
                 if row is None or row.status != "active":
                     continue
                 recent = await self.service.get_many(self.store.member_ids(row.id)[-3:])
-                described.append({"id": option.target, "title": row.title,
-                                  "summary": row.llm_summary or row.summary,
-                                  "recent": [(m.id, m.content) for m in recent]})
+                described.append(
+                    {
+                        "id": option.target,
+                        "title": row.title,
+                        "summary": row.llm_summary or row.summary,
+                        "recent": [(m.id, m.content) for m in recent],
+                    }
+                )
             else:
                 seed = await self.service.get_many([option.target or ""])
                 if seed:
-                    described.append({"id": option.candidate_id, "title": "(new thread)",
-                                      "summary": "", "recent": [(seed[0].id, seed[0].content)]})
+                    described.append(
+                        {
+                            "id": option.candidate_id,
+                            "title": "(new thread)",
+                            "summary": "",
+                            "recent": [(seed[0].id, seed[0].content)],
+                        }
+                    )
         return described
 
     # -- host events ----------------------------------------------------------------------
@@ -511,7 +647,8 @@ class EpisodeEngine:
             episode_id = memory.metadata.get("episode_id", "?")
             raise InvalidInput(
                 f"memory {memory.id} is the summary of episode {episode_id}; delete the "
-                f"episode (DELETE /v1/episodes/{episode_id}) or regenerate its summary instead")
+                f"episode (DELETE /v1/episodes/{episode_id}) or regenerate its summary instead"
+            )
 
     async def memory_corrected(self, old: Memory, new: Memory) -> None:
         episode_id = self.store.episode_of(old.id)
@@ -544,16 +681,19 @@ class EpisodeEngine:
     def _cost(self, episode_id: str) -> float:
         return self.summariser.episode_cost(episode_id)
 
-    async def list_episodes(self, status: str | None, limit: int, offset: int,
-                            filters: dict[str, str]) -> list[dict[str, Any]]:
+    async def list_episodes(
+        self, status: str | None, limit: int, offset: int, filters: dict[str, str]
+    ) -> list[dict[str, Any]]:
         rows = self.store.episodes(status, limit, offset, filters)
         return [episode_summary_json(r, self._cost(r.id)) for r in rows]
 
     async def get_episode(self, episode_id: str, include_timeline: bool) -> dict[str, Any]:
         row = self._row(episode_id)
         members = self.store.members(episode_id)
-        result: dict[str, Any] = {"episode": episode_json(row, self._cost(episode_id)),
-                                  "memory_ids": [m["memory_id"] for m in members]}
+        result: dict[str, Any] = {
+            "episode": episode_json(row, self._cost(episode_id)),
+            "memory_ids": [m["memory_id"] for m in members],
+        }
         if include_timeline:
             memories = {m.id: m for m in await self.service.get_many(result["memory_ids"])}
             timeline = []
@@ -562,16 +702,23 @@ class EpisodeEngine:
                 if memory is None:
                     continue
                 surprise = member["surprise"]
-                timeline.append({
-                    "memory_id": memory.id, "created_at": to_iso(memory.created_at),
-                    "content": memory.content, "tags": memory.tags,
-                    "source_instance": memory.source_instance, "surprise": surprise,
-                    "key_moment": surprise is not None and surprise >= lifecycle.KEY_MOMENT})
+                timeline.append(
+                    {
+                        "memory_id": memory.id,
+                        "created_at": to_iso(memory.created_at),
+                        "content": memory.content,
+                        "tags": memory.tags,
+                        "source_instance": memory.source_instance,
+                        "surprise": surprise,
+                        "key_moment": surprise is not None and surprise >= lifecycle.KEY_MOMENT,
+                    }
+                )
             result["timeline"] = timeline
         return result
 
-    async def create_episode(self, title: str, memory_ids: list[str],
-                             parent_episode_id: str | None) -> dict[str, Any]:
+    async def create_episode(
+        self, title: str, memory_ids: list[str], parent_episode_id: str | None
+    ) -> dict[str, Any]:
         memories = await self.service.get_many(memory_ids)
         found = {m.id for m in memories}
         missing = [m for m in memory_ids if m not in found]
@@ -586,9 +733,15 @@ class EpisodeEngine:
         memories.sort(key=lambda m: m.created_at)
         features = [self.matcher.memory(m, vectors[m.id]) for m in memories]
         async with self._detect_lock:
-            row = await self._create(memories, features, title=title, title_source="user",
-                                     finish_detection_of=memory_ids, summary_now=True,
-                                     parent_episode_id=parent_episode_id)
+            row = await self._create(
+                memories,
+                features,
+                title=title,
+                title_source="user",
+                finish_detection_of=memory_ids,
+                summary_now=True,
+                parent_episode_id=parent_episode_id,
+            )
         return {"id": row.id, "memory_count": row.memory_count}
 
     async def add_memory(self, episode_id: str, memory_id: str) -> None:
@@ -601,8 +754,9 @@ class EpisodeEngine:
         vectors = await self.service.vectors([memory_id])
         async with self._detect_lock, self.lock(episode_id):
             with self.store.transaction() as db:
-                previous = self.store.add_member(db, episode_id, memory_id,
-                                                 to_epoch(memory.created_at), self.clock())
+                previous = self.store.add_member(
+                    db, episode_id, memory_id, to_epoch(memory.created_at), self.clock()
+                )
                 self._finish_detection(db, memory_id)
                 self._queue_summary(db, episode_id, self.clock(), trigger=memory_id)
                 if previous:
@@ -610,7 +764,8 @@ class EpisodeEngine:
             self._seeds.pop(memory_id, None)
             if row.status == "active" and episode_id in self._active:
                 self._active[episode_id] = self.matcher.add(
-                    self._active[episode_id], self.matcher.memory(memory, vectors[memory_id]))
+                    self._active[episode_id], self.matcher.memory(memory, vectors[memory_id])
+                )
         if previous:
             async with self.lock(previous):
                 await self._refresh_extractive(previous)
@@ -659,23 +814,31 @@ class EpisodeEngine:
         now = self.clock()
         async with self._detect_lock:
             await self._close_idle(reference=now)
-        closed = [lifecycle.Activity(r.id, r.status, r.last_activity, r.closed_at)
-                  for r in self.store.episodes("closed", limit=100000)]
+        closed = [
+            lifecycle.Activity(r.id, r.status, r.last_activity, r.closed_at)
+            for r in self.store.episodes("closed", limit=100000)
+        ]
         ids = lifecycle.archivable(closed, now, self.settings.archive_after_days)
         if ids:
             with self.store.transaction() as db:
                 for episode_id in ids:
                     self.store.update_episode(db, episode_id, status="archived", updated_at=now)
-            log.info("archived %d episodes closed over %s days ago", len(ids),
-                     self.settings.archive_after_days)
+            log.info(
+                "archived %d episodes closed over %s days ago",
+                len(ids),
+                self.settings.archive_after_days,
+            )
 
     async def reconcile(self) -> None:
         """After a crash: re-queue missing summaries, delete orphaned summary memories."""
         from ..storage.base import MemoryFilter
 
         rows = {r: self.store.episode(r) for r in self.store.all_episode_ids()}
-        expected = {row.summary_memory_id: eid for eid, row in rows.items()
-                    if row is not None and row.summary_memory_id}
+        expected = {
+            row.summary_memory_id: eid
+            for eid, row in rows.items()
+            if row is not None and row.summary_memory_id
+        }
         present = {m.id for m in await self.service.get_many(list(expected))}
         now = self.clock()
         with self.store.transaction() as db:
@@ -696,12 +859,13 @@ class EpisodeEngine:
         out: dict[str, dict[str, Any]] = {}
         for memory in memories:
             if memory.source_type is SourceType.EPISODE_SUMMARY:
-                out[memory.id] = {"episode_id": memory.metadata.get("episode_id"),
-                                  "episode_status": "summary"}
+                out[memory.id] = {
+                    "episode_id": memory.metadata.get("episode_id"),
+                    "episode_status": "summary",
+                }
                 continue
             state = states.get(memory.id)
-            status = {"assigned": "assigned", "pending": "pending"}.get(state or "",
-                                                                         "unassigned")
+            status = {"assigned": "assigned", "pending": "pending"}.get(state or "", "unassigned")
             out[memory.id] = {"episode_id": episodes.get(memory.id), "episode_status": status}
         return out
 
@@ -722,8 +886,12 @@ class EpisodeEngine:
         """
         new = self._active.get(episode_id)
         row = self.store.episode(episode_id)
-        if (new is None or row is None or row.first_activity is None
-                or row.parent_episode_id is not None):
+        if (
+            new is None
+            or row is None
+            or row.first_activity is None
+            or row.parent_episode_id is not None
+        ):
             return None
         horizon = self.clock() - self.settings.chain_window_hours * 3600.0
         candidates = self.store.recently_closed(horizon, row.first_activity)
@@ -740,7 +908,8 @@ class EpisodeEngine:
                 continue
             score = self.matcher.chain_score(new, self.matcher.episode(candidate.id, members))
             if score >= self.settings.chain_similarity_threshold and (
-                    best is None or score > best[1]):
+                best is None or score > best[1]
+            ):
                 best = (candidate.id, score)
         return best
 
@@ -778,14 +947,20 @@ class EpisodeEngine:
                 chain.append(child)
                 frontier.append(child.id)
         items = [episode_summary_json(r, self._cost(r.id)) for r in chain]
-        return {"episode_id": episode_id, "root_id": chain[0].id, "chain": items,
-                "count": len(items)}
+        return {
+            "episode_id": episode_id,
+            "root_id": chain[0].id,
+            "chain": items,
+            "count": len(items),
+        }
 
-    async def _relevant(self, query: str, fetch: int, floor: float
-                        ) -> list[tuple[EpisodeRow, float]]:
+    async def _relevant(
+        self, query: str, fetch: int, floor: float
+    ) -> list[tuple[EpisodeRow, float]]:
         """Episodes whose summary memory matches ``query`` (hybrid search), best first."""
-        hits = await self.service.recall(query, limit=min(50, fetch), min_relevance=floor,
-                                         source_types=["episode_summary"])
+        hits = await self.service.recall(
+            query, limit=min(50, fetch), min_relevance=floor, source_types=["episode_summary"]
+        )
         found: list[tuple[EpisodeRow, float]] = []
         for hit in hits:
             row = self.store.episode(str(hit.memory.metadata.get("episode_id", "")))
@@ -798,31 +973,44 @@ class EpisodeEngine:
         found = (await self._relevant(topic, limit * 3, REPLAY_MIN_RELEVANCE))[:limit]
         found.sort(key=lambda pair: pair[0].first_activity or pair[0].created_at)
         items = []
-        lines = [f"Episodes about {topic!r}, oldest first:"] if found else \
-            [f"No episode matches {topic!r}."]
+        lines = (
+            [f"Episodes about {topic!r}, oldest first:"]
+            if found
+            else [f"No episode matches {topic!r}."]
+        )
         for index, (row, relevance) in enumerate(found, 1):
-            parent = self.store.episode(row.parent_episode_id) if row.parent_episode_id \
-                else None
+            parent = self.store.episode(row.parent_episode_id) if row.parent_episode_id else None
             start = to_iso(from_epoch(row.first_activity or row.created_at))[:10]
             end = to_iso(from_epoch(row.last_activity))[:10]
             short = extractive.clip(row.summary, 300)
             outcome = row.metadata.get("outcome", "unknown")
-            items.append({
-                "id": row.id, "title": row.title, "status": row.status,
-                "start": to_iso(from_epoch(row.first_activity or row.created_at)),
-                "end": to_iso(from_epoch(row.last_activity)),
-                "continues": parent.id if parent else None,
-                "continues_title": parent.title if parent else None,
-                "summary": short, "tags": row.metadata.get("tags", []), "outcome": outcome,
-                "relevance": round(relevance, 4)})
+            items.append(
+                {
+                    "id": row.id,
+                    "title": row.title,
+                    "status": row.status,
+                    "start": to_iso(from_epoch(row.first_activity or row.created_at)),
+                    "end": to_iso(from_epoch(row.last_activity)),
+                    "continues": parent.id if parent else None,
+                    "continues_title": parent.title if parent else None,
+                    "summary": short,
+                    "tags": row.metadata.get("tags", []),
+                    "outcome": outcome,
+                    "relevance": round(relevance, 4),
+                }
+            )
             marker = f" (continues: {parent.title})" if parent else ""
-            lines.append(f"{index}. {start} to {end}: {row.title}{marker} [{outcome}]\n"
-                         f"   {short}")
-        return {"topic": topic, "episodes": items, "count": len(items),
-                "text": "\n".join(lines)}
+            lines.append(f"{index}. {start} to {end}: {row.title}{marker} [{outcome}]\n   {short}")
+        return {"topic": topic, "episodes": items, "count": len(items), "text": "\n".join(lines)}
 
-    async def search(self, query: str, time_start: float | None, time_end: float | None,
-                     status: str | None, limit: int) -> dict[str, Any]:
+    async def search(
+        self,
+        query: str,
+        time_start: float | None,
+        time_end: float | None,
+        status: str | None,
+        limit: int,
+    ) -> dict[str, Any]:
         """Hybrid search over episode summaries and titles with time and status filters.
 
         An episode matches the time range when its memories' span overlaps it. Ranking:

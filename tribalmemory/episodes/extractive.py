@@ -16,8 +16,10 @@ SUMMARY_CHARS = 1200
 POINT_CHARS = 220
 MAX_POINTS = 5
 
-_ENTITY = re.compile(r"`([^`]{2,60})`|\b([\w./-]+\.(?:py|js|ts|go|rs|sql|yaml|yml|json|md|toml))\b"
-                     r"|(#\d{2,7})\b")
+_ENTITY = re.compile(
+    r"`([^`]{2,60})`|\b([\w./-]+\.(?:py|js|ts|go|rs|sql|yaml|yml|json|md|toml))\b"
+    r"|(#\d{2,7})\b"
+)
 
 
 def clip(text: str, limit: int) -> str:
@@ -69,14 +71,16 @@ def extractive_summary(memories: Sequence[Memory], vectors: np.ndarray) -> str:
     if not memories:
         return ""
     times = sorted(m.created_at for m in memories)
-    span = _day(times[0]) if _day(times[0]) == _day(times[-1]) else \
-        f"{_day(times[0])} to {_day(times[-1])}"
+    span = (
+        _day(times[0])
+        if _day(times[0]) == _day(times[-1])
+        else f"{_day(times[0])} to {_day(times[-1])}"
+    )
     header = f"{len(memories)} memories, {span}."
     tags = top_tags(memories)
     if tags:
         header += " Tags: " + ", ".join(tags) + "."
-    picks = sorted(representative_order(vectors),
-                   key=lambda i: memories[i].created_at)
+    picks = sorted(representative_order(vectors), key=lambda i: memories[i].created_at)
     lines = [header]
     budget = SUMMARY_CHARS - len(header)
     for i in picks:

@@ -8,8 +8,16 @@ from dataclasses import dataclass
 DAY = 86400.0
 
 
-def plan_summary(*, status: str, since_regen: int, interval: int, needs_full: bool,
-                 has_llm_summary: bool, new_memories: int = 1, update_every: int = 1) -> str:
+def plan_summary(
+    *,
+    status: str,
+    since_regen: int,
+    interval: int,
+    needs_full: bool,
+    has_llm_summary: bool,
+    new_memories: int = 1,
+    update_every: int = 1,
+) -> str:
     """What an episode's summary needs next: ``interim``, ``update``, ``regenerate``, ``final``.
 
     Closed and archived episodes get a comprehensive final summary. An active one gets a full
@@ -48,17 +56,21 @@ def idle(episodes: Iterable[Activity], now: float, window_days: float) -> list[s
 
 def over_cap(active: Sequence[Activity], cap: int, adding: int = 1) -> list[str]:
     """Least recently active episodes to close so that ``adding`` new ones fit under ``cap``."""
-    ordered = sorted((e for e in active if e.status == "active"),
-                     key=lambda e: (e.last_activity, e.id))
+    ordered = sorted(
+        (e for e in active if e.status == "active"), key=lambda e: (e.last_activity, e.id)
+    )
     excess = len(ordered) + adding - cap
-    return [e.id for e in ordered[:max(0, excess)]]
+    return [e.id for e in ordered[: max(0, excess)]]
 
 
 def archivable(episodes: Iterable[Activity], now: float, archive_after_days: float) -> list[str]:
     """Closed episodes closed more than ``archive_after_days`` ago."""
     cutoff = now - archive_after_days * DAY
-    return [e.id for e in episodes
-            if e.status == "closed" and e.closed_at is not None and e.closed_at < cutoff]
+    return [
+        e.id
+        for e in episodes
+        if e.status == "closed" and e.closed_at is not None and e.closed_at < cutoff
+    ]
 
 
 def surprise(similarity: float) -> float:

@@ -32,7 +32,7 @@ def when(features: MemoryFeatures) -> float:
 class Option:
     """One possible home for a memory: an active episode, or a seed to start one with."""
 
-    kind: str             # join | seed
+    kind: str  # join | seed
     target: str
     score: float
     similarity: float
@@ -44,7 +44,7 @@ class Option:
 
 @dataclass
 class Decision:
-    kind: str                         # join | seed | ambiguous | new_seed | none
+    kind: str  # join | seed | ambiguous | new_seed | none
     target: str | None = None
     score: float = 0.0
     similarity: float = 0.0
@@ -61,8 +61,12 @@ class Decision:
         """The decision that follows an LLM choosing ``candidate_id`` (unknown → None)."""
         for option in self.candidates:
             if option.candidate_id == candidate_id:
-                return Decision(kind=option.kind, target=option.target, score=option.score,
-                                similarity=option.similarity)
+                return Decision(
+                    kind=option.kind,
+                    target=option.target,
+                    score=option.score,
+                    similarity=option.similarity,
+                )
         return None
 
 
@@ -75,8 +79,14 @@ class Matcher:
         self.updates = 0
 
     def memory(self, memory: Memory, vector: np.ndarray) -> MemoryFeatures:
-        return MemoryFeatures.from_text(memory.id, vector, memory.content, memory.tags,
-                                        memory.source_instance, memory.created_at)
+        return MemoryFeatures.from_text(
+            memory.id,
+            vector,
+            memory.content,
+            memory.tags,
+            memory.source_instance,
+            memory.created_at,
+        )
 
     def episode(self, episode_id: str, members: list[MemoryFeatures]) -> EpisodeFeatures:
         return detector.build_episode(episode_id, members)
@@ -88,9 +98,15 @@ class Matcher:
         """Cosine of the memory to the episode's centroid (for the surprise score)."""
         return float(memory.vector @ episode.centroid)
 
-    def decide(self, memory: MemoryFeatures, episodes: list[EpisodeFeatures],
-               seeds: list[MemoryFeatures], *, ambiguous_allowed: bool,
-               learn: bool = False) -> Decision:
+    def decide(
+        self,
+        memory: MemoryFeatures,
+        episodes: list[EpisodeFeatures],
+        seeds: list[MemoryFeatures],
+        *,
+        ambiguous_allowed: bool,
+        learn: bool = False,
+    ) -> Decision:
         """The detector's decision; ``learn`` folds this memory into the running statistics
         (once per memory, at its first decision)."""
         strategy = self.settings.detector_strategy if ambiguous_allowed else "embedding"
@@ -102,14 +118,19 @@ class Matcher:
             self.updates += 1
         by_id = {e.id: e for e in episodes}
         if isinstance(raw, detector.Join):
-            return Decision("join", raw.episode_id, raw.score,
-                            self.similarity(memory, by_id[raw.episode_id]))
+            return Decision(
+                "join", raw.episode_id, raw.score, self.similarity(memory, by_id[raw.episode_id])
+            )
         if isinstance(raw, detector.StartFromSeed):
             seed = next(s for s in seeds if s.id == raw.seed_id)
             return Decision("seed", raw.seed_id, raw.score, float(memory.vector @ seed.vector))
         if isinstance(raw, detector.Ambiguous):
-            options = [Option("join" if c.kind == "episode" else "seed", c.id, c.score,
-                              c.evidence.max_cosine) for c in raw.candidates]
+            options = [
+                Option(
+                    "join" if c.kind == "episode" else "seed", c.id, c.score, c.evidence.max_cosine
+                )
+                for c in raw.candidates
+            ]
             best = options[0]
             return Decision("ambiguous", None, best.score, best.similarity, options)
         return Decision("new_seed", score=raw.best_score)

@@ -26,15 +26,23 @@ class EpisodePlugin:
 
     name = "episodes"
 
-    def __init__(self, config: Config, *, clock: Callable[[], float] = time.time,
-                 llm: LLMClient | None = None, run_scheduler: bool = True) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        clock: Callable[[], float] = time.time,
+        llm: LLMClient | None = None,
+        run_scheduler: bool = True,
+    ) -> None:
         data = config.data_path
         self.store = EpisodeStore(data / "episodes.sqlite3")
         settings = config.episodes
         if llm is None:
-            ledger = Ledger(data / "ledger.sqlite3",
-                            monthly_cost_ceiling=settings.monthly_cost_ceiling,
-                            max_calls_per_memory=settings.max_llm_calls_per_memory)
+            ledger = Ledger(
+                data / "ledger.sqlite3",
+                monthly_cost_ceiling=settings.monthly_cost_ceiling,
+                max_calls_per_memory=settings.max_llm_calls_per_memory,
+            )
             llm = LLMClient(settings, ledger)
             self._own_ledger: Ledger | None = ledger
         else:
@@ -55,8 +63,12 @@ class EpisodePlugin:
     async def _check_llm(self) -> None:
         status = await self.summariser.check()
         if status["state"] != "ready":
-            log.warning("episodes run without an LLM (%s): %s. %s", status["state"],
-                        status["reason"], self.summariser.status().get("fallback", ""))
+            log.warning(
+                "episodes run without an LLM (%s): %s. %s",
+                status["state"],
+                status["reason"],
+                self.summariser.status().get("fallback", ""),
+            )
         self.worker.wake()
 
     async def stop(self) -> None:
@@ -106,6 +118,9 @@ class EpisodePlugin:
         return {"llm": self.summariser.status(), "episodes": self.engine.health()}
 
     def stats(self) -> dict[str, Any]:
-        counts = dict(self.store.db.execute(
-            "SELECT status, COUNT(*) FROM episodes GROUP BY status").fetchall())
+        counts = dict(
+            self.store.db.execute(
+                "SELECT status, COUNT(*) FROM episodes GROUP BY status"
+            ).fetchall()
+        )
         return {"episodes": {s: counts.get(s, 0) for s in ("active", "closed", "archived")}}

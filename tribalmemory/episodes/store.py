@@ -73,7 +73,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 EPISODE_COLUMNS = (
     "id, title, title_source, summary, summary_kind, summary_status, summary_memory_id, "
     "llm_summary, llm_summary_mark, needs_full, since_regen, status, created_at, updated_at, "
-    "closed_at, last_activity, parent_episode_id, metadata")
+    "closed_at, last_activity, parent_episode_id, metadata"
+)
 
 
 def new_episode_id() -> str:
@@ -153,20 +154,28 @@ class EpisodeStore:
 
     # -- episodes ---------------------------------------------------------------------------
 
-    def _select(self, where: str = "", args: tuple[Any, ...] = (), tail: str = ""
-                ) -> list[EpisodeRow]:
-        sql = (f"SELECT {', '.join('e.' + c.strip() for c in EPISODE_COLUMNS.split(','))}, "
-               "(SELECT COUNT(*) FROM memberships m WHERE m.episode_id = e.id) AS memory_count, "
-               "(SELECT MIN(memory_time) FROM memberships m WHERE m.episode_id = e.id) "
-               "AS first_activity FROM episodes e " + where + " " + tail)
+    def _select(
+        self, where: str = "", args: tuple[Any, ...] = (), tail: str = ""
+    ) -> list[EpisodeRow]:
+        sql = (
+            f"SELECT {', '.join('e.' + c.strip() for c in EPISODE_COLUMNS.split(','))}, "
+            "(SELECT COUNT(*) FROM memberships m WHERE m.episode_id = e.id) AS memory_count, "
+            "(SELECT MIN(memory_time) FROM memberships m WHERE m.episode_id = e.id) "
+            "AS first_activity FROM episodes e " + where + " " + tail
+        )
         return [EpisodeRow.from_sql(r) for r in self.db.execute(sql, args)]
 
     def episode(self, episode_id: str) -> EpisodeRow | None:
         rows = self._select("WHERE e.id = ?", (episode_id,))
         return rows[0] if rows else None
 
-    def episodes(self, status: str | None = None, limit: int = 50, offset: int = 0,
-                 filters: dict[str, str] | None = None) -> list[EpisodeRow]:
+    def episodes(
+        self,
+        status: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        filters: dict[str, str] | None = None,
+    ) -> list[EpisodeRow]:
         """Newest activity first; ``filters`` on metadata: outcome, tag, participant."""
         clauses: list[str] = []
         args: list[Any] = []
@@ -178,22 +187,25 @@ class EpisodeStore:
                 clauses.append("json_extract(e.metadata, '$.outcome') = ?")
             elif name in ("tag", "participant"):
                 key = "tags" if name == "tag" else "participants"
-                clauses.append(f"EXISTS (SELECT 1 FROM json_each(e.metadata, '$.{key}') "
-                               "WHERE value = ?)")
+                clauses.append(
+                    f"EXISTS (SELECT 1 FROM json_each(e.metadata, '$.{key}') WHERE value = ?)"
+                )
             else:
                 raise ValueError(f"unknown episode filter {name!r}")
             args.append(value)
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        return self._select(where, (*args, limit, offset),
-                            "ORDER BY e.last_activity DESC, e.id LIMIT ? OFFSET ?")
+        return self._select(
+            where, (*args, limit, offset), "ORDER BY e.last_activity DESC, e.id LIMIT ? OFFSET ?"
+        )
 
-    def recently_closed(self, since: float, ended_by: float, limit: int = 50
-                        ) -> list[EpisodeRow]:
+    def recently_closed(self, since: float, ended_by: float, limit: int = 50) -> list[EpisodeRow]:
         """Closed or archived episodes closed at or after ``since`` whose last memory is not
         after ``ended_by``, most recently closed first."""
-        return self._select("WHERE e.status != 'active' AND e.closed_at >= ? "
-                            "AND e.last_activity <= ?", (since, ended_by, limit),
-                            "ORDER BY e.closed_at DESC, e.id LIMIT ?")
+        return self._select(
+            "WHERE e.status != 'active' AND e.closed_at >= ? AND e.last_activity <= ?",
+            (since, ended_by, limit),
+            "ORDER BY e.closed_at DESC, e.id LIMIT ?",
+        )
 
     def children(self, episode_id: str) -> list[EpisodeRow]:
         return self._select("WHERE e.parent_episode_id = ?", (episode_id,))
@@ -203,8 +215,12 @@ class EpisodeStore:
 
     def active_activity(self) -> list[tuple[str, float]]:
         """(id, last_activity) of the active episodes: the cheap query the write path needs."""
-        return [(r[0], r[1]) for r in self.db.execute(
-            "SELECT id, last_activity FROM episodes WHERE status = 'active'")]
+        return [
+            (r[0], r[1])
+            for r in self.db.execute(
+                "SELECT id, last_activity FROM episodes WHERE status = 'active'"
+            )
+        ]
 
     def all_episode_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM episodes")]
@@ -213,10 +229,27 @@ class EpisodeStore:
         db.execute(
             f"INSERT INTO episodes ({EPISODE_COLUMNS}) VALUES "
             "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (row.id, row.title, row.title_source, row.summary, row.summary_kind,
-             row.summary_status, row.summary_memory_id, row.llm_summary, row.llm_summary_mark,
-             int(row.needs_full), row.since_regen, row.status, row.created_at, row.updated_at,
-             row.closed_at, row.last_activity, row.parent_episode_id, json.dumps(row.metadata)))
+            (
+                row.id,
+                row.title,
+                row.title_source,
+                row.summary,
+                row.summary_kind,
+                row.summary_status,
+                row.summary_memory_id,
+                row.llm_summary,
+                row.llm_summary_mark,
+                int(row.needs_full),
+                row.since_regen,
+                row.status,
+                row.created_at,
+                row.updated_at,
+                row.closed_at,
+                row.last_activity,
+                row.parent_episode_id,
+                json.dumps(row.metadata),
+            ),
+        )
 
     def update_episode(self, db: sqlite3.Connection, episode_id: str, **values: Any) -> None:
         if "metadata" in values:
@@ -230,12 +263,15 @@ class EpisodeStore:
         """Delete the episode; its memories become unassigned standalone memories."""
         members = self.member_ids(episode_id, db)
         db.execute("DELETE FROM memberships WHERE episode_id = ?", (episode_id,))
-        db.executemany("UPDATE detections SET state = 'standalone' WHERE memory_id = ?",
-                       [(m,) for m in members])
-        db.execute("DELETE FROM jobs WHERE kind IN ('summary', 'link') AND key = ?",
-                   (episode_id,))
-        db.execute("UPDATE episodes SET parent_episode_id = NULL WHERE parent_episode_id = ?",
-                   (episode_id,))
+        db.executemany(
+            "UPDATE detections SET state = 'standalone' WHERE memory_id = ?",
+            [(m,) for m in members],
+        )
+        db.execute("DELETE FROM jobs WHERE kind IN ('summary', 'link') AND key = ?", (episode_id,))
+        db.execute(
+            "UPDATE episodes SET parent_episode_id = NULL WHERE parent_episode_id = ?",
+            (episode_id,),
+        )
         db.execute("DELETE FROM episodes WHERE id = ?", (episode_id,))
         return members
 
@@ -243,107 +279,170 @@ class EpisodeStore:
 
     def member_ids(self, episode_id: str, db: sqlite3.Connection | None = None) -> list[str]:
         conn = db or self.db
-        return [r[0] for r in conn.execute(
-            "SELECT memory_id FROM memberships WHERE episode_id = ? "
-            "ORDER BY memory_time, joined_at", (episode_id,))]
+        return [
+            r[0]
+            for r in conn.execute(
+                "SELECT memory_id FROM memberships WHERE episode_id = ? "
+                "ORDER BY memory_time, joined_at",
+                (episode_id,),
+            )
+        ]
 
     def members(self, episode_id: str) -> list[sqlite3.Row]:
-        return list(self.db.execute(
-            "SELECT * FROM memberships WHERE episode_id = ? ORDER BY memory_time, joined_at",
-            (episode_id,)))
+        return list(
+            self.db.execute(
+                "SELECT * FROM memberships WHERE episode_id = ? ORDER BY memory_time, joined_at",
+                (episode_id,),
+            )
+        )
 
     def episode_of(self, memory_id: str) -> str | None:
-        row = self.db.execute("SELECT episode_id FROM memberships WHERE memory_id = ?",
-                              (memory_id,)).fetchone()
+        row = self.db.execute(
+            "SELECT episode_id FROM memberships WHERE memory_id = ?", (memory_id,)
+        ).fetchone()
         return row[0] if row else None
 
     def episodes_of(self, memory_ids: list[str]) -> dict[str, str]:
         if not memory_ids:
             return {}
         marks = ",".join("?" * len(memory_ids))
-        return dict(self.db.execute(
-            f"SELECT memory_id, episode_id FROM memberships WHERE memory_id IN ({marks})",
-            memory_ids).fetchall())
+        return dict(
+            self.db.execute(
+                f"SELECT memory_id, episode_id FROM memberships WHERE memory_id IN ({marks})",
+                memory_ids,
+            ).fetchall()
+        )
 
-    def add_member(self, db: sqlite3.Connection, episode_id: str, memory_id: str,
-                   memory_time: float, now: float, score: float | None = None,
-                   surprise: float | None = None) -> str | None:
+    def add_member(
+        self,
+        db: sqlite3.Connection,
+        episode_id: str,
+        memory_id: str,
+        memory_time: float,
+        now: float,
+        score: float | None = None,
+        surprise: float | None = None,
+    ) -> str | None:
         """Put a memory in an episode; returns the episode it was moved from, if any."""
-        row = db.execute("SELECT episode_id FROM memberships WHERE memory_id = ?",
-                         (memory_id,)).fetchone()
+        row = db.execute(
+            "SELECT episode_id FROM memberships WHERE memory_id = ?", (memory_id,)
+        ).fetchone()
         previous = row[0] if row else None
         if previous == episode_id:
             return None
         if previous is not None:
             db.execute("DELETE FROM memberships WHERE memory_id = ?", (memory_id,))
-            db.execute("UPDATE episodes SET needs_full = 1, updated_at = ? WHERE id = ?",
-                       (now, previous))
-        db.execute("INSERT INTO memberships VALUES (?,?,?,?,?,?)",
-                   (memory_id, episode_id, memory_time, now, score, surprise))
+            db.execute(
+                "UPDATE episodes SET needs_full = 1, updated_at = ? WHERE id = ?", (now, previous)
+            )
+        db.execute(
+            "INSERT INTO memberships VALUES (?,?,?,?,?,?)",
+            (memory_id, episode_id, memory_time, now, score, surprise),
+        )
         db.execute(
             "UPDATE episodes SET since_regen = since_regen + 1, updated_at = ?, "
-            "last_activity = MAX(last_activity, ?) WHERE id = ?", (now, memory_time, episode_id))
+            "last_activity = MAX(last_activity, ?) WHERE id = ?",
+            (now, memory_time, episode_id),
+        )
         self.set_detection(db, memory_id, "assigned", memory_time)
         return previous
 
-    def remove_member(self, db: sqlite3.Connection, episode_id: str, memory_id: str,
-                      now: float) -> bool:
-        cur = db.execute("DELETE FROM memberships WHERE memory_id = ? AND episode_id = ?",
-                         (memory_id, episode_id))
+    def remove_member(
+        self, db: sqlite3.Connection, episode_id: str, memory_id: str, now: float
+    ) -> bool:
+        cur = db.execute(
+            "DELETE FROM memberships WHERE memory_id = ? AND episode_id = ?",
+            (memory_id, episode_id),
+        )
         if cur.rowcount:
-            db.execute("UPDATE episodes SET needs_full = 1, updated_at = ? WHERE id = ?",
-                       (now, episode_id))
+            db.execute(
+                "UPDATE episodes SET needs_full = 1, updated_at = ? WHERE id = ?", (now, episode_id)
+            )
         return bool(cur.rowcount)
 
     # -- detection state --------------------------------------------------------------------
 
-    def set_detection(self, db: sqlite3.Connection, memory_id: str, state: str,
-                      memory_time: float, hint: str | None = None) -> None:
+    def set_detection(
+        self,
+        db: sqlite3.Connection,
+        memory_id: str,
+        state: str,
+        memory_time: float,
+        hint: str | None = None,
+    ) -> None:
         db.execute(
             "INSERT INTO detections VALUES (?,?,?,?) ON CONFLICT(memory_id) DO UPDATE SET "
             "state = excluded.state, hint = COALESCE(excluded.hint, detections.hint)",
-            (memory_id, state, memory_time, hint))
+            (memory_id, state, memory_time, hint),
+        )
 
     def detection(self, memory_id: str) -> sqlite3.Row | None:
-        return self.db.execute("SELECT * FROM detections WHERE memory_id = ?",
-                               (memory_id,)).fetchone()
+        return self.db.execute(
+            "SELECT * FROM detections WHERE memory_id = ?", (memory_id,)
+        ).fetchone()
 
     def detection_states(self, memory_ids: list[str]) -> dict[str, str]:
         if not memory_ids:
             return {}
         marks = ",".join("?" * len(memory_ids))
-        return dict(self.db.execute(
-            f"SELECT memory_id, state FROM detections WHERE memory_id IN ({marks})",
-            memory_ids).fetchall())
+        return dict(
+            self.db.execute(
+                f"SELECT memory_id, state FROM detections WHERE memory_id IN ({marks})", memory_ids
+            ).fetchall()
+        )
 
     def seeds_since(self, earliest: float) -> list[sqlite3.Row]:
         """Unassigned memories (seeds and pending ones) young enough to start an episode."""
-        return list(self.db.execute(
-            "SELECT * FROM detections WHERE state IN ('seed', 'pending') AND memory_time >= ? "
-            "ORDER BY memory_time", (earliest,)))
+        return list(
+            self.db.execute(
+                "SELECT * FROM detections WHERE state IN ('seed', 'pending') AND memory_time >= ? "
+                "ORDER BY memory_time",
+                (earliest,),
+            )
+        )
 
     def forget_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
         db.execute("DELETE FROM detections WHERE memory_id = ?", (memory_id,))
-        db.execute("DELETE FROM jobs WHERE kind IN ('detect', 'classify') AND key = ?",
-                   (memory_id,))
+        db.execute(
+            "DELETE FROM jobs WHERE kind IN ('detect', 'classify') AND key = ?", (memory_id,)
+        )
 
     # -- jobs -------------------------------------------------------------------------------
 
-    def enqueue(self, db: sqlite3.Connection, kind: str, key: str, now: float,
-                delay: float = 0.0, payload: dict[str, Any] | None = None) -> None:
+    def enqueue(
+        self,
+        db: sqlite3.Connection,
+        kind: str,
+        key: str,
+        now: float,
+        delay: float = 0.0,
+        payload: dict[str, Any] | None = None,
+    ) -> None:
         """Add a job; an existing job of the same kind and key absorbs it (coalescing)."""
         db.execute(
             "INSERT INTO jobs (kind, key, payload, not_before, created_at) VALUES (?,?,?,?,?) "
             "ON CONFLICT(kind, key) DO UPDATE SET payload = excluded.payload, gen = gen + 1",
-            (kind, key, json.dumps(payload or {}), now + delay, now))
+            (kind, key, json.dumps(payload or {}), now + delay, now),
+        )
 
     def due_jobs(self, now: float, exclude_keys: set[str], limit: int = 8) -> list[Job]:
         rows = self.db.execute(
             "SELECT * FROM jobs WHERE not_before <= ? ORDER BY id LIMIT ?",
-            (now, limit + len(exclude_keys))).fetchall()
-        jobs = [Job(id=r["id"], kind=r["kind"], key=r["key"], payload=json.loads(r["payload"]),
-                    not_before=r["not_before"], created_at=r["created_at"],
-                    attempts=r["attempts"], gen=r["gen"]) for r in rows]
+            (now, limit + len(exclude_keys)),
+        ).fetchall()
+        jobs = [
+            Job(
+                id=r["id"],
+                kind=r["kind"],
+                key=r["key"],
+                payload=json.loads(r["payload"]),
+                not_before=r["not_before"],
+                created_at=r["created_at"],
+                attempts=r["attempts"],
+                gen=r["gen"],
+            )
+            for r in rows
+        ]
         return [j for j in jobs if j.key not in exclude_keys][:limit]
 
     def next_due(self) -> float | None:
@@ -355,14 +454,18 @@ class EpisodeStore:
         db.execute("DELETE FROM jobs WHERE id = ? AND gen = ?", (job.id, job.gen))
 
     def retry_job(self, job: Job, not_before: float) -> None:
-        self.db.execute("UPDATE jobs SET attempts = attempts + 1, not_before = ? WHERE id = ?",
-                        (not_before, job.id))
+        self.db.execute(
+            "UPDATE jobs SET attempts = attempts + 1, not_before = ? WHERE id = ?",
+            (not_before, job.id),
+        )
 
     def queue_stats(self, now: float) -> dict[str, Any]:
         row = self.db.execute("SELECT COUNT(*), MIN(created_at) FROM jobs").fetchone()
         depth, oldest = row[0], row[1]
-        return {"queue_depth": depth,
-                "oldest_pending_age_seconds": round(now - oldest, 3) if oldest else 0.0}
+        return {
+            "queue_depth": depth,
+            "oldest_pending_age_seconds": round(now - oldest, 3) if oldest else 0.0,
+        }
 
     # -- meta -------------------------------------------------------------------------------
 
@@ -371,5 +474,7 @@ class EpisodeStore:
         return json.loads(row[0]) if row else None
 
     def set_meta(self, db: sqlite3.Connection, key: str, value: Any) -> None:
-        db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                   "value = excluded.value", (key, json.dumps(value)))
+        db.execute(
+            "INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value)),
+        )

@@ -29,9 +29,11 @@ from .store import EpisodeRow
 
 log = logging.getLogger("tribalmemory.episodes")
 
-NO_LLM_NOTE = ("without an LLM, episodes use embedding-only detection and extractive summaries; "
-               "an LLM adds classification of ambiguous memories, readable titles, narrative "
-               "summaries and structured metadata")
+NO_LLM_NOTE = (
+    "without an LLM, episodes use embedding-only detection and extractive summaries; "
+    "an LLM adds classification of ambiguous memories, readable titles, narrative "
+    "summaries and structured metadata"
+)
 
 
 @dataclass
@@ -42,8 +44,12 @@ class SummaryOutcome:
 
 
 def memory_text(memory: Memory) -> MemoryText:
-    return MemoryText(id=memory.id, content=memory.content, time=to_iso(memory.created_at),
-                      source=memory.source_instance)
+    return MemoryText(
+        id=memory.id,
+        content=memory.content,
+        time=to_iso(memory.created_at),
+        source=memory.source_instance,
+    )
 
 
 class Summariser:
@@ -65,8 +71,7 @@ class Summariser:
 
     def ready(self) -> bool:
         """True once the start-up check passed and the ceiling is not reached."""
-        return self.client is not None and self.checked and \
-            self.client.status()["state"] == "ready"
+        return self.client is not None and self.checked and self.client.status()["state"] == "ready"
 
     def status(self) -> dict[str, str]:
         if self.client is None:
@@ -78,16 +83,25 @@ class Summariser:
             status["fallback"] = NO_LLM_NOTE
         return status
 
-    async def classify(self, memory: Memory, candidates: list[dict[str, Any]]
-                       ) -> tuple[str, str | None, str | None] | None:
+    async def classify(
+        self, memory: Memory, candidates: list[dict[str, Any]]
+    ) -> tuple[str, str | None, str | None] | None:
         """``(action, episode_id, title)`` or ``None`` when the LLM cannot answer."""
         if self.client is None:
             return None
         await self.check()
-        prompt = build_classify(memory_text(memory), [
-            Candidate(id=c["id"], title=c["title"], summary=c["summary"],
-                      recent=tuple(MemoryText(id=i, content=t) for i, t in c["recent"]))
-            for c in candidates])
+        prompt = build_classify(
+            memory_text(memory),
+            [
+                Candidate(
+                    id=c["id"],
+                    title=c["title"],
+                    summary=c["summary"],
+                    recent=tuple(MemoryText(id=i, content=t) for i, t in c["recent"]),
+                )
+                for c in candidates
+            ],
+        )
         try:
             answer = await self.client.run(prompt, memory_id=memory.id)
         except LLMUnavailable as exc:
@@ -95,9 +109,14 @@ class Summariser:
             return None
         return answer.action, answer.episode_id, answer.title
 
-    async def summarise(self, plan: str, row: EpisodeRow, memories: list[Memory],
-                        new_memories: list[Memory], trigger: str | None
-                        ) -> SummaryOutcome | None:
+    async def summarise(
+        self,
+        plan: str,
+        row: EpisodeRow,
+        memories: list[Memory],
+        new_memories: list[Memory],
+        trigger: str | None,
+    ) -> SummaryOutcome | None:
         """Run the planned summary (``update``, ``regenerate`` or ``final``)."""
         if self.client is None or len(memories) < 1:
             return None
@@ -106,8 +125,9 @@ class Summariser:
             return None
         texts = [memory_text(m) for m in memories]
         if plan == "update" and new_memories:
-            prompt = build_update(row.title, row.llm_summary,
-                                  [memory_text(m) for m in new_memories])
+            prompt = build_update(
+                row.title, row.llm_summary, [memory_text(m) for m in new_memories]
+            )
         elif plan == "final":
             prompt = build_final(row.title, texts)
         else:

@@ -45,8 +45,9 @@ class Worker:
         for index in range(self.concurrency):
             self._tasks.append(asyncio.create_task(self._loop(), name=f"episode-worker-{index}"))
         if scheduler_interval:
-            self._tasks.append(asyncio.create_task(self._schedule(scheduler_interval),
-                                                   name="episode-scheduler"))
+            self._tasks.append(
+                asyncio.create_task(self._schedule(scheduler_interval), name="episode-scheduler")
+            )
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -116,8 +117,14 @@ class Worker:
             delay = min(MAX_BACKOFF, 2.0 ** min(job.attempts + 1, 9))
             reason = f"{type(exc).__name__}: {exc}"
             if self._failures.get(job.id) != reason:
-                log.warning("episode job %s %s failed (%s); retrying in %.0f s", job.kind,
-                            job.key, reason, delay, exc_info=True)
+                log.warning(
+                    "episode job %s %s failed (%s); retrying in %.0f s",
+                    job.kind,
+                    job.key,
+                    reason,
+                    delay,
+                    exc_info=True,
+                )
                 self._failures[job.id] = reason
             engine.store.retry_job(job, engine.clock() + delay)
 

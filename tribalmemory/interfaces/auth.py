@@ -94,8 +94,11 @@ class TokenStore:
                 return value
         except (OSError, ValueError, KeyError, TypeError):
             pass
-        log.error("%s is unreadable or corrupt: every authenticated request is refused until "
-                  "`tribalmemory token rotate` rewrites it", self.path)
+        log.error(
+            "%s is unreadable or corrupt: every authenticated request is refused until "
+            "`tribalmemory token rotate` rewrites it",
+            self.path,
+        )
         return NO_MATCH
 
     @property
@@ -138,8 +141,9 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(host, None)
     except OSError:
         return False
-    return bool(infos) and all(ipaddress.ip_address(str(i[4][0]).split("%")[0]).is_loopback
-                               for i in infos)
+    return bool(infos) and all(
+        ipaddress.ip_address(str(i[4][0]).split("%")[0]).is_loopback for i in infos
+    )
 
 
 def check_bind(host: str, tokens: TokenStore) -> None:
@@ -148,7 +152,8 @@ def check_bind(host: str, tokens: TokenStore) -> None:
         raise ConfigError(
             f"refusing to listen on {host} without an API token: anyone who can reach it could "
             "read and change every memory. Run `tribalmemory token generate` first, or bind "
-            "127.0.0.1.")
+            "127.0.0.1."
+        )
 
 
 class BearerAuth:
@@ -181,10 +186,14 @@ class BearerAuth:
                 if presented:
                     challenge += ', error="invalid_token"'
                 response = JSONResponse(
-                    {"error": "invalid bearer token" if presented else "missing bearer token",
-                     "detail": "send 'Authorization: Bearer <token>'; "
-                               "`tribalmemory token show --reveal` prints the token"},
-                    status_code=401, headers={"WWW-Authenticate": challenge})
+                    {
+                        "error": "invalid bearer token" if presented else "missing bearer token",
+                        "detail": "send 'Authorization: Bearer <token>'; "
+                        "`tribalmemory token show --reveal` prints the token",
+                    },
+                    status_code=401,
+                    headers={"WWW-Authenticate": challenge},
+                )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)

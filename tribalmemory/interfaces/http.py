@@ -40,14 +40,14 @@ INTEGER = re.compile(r"-?\d{1,12}")
 BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
-def error_response(status: int, message: str, detail: Any = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, message: str, detail: Any = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     try:
         json.dumps(detail)
     except (TypeError, ValueError):
         detail = str(detail)
-    return JSONResponse({"error": message, "detail": detail}, status_code=status,
-                        headers=headers)
+    return JSONResponse({"error": message, "detail": detail}, status_code=status, headers=headers)
 
 
 class ApiHolder:
@@ -93,8 +93,10 @@ def parse_query(op: Op, request: Request) -> dict[str, Any]:
     params = request.query_params
     unknown = sorted(set(params) - set(known))
     if unknown:
-        raise BadQuery(f"unknown query parameter(s): {', '.join(n[:40] for n in unknown)}",
-                       {"allowed": sorted(known)})
+        raise BadQuery(
+            f"unknown query parameter(s): {', '.join(n[:40] for n in unknown)}",
+            {"allowed": sorted(known)},
+        )
     values = {}
     for name, param in known.items():
         given = params.getlist(name)
@@ -108,8 +110,9 @@ def parse_query(op: Op, request: Request) -> dict[str, Any]:
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body, refusing more than ``limit`` bytes (declared or streamed)."""
     declared = request.headers.get("content-length")
-    too_large = PayloadTooLarge(f"request body is larger than {limit} bytes "
-                                "(server.max_body_bytes)")
+    too_large = PayloadTooLarge(
+        f"request body is larger than {limit} bytes (server.max_body_bytes)"
+    )
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise too_large
     chunks, size = [], 0
@@ -139,8 +142,9 @@ def decode_json(raw: bytes) -> dict[str, Any]:
     except RecursionError:
         raise TribalError("request body is nested too deeply") from None
     except UnicodeEncodeError:
-        raise TribalError("request body contains an invalid \\u escape (a lone surrogate)"
-                          ) from None
+        raise TribalError(
+            "request body contains an invalid \\u escape (a lone surrogate)"
+        ) from None
     except ValueError as exc:
         raise TribalError(f"request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -152,8 +156,9 @@ def check_fields(op: Op, data: dict[str, Any]) -> dict[str, Any]:
     allowed, required = body_fields(op)
     unknown = sorted(set(data) - set(allowed))
     if unknown:
-        raise InvalidInput(f"unknown field(s): {', '.join(n[:60] for n in unknown)}",
-                           {"allowed": sorted(allowed)})
+        raise InvalidInput(
+            f"unknown field(s): {', '.join(n[:60] for n in unknown)}", {"allowed": sorted(allowed)}
+        )
     missing = [name for name in required if name not in data]
     if missing:
         raise InvalidInput(f"missing required field(s): {', '.join(missing)}")
@@ -163,8 +168,7 @@ def check_fields(op: Op, data: dict[str, Any]) -> dict[str, Any]:
 # -- endpoints -------------------------------------------------------------------------------------
 
 
-def endpoint(op: Op, holder: ApiHolder, max_body: int
-             ) -> Callable[[Request], Awaitable[Response]]:
+def endpoint(op: Op, holder: ApiHolder, max_body: int) -> Callable[[Request], Awaitable[Response]]:
     """The handler of one route: parse, call ``TribalAPI.<op.call>``, answer JSON."""
 
     async def handle(request: Request) -> Response:
@@ -198,8 +202,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own 404 / 405 (and the like) as error JSON."""
     assert isinstance(exc, HTTPException)
     path = request.url.path[:200]
-    messages = {404: f"no route {path}",
-                405: f"method {request.method} is not allowed on {path}"}
+    messages = {404: f"no route {path}", 405: f"method {request.method} is not allowed on {path}"}
     message = messages.get(exc.status_code, str(exc.detail))
     return error_response(exc.status_code, message, None, dict(exc.headers or {}))
 
@@ -233,13 +236,16 @@ class McpEndpoint:
         return TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=[f"{n}:{port}" for n in names],
-            allowed_origins=[f"http://{n}:{port}" for n in names])
+            allowed_origins=[f"http://{n}:{port}" for n in names],
+        )
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         self.app = self.server.streamable_http_app(
-            streamable_http_path="/mcp", transport_security=self.security(),
-            max_request_body_size=self.config.server.max_body_bytes)
+            streamable_http_path="/mcp",
+            transport_security=self.security(),
+            max_request_body_size=self.config.server.max_body_bytes,
+        )
         try:
             async with self.server.session_manager.run():
                 yield
@@ -273,21 +279,28 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
         holder.api = active.api
         try:
             async with mcp.running():
-                log.info("ready: http://%s:%d (REST /v1, MCP /mcp)",
-                         config.server.host, config.server.port)
+                log.info(
+                    "ready: http://%s:%d (REST /v1, MCP /mcp)",
+                    config.server.host,
+                    config.server.port,
+                )
                 yield
         finally:
             holder.api = None
             if runtime is None:
                 await active.stop()
 
-    routes = [Route(op.path, endpoint(op, holder, max_body), methods=[op.method])
-              for op in ROUTES]
+    routes = [Route(op.path, endpoint(op, holder, max_body), methods=[op.method]) for op in ROUTES]
     routes += [Route("/openapi.json", openapi, methods=["GET"]), Route("/mcp", mcp)]
     app = Starlette(
-        routes=routes, lifespan=lifespan,
-        middleware=[Middleware(BearerAuth, tokens=token_store(config),
-                               required=not is_loopback(config.server.host))],
-        exception_handlers={HTTPException: http_error, Exception: server_error})
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[
+            Middleware(
+                BearerAuth, tokens=token_store(config), required=not is_loopback(config.server.host)
+            )
+        ],
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+    )
     app.router.redirect_slashes = False
     return app

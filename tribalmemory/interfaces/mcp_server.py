@@ -38,16 +38,17 @@ INSTRUCTIONS = (
 )
 
 
-def build_mcp_server(api_provider: ApiProvider, *,
-                     on_unavailable: Callable[[], None] | None = None) -> MCPServer:
+def build_mcp_server(
+    api_provider: ApiProvider, *, on_unavailable: Callable[[], None] | None = None
+) -> MCPServer:
     """The MCP server with every tool; each call runs one method of ``api_provider()``.
 
     ``api_provider`` returns a TribalAPI or a DaemonClient (or an awaitable of one).
     ``on_unavailable`` (optional, no arguments) is called when a call fails as unavailable.
     """
     server: MCPServer = MCPServer(
-        name="tribal-memory", title="Tribal Memory", instructions=INSTRUCTIONS,
-        version=__version__)
+        name="tribal-memory", title="Tribal Memory", instructions=INSTRUCTIONS, version=__version__
+    )
     register_tools(server, ApiCaller(api_provider, on_unavailable))
     return server
 
@@ -89,8 +90,8 @@ class DaemonConnection:
             log.exception("could not reach or start the Tribal Memory daemon")
             raise Unavailable(
                 f"could not reach or start the Tribal Memory daemon: {exc}",
-                "tell the user the Tribal Memory daemon could not be started, with this "
-                "message") from exc
+                "tell the user the Tribal Memory daemon could not be started, with this message",
+            ) from exc
 
     async def aclose(self) -> None:
         client, self.client = self.client, None

@@ -37,20 +37,22 @@ HINTS = {
     "invalid_input": "Correct that argument and call the tool again.",
     "bad_query": "Correct that argument and call the tool again.",
     "not_found": "Check the id: tribal_recall returns memory ids, tribal_episodes_list "
-                 "returns episode ids.",
+    "returns episode ids.",
     "payload_too_large": "Shorten the text, or split it into several smaller memories.",
     "feature_disabled": "This feature is turned off in the Tribal Memory configuration; "
-                        "tell the user.",
+    "tell the user.",
     "unavailable": "The memory server is busy or not reachable: wait a moment and retry; "
-                   "if it keeps failing, tell the user the Tribal Memory daemon is not running.",
+    "if it keeps failing, tell the user the Tribal Memory daemon is not running.",
     "unauthorized": "The Tribal Memory daemon wants an API token: tell the user to set "
-                    "TRIBAL_MEMORY_TOKEN for this MCP server (tribalmemory token generate).",
+    "TRIBAL_MEMORY_TOKEN for this MCP server (tribalmemory token generate).",
     "internal": "The memory daemon failed on this request (details are in its log). Retry "
-                "once; if it fails again, tell the user.",
+    "once; if it fails again, tell the user.",
 }
 DEFAULT_HINT = "Check the arguments and call the tool again."
-INTERNAL_ERROR = ("Tribal Memory hit an internal error (details are in the server log). "
-                  "Retry once; if it fails again, tell the user.")
+INTERNAL_ERROR = (
+    "Tribal Memory hit an internal error (details are in the server log). "
+    "Retry once; if it fails again, tell the user."
+)
 
 
 def error_text(exc: TribalError) -> str:
@@ -63,8 +65,9 @@ def error_text(exc: TribalError) -> str:
 class ApiCaller:
     """Calls one API method; turns every failure into a :class:`ToolError` (``is_error``)."""
 
-    def __init__(self, provider: ApiProvider,
-                 on_unavailable: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, provider: ApiProvider, on_unavailable: Callable[[], None] | None = None
+    ) -> None:
         self.provider = provider
         self.on_unavailable = on_unavailable
 
@@ -118,14 +121,24 @@ def arg(description: str, **schema: Any) -> Any:
 
 # A required or defaulted ``str`` stays a string: the SDK JSON-decodes string values only for
 # parameters not annotated ``str`` (which helps clients that send lists as JSON text).
-MemoryId = Annotated[str, RAW, arg(
-    "Id of a memory (a UUID), as returned by tribal_remember or tribal_recall.", format="uuid")]
-EpisodeId = Annotated[str, RAW, arg(
-    "Id of an episode, like 'ep-1a2b3c4d5e6f', as returned by tribal_episodes_list or "
-    "tribal_episode_create.")]
-Tags = Annotated[list[str] | None, RAW, arg(
-    f"Optional labels, e.g. [\"auth\", \"deploy\"]; at most {MAX_TAGS} tags.",
-    maxItems=MAX_TAGS)]
+MemoryId = Annotated[
+    str,
+    RAW,
+    arg("Id of a memory (a UUID), as returned by tribal_remember or tribal_recall.", format="uuid"),
+]
+EpisodeId = Annotated[
+    str,
+    RAW,
+    arg(
+        "Id of an episode, like 'ep-1a2b3c4d5e6f', as returned by tribal_episodes_list or "
+        "tribal_episode_create."
+    ),
+]
+Tags = Annotated[
+    list[str] | None,
+    RAW,
+    arg(f'Optional labels, e.g. ["auth", "deploy"]; at most {MAX_TAGS} tags.', maxItems=MAX_TAGS),
+]
 WHEN = "an ISO 8601 date or time, e.g. 2025-03-01 or 2025-03-01T09:00:00Z (no zone means UTC)"
 After = Annotated[str | None, RAW, arg(f"Only memories created at or after this time: {WHEN}.")]
 Before = Annotated[str | None, RAW, arg(f"Only memories created before this time: {WHEN}.")]
@@ -277,8 +290,9 @@ class EpisodeSearchResult(TypedDict):
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                         open_world_hint=False)
+DELETE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
 
 Caller = Callable[..., Awaitable[Any]]
 
@@ -288,27 +302,54 @@ def register_tools(server: MCPServer, call: Caller) -> None:
 
     def tool(name: str, annotations: ToolAnnotations) -> Callable[[Any], Any]:
         def add(fn: Any) -> Any:
-            server.add_tool(fn, name=name, description=inspect.cleandoc(fn.__doc__ or ""),
-                            annotations=annotations, structured_output=True)
+            server.add_tool(
+                fn,
+                name=name,
+                description=inspect.cleandoc(fn.__doc__ or ""),
+                annotations=annotations,
+                structured_output=True,
+            )
             return fn
+
         return add
 
     @tool("tribal_remember", WRITE)
     async def remember(
-        content: Annotated[str, RAW, arg(
-            "The knowledge to store, self-contained: readable later without this conversation. "
-            "Name the files, services, commands or errors someone would search for.")],
-        source_type: Annotated[str | None, RAW, arg(
-            "Where it came from: USER_EXPLICIT (the user told you; the default), AUTO_CAPTURE "
-            "(you noticed it yourself), CORRECTION (it corrects earlier knowledge), "
-            "CROSS_INSTANCE, LEGACY or UNKNOWN.", enum=SOURCE_TYPES)] = None,
-        context: Annotated[str, RAW, arg(
-            "Optional short note on where this was learned (task, repository, file), "
-            f"up to {MAX_CONTEXT_CHARS} characters.")] = "",
+        content: Annotated[
+            str,
+            RAW,
+            arg(
+                "The knowledge to store, self-contained: readable later without this conversation. "
+                "Name the files, services, commands or errors someone would search for."
+            ),
+        ],
+        source_type: Annotated[
+            str | None,
+            RAW,
+            arg(
+                "Where it came from: USER_EXPLICIT (the user told you; the default), AUTO_CAPTURE "
+                "(you noticed it yourself), CORRECTION (it corrects earlier knowledge), "
+                "CROSS_INSTANCE, LEGACY or UNKNOWN.",
+                enum=SOURCE_TYPES,
+            ),
+        ] = None,
+        context: Annotated[
+            str,
+            RAW,
+            arg(
+                "Optional short note on where this was learned (task, repository, file), "
+                f"up to {MAX_CONTEXT_CHARS} characters."
+            ),
+        ] = "",
         tags: Tags = None,
-        skip_dedup: Annotated[bool, RAW, arg(
-            "Store it even when a near-identical memory exists. Use only when the text "
-            "really says something new.")] = False,
+        skip_dedup: Annotated[
+            bool,
+            RAW,
+            arg(
+                "Store it even when a near-identical memory exists. Use only when the text "
+                "really says something new."
+            ),
+        ] = False,
     ) -> RememberResult:
         """Save one durable piece of knowledge to the memory shared by every agent of the team.
 
@@ -320,23 +361,45 @@ def register_tools(server: MCPServer, call: Caller) -> None:
         names the existing memory and error explains. episode_id is the work thread (episode)
         the memory joined, when episodes are enabled.
         """
-        return await call("remember", content=content, source_type=source_type,
-                          context=context, tags=tags, skip_dedup=skip_dedup)
+        return await call(
+            "remember",
+            content=content,
+            source_type=source_type,
+            context=context,
+            tags=tags,
+            skip_dedup=skip_dedup,
+        )
 
     @tool("tribal_recall", READ)
     async def recall(
-        query: Annotated[str, RAW, arg(
-            "What you want to know, as a question or keywords, e.g. 'how do we deploy the "
-            "billing service' or 'pytest fixture timeout error'.")],
-        limit: Annotated[int, RAW, arg(
-            f"Maximum number of results, 1 to {MAX_RECALL}.", minimum=1,
-            maximum=MAX_RECALL)] = 5,
-        min_relevance: Annotated[float, RAW, arg(
-            "Drop results whose similarity_score is below this (0 to 1). Good matches often "
-            "score only 0.3 to 0.6, so keep it low (0 keeps all).", minimum=0.0,
-            maximum=1.0)] = 0.0,
-        tags: Annotated[list[str] | None, RAW, arg(
-            "Only memories carrying at least one of these tags.", maxItems=MAX_TAGS)] = None,
+        query: Annotated[
+            str,
+            RAW,
+            arg(
+                "What you want to know, as a question or keywords, e.g. 'how do we deploy the "
+                "billing service' or 'pytest fixture timeout error'."
+            ),
+        ],
+        limit: Annotated[
+            int,
+            RAW,
+            arg(f"Maximum number of results, 1 to {MAX_RECALL}.", minimum=1, maximum=MAX_RECALL),
+        ] = 5,
+        min_relevance: Annotated[
+            float,
+            RAW,
+            arg(
+                "Drop results whose similarity_score is below this (0 to 1). Good matches often "
+                "score only 0.3 to 0.6, so keep it low (0 keeps all).",
+                minimum=0.0,
+                maximum=1.0,
+            ),
+        ] = 0.0,
+        tags: Annotated[
+            list[str] | None,
+            RAW,
+            arg("Only memories carrying at least one of these tags.", maxItems=MAX_TAGS),
+        ] = None,
         after: After = None,
         before: Before = None,
     ) -> RecallResult:
@@ -348,8 +411,15 @@ def register_tools(server: MCPServer, call: Caller) -> None:
         the memory_id, a similarity_score from 0 to 1 and the memory itself (content, tags,
         source_type, created_at, ...).
         """
-        return await call("recall", query=query, limit=limit, min_relevance=min_relevance,
-                          tags=tags, after=after, before=before)
+        return await call(
+            "recall",
+            query=query,
+            limit=limit,
+            min_relevance=min_relevance,
+            tags=tags,
+            after=after,
+            before=before,
+        )
 
     @tool("tribal_forget", DELETE)
     async def forget(memory_id: MemoryId) -> ForgetResult:
@@ -367,11 +437,18 @@ def register_tools(server: MCPServer, call: Caller) -> None:
 
     @tool("tribal_episodes_list", READ)
     async def episodes_list(
-        status: Annotated[str | None, RAW, arg(
-            "Only episodes in this state: active (still growing), closed (finished) or "
-            "archived (old). Omit for all.", enum=list(EPISODE_STATUSES))] = None,
-        limit: Annotated[int, RAW, arg(
-            "Maximum number of episodes, 1 to 100.", minimum=1, maximum=100)] = 50,
+        status: Annotated[
+            str | None,
+            RAW,
+            arg(
+                "Only episodes in this state: active (still growing), closed (finished) or "
+                "archived (old). Omit for all.",
+                enum=list(EPISODE_STATUSES),
+            ),
+        ] = None,
+        limit: Annotated[
+            int, RAW, arg("Maximum number of episodes, 1 to 100.", minimum=1, maximum=100)
+        ] = 50,
     ) -> EpisodeListResult:
         """List episodes: threads of related memories (one bug hunt, one feature, one migration).
 
@@ -384,22 +461,24 @@ def register_tools(server: MCPServer, call: Caller) -> None:
     @tool("tribal_episode_get", READ)
     async def episode_get(
         episode_id: EpisodeId,
-        include_timeline: Annotated[bool, RAW, arg(
-            "Also return the episode's memories in time order.")] = False,
+        include_timeline: Annotated[
+            bool, RAW, arg("Also return the episode's memories in time order.")
+        ] = False,
     ) -> EpisodeGetResult:
         """One episode in full: title, summary, status, dates, metadata and its memory_ids.
 
         Use it to catch up on a thread of work before continuing it.
         """
-        return await call("episode_get", episode_id=episode_id,
-                          include_timeline=include_timeline)
+        return await call("episode_get", episode_id=episode_id, include_timeline=include_timeline)
 
     @tool("tribal_episode_create", WRITE)
     async def episode_create(
-        title: Annotated[str, RAW, arg(
-            "A short title naming the thread of work, up to 200 characters.")],
-        memory_ids: Annotated[list[str], RAW, arg(
-            "Ids of the memories that belong to it (at least one).", minItems=1)],
+        title: Annotated[
+            str, RAW, arg("A short title naming the thread of work, up to 200 characters.")
+        ],
+        memory_ids: Annotated[
+            list[str], RAW, arg("Ids of the memories that belong to it (at least one).", minItems=1)
+        ],
     ) -> EpisodeCreateResult:
         """Group existing memories into a new episode by hand.
 
@@ -439,11 +518,17 @@ def register_tools(server: MCPServer, call: Caller) -> None:
 
     @tool("tribal_episode_replay", READ)
     async def episode_replay(
-        topic: Annotated[str, RAW, arg(
-            "What happened with…: a subject such as 'refresh token logouts' or 'the Postgres "
-            "migration'.")],
-        limit: Annotated[int, RAW, arg(
-            "Maximum number of episodes, 1 to 20.", minimum=1, maximum=20)] = 5,
+        topic: Annotated[
+            str,
+            RAW,
+            arg(
+                "What happened with…: a subject such as 'refresh token logouts' or 'the Postgres "
+                "migration'."
+            ),
+        ],
+        limit: Annotated[
+            int, RAW, arg("Maximum number of episodes, 1 to 20.", minimum=1, maximum=20)
+        ] = 5,
     ) -> ReplayResult:
         """Replay the history of a topic: the relevant episodes in chronological order.
 
@@ -456,21 +541,33 @@ def register_tools(server: MCPServer, call: Caller) -> None:
     @tool("tribal_episodes_search", READ)
     async def episodes_search(
         query: Annotated[str, RAW, arg("What to look for in episode titles and summaries.")],
-        time_start: Annotated[str | None, RAW, arg(
-            "Only episodes active at or after this time (ISO 8601; no zone means UTC).")]
-        = None,
-        time_end: Annotated[str | None, RAW, arg(
-            "Only episodes active at or before this time (ISO 8601; no zone means UTC).")]
-        = None,
-        status: Annotated[str | None, RAW, arg(
-            "Only episodes in this state.", enum=list(EPISODE_STATUSES))] = None,
-        limit: Annotated[int, RAW, arg(
-            "Maximum number of episodes, 1 to 50.", minimum=1, maximum=50)] = 10,
+        time_start: Annotated[
+            str | None,
+            RAW,
+            arg("Only episodes active at or after this time (ISO 8601; no zone means UTC)."),
+        ] = None,
+        time_end: Annotated[
+            str | None,
+            RAW,
+            arg("Only episodes active at or before this time (ISO 8601; no zone means UTC)."),
+        ] = None,
+        status: Annotated[
+            str | None, RAW, arg("Only episodes in this state.", enum=list(EPISODE_STATUSES))
+        ] = None,
+        limit: Annotated[
+            int, RAW, arg("Maximum number of episodes, 1 to 50.", minimum=1, maximum=50)
+        ] = 10,
     ) -> EpisodeSearchResult:
         """Search episodes (threads of work) by meaning and keywords, optionally in a time range.
 
         Recent episodes get a small boost. Summaries in results are cut to 500 characters;
         open one with tribal_episode_get for the whole story.
         """
-        return await call("episodes_search", query=query, time_start=time_start,
-                          time_end=time_end, status=status, limit=limit)
+        return await call(
+            "episodes_search",
+            query=query,
+            time_start=time_start,
+            time_end=time_end,
+            status=status,
+            limit=limit,
+        )

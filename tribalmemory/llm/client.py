@@ -35,8 +35,12 @@ logger = logging.getLogger("tribalmemory.llm")
 
 T = TypeVar("T")
 
-DEFAULT_ENDPOINTS = {"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com",
-                     "ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434"}
+DEFAULT_ENDPOINTS = {
+    "openai": "https://api.openai.com",
+    "anthropic": "https://api.anthropic.com",
+    "ollama": "http://localhost:11434",
+    "ollama_chat": "http://localhost:11434",
+}
 LOCAL_PROVIDERS = frozenset({"ollama", "ollama_chat", "lm_studio", "llamafile", "hosted_vllm"})
 DISABLED_PROVIDERS = frozenset({"", "none", "off", "disabled"})
 BASE_URL_ENV = {
@@ -52,10 +56,25 @@ TIMEOUT_GRACE_SECONDS = 2.0
 # status() runs on every write; it may reuse the month's ledger totals for this long
 # (reserve() always reads them afresh, so this never lets a call through).
 STATUS_MAX_AGE = 1.0
-TIMEOUT_NAMES = frozenset({"APITimeoutError", "ReadTimeout", "ConnectTimeout", "PoolTimeout",
-                           "WriteTimeout", "ServerTimeoutError"})
-CONNECT_NAMES = frozenset({"APIConnectionError", "ConnectError", "ClientConnectorError",
-                           "ServerDisconnectedError", "RemoteProtocolError"})
+TIMEOUT_NAMES = frozenset(
+    {
+        "APITimeoutError",
+        "ReadTimeout",
+        "ConnectTimeout",
+        "PoolTimeout",
+        "WriteTimeout",
+        "ServerTimeoutError",
+    }
+)
+CONNECT_NAMES = frozenset(
+    {
+        "APIConnectionError",
+        "ConnectError",
+        "ClientConnectorError",
+        "ServerDisconnectedError",
+        "RemoteProtocolError",
+    }
+)
 
 _litellm: Any = None
 _import_lock = threading.Lock()
@@ -87,13 +106,15 @@ def load_litellm() -> Any:
 
 def classify_error(lit: Any, exc: BaseException) -> str:
     """A short kind for a failed request: timeout, rate_limit, server, connection, auth, ..."""
+
     def isa(*names: str) -> bool:
         kinds = tuple(k for k in (getattr(lit, n, None) for n in names) if isinstance(k, type))
         return bool(kinds) and isinstance(exc, kinds)
 
     chain = _chain(exc)
-    if isa("Timeout") or any(isinstance(e, TimeoutError) or type(e).__name__ in TIMEOUT_NAMES
-                             for e in chain):
+    if isa("Timeout") or any(
+        isinstance(e, TimeoutError) or type(e).__name__ in TIMEOUT_NAMES for e in chain
+    ):
         return "timeout"
     if isa("RateLimitError"):
         return "rate_limit"
@@ -153,10 +174,17 @@ class LLMClient:
     ``monthly_cost_ceiling`` applies at once; provider and model are fixed at the first call.
     """
 
-    def __init__(self, config: EpisodesConfig, ledger: Ledger, *, api_key: str | None = None,
-                 input_cost_per_token: float | None = None,
-                 output_cost_per_token: float | None = None,
-                 backoff_base: float = 0.5, backoff_max: float = 8.0) -> None:
+    def __init__(
+        self,
+        config: EpisodesConfig,
+        ledger: Ledger,
+        *,
+        api_key: str | None = None,
+        input_cost_per_token: float | None = None,
+        output_cost_per_token: float | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+    ) -> None:
         self.config = config
         self.ledger = ledger
         self.backoff_base = backoff_base
@@ -168,8 +196,9 @@ class LLMClient:
             in_price = getattr(config, "input_cost_per_token", None)
         if out_price is None:
             out_price = getattr(config, "output_cost_per_token", None)
-        self._custom_prices = (None if in_price is None or out_price is None
-                               else (float(in_price), float(out_price)))
+        self._custom_prices = (
+            None if in_price is None or out_price is None else (float(in_price), float(out_price))
+        )
         self.provider = ""
         self.model = ""
         self._api_base: str | None = None
@@ -200,10 +229,12 @@ class LLMClient:
         try:
             socket.create_connection((host, port), timeout=timeout).close()
         except OSError as exc:
-            self._runtime = {"state": "unreachable",
-                             "reason": f"cannot reach {host}:{port} ({exc}); LLM work falls "
-                                       "back to embeddings and extractive summaries until it "
-                                       "answers"}
+            self._runtime = {
+                "state": "unreachable",
+                "reason": f"cannot reach {host}:{port} ({exc}); LLM work falls "
+                "back to embeddings and extractive summaries until it "
+                "answers",
+            }
         return self.status()
 
     def _resolve(self, lit: Any) -> tuple[str, str]:
@@ -252,35 +283,55 @@ class LLMClient:
         if self._custom_prices is None or self.model in _registered:
             return
         inp, out = self._custom_prices
-        lit.register_model({self.model: {
-            "input_cost_per_token": inp, "output_cost_per_token": out,
-            "litellm_provider": self.provider, "mode": "chat"}})
+        lit.register_model(
+            {
+                self.model: {
+                    "input_cost_per_token": inp,
+                    "output_cost_per_token": out,
+                    "litellm_provider": self.provider,
+                    "mode": "chat",
+                }
+            }
+        )
         _registered.add(self.model)
 
     def _compute_static(self) -> dict[str, str]:
         cfg = self.config
-        if (not cfg.enabled or cfg.summarizer_provider.strip().lower() in DISABLED_PROVIDERS
-                or not cfg.summarizer_model.strip()):
-            return {"state": "disabled",
-                    "reason": "LLM features are off (episodes disabled or no provider/model)"}
+        if (
+            not cfg.enabled
+            or cfg.summarizer_provider.strip().lower() in DISABLED_PROVIDERS
+            or not cfg.summarizer_model.strip()
+        ):
+            return {
+                "state": "disabled",
+                "reason": "LLM features are off (episodes disabled or no provider/model)",
+            }
         lit = load_litellm()
         self.provider, self.model = self._resolve(lit)
         self._api_base = self._api_base_for(self.provider)
         self._register_price(lit)
         missing = self._missing_keys(lit)
         if missing:
-            return {"state": "no_api_key",
-                    "reason": f"no API key for {self.provider}: set {', '.join(missing)} "
-                              "(environment or ~/.tribal-memory/.env)"}
+            return {
+                "state": "no_api_key",
+                "reason": f"no API key for {self.provider}: set {', '.join(missing)} "
+                "(environment or ~/.tribal-memory/.env)",
+            }
         prices = self._lookup_prices(lit)
         if prices is None:
-            return {"state": "unknown_model",
-                    "reason": f"litellm has no price for {self.model}, so its cost cannot be "
-                              "bounded; use a priced model or configure its per-token prices"}
+            return {
+                "state": "unknown_model",
+                "reason": f"litellm has no price for {self.model}, so its cost cannot be "
+                "bounded; use a priced model or configure its per-token prices",
+            }
         self._prices = prices
         try:
-            params = lit.get_supported_openai_params(
-                model=self.model.split("/", 1)[1], custom_llm_provider=self.provider) or []
+            params = (
+                lit.get_supported_openai_params(
+                    model=self.model.split("/", 1)[1], custom_llm_provider=self.provider
+                )
+                or []
+            )
         except Exception:  # noqa: BLE001 - unknown provider: plain text mode
             params = []
         self._json_mode = "response_format" in params
@@ -309,13 +360,16 @@ class LLMClient:
         month = lm.month_key(self.ledger.clock())
         ceiling = self.config.monthly_cost_ceiling
         spent, held = self.ledger.month_totals(month, max_age=STATUS_MAX_AGE)[:2]
-        denied = self._denied is not None and self._denied[0] == month \
-            and ceiling <= self._denied[1]
+        denied = (
+            self._denied is not None and self._denied[0] == month and ceiling <= self._denied[1]
+        )
         if denied or (self._prices != (0.0, 0.0) and spent + held >= ceiling):
-            return {"state": "ceiling_reached",
-                    "reason": f"monthly LLM cost ceiling reached: {_usd(spent + held)} spent "
-                              f"of {_usd(ceiling)} in {month} (UTC); LLM work resumes next month "
-                              "or when monthly_cost_ceiling is raised"}
+            return {
+                "state": "ceiling_reached",
+                "reason": f"monthly LLM cost ceiling reached: {_usd(spent + held)} spent "
+                f"of {_usd(ceiling)} in {month} (UTC); LLM work resumes next month "
+                "or when monthly_cost_ceiling is raised",
+            }
         return None
 
     def status(self) -> dict[str, str]:
@@ -335,27 +389,39 @@ class LLMClient:
         if previous == result["state"] or (previous is None and result["state"] == "ready"):
             return
         if previous is None:
-            logger.warning("LLM features unavailable (%s): %s", result["state"],
-                           result["reason"])
+            logger.warning("LLM features unavailable (%s): %s", result["state"], result["reason"])
         elif result["state"] == "ready":
             logger.warning("LLM available again (was %s): %s", previous, result["reason"])
         else:
-            logger.warning("LLM state changed from %s to %s: %s", previous, result["state"],
-                           result["reason"])
+            logger.warning(
+                "LLM state changed from %s to %s: %s", previous, result["state"], result["reason"]
+            )
 
     # ------------------------------------------------------------ calls
 
-    async def run(self, prompt: Prompt[T], *, episode_id: str | None = None,
-                  memory_id: str | None = None) -> T:
+    async def run(
+        self, prompt: Prompt[T], *, episode_id: str | None = None, memory_id: str | None = None
+    ) -> T:
         """:meth:`complete_json` for a :class:`~.prompts.Prompt`."""
-        return await self.complete_json(prompt.purpose, prompt.messages, prompt.validate,
-                                        episode_id=episode_id, memory_id=memory_id,
-                                        max_tokens=prompt.max_tokens)
+        return await self.complete_json(
+            prompt.purpose,
+            prompt.messages,
+            prompt.validate,
+            episode_id=episode_id,
+            memory_id=memory_id,
+            max_tokens=prompt.max_tokens,
+        )
 
-    async def complete_json(self, purpose: str, messages: list[dict[str, Any]],
-                            validate: Callable[[dict[str, Any]], T], *,
-                            episode_id: str | None = None, memory_id: str | None = None,
-                            max_tokens: int | None = None) -> T:
+    async def complete_json(
+        self,
+        purpose: str,
+        messages: list[dict[str, Any]],
+        validate: Callable[[dict[str, Any]], T],
+        *,
+        episode_id: str | None = None,
+        memory_id: str | None = None,
+        max_tokens: int | None = None,
+    ) -> T:
         """One JSON answer, validated by ``validate``; raises :class:`LLMUnavailable`."""
         if purpose not in PURPOSES:
             raise ValueError(f"unknown purpose {purpose!r}; expected one of {PURPOSES}")
@@ -366,8 +432,11 @@ class LLMClient:
             raise LLMUnavailable(self._static["reason"], self._static["state"])
         lit = load_litellm()
         cfg = self.config
-        out_cap = cfg.max_output_tokens if max_tokens is None \
+        out_cap = (
+            cfg.max_output_tokens
+            if max_tokens is None
             else max(1, min(max_tokens, cfg.max_output_tokens))
+        )
         counted = self._count_tokens(lit, messages)
         worst = lm.worst_case_cost_usd(counted, out_cap, *self._prices)
         call_id = uuid.uuid4().hex
@@ -377,10 +446,12 @@ class LLMClient:
         for attempt in range(1, attempts + 1):
             if attempt > 1:
                 await asyncio.sleep(self._backoff(attempt - 1, wait_hint))
-            res = await self._reserve(purpose, worst, call_id, attempt, episode_id, memory_id,
-                                      counted)
+            res = await self._reserve(
+                purpose, worst, call_id, attempt, episode_id, memory_id, counted
+            )
             ok, value, kind, detail, wait_hint = await self._attempt(
-                lit, res, messages, out_cap, validate)
+                lit, res, messages, out_cap, validate
+            )
             if ok:
                 self._runtime = None
                 self.status()
@@ -388,8 +459,10 @@ class LLMClient:
             if kind not in RETRYABLE:
                 break
         self._after_failure(kind, detail)
-        raise LLMUnavailable(f"{purpose} failed after {attempt} attempt(s): {kind}: {detail}",
-                             "unreachable" if kind in TRANSPORT_ERRORS else kind)
+        raise LLMUnavailable(
+            f"{purpose} failed after {attempt} attempt(s): {kind}: {detail}",
+            "unreachable" if kind in TRANSPORT_ERRORS else kind,
+        )
 
     def _count_tokens(self, lit: Any, messages: list[dict[str, Any]]) -> int:
         try:
@@ -404,15 +477,30 @@ class LLMClient:
             delay = max(delay, min(hint, self.backoff_max))
         return delay
 
-    async def _reserve(self, purpose: str, worst: float, call_id: str, attempt: int,
-                       episode_id: str | None, memory_id: str | None,
-                       counted: int) -> Reservation:
+    async def _reserve(
+        self,
+        purpose: str,
+        worst: float,
+        call_id: str,
+        attempt: int,
+        episode_id: str | None,
+        memory_id: str | None,
+        counted: int,
+    ) -> Reservation:
         try:
             res = await asyncio.to_thread(
-                self.ledger.reserve, purpose=purpose, model=self.model, reserved_usd=worst,
-                call_id=call_id, attempt=attempt, episode_id=episode_id, memory_id=memory_id,
-                prompt_tokens=counted, ceiling_usd=self.config.monthly_cost_ceiling,
-                call_cap=self.config.max_llm_calls_per_memory)
+                self.ledger.reserve,
+                purpose=purpose,
+                model=self.model,
+                reserved_usd=worst,
+                call_id=call_id,
+                attempt=attempt,
+                episode_id=episode_id,
+                memory_id=memory_id,
+                prompt_tokens=counted,
+                ceiling_usd=self.config.monthly_cost_ceiling,
+                call_cap=self.config.max_llm_calls_per_memory,
+            )
         except sqlite3.Error as exc:
             raise LLMUnavailable(f"cost ledger unavailable: {exc}", "ledger") from exc
         if res.granted:
@@ -426,10 +514,15 @@ class LLMClient:
 
     def _request(self, messages: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
-            "model": self.model, "messages": messages, "max_tokens": max_tokens,
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
             "temperature": self.config.summarizer_temperature,
             "timeout": self.config.request_timeout_seconds,
-            "num_retries": 0, "max_retries": 0, "drop_params": True}
+            "num_retries": 0,
+            "max_retries": 0,
+            "drop_params": True,
+        }
         if self._api_base:
             kwargs["api_base"] = self._api_base
         if self._api_key:
@@ -438,25 +531,36 @@ class LLMClient:
             kwargs["response_format"] = {"type": "json_object"}
         return kwargs
 
-    async def _attempt(self, lit: Any, res: Reservation, messages: list[dict[str, Any]],
-                       max_tokens: int, validate: Callable[[dict[str, Any]], T]
-                       ) -> tuple[bool, Any, str, str, float | None]:
+    async def _attempt(
+        self,
+        lit: Any,
+        res: Reservation,
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        validate: Callable[[dict[str, Any]], T],
+    ) -> tuple[bool, Any, str, str, float | None]:
         """One request; settles the ledger row. (ok, value, kind, detail, retry-after)."""
         assert res.id is not None
         try:
             response = await asyncio.wait_for(
                 lit.acompletion(**self._request(messages, max_tokens)),
-                self.config.request_timeout_seconds + TIMEOUT_GRACE_SECONDS)
+                self.config.request_timeout_seconds + TIMEOUT_GRACE_SECONDS,
+            )
         except asyncio.CancelledError:
-            self._settle(res.id, outcome="error:cancelled", cost_usd=res.reserved_usd,
-                         detail="cancelled by the caller")
+            self._settle(
+                res.id,
+                outcome="error:cancelled",
+                cost_usd=res.reserved_usd,
+                detail="cancelled by the caller",
+            )
             raise
         except Exception as exc:  # noqa: BLE001 - every provider error is classified
             kind = classify_error(lit, exc)
             # A timed-out request may still be billed: count it at its worst case.
             cost = res.reserved_usd if kind == "timeout" else 0.0
-            await asyncio.to_thread(self._settle, res.id, outcome=f"error:{kind}",
-                                    cost_usd=cost, detail=_short(exc))
+            await asyncio.to_thread(
+                self._settle, res.id, outcome=f"error:{kind}", cost_usd=cost, detail=_short(exc)
+            )
             return False, None, kind, _short(exc), _retry_after(exc)
         usage = getattr(response, "usage", None)
         ptok = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -475,9 +579,15 @@ class LLMClient:
             except (ValueError, TypeError, KeyError) as exc:
                 kind, detail = "invalid_answer", str(exc) or type(exc).__name__
         outcome = "ok" if kind == "ok" else f"error:{kind}"
-        await asyncio.to_thread(self._settle, res.id, outcome=outcome, cost_usd=cost,
-                                prompt_tokens=ptok, completion_tokens=ctok,
-                                detail=detail[:300] or None)
+        await asyncio.to_thread(
+            self._settle,
+            res.id,
+            outcome=outcome,
+            cost_usd=cost,
+            prompt_tokens=ptok,
+            completion_tokens=ctok,
+            detail=detail[:300] or None,
+        )
         if kind != "ok":
             # The provider answered, so it is reachable.
             if self._runtime is not None and self._runtime["state"] == "unreachable":
@@ -503,12 +613,18 @@ class LLMClient:
 
     def _after_failure(self, kind: str, detail: str) -> None:
         if kind in TRANSPORT_ERRORS:
-            self._runtime = {"state": "unreachable",
-                             "reason": f"{self.model} did not answer ({kind}): {detail}"}
+            self._runtime = {
+                "state": "unreachable",
+                "reason": f"{self.model} did not answer ({kind}): {detail}",
+            }
         elif kind == "auth":
-            self._runtime = {"state": "no_api_key",
-                             "reason": f"the provider rejected the API key: {detail}"}
+            self._runtime = {
+                "state": "no_api_key",
+                "reason": f"the provider rejected the API key: {detail}",
+            }
         elif kind == "not_found":
-            self._runtime = {"state": "unknown_model",
-                             "reason": f"the provider does not know {self.model}: {detail}"}
+            self._runtime = {
+                "state": "unknown_model",
+                "reason": f"the provider does not know {self.model}: {detail}",
+            }
         self.status()

@@ -64,9 +64,11 @@ CREATE INDEX IF NOT EXISTS calls_open ON calls (outcome, ts);
 """
 
 # Open reservations count at their reserved cost, everything else at its recorded cost.
-SPEND_SQL = ("SELECT COALESCE(SUM(CASE WHEN outcome = 'reserved' THEN 0 ELSE cost_nano END), 0),"
-             " COALESCE(SUM(CASE WHEN outcome = 'reserved' THEN reserved_nano ELSE 0 END), 0)"
-             " FROM calls WHERE month = ?")
+SPEND_SQL = (
+    "SELECT COALESCE(SUM(CASE WHEN outcome = 'reserved' THEN 0 ELSE cost_nano END), 0),"
+    " COALESCE(SUM(CASE WHEN outcome = 'reserved' THEN reserved_nano ELSE 0 END), 0)"
+    " FROM calls WHERE month = ?"
+)
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,16 @@ class Reservation:
 class Ledger:
     """The ledger file; safe to share between threads, tasks and processes."""
 
-    def __init__(self, path: str | Path, *, monthly_cost_ceiling: float = 5.0,
-                 max_calls_per_memory: int = 2, clock: Callable[[], datetime] = utc_now,
-                 stale_after_seconds: float = 900.0, busy_timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        monthly_cost_ceiling: float = 5.0,
+        max_calls_per_memory: int = 2,
+        clock: Callable[[], datetime] = utc_now,
+        stale_after_seconds: float = 900.0,
+        busy_timeout_seconds: float = 30.0,
+    ) -> None:
         self.path = Path(path).expanduser()
         self.monthly_cost_ceiling = monthly_cost_ceiling
         self.max_calls_per_memory = max_calls_per_memory
@@ -108,8 +117,11 @@ class Ledger:
             conn.executescript(SCHEMA)
         released = self.release_stale()
         if released:
-            logger.warning("LLM ledger: %d reservation(s) left by a stopped process were "
-                           "closed as abandoned (counted at their reserved cost)", released)
+            logger.warning(
+                "LLM ledger: %d reservation(s) left by a stopped process were "
+                "closed as abandoned (counted at their reserved cost)",
+                released,
+            )
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -120,8 +132,12 @@ class Ledger:
         """
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_seconds,
-                                   isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout_seconds,
+                isolation_level=None,
+                check_same_thread=False,
+            )
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
             with self._connections_lock:
@@ -157,7 +173,9 @@ class Ledger:
         cur = conn.execute(
             "UPDATE calls SET outcome = ?, cost_nano = reserved_nano, settled_time = ?,"
             " detail = 'reservation never settled (process stopped?)'"
-            " WHERE outcome = 'reserved' AND ts < ?", (ABANDONED, to_iso(now), cutoff))
+            " WHERE outcome = 'reserved' AND ts < ?",
+            (ABANDONED, to_iso(now), cutoff),
+        )
         return cur.rowcount
 
     def release_stale(self) -> int:
@@ -165,10 +183,20 @@ class Ledger:
         with self._write() as conn:
             return self._stale_sql(conn, self.clock())
 
-    def reserve(self, *, purpose: str, model: str, reserved_usd: float, call_id: str,
-                attempt: int = 1, episode_id: str | None = None, memory_id: str | None = None,
-                prompt_tokens: int = 0, ceiling_usd: float | None = None,
-                call_cap: int | None = None) -> Reservation:
+    def reserve(
+        self,
+        *,
+        purpose: str,
+        model: str,
+        reserved_usd: float,
+        call_id: str,
+        attempt: int = 1,
+        episode_id: str | None = None,
+        memory_id: str | None = None,
+        prompt_tokens: int = 0,
+        ceiling_usd: float | None = None,
+        call_cap: int | None = None,
+    ) -> Reservation:
         """Atomically admit (row ``reserved``) or deny (row ``denied_*``) one attempt.
 
         The per-memory call cap counts logical calls (first attempts) of ``memory_id`` over all
@@ -178,7 +206,8 @@ class Ledger:
         month = lm.month_key(now)
         new = lm.usd_to_nano(reserved_usd)
         ceiling = lm.ceiling_to_nano(
-            self.monthly_cost_ceiling if ceiling_usd is None else ceiling_usd)
+            self.monthly_cost_ceiling if ceiling_usd is None else ceiling_usd
+        )
         cap = self.max_calls_per_memory if call_cap is None else call_cap
         with self._write() as conn:
             self._stale_sql(conn, now)
@@ -186,7 +215,9 @@ class Ledger:
             if memory_id is not None and attempt == 1:
                 made = conn.execute(
                     "SELECT COUNT(*) FROM calls WHERE memory_id = ? AND attempt = 1"
-                    " AND outcome NOT IN (?, ?)", (memory_id, *DENIED)).fetchone()[0]
+                    " AND outcome NOT IN (?, ?)",
+                    (memory_id, *DENIED),
+                ).fetchone()[0]
                 if made >= cap:
                     outcome = DENIED_CALL_CAP
                     detail = f"memory {memory_id} already used {made} of {cap} LLM calls"
@@ -194,31 +225,59 @@ class Ledger:
                 spent, held = conn.execute(SPEND_SQL, (month,)).fetchone()
                 if not lm.can_reserve(spent, held, new, ceiling):
                     outcome = DENIED_CEILING
-                    detail = (f"month {month}: spent ${lm.nano_to_usd(spent):.6f} + reserved "
-                              f"${lm.nano_to_usd(held):.6f} + this call "
-                              f"${lm.nano_to_usd(new):.6f} > ceiling "
-                              f"${lm.nano_to_usd(ceiling):.6f}")
+                    detail = (
+                        f"month {month}: spent ${lm.nano_to_usd(spent):.6f} + reserved "
+                        f"${lm.nano_to_usd(held):.6f} + this call "
+                        f"${lm.nano_to_usd(new):.6f} > ceiling "
+                        f"${lm.nano_to_usd(ceiling):.6f}"
+                    )
             cur = conn.execute(
                 "INSERT INTO calls (call_id, attempt, time, ts, month, purpose, model,"
                 " episode_id, memory_id, prompt_tokens, reserved_nano, outcome, detail)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (call_id, attempt, to_iso(now), to_epoch(now), month, purpose, model,
-                 episode_id, memory_id, prompt_tokens if outcome == RESERVED else 0,
-                 new if outcome == RESERVED else 0, outcome, detail or None))
+                (
+                    call_id,
+                    attempt,
+                    to_iso(now),
+                    to_epoch(now),
+                    month,
+                    purpose,
+                    model,
+                    episode_id,
+                    memory_id,
+                    prompt_tokens if outcome == RESERVED else 0,
+                    new if outcome == RESERVED else 0,
+                    outcome,
+                    detail or None,
+                ),
+            )
             row_id = cur.lastrowid
-        return Reservation(id=row_id if outcome == RESERVED else None, outcome=outcome,
-                           month=month, reserved_usd=lm.nano_to_usd(new), detail=detail)
+        return Reservation(
+            id=row_id if outcome == RESERVED else None,
+            outcome=outcome,
+            month=month,
+            reserved_usd=lm.nano_to_usd(new),
+            detail=detail,
+        )
 
-    def settle(self, reservation_id: int, *, outcome: str, cost_usd: float,
-               prompt_tokens: int = 0, completion_tokens: int = 0,
-               detail: str | None = None) -> None:
+    def settle(
+        self,
+        reservation_id: int,
+        *,
+        outcome: str,
+        cost_usd: float,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        detail: str | None = None,
+    ) -> None:
         """Record the actual outcome and cost of a reserved attempt."""
         if outcome in (RESERVED, *DENIED):
             raise ValueError(f"cannot settle to {outcome!r}")
         cost = lm.usd_to_nano(cost_usd)
         with self._write() as conn:
-            row = conn.execute("SELECT reserved_nano, outcome FROM calls WHERE id = ?",
-                               (reservation_id,)).fetchone()
+            row = conn.execute(
+                "SELECT reserved_nano, outcome FROM calls WHERE id = ?", (reservation_id,)
+            ).fetchone()
             if row is None:
                 raise KeyError(f"no ledger row {reservation_id}")
             if row[1] not in (RESERVED, ABANDONED):
@@ -226,15 +285,27 @@ class Ledger:
             conn.execute(
                 "UPDATE calls SET outcome = ?, cost_nano = ?, prompt_tokens = ?,"
                 " completion_tokens = ?, detail = ?, settled_time = ? WHERE id = ?",
-                (outcome, cost, prompt_tokens, completion_tokens, detail,
-                 to_iso(self.clock()), reservation_id))
+                (
+                    outcome,
+                    cost,
+                    prompt_tokens,
+                    completion_tokens,
+                    detail,
+                    to_iso(self.clock()),
+                    reservation_id,
+                ),
+            )
         if cost > row[0]:
-            logger.warning("LLM call cost $%.6f exceeded its reservation $%.6f (provider "
-                           "counted more prompt tokens than expected)",
-                           lm.nano_to_usd(cost), lm.nano_to_usd(row[0]))
+            logger.warning(
+                "LLM call cost $%.6f exceeded its reservation $%.6f (provider "
+                "counted more prompt tokens than expected)",
+                lm.nano_to_usd(cost),
+                lm.nano_to_usd(row[0]),
+            )
 
-    def month_totals(self, month: str | None = None,
-                     max_age: float = 0.0) -> tuple[float, float, float]:
+    def month_totals(
+        self, month: str | None = None, max_age: float = 0.0
+    ) -> tuple[float, float, float]:
         """(settled spend, open reservations, ceiling) of a month, in USD.
 
         ``max_age`` > 0 lets a status check reuse totals read up to that many seconds ago
@@ -242,8 +313,12 @@ class Ledger:
         """
         month = month or lm.month_key(self.clock())
         cached = self._totals
-        if max_age > 0 and cached is not None and cached[0] == month \
-                and time.monotonic() - cached[3] <= max_age:
+        if (
+            max_age > 0
+            and cached is not None
+            and cached[0] == month
+            and time.monotonic() - cached[3] <= max_age
+        ):
             spent, held = cached[1], cached[2]
         else:
             writes = self._writes
@@ -257,9 +332,13 @@ class Ledger:
     def calls_for_memory(self, memory_id: str) -> int:
         """Logical calls (first attempts, not denied) made for one memory, all months."""
         with self._connect() as conn:
-            return int(conn.execute(
-                "SELECT COUNT(*) FROM calls WHERE memory_id = ? AND attempt = 1"
-                " AND outcome NOT IN (?, ?)", (memory_id, *DENIED)).fetchone()[0])
+            return int(
+                conn.execute(
+                    "SELECT COUNT(*) FROM calls WHERE memory_id = ? AND attempt = 1"
+                    " AND outcome NOT IN (?, ?)",
+                    (memory_id, *DENIED),
+                ).fetchone()[0]
+            )
 
     def episode_cost(self, episode_id: str) -> float:
         """Total recorded cost of an episode's calls over all months, in USD."""
@@ -267,7 +346,8 @@ class Ledger:
             nano = conn.execute(
                 "SELECT COALESCE(SUM(CASE WHEN outcome = 'reserved' THEN reserved_nano"
                 " ELSE cost_nano END), 0) FROM calls WHERE episode_id = ?",
-                (episode_id,)).fetchone()[0]
+                (episode_id,),
+            ).fetchone()[0]
         return lm.nano_to_usd(nano)
 
     def rows(self, month: str | None = None) -> list[dict[str, Any]]:
@@ -291,7 +371,9 @@ class Ledger:
             found = conn.execute(
                 "SELECT purpose, model, episode_id, outcome, prompt_tokens, completion_tokens,"
                 " CASE WHEN outcome = 'reserved' THEN 0 ELSE cost_nano END, reserved_nano"
-                " FROM calls WHERE month = ?", (month,)).fetchall()
+                " FROM calls WHERE month = ?",
+                (month,),
+            ).fetchall()
         return _summarise(month, found, lm.ceiling_to_nano(self.monthly_cost_ceiling))
 
 
@@ -320,8 +402,14 @@ def _summarise(month: str, found: list[tuple[Any, ...]], ceiling: int) -> dict[s
             by_episode[episode] = by_episode.get(episode, 0) + cost
 
     def usd(table: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        return {k: {"calls": v["calls"], "tokens": v["tokens"],
-                    "cost_usd": lm.nano_to_usd(v["cost_nano"])} for k, v in table.items()}
+        return {
+            k: {
+                "calls": v["calls"],
+                "tokens": v["tokens"],
+                "cost_usd": lm.nano_to_usd(v["cost_nano"]),
+            }
+            for k, v in table.items()
+        }
 
     return {
         "month": month,

@@ -47,17 +47,24 @@ def worst_case_prompt_tokens(counted: int) -> int:
     return math.ceil(round(counted * (1 + PROMPT_MARGIN_RATIO), 6)) + PROMPT_MARGIN_TOKENS
 
 
-def worst_case_cost_usd(prompt_tokens: int, max_tokens: int, input_cost_per_token: float,
-                        output_cost_per_token: float) -> float:
+def worst_case_cost_usd(
+    prompt_tokens: int, max_tokens: int, input_cost_per_token: float, output_cost_per_token: float
+) -> float:
     """Cost if the prompt is billed at its margin and the answer uses every max_tokens token."""
     if max_tokens < 0 or input_cost_per_token < 0 or output_cost_per_token < 0:
         raise ValueError("max_tokens and prices are non-negative")
-    return (worst_case_prompt_tokens(prompt_tokens) * input_cost_per_token
-            + max_tokens * output_cost_per_token)
+    return (
+        worst_case_prompt_tokens(prompt_tokens) * input_cost_per_token
+        + max_tokens * output_cost_per_token
+    )
 
 
-def usage_cost_usd(prompt_tokens: int, completion_tokens: int, input_cost_per_token: float,
-                   output_cost_per_token: float) -> float:
+def usage_cost_usd(
+    prompt_tokens: int,
+    completion_tokens: int,
+    input_cost_per_token: float,
+    output_cost_per_token: float,
+) -> float:
     """Plain usage x price (fallback when litellm cannot price a response)."""
     return prompt_tokens * input_cost_per_token + completion_tokens * output_cost_per_token
 

@@ -47,8 +47,15 @@ HEAD_MEMORIES = 5
 MAX_NEW_MEMORIES = 10
 TITLE_MEMORIES = 5
 
-MAX_TOKENS = {"classify": 80, "title": 48, "update": 450, "regenerate": 450,
-              "regenerate_metadata": 700, "final": 700, "metadata": 350}
+MAX_TOKENS = {
+    "classify": 80,
+    "title": 48,
+    "update": 450,
+    "regenerate": 450,
+    "regenerate_metadata": 700,
+    "final": 700,
+    "metadata": 350,
+}
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -128,8 +135,12 @@ def as_memory(obj: Any) -> MemoryText:
     get = obj.get if isinstance(obj, dict) else lambda k, d=None: getattr(obj, k, d)
     moment = get("time") or get("created_at") or get("timestamp")
     source = get("source") or get("source_instance") or ""
-    return MemoryText(id=str(get("id") or ""), content=str(get("content") or ""),
-                      time=_time_text(moment), source=str(source))
+    return MemoryText(
+        id=str(get("id") or ""),
+        content=str(get("content") or ""),
+        time=_time_text(moment),
+        source=str(source),
+    )
 
 
 def as_candidate(obj: Any) -> Candidate:
@@ -138,9 +149,12 @@ def as_candidate(obj: Any) -> Candidate:
         return obj
     get = obj.get if isinstance(obj, dict) else lambda k, d=None: getattr(obj, k, d)
     recent = get("recent") or get("memories") or get("snippets") or ()
-    return Candidate(id=str(get("id")), title=str(get("title") or ""),
-                     summary=str(get("summary") or ""),
-                     recent=tuple(as_memory(m) for m in recent))
+    return Candidate(
+        id=str(get("id")),
+        title=str(get("title") or ""),
+        summary=str(get("summary") or ""),
+        recent=tuple(as_memory(m) for m in recent),
+    )
 
 
 def clip(text: str, limit: int) -> str:
@@ -171,14 +185,15 @@ def _render_all(memories: Sequence[MemoryText], limit: int = MEMORY_CHARS) -> st
     return "\n".join(render_memory(m, limit) for m in memories)
 
 
-def select_memories(memories: Sequence[MemoryText], cap: int = MAX_MEMORIES,
-                    head: int = HEAD_MEMORIES) -> tuple[list[MemoryText], int]:
+def select_memories(
+    memories: Sequence[MemoryText], cap: int = MAX_MEMORIES, head: int = HEAD_MEMORIES
+) -> tuple[list[MemoryText], int]:
     """At most ``cap`` memories: the first ``head`` and the most recent rest; and the omitted
     count."""
     items = list(memories)
     if len(items) <= cap:
         return items, 0
-    return items[:head] + items[len(items) - (cap - head):], len(items) - cap
+    return items[:head] + items[len(items) - (cap - head) :], len(items) - cap
 
 
 def _memories_block(memories: Iterable[Any]) -> str:
@@ -204,17 +219,21 @@ _BASE = (
     "Answer with one JSON object and nothing else (no prose, no markdown).\n\n"
 )
 
-_TITLE_RULE = ('"title": at most 80 characters, specific, e.g. "Fix refresh-token race that '
-               'logs users out"')
-_SUMMARY_RULE = ('"summary": plain text, at most 1200 characters (aim for 60-150 words): the '
-                 "goal, what was found or done, decisions, current status; keep concrete names "
-                 "(files, services, tickets, tools, people)")
+_TITLE_RULE = (
+    '"title": at most 80 characters, specific, e.g. "Fix refresh-token race that logs users out"'
+)
+_SUMMARY_RULE = (
+    '"summary": plain text, at most 1200 characters (aim for 60-150 words): the '
+    "goal, what was found or done, decisions, current status; keep concrete names "
+    "(files, services, tickets, tools, people)"
+)
 _METADATA_RULE = (
     '"metadata": {"participants": [agents or people involved], "tools_used": [tools, '
     'commands, libraries], "entities": [files, services, tickets, components], '
     '"key_decisions": [short sentences], "outcome": "success" | "failure" | "partial" | '
     '"ongoing" | "unknown", "tags": [short lowercase keywords]}. Each list: at most 8 items '
-    "of under 100 characters; [] when nothing applies")
+    "of under 100 characters; [] when nothing applies"
+)
 
 _TASKS = {
     "classify": (
@@ -227,30 +246,37 @@ _TASKS = {
         "Answer exactly one of:\n"
         '{"action": "join", "episode_id": "<candidate id>"}\n'
         '{"action": "create", "title": "<title>"}\n'
-        '{"action": "none"}'),
+        '{"action": "none"}'
+    ),
     "title": (
         "Task: name the episode these memories start.\n"
-        f'Answer {{"title": "..."}} with {_TITLE_RULE}.'),
+        f'Answer {{"title": "..."}} with {_TITLE_RULE}.'
+    ),
     "update": (
         "Task: update the episode summary with the new memories. Keep what still matters, drop "
         "what became obsolete, keep the title unless it no longer fits.\n"
-        f'Answer {{"title": "...", "summary": "..."}} with {_TITLE_RULE}; {_SUMMARY_RULE}.'),
+        f'Answer {{"title": "...", "summary": "..."}} with {_TITLE_RULE}; {_SUMMARY_RULE}.'
+    ),
     "regenerate": (
         "Task: write the episode summary afresh from all its memories (oldest first).\n"
-        f'Answer {{"title": "...", "summary": "..."}} with {_TITLE_RULE}; {_SUMMARY_RULE}.'),
+        f'Answer {{"title": "...", "summary": "..."}} with {_TITLE_RULE}; {_SUMMARY_RULE}.'
+    ),
     "regenerate_metadata": (
         "Task: write the episode summary afresh from all its memories (oldest first) and "
         "extract its metadata.\n"
         f'Answer {{"title": "...", "summary": "...", "metadata": {{...}}}} with {_TITLE_RULE}; '
-        f"{_SUMMARY_RULE}; {_METADATA_RULE}."),
+        f"{_SUMMARY_RULE}; {_METADATA_RULE}."
+    ),
     "final": (
         "Task: the episode is closed. Write its final, comprehensive summary from all its "
         "memories (oldest first) and extract its metadata.\n"
         f'Answer {{"title": "...", "summary": "...", "metadata": {{...}}}} with {_TITLE_RULE}; '
-        f"{_SUMMARY_RULE}; {_METADATA_RULE}."),
+        f"{_SUMMARY_RULE}; {_METADATA_RULE}."
+    ),
     "metadata": (
         "Task: extract the episode's structured metadata from its memories.\n"
-        f'Answer {{"metadata": {{...}}}} with {_METADATA_RULE}.'),
+        f'Answer {{"metadata": {{...}}}} with {_METADATA_RULE}.'
+    ),
 }
 
 
@@ -262,12 +288,15 @@ def system_prompt(purpose: str, task: str | None = None) -> str:
 
 
 def _messages(purpose: str, user: str, task: str | None = None) -> list[dict[str, str]]:
-    return [{"role": "system", "content": system_prompt(purpose, task)},
-            {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": system_prompt(purpose, task)},
+        {"role": "user", "content": user},
+    ]
 
 
-def _episode_head(title: str, summary: str | None = None,
-                  summary_chars: int = SUMMARY_MAX + 300) -> str:
+def _episode_head(
+    title: str, summary: str | None = None, summary_chars: int = SUMMARY_MAX + 300
+) -> str:
     head = f"<title>{_esc(clip(title, TITLE_MAX * 2))}</title>"
     if summary is not None:
         head += f"\n<summary>{_esc(clip(summary, summary_chars))}</summary>"
@@ -287,12 +316,20 @@ def build_classify(memory: Any, candidates: Sequence[Any]) -> Prompt[Classificat
         head = _episode_head(cand.title, cand.summary, CANDIDATE_SUMMARY_CHARS)
         body = "\n".join([head, *recent])
         blocks.append(f'<episode id="{_attr(cand.id)}">\n{body}\n</episode>')
-    user = ("New memory:\n" + render_memory(new, NEW_MEMORY_CHARS)
-            + "\n\nCandidate episodes (active):\n<candidates>\n"
-            + ("\n".join(blocks) if blocks else "(none)") + "\n</candidates>")
+    user = (
+        "New memory:\n"
+        + render_memory(new, NEW_MEMORY_CHARS)
+        + "\n\nCandidate episodes (active):\n<candidates>\n"
+        + ("\n".join(blocks) if blocks else "(none)")
+        + "\n</candidates>"
+    )
     ids = frozenset(c.id for c in cands)
-    return Prompt("classify", _messages("classify", user),
-                  lambda data: validate_classify(data, ids), MAX_TOKENS["classify"])
+    return Prompt(
+        "classify",
+        _messages("classify", user),
+        lambda data: validate_classify(data, ids),
+        MAX_TOKENS["classify"],
+    )
 
 
 def build_title(memories: Sequence[Any]) -> Prompt[str]:
@@ -302,38 +339,51 @@ def build_title(memories: Sequence[Any]) -> Prompt[str]:
     return Prompt("title", _messages("title", user), validate_title, MAX_TOKENS["title"])
 
 
-def build_update(title: str, current_summary: str, new_memories: Sequence[Any]
-                 ) -> Prompt[SummaryResult]:
+def build_update(
+    title: str, current_summary: str, new_memories: Sequence[Any]
+) -> Prompt[SummaryResult]:
     """Cheap progressive update: current summary + the memories added since."""
     items = [as_memory(m) for m in new_memories][-MAX_NEW_MEMORIES:]
-    user = (_episode_head(title, current_summary or "") + "\n\nNew memories:\n"
-            + _render_all(items))
-    return Prompt("update", _messages("update", user),
-                  lambda data: validate_summary(data, with_metadata=False), MAX_TOKENS["update"])
+    user = _episode_head(title, current_summary or "") + "\n\nNew memories:\n" + _render_all(items)
+    return Prompt(
+        "update",
+        _messages("update", user),
+        lambda data: validate_summary(data, with_metadata=False),
+        MAX_TOKENS["update"],
+    )
 
 
-def build_regenerate(title: str, memories: Sequence[Any], *, with_metadata: bool = False
-                     ) -> Prompt[SummaryResult]:
+def build_regenerate(
+    title: str, memories: Sequence[Any], *, with_metadata: bool = False
+) -> Prompt[SummaryResult]:
     """Full regeneration from the memories in time order (optionally with metadata)."""
     task = "regenerate_metadata" if with_metadata else "regenerate"
     user = _episode_head(title) + "\n\nMemories, oldest first:\n" + _memories_block(memories)
-    return Prompt("regenerate", _messages("regenerate", user, task),
-                  lambda data: validate_summary(data, with_metadata=with_metadata),
-                  MAX_TOKENS[task])
+    return Prompt(
+        "regenerate",
+        _messages("regenerate", user, task),
+        lambda data: validate_summary(data, with_metadata=with_metadata),
+        MAX_TOKENS[task],
+    )
 
 
 def build_final(title: str, memories: Sequence[Any]) -> Prompt[SummaryResult]:
     """Comprehensive final summary and structured metadata in one call."""
     user = _episode_head(title) + "\n\nMemories, oldest first:\n" + _memories_block(memories)
-    return Prompt("final", _messages("final", user),
-                  lambda data: validate_summary(data, with_metadata=True), MAX_TOKENS["final"])
+    return Prompt(
+        "final",
+        _messages("final", user),
+        lambda data: validate_summary(data, with_metadata=True),
+        MAX_TOKENS["final"],
+    )
 
 
 def build_metadata(title: str, memories: Sequence[Any]) -> Prompt[EpisodeMetadata]:
     """Structured metadata only."""
     user = _episode_head(title) + "\n\nMemories, oldest first:\n" + _memories_block(memories)
-    return Prompt("metadata", _messages("metadata", user), validate_metadata_answer,
-                  MAX_TOKENS["metadata"])
+    return Prompt(
+        "metadata", _messages("metadata", user), validate_metadata_answer, MAX_TOKENS["metadata"]
+    )
 
 
 # ---------------------------------------------------------------- validators
@@ -410,8 +460,7 @@ def _str_list(value: Any, name: str) -> tuple[str, ...]:
         raise ValueError(f"metadata.{name} must be a list")
     if len(value) > LIST_MAX_ITEMS:
         raise ValueError(f"metadata.{name} has {len(value)} items; at most {LIST_MAX_ITEMS}")
-    return tuple(_text(item, f"metadata.{name} item", ITEM_MAX, one_line=True)
-                 for item in value)
+    return tuple(_text(item, f"metadata.{name} item", ITEM_MAX, one_line=True) for item in value)
 
 
 def validate_metadata(value: Any) -> EpisodeMetadata:
@@ -435,4 +484,5 @@ def validate_summary(data: Any, *, with_metadata: bool) -> SummaryResult:
     return SummaryResult(
         title=validate_title_text(data["title"]),
         summary=_text(data["summary"], "summary", SUMMARY_MAX),
-        metadata=validate_metadata(data["metadata"]) if with_metadata else None)
+        metadata=validate_metadata(data["metadata"]) if with_metadata else None,
+    )

@@ -22,8 +22,12 @@ BUSY_INTERVAL = 1.0
 class RequestActivity:
     """Requests in flight, and the turns given to background work between them."""
 
-    def __init__(self, quiet: float = QUIET_SECONDS, busy_interval: float = BUSY_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        quiet: float = QUIET_SECONDS,
+        busy_interval: float = BUSY_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.quiet = quiet
         self.busy_interval = busy_interval
         self.clock = clock

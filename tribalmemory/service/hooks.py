@@ -58,8 +58,14 @@ class HookRegistry:
             except TribalError:
                 raise
             except Exception as exc:  # a plugin bug must not lose the memory
-                log.warning("plugin %s failed in %s: %s: %s", name, hook,
-                            type(exc).__name__, exc, exc_info=True)
+                log.warning(
+                    "plugin %s failed in %s: %s: %s",
+                    name,
+                    hook,
+                    type(exc).__name__,
+                    exc,
+                    exc_info=True,
+                )
                 continue
             if isinstance(result, dict):
                 merged.update(result)

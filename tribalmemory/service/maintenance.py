@@ -27,12 +27,13 @@ MAX_BACKOFF = 300.0
 class StoreMaintenance:
     """One asyncio task that runs ``store.optimize()`` in a worker thread when it is due."""
 
-    def __init__(self, store: Any, idle_seconds: float = IDLE_SECONDS,
-                 interval: float = CHECK_INTERVAL) -> None:
+    def __init__(
+        self, store: Any, idle_seconds: float = IDLE_SECONDS, interval: float = CHECK_INTERVAL
+    ) -> None:
         self.store = store
         self.idle_seconds = idle_seconds
         self.interval = interval
-        self.runs = 0                  # optimize() calls that did work
+        self.runs = 0  # optimize() calls that did work
         self.last_seconds: float | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -64,14 +65,17 @@ class StoreMaintenance:
                 worked = await asyncio.to_thread(self.store.optimize)
             except Exception as exc:  # a closed store, a disk error: retry later
                 failures += 1
-                delay = min(MAX_BACKOFF, self.interval * 2.0 ** failures)
-                log.warning("store maintenance failed (%s: %s); retrying in %.0f s",
-                            type(exc).__name__, exc, delay)
+                delay = min(MAX_BACKOFF, self.interval * 2.0**failures)
+                log.warning(
+                    "store maintenance failed (%s: %s); retrying in %.0f s",
+                    type(exc).__name__,
+                    exc,
+                    delay,
+                )
                 await asyncio.sleep(delay)
                 continue
             failures = 0
             if worked:
                 self.runs += 1
                 self.last_seconds = time.monotonic() - started
-                log.info("store maintenance: new memories sealed in %.2f s",
-                         self.last_seconds)
+                log.info("store maintenance: new memories sealed in %.2f s", self.last_seconds)

@@ -43,9 +43,13 @@ class RememberResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        data = {"success": self.success, "memory_id": self.memory_id,
-                "duplicate_of": self.duplicate_of, "episode_id": self.episode_id,
-                "error": self.error}
+        data = {
+            "success": self.success,
+            "memory_id": self.memory_id,
+            "duplicate_of": self.duplicate_of,
+            "episode_id": self.episode_id,
+            "error": self.error,
+        }
         data.update(self.extra)
         return data
 
@@ -66,8 +70,13 @@ class NewMemory:
 class MemoryService:
     """Stores and finds memories; runs the registered write-time hooks."""
 
-    def __init__(self, config: Config, store: MemoryStore, embedder: Embedder,
-                 background: BackgroundEmbedder | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: MemoryStore,
+        embedder: Embedder,
+        background: BackgroundEmbedder | None = None,
+    ) -> None:
         self.config = config
         self.store = store
         self.embedder = embedder
@@ -79,9 +88,16 @@ class MemoryService:
 
     # -- validation -------------------------------------------------------------------------
 
-    def _parse_new(self, content: Any, source_type: Any = None, source_instance: Any = None,
-                   tags: Any = None, context: Any = None, created_at: Any = None,
-                   skip_dedup: Any = None) -> NewMemory:
+    def _parse_new(
+        self,
+        content: Any,
+        source_type: Any = None,
+        source_instance: Any = None,
+        tags: Any = None,
+        context: Any = None,
+        created_at: Any = None,
+        skip_dedup: Any = None,
+    ) -> NewMemory:
         limit = self.config.server.max_content_chars
         text = check.text("content", content, limit)
         assert text is not None
@@ -104,12 +120,22 @@ class MemoryService:
     async def embed(self, texts: list[str]) -> np.ndarray:
         return await asyncio.to_thread(self.embedder.embed, texts)
 
-    async def remember(self, content: Any, source_type: Any = None, source_instance: Any = None,
-                       tags: Any = None, context: Any = None, created_at: Any = None,
-                       skip_dedup: Any = None, *, supersedes: str | None = None) -> RememberResult:
+    async def remember(
+        self,
+        content: Any,
+        source_type: Any = None,
+        source_instance: Any = None,
+        tags: Any = None,
+        context: Any = None,
+        created_at: Any = None,
+        skip_dedup: Any = None,
+        *,
+        supersedes: str | None = None,
+    ) -> RememberResult:
         """Store one memory (unless it near-duplicates one) and run the write-time hooks."""
-        new = self._parse_new(content, source_type, source_instance, tags, context,
-                              created_at, skip_dedup)
+        new = self._parse_new(
+            content, source_type, source_instance, tags, context, created_at, skip_dedup
+        )
         with self.activity.request():
             vector = (await self.embed([new.content]))[0]
             return await self._store_new(new, vector, supersedes)
@@ -122,8 +148,15 @@ class MemoryService:
         for index, item in enumerate(items):
             if not isinstance(item, dict):
                 raise InvalidInput(f"memories[{index}] must be an object")
-            unknown = set(item) - {"content", "source_type", "source_instance", "tags",
-                                   "context", "created_at", "skip_dedup"}
+            unknown = set(item) - {
+                "content",
+                "source_type",
+                "source_instance",
+                "tags",
+                "context",
+                "created_at",
+                "skip_dedup",
+            }
             if unknown:
                 raise InvalidInput(f"memories[{index}]: unknown field(s) {sorted(unknown)}")
             try:
@@ -132,24 +165,33 @@ class MemoryService:
                 raise InvalidInput(f"memories[{index}]: {exc.message}") from None
         with self.activity.request():
             vectors = await self.embed([p.content for p in parsed])
-            return [await self._store_new(p, v, None)
-                    for p, v in zip(parsed, vectors, strict=True)]
+            return [await self._store_new(p, v, None) for p, v in zip(parsed, vectors, strict=True)]
 
-    async def _store_new(self, new: NewMemory, vector: np.ndarray,
-                         supersedes: str | None) -> RememberResult:
+    async def _store_new(
+        self, new: NewMemory, vector: np.ndarray, supersedes: str | None
+    ) -> RememberResult:
         async with self._write_lock:
             if not new.skip_dedup:
                 duplicate = await self._find_duplicate(vector)
                 if duplicate is not None:
                     return RememberResult(
-                        success=False, duplicate_of=duplicate,
+                        success=False,
+                        duplicate_of=duplicate,
                         error=f"near-duplicate of memory {duplicate}; nothing stored "
-                              "(send skip_dedup=true to store it anyway)")
+                        "(send skip_dedup=true to store it anyway)",
+                    )
             now = utc_now()
             memory = Memory(
-                id=new_memory_id(), content=new.content, source_type=new.source_type,
-                source_instance=new.source_instance, tags=new.tags, context=new.context,
-                created_at=new.created_at or now, updated_at=now, supersedes=supersedes)
+                id=new_memory_id(),
+                content=new.content,
+                source_type=new.source_type,
+                source_instance=new.source_instance,
+                tags=new.tags,
+                context=new.context,
+                created_at=new.created_at or now,
+                updated_at=now,
+                supersedes=supersedes,
+            )
             await self.hooks.notify("before_remember", memory)
             try:
                 await asyncio.to_thread(self.store.upsert, [memory], vector[None, :])
@@ -158,8 +200,7 @@ class MemoryService:
                 raise
         extra = await self.hooks.notify("after_remember", memory, vector)
         episode_id = extra.pop("episode_id", None)
-        return RememberResult(success=True, memory_id=memory.id, episode_id=episode_id,
-                              extra=extra)
+        return RememberResult(success=True, memory_id=memory.id, episode_id=episode_id, extra=extra)
 
     async def _find_duplicate(self, vector: np.ndarray) -> str | None:
         hit = await asyncio.to_thread(self._nearest_non_summary, vector)
@@ -184,15 +225,28 @@ class MemoryService:
         found = self.store.dense_search(vector, 1, where)
         return found[0] if found else None
 
-    async def correct(self, memory_id: Any, content: Any, source_instance: Any = None,
-                      tags: Any = None, context: Any = None) -> RememberResult:
+    async def correct(
+        self,
+        memory_id: Any,
+        content: Any,
+        source_instance: Any = None,
+        tags: Any = None,
+        context: Any = None,
+    ) -> RememberResult:
         """Store a CORRECTION memory that supersedes ``memory_id`` (which is kept as history)."""
         old = await self.get(memory_id)
         result = await self.remember(
-            content, SourceType.CORRECTION, source_instance,
-            old.tags if tags is None else tags, context, None, True, supersedes=old.id)
+            content,
+            SourceType.CORRECTION,
+            source_instance,
+            old.tags if tags is None else tags,
+            context,
+            None,
+            True,
+            supersedes=old.id,
+        )
         if result.success and result.memory_id:
-            new = (await self.get(result.memory_id))
+            new = await self.get(result.memory_id)
             await self.hooks.notify("after_correct", old, new)
         return result
 
@@ -238,9 +292,16 @@ class MemoryService:
     async def vectors(self, memory_ids: list[str]) -> dict[str, np.ndarray]:
         return await asyncio.to_thread(self.store.get_vectors, memory_ids)
 
-    async def recall(self, query: Any, limit: Any = None, min_relevance: Any = None,
-                     tags: Any = None, source_types: Any = None, after: Any = None,
-                     before: Any = None) -> list[RecallHit]:
+    async def recall(
+        self,
+        query: Any,
+        limit: Any = None,
+        min_relevance: Any = None,
+        tags: Any = None,
+        source_types: Any = None,
+        after: Any = None,
+        before: Any = None,
+    ) -> list[RecallHit]:
         """Hybrid search (dense + BM25, RRF-fused by Qdrant), best first.
 
         ``similarity_score`` is the cosine similarity of the memory to the query, clamped to
@@ -259,8 +320,9 @@ class MemoryService:
         with self.activity.request():
             vector = (await self.embed([text]))[0]
             hits = await asyncio.to_thread(self.store.search, text, vector, size, where)
-        results = [RecallHit(memory=h.memory, similarity_score=max(0.0, min(1.0, h.cosine)))
-                   for h in hits]
+        results = [
+            RecallHit(memory=h.memory, similarity_score=max(0.0, min(1.0, h.cosine))) for h in hits
+        ]
         return [r for r in results if r.similarity_score >= floor]
 
     def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
@@ -270,8 +332,7 @@ class MemoryService:
     async def stats(self) -> dict[str, Any]:
         def count_all() -> dict[str, Any]:
             by_type = {
-                st.json_name: self.store.count(MemoryFilter(source_types=[st]))
-                for st in SourceType
+                st.json_name: self.store.count(MemoryFilter(source_types=[st])) for st in SourceType
             }
             return {"total_memories": sum(by_type.values()), "by_source_type": by_type}
 

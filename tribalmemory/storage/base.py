@@ -35,8 +35,8 @@ class MemoryFilter:
     tags_any: list[str] | None = None
     source_types: list[SourceType] | None = None
     exclude_source_types: list[SourceType] | None = None
-    after: datetime | None = None        # created_at >= after
-    before: datetime | None = None       # created_at < before
+    after: datetime | None = None  # created_at >= after
+    before: datetime | None = None  # created_at < before
     metadata_equals: dict[str, str] = field(default_factory=dict)  # e.g. {"episode_id": "ep-1"}
 
 
@@ -74,18 +74,19 @@ class MemoryStore(Protocol):
     def delete(self, ids: list[str]) -> None:
         """Remove memories; unknown ids are ignored."""
 
-    def search(self, text: str, vector: np.ndarray, limit: int,
-               where: MemoryFilter | None = None) -> list[SearchHit]:
+    def search(
+        self, text: str, vector: np.ndarray, limit: int, where: MemoryFilter | None = None
+    ) -> list[SearchHit]:
         """Hybrid search: dense + BM25 fused with reciprocal rank fusion, best first."""
 
-    def dense_search(self, vector: np.ndarray, limit: int,
-                     where: MemoryFilter | None = None) -> list[SearchHit]:
+    def dense_search(
+        self, vector: np.ndarray, limit: int, where: MemoryFilter | None = None
+    ) -> list[SearchHit]:
         """Nearest neighbours by cosine only (score == cosine), best first."""
 
     def count(self, where: MemoryFilter | None = None) -> int: ...
 
-    def scroll(self, where: MemoryFilter | None = None, batch_size: int = 256
-               ) -> Iterator[Memory]:
+    def scroll(self, where: MemoryFilter | None = None, batch_size: int = 256) -> Iterator[Memory]:
         """Every matching memory, in no particular order."""
 
     def optimize(self) -> bool:
@@ -96,10 +97,10 @@ class MemoryStore(Protocol):
 
 # -- Shared by the backends: the point layout both of them store ----------------------------
 
-DENSE = "dense"          # named dense vector (cosine)
-SPARSE = "bm25"          # named sparse vector (BM25 term weights, IDF modifier)
-RRF_K = 60               # reciprocal rank fusion constant: score = sum of 1 / (RRF_K + rank)
-HNSW_EF = 128            # HNSW search breadth, once an index is built (see docs/storage.md)
+DENSE = "dense"  # named dense vector (cosine)
+SPARSE = "bm25"  # named sparse vector (BM25 term weights, IDF modifier)
+RRF_K = 60  # reciprocal rank fusion constant: score = sum of 1 / (RRF_K + rank)
+HNSW_EF = 128  # HNSW search breadth, once an index is built (see docs/storage.md)
 KEYWORD_FIELDS = ("tags", "source_type", "metadata.episode_id")
 FLOAT_FIELDS = ("created_ts",)
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -168,8 +169,9 @@ def search_depth(limit: int) -> int:
     return max(4 * limit, 50)
 
 
-def ensure_same_model(location: str, stored_model: str, stored_dim: int,
-                model_name: str, dim: int) -> None:
+def ensure_same_model(
+    location: str, stored_model: str, stored_dim: int, model_name: str, dim: int
+) -> None:
     """Raise ModelMismatchError unless the store was written by this model and dimension."""
     if stored_model == model_name and int(stored_dim) == dim:
         return

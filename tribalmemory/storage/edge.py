@@ -64,14 +64,16 @@ META_FILE = "store.json"
 LOCK_FILE = "lock"
 FORMAT = 1
 UPSERT_CHUNK = 256
-SEAL_SIZE = 10_000        # memories per sealed segment: what one optimize() has to convert
+SEAL_SIZE = 10_000  # memories per sealed segment: what one optimize() has to convert
 FORCE_SEAL = 2 * SEAL_SIZE  # unsealed memories at which maintenance seals even when busy
-OVERSAMPLING = 2.0        # int8 candidates per wanted hit, rescored with the float vectors
+OVERSAMPLING = 2.0  # int8 candidates per wanted hit, rescored with the float vectors
 _SHARD_DIR = re.compile(r"^shard-(\d+)$")
 # hnsw_ef only matters for HNSW segments of stores optimized by older versions, until their
 # first optimize() converts them.
-_PARAMS = qe.SearchParams(hnsw_ef=HNSW_EF, quantization=qe.QuantizationSearchParams(
-    rescore=True, oversampling=OVERSAMPLING))
+_PARAMS = qe.SearchParams(
+    hnsw_ef=HNSW_EF,
+    quantization=qe.QuantizationSearchParams(rescore=True, oversampling=OVERSAMPLING),
+)
 
 
 class FolderLock:
@@ -118,8 +120,15 @@ def _read_meta(root: Path) -> dict[str, Any] | None:
 
 def _write_meta(root: Path, model_name: str, dim: int, shard: str) -> None:
     """Atomically replace store.json (write, fsync, rename, fsync the folder)."""
-    meta = {"format": FORMAT, "backend": "edge", "model_name": model_name, "dim": dim,
-            "shard": shard, "lexical": lexical.SIGNATURE, "written_at": to_iso(utc_now())}
+    meta = {
+        "format": FORMAT,
+        "backend": "edge",
+        "model_name": model_name,
+        "dim": dim,
+        "shard": shard,
+        "lexical": lexical.SIGNATURE,
+        "written_at": to_iso(utc_now()),
+    }
     tmp = root / f".{META_FILE}.tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(meta, handle, indent=2)
@@ -144,10 +153,12 @@ def _shard_config(dim: int) -> qe.EdgeConfig:
         vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
         sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         # m=0: no HNSW graph. Sealed segments are scanned exhaustively over int8 vectors.
-        hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=64, full_scan_threshold=10000,
-                                       payload_m=0),
+        hnsw_config=qe.HnswIndexConfig(
+            m=0, ef_construct=64, full_scan_threshold=10000, payload_m=0
+        ),
         quantization_config=qe.ScalarQuantizationConfig(
-            type=qe.ScalarType.Int8, quantile=0.99, always_ram=True),
+            type=qe.ScalarType.Int8, quantile=0.99, always_ram=True
+        ),
         # Seal the plain segment at SEAL_SIZE points; never merge into bigger segments, so
         # that no optimize() converts more than about SEAL_SIZE (+ what waited) points.
         optimizers=qe.EdgeOptimizersConfig(indexing_threshold=seal, max_segment_size=seal),
@@ -178,15 +189,25 @@ def edge_filter(where: MemoryFilter | None) -> qe.Filter | None:
     if where.tags_any:
         must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(where.tags_any))))
     if where.source_types:
-        must.append(qe.FieldCondition(
-            "source_type", match=qe.MatchAny(source_values(where.source_types))))
+        must.append(
+            qe.FieldCondition("source_type", match=qe.MatchAny(source_values(where.source_types)))
+        )
     if where.exclude_source_types:
-        must_not.append(qe.FieldCondition(
-            "source_type", match=qe.MatchAny(source_values(where.exclude_source_types))))
+        must_not.append(
+            qe.FieldCondition(
+                "source_type", match=qe.MatchAny(source_values(where.exclude_source_types))
+            )
+        )
     if where.after is not None or where.before is not None:
-        must.append(qe.FieldCondition("created_ts", range=qe.RangeFloat(
-            gte=to_epoch(where.after) if where.after else None,
-            lt=to_epoch(where.before) if where.before else None)))
+        must.append(
+            qe.FieldCondition(
+                "created_ts",
+                range=qe.RangeFloat(
+                    gte=to_epoch(where.after) if where.after else None,
+                    lt=to_epoch(where.before) if where.before else None,
+                ),
+            )
+        )
     for key, value in where.metadata_equals.items():
         must.append(qe.FieldCondition(metadata_field(key), match=qe.MatchValue(value)))
     if not must and not must_not:
@@ -197,8 +218,14 @@ def edge_filter(where: MemoryFilter | None) -> qe.Filter | None:
 class EdgeStore:
     """The embedded store. Open with :meth:`open`; one process at a time."""
 
-    def __init__(self, root: Path, shard: qe.EdgeShard, shard_name: str, info: StoreInfo,
-                 folder_lock: FolderLock | None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        shard: qe.EdgeShard,
+        shard_name: str,
+        info: StoreInfo,
+        folder_lock: FolderLock | None,
+    ) -> None:
         self.root = root
         self.info = info
         self._shard: qe.EdgeShard | None = shard
@@ -206,12 +233,13 @@ class EdgeStore:
         self._folder_lock = folder_lock
         self._lock = threading.RLock()
         self._last_used = time.monotonic()
-        self._unsealed = 0          # memories written since the last optimize() (an estimate)
+        self._unsealed = 0  # memories written since the last optimize() (an estimate)
         self._maintenance_due = True  # unknown after open: look once
 
     @classmethod
-    def open(cls, path: str | Path, model_name: str, dim: int, *,
-             check_model: bool = True) -> EdgeStore:
+    def open(
+        cls, path: str | Path, model_name: str, dim: int, *, check_model: bool = True
+    ) -> EdgeStore:
         """Open or create the store at ``path``.
 
         Raises StoreLockedError if another process has it open, ModelMismatchError if another
@@ -228,15 +256,20 @@ class EdgeStore:
                 if any(_SHARD_DIR.match(p.name) for p in root.iterdir()):
                     raise StorageError(
                         f"{root} holds shard data but no {META_FILE}; restore {META_FILE} "
-                        "from a backup or move the folder away to start empty")
+                        "from a backup or move the folder away to start empty"
+                    )
                 meta = {"model_name": model_name, "dim": dim, "shard": "shard-1"}
                 _write_meta(root, model_name, dim, "shard-1")
             elif check_model:
                 ensure_same_model(location, meta["model_name"], meta["dim"], model_name, dim)
             _remove_stale_shards(root, keep=meta["shard"])
             shard = _open_shard(root / meta["shard"], int(meta["dim"]), location)
-            info = StoreInfo(model_name=meta["model_name"], dim=int(meta["dim"]),
-                             backend="edge", location=location)
+            info = StoreInfo(
+                model_name=meta["model_name"],
+                dim=int(meta["dim"]),
+                backend="edge",
+                location=location,
+            )
             store = cls(root, shard, meta["shard"], info, folder_lock)
             store._ensure_indexes()
             return store
@@ -267,8 +300,10 @@ class EdgeStore:
         if not points:
             return []
         cosines = np.stack([_dense(p.vector) for p in points]) @ query
-        return [SearchHit(from_payload(p.payload), float(p.score), float(cosine))
-                for p, cosine in zip(points, cosines, strict=True)]
+        return [
+            SearchHit(from_payload(p.payload), float(p.score), float(cosine))
+            for p, cosine in zip(points, cosines, strict=True)
+        ]
 
     # -- the MemoryStore contract ---------------------------------------------------------
 
@@ -284,7 +319,7 @@ class EdgeStore:
         with self._lock:
             shard = self._live()
             for start in range(0, len(points), UPSERT_CHUNK):
-                chunk = points[start:start + UPSERT_CHUNK]
+                chunk = points[start : start + UPSERT_CHUNK]
                 shard.update(qe.UpdateOperation.upsert_points(chunk))
             self._unsealed += len(points)
             self._maintenance_due = True
@@ -313,8 +348,9 @@ class EdgeStore:
                 self._live().update(qe.UpdateOperation.delete_points(wanted))
                 self._maintenance_due = True  # enough deletions make a segment worth vacuuming
 
-    def search(self, text: str, vector: np.ndarray, limit: int,
-               where: MemoryFilter | None = None) -> list[SearchHit]:
+    def search(
+        self, text: str, vector: np.ndarray, limit: int, where: MemoryFilter | None = None
+    ) -> list[SearchHit]:
         if limit <= 0:
             return []
         query = unit_query(vector, self.info.dim)
@@ -324,23 +360,36 @@ class EdgeStore:
         prefetches = [qe.Prefetch(limit=depth, query=nearest, filter=flt, params=_PARAMS)]
         sparse = lexical.query_vector(text)
         if sparse is not None:
-            prefetches.append(qe.Prefetch(limit=depth, query=qe.Query.Nearest(sparse, using=SPARSE),
-                                          filter=flt))
+            prefetches.append(
+                qe.Prefetch(limit=depth, query=qe.Query.Nearest(sparse, using=SPARSE), filter=flt)
+            )
         fusion: Any = qe.Fusion.Rrf(k=RRF_K)  # RRF inside the engine, over both prefetches
-        request = qe.QueryRequest(limit=limit, prefetches=prefetches, query=fusion, filter=flt,
-                                  with_payload=True, with_vector=[DENSE])
+        request = qe.QueryRequest(
+            limit=limit,
+            prefetches=prefetches,
+            query=fusion,
+            filter=flt,
+            with_payload=True,
+            with_vector=[DENSE],
+        )
         with self._lock:
             points = self._live().query(request)
         return self._hits(points, query)
 
-    def dense_search(self, vector: np.ndarray, limit: int,
-                     where: MemoryFilter | None = None) -> list[SearchHit]:
+    def dense_search(
+        self, vector: np.ndarray, limit: int, where: MemoryFilter | None = None
+    ) -> list[SearchHit]:
         if limit <= 0:
             return []
         query = unit_query(vector, self.info.dim)
-        request = qe.QueryRequest(limit=limit, query=qe.Query.Nearest(query.tolist(), using=DENSE),
-                                  filter=edge_filter(where), params=_PARAMS, with_payload=True,
-                                  with_vector=False)
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(query.tolist(), using=DENSE),
+            filter=edge_filter(where),
+            params=_PARAMS,
+            with_payload=True,
+            with_vector=False,
+        )
         with self._lock:
             points = self._live().query(request)
         return [SearchHit(from_payload(p.payload), float(p.score), float(p.score)) for p in points]
@@ -350,13 +399,13 @@ class EdgeStore:
         with self._lock:
             return int(self._live().count(request))
 
-    def scroll(self, where: MemoryFilter | None = None, batch_size: int = 256
-               ) -> Iterator[Memory]:
+    def scroll(self, where: MemoryFilter | None = None, batch_size: int = 256) -> Iterator[Memory]:
         flt = edge_filter(where)
         offset: Any = None
         while True:
-            request = qe.ScrollRequest(offset=offset, limit=batch_size, filter=flt,
-                                       with_payload=True, with_vector=False)
+            request = qe.ScrollRequest(
+                offset=offset, limit=batch_size, filter=flt, with_payload=True, with_vector=False
+            )
             with self._lock:
                 records, offset = self._live().scroll(request)
             for record in records:
@@ -421,8 +470,9 @@ class EdgeStore:
         if path.exists():
             shutil.rmtree(path)  # left over from an interrupted rebuild; never committed
         shard = _open_shard(path, dim, self.info.location)
-        info = StoreInfo(model_name=model_name, dim=dim, backend="edge",
-                         location=self.info.location)
+        info = StoreInfo(
+            model_name=model_name, dim=dim, backend="edge", location=self.info.location
+        )
         target = EdgeStore(self.root, shard, name, info, None)
         target._ensure_indexes()
         return target

@@ -8,8 +8,9 @@ from ..config import Config
 from .base import MemoryStore
 
 
-def open_store(config: Config, model_name: str, dim: int, *,
-               check_model: bool = True) -> MemoryStore:
+def open_store(
+    config: Config, model_name: str, dim: int, *, check_model: bool = True
+) -> MemoryStore:
     """The store for ``config``: a Qdrant server when ``storage.qdrant_url`` is set, else the
     embedded store at ``config.store_path``.
 
@@ -22,8 +23,14 @@ def open_store(config: Config, model_name: str, dim: int, *,
         from .server import ServerStore  # qdrant-client takes ~1 s to import
 
         api_key = storage.qdrant_api_key or os.environ.get("QDRANT_API_KEY")
-        return ServerStore.connect(storage.qdrant_url, api_key, storage.collection,
-                                   model_name, dim, check_model=check_model)
+        return ServerStore.connect(
+            storage.qdrant_url,
+            api_key,
+            storage.collection,
+            model_name,
+            dim,
+            check_model=check_model,
+        )
     from .edge import EdgeStore
 
     return EdgeStore.open(config.store_path, model_name, dim, check_model=check_model)

@@ -64,19 +64,32 @@ def server_filter(where: MemoryFilter | None) -> models.Filter | None:
     if where.tags_any:
         must.append(models.FieldCondition(key="tags", match=models.MatchAny(any=where.tags_any)))
     if where.source_types:
-        must.append(models.FieldCondition(
-            key="source_type", match=models.MatchAny(any=source_values(where.source_types))))
+        must.append(
+            models.FieldCondition(
+                key="source_type", match=models.MatchAny(any=source_values(where.source_types))
+            )
+        )
     if where.exclude_source_types:
-        must_not.append(models.FieldCondition(
-            key="source_type",
-            match=models.MatchAny(any=source_values(where.exclude_source_types))))
+        must_not.append(
+            models.FieldCondition(
+                key="source_type",
+                match=models.MatchAny(any=source_values(where.exclude_source_types)),
+            )
+        )
     if where.after is not None or where.before is not None:
-        must.append(models.FieldCondition(key="created_ts", range=models.Range(
-            gte=to_epoch(where.after) if where.after else None,
-            lt=to_epoch(where.before) if where.before else None)))
+        must.append(
+            models.FieldCondition(
+                key="created_ts",
+                range=models.Range(
+                    gte=to_epoch(where.after) if where.after else None,
+                    lt=to_epoch(where.before) if where.before else None,
+                ),
+            )
+        )
     for key, value in where.metadata_equals.items():
-        must.append(models.FieldCondition(key=metadata_field(key),
-                                          match=models.MatchValue(value=value)))
+        must.append(
+            models.FieldCondition(key=metadata_field(key), match=models.MatchValue(value=value))
+        )
     if not must and not must_not:
         return None
     return models.Filter(must=must or None, must_not=must_not or None)
@@ -84,8 +97,9 @@ def server_filter(where: MemoryFilter | None) -> models.Filter | None:
 
 def _read_meta(client: QdrantClient, alias: str) -> tuple[str, dict[str, Any]] | None:
     """(physical collection, Tribal Memory metadata) of ``alias``; None if it does not exist."""
-    physical = next((a.collection_name for a in client.get_aliases().aliases
-                     if a.alias_name == alias), None)
+    physical = next(
+        (a.collection_name for a in client.get_aliases().aliases if a.alias_name == alias), None
+    )
     if physical is None:
         if not client.collection_exists(alias):
             return None
@@ -95,7 +109,8 @@ def _read_meta(client: QdrantClient, alias: str) -> tuple[str, dict[str, Any]] |
     if not isinstance(meta, dict) or "model_name" not in meta or "dim" not in meta:
         raise StorageError(
             f"collection {alias!r} exists but was not created by Tribal Memory; "
-            "set storage.collection to another name")
+            "set storage.collection to another name"
+        )
     return physical, meta
 
 
@@ -105,8 +120,13 @@ def _new_name(alias: str) -> str:
 
 def _create(client: QdrantClient, name: str, model_name: str, dim: int, local: bool) -> str:
     """Create a physical collection with the model recorded in its metadata."""
-    meta = {"format": FORMAT, "model_name": model_name, "dim": dim,
-            "lexical": lexical.SIGNATURE, "written_at": to_iso(utc_now())}
+    meta = {
+        "format": FORMAT,
+        "model_name": model_name,
+        "dim": dim,
+        "lexical": lexical.SIGNATURE,
+        "written_at": to_iso(utc_now()),
+    }
     client.create_collection(
         name,
         vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
@@ -132,12 +152,21 @@ def _sparse(vector: Any) -> models.SparseVector:
 class ServerStore:
     """Memories in one Qdrant collection (reached through an alias)."""
 
-    def __init__(self, client: QdrantClient, alias: str, name: str, info: StoreInfo, *,
-                 local: bool, lock: Any = None, owns_client: bool = True) -> None:
+    def __init__(
+        self,
+        client: QdrantClient,
+        alias: str,
+        name: str,
+        info: StoreInfo,
+        *,
+        local: bool,
+        lock: Any = None,
+        owns_client: bool = True,
+    ) -> None:
         self.info = info
         self._client = client
         self._alias = alias  # the configured collection name
-        self._name = name    # the physical collection this object reads and writes
+        self._name = name  # the physical collection this object reads and writes
         self._local = local
         # qdrant-client's in-process mode is not thread-safe; an HTTP client is.
         self._lock: Any = lock or (threading.RLock() if local else contextlib.nullcontext())
@@ -146,8 +175,17 @@ class ServerStore:
         self._closed = False
 
     @classmethod
-    def attach(cls, client: QdrantClient, collection: str, model_name: str, dim: int, *,
-               location: str, local: bool = False, check_model: bool = True) -> ServerStore:
+    def attach(
+        cls,
+        client: QdrantClient,
+        collection: str,
+        model_name: str,
+        dim: int,
+        *,
+        location: str,
+        local: bool = False,
+        check_model: bool = True,
+    ) -> ServerStore:
         """Use ``client``'s collection (created if missing); the store then owns the client."""
         try:
             found = _read_meta(client, collection)
@@ -157,48 +195,83 @@ class ServerStore:
             raise StorageError(
                 f"cannot reach Qdrant at {location}: {exc}. Check storage.qdrant_url and "
                 "storage.qdrant_api_key (or QDRANT_API_KEY), or unset qdrant_url to use the "
-                "embedded store") from exc
+                "embedded store"
+            ) from exc
         if found is None:
             name = _create(client, _new_name(collection), model_name, dim, local)
-            client.update_collection_aliases(change_aliases_operations=[
-                models.CreateAliasOperation(create_alias=models.CreateAlias(
-                    collection_name=name, alias_name=collection))])
+            client.update_collection_aliases(
+                change_aliases_operations=[
+                    models.CreateAliasOperation(
+                        create_alias=models.CreateAlias(collection_name=name, alias_name=collection)
+                    )
+                ]
+            )
             meta: dict[str, Any] = {"model_name": model_name, "dim": dim}
         else:
             name, meta = found
             if check_model:
                 ensure_same_model(location, meta["model_name"], meta["dim"], model_name, dim)
-        info = StoreInfo(model_name=meta["model_name"], dim=int(meta["dim"]),
-                         backend="qdrant", location=location)
+        info = StoreInfo(
+            model_name=meta["model_name"], dim=int(meta["dim"]), backend="qdrant", location=location
+        )
         return cls(client, collection, name, info, local=local)
 
     @classmethod
-    def connect(cls, url: str, api_key: str | None, collection: str, model_name: str, dim: int,
-                *, check_model: bool = True) -> ServerStore:
+    def connect(
+        cls,
+        url: str,
+        api_key: str | None,
+        collection: str,
+        model_name: str,
+        dim: int,
+        *,
+        check_model: bool = True,
+    ) -> ServerStore:
         """A store on the Qdrant server at ``url``."""
         client = QdrantClient(url=url, api_key=api_key or None, timeout=30)
         try:
-            return cls.attach(client, collection, model_name, dim,
-                              location=f"{url} ({collection})", check_model=check_model)
+            return cls.attach(
+                client,
+                collection,
+                model_name,
+                dim,
+                location=f"{url} ({collection})",
+                check_model=check_model,
+            )
         except BaseException:
             client.close()
             raise
 
     @classmethod
-    def open_local(cls, path: str | Path, collection: str, model_name: str, dim: int, *,
-                   check_model: bool = True) -> ServerStore:
+    def open_local(
+        cls,
+        path: str | Path,
+        collection: str,
+        model_name: str,
+        dim: int,
+        *,
+        check_model: bool = True,
+    ) -> ServerStore:
         """qdrant-client's in-process mode in a folder, or ``":memory:"`` (tests)."""
         location = str(path)
         try:
-            client = QdrantClient(location) if location == ":memory:" else \
-                QdrantClient(path=location)
+            client = (
+                QdrantClient(location) if location == ":memory:" else QdrantClient(path=location)
+            )
         except RuntimeError as exc:
             if "already accessed" in str(exc):
                 raise store_locked(location) from None
             raise StorageError(f"cannot open {location}: {exc}") from exc
         try:
-            return cls.attach(client, collection, model_name, dim, location=location,
-                              local=True, check_model=check_model)
+            return cls.attach(
+                client,
+                collection,
+                model_name,
+                dim,
+                location=location,
+                local=True,
+                check_model=check_model,
+            )
         except BaseException:
             client.close()
             raise
@@ -223,7 +296,7 @@ class ServerStore:
         with self._lock:
             self._check_open()
             for start in range(0, len(points), UPSERT_CHUNK):
-                self._client.upsert(self._name, points[start:start + UPSERT_CHUNK], wait=True)
+                self._client.upsert(self._name, points[start : start + UPSERT_CHUNK], wait=True)
 
     def get(self, ids: list[str]) -> list[Memory]:
         wanted = point_ids(ids)
@@ -231,8 +304,9 @@ class ServerStore:
             return []
         with self._lock:
             self._check_open()
-            records = self._client.retrieve(self._name, wanted, with_payload=True,
-                                            with_vectors=False)
+            records = self._client.retrieve(
+                self._name, wanted, with_payload=True, with_vectors=False
+            )
         found = {str(r.id): from_payload(r.payload) for r in records}
         return [found[p] for p in map(point_id, ids) if p in found]
 
@@ -242,8 +316,9 @@ class ServerStore:
             return {}
         with self._lock:
             self._check_open()
-            records = self._client.retrieve(self._name, wanted, with_payload=["id"],
-                                            with_vectors=[DENSE])
+            records = self._client.retrieve(
+                self._name, wanted, with_payload=["id"], with_vectors=[DENSE]
+            )
         return {(r.payload or {}).get("id", str(r.id)): _dense(r.vector) for r in records}
 
     def delete(self, ids: list[str]) -> None:
@@ -253,56 +328,83 @@ class ServerStore:
                 self._check_open()
                 self._client.delete(self._name, models.PointIdsList(points=wanted), wait=True)
 
-    def search(self, text: str, vector: np.ndarray, limit: int,
-               where: MemoryFilter | None = None) -> list[SearchHit]:
+    def search(
+        self, text: str, vector: np.ndarray, limit: int, where: MemoryFilter | None = None
+    ) -> list[SearchHit]:
         if limit <= 0:
             return []
         query = unit_query(vector, self.info.dim)
         flt = server_filter(where)
         depth = search_depth(limit)
-        prefetch = [models.Prefetch(query=query.tolist(), using=DENSE, limit=depth, filter=flt,
-                                    params=self._params)]
+        prefetch = [
+            models.Prefetch(
+                query=query.tolist(), using=DENSE, limit=depth, filter=flt, params=self._params
+            )
+        ]
         sparse = lexical.query_vector(text)
         if sparse is not None:
-            prefetch.append(models.Prefetch(query=_sparse(sparse), using=SPARSE, limit=depth,
-                                            filter=flt))
+            prefetch.append(
+                models.Prefetch(query=_sparse(sparse), using=SPARSE, limit=depth, filter=flt)
+            )
         with self._lock:
             self._check_open()
             points = self._client.query_points(
-                self._name, prefetch=prefetch, query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
-                query_filter=flt, limit=limit, with_payload=True, with_vectors=[DENSE]).points
-        return [SearchHit(from_payload(p.payload), float(p.score),
-                          float(np.dot(_dense(p.vector), query))) for p in points]
+                self._name,
+                prefetch=prefetch,
+                query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
+                query_filter=flt,
+                limit=limit,
+                with_payload=True,
+                with_vectors=[DENSE],
+            ).points
+        return [
+            SearchHit(
+                from_payload(p.payload), float(p.score), float(np.dot(_dense(p.vector), query))
+            )
+            for p in points
+        ]
 
-    def dense_search(self, vector: np.ndarray, limit: int,
-                     where: MemoryFilter | None = None) -> list[SearchHit]:
+    def dense_search(
+        self, vector: np.ndarray, limit: int, where: MemoryFilter | None = None
+    ) -> list[SearchHit]:
         if limit <= 0:
             return []
         query = unit_query(vector, self.info.dim)
         with self._lock:
             self._check_open()
             points = self._client.query_points(
-                self._name, query=query.tolist(), using=DENSE, query_filter=server_filter(where),
-                search_params=self._params, limit=limit, with_payload=True,
-                with_vectors=False).points
+                self._name,
+                query=query.tolist(),
+                using=DENSE,
+                query_filter=server_filter(where),
+                search_params=self._params,
+                limit=limit,
+                with_payload=True,
+                with_vectors=False,
+            ).points
         return [SearchHit(from_payload(p.payload), float(p.score), float(p.score)) for p in points]
 
     def count(self, where: MemoryFilter | None = None) -> int:
         with self._lock:
             self._check_open()
-            return self._client.count(self._name, count_filter=server_filter(where),
-                                      exact=True).count
+            return self._client.count(
+                self._name, count_filter=server_filter(where), exact=True
+            ).count
 
-    def scroll(self, where: MemoryFilter | None = None, batch_size: int = 256
-               ) -> Iterator[Memory]:
+    def scroll(self, where: MemoryFilter | None = None, batch_size: int = 256) -> Iterator[Memory]:
         flt = server_filter(where)
         offset: Any = None
         while True:
             with self._lock:
                 self._check_open()
                 records, offset = self._client.scroll(
-                    self._name, scroll_filter=flt, limit=batch_size, offset=offset,
-                    with_payload=True, with_vectors=False)
+                    self._name,
+                    scroll_filter=flt,
+                    limit=batch_size,
+                    offset=offset,
+                    with_payload=True,
+                    with_vectors=False,
+                )
             for record in records:
                 yield from_payload(record.payload)
             if offset is None:
@@ -334,10 +436,18 @@ class ServerStore:
         """A new physical collection; the alias keeps pointing to the old one until finish."""
         with self._lock:
             name = _create(self._client, _new_name(self._alias), model_name, dim, self._local)
-        info = StoreInfo(model_name=model_name, dim=dim, backend="qdrant",
-                         location=self.info.location)
-        return ServerStore(self._client, self._alias, name, info, local=self._local,
-                           lock=self._lock, owns_client=False)
+        info = StoreInfo(
+            model_name=model_name, dim=dim, backend="qdrant", location=self.info.location
+        )
+        return ServerStore(
+            self._client,
+            self._alias,
+            name,
+            info,
+            local=self._local,
+            lock=self._lock,
+            owns_client=False,
+        )
 
     def finish_rebuild(self, target: ServerStore) -> None:
         """Point the alias at ``target``'s collection (one atomic call), drop the old, close."""
@@ -347,10 +457,18 @@ class ServerStore:
             if old == self._alias:  # a plain collection holds the name: drop it first
                 self._client.delete_collection(old)
             else:
-                actions.append(models.DeleteAliasOperation(
-                    delete_alias=models.DeleteAlias(alias_name=self._alias)))
-            actions.append(models.CreateAliasOperation(create_alias=models.CreateAlias(
-                collection_name=target._name, alias_name=self._alias)))
+                actions.append(
+                    models.DeleteAliasOperation(
+                        delete_alias=models.DeleteAlias(alias_name=self._alias)
+                    )
+                )
+            actions.append(
+                models.CreateAliasOperation(
+                    create_alias=models.CreateAlias(
+                        collection_name=target._name, alias_name=self._alias
+                    )
+                )
+            )
             self._client.update_collection_aliases(change_aliases_operations=actions)
             if old != self._alias:
                 self._client.delete_collection(old)
