@@ -10,7 +10,6 @@ from test_episodes_engine import AUTH, DB, Clock, remember, settle
 
 from tribalmemory.config import config_from_dict
 from tribalmemory.errors import InvalidInput, NotFound
-from tribalmemory.llm import Ledger, LLMClient
 from tribalmemory.runtime import Runtime, start_runtime
 
 IOS = [
@@ -29,13 +28,12 @@ async def runtime_factory(tmp_path) -> AsyncIterator[Callable[..., Any]]:
         settings = {"summary_debounce_seconds": 0}
         settings.update(episodes)
         config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
-        ledger = Ledger(
-            config.data_path / "ledger.sqlite3",
-            monthly_cost_ceiling=config.episodes.monthly_cost_ceiling,
-            max_calls_per_memory=config.episodes.max_llm_calls_per_memory,
+        runtime = await start_runtime(
+            config,
+            clock=clock or Clock(),
+            run_scheduler=False,
+            llm_options={"backoff_base": 0.01, "backoff_max": 0.05},  # fast retries
         )
-        llm = LLMClient(config.episodes, ledger, backoff_base=0.01, backoff_max=0.05)
-        runtime = await start_runtime(config, clock=clock or Clock(), run_scheduler=False, llm=llm)
         await runtime.episodes.summariser.check()
         started.append(runtime)
         return runtime

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,7 @@ from .api import TribalAPI
 from .config import Config
 from .embeddings import load_embedder
 from .embeddings.background import BackgroundEmbedder
-from .service import MemoryService
+from .service import MemoryService, ServiceHost
 from .service.maintenance import StoreMaintenance
 
 log = logging.getLogger("tribalmemory")
@@ -27,10 +28,7 @@ class Runtime:
     @property
     def episodes(self) -> Any:
         """The episode plugin, or None when episodes are disabled."""
-        for plugin in self.service.hooks.plugins:
-            if getattr(plugin, "name", "") == "episodes":
-                return plugin
-        return None
+        return self.service.hooks.get("episodes")
 
     async def stop(self) -> None:
         """Stop plugins (pending work stays queued on disk) and close the store; idempotent."""
@@ -45,11 +43,15 @@ class Runtime:
         self.service.store.close()
 
 
-async def start_runtime(config: Config, **plugin_options: Any) -> Runtime:
+async def start_runtime(
+    config: Config, *, plugins: Sequence[object] = (), **plugin_options: Any
+) -> Runtime:
     """Open the store, register plugins and start them.
 
-    Raises StorageError or EmbeddingModelError with a message for the user.
-    ``plugin_options`` go to the episode plugin (tests pass a clock or an LLM client).
+    ``plugins`` are registered (and refused if they do not fit service/hookspecs.py) before
+    the episode plugin opens anything; pluggy calls them after it.
+    ``plugin_options`` go to the episode plugin (tests pass a clock or LLM client options).
+    Raises StorageError, EmbeddingModelError or PluginError with a message for the user.
     """
     from .storage import open_store
 
@@ -60,14 +62,16 @@ async def start_runtime(config: Config, **plugin_options: Any) -> Runtime:
     background = BackgroundEmbedder(embedder.model_name, config.embedding.cache_dir)
     service = MemoryService(config, store, embedder, background)
     episodes = None
-    if config.episodes.enabled:
-        from .episodes.plugin import EpisodePlugin
-
-        plugin = EpisodePlugin(config, **plugin_options)
-        service.hooks.register(plugin)
-        episodes = plugin.engine
     try:
-        await service.hooks.start(service)
+        for extra in plugins:
+            service.hooks.register(extra)
+        if config.episodes.enabled:
+            from .episodes.plugin import EpisodePlugin
+
+            plugin = EpisodePlugin(config, **plugin_options)
+            service.hooks.register(plugin)
+            episodes = plugin.engine
+        await service.hooks.start(ServiceHost(service))
     except BaseException:
         background.close()
         store.close()

@@ -224,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from ..embeddings import EmbeddingModelError
     from ..errors import TribalError
+    from ..service.hooks import PluginError
     from ..storage.base import StorageError, StoreLockedError
 
     try:
@@ -244,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     except TribalError as exc:
         _fail(exc.message, exc.detail)
         return 1
-    except (StorageError, EmbeddingModelError) as exc:
+    except (StorageError, EmbeddingModelError, PluginError) as exc:
         _fail(str(exc))
         return 1
     except KeyboardInterrupt:

@@ -1,8 +1,8 @@
 """The episode engine: detection at write time, lifecycle operations and summary upkeep.
 
 State lives in :class:`EpisodeStore` (SQLite); memories and summary memories live in the host's
-memory store, reached only through the memory service. LLM work (classification of ambiguous
-memories, summaries) runs as durable jobs, off the request path (see :mod:`.worker`).
+memory store, reached only through the plugin host (service/host.py). LLM work (classification
+of ambiguous memories, summaries) runs as durable jobs, off the request path (see :mod:`.worker`).
 
 Locks: ``_detect_lock`` serialises detection decisions (so concurrent writers decide as a
 sequential run would), and one lock per episode serialises everything that writes an
@@ -22,6 +22,7 @@ import numpy as np
 from ..config import Config
 from ..errors import InvalidInput, NotFound
 from ..models import Memory, SourceType, new_memory_id
+from ..service.host import PluginHost
 from ..timeutil import from_epoch, to_epoch, to_iso
 from . import extractive, lifecycle
 from .matching import Decision, Matcher, MemoryFeatures, when
@@ -50,7 +51,7 @@ class EpisodeEngine:
         self.summariser = summariser
         self.clock = clock
         self.matcher = Matcher(config.episodes)
-        self.service: Any = None
+        self.host: PluginHost = None  # type: ignore[assignment]  # set by load()
         self._detect_lock = asyncio.Lock()
         self._episode_locks: dict[str, asyncio.Lock] = {}
         self._active: dict[str, Any] = {}  # episode id -> episode features
@@ -59,9 +60,9 @@ class EpisodeEngine:
 
     # -- set-up ---------------------------------------------------------------------------
 
-    async def load(self, service: Any) -> None:
+    async def load(self, host: PluginHost) -> None:
         """Rebuild the in-memory features of active episodes and seeds from stored vectors."""
-        self.service = service
+        self.host = host
         self.matcher.load_state(self.store.get_meta("detector_context"))
         self._active.clear()
         self._seeds.clear()
@@ -72,16 +73,16 @@ class EpisodeEngine:
         if newest is not None:
             horizon = min(horizon, newest - self.settings.active_window_days * lifecycle.DAY)
         seeds = self.store.seeds_since(horizon)
-        memories = await service.get_many([s["memory_id"] for s in seeds])
-        vectors = await service.vectors([m.id for m in memories])
+        memories = await host.get_memories([s["memory_id"] for s in seeds])
+        vectors = await host.get_vectors([m.id for m in memories])
         for memory in memories:
             if memory.id in vectors:
                 self._seeds[memory.id] = self.matcher.memory(memory, vectors[memory.id])
 
     async def _rebuild_features(self, episode_id: str) -> None:
         ids = self.store.member_ids(episode_id)
-        memories = await self.service.get_many(ids)
-        vectors = await self.service.vectors(ids)
+        memories = await self.host.get_memories(ids)
+        vectors = await self.host.get_vectors(ids)
         members = [self.matcher.memory(m, vectors[m.id]) for m in memories if m.id in vectors]
         if members:
             self._active[episode_id] = self.matcher.episode(episode_id, members)
@@ -220,7 +221,7 @@ class EpisodeEngine:
         decision: Decision,
         title_hint: str | None,
     ) -> None:
-        seed_memory = await self.service.get_many([seed.id])
+        seed_memory = await self.host.get_memories([seed.id])
         if not seed_memory:  # the seed was forgotten meanwhile
             self._seeds.pop(seed.id, None)
             await self._apply(memory, features, Decision.new_seed(), from_llm=False)
@@ -383,12 +384,12 @@ class EpisodeEngine:
             updated_at=now,
             metadata={"episode_id": episode_id, "summary_kind": kind},
         )
-        await self.service.put_internal(memory)
+        await self.host.write_owned(memory)
 
     async def _members(self, episode_id: str) -> tuple[list[Memory], np.ndarray]:
         ids = self.store.member_ids(episode_id)
-        memories = await self.service.get_many(ids)
-        vectors = await self.service.vectors([m.id for m in memories])
+        memories = await self.host.get_memories(ids)
+        vectors = await self.host.get_vectors([m.id for m in memories])
         kept = [m for m in memories if m.id in vectors]
         if not kept:
             return [], np.zeros((0, 1), dtype=np.float32)
@@ -442,7 +443,7 @@ class EpisodeEngine:
                 summary_status="current",
                 updated_at=self.clock(),
             )
-        await self.service.delete_internal([row.summary_memory_id])
+        await self.host.delete_owned([row.summary_memory_id])
 
     async def run_summary(self, episode_id: str, trigger: str | None = None) -> None:
         """The summary job: LLM summary of the planned kind, or the extractive fallback."""
@@ -486,7 +487,7 @@ class EpisodeEngine:
                 else await self.summariser.summarise(plan, row, memories, new_memories, trigger)
             )
             # What follows uses the CPU (extractive summary, embedding): requests go first.
-            await self.service.activity.background_turn()
+            await self.host.background_turn()
             values: dict[str, Any] = {"updated_at": self.clock()}
             if interim:
                 values.update(
@@ -549,8 +550,8 @@ class EpisodeEngine:
 
     async def run_classify(self, memory_id: str, candidate_ids: list[str]) -> None:
         """The LLM decides an ambiguous memory; invalid or missing answers fall back."""
-        memories = await self.service.get_many([memory_id])
-        vectors = await self.service.vectors([memory_id])
+        memories = await self.host.get_memories([memory_id])
+        vectors = await self.host.get_vectors([memory_id])
         if not memories or memory_id not in vectors:
             with self.store.transaction() as db:
                 self.store.forget_detection(db, memory_id)
@@ -572,7 +573,7 @@ class EpisodeEngine:
             return
         candidates = await self._describe_candidates(decision)
         answer = await self.summariser.classify(memory, candidates)
-        await self.service.activity.background_turn()  # applying it uses the CPU
+        await self.host.background_turn()  # applying it uses the CPU
         async with self._detect_lock:
             if not self._still_pending(memory_id):
                 return
@@ -609,7 +610,7 @@ class EpisodeEngine:
                 row = self.store.episode(option.target or "")
                 if row is None or row.status != "active":
                     continue
-                recent = await self.service.get_many(self.store.member_ids(row.id)[-3:])
+                recent = await self.host.get_memories(self.store.member_ids(row.id)[-3:])
                 described.append(
                     {
                         "id": option.target,
@@ -619,7 +620,7 @@ class EpisodeEngine:
                     }
                 )
             else:
-                seed = await self.service.get_many([option.target or ""])
+                seed = await self.host.get_memories([option.target or ""])
                 if seed:
                     described.append(
                         {
@@ -695,7 +696,7 @@ class EpisodeEngine:
             "memory_ids": [m["memory_id"] for m in members],
         }
         if include_timeline:
-            memories = {m.id: m for m in await self.service.get_many(result["memory_ids"])}
+            memories = {m.id: m for m in await self.host.get_memories(result["memory_ids"])}
             timeline = []
             for member in members:
                 memory = memories.get(member["memory_id"])
@@ -719,7 +720,7 @@ class EpisodeEngine:
     async def create_episode(
         self, title: str, memory_ids: list[str], parent_episode_id: str | None
     ) -> dict[str, Any]:
-        memories = await self.service.get_many(memory_ids)
+        memories = await self.host.get_memories(memory_ids)
         found = {m.id for m in memories}
         missing = [m for m in memory_ids if m not in found]
         if missing:
@@ -729,7 +730,7 @@ class EpisodeEngine:
             raise InvalidInput(f"episode summaries cannot be members: {', '.join(summaries)}")
         if parent_episode_id is not None:
             self._row(parent_episode_id)
-        vectors = await self.service.vectors(memory_ids)
+        vectors = await self.host.get_vectors(memory_ids)
         memories.sort(key=lambda m: m.created_at)
         features = [self.matcher.memory(m, vectors[m.id]) for m in memories]
         async with self._detect_lock:
@@ -746,12 +747,15 @@ class EpisodeEngine:
 
     async def add_memory(self, episode_id: str, memory_id: str) -> None:
         row = self._row(episode_id)
-        memory = await self.service.get(memory_id)
+        found = await self.host.get_memories([memory_id])
+        if not found:
+            raise NotFound(f"no memory with id {memory_id}")
+        memory = found[0]
         if memory.source_type is SourceType.EPISODE_SUMMARY:
             raise InvalidInput("an episode summary cannot be a member of an episode")
         if self.store.episode_of(memory_id) == episode_id:
             return
-        vectors = await self.service.vectors([memory_id])
+        vectors = await self.host.get_vectors([memory_id])
         async with self._detect_lock, self.lock(episode_id):
             with self.store.transaction() as db:
                 previous = self.store.add_member(
@@ -801,7 +805,7 @@ class EpisodeEngine:
                 self.store.delete_episode(db, episode_id)
             self._active.pop(episode_id, None)
             if row.summary_memory_id:
-                await self.service.delete_internal([row.summary_memory_id])
+                await self.host.delete_owned([row.summary_memory_id])
         self._episode_locks.pop(episode_id, None)
 
     def costs(self) -> dict[str, Any]:
@@ -831,26 +835,23 @@ class EpisodeEngine:
 
     async def reconcile(self) -> None:
         """After a crash: re-queue missing summaries, delete orphaned summary memories."""
-        from ..storage.base import MemoryFilter
-
         rows = {r: self.store.episode(r) for r in self.store.all_episode_ids()}
         expected = {
             row.summary_memory_id: eid
             for eid, row in rows.items()
             if row is not None and row.summary_memory_id
         }
-        present = {m.id for m in await self.service.get_many(list(expected))}
+        present = {m.id for m in await self.host.get_memories(list(expected))}
         now = self.clock()
         with self.store.transaction() as db:
             for memory_id, episode_id in expected.items():
                 if memory_id not in present:
                     self._queue_summary(db, episode_id, now, trigger=None, delay=0.0)
-        where = MemoryFilter(source_types=[SourceType.EPISODE_SUMMARY])
-        stored = await asyncio.to_thread(lambda: list(self.service.store.scroll(where)))
+        stored = await self.host.memories_of_type(SourceType.EPISODE_SUMMARY)
         orphans = [m.id for m in stored if m.id not in expected]
         if orphans:
             log.warning("deleting %d orphaned episode summary memories", len(orphans))
-            await self.service.delete_internal(orphans)
+            await self.host.delete_owned(orphans)
 
     def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
         ids = [m.id for m in memories]
@@ -897,12 +898,12 @@ class EpisodeEngine:
         candidates = self.store.recently_closed(horizon, row.first_activity)
         if not candidates:
             return None
-        await self.service.activity.background_turn()  # reading and scoring them uses the CPU
+        await self.host.background_turn()  # reading and scoring them uses the CPU
         best: tuple[str, float] | None = None
         for candidate in candidates:
             ids = self.store.member_ids(candidate.id)[-32:]
-            memories = await self.service.get_many(ids)
-            vectors = await self.service.vectors(ids)
+            memories = await self.host.get_memories(ids)
+            vectors = await self.host.get_vectors(ids)
             members = [self.matcher.memory(m, vectors[m.id]) for m in memories if m.id in vectors]
             if not members:
                 continue
@@ -958,8 +959,8 @@ class EpisodeEngine:
         self, query: str, fetch: int, floor: float
     ) -> list[tuple[EpisodeRow, float]]:
         """Episodes whose summary memory matches ``query`` (hybrid search), best first."""
-        hits = await self.service.recall(
-            query, limit=min(50, fetch), min_relevance=floor, source_types=["episode_summary"]
+        hits = await self.host.search(
+            query, [SourceType.EPISODE_SUMMARY], limit=min(50, fetch), min_relevance=floor
         )
         found: list[tuple[EpisodeRow, float]] = []
         for hit in hits:

@@ -1,4 +1,4 @@
-"""The episode plugin: registers the engine on the memory service's write-time hooks."""
+"""The episode plugin: the engine on the memory service's hooks (see service/hookspecs.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import numpy as np
 from ..config import Config
 from ..llm import Ledger, LLMClient
 from ..models import Memory, SourceType
+from ..service.hookspecs import hookimpl
+from ..service.host import PluginHost
 from .engine import EpisodeEngine
 from .store import EpisodeStore
 from .summariser import Summariser
@@ -22,7 +24,11 @@ log = logging.getLogger("tribalmemory.episodes")
 
 
 class EpisodePlugin:
-    """Hook implementations; all the work is done by :class:`EpisodeEngine`."""
+    """Hook implementations; the work is done by :class:`EpisodeEngine` and its worker.
+
+    The plugin owns what it opens: the episode database and the LLM cost ledger (closed at
+    ``stop``). ``llm_options`` go to :class:`LLMClient` (tests make retries fast with them).
+    """
 
     name = "episodes"
 
@@ -31,33 +37,28 @@ class EpisodePlugin:
         config: Config,
         *,
         clock: Callable[[], float] = time.time,
-        llm: LLMClient | None = None,
+        llm_options: dict[str, Any] | None = None,
         run_scheduler: bool = True,
     ) -> None:
         data = config.data_path
-        self.store = EpisodeStore(data / "episodes.sqlite3")
         settings = config.episodes
-        if llm is None:
-            ledger = Ledger(
-                data / "ledger.sqlite3",
-                monthly_cost_ceiling=settings.monthly_cost_ceiling,
-                max_calls_per_memory=settings.max_llm_calls_per_memory,
-            )
-            llm = LLMClient(settings, ledger)
-            self._own_ledger: Ledger | None = ledger
-        else:
-            self._own_ledger = None
-        self.summariser = Summariser(llm)
+        self.store = EpisodeStore(data / "episodes.sqlite3")
+        self.ledger = Ledger(
+            data / "ledger.sqlite3",
+            monthly_cost_ceiling=settings.monthly_cost_ceiling,
+            max_calls_per_memory=settings.max_llm_calls_per_memory,
+        )
+        self.summariser = Summariser(LLMClient(settings, self.ledger, **(llm_options or {})))
         self.engine = EpisodeEngine(config, self.store, self.summariser, clock)
         self.worker = Worker(self.engine)
-        self._run_scheduler = run_scheduler
+        self._scheduler_interval = settings.scheduler_interval_seconds if run_scheduler else None
         self._check: asyncio.Task[Any] | None = None
 
-    async def start(self, service: Any) -> None:
-        await self.engine.load(service)
+    @hookimpl
+    async def start(self, host: PluginHost) -> None:
+        await self.engine.load(host)
         await self.engine.reconcile()
-        interval = self.engine.settings.scheduler_interval_seconds
-        self.worker.start(interval if self._run_scheduler else None)
+        self.worker.start(self._scheduler_interval)
         self._check = asyncio.create_task(self._check_llm())
 
     async def _check_llm(self) -> None:
@@ -71,28 +72,31 @@ class EpisodePlugin:
             )
         self.worker.wake()
 
+    @hookimpl
     async def stop(self) -> None:
         if self._check is not None:
             self._check.cancel()
         await self.worker.stop()
         self.engine.save_state(force=True)
         self.store.close()
-        if self._own_ledger is not None:
-            self._own_ledger.close()
+        self.ledger.close()
 
-    # -- hooks ------------------------------------------------------------------------------
+    # -- writes -----------------------------------------------------------------------------
 
+    @hookimpl
     async def before_remember(self, memory: Memory) -> None:
         if memory.source_type is SourceType.EPISODE_SUMMARY:
             return
-        self.worker.inflight.add(memory.id)
+        self.worker.inflight.add(memory.id)  # the worker leaves its detect job alone
         self.engine.register_pending(memory)
 
+    @hookimpl
     async def store_failed(self, memory: Memory) -> None:
+        self.worker.inflight.discard(memory.id)
         with self.store.transaction() as db:
             self.store.forget_detection(db, memory.id)
-        self.worker.inflight.discard(memory.id)
 
+    @hookimpl
     async def after_remember(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
         try:
             return await self.engine.detect(memory, vector)
@@ -102,21 +106,29 @@ class EpisodePlugin:
         finally:
             self.worker.inflight.discard(memory.id)
 
+    @hookimpl
     def check_forget(self, memory: Memory) -> None:
         self.engine.check_forget(memory)
 
+    @hookimpl
     async def after_forget(self, memory: Memory) -> None:
         await self.engine.memory_forgotten(memory)
 
+    @hookimpl
     async def after_correct(self, old: Memory, new: Memory) -> None:
         await self.engine.memory_corrected(old, new)
 
+    # -- reads ------------------------------------------------------------------------------
+
+    @hookimpl
     def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
         return self.engine.annotate(memories)
 
+    @hookimpl
     def health(self) -> dict[str, Any]:
         return {"llm": self.summariser.status(), "episodes": self.engine.health()}
 
+    @hookimpl
     def stats(self) -> dict[str, Any]:
         counts = dict(
             self.store.db.execute(

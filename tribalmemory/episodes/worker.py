@@ -130,8 +130,8 @@ class Worker:
 
     async def _detect(self, memory_id: str) -> None:
         """A detect job left by a crash: run the write-time decision now."""
-        memories = await self.engine.service.get_many([memory_id])
-        vectors = await self.engine.service.vectors([memory_id])
+        memories = await self.engine.host.get_memories([memory_id])
+        vectors = await self.engine.host.get_vectors([memory_id])
         if not memories or memory_id not in vectors:  # never stored: nothing to decide
             with self.engine.store.transaction() as db:
                 self.engine.store.forget_detection(db, memory_id)

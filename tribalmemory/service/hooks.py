@@ -1,108 +1,209 @@
-"""Write-time hooks: how plugins (the episode engine) extend the host without it knowing them.
+"""The plugins registered on one memory service, and the calls of their hooks.
 
-A plugin is any object; the host calls the methods it has, by name, in registration order
-(the idea of Datasette's plugin hooks, without the machinery):
-
-- ``async before_remember(memory)``: before a new memory is stored (record durable intent);
-  ``async store_failed(memory)`` if storing it then failed.
-- ``async after_remember(memory, vector) -> dict | None``: after a memory is durably stored.
-  The returned mapping is merged into the ``remember()`` result (e.g. ``episode_id``).
-- ``check_forget(memory) -> None``: may raise a :class:`~tribalmemory.errors.TribalError` to
-  refuse a ``forget()`` before anything changes.
-- ``async after_forget(memory)``, ``async after_correct(old, new)``.
-- ``annotate(memories) -> dict[id, dict]``: extra fields for the JSON form of memories.
-- ``health() -> dict`` and ``stats() -> dict``: merged into ``/v1/health`` and ``/v1/stats``.
-- ``async start(service)`` / ``async stop()``: lifecycle.
-
-A failing ``after_*`` hook never loses the memory: the error is logged with its reason and the
-call still succeeds.
+pluggy declares the hooks (:mod:`.hookspecs`), checks each plugin against them at registration
+and orders the implementations. The registry calls the implementations one by one itself,
+rather than through pluggy's call loop, so that it can apply each hook's error policy
+(``hookspecs.ON_ERROR``) to each plugin separately and await the async ones.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from ..errors import TribalError
+import pluggy
+
+from ..errors import TribalError, Unavailable
+from . import hookspecs
+from .hookspecs import ON_ERROR, OnError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..models import Memory
+    from .host import PluginHost
 
 log = logging.getLogger("tribalmemory.hooks")
+
+
+class PluginError(Exception):
+    """A plugin does not fit the hook specifications; start-up stops with this message."""
+
+
+def _async_specs() -> dict[str, bool]:
+    return {
+        name: inspect.iscoroutinefunction(getattr(hookspecs, name)) for name in hookspecs.ON_ERROR
+    }
+
+
+ASYNC = _async_specs()
 
 
 class HookRegistry:
     """The plugins registered on one memory service."""
 
     def __init__(self) -> None:
-        self._plugins: list[Any] = []
+        self._manager = pluggy.PluginManager(hookspecs.PROJECT)
+        self._manager.add_hookspecs(hookspecs)
+        self._started: list[str] = []
 
-    def register(self, plugin: Any) -> None:
-        self._plugins.append(plugin)
+    # -- registration -------------------------------------------------------------------------
+
+    def register(self, plugin: object) -> None:
+        """Add ``plugin``; raises :class:`PluginError` naming what does not fit the specs."""
+        name = str(getattr(plugin, "name", "") or type(plugin).__name__)
+        if self._manager.has_plugin(name):
+            raise PluginError(f"a plugin named {name!r} is already registered")
+        for hook, function, opts in self._marked(plugin):
+            self._check(name, hook, function, opts)
+        try:
+            self._manager.register(plugin, name=name)
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(
+                f"plugin {name!r} does not fit the hook specifications: {exc}"
+            ) from None
+
+    def _marked(self, plugin: object) -> Iterator[tuple[str, Any, pluggy.HookimplOpts]]:
+        """The plugin's methods marked ``@hookimpl``: (hook name, function, options)."""
+        for attr in dir(plugin):
+            opts = self._manager.parse_hookimpl_opts(plugin, attr)
+            if opts is not None:
+                yield opts.get("specname") or attr, getattr(plugin, attr), opts
+
+    @staticmethod
+    def _check(name: str, hook: str, function: Any, opts: pluggy.HookimplOpts) -> None:
+        if hook not in ON_ERROR:
+            known = ", ".join(sorted(ON_ERROR))
+            raise PluginError(
+                f"plugin {name!r} implements unknown hook {hook!r} (misspelled?); "
+                f"the hooks are: {known}"
+            )
+        if opts.get("wrapper") or opts.get("hookwrapper"):
+            raise PluginError(f"plugin {name!r}: hook {hook!r} cannot be a wrapper")
+        if inspect.iscoroutinefunction(function) != ASYNC[hook]:
+            kind = "an async" if ASYNC[hook] else "a plain (sync)"
+            raise PluginError(f"plugin {name!r}: hook {hook!r} must be {kind} function")
 
     @property
     def plugins(self) -> list[Any]:
-        return list(self._plugins)
+        return [plugin for _, plugin in self._manager.list_name_plugin()]
 
-    def _with(self, hook: str) -> list[tuple[str, Any]]:
-        found = []
-        for plugin in self._plugins:
-            method = getattr(plugin, hook, None)
-            if method is not None:
-                found.append((getattr(plugin, "name", type(plugin).__name__), method))
-        return found
+    def get(self, name: str) -> Any:
+        """The plugin registered as ``name``, or None."""
+        return self._manager.get_plugin(name)
 
-    async def notify(self, hook: str, *args: Any) -> dict[str, Any]:
-        """Run an ``after_*`` hook on every plugin; merge dict results; log failures."""
-        merged: dict[str, Any] = {}
-        for name, method in self._with(hook):
+    # -- calling ------------------------------------------------------------------------------
+
+    def _impls(self, hook: str) -> list[pluggy.HookImpl]:
+        """The implementations of ``hook`` in pluggy's call order."""
+        caller: pluggy.HookCaller = getattr(self._manager.hook, hook)
+        return list(reversed(caller.get_hookimpls()))
+
+    @staticmethod
+    def _args(impl: pluggy.HookImpl, values: dict[str, Any]) -> list[Any]:
+        return [values[arg] for arg in impl.argnames]
+
+    def _failed(self, hook: str, plugin: str, exc: Exception) -> dict[str, Any]:
+        """Apply ``hook``'s error policy to ``exc``; returns what REPORT hooks contribute."""
+        policy = ON_ERROR[hook]
+        if policy is OnError.FAIL and isinstance(exc, TribalError):
+            raise exc
+        log.warning(
+            "plugin %s failed in %s: %s: %s", plugin, hook, type(exc).__name__, exc, exc_info=exc
+        )
+        if policy is OnError.FAIL:
+            raise Unavailable(
+                f"plugin {plugin!r} failed in {hook} ({type(exc).__name__}); nothing was "
+                "changed. The daemon's log has the reason; try again",
+                "retry later; if it keeps failing, read `tribalmemory service logs`",
+            ) from exc
+        if policy is OnError.REPORT:
+            return {plugin: {"error": f"{type(exc).__name__}: {exc}"}}
+        return {}
+
+    async def _call(self, hook: str, **values: Any) -> list[Any]:
+        """Await ``hook`` on every plugin; the results of the ones that did not fail."""
+        results = []
+        for impl in self._impls(hook):
             try:
-                result = await method(*args)
-            except TribalError:
-                raise
-            except Exception as exc:  # a plugin bug must not lose the memory
-                log.warning(
-                    "plugin %s failed in %s: %s: %s",
-                    name,
-                    hook,
-                    type(exc).__name__,
-                    exc,
-                    exc_info=True,
-                )
-                continue
-            if isinstance(result, dict):
-                merged.update(result)
-        return merged
-
-    def check(self, hook: str, *args: Any) -> None:
-        """Run a ``check_*`` hook; a plugin raises TribalError to refuse."""
-        for _, method in self._with(hook):
-            method(*args)
-
-    def collect(self, hook: str, *args: Any) -> dict[str, Any]:
-        """Merge the dicts that a synchronous hook returns (health, stats)."""
-        merged: dict[str, Any] = {}
-        for name, method in self._with(hook):
-            try:
-                result = method(*args)
+                results.append(await impl.function(*self._args(impl, values)))
             except Exception as exc:
-                log.warning("plugin %s failed in %s: %s", name, hook, exc)
-                result = {name: {"error": str(exc)}}
-            if isinstance(result, dict):
-                merged.update(result)
+                self._failed(hook, impl.plugin_name, exc)
+        return results
+
+    def _call_sync(self, hook: str, **values: Any) -> list[Any]:
+        results = []
+        for impl in self._impls(hook):
+            try:
+                results.append(impl.function(*self._args(impl, values)))
+            except Exception as exc:
+                results.append(self._failed(hook, impl.plugin_name, exc))
+        return results
+
+    # -- the hooks, as the service calls them -------------------------------------------------
+
+    async def start(self, host: PluginHost) -> None:
+        """Start every plugin; if one fails, stop the ones started and raise its error."""
+        for impl in self._impls("start"):
+            try:
+                await impl.function(*self._args(impl, {"host": host}))
+            except BaseException:
+                await self.stop()
+                raise
+            self._started.append(impl.plugin_name)
+        names = [name for name, _ in self._manager.list_name_plugin()]
+        self._started += [name for name in names if name not in self._started]  # no start hook
+
+    async def stop(self) -> None:
+        """Stop the started plugins, in the reverse order; failures are logged."""
+        impls = {impl.plugin_name: impl for impl in self._impls("stop")}
+        while self._started:
+            name = self._started.pop()
+            if name in impls:
+                try:
+                    await impls[name].function(*self._args(impls[name], {}))
+                except Exception as exc:
+                    self._failed("stop", name, exc)
+
+    async def before_remember(self, memory: Memory) -> None:
+        await self._call("before_remember", memory=memory)
+
+    async def store_failed(self, memory: Memory) -> None:
+        await self._call("store_failed", memory=memory)
+
+    async def after_remember(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for result in await self._call("after_remember", memory=memory, vector=vector):
+            merged.update(result or {})
         return merged
 
-    def annotate(self, memories: list[Any]) -> dict[str, dict[str, Any]]:
+    def check_forget(self, memory: Memory) -> None:
+        self._call_sync("check_forget", memory=memory)
+
+    async def after_forget(self, memory: Memory) -> None:
+        await self._call("after_forget", memory=memory)
+
+    async def after_correct(self, old: Memory, new: Memory) -> None:
+        await self._call("after_correct", old=old, new=new)
+
+    def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
         extra: dict[str, dict[str, Any]] = {}
-        for _, method in self._with("annotate"):
-            for memory_id, fields in method(memories).items():
+        for result in self._call_sync("annotate", memories=memories):
+            for memory_id, fields in (result or {}).items():
                 extra.setdefault(memory_id, {}).update(fields)
         return extra
 
-    async def start(self, service: Any) -> None:
-        for _, method in self._with("start"):
-            await method(service)
+    def health(self) -> dict[str, Any]:
+        return self._merge(self._call_sync("health"))
 
-    async def stop(self) -> None:
-        for name, method in reversed(self._with("stop")):
-            try:
-                await method()
-            except Exception as exc:
-                log.warning("plugin %s failed to stop cleanly: %s", name, exc)
+    def stats(self) -> dict[str, Any]:
+        return self._merge(self._call_sync("stats"))
+
+    @staticmethod
+    def _merge(results: list[Any]) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for result in results:
+            merged.update(result or {})
+        return merged

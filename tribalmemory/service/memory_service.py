@@ -192,13 +192,13 @@ class MemoryService:
                 updated_at=now,
                 supersedes=supersedes,
             )
-            await self.hooks.notify("before_remember", memory)
             try:
+                await self.hooks.before_remember(memory)  # durable intent: failing fails the write
                 await asyncio.to_thread(self.store.upsert, [memory], vector[None, :])
             except BaseException:
-                await self.hooks.notify("store_failed", memory)
+                await self.hooks.store_failed(memory)
                 raise
-        extra = await self.hooks.notify("after_remember", memory, vector)
+        extra = await self.hooks.after_remember(memory, vector)
         episode_id = extra.pop("episode_id", None)
         return RememberResult(success=True, memory_id=memory.id, episode_id=episode_id, extra=extra)
 
@@ -247,17 +247,17 @@ class MemoryService:
         )
         if result.success and result.memory_id:
             new = await self.get(result.memory_id)
-            await self.hooks.notify("after_correct", old, new)
+            await self.hooks.after_correct(old, new)
         return result
 
     async def forget(self, memory_id: Any) -> None:
         """Delete a memory; hooks take it out of anything built from it (e.g. its episode)."""
         memory = await self.get(memory_id)
-        self.hooks.check("check_forget", memory)
+        self.hooks.check_forget(memory)
         with self.activity.request():
             async with self._write_lock:
                 await asyncio.to_thread(self.store.delete, [memory.id])
-            await self.hooks.notify("after_forget", memory)
+            await self.hooks.after_forget(memory)
 
     # -- internal writes for plugins (no hooks, no dedup) -----------------------------------
 
@@ -338,7 +338,7 @@ class MemoryService:
 
         data = await asyncio.to_thread(count_all)
         data["embedding_model"] = self.embedder.model_name
-        data.update(self.hooks.collect("stats"))
+        data.update(self.hooks.stats())
         return data
 
     def health(self) -> dict[str, Any]:
@@ -352,5 +352,5 @@ class MemoryService:
             "store": {"backend": info.backend, "location": info.location},
             "embedding": {"model": info.model_name, "dim": info.dim},
         }
-        data.update(self.hooks.collect("health"))
+        data.update(self.hooks.health())
         return data

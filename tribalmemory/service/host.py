@@ -1,0 +1,102 @@
+"""What a plugin may do with the memory service: the narrow interface it receives at ``start``.
+
+A plugin reads memories and their vectors, searches, lists memories of a source type, writes
+and deletes the memories it owns, and waits for a quiet moment before CPU-heavy background
+work. It never reaches the store, the embedders or the request counter of the service.
+
+Plugin-owned memories are those of a source type clients cannot write
+(``EPISODE_SUMMARY``); they are stored without the write-time hooks or deduplication, and their
+text is embedded by the low-priority background embedder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from ..models import Memory, RecallHit, SourceType
+from ..storage.base import MemoryFilter
+
+if TYPE_CHECKING:
+    from .memory_service import MemoryService
+
+PLUGIN_OWNED = frozenset({SourceType.EPISODE_SUMMARY})
+
+
+class PluginHost(Protocol):
+    """The service as a plugin sees it."""
+
+    async def get_memories(self, memory_ids: list[str]) -> list[Memory]:
+        """The memories that exist among ``memory_ids`` (missing ones are left out)."""
+        ...
+
+    async def get_vectors(self, memory_ids: list[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by memory id (missing ones are left out)."""
+        ...
+
+    async def memories_of_type(self, source_type: SourceType) -> list[Memory]:
+        """Every memory of ``source_type``: a full read, for recovery, not for requests."""
+        ...
+
+    async def search(
+        self, query: str, source_types: list[SourceType], limit: int, min_relevance: float
+    ) -> list[RecallHit]:
+        """Hybrid search (as ``recall``) restricted to ``source_types``, best first."""
+        ...
+
+    async def write_owned(self, memory: Memory) -> None:
+        """Insert or replace a plugin-owned memory (embedded in the background)."""
+        ...
+
+    async def delete_owned(self, memory_ids: list[str]) -> None:
+        """Delete plugin-owned memories; other memories are refused."""
+        ...
+
+    async def background_turn(self) -> None:
+        """Wait until background work may use the CPU (requests go first)."""
+        ...
+
+
+class ServiceHost:
+    """:class:`PluginHost` over a :class:`MemoryService`."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self._service = service
+
+    async def get_memories(self, memory_ids: list[str]) -> list[Memory]:
+        return await self._service.get_many(memory_ids)
+
+    async def get_vectors(self, memory_ids: list[str]) -> dict[str, np.ndarray]:
+        return await self._service.vectors(memory_ids)
+
+    async def memories_of_type(self, source_type: SourceType) -> list[Memory]:
+        where = MemoryFilter(source_types=[source_type])
+        return await asyncio.to_thread(lambda: list(self._service.store.scroll(where)))
+
+    async def search(
+        self, query: str, source_types: list[SourceType], limit: int, min_relevance: float
+    ) -> list[RecallHit]:
+        if not source_types:
+            raise ValueError("a plugin's search names the source types it searches")
+        return await self._service.recall(
+            query, limit=limit, min_relevance=min_relevance, source_types=list(source_types)
+        )
+
+    async def write_owned(self, memory: Memory) -> None:
+        _check_owned([memory])
+        await self._service.put_internal(memory)
+
+    async def delete_owned(self, memory_ids: list[str]) -> None:
+        _check_owned(await self._service.get_many(memory_ids))
+        await self._service.delete_internal(memory_ids)
+
+    async def background_turn(self) -> None:
+        await self._service.activity.background_turn()
+
+
+def _check_owned(memories: list[Memory]) -> None:
+    foreign = [m.id for m in memories if m.source_type not in PLUGIN_OWNED]
+    if foreign:
+        raise PermissionError(f"not plugin-owned memories, left unchanged: {', '.join(foreign)}")
