@@ -113,12 +113,12 @@ async def replay(
         # Close everything (as the idle window eventually does) so that final summaries are
         # counted: the LLM cost is per episode lifetime, not just while it grows.
         clock.now += (config.episodes.active_window_days + 1) * 86400.0
-        await plugin.engine.tick()
+        await plugin.engine.upkeep.tick()
         settled = await plugin.worker.drain(600) and settled
         elapsed = time.perf_counter() - started
         links = chain_links(records, predicted, plugin.store)
         costs = plugin.summariser.costs()
-        episodes = plugin.store.db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+        episodes = sum(plugin.store.status_counts().values())
         await runtime.stop()
     gold = [r.gold for r in records]
     precision, recall, f1 = pairwise_prf(predicted, gold)
@@ -159,9 +159,11 @@ def chain_links(records: list[Any], predicted: list[str | None], store: Any) -> 
             row = store.episode(child) if child else None
             found += int(row is not None and parent is not None and row.parent_episode_id == parent)
     gold_parent = {majority(r.gold or ""): majority(r.parent) for r in records if r.parent}
-    linked = store.db.execute(
-        "SELECT id, parent_episode_id FROM episodes WHERE parent_episode_id IS NOT NULL"
-    )
+    linked = [
+        (row.id, row.parent_episode_id)
+        for row in store.episodes(limit=len(records) + 1)
+        if row.parent_episode_id is not None
+    ]
     wrong = sum(1 for child, parent in linked if gold_parent.get(child) != parent)
     return {"links_expected": expected, "links_found": found, "links_wrong": wrong}
 

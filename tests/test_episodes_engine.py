@@ -130,11 +130,11 @@ async def test_scheduler_tick_closes_idle_and_archives_old(make_runtime, clock):
     rt = await make_runtime()
     a = [await remember(rt, AUTH[i], 1 + i) for i in range(2)]
     episode_id = await episode_of(rt, a[0]["memory_id"])
-    await rt.episodes.engine.tick()  # clock is 2025-03-20: 18 days after the last memory
+    await rt.episodes.engine.upkeep.tick()  # clock is 2025-03-20: 18 days after the last memory
     await settle(rt)
     assert (await rt.api.episode_get(episode_id))["episode"]["status"] == "closed"
     clock.now += 91 * 86400
-    await rt.episodes.engine.tick()
+    await rt.episodes.engine.upkeep.tick()
     assert (await rt.api.episode_get(episode_id))["episode"]["status"] == "archived"
     assert (await rt.api.episodes_list(status="archived"))["count"] == 1
 

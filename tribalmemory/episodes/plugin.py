@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
+from ..errors import InvalidInput
 from ..llm import Ledger, LLMClient
 from ..models import Memory, SourceType
 from ..service.hookspecs import hookimpl
@@ -50,14 +51,16 @@ class EpisodePlugin:
         )
         self.summariser = Summariser(LLMClient(settings, self.ledger, **(llm_options or {})))
         self.engine = EpisodeEngine(config, self.store, self.summariser, clock)
-        self.worker = Worker(self.engine)
+        state = self.engine.state
+        self.worker = Worker(self.store, clock, self.engine.job_handlers(), self.engine.upkeep.tick)
+        state.wake = self.worker.wake
         self._scheduler_interval = settings.scheduler_interval_seconds if run_scheduler else None
         self._check: asyncio.Task[Any] | None = None
 
     @hookimpl
     async def start(self, host: PluginHost) -> None:
-        await self.engine.load(host)
-        await self.engine.reconcile()
+        await self.engine.state.load(host)
+        await self.engine.upkeep.reconcile()
         self.worker.start(self._scheduler_interval)
         self._check = asyncio.create_task(self._check_llm())
 
@@ -77,7 +80,7 @@ class EpisodePlugin:
         if self._check is not None:
             self._check.cancel()
         await self.worker.stop()
-        self.engine.save_state(force=True)
+        self.engine.state.save_detector(force=True)
         self.store.close()
         self.ledger.close()
 
@@ -88,7 +91,7 @@ class EpisodePlugin:
         if memory.source_type is SourceType.EPISODE_SUMMARY:
             return
         self.worker.inflight.add(memory.id)  # the worker leaves its detect job alone
-        self.engine.register_pending(memory)
+        self.engine.detection.register_pending(memory)
 
     @hookimpl
     async def store_failed(self, memory: Memory) -> None:
@@ -99,7 +102,7 @@ class EpisodePlugin:
     @hookimpl
     async def after_remember(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
         try:
-            return await self.engine.detect(memory, vector)
+            return await self.engine.detection.detect(memory, vector)
         except BaseException:
             self.worker.wake()  # its durable detect job is left for the worker
             raise
@@ -108,31 +111,31 @@ class EpisodePlugin:
 
     @hookimpl
     def check_forget(self, memory: Memory) -> None:
-        self.engine.check_forget(memory)
+        if memory.source_type is SourceType.EPISODE_SUMMARY:
+            episode_id = memory.metadata.get("episode_id", "?")
+            raise InvalidInput(
+                f"memory {memory.id} is the summary of episode {episode_id}; delete the "
+                f"episode (DELETE /v1/episodes/{episode_id}) or regenerate its summary instead"
+            )
 
     @hookimpl
     async def after_forget(self, memory: Memory) -> None:
-        await self.engine.memory_forgotten(memory)
+        await self.engine.membership.forgotten(memory)
 
     @hookimpl
     async def after_correct(self, old: Memory, new: Memory) -> None:
-        await self.engine.memory_corrected(old, new)
+        await self.engine.membership.corrected(old, new)
 
     # -- reads ------------------------------------------------------------------------------
 
     @hookimpl
     def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
-        return self.engine.annotate(memories)
+        return self.engine.operations.annotate(memories)
 
     @hookimpl
     def health(self) -> dict[str, Any]:
-        return {"llm": self.summariser.status(), "episodes": self.engine.health()}
+        return {"llm": self.summariser.status(), "episodes": self.engine.operations.health()}
 
     @hookimpl
     def stats(self) -> dict[str, Any]:
-        counts = dict(
-            self.store.db.execute(
-                "SELECT status, COUNT(*) FROM episodes GROUP BY status"
-            ).fetchall()
-        )
-        return {"episodes": {s: counts.get(s, 0) for s in ("active", "closed", "archived")}}
+        return {"episodes": self.store.status_counts()}

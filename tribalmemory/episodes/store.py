@@ -225,6 +225,12 @@ class EpisodeStore:
     def all_episode_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM episodes")]
 
+    def status_counts(self) -> dict[str, int]:
+        """Number of episodes by status (every status, zeros included)."""
+        rows = self.db.execute("SELECT status, COUNT(*) FROM episodes GROUP BY status")
+        counts = dict(rows.fetchall())
+        return {status: counts.get(status, 0) for status in ("active", "closed", "archived")}
+
     def insert_episode(self, db: sqlite3.Connection, row: EpisodeRow) -> None:
         db.execute(
             f"INSERT INTO episodes ({EPISODE_COLUMNS}) VALUES "
@@ -259,6 +265,15 @@ class EpisodeStore:
         assigns = ", ".join(f"{k} = ?" for k in values)
         db.execute(f"UPDATE episodes SET {assigns} WHERE id = ?", (*values.values(), episode_id))
 
+    def close_episode(self, db: sqlite3.Connection, episode_id: str, now: float) -> bool:
+        """Close the episode if it is active; False when it is not (or is gone)."""
+        cur = db.execute(
+            "UPDATE episodes SET status = 'closed', closed_at = ?, updated_at = ? "
+            "WHERE id = ? AND status = 'active'",
+            (now, now, episode_id),
+        )
+        return bool(cur.rowcount)
+
     def delete_episode(self, db: sqlite3.Connection, episode_id: str) -> list[str]:
         """Delete the episode; its memories become unassigned standalone memories."""
         members = self.member_ids(episode_id, db)
@@ -287,6 +302,24 @@ class EpisodeStore:
                 (episode_id,),
             )
         ]
+
+    def membership_mark(self, episode_id: str) -> int | None:
+        """The number of the episode's newest membership (memberships are numbered in
+        insertion order, by rowid); None when it has none."""
+        row = self.db.execute(
+            "SELECT MAX(rowid) FROM memberships WHERE episode_id = ?", (episode_id,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def members_after(self, episode_id: str, mark: int | None) -> set[str]:
+        """Members that joined after the membership numbered ``mark`` (all when None)."""
+        return {
+            r[0]
+            for r in self.db.execute(
+                "SELECT memory_id FROM memberships WHERE episode_id = ? AND rowid > ?",
+                (episode_id, mark or 0),
+            )
+        }
 
     def members(self, episode_id: str) -> list[sqlite3.Row]:
         return list(
@@ -391,6 +424,10 @@ class EpisodeStore:
             ).fetchall()
         )
 
+    def newest_detection_time(self) -> float | None:
+        """The newest memory time the detector has seen (None before the first memory)."""
+        return self.db.execute("SELECT MAX(memory_time) FROM detections").fetchone()[0]
+
     def seeds_since(self, earliest: float) -> list[sqlite3.Row]:
         """Unassigned memories (seeds and pending ones) young enough to start an episode."""
         return list(
@@ -401,11 +438,15 @@ class EpisodeStore:
             )
         )
 
-    def forget_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
-        db.execute("DELETE FROM detections WHERE memory_id = ?", (memory_id,))
+    def finish_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
+        """The memory's detection is decided: drop its detect and classify jobs."""
         db.execute(
             "DELETE FROM jobs WHERE kind IN ('detect', 'classify') AND key = ?", (memory_id,)
         )
+
+    def forget_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
+        db.execute("DELETE FROM detections WHERE memory_id = ?", (memory_id,))
+        self.finish_detection(db, memory_id)
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -424,6 +465,21 @@ class EpisodeStore:
             "ON CONFLICT(kind, key) DO UPDATE SET payload = excluded.payload, gen = gen + 1",
             (kind, key, json.dumps(payload or {}), now + delay, now),
         )
+
+    def delete_job(self, db: sqlite3.Connection, kind: str, key: str) -> None:
+        db.execute("DELETE FROM jobs WHERE kind = ? AND key = ?", (kind, key))
+
+    def queue_summary(
+        self,
+        db: sqlite3.Connection,
+        episode_id: str,
+        now: float,
+        delay: float,
+        trigger: str | None,
+    ) -> None:
+        """Mark the episode's summary ``pending`` and (re-)arm its summary job."""
+        self.update_episode(db, episode_id, summary_status="pending")
+        self.enqueue(db, "summary", episode_id, now, delay, {"trigger": trigger})
 
     def due_jobs(self, now: float, exclude_keys: set[str], limit: int = 8) -> list[Job]:
         rows = self.db.execute(
@@ -450,8 +506,15 @@ class EpisodeStore:
         return row[0] if row else None
 
     def finish_job(self, db: sqlite3.Connection, job: Job) -> None:
-        """Delete the job unless it was re-armed while it ran (then it runs again)."""
+        """Delete the job unless it was re-armed while it ran (then it runs again). A
+        finished summary job leaves its episode's summary ``current`` unless re-armed."""
         db.execute("DELETE FROM jobs WHERE id = ? AND gen = ?", (job.id, job.gen))
+        if job.kind == "summary":
+            db.execute(
+                "UPDATE episodes SET summary_status = 'current' WHERE id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM jobs WHERE kind = 'summary' AND key = ?)",
+                (job.key, job.key),
+            )
 
     def retry_job(self, job: Job, not_before: float) -> None:
         self.db.execute(

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 
-from .engine import EpisodeEngine
-from .store import Job
+from .store import EpisodeStore, Job
 
 log = logging.getLogger("tribalmemory.episodes")
 
@@ -23,8 +23,18 @@ MAX_BACKOFF = 300.0
 class Worker:
     """A few asyncio tasks draining the job table, plus the periodic lifecycle tick."""
 
-    def __init__(self, engine: EpisodeEngine, concurrency: int = 3) -> None:
-        self.engine = engine
+    def __init__(
+        self,
+        store: EpisodeStore,
+        clock: Callable[[], float],
+        handlers: Mapping[str, Callable[[Job], Awaitable[None]]],
+        tick: Callable[[], Awaitable[None]],
+        concurrency: int = 3,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.handlers = handlers  # job kind -> what runs it
+        self.tick = tick  # the lifecycle scheduler's periodic turn
         self.concurrency = concurrency
         self.inflight: set[str] = set()
         self._event = asyncio.Event()
@@ -32,7 +42,6 @@ class Worker:
         self._tasks: list[asyncio.Task[None]] = []
         self._failures: dict[int, str] = {}
         self._looks: dict[int, float] = {}  # sleeping loop -> when it looks again (engine clock)
-        engine.wake = self.wake
 
     def wake(self, due: float | None = None) -> None:
         """Make sleeping loops look for work now. With ``due`` (when a new job falls due), a
@@ -58,7 +67,7 @@ class Worker:
         self._tasks.clear()
 
     def _claim(self) -> Job | None:
-        jobs = self.engine.store.due_jobs(self.engine.clock(), set(self.inflight), limit=1)
+        jobs = self.store.due_jobs(self.clock(), set(self.inflight), limit=1)
         if not jobs:
             return None
         self.inflight.add(jobs[0].key)
@@ -81,13 +90,13 @@ class Worker:
 
     async def _wait_for_work(self) -> None:
         """Sleep until woken (new job, job finished) or the next job falls due (≤ 5 s)."""
-        due = self.engine.store.next_due()
+        due = self.store.next_due()
         wait = 5.0
-        if due is not None and due > self.engine.clock():  # else: due but busy; wait for wake
-            wait = min(wait, due - self.engine.clock())
+        if due is not None and due > self.clock():  # else: due but busy; wait for wake
+            wait = min(wait, due - self.clock())
         wait = max(wait, 0.01)
         key = id(asyncio.current_task())
-        self._looks[key] = self.engine.clock() + wait
+        self._looks[key] = self.clock() + wait
         try:
             with suppress(TimeoutError):
                 async with asyncio.timeout(wait):
@@ -96,20 +105,14 @@ class Worker:
             del self._looks[key]
 
     async def _run(self, job: Job) -> None:
-        engine = self.engine
         try:
-            if job.kind == "summary":
-                await engine.run_summary(job.key, job.payload.get("trigger"))
-            elif job.kind == "classify":
-                await engine.run_classify(job.key, job.payload.get("candidates", []))
-            elif job.kind == "detect":
-                await self._detect(job.key)
-            elif job.kind == "link":
-                await engine.link_parent(job.key)
-            with engine.store.transaction() as db:
-                engine.store.finish_job(db, job)
-            if job.kind == "summary":
-                engine.mark_summary_settled(job.key)
+            handler = self.handlers.get(job.kind)
+            if handler is None:
+                log.warning("episode job %s %s of unknown kind: dropped", job.kind, job.key)
+            else:
+                await handler(job)
+            with self.store.transaction() as db:
+                self.store.finish_job(db, job)
             self._failures.pop(job.id, None)
         except asyncio.CancelledError:
             raise
@@ -126,23 +129,13 @@ class Worker:
                     exc_info=True,
                 )
                 self._failures[job.id] = reason
-            engine.store.retry_job(job, engine.clock() + delay)
-
-    async def _detect(self, memory_id: str) -> None:
-        """A detect job left by a crash: run the write-time decision now."""
-        memories = await self.engine.host.get_memories([memory_id])
-        vectors = await self.engine.host.get_vectors([memory_id])
-        if not memories or memory_id not in vectors:  # never stored: nothing to decide
-            with self.engine.store.transaction() as db:
-                self.engine.store.forget_detection(db, memory_id)
-            return
-        await self.engine.detect(memories[0], vectors[memory_id])
+            self.store.retry_job(job, self.clock() + delay)
 
     async def _schedule(self, interval: float) -> None:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.engine.tick()
+                await self.tick()
             except Exception as exc:
                 log.warning("episode lifecycle tick failed: %s", exc, exc_info=True)
 
@@ -150,8 +143,7 @@ class Worker:
         """Wait until no job is due or running (for tests, benchmarks and the CLI)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            store = self.engine.store
-            due = store.due_jobs(self.engine.clock() + 3600 * 24 * 365, set(), limit=1)
+            due = self.store.due_jobs(self.clock() + 3600 * 24 * 365, set(), limit=1)
             if not due and not self.inflight:
                 return True
             self._event.set()

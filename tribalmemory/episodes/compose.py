@@ -1,0 +1,196 @@
+"""Episodes that compose: chains (an episode that continues another), replay and search.
+
+A new episode's parent is looked for by a durable ``link`` job (:meth:`Compose.link_parent`),
+off the request path; replay and search find episodes through their summary memories with the
+host's hybrid search.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..models import SourceType
+from ..timeutil import from_epoch, to_iso
+from . import extractive
+from .shapes import episode_summary_json
+from .state import EngineState
+from .store import EpisodeRow
+from .summariser import Summariser
+
+log = logging.getLogger("tribalmemory.episodes")
+
+CHAIN_LIMIT = 50
+CHAIN_MEMBERS = 32  # newest members of a candidate parent compared with the new episode
+REPLAY_MIN_RELEVANCE = 0.2
+SEARCH_SUMMARY_CHARS = 500
+
+
+class Compose:
+    """Chains, replay and search over episodes."""
+
+    def __init__(self, state: EngineState, summariser: Summariser) -> None:
+        self.state = state
+        self.store = state.store
+        self.summariser = summariser
+
+    # -- chains -----------------------------------------------------------------------------
+
+    async def find_parent(self, episode_id: str) -> tuple[str, float] | None:
+        """A recently closed episode on the same topic that the new episode continues.
+
+        Candidates: episodes closed (or archived) within ``chain_window_hours`` of now whose
+        last memory precedes the new episode's first one; the best :func:`chain_score` at or
+        above ``chain_similarity_threshold`` wins.
+        """
+        state = self.state
+        settings = state.settings
+        new = state.active.get(episode_id)
+        row = self.store.episode(episode_id)
+        if (
+            new is None
+            or row is None
+            or row.first_activity is None
+            or row.parent_episode_id is not None
+        ):
+            return None
+        horizon = state.clock() - settings.chain_window_hours * 3600.0
+        candidates = self.store.recently_closed(horizon, row.first_activity)
+        if not candidates:
+            return None
+        await state.host.background_turn()  # reading and scoring them uses the CPU
+        best: tuple[str, float] | None = None
+        for candidate in candidates:
+            members = await state.features(self.store.member_ids(candidate.id)[-CHAIN_MEMBERS:])
+            if not members:
+                continue
+            score = state.matcher.chain_score(new, state.matcher.episode(candidate.id, members))
+            if score >= settings.chain_similarity_threshold and (best is None or score > best[1]):
+                best = (candidate.id, score)
+        return best
+
+    async def link_parent(self, episode_id: str) -> None:
+        """The link job of a new episode: record the parent that :meth:`find_parent` finds."""
+        found = await self.find_parent(episode_id)
+        if found is None:
+            return
+        parent, score = found
+        with self.store.transaction() as db:
+            self.store.update_episode(db, episode_id, parent_episode_id=parent)
+        log.info("episode %s continues %s (chain score %.2f)", episode_id, parent, score)
+
+    async def chain(self, episode_id: str) -> dict[str, Any]:
+        """The whole chain the episode belongs to, root first (cycle-safe, at most 50)."""
+        row = self.state.episode(episode_id)
+        seen = {row.id}
+        ancestors: list[EpisodeRow] = []
+        current = row
+        while current.parent_episode_id and len(seen) < CHAIN_LIMIT:
+            parent = self.store.episode(current.parent_episode_id)
+            if parent is None or parent.id in seen:
+                break
+            seen.add(parent.id)
+            ancestors.append(parent)
+            current = parent
+        chain = list(reversed(ancestors)) + [row]
+        frontier = [row.id]
+        while frontier and len(chain) < CHAIN_LIMIT:
+            children = [r for r in self.store.children(frontier.pop(0)) if r.id not in seen]
+            for child in sorted(children, key=lambda r: r.first_activity or 0.0):
+                if len(chain) >= CHAIN_LIMIT:
+                    break
+                seen.add(child.id)
+                chain.append(child)
+                frontier.append(child.id)
+        items = [episode_summary_json(r, self.summariser.episode_cost(r.id)) for r in chain]
+        return {
+            "episode_id": episode_id,
+            "root_id": chain[0].id,
+            "chain": items,
+            "count": len(items),
+        }
+
+    # -- replay and search ------------------------------------------------------------------
+
+    async def _relevant(
+        self, query: str, fetch: int, floor: float
+    ) -> list[tuple[EpisodeRow, float]]:
+        """Episodes whose summary memory matches ``query`` (hybrid search), best first."""
+        hits = await self.state.host.search(
+            query, [SourceType.EPISODE_SUMMARY], limit=min(50, fetch), min_relevance=floor
+        )
+        found: list[tuple[EpisodeRow, float]] = []
+        for hit in hits:
+            row = self.store.episode(str(hit.memory.metadata.get("episode_id", "")))
+            if row is not None and all(row.id != r.id for r, _ in found):
+                found.append((row, hit.similarity_score))
+        return found
+
+    async def replay(self, topic: str, limit: int) -> dict[str, Any]:
+        """The episodes relevant to ``topic`` in chronological order, as JSON and as text."""
+        found = (await self._relevant(topic, limit * 3, REPLAY_MIN_RELEVANCE))[:limit]
+        found.sort(key=lambda pair: pair[0].first_activity or pair[0].created_at)
+        items = []
+        lines = (
+            [f"Episodes about {topic!r}, oldest first:"]
+            if found
+            else [f"No episode matches {topic!r}."]
+        )
+        for index, (row, relevance) in enumerate(found, 1):
+            parent = self.store.episode(row.parent_episode_id) if row.parent_episode_id else None
+            start = to_iso(from_epoch(row.first_activity or row.created_at))[:10]
+            end = to_iso(from_epoch(row.last_activity))[:10]
+            short = extractive.clip(row.summary, 300)
+            outcome = row.metadata.get("outcome", "unknown")
+            items.append(
+                {
+                    "id": row.id,
+                    "title": row.title,
+                    "status": row.status,
+                    "start": to_iso(from_epoch(row.first_activity or row.created_at)),
+                    "end": to_iso(from_epoch(row.last_activity)),
+                    "continues": parent.id if parent else None,
+                    "continues_title": parent.title if parent else None,
+                    "summary": short,
+                    "tags": row.metadata.get("tags", []),
+                    "outcome": outcome,
+                    "relevance": round(relevance, 4),
+                }
+            )
+            marker = f" (continues: {parent.title})" if parent else ""
+            lines.append(f"{index}. {start} to {end}: {row.title}{marker} [{outcome}]\n   {short}")
+        return {"topic": topic, "episodes": items, "count": len(items), "text": "\n".join(lines)}
+
+    async def search(
+        self,
+        query: str,
+        time_start: float | None,
+        time_end: float | None,
+        status: str | None,
+        limit: int,
+    ) -> dict[str, Any]:
+        """Hybrid search over episode summaries and titles with time and status filters.
+
+        An episode matches the time range when its memories' span overlaps it. Ranking:
+        ``relevance × (0.8 + 0.2 × 2^(−days since last activity / 14))`` — a recency boost
+        of at most 25 % that halves every two weeks.
+        """
+        now = self.state.clock()
+        results = []
+        for row, relevance in await self._relevant(query, 50, 0.0):
+            start = row.first_activity or row.created_at
+            if status is not None and row.status != status:
+                continue
+            if time_start is not None and row.last_activity < time_start:
+                continue
+            if time_end is not None and start > time_end:
+                continue
+            age_days = max(0.0, (now - row.last_activity) / 86400.0)
+            boosted = relevance * (0.8 + 0.2 * 2 ** (-age_days / 14.0))
+            item = episode_summary_json(row, self.summariser.episode_cost(row.id))
+            item["summary"] = extractive.clip(row.summary, SEARCH_SUMMARY_CHARS)
+            item["relevance"] = round(relevance, 4)
+            item["score"] = round(boosted, 4)
+            results.append(item)
+        results.sort(key=lambda item: -item["score"])
+        return {"query": query, "episodes": results[:limit], "count": len(results[:limit])}

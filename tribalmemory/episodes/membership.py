@@ -1,0 +1,195 @@
+"""Who belongs where: creating episodes from memories, adding, moving and removing members.
+
+A memory is in at most one episode: adding it to another one moves it, and the episode it left
+gets its summary rewritten at once (extractive) and an LLM regeneration queued, so that text
+that left an episode does not live on in its summary. The same happens when a memory is
+forgotten.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ..errors import InvalidInput, NotFound
+from ..models import Memory, SourceType, new_memory_id
+from ..timeutil import to_epoch
+from . import extractive, lifecycle
+from .matching import MemoryFeatures, when
+from .state import EngineState
+from .store import EpisodeRow, new_episode_id
+from .summaries import Summaries
+from .upkeep import Upkeep
+
+log = logging.getLogger("tribalmemory.episodes")
+
+
+class Membership:
+    """Creates episodes and changes their members."""
+
+    def __init__(self, state: EngineState, summaries: Summaries, upkeep: Upkeep) -> None:
+        self.state = state
+        self.store = state.store
+        self.summaries = summaries
+        self.upkeep = upkeep
+
+    async def create(
+        self,
+        memories: list[Memory],
+        features: list[MemoryFeatures],
+        *,
+        title: str | None,
+        title_source: str,
+        scores: dict[str, tuple[float, float]] | None = None,
+        finish_detection_of: list[str] | None = None,
+        parent_episode_id: str | None = None,
+        summary_now: bool = False,
+    ) -> EpisodeRow:
+        """Create an active episode with an extractive summary (LLM refinement is queued).
+
+        The caller holds the detect lock. Its summary memory is written by the summary job
+        queued here, after the request that created the episode (a crash in between leaves
+        the durable job). With ``summary_now`` (an episode created on request) it is written
+        before the episode exists instead, so that no summary job runs at the same time; a
+        crash in between leaves an orphan that reconcile() removes.
+        """
+        state = self.state
+        now = state.clock()
+        row = _new_row(memories, features, title, title_source, parent_episode_id, now)
+        episode_id = row.id
+        await self.upkeep.make_room(adding=1)
+        if summary_now:
+            await self.summaries.write_memory(row, memories, row.title, row.summary, "extractive")
+        moved_from: set[str] = set()
+        with self.store.transaction() as db:
+            self.store.insert_episode(db, row)
+            for memory, feature in zip(memories, features, strict=True):
+                score, similarity = (scores or {}).get(memory.id, (None, None))
+                surprise = None if similarity is None else lifecycle.surprise(similarity)
+                previous = self.store.add_member(
+                    db, episode_id, memory.id, when(feature), now, score, surprise
+                )
+                if previous:
+                    moved_from.add(previous)
+            self.store.update_episode(db, episode_id, since_regen=len(memories))
+            for memory_id in finish_detection_of or []:
+                self.store.finish_detection(db, memory_id)
+            state.queue_summary(db, episode_id, now, trigger=memories[-1].id, delay=0.0)
+            for previous in moved_from:
+                state.queue_summary(db, previous, now, trigger=None, delay=0.0)
+            if parent_episode_id is None:  # looked for by a job, off the request path
+                self.store.enqueue(db, "link", episode_id, now)
+        for memory in memories:
+            state.seeds.pop(memory.id, None)
+        state.active[episode_id] = state.matcher.episode(episode_id, features)
+        for previous in moved_from:
+            async with state.lock(previous):
+                await self.summaries.refresh_extractive(previous)
+        created = self.store.episode(episode_id)
+        assert created is not None
+        log.info(
+            "episode %s created with %d memories: %s", episode_id, len(memories), created.title
+        )
+        return created
+
+    async def add(self, episode_id: str, memory_id: str) -> None:
+        """Add a memory to an episode on request (moving it from another one)."""
+        state = self.state
+        row = state.episode(episode_id)
+        found = await state.host.get_memories([memory_id])
+        if not found:
+            raise NotFound(f"no memory with id {memory_id}")
+        memory = found[0]
+        if memory.source_type is SourceType.EPISODE_SUMMARY:
+            raise InvalidInput("an episode summary cannot be a member of an episode")
+        if self.store.episode_of(memory_id) == episode_id:
+            return
+        vectors = await state.host.get_vectors([memory_id])
+        async with state.detect_lock, state.lock(episode_id):
+            now = state.clock()
+            with self.store.transaction() as db:
+                previous = self.store.add_member(
+                    db, episode_id, memory_id, to_epoch(memory.created_at), now
+                )
+                self.store.finish_detection(db, memory_id)
+                state.queue_summary(db, episode_id, now, trigger=memory_id)
+                if previous:
+                    state.queue_summary(db, previous, now, trigger=None, delay=0.0)
+            state.seeds.pop(memory_id, None)
+            if row.status == "active" and episode_id in state.active:
+                state.active[episode_id] = state.matcher.add(
+                    state.active[episode_id], state.matcher.memory(memory, vectors[memory_id])
+                )
+        if previous:
+            async with state.lock(previous):
+                await self.summaries.refresh_extractive(previous)
+            if previous in state.active:
+                await state.rebuild(previous)
+
+    async def remove(self, episode_id: str, memory_id: str) -> None:
+        """Take a memory out of its episode; the summary forgets it at once."""
+        async with self.state.lock(episode_id):
+            with self.store.transaction() as db:
+                removed = self.store.remove_member(db, episode_id, memory_id, self.state.clock())
+                if removed:
+                    self.store.set_detection(db, memory_id, "standalone", 0.0)
+                    self.state.queue_summary(
+                        db, episode_id, self.state.clock(), trigger=None, delay=0.0
+                    )
+            if not removed:
+                return
+            await self.summaries.refresh_extractive(episode_id)
+        if episode_id in self.state.active:
+            await self.state.rebuild(episode_id)
+
+    async def forgotten(self, memory: Memory) -> None:
+        """A memory was forgotten: it leaves its episode (or the seeds) for good."""
+        self.state.seeds.pop(memory.id, None)
+        episode_id = self.store.episode_of(memory.id)
+        with self.store.transaction() as db:
+            self.store.forget_detection(db, memory.id)
+        if episode_id is not None:
+            await self.remove(episode_id, memory.id)
+
+    async def corrected(self, old: Memory, new: Memory) -> None:
+        """A member was corrected: its episode's summary is regenerated in full."""
+        episode_id = self.store.episode_of(old.id)
+        if episode_id is not None:
+            with self.store.transaction() as db:
+                self.store.update_episode(db, episode_id, needs_full=True)
+                self.state.queue_summary(db, episode_id, self.state.clock(), trigger=new.id)
+
+
+def _new_row(
+    memories: list[Memory],
+    features: list[MemoryFeatures],
+    title: str | None,
+    title_source: str,
+    parent_episode_id: str | None,
+    now: float,
+) -> EpisodeRow:
+    """A new active episode of ``memories`` with an extractive summary and title."""
+    vectors = np.stack([f.vector for f in features])
+    row = EpisodeRow(
+        id=new_episode_id(),
+        title=title or extractive.keyword_title(memories, vectors),
+        title_source=title_source,
+        summary=extractive.extractive_summary(memories, vectors),
+        summary_kind="extractive",
+        summary_status="pending",
+        summary_memory_id=new_memory_id(),
+        llm_summary="",
+        llm_summary_mark=None,
+        needs_full=False,
+        since_regen=0,
+        status="active",
+        created_at=now,
+        updated_at=now,
+        closed_at=None,
+        last_activity=max(when(f) for f in features),
+        parent_episode_id=parent_episode_id,
+        metadata={},
+    )
+    row.first_activity = min(when(f) for f in features)
+    return row

@@ -1,0 +1,169 @@
+"""The episode operations clients call (list, get, create, add, remove, close, regenerate,
+delete, costs), and what the engine adds to memories' JSON and to ``/v1/health``.
+
+Values arrive validated by :class:`~tribalmemory.api.TribalAPI`; unknown ids raise
+:class:`~tribalmemory.errors.NotFound` with a message for the client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InvalidInput, NotFound
+from ..models import Memory, SourceType
+from ..timeutil import to_iso
+from . import lifecycle
+from .detection import episode_status
+from .membership import Membership
+from .shapes import episode_json, episode_summary_json
+from .state import EngineState
+from .summariser import Summariser
+from .upkeep import Upkeep
+
+
+class Operations:
+    """Reads and manual changes of episodes."""
+
+    def __init__(
+        self, state: EngineState, summariser: Summariser, membership: Membership, upkeep: Upkeep
+    ) -> None:
+        self.state = state
+        self.store = state.store
+        self.summariser = summariser
+        self.membership = membership
+        self.upkeep = upkeep
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def list_episodes(
+        self, status: str | None, limit: int, offset: int, filters: dict[str, str]
+    ) -> list[dict[str, Any]]:
+        rows = self.store.episodes(status, limit, offset, filters)
+        return [episode_summary_json(r, self.summariser.episode_cost(r.id)) for r in rows]
+
+    async def get_episode(self, episode_id: str, include_timeline: bool) -> dict[str, Any]:
+        row = self.state.episode(episode_id)
+        members = self.store.members(episode_id)
+        result: dict[str, Any] = {
+            "episode": episode_json(row, self.summariser.episode_cost(episode_id)),
+            "memory_ids": [m["memory_id"] for m in members],
+        }
+        if include_timeline:
+            found = await self.state.host.get_memories(result["memory_ids"])
+            memories = {m.id: m for m in found}
+            timeline = []
+            for member in members:
+                memory = memories.get(member["memory_id"])
+                if memory is None:
+                    continue
+                surprise = member["surprise"]
+                timeline.append(
+                    {
+                        "memory_id": memory.id,
+                        "created_at": to_iso(memory.created_at),
+                        "content": memory.content,
+                        "tags": memory.tags,
+                        "source_instance": memory.source_instance,
+                        "surprise": surprise,
+                        "key_moment": surprise is not None and surprise >= lifecycle.KEY_MOMENT,
+                    }
+                )
+            result["timeline"] = timeline
+        return result
+
+    def costs(self) -> dict[str, Any]:
+        return self.summariser.costs()
+
+    # -- manual changes ---------------------------------------------------------------------
+
+    async def create_episode(
+        self, title: str, memory_ids: list[str], parent_episode_id: str | None
+    ) -> dict[str, Any]:
+        state = self.state
+        memories = await state.host.get_memories(memory_ids)
+        found = {m.id for m in memories}
+        missing = [m for m in memory_ids if m not in found]
+        if missing:
+            raise NotFound(f"unknown memory id(s): {', '.join(missing)}; nothing was created")
+        summaries = [m.id for m in memories if m.source_type is SourceType.EPISODE_SUMMARY]
+        if summaries:
+            raise InvalidInput(f"episode summaries cannot be members: {', '.join(summaries)}")
+        if parent_episode_id is not None:
+            state.episode(parent_episode_id)
+        vectors = await state.host.get_vectors(memory_ids)
+        memories.sort(key=lambda m: m.created_at)
+        features = [state.matcher.memory(m, vectors[m.id]) for m in memories]
+        async with state.detect_lock:
+            row = await self.membership.create(
+                memories,
+                features,
+                title=title,
+                title_source="user",
+                finish_detection_of=memory_ids,
+                summary_now=True,
+                parent_episode_id=parent_episode_id,
+            )
+        return {"id": row.id, "memory_count": row.memory_count}
+
+    async def add_memory(self, episode_id: str, memory_id: str) -> None:
+        await self.membership.add(episode_id, memory_id)
+
+    async def remove_memory(self, episode_id: str, memory_id: str) -> None:
+        self.state.episode(episode_id)
+        if self.store.episode_of(memory_id) != episode_id:
+            raise NotFound(f"memory {memory_id} is not in episode {episode_id}")
+        await self.membership.remove(episode_id, memory_id)
+
+    async def close_episode(self, episode_id: str) -> None:
+        if self.state.episode(episode_id).status != "active":
+            return
+        async with self.state.detect_lock:
+            await self.upkeep.close(episode_id, reason="requested")
+
+    async def regenerate_episode(self, episode_id: str) -> None:
+        self.state.episode(episode_id)
+        with self.store.transaction() as db:
+            self.store.update_episode(db, episode_id, needs_full=True)
+            self.state.queue_summary(db, episode_id, self.state.clock(), trigger=None, delay=0.0)
+
+    async def delete_episode(self, episode_id: str) -> None:
+        """Delete the episode and its summary memory; its memories stay, unassigned."""
+        state = self.state
+        state.episode(episode_id)
+        async with state.detect_lock, state.lock(episode_id):
+            row = self.store.episode(episode_id)
+            if row is None:
+                return
+            with self.store.transaction() as db:
+                self.store.delete_episode(db, episode_id)
+            state.active.pop(episode_id, None)
+            if row.summary_memory_id:
+                await state.host.delete_owned([row.summary_memory_id])
+        state.drop_lock(episode_id)
+
+    # -- what the engine adds to other answers ----------------------------------------------
+
+    def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
+        """``episode_id`` and ``episode_status`` of each memory, for its JSON form."""
+        ids = [m.id for m in memories]
+        episodes = self.store.episodes_of(ids)
+        states = self.store.detection_states(ids)
+        out: dict[str, dict[str, Any]] = {}
+        for memory in memories:
+            if memory.source_type is SourceType.EPISODE_SUMMARY:
+                out[memory.id] = {
+                    "episode_id": memory.metadata.get("episode_id"),
+                    "episode_status": "summary",
+                }
+                continue
+            out[memory.id] = {
+                "episode_id": episodes.get(memory.id),
+                "episode_status": episode_status(states.get(memory.id)),
+            }
+        return out
+
+    def health(self) -> dict[str, Any]:
+        stats = self.store.queue_stats(self.state.clock())
+        stats["active_episodes"] = len(self.state.active)
+        stats["detector_strategy"] = self.state.settings.detector_strategy
+        return stats

@@ -1,0 +1,92 @@
+"""Keeping episodes in order over time: auto-close, the active cap, archiving, crash recovery.
+
+The rules are pure functions in :mod:`.lifecycle`; this module applies them to the store.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..models import SourceType
+from . import lifecycle
+from .state import EngineState
+
+log = logging.getLogger("tribalmemory.episodes")
+
+
+class Upkeep:
+    """Closes, archives and reconciles episodes."""
+
+    def __init__(self, state: EngineState) -> None:
+        self.state = state
+        self.store = state.store
+
+    async def close(self, episode_id: str, reason: str) -> None:
+        """Close an active episode and queue its final summary (no-op when not active)."""
+        now = self.state.clock()
+        with self.store.transaction() as db:
+            if not self.store.close_episode(db, episode_id, now):
+                return
+            self.state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
+        self.state.active.pop(episode_id, None)
+        log.info("episode %s closed (%s)", episode_id, reason)
+
+    async def close_idle(self, reference: float) -> None:
+        """Close active episodes idle for ``active_window_days`` before ``reference``."""
+        active = [
+            lifecycle.Activity(episode_id, "active", last)
+            for episode_id, last in self.store.active_activity()
+        ]
+        for episode_id in lifecycle.idle(active, reference, self.state.settings.active_window_days):
+            await self.close(episode_id, reason="idle")
+
+    async def make_room(self, adding: int) -> None:
+        """Close the least recently active episodes so that ``adding`` new ones fit the cap."""
+        cap = self.state.settings.max_active_episodes
+        active = [
+            lifecycle.Activity(episode_id, "active", last)
+            for episode_id, last in self.store.active_activity()
+        ]
+        for episode_id in lifecycle.over_cap(active, cap, adding):
+            log.info(
+                "closing %s: more than max_active_episodes=%d active episodes", episode_id, cap
+            )
+            await self.close(episode_id, reason="active cap")
+
+    async def tick(self) -> None:
+        """The scheduler's turn: close idle episodes, archive old closed ones (wall clock)."""
+        now = self.state.clock()
+        async with self.state.detect_lock:
+            await self.close_idle(reference=now)
+        closed = [
+            lifecycle.Activity(r.id, r.status, r.last_activity, r.closed_at)
+            for r in self.store.episodes("closed", limit=100000)
+        ]
+        days = self.state.settings.archive_after_days
+        ids = lifecycle.archivable(closed, now, days)
+        if ids:
+            with self.store.transaction() as db:
+                for episode_id in ids:
+                    self.store.update_episode(db, episode_id, status="archived", updated_at=now)
+            log.info("archived %d episodes closed over %s days ago", len(ids), days)
+
+    async def reconcile(self) -> None:
+        """After a crash: re-queue missing summaries, delete orphaned summary memories."""
+        host = self.state.host
+        rows = {r: self.store.episode(r) for r in self.store.all_episode_ids()}
+        expected = {
+            row.summary_memory_id: eid
+            for eid, row in rows.items()
+            if row is not None and row.summary_memory_id
+        }
+        present = {m.id for m in await host.get_memories(list(expected))}
+        now = self.state.clock()
+        with self.store.transaction() as db:
+            for memory_id, episode_id in expected.items():
+                if memory_id not in present:
+                    self.state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
+        stored = await host.memories_of_type(SourceType.EPISODE_SUMMARY)
+        orphans = [m.id for m in stored if m.id not in expected]
+        if orphans:
+            log.warning("deleting %d orphaned episode summary memories", len(orphans))
+            await host.delete_owned(orphans)
