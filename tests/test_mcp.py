@@ -330,7 +330,7 @@ async def test_stdio_connection_starts_once_and_rechecks_after_unavailable(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import tribalmemory.client
-    from tribalmemory.interfaces.mcp_server import DaemonConnection
+    from tribalmemory.mcp_stdio import DaemonConnection
 
     started: list[FakeDaemonClient] = []
 
@@ -359,7 +359,7 @@ async def test_stdio_connection_reports_why_the_daemon_did_not_start(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import tribalmemory.client
-    from tribalmemory.interfaces.mcp_server import DaemonConnection
+    from tribalmemory.mcp_stdio import DaemonConnection
 
     def ensure_daemon(config: Config, config_path: Any = None) -> Any:
         raise OSError("port 18790 is in use by another program")
@@ -843,7 +843,7 @@ COMMANDS = {
         lambda home: [
             sys.executable,
             "-m",
-            "tribalmemory.interfaces.mcp_server",
+            "tribalmemory.mcp_stdio",
             str(home / "config.yaml"),
         ],
         id="python-m",

@@ -180,7 +180,7 @@ def reembed(args: argparse.Namespace, config: Config) -> int:
 
 def mcp(args: argparse.Namespace, config: Config) -> int:
     """``mcp``: the MCP server over stdio, backed by the daemon (started when needed)."""
-    from ..interfaces.mcp_server import run_stdio
+    from ..mcp_stdio import run_stdio
 
     run_stdio(config, args.config)
     return 0

@@ -4,29 +4,19 @@ One server definition serves two transports:
 
 - Streamable HTTP inside the daemon, which mounts ``build_mcp_server(lambda: api)`` at ``/mcp``
   and calls the in-process :class:`~tribalmemory.api.TribalAPI`;
-- stdio (``tribalmemory mcp``, :func:`run_stdio`), which forwards every tool call to the
-  running daemon through :class:`~tribalmemory.client.DaemonClient` (starting the daemon when
-  none runs), because the daemon alone owns the embedded store.
+- stdio (``tribalmemory mcp``, :mod:`tribalmemory.mcp_stdio`), a separate process that
+  forwards every tool call to the running daemon through
+  :class:`~tribalmemory.client.DaemonClient`, because the daemon alone owns the embedded store.
 """
 
 from __future__ import annotations
 
-import logging
-import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
-import anyio
-import anyio.to_thread
 from mcp.server import MCPServer
 
 from .. import __version__
-from ..config import Config
-from ..errors import TribalError, Unavailable
 from .mcp_tools import ApiCaller, ApiProvider, register_tools
-
-log = logging.getLogger("tribalmemory.mcp")
 
 INSTRUCTIONS = (
     "Tribal Memory is a long-term memory shared by every agent that works with this user or "
@@ -51,98 +41,3 @@ def build_mcp_server(
     )
     register_tools(server, ApiCaller(api_provider, on_unavailable))
     return server
-
-
-class DaemonConnection:
-    """The stdio server's link to the daemon: started on first use, re-checked after a failure."""
-
-    def __init__(self, config: Config, config_path: str | Path | None = None) -> None:
-        self.config = config
-        self.config_path = config_path
-        self.client: Any = None
-        self.stale = False
-        self._lock = anyio.Lock()
-
-    async def get(self) -> Any:
-        """The DaemonClient, after making sure a daemon runs (starting one if needed)."""
-        if self.client is not None and not self.stale:
-            return self.client
-        async with self._lock:
-            if self.client is None or self.stale:
-                client = await anyio.to_thread.run_sync(self._connect)
-                if client is not self.client:
-                    await self.aclose()
-                self.client, self.stale = client, False
-        return self.client
-
-    def reset(self) -> None:
-        """Check (and if needed restart) the daemon before the next call."""
-        self.stale = True
-
-    def _connect(self) -> Any:
-        from ..client import ensure_daemon
-
-        try:
-            return ensure_daemon(self.config, self.config_path)
-        except TribalError:
-            raise
-        except Exception as exc:
-            log.exception("could not reach or start the Tribal Memory daemon")
-            raise Unavailable(
-                f"could not reach or start the Tribal Memory daemon: {exc}",
-                "tell the user the Tribal Memory daemon could not be started, with this message",
-            ) from exc
-
-    async def aclose(self) -> None:
-        client, self.client = self.client, None
-        if client is None:
-            return
-        for name in ("aclose", "close"):
-            closer = getattr(client, name, None)
-            if closer is not None:
-                result = closer()
-                if hasattr(result, "__await__"):
-                    await result
-                return
-
-
-def _log_to_stderr(level: str) -> None:
-    """stdout carries the protocol: log lines go to stderr only."""
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        if getattr(handler, "stream", None) is sys.stdout:
-            root.removeHandler(handler)
-    if not any(getattr(h, "stream", None) is sys.stderr for h in root.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
-    root.setLevel(level.upper())
-    if level != "debug":  # one line per HTTP request to the daemon is noise in the client's log
-        logging.getLogger("httpx").setLevel(logging.WARNING)
-
-
-def run_stdio(config: Config, config_path: str | Path | None = None) -> None:
-    """``tribalmemory mcp``: serve the tools over stdin/stdout, backed by the daemon."""
-    _log_to_stderr(config.server.log_level)
-    connection = DaemonConnection(config, config_path)
-    server = build_mcp_server(connection.get, on_unavailable=connection.reset)
-
-    async def serve() -> None:
-        try:
-            await server.run_stdio_async()
-        finally:
-            with anyio.CancelScope(shield=True):
-                await connection.aclose()
-
-    try:
-        anyio.run(serve)
-    except KeyboardInterrupt:
-        pass
-
-
-if __name__ == "__main__":  # python -m tribalmemory.interfaces.mcp_server [config.yaml]
-    from ..config import load_config, load_env
-
-    load_env()
-    path = sys.argv[1] if len(sys.argv) > 1 else None
-    run_stdio(load_config(path), path)
