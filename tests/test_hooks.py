@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 from helpers_http import BASE_URL, build_runtime, unique
 from starlette.testclient import TestClient
@@ -283,16 +284,33 @@ def test_a_failing_annotate_does_not_turn_recall_into_a_500(
 
 
 def test_failing_health_and_stats_appear_as_an_error_field(
-    broken_client: tuple[TestClient, Broken],
+    broken_client: tuple[TestClient, Broken], caplog: pytest.LogCaptureFixture
 ) -> None:
-    client, _ = broken_client
-    health = client.get("/v1/health")
-    stats = client.get("/v1/stats")
-    assert health.status_code == 200 and stats.status_code == 200
-    assert health.json()["broken"] == {"error": "RuntimeError: boom"}
-    assert health.json()["status"] == "ok" and health.json()["store"]["backend"]
+    client, plugin = broken_client
+    with caplog.at_level(logging.WARNING, logger="tribalmemory.hooks"):
+        health = [client.get("/v1/health") for _ in range(3)]
+        stats = client.get("/v1/stats")
+    assert [h.status_code for h in health] == [200] * 3 and stats.status_code == 200
+    assert health[-1].json()["broken"] == {"error": "RuntimeError: boom"}
+    assert health[-1].json()["status"] == "ok" and health[-1].json()["store"]["backend"]
     assert stats.json()["broken"] == {"error": "RuntimeError: boom"}
     assert stats.json()["total_memories"] == 0
+    # Logged once per reason, not on every poll; logged again once it failed, worked, failed.
+    assert caplog.text.count("plugin broken failed in health") == 1
+    plugin.failing.discard("health")
+    assert client.get("/v1/health").json()["broken"] == {"ok": True}
+    plugin.failing.add("health")
+    client.get("/v1/health")
+    assert caplog.text.count("plugin broken failed in health") == 2
+
+
+def test_every_hook_has_an_error_policy() -> None:
+    from tribalmemory.service import hookspecs
+
+    manager = pluggy.PluginManager(hookspecs.PROJECT)
+    manager.add_hookspecs(hookspecs)
+    declared = {name for name in vars(manager.hook) if not name.startswith("_")}
+    assert declared == set(hookspecs.ON_ERROR)
 
 
 # -- the host -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -48,6 +48,7 @@ class HookRegistry:
         self._manager = pluggy.PluginManager(hookspecs.PROJECT)
         self._manager.add_hookspecs(hookspecs)
         self._started: list[str] = []
+        self._failing: dict[tuple[str, str], str] = {}  # (plugin, hook) -> last reason logged
 
     # -- registration -------------------------------------------------------------------------
 
@@ -102,17 +103,22 @@ class HookRegistry:
         return list(reversed(caller.get_hookimpls()))
 
     @staticmethod
-    def _args(impl: pluggy.HookImpl, values: dict[str, Any]) -> list[Any]:
-        return [values[arg] for arg in impl.argnames]
+    def _invoke(impl: pluggy.HookImpl, values: dict[str, Any]) -> Any:
+        """Call one implementation with the arguments it takes (a subset of the spec's)."""
+        function: Callable[..., Any] = impl.function
+        return function(*[values[arg] for arg in impl.argnames])
 
     def _failed(self, hook: str, plugin: str, exc: Exception) -> dict[str, Any]:
         """Apply ``hook``'s error policy to ``exc``; returns what REPORT hooks contribute."""
         policy = ON_ERROR[hook]
         if policy is OnError.FAIL and isinstance(exc, TribalError):
             raise exc
-        log.warning(
-            "plugin %s failed in %s: %s: %s", plugin, hook, type(exc).__name__, exc, exc_info=exc
-        )
+        reason = f"{type(exc).__name__}: {exc}"
+        if self._failing.get((plugin, hook)) != reason:  # once per reason: health is polled
+            log.warning("plugin %s failed in %s: %s", plugin, hook, reason, exc_info=exc)
+            self._failing[(plugin, hook)] = reason
+        else:
+            log.debug("plugin %s failed in %s again: %s", plugin, hook, reason)
         if policy is OnError.FAIL:
             raise Unavailable(
                 f"plugin {plugin!r} failed in {hook} ({type(exc).__name__}); nothing was "
@@ -120,26 +126,34 @@ class HookRegistry:
                 "retry later; if it keeps failing, read `tribalmemory service logs`",
             ) from exc
         if policy is OnError.REPORT:
-            return {plugin: {"error": f"{type(exc).__name__}: {exc}"}}
+            return {plugin: {"error": reason}}
         return {}
+
+    def _succeeded(self, hook: str, plugin: str) -> None:
+        if self._failing and self._failing.pop((plugin, hook), None) is not None:
+            log.info("plugin %s works again in %s", plugin, hook)
 
     async def _call(self, hook: str, **values: Any) -> list[Any]:
         """Await ``hook`` on every plugin; the results of the ones that did not fail."""
         results = []
         for impl in self._impls(hook):
             try:
-                results.append(await impl.function(*self._args(impl, values)))
+                results.append(await self._invoke(impl, values))
             except Exception as exc:
                 self._failed(hook, impl.plugin_name, exc)
+            else:
+                self._succeeded(hook, impl.plugin_name)
         return results
 
     def _call_sync(self, hook: str, **values: Any) -> list[Any]:
         results = []
         for impl in self._impls(hook):
             try:
-                results.append(impl.function(*self._args(impl, values)))
+                results.append(self._invoke(impl, values))
             except Exception as exc:
                 results.append(self._failed(hook, impl.plugin_name, exc))
+            else:
+                self._succeeded(hook, impl.plugin_name)
         return results
 
     # -- the hooks, as the service calls them -------------------------------------------------
@@ -148,7 +162,7 @@ class HookRegistry:
         """Start every plugin; if one fails, stop the ones started and raise its error."""
         for impl in self._impls("start"):
             try:
-                await impl.function(*self._args(impl, {"host": host}))
+                await self._invoke(impl, {"host": host})
             except BaseException:
                 await self.stop()
                 raise
@@ -163,7 +177,7 @@ class HookRegistry:
             name = self._started.pop()
             if name in impls:
                 try:
-                    await impls[name].function(*self._args(impls[name], {}))
+                    await self._invoke(impls[name], {})
                 except Exception as exc:
                     self._failed("stop", name, exc)
 

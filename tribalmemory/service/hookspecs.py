@@ -89,17 +89,17 @@ async def after_correct(old: Memory, new: Memory) -> None:
 
 
 @hookspec
-def annotate(memories: list[Memory]) -> dict[str, dict[str, Any]]:
+def annotate(memories: list[Memory]) -> dict[str, dict[str, Any]] | None:
     """Extra fields for the JSON form of ``memories``, by memory id."""
 
 
 @hookspec
-def health() -> dict[str, Any]:
+def health() -> dict[str, Any] | None:
     """Sections merged into ``/v1/health`` (and ``tribalmemory status``)."""
 
 
 @hookspec
-def stats() -> dict[str, Any]:
+def stats() -> dict[str, Any] | None:
     """Sections merged into ``/v1/stats``."""
 
 
