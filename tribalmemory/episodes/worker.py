@@ -1,4 +1,4 @@
-"""Runs the durable episode jobs (detect, classify, summary) and the lifecycle scheduler.
+"""Runs the durable episode jobs (detect, classify, summary, link) and the lifecycle scheduler.
 
 Jobs live in SQLite, so work pending at a crash resumes on restart. A job is deleted only after
 its effect is committed; a job re-armed while it ran (a new memory joined during a summary)
