@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fakellm import FakeLLM, Recorded, Reply
 
-from tribalmemory.config import EpisodesConfig
+from tribalmemory.config import ConfigError, EpisodesConfig, config_from_dict
 from tribalmemory.llm import Ledger, LLMClient, LLMUnavailable
 from tribalmemory.llm import ledger_math as lm
 from tribalmemory.llm import prompts as p
@@ -514,3 +514,31 @@ def test_probe_keeps_a_reachable_endpoint_ready(tmp_path, monkeypatch, fake_llm)
     client.check_startup()
     assert client.probe(timeout=1.0)["state"] == "ready"
     assert fake_llm.calls == 0  # a TCP connect, not a request
+
+
+@pytest.mark.parametrize(
+    ("value", "fragments"),
+    [
+        ({"input_per_mtok": 1}, ["episodes.llm_prices", "expected {input_per_mtok"]),
+        ({"input_per_mtok": 1, "output": 2}, ["episodes.llm_prices", "'output'"]),
+        ({"input_per_mtok": -1, "output_per_mtok": 2}, ["llm_prices.input_per_mtok", "-1"]),
+        ({"input_per_mtok": "1", "output_per_mtok": 2}, ["llm_prices.input_per_mtok", "'1'"]),
+        ({"input_per_mtok": 1, "output_per_mtok": True}, ["llm_prices.output_per_mtok"]),
+        ({"input_per_mtok": 1, "output_per_mtok": 1e9}, ["llm_prices.output_per_mtok"]),
+        (0.15, ["episodes.llm_prices", "expected a mapping"]),
+    ],
+)
+def test_price_settings_name_the_key_and_the_shape(value: Any, fragments: list[str]) -> None:
+    for key in ("llm_prices", "assume_price"):
+        with pytest.raises(ConfigError) as caught:
+            config_from_dict({"episodes": {key: value}})
+        for fragment in fragments:
+            assert fragment.replace("llm_prices", key) in str(caught.value)
+
+
+def test_price_settings_accept_prices_per_million_tokens() -> None:
+    episodes = config_from_dict(
+        {"episodes": {"llm_prices": {"input_per_mtok": 3, "output_per_mtok": 15.5}}}
+    ).episodes
+    assert episodes.llm_prices == {"input_per_mtok": 3.0, "output_per_mtok": 15.5}
+    assert episodes.assume_price == {} and EpisodesConfig().llm_prices == {}

@@ -8,7 +8,9 @@ A wrong type, an out-of-range value or an unknown key raises :class:`ConfigError
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -32,12 +34,51 @@ def setting(
     maximum: float | None = None,
     choices: tuple[Any, ...] | None = None,
     nullable: bool = False,
+    check: Callable[[str, Any], Any] | None = None,
 ) -> Any:
-    """A documented config field with its validation rules."""
-    meta = {"doc": doc, "min": minimum, "max": maximum, "choices": choices, "nullable": nullable}
+    """A documented config field with its validation rules (``check(key, value)`` validates
+    a structured value further and returns it)."""
+    meta = {
+        "doc": doc,
+        "min": minimum,
+        "max": maximum,
+        "choices": choices,
+        "nullable": nullable,
+        "check": check,
+    }
     if isinstance(default, list | dict):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
+
+
+PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
+MAX_PRICE_PER_MTOK = 10000.0
+
+
+def check_prices(key: str, value: dict[str, Any]) -> dict[str, float]:
+    """``{}`` (unset) or exactly ``{input_per_mtok, output_per_mtok}``: USD per million tokens."""
+    if not value:
+        return {}
+    if set(value) != set(PRICE_KEYS):
+        raise ConfigError(
+            f"{key}: expected {{input_per_mtok: <USD>, output_per_mtok: <USD>}} (prices per "
+            f"million tokens) or {{}}, got keys {sorted(map(str, value))}"
+        )
+    prices: dict[str, float] = {}
+    for name in PRICE_KEYS:
+        price = value[name]
+        if (
+            isinstance(price, bool)
+            or not isinstance(price, int | float)
+            or not math.isfinite(price)
+            or not 0 <= price <= MAX_PRICE_PER_MTOK
+        ):
+            raise ConfigError(
+                f"{key}.{name}: {price!r} is not a price; allowed 0 to {MAX_PRICE_PER_MTOK:g} "
+                "USD per million tokens"
+            )
+        prices[name] = float(price)
+    return prices
 
 
 @dataclass
@@ -137,6 +178,18 @@ class EpisodesConfig:
     api_base: str | None = setting(
         None, "Endpoint override (else OPENAI_BASE_URL / OLLAMA_BASE_URL ...).", nullable=True
     )
+    llm_prices: dict[str, float] = setting(
+        {},
+        "Prices of summarizer_model in USD per million tokens, e.g. {input_per_mtok: 0.15, "
+        "output_per_mtok: 0.6}; overrides litellm's price map. {}: litellm's price.",
+        check=check_prices,
+    )
+    assume_price: dict[str, float] = setting(
+        {},
+        "Prices (same shape) assumed when litellm has no price for the model and llm_prices is "
+        "{}; the recorded spend is then an estimate. {}: such a model is not called.",
+        check=check_prices,
+    )
     request_timeout_seconds: float = setting(
         30.0, "Timeout of one LLM request.", minimum=0.1, maximum=600
     )
@@ -228,9 +281,12 @@ def load_env(path: Path | None = None) -> None:
 
 
 def _type_name(kind: Any) -> str:
-    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
-        kind, str(kind)
-    )
+    names = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+    return names.get(kind, "a mapping" if kind is dict else str(kind))
+
+
+def _default(f: Any) -> Any:
+    return f.default if f.default is not MISSING else f.default_factory()
 
 
 def _check_value(key: str, value: Any, f: Any) -> Any:
@@ -239,7 +295,7 @@ def _check_value(key: str, value: Any, f: Any) -> Any:
         if meta.get("nullable"):
             return None
         raise ConfigError(f"{key}: must not be empty ({meta['doc']})")
-    default = f.default if f.default is not MISSING else f.default_factory()
+    default = _default(f)
     kind = type(default) if default is not None else str
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
@@ -256,6 +312,8 @@ def _check_value(key: str, value: Any, f: Any) -> Any:
     low, high = meta.get("min"), meta.get("max")
     if low is not None and value < low or high is not None and value > high:
         raise ConfigError(f"{key}: {value!r} is out of range; allowed {low} to {high}")
+    if meta.get("check") is not None:
+        value = meta["check"](key, value)
     return value
 
 
@@ -332,7 +390,7 @@ def example_yaml() -> str:
             lines.append(f"{f.name}:")
             for sub in fields(_section_type(f)):
                 lines.append(f"  # {sub.metadata['doc']}{_allowed(sub)}")
-                lines.append(f"  {sub.name}: {render(sub.default)}")
+                lines.append(f"  {sub.name}: {render(_default(sub))}")
             lines.append("")
         else:
             lines.append(f"# {f.metadata['doc']}{_allowed(f)}")
