@@ -47,7 +47,11 @@ STOPWORDS = frozenset(
 
 @dataclass
 class Reply:
-    """One scripted answer: content, an HTTP error, a delay, or a raw (broken) body."""
+    """One scripted answer: content, an HTTP error, a delay, or a raw (broken) body.
+
+    ``prompt_tokens`` / ``completion_tokens`` set the reported usage (default: characters / 4);
+    ``usage`` replaces the whole reported ``usage`` object (a dishonest or broken provider).
+    """
 
     content: str | None = None
     status: int = 200
@@ -56,6 +60,7 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str = "stop"
+    usage: dict[str, Any] | None = None
 
     @classmethod
     def json(cls, obj: Any, **kw: Any) -> Reply:
@@ -235,6 +240,7 @@ class FakeLLM:
         self.requests: list[Recorded] = []
         self._queue: collections.deque[Reply] = collections.deque()
         self._lock = threading.Lock()
+        self._received = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -271,9 +277,15 @@ class FakeLLM:
         with self._lock:
             return [r for r in self.requests if r.purpose == purpose]
 
+    def wait_for_calls(self, count: int, timeout: float = 10.0) -> bool:
+        """Block until ``count`` requests were received (True) or ``timeout`` passed (False)."""
+        with self._received:
+            return self._received.wait_for(lambda: len(self.requests) >= count, timeout)
+
     def _next(self, request: Recorded) -> Reply:
         with self._lock:
             self.requests.append(request)
+            self._received.notify_all()
             if self._queue:
                 return self._queue.popleft()
         return self.responder(request)
@@ -411,7 +423,9 @@ class _Handler(BaseHTTPRequestHandler):
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": completion_tokens,
                     "total_tokens": prompt_tokens + completion_tokens,
-                },
+                }
+                if reply.usage is None
+                else reply.usage,
             }
         else:
             payload = {
@@ -441,6 +455,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _merge(slow: Reply, answer: Reply) -> Reply:
+    answer.usage = slow.usage if slow.usage is not None else answer.usage
     answer.prompt_tokens = (
         slow.prompt_tokens if slow.prompt_tokens is not None else answer.prompt_tokens
     )

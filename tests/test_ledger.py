@@ -5,12 +5,15 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tribalmemory.llm import ledger_math as lm
 from tribalmemory.llm.ledger import Ledger
@@ -61,6 +64,67 @@ def test_can_reserve_boundaries() -> None:
     assert lm.can_reserve(0, 0, 0, 0)  # a free (local) call fits a zero ceiling
     assert not lm.can_reserve(0, 0, 1, 0)
     assert lm.remaining(70, 40, 100) == 0
+
+
+def test_charge_takes_the_larger_of_reported_and_counted_within_the_worst_case() -> None:
+    worst = lm.worst_case_prompt_tokens(100)  # 142
+    honest = lm.charge(
+        reported_prompt=120,
+        reported_completion=40,
+        counted_prompt=100,
+        counted_completion=35,
+        max_tokens=500,
+    )
+    assert honest == lm.Charge(120, 40, ())
+    under = lm.charge(
+        reported_prompt=3,
+        reported_completion=1,
+        counted_prompt=100,
+        counted_completion=35,
+        max_tokens=500,
+    )
+    assert under == lm.Charge(100, 35, ())  # under-reports count as counted, silently
+    missing = lm.charge(
+        reported_prompt=None,
+        reported_completion=None,
+        counted_prompt=100,
+        counted_completion=35,
+        max_tokens=500,
+    )
+    assert missing == lm.Charge(100, 35, ())
+    absurd = lm.charge(
+        reported_prompt=1_000_000,
+        reported_completion=1_250_000,
+        counted_prompt=100,
+        counted_completion=5_000_000,
+        max_tokens=500,
+    )
+    assert (absurd.prompt_tokens, absurd.completion_tokens) == (worst, 500)
+    assert absurd.problems == (
+        "the answer is longer than max_tokens 500",
+        f"prompt_tokens 1000000 is more than the {worst} the call could use",
+        "completion_tokens 1250000 is more than the 500 the call could use",
+    )
+    for bad in (-100, 2.5, "12", True, float("nan")):
+        rejected = lm.charge(
+            reported_prompt=bad,
+            reported_completion=bad,
+            counted_prompt=100,
+            counted_completion=35,
+            max_tokens=500,
+        )
+        assert (rejected.prompt_tokens, rejected.completion_tokens) == (worst, 500)
+        assert len(rejected.problems) == 2 and "non-negative whole number" in rejected.problems[0]
+    assert lm.reported_count(7.0) == 7 and lm.reported_count(0) == 0
+
+
+def test_settled_nano_clamps_to_the_reservation() -> None:
+    assert lm.settled_nano(0.000001, 5000) == (1000, "")
+    assert lm.settled_nano(0.000005, 5000) == (5000, "")  # exactly the reservation
+    assert lm.settled_nano(0.0000050001, 5000)[0] == 5000
+    assert lm.settled_nano(-1.0, 5000)[0] == 5000
+    assert lm.settled_nano(0.0, 0) == (0, "")
+    assert lm.settled_nano(0.1, 0)[0] == 0  # a free call stays free
 
 
 def test_month_key_is_utc_calendar_month() -> None:
@@ -128,15 +192,29 @@ def test_settle_records_cost_tokens_and_breakdowns(tmp_path: Path) -> None:
         ledger.settle(a.id, outcome="ok", cost_usd=0.0)  # already settled
 
 
-def test_cost_above_reservation_is_recorded_and_logged(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("cost", "why"),
+    [
+        (0.0002, "more than the reservation"),
+        (float("inf"), "more than the reservation"),
+        (1e300, "more than the reservation"),
+        (-0.00001, "not a non-negative number"),
+        (float("nan"), "not a non-negative number"),
+    ],
+)
+def test_a_cost_the_reservation_cannot_cover_settles_at_the_reservation(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, cost: float, why: str
 ) -> None:
-    ledger = Ledger(tmp_path / "l.sqlite3")
+    """Whatever cost arrives, the row is settled (never left open) and never above what was
+    reserved, so the month never passes the ceiling."""
+    ledger = Ledger(tmp_path / "l.sqlite3", monthly_cost_ceiling=0.0001)
     res = reserve(ledger, 0.0001)
     with caplog.at_level(logging.WARNING, logger="tribalmemory.llm"):
-        ledger.settle(res.id, outcome="ok", cost_usd=0.0002)
-    assert ledger.summary()["spend_usd"] == pytest.approx(0.0002)
-    assert "exceeded its reservation" in caplog.text
+        ledger.settle(res.id, outcome="ok", cost_usd=cost)
+    summary = ledger.summary()
+    assert summary["spend_usd"] == pytest.approx(0.0001) and summary["open_reservations"] == 0
+    assert summary["spend_usd"] <= summary["ceiling_usd"]
+    assert "settled at its reservation" in caplog.text and why in caplog.text
 
 
 def test_call_cap_counts_logical_calls_per_memory(tmp_path: Path) -> None:
@@ -280,3 +358,98 @@ def test_kept_connections_see_other_writers_and_status_cache_is_bounded(tmp_path
     mine.close()
     assert mine.month_totals()[:2] == (0.1, 0.5)  # reopens after close
     other.close()
+
+
+# ---------------------------------------------------------------- properties
+
+REPORTS = st.one_of(
+    st.none(),
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5),
+    st.booleans(),
+)
+TOKENS = st.integers(min_value=0, max_value=2_000_000)
+PRICES = st.floats(min_value=0.0, max_value=1e-3, allow_nan=False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    reported_prompt=REPORTS,
+    reported_completion=REPORTS,
+    counted_prompt=TOKENS,
+    counted_completion=TOKENS,
+    max_tokens=st.integers(min_value=0, max_value=16_000),
+    input_price=PRICES,
+    output_price=PRICES,
+)
+def test_property_a_charge_is_never_below_the_count_nor_above_the_reservation(
+    reported_prompt: object,
+    reported_completion: object,
+    counted_prompt: int,
+    counted_completion: int,
+    max_tokens: int,
+    input_price: float,
+    output_price: float,
+) -> None:
+    got = lm.charge(
+        reported_prompt=reported_prompt,
+        reported_completion=reported_completion,
+        counted_prompt=counted_prompt,
+        counted_completion=counted_completion,
+        max_tokens=max_tokens,
+    )
+    worst_prompt = lm.worst_case_prompt_tokens(counted_prompt)
+    assert counted_prompt <= got.prompt_tokens <= worst_prompt
+    assert min(counted_completion, max_tokens) <= got.completion_tokens <= max_tokens
+    cost = lm.usage_cost_usd(got.prompt_tokens, got.completion_tokens, input_price, output_price)
+    worst = lm.worst_case_cost_usd(counted_prompt, max_tokens, input_price, output_price)
+    assert lm.usd_to_nano(cost) <= lm.usd_to_nano(worst)  # the settled cost fits the reservation
+    trusted = all(
+        value is None or (lm.reported_count(value) is not None and lm.reported_count(value) <= cap)
+        for value, cap in ((reported_prompt, worst_prompt), (reported_completion, max_tokens))
+    )
+    assert (got.problems == ()) == (trusted and counted_completion <= max_tokens)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    cost=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**6)),
+    reserved=st.integers(min_value=0, max_value=10**13),
+)
+def test_property_a_settled_cost_is_between_zero_and_the_reservation(
+    cost: float, reserved: int
+) -> None:
+    nano, why = lm.settled_nano(cost, reserved)
+    assert 0 <= nano <= reserved
+    if why == "":
+        assert nano == lm.usd_to_nano(cost)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ceiling=st.floats(min_value=0.0, max_value=0.01),
+    calls=st.lists(
+        st.tuples(
+            st.floats(min_value=0.0, max_value=0.005),  # worst case reserved
+            st.one_of(  # what the provider's answer cost, or claims it cost
+                st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5)
+            ),
+        ),
+        max_size=25,
+    ),
+)
+def test_property_the_ledger_never_passes_its_ceiling_or_leaves_a_reservation_open(
+    ceiling: float, calls: list[tuple[float, float]]
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        ledger = Ledger(Path(folder) / "l.sqlite3", monthly_cost_ceiling=ceiling)
+        for reserved, cost in calls:
+            res = reserve(ledger, reserved)
+            if res.granted:
+                assert res.id is not None
+                ledger.settle(res.id, outcome="ok", cost_usd=cost)
+        summary = ledger.summary()
+        ledger.close()
+    assert summary["open_reservations"] == 0
+    assert lm.usd_to_nano(summary["spend_usd"]) <= lm.ceiling_to_nano(ceiling)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +35,9 @@ CANDIDATES = [
     },
     {"id": "ep-ci", "title": "Flaky CI", "summary": "pytest timeouts on the CI runners"},
 ]
+TEXT = "Two tabs race on /auth/refresh"
+#: What the fake's default responder answers to :func:`summary_prompt`.
+ANSWER = p.SummaryResult("Auth refresh race", TEXT)
 
 
 @pytest.fixture
@@ -50,6 +54,16 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+class Monotonic:
+    """A settable monotonic clock for the re-probe schedule: tests move time, never sleep."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def make(
     fake: FakeLLM,
     tmp_path: Path,
@@ -59,9 +73,10 @@ def make(
     client_kw: dict[str, Any] | None = None,
     **settings: Any,
 ) -> tuple[LLMClient, Ledger]:
+    """A client on the fake; ``settings`` are ``episodes:`` keys, validated like the file."""
     settings.setdefault("api_base", fake.base_url)
     settings.setdefault("request_timeout_seconds", 5.0)
-    cfg = EpisodesConfig(**settings)
+    cfg = config_from_dict({"episodes": settings}).episodes
     ledger = Ledger(
         path or tmp_path / "ledger.sqlite3",
         monthly_cost_ceiling=cfg.monthly_cost_ceiling,
@@ -71,28 +86,49 @@ def make(
     return LLMClient(cfg, ledger, backoff_base=0.01, **(client_kw or {})), ledger
 
 
+def free_port() -> int:
+    """A port with nothing listening (the provider is down)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def prices() -> tuple[float, float]:
     info = load_litellm().model_cost["gpt-4o-mini"]
     return info["input_cost_per_token"], info["output_cost_per_token"]
 
 
-def title_prompt(text: str = "Two tabs race on /auth/refresh") -> p.Prompt[str]:
-    return p.build_title([{"id": "m1", "content": text, "time": "2026-11-03T09:00:00Z"}])
+def summary_prompt(text: str = TEXT) -> p.Prompt[p.SummaryResult]:
+    memory = {"id": "m1", "content": text, "time": "2026-11-03T09:00:00Z"}
+    return p.build_update("Auth refresh race", "", [memory])
+
+
+def short(title: str = "T") -> dict[str, str]:
+    """A valid answer to :func:`summary_prompt`."""
+    return {"title": title, "summary": "S"}
 
 
 def counted(prompt: p.Prompt[Any]) -> int:
     return load_litellm().token_counter(model="openai/gpt-4o-mini", messages=prompt.messages)
 
 
+def worst_case(prompt: p.Prompt[Any]) -> float:
+    return lm.worst_case_cost_usd(counted(prompt), prompt.max_tokens, *prices())
+
+
 def outcomes(ledger: Ledger) -> list[str]:
     return [row["outcome"] for row in ledger.rows()]
+
+
+def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
 def full_usage(prompt: p.Prompt[Any]) -> Callable[[Recorded], Reply]:
     """A responder billing the counted prompt and every max_tokens token (near worst case)."""
     tokens = counted(prompt)
     return lambda request: Reply.json(
-        {"title": "T"}, prompt_tokens=tokens, completion_tokens=prompt.max_tokens
+        short(), prompt_tokens=tokens, completion_tokens=prompt.max_tokens
     )
 
 
@@ -120,22 +156,35 @@ async def test_classify_round_trip_sends_delimited_memory(fake: FakeLLM, tmp_pat
         "ok",
         1,
     )
-    assert client.status()["state"] == "ready"
+    status = client.status()
+    assert status["state"] == "ready"
+    assert status["pricing"].startswith("litellm's price map: $0.15 input / $0.6 output")
 
 
-async def test_cost_is_usage_times_litellm_price(fake: FakeLLM, tmp_path: Path) -> None:
+async def test_cost_is_the_larger_of_reported_and_counted_usage(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     client, ledger = make(fake, tmp_path)
-    prompt = title_prompt()
-    fake.script(Reply.json({"title": "Tabs race"}, prompt_tokens=1234, completion_tokens=56))
-    assert await client.run(prompt, episode_id="ep1") == "Tabs race"
+    prompt = summary_prompt()
+    tokens = counted(prompt)
     inp, out = prices()
-    [row] = ledger.rows()
-    assert (row["prompt_tokens"], row["completion_tokens"]) == (1234, 56)
-    assert row["cost_usd"] == pytest.approx(1234 * inp + 56 * out, abs=1e-9)
-    assert row["reserved_usd"] == pytest.approx(
-        lm.worst_case_cost_usd(counted(prompt), p.MAX_TOKENS["title"], inp, out), abs=1e-9
+    fake.script(
+        Reply.json(short("Tabs race"), prompt_tokens=tokens + 5, completion_tokens=56),
+        Reply.json(short(), prompt_tokens=1, completion_tokens=0),  # under-reported
     )
-    assert ledger.episode_cost("ep1") == pytest.approx(1234 * inp + 56 * out, abs=1e-9)
+    assert (await client.run(prompt, episode_id="ep1")).title == "Tabs race"
+    await client.run(prompt, episode_id="ep1")
+    first, second = ledger.rows()
+    assert (first["prompt_tokens"], first["completion_tokens"]) == (tokens + 5, 56)
+    assert first["cost_usd"] == pytest.approx((tokens + 5) * inp + 56 * out, abs=1e-9)
+    assert first["reserved_usd"] == pytest.approx(worst_case(prompt), abs=1e-9)
+    # The answer {"title": "T", "summary": "S"} is counted locally: more than 0 tokens.
+    answer_tokens = load_litellm().token_counter(model=client.model, text='{"title": "T", ')
+    assert second["prompt_tokens"] == tokens
+    assert answer_tokens <= second["completion_tokens"] < 20
+    total = first["cost_usd"] + second["cost_usd"]
+    assert ledger.episode_cost("ep1") == pytest.approx(total, abs=1e-9)
+    assert "usage_anomalies" not in client.status()  # under-reports are just counted
 
 
 async def test_max_tokens_is_clamped_by_config(fake: FakeLLM, tmp_path: Path) -> None:
@@ -149,7 +198,7 @@ async def test_rate_limit_then_success_retries_and_records_both(
 ) -> None:
     client, ledger = make(fake, tmp_path)
     fake.script(Reply.error(429))
-    assert await client.run(title_prompt(), memory_id="m1") == "Two tabs race on /auth/refresh"
+    assert await client.run(summary_prompt(), memory_id="m1") == ANSWER
     assert fake.calls == 2
     rows = ledger.rows()
     assert [r["outcome"] for r in rows] == ["error:rate_limit", "ok"]
@@ -157,33 +206,108 @@ async def test_rate_limit_then_success_retries_and_records_both(
     assert rows[0]["cost_usd"] == 0.0
 
 
-async def test_server_errors_exhausted_then_recovery(
+async def test_server_errors_then_reprobes_with_backoff(
     fake: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    client, ledger = make(fake, tmp_path, max_retries=2)
+    clock = Monotonic()
+    client, ledger = make(fake, tmp_path, max_retries=2, client_kw={"monotonic": clock})
     fake.script(*[Reply.error(500)] * 3, Reply.error(503))
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         with pytest.raises(LLMUnavailable) as err:
-            await client.run(title_prompt())
+            await client.run(summary_prompt())
         assert err.value.kind == "unreachable" and fake.calls == 3
-        assert client.status()["state"] == "unreachable"
-        # While unreachable, a call makes one attempt instead of three.
-        with pytest.raises(LLMUnavailable):
-            await client.run(title_prompt())
+        status = client.status()
+        assert status["state"] == "unreachable" and status["next_probe"].endswith("Z")
+        assert "probing it again in 5 s" in status["reason"]
+        # Before the first re-probe (5 s): no request at all, no ledger row.
+        assert not client.available()
+        with pytest.raises(LLMUnavailable) as err:
+            await client.run(summary_prompt())
+        assert err.value.kind == "unreachable" and fake.calls == 3 and len(ledger.rows()) == 3
+        clock.now += 5
+        assert client.available()
+        with pytest.raises(LLMUnavailable):  # the probe: one attempt, fails (503)
+            await client.run(summary_prompt())
         assert fake.calls == 4
-        assert await client.run(title_prompt())
-        assert client.status()["state"] == "ready"
+        clock.now += 9.9  # the next probe waits twice as long: 10 s
+        with pytest.raises(LLMUnavailable):
+            await client.run(summary_prompt())
+        assert fake.calls == 4
+        clock.now += 0.1
+        assert await client.run(summary_prompt()) == ANSWER
+        assert client.status()["state"] == "ready" and "next_probe" not in client.status()
     assert outcomes(ledger) == ["error:server"] * 4 + ["ok"]
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len([w for w in warnings if "to unreachable" in w]) == 1
-    assert len([w for w in warnings if "available again" in w]) == 1
+    found = warnings(caplog)
+    assert len([w for w in found if "to unreachable" in w]) == 1
+    assert len([w for w in found if "available again" in w]) == 1
+
+
+async def test_provider_down_at_start_and_up_later_resumes_without_restart(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The start-up probe finds nothing listening; once the provider is up, the scheduled
+    re-probe is a real call and calls resume (18.4: it stayed unreachable forever)."""
+    port = free_port()
+    clock = Monotonic()
+    down = FakeLLM(port=port)  # not started: the provider is down
+    client, ledger = make(down, tmp_path, client_kw={"monotonic": clock})
+    client.check_startup()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert client.probe(timeout=1.0)["state"] == "unreachable"
+        with FakeLLM(port=port) as up:
+            with pytest.raises(LLMUnavailable):  # not due yet: refused without a request
+                await client.run(summary_prompt())
+            assert up.calls == 0 and ledger.rows() == []
+            clock.now += 5
+            assert await client.run(summary_prompt()) == ANSWER
+            assert await client.run(summary_prompt()) == ANSWER  # normal calls again
+            assert up.calls == 2
+    assert client.status()["state"] == "ready"
+    assert any("available again (was unreachable)" in w for w in warnings(caplog))
+
+
+async def test_a_failed_probe_at_start_backs_off_and_retry_now_probes_at_once(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    clock = Monotonic()
+    client, ledger = make(FakeLLM(port=port), tmp_path, client_kw={"monotonic": clock})
+    client.check_startup()
+    client.probe(timeout=1.0)
+    clock.now += 5
+    with pytest.raises(LLMUnavailable) as err:  # due, but still down: a refused connection
+        await client.run(summary_prompt())
+    assert err.value.kind == "unreachable" and outcomes(ledger) == ["error:connection"]
+    assert ledger.rows()[0]["cost_usd"] == 0.0
+    assert "probing it again in 10 s" in client.status()["reason"]
+    with FakeLLM(port=port) as up:
+        assert not client.available()
+        client.retry_now()  # what an explicit regenerate does
+        assert client.available()
+        assert await client.run(summary_prompt()) == ANSWER and up.calls == 1
+
+
+async def test_one_probe_at_a_time(fake: FakeLLM, tmp_path: Path) -> None:
+    clock = Monotonic()
+    client, _ = make(fake, tmp_path, max_retries=0, client_kw={"monotonic": clock})
+    fake.script(Reply.error(500))
+    with pytest.raises(LLMUnavailable):
+        await client.run(summary_prompt())
+    clock.now += 5
+    results = await asyncio.gather(
+        *[client.run(summary_prompt()) for _ in range(4)], return_exceptions=True
+    )
+    assert results[0] == ANSWER  # the probe
+    assert all(isinstance(r, LLMUnavailable) for r in results[1:])  # refused meanwhile
+    assert fake.calls == 2
+    assert await client.run(summary_prompt()) == ANSWER  # the outage is over
 
 
 async def test_timeout_gives_up_and_counts_worst_case(fake: FakeLLM, tmp_path: Path) -> None:
     client, ledger = make(fake, tmp_path, request_timeout_seconds=0.3, max_retries=1)
     fake.default_delay = 3.0
     with pytest.raises(LLMUnavailable) as err:
-        await client.run(title_prompt())
+        await client.run(summary_prompt())
     assert err.value.kind == "unreachable" and fake.calls == 2
     rows = ledger.rows()
     assert [r["outcome"] for r in rows] == ["error:timeout"] * 2
@@ -194,7 +318,7 @@ async def test_garbage_json_is_retried_then_unavailable(fake: FakeLLM, tmp_path:
     client, ledger = make(fake, tmp_path, max_retries=2)
     fake.script(*[Reply.garbage()] * 3)
     with pytest.raises(LLMUnavailable) as err:
-        await client.run(title_prompt())
+        await client.run(summary_prompt())
     assert err.value.kind == "invalid_json" and fake.calls == 3
     rows = ledger.rows()
     assert [r["outcome"] for r in rows] == ["error:invalid_json"] * 3
@@ -205,8 +329,11 @@ async def test_garbage_json_is_retried_then_unavailable(fake: FakeLLM, tmp_path:
 async def test_truncated_answer_and_broken_body_are_retried(fake: FakeLLM, tmp_path: Path) -> None:
     client, ledger = make(fake, tmp_path, max_retries=2)
     fake.script(Reply.truncated(), Reply.broken_body())
-    assert await client.run(title_prompt()) == "Two tabs race on /auth/refresh"
-    assert outcomes(ledger) == ["error:truncated", "error:server", "ok"]
+    assert await client.run(summary_prompt()) == ANSWER
+    assert outcomes(ledger) == ["error:truncated", "error:invalid_response", "ok"]
+    broken = ledger.rows()[1]
+    assert broken["cost_usd"] == broken["reserved_usd"]  # a 200 that may have been billed
+    assert client.status()["state"] == "ready"  # it answered: not an outage
 
 
 async def test_hallucinated_episode_id_is_rejected(fake: FakeLLM, tmp_path: Path) -> None:
@@ -231,29 +358,34 @@ async def test_injected_instructions_stay_data(fake: FakeLLM, tmp_path: Path) ->
     assert "&lt;/memory&gt;&lt;episode id=" in sent and '<episode id="ep-evil">' not in sent
 
 
-async def test_auth_error_is_not_retried(fake: FakeLLM, tmp_path: Path) -> None:
-    client, _ = make(fake, tmp_path, max_retries=2)
+async def test_auth_error_is_not_retried_and_is_probed_again(fake: FakeLLM, tmp_path: Path) -> None:
+    clock = Monotonic()
+    client, _ = make(fake, tmp_path, max_retries=2, client_kw={"monotonic": clock})
     fake.script(Reply.error(401))
     with pytest.raises(LLMUnavailable) as err:
-        await client.run(title_prompt())
+        await client.run(summary_prompt())
     assert err.value.kind == "auth" and fake.calls == 1
     assert client.status()["state"] == "no_api_key"
+    clock.now += 5  # the key was fixed at the provider: the re-probe succeeds
+    assert await client.run(summary_prompt()) == ANSWER
+    assert client.status()["state"] == "ready"
+
+
+# ---------------------------------------------------------------- the ceiling
 
 
 async def test_ceiling_under_concurrent_tasks(
     fake: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    prompt = title_prompt()
-    inp, out = prices()
-    worst = lm.worst_case_cost_usd(counted(prompt), prompt.max_tokens, inp, out)
-    ceiling = 3.5 * worst
+    prompt = summary_prompt()
+    ceiling = 3.5 * worst_case(prompt)
     client, ledger = make(fake, tmp_path, monthly_cost_ceiling=ceiling)
     fake.responder = full_usage(prompt)
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         results = await asyncio.gather(
             *[client.run(prompt) for _ in range(12)], return_exceptions=True
         )
-    done = [r for r in results if r == "T"]
+    done = [r for r in results if r == p.SummaryResult("T", "S")]
     denied = [r for r in results if isinstance(r, LLMUnavailable)]
     assert len(done) + len(denied) == 12 and len(done) >= 3
     assert {e.kind for e in denied} == {"ceiling"}
@@ -267,9 +399,8 @@ async def test_ceiling_under_concurrent_tasks(
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_ceiling_under_threads(fake: FakeLLM, tmp_path: Path) -> None:
-    prompt = title_prompt()
-    inp, out = prices()
-    ceiling = 5.5 * lm.worst_case_cost_usd(counted(prompt), prompt.max_tokens, inp, out)
+    prompt = summary_prompt()
+    ceiling = 5.5 * worst_case(prompt)
     fake.responder = full_usage(prompt)
     path = tmp_path / "shared.sqlite3"
     errors: list[BaseException] = []
@@ -302,14 +433,99 @@ def test_ceiling_under_threads(fake: FakeLLM, tmp_path: Path) -> None:
     assert summary["spend_usd"] <= ceiling
 
 
+# ---------------------------------------------------------------- dishonest usage (18.3)
+
+
+async def test_a_million_reported_prompt_tokens_never_pass_a_tiny_ceiling(
+    fake: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """3 concurrent calls reporting 1M prompt tokens under a $0.001 ceiling recorded $0.45."""
+    prompt = summary_prompt()
+    assert 3 * worst_case(prompt) <= 0.001  # all three fit the ceiling at their worst case
+    client, ledger = make(fake, tmp_path, monthly_cost_ceiling=0.001)
+    fake.responder = lambda request: Reply.json(
+        short(), prompt_tokens=1_000_000, completion_tokens=10
+    )
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        results = await asyncio.gather(*[client.run(prompt) for _ in range(3)])
+    assert results == [p.SummaryResult("T", "S")] * 3
+    rows = ledger.rows()
+    worst_prompt = lm.worst_case_prompt_tokens(counted(prompt))
+    assert [r["prompt_tokens"] for r in rows] == [worst_prompt] * 3  # clamped, not 1M
+    assert all(0 < r["cost_usd"] <= r["reserved_usd"] for r in rows)
+    assert all("usage rejected: prompt_tokens 1000000" in r["detail"] for r in rows)
+    summary = ledger.summary()
+    assert summary["spend_usd"] <= 0.001 and summary["open_reservations"] == 0
+    anomalies = client.status()["usage_anomalies"]
+    assert anomalies["count"] == 3 and "prompt_tokens 1000000" in anomalies["last"]
+    assert anomalies["time"].endswith("Z")
+    reported = [w for w in warnings(caplog) if "reported usage that cannot be right" in w]
+    assert len(reported) == 1  # one WARNING, then counted in the status (at most every 5 min)
+
+
+async def test_a_5mb_answer_is_charged_at_most_max_tokens(fake: FakeLLM, tmp_path: Path) -> None:
+    """A 5 MB answer reporting 1.25M completion tokens with max_tokens 450 passed the ceiling."""
+    prompt = summary_prompt()
+    ceiling = 2.5 * worst_case(prompt)
+    client, ledger = make(fake, tmp_path, monthly_cost_ceiling=ceiling, max_retries=3)
+    huge = {"title": "T", "summary": "x" * 5_000_000}
+    fake.responder = lambda request: Reply.json(huge, completion_tokens=1_250_000)
+    with pytest.raises(LLMUnavailable) as err:
+        await client.run(prompt)
+    assert err.value.kind == "ceiling"  # two attempts fit, the third is denied
+    assert outcomes(ledger) == ["error:invalid_answer"] * 2 + ["denied_ceiling"]
+    inp, out = prices()
+    for row in ledger.rows()[:2]:
+        assert row["completion_tokens"] == prompt.max_tokens  # not 1.25M
+        cost = row["prompt_tokens"] * inp + prompt.max_tokens * out
+        assert row["cost_usd"] == pytest.approx(cost, abs=1e-9)
+        assert row["cost_usd"] <= row["reserved_usd"]
+        assert "longer than max_tokens" in row["detail"]
+    summary = ledger.summary()
+    assert summary["spend_usd"] <= ceiling and summary["open_reservations"] == 0
+
+
+async def test_negative_usage_is_rejected_and_settled(
+    fake: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Negative usage left reservations unsettled and the caller with a raw ValueError."""
+    client, ledger = make(fake, tmp_path)
+    bad = {"prompt_tokens": -100, "completion_tokens": -5, "total_tokens": -105}
+    fake.script(Reply.json(short(), usage=bad))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert await client.run(summary_prompt()) == p.SummaryResult("T", "S")
+    [row] = ledger.rows()
+    assert row["outcome"] == "ok"
+    assert row["cost_usd"] == pytest.approx(row["reserved_usd"], abs=1e-9)  # worst case
+    assert "prompt_tokens -100 is not a non-negative whole number" in row["detail"]
+    assert ledger.summary()["open_reservations"] == 0
+    status = client.status()
+    assert status["state"] == "ready" and status["usage_anomalies"]["count"] == 1
+    assert "completion_tokens -5" in status["usage_anomalies"]["last"]
+    assert any("reported usage that cannot be right" in w for w in warnings(caplog))
+
+
+async def test_a_missing_usage_report_is_counted_locally(fake: FakeLLM, tmp_path: Path) -> None:
+    client, ledger = make(fake, tmp_path)
+    prompt = summary_prompt()
+    fake.script(Reply.json(short(), usage={}))
+    await client.run(prompt)
+    [row] = ledger.rows()
+    assert row["prompt_tokens"] == counted(prompt) and row["completion_tokens"] > 0
+    assert "usage_anomalies" not in client.status()
+
+
+# ---------------------------------------------------------------- limits and configuration
+
+
 async def test_call_cap_per_memory(fake: FakeLLM, tmp_path: Path) -> None:
     client, ledger = make(fake, tmp_path, max_llm_calls_per_memory=1)
     fake.script(Reply.error(429))
-    await client.run(title_prompt(), memory_id="m1")  # a retry is not a second call
+    await client.run(summary_prompt(), memory_id="m1")  # a retry is not a second call
     with pytest.raises(LLMUnavailable) as err:
-        await client.run(title_prompt(), memory_id="m1")
+        await client.run(summary_prompt(), memory_id="m1")
     assert err.value.kind == "call_cap" and fake.calls == 2
-    await client.run(title_prompt(), memory_id="m2")
+    await client.run(summary_prompt(), memory_id="m2")
     assert outcomes(ledger) == ["error:rate_limit", "ok", "denied_call_cap", "ok"]
 
 
@@ -323,31 +539,104 @@ async def test_no_api_key(
         client.check_startup()
         client.status()
         with pytest.raises(LLMUnavailable) as err:
-            await client.run(title_prompt())
+            await client.run(summary_prompt())
     assert state["state"] == "no_api_key" and "OPENAI_API_KEY" in state["reason"]
     assert err.value.kind == "no_api_key" and fake.calls == 0 and ledger.rows() == []
-    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
+    assert len(warnings(caplog)) == 1
     keyed, _ = make(fake, tmp_path, client_kw={"api_key": "x"})
     assert keyed.check_startup()["state"] == "ready"
-    assert await keyed.run(title_prompt())
+    assert await keyed.run(summary_prompt())
 
 
-async def test_unknown_model_and_registered_price(fake: FakeLLM, tmp_path: Path) -> None:
+async def test_unknown_model_names_the_settings_and_free_providers(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     client, _ = make(fake, tmp_path, summarizer_model=f"acme-{uuid.uuid4().hex[:8]}")
-    assert client.check_startup()["state"] == "unknown_model"
+    status = client.check_startup()
+    assert status["state"] == "unknown_model"
+    for hint in ("episodes.llm_prices", "input_per_mtok", "episodes.assume_price"):
+        assert hint in status["reason"]
+    assert "hosted_vllm, lm_studio, ollama" in status["reason"]
     with pytest.raises(LLMUnavailable) as err:
-        await client.run(title_prompt())
+        await client.run(summary_prompt())
     assert err.value.kind == "unknown_model" and fake.calls == 0
-    priced, ledger = make(
+
+
+async def test_llm_prices_register_the_model_once_and_price_its_calls(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    model = f"acme-{uuid.uuid4().hex[:8]}"
+    priced = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+    client, ledger = make(fake, tmp_path, summarizer_model=model, llm_prices=priced)
+    status = client.check_startup()
+    assert status["state"] == "ready"
+    assert status["pricing"] == ("episodes.llm_prices: $1 input / $2 output per million tokens")
+    info = load_litellm().get_model_info(f"openai/{model}")  # registered with litellm
+    assert (info["input_cost_per_token"], info["output_cost_per_token"]) == (1e-6, 2e-6)
+    prompt = summary_prompt()
+    fake.script(Reply.json(short(), prompt_tokens=counted(prompt), completion_tokens=40))
+    await client.run(prompt)
+    assert ledger.rows()[-1]["cost_usd"] == pytest.approx(
+        counted(prompt) * 1e-6 + 40 * 2e-6, abs=1e-9
+    )
+    # llm_prices wins over a price litellm knows (here: the one registered above). Not
+    # tried on gpt-4o-mini: registering changes litellm's map for the whole process.
+    cheap, _ = make(
         fake,
         tmp_path,
-        summarizer_model=f"acme-{uuid.uuid4().hex[:8]}",
-        client_kw={"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6},
+        summarizer_model=model,
+        llm_prices={"input_per_mtok": 0.5, "output_per_mtok": 0.0},
     )
-    assert priced.check_startup()["state"] == "ready"
-    fake.script(Reply.json({"title": "T"}, prompt_tokens=1000, completion_tokens=10))
-    await priced.run(title_prompt())
-    assert ledger.rows()[-1]["cost_usd"] == pytest.approx(1000 * 1e-6 + 10 * 2e-6, abs=1e-9)
+    assert cheap.check_startup()["pricing"].startswith("episodes.llm_prices: $0.5 input")
+    assert load_litellm().get_model_info(f"openai/{model}")["input_cost_per_token"] == 5e-7
+
+
+async def test_a_local_qwen_through_the_openai_provider(fake: FakeLLM, tmp_path: Path) -> None:
+    """A model litellm does not price, served by a local OpenAI-compatible server."""
+    model = f"qwen2.5-7b-instruct-{uuid.uuid4().hex[:6]}"
+    client, ledger = make(
+        fake,
+        tmp_path,
+        summarizer_provider="openai",
+        summarizer_model=model,
+        llm_prices={"input_per_mtok": 0, "output_per_mtok": 0},
+        monthly_cost_ceiling=0.0,
+    )
+    assert client.check_startup()["state"] == "ready"
+    answer = await client.run(p.build_classify({"id": "m1", "content": "tabs"}, CANDIDATES))
+    assert answer.action in ("join", "create", "none")
+    assert await client.run(summary_prompt()) == ANSWER
+    assert [r.model for r in fake.requests] == [model, model]
+    assert fake.requests[0].response_format == {"type": "json_object"}
+    assert [r["cost_usd"] for r in ledger.rows()] == [0.0, 0.0]
+    assert client.status()["state"] == "ready"  # a zero ceiling never stops a free model
+
+
+async def test_assume_price_is_an_estimate_shown_in_status(
+    fake: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = f"acme-{uuid.uuid4().hex[:8]}"
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        client, ledger = make(
+            fake,
+            tmp_path,
+            summarizer_model=model,
+            assume_price={"input_per_mtok": 3, "output_per_mtok": 15},
+        )
+        status = client.check_startup()
+    assert status["state"] == "ready"
+    assert status["pricing"].startswith("estimate: litellm has no price for openai/acme-")
+    assert "$3 input / $15 output per million tokens" in status["pricing"]
+    assert [w for w in warnings(caplog) if "spend is an estimate" in w]
+    prompt = summary_prompt()
+    fake.script(Reply.json(short(), prompt_tokens=counted(prompt), completion_tokens=40))
+    await client.run(prompt)
+    assert ledger.rows()[0]["cost_usd"] == pytest.approx(
+        counted(prompt) * 3e-6 + 40 * 15e-6, abs=1e-9
+    )
+    # A priced model ignores assume_price.
+    known, _ = make(fake, tmp_path, assume_price={"input_per_mtok": 3, "output_per_mtok": 15})
+    assert known.check_startup()["pricing"].startswith("litellm's price map")
 
 
 async def test_disabled(fake: FakeLLM, tmp_path: Path) -> None:
@@ -355,7 +644,7 @@ async def test_disabled(fake: FakeLLM, tmp_path: Path) -> None:
         client, _ = make(fake, tmp_path, **settings)
         assert client.check_startup()["state"] == "disabled"
         with pytest.raises(LLMUnavailable):
-            await client.run(title_prompt())
+            await client.run(summary_prompt())
     assert fake.calls == 0
 
 
@@ -373,22 +662,22 @@ async def test_local_ollama_costs_nothing_but_counts_calls(
         max_llm_calls_per_memory=1,
     )
     assert client.check_startup()["state"] == "ready"
-    assert await client.run(title_prompt(), memory_id="m1") == "Two tabs race on /auth/refresh"
+    assert await client.run(summary_prompt(), memory_id="m1") == ANSWER
     assert fake.requests[0].path == "/api/chat"
     with pytest.raises(LLMUnavailable):
-        await client.run(title_prompt(), memory_id="m1")
+        await client.run(summary_prompt(), memory_id="m1")
     rows = ledger.rows()
     assert [r["outcome"] for r in rows] == ["ok", "denied_call_cap"]
     assert rows[0]["cost_usd"] == 0.0 and rows[0]["prompt_tokens"] > 0
     assert client.status()["state"] == "ready"
+    assert client.status()["pricing"] == "free: ollama_chat is a local provider"
 
 
 async def test_new_month_and_raised_ceiling_resume(
     fake: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    prompt = title_prompt()
-    inp, out = prices()
-    worst = lm.worst_case_cost_usd(counted(prompt), prompt.max_tokens, inp, out)
+    prompt = summary_prompt()
+    worst = worst_case(prompt)
     now = [datetime(2026, 11, 30, 23, 59, tzinfo=UTC)]
     client, ledger = make(fake, tmp_path, clock=lambda: now[0], monthly_cost_ceiling=1.5 * worst)
     fake.responder = full_usage(prompt)
@@ -417,17 +706,19 @@ async def test_new_month_and_raised_ceiling_resume(
 
 
 async def test_provider_down_then_back(fake: FakeLLM, tmp_path: Path) -> None:
-    client, ledger = make(fake, tmp_path, max_retries=1)
-    assert await client.run(title_prompt())
+    clock = Monotonic()
+    client, ledger = make(fake, tmp_path, max_retries=1, client_kw={"monotonic": clock})
+    assert await client.run(summary_prompt())
     port = fake.port
     fake.stop()
     with pytest.raises(LLMUnavailable) as err:
-        await client.run(title_prompt())
+        await client.run(summary_prompt())
     assert err.value.kind == "unreachable"
     assert client.status()["state"] == "unreachable"
     assert outcomes(ledger)[1:] == ["error:connection"] * 2
     with FakeLLM(port=port) as again:
-        assert await client.run(title_prompt())
+        clock.now += 5
+        assert await client.run(summary_prompt())
         assert again.calls == 1
     assert client.status()["state"] == "ready"
 
@@ -437,7 +728,7 @@ async def test_model_prefix_and_api_base_from_env(
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
     client, ledger = make(fake, tmp_path, api_base=None, summarizer_model="openai/gpt-4o-mini")
-    await client.run(title_prompt())
+    await client.run(summary_prompt())
     assert client.model == "openai/gpt-4o-mini" and fake.calls == 1
     assert ledger.rows()[0]["model"] == "openai/gpt-4o-mini"
 
@@ -445,9 +736,8 @@ async def test_model_prefix_and_api_base_from_env(
 async def test_cancelled_call_settles_its_reservation(fake: FakeLLM, tmp_path: Path) -> None:
     client, ledger = make(fake, tmp_path)
     fake.default_delay = 10.0
-    task = asyncio.create_task(client.run(title_prompt()))
-    while fake.calls == 0:  # wait until the request is in flight
-        await asyncio.sleep(0.01)
+    task = asyncio.create_task(client.run(summary_prompt()))
+    assert await asyncio.to_thread(fake.wait_for_calls, 1, 10.0)  # the request is in flight
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -480,40 +770,27 @@ async def test_fake_server_runs_as_a_separate_process(tmp_path: Path) -> None:
             Ledger(tmp_path / "l.sqlite3"),
             backoff_base=0.01,
         )
-        assert await client.run(title_prompt()) == "Two tabs race on /auth/refresh"
+        assert await client.run(summary_prompt()) == ANSWER
     finally:
         proc.terminate()
         proc.wait(timeout=10)
 
 
-def test_probe_reports_an_unreachable_endpoint_without_any_request(tmp_path, monkeypatch):
-    import socket
-
-    from tribalmemory.config import EpisodesConfig
-    from tribalmemory.llm import Ledger, LLMClient
-
-    with socket.socket() as sock:  # a port with nothing listening
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    monkeypatch.setenv("OPENAI_API_KEY", "x")
+def test_probe_reports_an_unreachable_endpoint_without_any_request(tmp_path: Path) -> None:
+    port = free_port()
     config = EpisodesConfig(api_base=f"http://127.0.0.1:{port}/v1")
     client = LLMClient(config, Ledger(tmp_path / "ledger.sqlite3"))
     assert client.check_startup()["state"] == "ready"
     status = client.probe(timeout=1.0)
     assert status["state"] == "unreachable" and f"127.0.0.1:{port}" in status["reason"]
+    assert "probing it again in 5 s" in status["reason"]
 
 
-def test_probe_keeps_a_reachable_endpoint_ready(tmp_path, monkeypatch, fake_llm):
-    from tribalmemory.config import EpisodesConfig
-    from tribalmemory.llm import Ledger, LLMClient
-
-    monkeypatch.setenv("OPENAI_API_KEY", "x")
-    client = LLMClient(
-        EpisodesConfig(api_base=fake_llm.base_url), Ledger(tmp_path / "ledger.sqlite3")
-    )
+def test_probe_keeps_a_reachable_endpoint_ready(tmp_path: Path, fake: FakeLLM) -> None:
+    client = LLMClient(EpisodesConfig(api_base=fake.base_url), Ledger(tmp_path / "ledger.sqlite3"))
     client.check_startup()
     assert client.probe(timeout=1.0)["state"] == "ready"
-    assert fake_llm.calls == 0  # a TCP connect, not a request
+    assert fake.calls == 0  # a TCP connect, not a request
 
 
 @pytest.mark.parametrize(

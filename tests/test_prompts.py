@@ -40,26 +40,16 @@ def all_builders() -> list[p.Prompt]:
     mems = [{"id": "m1", "content": "Fixed the race with a grace window", "time": "t1"}]
     return [
         p.build_classify(mems[0], CANDIDATES),
-        p.build_title(mems),
         p.build_update("Auth", "Old summary", mems),
         p.build_regenerate("Auth", mems),
-        p.build_regenerate("Auth", mems, with_metadata=True),
         p.build_final("Auth", mems),
-        p.build_metadata("Auth", mems),
     ]
 
 
 def test_every_prompt_carries_its_purpose_marker_and_json_instruction() -> None:
     prompts = all_builders()
-    assert [x.purpose for x in prompts] == [
-        "classify",
-        "title",
-        "update",
-        "regenerate",
-        "regenerate",
-        "final",
-        "metadata",
-    ]
+    assert [x.purpose for x in prompts] == ["classify", "update", "regenerate", "final"]
+    assert p.PURPOSES == ("classify", "update", "regenerate", "final")
     for prompt in prompts:
         system = prompt.messages[0]
         assert system["role"] == "system"
@@ -159,7 +149,7 @@ def test_classify_validator() -> None:
         {"action": "join", "episode_id": "ep-evil"},  # hallucinated
         {"action": "join", "episode_id": 3},
         {"action": "join"},
-        {"action": "create", "title": "x" * 81},
+        {"action": "create", "title": "x" * 201},
         {"action": "create", "title": "two\nlines"},
         {"action": "create", "title": ""},
         {"action": "none", "reason": "chatty"},
@@ -169,7 +159,7 @@ def test_classify_validator() -> None:
     ):
         with pytest.raises(ValueError):
             check(bad)
-    assert check({"action": "create", "title": "x" * 80}).title == "x" * 80
+    assert check({"action": "create", "title": "x" * 200}).title == "x" * 200
 
 
 def metadata(**over: object) -> dict[str, object]:
@@ -211,14 +201,11 @@ def test_summary_and_metadata_validators() -> None:
     assert update({"title": "T", "summary": "S"}) == p.SummaryResult("T", "S")
     with pytest.raises(ValueError):
         update({"title": "T", "summary": "S", "metadata": metadata()})
-    regen = p.build_regenerate("t", ["m"], with_metadata=True)
-    assert '"metadata"' in regen.messages[0]["content"]
-    assert regen.validate({"title": "T", "summary": "S", "metadata": metadata()}).metadata
-    assert '"metadata"' not in p.build_regenerate("t", ["m"]).messages[0]["content"]
-    assert p.build_title(["m"]).validate({"title": "Hi"}) == "Hi"
-    assert p.build_metadata("t", ["m"]).validate({"metadata": metadata()}).entities == (
-        "auth/tokens.py",
-    )
+    regen = p.build_regenerate("t", ["m"])
+    assert '"metadata"' not in regen.messages[0]["content"]
+    assert regen.validate({"title": "T", "summary": "S"}) == p.SummaryResult("T", "S")
+    with pytest.raises(ValueError):
+        regen.validate({"title": "T", "summary": "S", "metadata": metadata()})
 
 
 def test_fake_default_answers_validate_for_every_purpose() -> None:
@@ -232,3 +219,36 @@ def test_fake_default_answers_validate_for_every_purpose() -> None:
 def test_unknown_purpose_is_rejected() -> None:
     with pytest.raises(ValueError):
         p.system_prompt("chat")
+
+
+def test_a_user_title_the_api_accepts_passes_summary_validation() -> None:
+    """The API accepts titles of up to 200 characters; the summary prompts show the title and
+    the model keeps it, so an answer repeating it must validate (it failed above 80)."""
+    from tribalmemory.validation import text
+
+    title = ("Quarterly migration of every billing service to the new ledger, " * 4)[:200]
+    assert len(title) == 200 and text("title", title, 200) == title  # what episode_create takes
+    for prompt in (
+        p.build_update(title, "Old summary", ["m"]),
+        p.build_regenerate(title, ["m"]),
+        p.build_final(title, ["m"]),
+    ):
+        assert f"<title>{title}</title>" in user_text(prompt)  # shown whole, not clipped
+        answer = {"title": title, "summary": "S"}
+        if prompt.purpose == "final":
+            answer["metadata"] = metadata()
+        assert prompt.validate(answer).title == title
+        # What the fake (and a model keeping the title) answers validates too.
+        reply = default_reply(
+            Recorded("/v1/chat/completions", {"messages": prompt.messages}, prompt.purpose)
+        )
+        assert prompt.validate(p.parse_json_object(reply.content)).title == title
+    with pytest.raises(ValueError):
+        p.build_regenerate(title, ["m"]).validate({"title": "x" * 201, "summary": "S"})
+
+
+def test_prompts_ask_for_short_titles() -> None:
+    for prompt in all_builders():
+        if prompt.purpose != "classify":
+            assert f"at most {p.TITLE_TARGET} characters" in prompt.messages[0]["content"]
+    assert p.TITLE_TARGET == 80 < p.TITLE_MAX == 200

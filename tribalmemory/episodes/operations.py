@@ -122,6 +122,7 @@ class Operations:
 
     async def regenerate_episode(self, episode_id: str) -> None:
         self.state.episode(episode_id)
+        self.summariser.retry_now()  # asked for: a failing LLM is tried now, not at its re-probe
         with self.store.transaction() as db:
             self.store.update_episode(db, episode_id, needs_full=True)
             self.state.queue_summary(db, episode_id, self.state.clock(), trigger=None, delay=0.0)

@@ -59,7 +59,7 @@ class Summariser:
         self.client = client
         self.checked = client is None
 
-    async def check(self) -> dict[str, str]:
+    async def check(self) -> dict[str, Any]:
         """Import litellm and check key/model once (off the start-up path)."""
         if self.client is None:
             return {"state": "disabled", "reason": "LLM features are off"}
@@ -70,10 +70,17 @@ class Summariser:
         return status
 
     def ready(self) -> bool:
-        """True once the start-up check passed and the ceiling is not reached."""
-        return self.client is not None and self.checked and self.client.status()["state"] == "ready"
+        """True once the start-up check passed, the ceiling is not reached and the provider is
+        not failing (or it is due for a re-probe: the next call is that probe)."""
+        return self.client is not None and self.checked and self.client.available()
 
-    def status(self) -> dict[str, str]:
+    def retry_now(self) -> None:
+        """An explicit request (regenerate): a provider that failed is probed by the next call
+        instead of at its scheduled re-probe."""
+        if self.client is not None:
+            self.client.retry_now()
+
+    def status(self) -> dict[str, Any]:
         if self.client is None:
             return {"state": "disabled", "reason": "LLM features are off"}
         if not self.checked:
@@ -117,7 +124,7 @@ class Summariser:
         new_memories: list[Memory],
         trigger: str | None,
     ) -> SummaryOutcome | None:
-        """Run the planned summary (``update``, ``regenerate`` or ``final``)."""
+        """Run the planned summary: ``update``, ``final``, else ``regenerate``."""
         if self.client is None or len(memories) < 1:
             return None
         await self.check()
@@ -131,7 +138,7 @@ class Summariser:
         elif plan == "final":
             prompt = build_final(row.title, texts)
         else:
-            prompt = build_regenerate(row.title, texts, with_metadata=plan == "metadata")
+            prompt = build_regenerate(row.title, texts)
         try:
             result = await self.client.run(prompt, episode_id=row.id, memory_id=trigger)
         except LLMUnavailable as exc:

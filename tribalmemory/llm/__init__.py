@@ -14,9 +14,7 @@ from .prompts import (
     SummaryResult,
     build_classify,
     build_final,
-    build_metadata,
     build_regenerate,
-    build_title,
     build_update,
 )
 
@@ -33,8 +31,6 @@ __all__ = [
     "SummaryResult",
     "build_classify",
     "build_final",
-    "build_metadata",
     "build_regenerate",
-    "build_title",
     "build_update",
 ]

@@ -6,10 +6,12 @@
 One logical call (:meth:`LLMClient.complete_json`) makes up to ``1 + max_retries`` attempts.
 Each attempt first reserves its worst-case cost in the :class:`~.ledger.Ledger` (denied → no
 request, :class:`LLMUnavailable` at once), then calls the provider with litellm's own retries
-turned off, then settles the ledger row with the actual cost and outcome. 429, 5xx, timeouts,
-connection errors, non-JSON or truncated answers and answers that fail validation are retried
-with exponential backoff; anything else (401, 404, 400) is not. When all attempts fail the
-caller gets :class:`LLMUnavailable` and falls back.
+turned off, then settles the ledger row with what the answer is charged: the provider's
+reported usage checked against local token counts and clamped to the reservation
+(:func:`~.ledger_math.charge`). 429, 5xx, timeouts, connection errors, non-JSON or truncated
+answers and answers that fail validation are retried with exponential backoff; anything else
+(401, 404, 400) is not. When all attempts fail the caller gets :class:`LLMUnavailable` and
+falls back. A provider that failed is probed again with backoff (:mod:`.recovery`).
 """
 
 from __future__ import annotations
@@ -21,15 +23,19 @@ import random
 import socket
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from ..config import EpisodesConfig
+from ..timeutil import to_iso, utc_now
 from . import ledger_math as lm
 from .ledger import DENIED_CEILING, Ledger, Reservation
 from .prompts import PURPOSES, Prompt, parse_json_object
+from .recovery import FIRST_PROBE_SECONDS, MAX_PROBE_SECONDS, PROBE, WAIT, Recovery
 
 logger = logging.getLogger("tribalmemory.llm")
 
@@ -42,6 +48,8 @@ DEFAULT_ENDPOINTS = {
     "ollama_chat": "http://localhost:11434",
 }
 LOCAL_PROVIDERS = frozenset({"ollama", "ollama_chat", "lm_studio", "llamafile", "hosted_vllm"})
+#: Suggested in the unknown_model message: providers for local servers, which need no price.
+PRICELESS_PROVIDERS = ("hosted_vllm", "lm_studio", "ollama")
 DISABLED_PROVIDERS = frozenset({"", "none", "off", "disabled"})
 BASE_URL_ENV = {
     "openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
@@ -50,9 +58,13 @@ BASE_URL_ENV = {
     "anthropic": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"),
 }
 TRANSPORT_ERRORS = frozenset({"rate_limit", "server", "timeout", "connection"})
-RETRYABLE = TRANSPORT_ERRORS | {"invalid_json", "truncated", "invalid_answer"}
+#: Failed requests that may have been billed: settled at their reservation (worst case).
+BILLED_ERRORS = frozenset({"timeout", "invalid_response"})
+RETRYABLE = TRANSPORT_ERRORS | {"invalid_json", "truncated", "invalid_answer", "invalid_response"}
 #: Extra seconds past request_timeout_seconds before asyncio gives up on a hung request.
 TIMEOUT_GRACE_SECONDS = 2.0
+#: A usage anomaly of the same kind is logged at WARNING at most this often (all are counted).
+ANOMALY_LOG_SECONDS = 300.0
 # status() runs on every write; it may reuse the month's ledger totals for this long
 # (reserve() always reads them afresh, so this never lets a call through).
 STATUS_MAX_AGE = 1.0
@@ -78,7 +90,7 @@ CONNECT_NAMES = frozenset(
 
 _litellm: Any = None
 _import_lock = threading.Lock()
-_registered: set[str] = set()
+_registered: dict[str, tuple[float, float]] = {}
 
 
 class LLMUnavailable(Exception):
@@ -125,6 +137,15 @@ def classify_error(lit: Any, exc: BaseException) -> str:
     # litellm reports a refused connection to an OpenAI endpoint as InternalServerError.
     if any(isinstance(e, ConnectionError) or type(e).__name__ in CONNECT_NAMES for e in chain):
         return "connection"
+    # A 200 whose body litellm could not read (broken JSON, wrong types): no HTTP error in the
+    # chain, a parse error (ValueError; pydantic's ValidationError is one) instead.
+    unreadable = any(isinstance(e, ValueError) for e in chain[1:])
+    if (
+        unreadable
+        and not isa("BadRequestError")
+        and not any(type(e).__name__ == "HTTPStatusError" for e in chain)
+    ):
+        return "invalid_response"
     if isa("InternalServerError", "ServiceUnavailableError", "BadGatewayError"):
         return "server"
     if isa("APIConnectionError"):
@@ -156,6 +177,27 @@ def _usd(amount: float) -> str:
     return f"${amount:.2f}" if amount >= 1 or amount == 0 else f"${amount:.6f}"
 
 
+def _per_mtok(prices: tuple[float, float]) -> str:
+    return f"${prices[0] * 1e6:g} input / ${prices[1] * 1e6:g} output per million tokens"
+
+
+def _per_token(setting: dict[str, float]) -> tuple[float, float] | None:
+    """``{input_per_mtok, output_per_mtok}`` as USD per token; None when unset ({})."""
+    if not setting:
+        return None
+    return setting["input_per_mtok"] / 1e6, setting["output_per_mtok"] / 1e6
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What one answer gave: the outcome kind, the validated value and the charge."""
+
+    kind: str
+    detail: str
+    value: Any
+    charge: lm.Charge
+
+
 def _retry_after(exc: BaseException) -> float | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
@@ -168,10 +210,12 @@ def _retry_after(exc: BaseException) -> float | None:
 class LLMClient:
     """Calls the configured model for the episode engine, within the ledger's limits.
 
-    ``api_key`` overrides the provider's environment variable; ``input_cost_per_token`` /
-    ``output_cost_per_token`` price a model litellm does not know (registered once with
-    ``litellm.register_model``). ``config`` is read on every call, so a raised
-    ``monthly_cost_ceiling`` applies at once; provider and model are fixed at the first call.
+    Prices: ``config.llm_prices`` (registered once with ``litellm.register_model``), else
+    litellm's price map, else ``config.assume_price`` (the recorded spend is then an estimate);
+    local providers cost nothing. ``api_key`` overrides the provider's environment variable.
+    ``config`` is read on every call, so a raised ``monthly_cost_ceiling`` applies at once;
+    provider, model and prices are fixed by the start-up check. ``probe_first`` / ``probe_max``
+    set the re-probe schedule after a provider failure (:mod:`.recovery`).
     """
 
     def __init__(
@@ -180,43 +224,38 @@ class LLMClient:
         ledger: Ledger,
         *,
         api_key: str | None = None,
-        input_cost_per_token: float | None = None,
-        output_cost_per_token: float | None = None,
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
+        probe_first: float = FIRST_PROBE_SECONDS,
+        probe_max: float = MAX_PROBE_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self.ledger = ledger
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.recovery = Recovery(first=probe_first, cap=probe_max, monotonic=monotonic)
         self._api_key = api_key
-        in_price = input_cost_per_token
-        out_price = output_cost_per_token
-        if in_price is None:
-            in_price = getattr(config, "input_cost_per_token", None)
-        if out_price is None:
-            out_price = getattr(config, "output_cost_per_token", None)
-        self._custom_prices = (
-            None if in_price is None or out_price is None else (float(in_price), float(out_price))
-        )
         self.provider = ""
         self.model = ""
         self._api_base: str | None = None
         self._json_mode = False
         self._prices: tuple[float, float] = (0.0, 0.0)
+        self._pricing = ""  # where the prices come from, shown by status()
         self._static: dict[str, str] | None = None
-        self._runtime: dict[str, str] | None = None
         self._denied: tuple[str, float] | None = None
         self._logged: str | None = None
+        self._anomalies: dict[str, Any] | None = None
+        self._anomaly_logged_at: float | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ start-up checks
 
-    def probe(self, timeout: float = 3.0) -> dict[str, str]:
+    def probe(self, timeout: float = 3.0) -> dict[str, Any]:
         """Open (and close) a TCP connection to the provider's endpoint: no request, no cost.
 
-        An endpoint that cannot be reached marks the LLM ``unreachable`` (logged once, shown in
-        :meth:`status`) until a call succeeds; calls are still tried, once each.
+        An endpoint that cannot be reached marks the LLM ``unreachable`` (logged, shown in
+        :meth:`status`); it is probed again with backoff (:mod:`.recovery`).
         """
         if self._static is None or self._static["state"] != "ready":
             return self.status()
@@ -229,12 +268,11 @@ class LLMClient:
         try:
             socket.create_connection((host, port), timeout=timeout).close()
         except OSError as exc:
-            self._runtime = {
-                "state": "unreachable",
-                "reason": f"cannot reach {host}:{port} ({exc}); LLM work falls "
-                "back to embeddings and extractive summaries until it "
-                "answers",
-            }
+            self.recovery.fail(
+                "unreachable",
+                f"cannot reach {host}:{port} ({exc}); LLM work falls back to embeddings and "
+                "extractive summaries until it answers",
+            )
         return self.status()
 
     def _resolve(self, lit: Any) -> tuple[str, str]:
@@ -265,11 +303,7 @@ class LLMClient:
             missing = [k for k in missing if not k.endswith(("_API_BASE", "_BASE_URL"))]
         return missing
 
-    def _lookup_prices(self, lit: Any) -> tuple[float, float] | None:
-        if self._custom_prices is not None:
-            return self._custom_prices
-        if self.provider in LOCAL_PROVIDERS:
-            return (0.0, 0.0)  # no network lookup (litellm would ask the Ollama server)
+    def _litellm_prices(self, lit: Any) -> tuple[float, float] | None:
         try:
             info = lit.get_model_info(self.model)
         except Exception:  # noqa: BLE001 - unmapped model
@@ -279,24 +313,58 @@ class LLMClient:
             return None
         return float(inp), float(out)
 
-    def _register_price(self, lit: Any) -> None:
-        if self._custom_prices is None or self.model in _registered:
+    def _find_prices(self, lit: Any) -> tuple[tuple[float, float], str] | None:
+        """(USD per input token, per output token) and where they come from, or None."""
+        configured = _per_token(self.config.llm_prices)
+        if configured is not None:
+            return configured, f"episodes.llm_prices: {_per_mtok(configured)}"
+        if self.provider in LOCAL_PROVIDERS:
+            # No lookup: litellm would ask the local server over the network.
+            return (0.0, 0.0), f"free: {self.provider} is a local provider"
+        known = self._litellm_prices(lit)
+        if known is not None:
+            return known, f"litellm's price map: {_per_mtok(known)}"
+        assumed = _per_token(self.config.assume_price)
+        if assumed is not None:
+            return assumed, (
+                f"estimate: litellm has no price for {self.model}, so episodes.assume_price "
+                f"({_per_mtok(assumed)}) is assumed and the recorded spend is an estimate"
+            )
+        return None
+
+    def _register_price(self, lit: Any, prices: tuple[float, float]) -> None:
+        """Give litellm the configured price of the model, once per process and price."""
+        if _registered.get(self.model) == prices:
             return
-        inp, out = self._custom_prices
+        inp, out = prices
         lit.register_model(
             {
                 self.model: {
                     "input_cost_per_token": inp,
                     "output_cost_per_token": out,
+                    # Named so that litellm does not warn about missing cache prices.
+                    "cache_read_input_token_cost": inp,
+                    "cache_creation_input_token_cost": inp,
                     "litellm_provider": self.provider,
                     "mode": "chat",
                 }
             }
         )
-        _registered.add(self.model)
+        _registered[self.model] = prices
+
+    def _unknown_model_reason(self) -> str:
+        return (
+            f"litellm has no price for {self.model}, so the cost of its calls cannot be bounded "
+            "and it is not called. Set episodes.llm_prices to the provider's prices "
+            "({input_per_mtok: <USD>, output_per_mtok: <USD>} per million tokens), or "
+            "episodes.assume_price to accept an estimated spend; a local server needs no "
+            f"price through the {', '.join(PRICELESS_PROVIDERS)} providers "
+            "(summarizer_provider, with api_base)"
+        )
 
     def _compute_static(self) -> dict[str, str]:
         cfg = self.config
+        self._pricing = ""
         if (
             not cfg.enabled
             or cfg.summarizer_provider.strip().lower() in DISABLED_PROVIDERS
@@ -309,22 +377,21 @@ class LLMClient:
         lit = load_litellm()
         self.provider, self.model = self._resolve(lit)
         self._api_base = self._api_base_for(self.provider)
-        self._register_price(lit)
         missing = self._missing_keys(lit)
         if missing:
             return {
                 "state": "no_api_key",
                 "reason": f"no API key for {self.provider}: set {', '.join(missing)} "
-                "(environment or ~/.tribal-memory/.env)",
+                "(environment or ~/.tribal-memory/.env; any value for a local server)",
             }
-        prices = self._lookup_prices(lit)
-        if prices is None:
-            return {
-                "state": "unknown_model",
-                "reason": f"litellm has no price for {self.model}, so its cost cannot be "
-                "bounded; use a priced model or configure its per-token prices",
-            }
-        self._prices = prices
+        found = self._find_prices(lit)
+        if found is None:
+            return {"state": "unknown_model", "reason": self._unknown_model_reason()}
+        self._prices, self._pricing = found
+        if cfg.llm_prices:
+            self._register_price(lit, self._prices)
+        elif self._pricing.startswith("estimate"):
+            logger.warning("LLM spend is an estimate: %s", self._pricing)
         try:
             params = (
                 lit.get_supported_openai_params(
@@ -341,17 +408,20 @@ class LLMClient:
             pass
         return {"state": "ready", "reason": f"{self.model} is configured"}
 
-    def check_startup(self, *, force: bool = False) -> dict[str, str]:
+    def check_startup(self, *, force: bool = False) -> dict[str, Any]:
         """Check key, model price and settings without any network call; log once if not
-        ready. The result is kept; ``force`` checks again (e.g. after a key was added).
+        ready. The result is kept; ``force`` checks again (e.g. after a key was added) and
+        lets a provider that failed be probed at once.
         Imports litellm (a few seconds): run it off the start-up path, e.g. with
         :meth:`acheck_startup`."""
         with self._lock:
             if self._static is None or force:
                 self._static = self._compute_static()
+        if force:
+            self.recovery.retry_now()
         return self.status()
 
-    async def acheck_startup(self) -> dict[str, str]:
+    async def acheck_startup(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.check_startup)
 
     # ------------------------------------------------------------ status
@@ -372,18 +442,36 @@ class LLMClient:
             }
         return None
 
-    def status(self) -> dict[str, str]:
+    def status(self) -> dict[str, Any]:
         """``{"state": ready|no_api_key|unknown_model|ceiling_reached|unreachable|disabled,
-        "reason": ...}``; logs a WARNING when the state changed since it was last seen."""
+        "reason": ...}``, plus ``next_probe`` (UTC) while a failed provider waits for its
+        re-probe, ``pricing`` (where the prices come from; says when the spend is an estimate)
+        and ``usage_anomalies`` (answers whose reported usage was rejected). Logs a WARNING
+        when the state changed since it was last seen."""
         if self._static is None:
             return self.check_startup()
-        result = self._static
+        result: dict[str, Any] = self._static
         if result["state"] == "ready":
-            result = self._ceiling_status() or self._runtime or result
+            result = self._ceiling_status() or self.recovery.status() or result
         self._note(result)
-        return dict(result)
+        out = dict(result)
+        if self._pricing:
+            out["pricing"] = self._pricing
+        if self._anomalies is not None:
+            out["usage_anomalies"] = dict(self._anomalies)
+        return out
 
-    def _note(self, result: dict[str, str]) -> None:
+    def available(self) -> bool:
+        """True when a call would be made now: the LLM is ready, or a provider that failed is
+        due for its re-probe."""
+        state = self.status()["state"]
+        return state == "ready" or (state == self.recovery.state and self.recovery.due())
+
+    def retry_now(self) -> None:
+        """Let the next call probe a provider that failed at once (an explicit request)."""
+        self.recovery.retry_now()
+
+    def _note(self, result: dict[str, Any]) -> None:
         with self._lock:
             previous, self._logged = self._logged, result["state"]
         if previous == result["state"] or (previous is None and result["state"] == "ready"):
@@ -395,6 +483,30 @@ class LLMClient:
         else:
             logger.warning(
                 "LLM state changed from %s to %s: %s", previous, result["state"], result["reason"]
+            )
+
+    def _note_anomaly(self, problems: tuple[str, ...]) -> None:
+        """Count an answer whose usage report was rejected; WARNING at most every 5 minutes."""
+        text = "; ".join(problems)
+        now = time.monotonic()
+        with self._lock:
+            count = (self._anomalies or {}).get("count", 0) + 1
+            self._anomalies = {
+                "count": count,
+                "last": f"{text} (charged at most the call's reservation)",
+                "time": to_iso(utc_now()),
+            }
+            last = self._anomaly_logged_at
+            log = last is None or now - last >= ANOMALY_LOG_SECONDS
+            if log:
+                self._anomaly_logged_at = now
+        if log:
+            logger.warning(
+                "LLM provider %s reported usage that cannot be right (%s): charged at most the "
+                "call's reservation, never past the ceiling; %d such answer(s) so far",
+                self.model,
+                text,
+                count,
             )
 
     # ------------------------------------------------------------ calls
@@ -422,7 +534,10 @@ class LLMClient:
         memory_id: str | None = None,
         max_tokens: int | None = None,
     ) -> T:
-        """One JSON answer, validated by ``validate``; raises :class:`LLMUnavailable`."""
+        """One JSON answer, validated by ``validate``; raises :class:`LLMUnavailable`.
+
+        While a provider that failed waits for its re-probe, no request is made; the first call
+        once it is due is the probe (one attempt)."""
         if purpose not in PURPOSES:
             raise ValueError(f"unknown purpose {purpose!r}; expected one of {PURPOSES}")
         if self._static is None:
@@ -430,6 +545,35 @@ class LLMClient:
         assert self._static is not None
         if self._static["state"] != "ready":
             raise LLMUnavailable(self._static["reason"], self._static["state"])
+        admitted = self.recovery.admit()
+        if admitted == WAIT:
+            outage = self.recovery.status() or {"state": "unreachable", "reason": "probing"}
+            raise LLMUnavailable(outage["reason"], outage["state"])
+        try:
+            return await self._call(
+                purpose,
+                messages,
+                validate,
+                episode_id=episode_id,
+                memory_id=memory_id,
+                max_tokens=max_tokens,
+                attempts=1 if admitted == PROBE else 1 + self.config.max_retries,
+            )
+        finally:
+            if admitted == PROBE:
+                self.recovery.release()
+
+    async def _call(
+        self,
+        purpose: str,
+        messages: list[dict[str, Any]],
+        validate: Callable[[dict[str, Any]], T],
+        *,
+        episode_id: str | None,
+        memory_id: str | None,
+        max_tokens: int | None,
+        attempts: int,
+    ) -> T:
         lit = load_litellm()
         cfg = self.config
         out_cap = (
@@ -440,8 +584,6 @@ class LLMClient:
         counted = self._count_tokens(lit, messages)
         worst = lm.worst_case_cost_usd(counted, out_cap, *self._prices)
         call_id = uuid.uuid4().hex
-        down = self._runtime is not None and self._runtime["state"] == "unreachable"
-        attempts = 1 if down else 1 + cfg.max_retries
         kind, detail, wait_hint = "other", "", None
         for attempt in range(1, attempts + 1):
             if attempt > 1:
@@ -450,10 +592,9 @@ class LLMClient:
                 purpose, worst, call_id, attempt, episode_id, memory_id, counted
             )
             ok, value, kind, detail, wait_hint = await self._attempt(
-                lit, res, messages, out_cap, validate
+                lit, res, messages, counted, out_cap, validate
             )
             if ok:
-                self._runtime = None
                 self.status()
                 return value
             if kind not in RETRYABLE:
@@ -469,6 +610,15 @@ class LLMClient:
             return int(lit.token_counter(model=self.model, messages=messages))
         except Exception:  # noqa: BLE001 - unknown tokenizer: over-estimate
             return sum(len(str(m.get("content") or "")) for m in messages) // 2 + 16
+
+    def _count_answer(self, lit: Any, content: str, max_tokens: int) -> int:
+        """Tokens of an answer, counted locally; its length when it is far over max_tokens."""
+        if len(content) > max_tokens * lm.CHARS_PER_TOKEN_LIMIT:
+            return len(content)  # certainly more than max_tokens: not worth counting
+        try:
+            return int(lit.token_counter(model=self.model, text=content))
+        except Exception:  # noqa: BLE001 - unknown tokenizer: about 4 characters a token
+            return len(content) // 4
 
     def _backoff(self, retry: int, hint: float | None) -> float:
         delay = min(self.backoff_max, self.backoff_base * 2 ** (retry - 1))
@@ -536,10 +686,11 @@ class LLMClient:
         lit: Any,
         res: Reservation,
         messages: list[dict[str, Any]],
+        counted: int,
         max_tokens: int,
         validate: Callable[[dict[str, Any]], T],
     ) -> tuple[bool, Any, str, str, float | None]:
-        """One request; settles the ledger row. (ok, value, kind, detail, retry-after)."""
+        """One request; always settles the ledger row. (ok, value, kind, detail, retry-after)."""
         assert res.id is not None
         try:
             response = await asyncio.wait_for(
@@ -556,75 +707,89 @@ class LLMClient:
             raise
         except Exception as exc:  # noqa: BLE001 - every provider error is classified
             kind = classify_error(lit, exc)
-            # A timed-out request may still be billed: count it at its worst case.
-            cost = res.reserved_usd if kind == "timeout" else 0.0
+            # A timed-out request, or an answer litellm could not read, may still be billed:
+            # count it at its worst case.
+            cost = res.reserved_usd if kind in BILLED_ERRORS else 0.0
             await asyncio.to_thread(
                 self._settle, res.id, outcome=f"error:{kind}", cost_usd=cost, detail=_short(exc)
             )
             return False, None, kind, _short(exc), _retry_after(exc)
-        usage = getattr(response, "usage", None)
-        ptok = int(getattr(usage, "prompt_tokens", 0) or 0)
-        ctok = int(getattr(usage, "completion_tokens", 0) or 0)
-        cost = self._cost(lit, response, ptok, ctok)
-        choice = response.choices[0]
-        kind, detail, value = "ok", "", None
         try:
-            data = parse_json_object(choice.message.content)
-        except ValueError as exc:
-            kind = "truncated" if choice.finish_reason == "length" else "invalid_json"
-            detail = str(exc)
-        else:
-            try:
-                value = validate(data)
-            except (ValueError, TypeError, KeyError) as exc:
-                kind, detail = "invalid_answer", str(exc) or type(exc).__name__
-        outcome = "ok" if kind == "ok" else f"error:{kind}"
+            read = self._read(lit, response, counted, max_tokens, validate)
+        except Exception as exc:  # noqa: BLE001 - an answer of an unexpected shape
+            worst = lm.Charge(lm.worst_case_prompt_tokens(counted), max_tokens)
+            read = _Read("invalid_response", f"unreadable answer: {_short(exc)}", None, worst)
+        charge = read.charge
+        if charge.problems:
+            self._note_anomaly(charge.problems)
+        usage_note = f"usage rejected: {'; '.join(charge.problems)}" if charge.problems else ""
         await asyncio.to_thread(
             self._settle,
             res.id,
-            outcome=outcome,
-            cost_usd=cost,
-            prompt_tokens=ptok,
-            completion_tokens=ctok,
-            detail=detail[:300] or None,
+            outcome="ok" if read.kind == "ok" else f"error:{read.kind}",
+            cost_usd=lm.usage_cost_usd(
+                charge.prompt_tokens, charge.completion_tokens, *self._prices
+            ),
+            prompt_tokens=charge.prompt_tokens,
+            completion_tokens=charge.completion_tokens,
+            detail="; ".join(filter(None, (read.detail, usage_note)))[:300] or None,
         )
-        if kind != "ok":
-            # The provider answered, so it is reachable.
-            if self._runtime is not None and self._runtime["state"] == "unreachable":
-                self._runtime = None
-            return False, None, kind, detail[:300], None
-        return True, value, kind, "", None
+        self.recovery.succeed()  # the provider answered, so it is reachable
+        if read.kind != "ok":
+            return False, None, read.kind, read.detail[:300], None
+        return True, read.value, "ok", "", None
+
+    def _read(
+        self,
+        lit: Any,
+        response: Any,
+        counted: int,
+        max_tokens: int,
+        validate: Callable[[dict[str, Any]], T],
+    ) -> _Read:
+        """Charge, parse and validate one answer (pure but for local token counting)."""
+        choice = response.choices[0]
+        content = choice.message.content or ""
+        if not isinstance(content, str):
+            raise TypeError(f"message content is {type(content).__name__}, not text")
+        usage = getattr(response, "usage", None)
+        charge = lm.charge(
+            reported_prompt=getattr(usage, "prompt_tokens", None),
+            reported_completion=getattr(usage, "completion_tokens", None),
+            counted_prompt=counted,
+            counted_completion=self._count_answer(lit, content, max_tokens),
+            max_tokens=max_tokens,
+        )
+        try:
+            data = parse_json_object(content)
+        except ValueError as exc:
+            kind = "truncated" if choice.finish_reason == "length" else "invalid_json"
+            return _Read(kind, str(exc), None, charge)
+        try:
+            value = validate(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            return _Read("invalid_answer", str(exc) or type(exc).__name__, None, charge)
+        return _Read("ok", "", value, charge)
 
     def _settle(self, row_id: int, **kwargs: Any) -> None:
         """Settle a ledger row; a ledger failure is logged, never raised into the caller
         (the open reservation is later closed as abandoned, at its reserved cost)."""
         try:
             self.ledger.settle(row_id, **kwargs)
-        except sqlite3.Error:
+        except (sqlite3.Error, KeyError, ValueError):
             logger.exception("LLM ledger: could not settle row %s", row_id)
 
-    def _cost(self, lit: Any, response: Any, ptok: int, ctok: int) -> float:
-        if self.provider in LOCAL_PROVIDERS:
-            return lm.usage_cost_usd(ptok, ctok, *self._prices)
-        try:
-            return float(lit.completion_cost(completion_response=response))
-        except Exception:  # noqa: BLE001 - fall back to usage x the price we know
-            return lm.usage_cost_usd(ptok, ctok, *self._prices)
-
     def _after_failure(self, kind: str, detail: str) -> None:
+        """A call failed: a provider-side failure starts (or extends) an outage."""
         if kind in TRANSPORT_ERRORS:
-            self._runtime = {
-                "state": "unreachable",
-                "reason": f"{self.model} did not answer ({kind}): {detail}",
-            }
+            state, reason = "unreachable", f"{self.model} did not answer ({kind}): {detail}"
         elif kind == "auth":
-            self._runtime = {
-                "state": "no_api_key",
-                "reason": f"the provider rejected the API key: {detail}",
-            }
+            state, reason = "no_api_key", f"the provider rejected the API key: {detail}"
         elif kind == "not_found":
-            self._runtime = {
-                "state": "unknown_model",
-                "reason": f"the provider does not know {self.model}: {detail}",
-            }
+            state, reason = "unknown_model", f"the provider does not know {self.model}: {detail}"
+        else:
+            self.status()
+            return
+        delay = self.recovery.fail(state, reason)
+        logger.info("LLM %s: next probe in %.0f s", state, delay)
         self.status()

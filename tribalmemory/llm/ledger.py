@@ -3,9 +3,9 @@
 One row per attempt. Before an attempt, :meth:`Ledger.reserve` inserts a row in state
 ``reserved`` holding the attempt's worst-case cost, inside a ``BEGIN IMMEDIATE`` transaction
 that first checks ``settled spend + open reservations + this one <= ceiling`` for the current
-UTC month. SQLite serialises such transactions across connections, threads and processes, so
-the month's recorded spend cannot pass the ceiling as long as each actual cost is at most its
-reservation. :meth:`Ledger.settle` replaces the reservation by the actual cost and outcome.
+UTC month. SQLite serialises such transactions across connections, threads and processes.
+:meth:`Ledger.settle` replaces the reservation by the actual cost and outcome, never more than
+the reservation: the month's recorded spend cannot pass the ceiling.
 
 A reservation left open by a crashed process is "abandoned" after ``stale_after_seconds``
 (checked on open and on every reservation): it stays counted at its reserved (worst-case)
@@ -270,10 +270,13 @@ class Ledger:
         completion_tokens: int = 0,
         detail: str | None = None,
     ) -> None:
-        """Record the actual outcome and cost of a reserved attempt."""
+        """Record the actual outcome and cost of a reserved attempt.
+
+        The cost is clamped to the reservation (a cost that is not a non-negative number counts
+        at the reservation), with a WARNING: the month's spend never passes the ceiling.
+        """
         if outcome in (RESERVED, *DENIED):
             raise ValueError(f"cannot settle to {outcome!r}")
-        cost = lm.usd_to_nano(cost_usd)
         with self._write() as conn:
             row = conn.execute(
                 "SELECT reserved_nano, outcome FROM calls WHERE id = ?", (reservation_id,)
@@ -282,6 +285,7 @@ class Ledger:
                 raise KeyError(f"no ledger row {reservation_id}")
             if row[1] not in (RESERVED, ABANDONED):
                 raise ValueError(f"ledger row {reservation_id} is already settled ({row[1]})")
+            cost, clamped = lm.settled_nano(cost_usd, row[0])
             conn.execute(
                 "UPDATE calls SET outcome = ?, cost_nano = ?, prompt_tokens = ?,"
                 " completion_tokens = ?, detail = ?, settled_time = ? WHERE id = ?",
@@ -295,12 +299,12 @@ class Ledger:
                     reservation_id,
                 ),
             )
-        if cost > row[0]:
+        if clamped:
             logger.warning(
-                "LLM call cost $%.6f exceeded its reservation $%.6f (provider "
-                "counted more prompt tokens than expected)",
-                lm.nano_to_usd(cost),
+                "LLM ledger: row %s settled at its reservation $%.6f: %s",
+                reservation_id,
                 lm.nano_to_usd(row[0]),
+                clamped,
             )
 
     def month_totals(

@@ -7,8 +7,9 @@ or raises ``ValueError``. Memory text is data: it is placed inside ``<memory ...
 with ``&``, ``<`` and ``>`` escaped, so no content can close or open a tag, and the system
 prompt says instructions inside memories are never followed.
 
-Over-long answers (title > 80, summary > 1200 characters, lists > 20 items or items > 100
-characters) are rejected, not truncated: the client retries and then falls back.
+Over-long answers (title > 200 characters, what the API accepts for a title; summary > 1200
+characters, lists > 20 items or items > 100 characters) are rejected, not truncated: the
+client retries and then falls back. The prompts ask for titles of at most 80 characters.
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ from ..timeutil import to_iso
 
 T = TypeVar("T")
 
-PURPOSES = ("classify", "title", "update", "regenerate", "final", "metadata")
+PURPOSES = ("classify", "update", "regenerate", "final")
 MARKER = "tm-purpose: {purpose}"
 
-TITLE_MAX = 80
+#: The longest title accepted: what the API accepts for a user's title (``episode_create``),
+#: since the summary prompts show the episode's title and the model keeps it.
+TITLE_MAX = 200
+#: The length the prompts ask for when the model writes a title.
+TITLE_TARGET = 80
 SUMMARY_MAX = 1200
 LIST_MAX_ITEMS = 20
 ITEM_MAX = 100
@@ -45,17 +50,8 @@ MAX_CANDIDATES = 20
 MAX_MEMORIES = 40
 HEAD_MEMORIES = 5
 MAX_NEW_MEMORIES = 10
-TITLE_MEMORIES = 5
 
-MAX_TOKENS = {
-    "classify": 80,
-    "title": 48,
-    "update": 450,
-    "regenerate": 450,
-    "regenerate_metadata": 700,
-    "final": 700,
-    "metadata": 350,
-}
+MAX_TOKENS = {"classify": 80, "update": 450, "regenerate": 450, "final": 700}
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -220,7 +216,8 @@ _BASE = (
 )
 
 _TITLE_RULE = (
-    '"title": at most 80 characters, specific, e.g. "Fix refresh-token race that logs users out"'
+    f'"title": at most {TITLE_TARGET} characters (or the current title unchanged), specific, '
+    'e.g. "Fix refresh-token race that logs users out"'
 )
 _SUMMARY_RULE = (
     '"summary": plain text, at most 1200 characters (aim for 60-150 words): the '
@@ -241,16 +238,12 @@ _TASKS = {
         '- "join": it continues one candidate episode (same goal, bug, feature or '
         "investigation, even in other words). Use that episode's exact id.\n"
         '- "create": it starts a new thread of work likely to get follow-up memories; give a '
-        "title (at most 80 characters).\n"
+        f"title (at most {TITLE_TARGET} characters).\n"
         '- "none": it stands alone: a preference, a convention, a one-off fact.\n'
         "Answer exactly one of:\n"
         '{"action": "join", "episode_id": "<candidate id>"}\n'
         '{"action": "create", "title": "<title>"}\n'
         '{"action": "none"}'
-    ),
-    "title": (
-        "Task: name the episode these memories start.\n"
-        f'Answer {{"title": "..."}} with {_TITLE_RULE}.'
     ),
     "update": (
         "Task: update the episode summary with the new memories. Keep what still matters, drop "
@@ -261,35 +254,25 @@ _TASKS = {
         "Task: write the episode summary afresh from all its memories (oldest first).\n"
         f'Answer {{"title": "...", "summary": "..."}} with {_TITLE_RULE}; {_SUMMARY_RULE}.'
     ),
-    "regenerate_metadata": (
-        "Task: write the episode summary afresh from all its memories (oldest first) and "
-        "extract its metadata.\n"
-        f'Answer {{"title": "...", "summary": "...", "metadata": {{...}}}} with {_TITLE_RULE}; '
-        f"{_SUMMARY_RULE}; {_METADATA_RULE}."
-    ),
     "final": (
         "Task: the episode is closed. Write its final, comprehensive summary from all its "
         "memories (oldest first) and extract its metadata.\n"
         f'Answer {{"title": "...", "summary": "...", "metadata": {{...}}}} with {_TITLE_RULE}; '
         f"{_SUMMARY_RULE}; {_METADATA_RULE}."
     ),
-    "metadata": (
-        "Task: extract the episode's structured metadata from its memories.\n"
-        f'Answer {{"metadata": {{...}}}} with {_METADATA_RULE}.'
-    ),
 }
 
 
-def system_prompt(purpose: str, task: str | None = None) -> str:
-    """The system prompt of a purpose (``task`` picks a variant such as regenerate_metadata)."""
+def system_prompt(purpose: str) -> str:
+    """The system prompt of a purpose."""
     if purpose not in PURPOSES:
         raise ValueError(f"unknown purpose {purpose!r}; expected one of {PURPOSES}")
-    return _BASE.format(marker=MARKER.format(purpose=purpose)) + _TASKS[task or purpose]
+    return _BASE.format(marker=MARKER.format(purpose=purpose)) + _TASKS[purpose]
 
 
-def _messages(purpose: str, user: str, task: str | None = None) -> list[dict[str, str]]:
+def _messages(purpose: str, user: str) -> list[dict[str, str]]:
     return [
-        {"role": "system", "content": system_prompt(purpose, task)},
+        {"role": "system", "content": system_prompt(purpose)},
         {"role": "user", "content": user},
     ]
 
@@ -297,7 +280,7 @@ def _messages(purpose: str, user: str, task: str | None = None) -> list[dict[str
 def _episode_head(
     title: str, summary: str | None = None, summary_chars: int = SUMMARY_MAX + 300
 ) -> str:
-    head = f"<title>{_esc(clip(title, TITLE_MAX * 2))}</title>"
+    head = f"<title>{_esc(clip(title, TITLE_MAX))}</title>"
     if summary is not None:
         head += f"\n<summary>{_esc(clip(summary, summary_chars))}</summary>"
     return head
@@ -332,13 +315,6 @@ def build_classify(memory: Any, candidates: Sequence[Any]) -> Prompt[Classificat
     )
 
 
-def build_title(memories: Sequence[Any]) -> Prompt[str]:
-    """A title for the episode the first memories start."""
-    items = [as_memory(m) for m in memories][:TITLE_MEMORIES]
-    user = "Memories:\n" + _render_all(items, 600)
-    return Prompt("title", _messages("title", user), validate_title, MAX_TOKENS["title"])
-
-
 def build_update(
     title: str, current_summary: str, new_memories: Sequence[Any]
 ) -> Prompt[SummaryResult]:
@@ -353,17 +329,14 @@ def build_update(
     )
 
 
-def build_regenerate(
-    title: str, memories: Sequence[Any], *, with_metadata: bool = False
-) -> Prompt[SummaryResult]:
-    """Full regeneration from the memories in time order (optionally with metadata)."""
-    task = "regenerate_metadata" if with_metadata else "regenerate"
+def build_regenerate(title: str, memories: Sequence[Any]) -> Prompt[SummaryResult]:
+    """Full regeneration from the memories in time order."""
     user = _episode_head(title) + "\n\nMemories, oldest first:\n" + _memories_block(memories)
     return Prompt(
         "regenerate",
-        _messages("regenerate", user, task),
-        lambda data: validate_summary(data, with_metadata=with_metadata),
-        MAX_TOKENS[task],
+        _messages("regenerate", user),
+        lambda data: validate_summary(data, with_metadata=False),
+        MAX_TOKENS["regenerate"],
     )
 
 
@@ -375,14 +348,6 @@ def build_final(title: str, memories: Sequence[Any]) -> Prompt[SummaryResult]:
         _messages("final", user),
         lambda data: validate_summary(data, with_metadata=True),
         MAX_TOKENS["final"],
-    )
-
-
-def build_metadata(title: str, memories: Sequence[Any]) -> Prompt[EpisodeMetadata]:
-    """Structured metadata only."""
-    user = _episode_head(title) + "\n\nMemories, oldest first:\n" + _memories_block(memories)
-    return Prompt(
-        "metadata", _messages("metadata", user), validate_metadata_answer, MAX_TOKENS["metadata"]
     )
 
 
@@ -451,10 +416,6 @@ def validate_classify(data: Any, candidate_ids: Iterable[str]) -> Classification
     raise ValueError(f"action must be join, create or none, got {action!r}")
 
 
-def validate_title(data: Any) -> str:
-    return validate_title_text(_keys(data, {"title"})["title"])
-
-
 def _str_list(value: Any, name: str) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise ValueError(f"metadata.{name} must be a list")
@@ -471,10 +432,6 @@ def validate_metadata(value: Any) -> EpisodeMetadata:
         raise ValueError(f"metadata.outcome must be one of {OUTCOMES}, got {outcome!r}")
     lists = {k: _str_list(data[k], k) for k in METADATA_KEYS if k != "outcome"}
     return EpisodeMetadata(outcome=outcome, **lists)
-
-
-def validate_metadata_answer(data: Any) -> EpisodeMetadata:
-    return validate_metadata(_keys(data, {"metadata"})["metadata"])
 
 
 def validate_summary(data: Any, *, with_metadata: bool) -> SummaryResult:
