@@ -11,7 +11,6 @@ import pytest
 from fakellm import FakeLLM
 
 from tribalmemory.config import config_from_dict
-from tribalmemory.llm import Ledger, LLMClient
 from tribalmemory.runtime import Runtime, start_runtime
 
 AUTH = [
@@ -39,9 +38,8 @@ async def runtime(tmp_path) -> AsyncIterator[Callable[..., Any]]:
         }
         settings.update(episodes)
         config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
-        ledger = Ledger(config.data_path / "ledger.sqlite3")
-        llm = LLMClient(config.episodes, ledger, backoff_base=0.01, **(client_kw or {}))
-        rt = await start_runtime(config, run_scheduler=False, llm=llm)
+        options = {"backoff_base": 0.01, **(client_kw or {})}
+        rt = await start_runtime(config, run_scheduler=False, llm_options=options)
         started.append(rt)
         await rt.episodes.summariser.check()
         return rt
