@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import os
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
@@ -289,14 +291,23 @@ def _default(f: Any) -> Any:
     return f.default if f.default is not MISSING else f.default_factory()
 
 
-def _check_value(key: str, value: Any, f: Any) -> Any:
+def _value_type(annotation: Any) -> type:
+    """The type a setting holds: ``float`` for ``float``, ``str`` for ``str | None``."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    origin = typing.get_origin(annotation)  # dict[str, float] holds a dict
+    if isinstance(origin, type):
+        return origin
+    return annotation if isinstance(annotation, type) else str
+
+
+def _check_value(key: str, value: Any, f: Any, kind: type) -> Any:
+    """``value`` for setting ``f`` of type ``kind`` (from the field's annotation)."""
     meta = f.metadata
     if value is None:
         if meta.get("nullable"):
             return None
         raise ConfigError(f"{key}: must not be empty ({meta['doc']})")
-    default = _default(f)
-    kind = type(default) if default is not None else str
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if (
@@ -324,6 +335,7 @@ def _section_type(f: Any) -> type:
 
 def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
     known = {f.name: f for f in fields(cls)}
+    hints = typing.get_type_hints(cls)
     for key in data:
         if key not in known:
             allowed = ", ".join(sorted(known))
@@ -340,7 +352,7 @@ def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
                 raise ConfigError(f"{prefix}{name}: expected a mapping of settings")
             kwargs[name] = _build(_section_type(f), value, f"{prefix}{name}.")
         else:
-            kwargs[name] = _check_value(prefix + name, value, f)
+            kwargs[name] = _check_value(prefix + name, value, f, _value_type(hints[name]))
     return cls(**kwargs)
 
 
