@@ -2,8 +2,9 @@
 
 - ``tm_home``: a temp ``TRIBAL_MEMORY_HOME`` (and ``HOME``), no token or config in the env.
 - ``embedder``: the bundled model, loaded once per session.
-- ``runtime`` / ``client``: a fresh store per test (shared embedder) behind the real app,
-  with :class:`FakeEpisodes` as the episode engine; ``client_no_episodes`` has none.
+- ``client``: the real app on a fresh data folder per test; its lifespan starts the real
+  runtime (store, embedder, episode engine with the embedding detector and no LLM key);
+  ``runtime`` is that runtime. ``client_no_episodes`` runs with episodes disabled.
 - ``daemon``: a real ``tribalmemory serve`` subprocess on a free port (one per module).
 """
 
@@ -28,7 +29,6 @@ from starlette.testclient import TestClient
 
 from tribalmemory.api import TribalAPI
 from tribalmemory.config import Config, load_config
-from tribalmemory.errors import NotFound
 from tribalmemory.interfaces.http import create_app
 from tribalmemory.runtime import Runtime
 from tribalmemory.service import MemoryService
@@ -72,139 +72,44 @@ def embedder() -> Any:
     return load_embedder(BUNDLED_MODEL, None)
 
 
-class FakeEpisodes:
-    """An in-memory episode engine with the engine's JSON shapes; records every call."""
-
-    def __init__(self) -> None:
-        self.episodes: dict[str, dict[str, Any]] = {}
-        self.members: dict[str, list[str]] = {}
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
-        self.fail_with: Exception | None = None
-
-    def _row(self, episode_id: str) -> dict[str, Any]:
-        if self.fail_with is not None:
-            raise self.fail_with
-        if episode_id not in self.episodes:
-            raise NotFound(f"no episode with id {episode_id}")
-        return self.episodes[episode_id]
-
-    async def list_episodes(
-        self, status: str | None, limit: int, offset: int, filters: dict[str, str]
-    ) -> list[dict[str, Any]]:
-        self.calls.append(("list", (status, limit, offset, filters)))
-        rows = [e for e in self.episodes.values() if status in (None, e["status"])]
-        return rows[offset : offset + limit]
-
-    async def get_episode(self, episode_id: str, include_timeline: bool) -> dict[str, Any]:
-        self.calls.append(("get", (episode_id, include_timeline)))
-        result: dict[str, Any] = {
-            "episode": self._row(episode_id),
-            "memory_ids": list(self.members[episode_id]),
-        }
-        if include_timeline:
-            result["timeline"] = [{"memory_id": m} for m in self.members[episode_id]]
-        return result
-
-    async def create_episode(
-        self, title: str, memory_ids: list[str], parent_episode_id: str | None
-    ) -> dict[str, Any]:
-        self.calls.append(("create", (title, memory_ids, parent_episode_id)))
-        episode_id = f"ep-{uuid.uuid4().hex[:12]}"
-        self.episodes[episode_id] = {
-            "id": episode_id,
-            "title": title,
-            "summary": None,
-            "status": "active",
-            "memory_count": len(memory_ids),
-        }
-        self.members[episode_id] = list(memory_ids)
-        return {"id": episode_id, "memory_count": len(memory_ids)}
-
-    async def add_memory(self, episode_id: str, memory_id: str) -> None:
-        self._row(episode_id)["memory_count"] += 1
-        self.members[episode_id].append(memory_id)
-        self.calls.append(("add", (episode_id, memory_id)))
-
-    async def remove_memory(self, episode_id: str, memory_id: str) -> None:
-        row = self._row(episode_id)
-        if memory_id not in self.members[episode_id]:
-            raise NotFound(f"memory {memory_id} is not in episode {episode_id}")
-        row["memory_count"] -= 1
-        self.members[episode_id].remove(memory_id)
-        self.calls.append(("remove", (episode_id, memory_id)))
-
-    async def close_episode(self, episode_id: str) -> None:
-        self._row(episode_id)["status"] = "closed"
-        self.calls.append(("close", (episode_id,)))
-
-    async def regenerate_episode(self, episode_id: str) -> None:
-        self._row(episode_id)
-        self.calls.append(("regenerate", (episode_id,)))
-
-    async def delete_episode(self, episode_id: str) -> None:
-        self._row(episode_id)
-        del self.episodes[episode_id]
-        self.calls.append(("delete", (episode_id,)))
-
-    def costs(self) -> dict[str, Any]:
-        return {"month": "2025-01", "spent_usd": 0.0, "ceiling_usd": 5.0}
-
-    async def chain(self, episode_id: str) -> dict[str, Any]:
-        row = self._row(episode_id)
-        self.calls.append(("chain", (episode_id,)))
-        return {"episode_id": episode_id, "root_id": episode_id, "chain": [row], "count": 1}
-
-    async def replay(self, topic: str, limit: int) -> dict[str, Any]:
-        self.calls.append(("replay", (topic, limit)))
-        rows = list(self.episodes.values())[:limit]
-        return {
-            "topic": topic,
-            "episodes": rows,
-            "count": len(rows),
-            "text": f"Episodes about {topic!r}, oldest first:",
-        }
-
-    async def search(
-        self,
-        query: str,
-        time_start: float | None,
-        time_end: float | None,
-        status: str | None,
-        limit: int,
-    ) -> dict[str, Any]:
-        self.calls.append(("search", (query, time_start, time_end, status, limit)))
-        rows = [e for e in self.episodes.values() if status in (None, e["status"])][:limit]
-        return {"query": query, "episodes": rows, "count": len(rows)}
-
-
-def build_runtime(config: Config, embedder: Any, episodes: Any = None) -> Runtime:
-    """What start_runtime assembles, with the shared embedder and a chosen episode engine."""
+def build_runtime(config: Config, embedder: Any) -> Runtime:
+    """A store and service without plugins, not started (e.g. to hold the store's lock)."""
     from tribalmemory.storage import open_store
 
     config.data_path.mkdir(parents=True, exist_ok=True)
     store = open_store(config, embedder.model_name, embedder.dim)
     service = MemoryService(config, store, embedder)
-    return Runtime(config=config, service=service, api=TribalAPI(service, episodes))
+    return Runtime(config=config, service=service, api=TribalAPI(service, None))
+
+
+EPISODES = {"enabled": True, "detector_strategy": "embedding", "summary_debounce_seconds": 0}
+"""The test daemon's episode engine: real, deterministic (no LLM), summaries without delay."""
 
 
 @pytest.fixture
-def runtime(tm_home: Path, embedder: Any) -> Iterator[Runtime]:
-    config = load_config(write_config(tm_home, episodes={"enabled": False}))
-    built = build_runtime(config, embedder, FakeEpisodes())
-    yield built
-    built.service.store.close()
+def app_config(tm_home: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the LLM stays off: no network
+    return load_config(write_config(tm_home, episodes=EPISODES))
 
 
 @pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.config, runtime), base_url=BASE_URL) as test_client:
+def client(app_config: Config) -> Iterator[TestClient]:
+    with TestClient(create_app(app_config), base_url=BASE_URL) as test_client:
         yield test_client
 
 
 @pytest.fixture
-def client_no_episodes(runtime: Runtime) -> Iterator[TestClient]:
-    plain = Runtime(runtime.config, runtime.service, TribalAPI(runtime.service, None))
-    with TestClient(create_app(plain.config, plain), base_url=BASE_URL) as test_client:
+def runtime(client: TestClient) -> Runtime:
+    """The runtime that ``client``'s app started."""
+    started = client.app.state.runtime  # type: ignore[attr-defined]
+    assert isinstance(started, Runtime)
+    return started
+
+
+@pytest.fixture
+def client_no_episodes(tm_home: Path) -> Iterator[TestClient]:
+    config = load_config(write_config(tm_home, episodes={"enabled": False}))
+    with TestClient(create_app(config), base_url=BASE_URL) as test_client:
         yield test_client
 
 

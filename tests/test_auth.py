@@ -184,11 +184,12 @@ def test_auth_json_is_per_data_dir(tm_home: Path) -> None:
     assert set(saved) == {"token_sha256", "created_at"}
 
 
-def test_non_loopback_app_fails_closed_without_token(runtime: Runtime) -> None:
-    runtime.config.server.host = "0.0.0.0"
-    with TestClient(create_app(runtime.config, runtime), base_url=BASE_URL) as client:
+def test_non_loopback_app_fails_closed_without_token(tm_home: Path) -> None:
+    config = load_config(write_config(tm_home, episodes={"enabled": False}))
+    config.server.host = "0.0.0.0"
+    with TestClient(create_app(config), base_url=BASE_URL) as client:
         assert client.get("/v1/stats").status_code == 401
         assert client.get("/v1/health").status_code == 200
         token = generate_token()
-        TokenStore(runtime.config.data_path / "auth.json").save(token)
+        TokenStore(config.data_path / "auth.json").save(token)
         assert client.get("/v1/stats", headers=bearer(token)).status_code == 200

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tribalmemory.api import EPISODES_DISABLED, TribalAPI
+from tribalmemory.api import EPISODES_DISABLED
 from tribalmemory.config import Config
 from tribalmemory.errors import FeatureDisabled, InvalidInput, NotFound, Unavailable
 from tribalmemory.interfaces.mcp_server import build_mcp_server
@@ -62,7 +62,7 @@ EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episode_replay": {"topic": "refresh tokens"},
     "tribal_episodes_search": {"query": "refresh tokens"},
 }
-REMEMBER_KEYS = {"success", "memory_id", "duplicate_of", "episode_id", "error"}
+REMEMBER_KEYS = {"success", "memory_id", "duplicate_of", "episode_id", "error", "episode_status"}
 MEMORY_KEYS = {
     "id",
     "content",
@@ -132,12 +132,18 @@ class FakeAPI:
             "duplicate_of": None,
             "episode_id": "ep-00000000aaaa",
             "error": None,
+            "episode_status": "assigned",
             "plugin_extra": 7,
         }
 
     async def stats(self) -> dict[str, Any]:
         self._record("stats")
-        return {"total_memories": 0, "by_source_type": {}, "embedding_model": "m"}
+        return {
+            "total_memories": 0,
+            "by_source_type": {},
+            "embedding_model": "m",
+            "episodes": None,
+        }
 
     async def forget(self, memory_id: Any) -> dict[str, Any]:
         self._record("forget", memory_id=memory_id)
@@ -218,7 +224,7 @@ async def test_arguments_reach_the_api_unchanged(fake: FakeAPI) -> None:
             "source_type": "auto_capture",
             "context": '{"file": "deploy.sh"}',
             "tags": ["deploy", "aws"],
-            "skip_dedup": False,
+            "skip_dedup": None,  # left out: the API applies its default
         }
 
 
@@ -238,6 +244,69 @@ async def test_missing_required_argument_is_a_tool_error(fake: FakeAPI) -> None:
     async with connect(fake) as client:
         message = error_of(await client.call_tool("tribal_remember", {}))
         assert "content" in message
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "unknown", "allowed"),
+    [
+        ("tribal_recall", {"query": "x", "limt": 3}, "'limt'", "query, limit, min_relevance"),
+        ("tribal_recall", {"query": "x", "tag": "a", "since": "2"}, "'tag', 'since'", "query, "),
+        ("tribal_remember", {"content": "x", "tag": ["a"]}, "'tag'", "content, source_type"),
+        ("tribal_stats", {"verbose": True}, "'verbose'", "none"),
+        ("tribal_episodes_list", {"offset": 5}, "'offset'", "status, limit"),
+    ],
+)
+async def test_unknown_arguments_are_refused_naming_the_allowed_ones(
+    fake: FakeAPI, tool: str, arguments: dict[str, Any], unknown: str, allowed: str
+) -> None:
+    async with connect(fake) as client:
+        message = error_of(await client.call_tool(tool, arguments))
+    plural = "s" if "," in unknown else ""
+    assert f"unknown argument{plural} {unknown}; allowed: {allowed}" in message
+    assert "What to do:" in message
+    assert fake.calls == []  # refused before the API is called
+
+
+async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
+    """Each tool's input properties are fields of a request model, its output a response model."""
+    from tribalmemory import shapes
+
+    requests = [
+        shapes.RememberRequest,
+        shapes.RecallRequest,
+        shapes.ForgetRequest,
+        shapes.EpisodesListQuery,
+        shapes.EpisodeRef,
+        shapes.EpisodeGetQuery,
+        shapes.EpisodeCreateRequest,
+        shapes.EpisodeMemoryRequest,
+        shapes.EpisodesReplayRequest,
+        shapes.EpisodesSearchRequest,
+    ]
+    outputs = {
+        "tribal_remember": shapes.RememberResult,
+        "tribal_recall": shapes.RecallResult,
+        "tribal_forget": shapes.ForgetResult,
+        "tribal_stats": shapes.Stats,
+        "tribal_episodes_list": shapes.EpisodeList,
+        "tribal_episode_get": shapes.EpisodeGetResult,
+        "tribal_episode_create": shapes.EpisodeCreateResult,
+        "tribal_episode_chain": shapes.EpisodeChain,
+        "tribal_episode_replay": shapes.Replay,
+        "tribal_episodes_search": shapes.EpisodeSearch,
+    }
+    async with connect(fake) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    for tool in tools.values():
+        expected = outputs.get(tool.name, shapes.Success)
+        assert tool.output_schema == expected.model_json_schema(mode="serialization"), tool.name
+        for name, prop in tool.input_schema.get("properties", {}).items():
+            fields = [r.argument_schema(name) for r in requests if name in r.model_fields]
+            assert fields, f"{tool.name}.{name} is no request field"
+            plain = {k: v for k, v in prop.items() if k not in ("title", "description")}
+            assert any(
+                plain == {k: v for k, v in f.items() if k != "description"} for f in fields
+            ), f"{tool.name}.{name}: {prop}"
 
 
 @pytest.mark.parametrize(
@@ -306,7 +375,12 @@ async def test_provider_failures_and_async_provider() -> None:
 async def test_sync_api_methods_and_non_dict_results() -> None:
     class SyncAPI:
         def stats(self) -> Any:
-            return {"total_memories": 3, "by_source_type": {}, "embedding_model": "m"}
+            return {
+                "total_memories": 3,
+                "by_source_type": {},
+                "embedding_model": "m",
+                "episodes": None,
+            }
 
         def forget(self, memory_id: Any) -> Any:
             return None  # not a result: must not turn into a success
@@ -523,6 +597,25 @@ async def test_memory_tool_errors(
         assert ok(await client.call_tool("tribal_stats", {}))["total_memories"] == 0
 
 
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("tribal_recall", {"query": "x", "after": None}),
+        ("tribal_recall", {"query": "x", "before": None}),
+        ("tribal_episodes_search", {"query": "x", "time_start": None}),
+        ("tribal_episodes_search", {"query": "x", "time_end": None}),
+    ],
+)
+async def test_dates_outside_the_utc_range_are_tool_errors(
+    episode_runtime: Any, tool: str, arguments: dict[str, Any], moment: str
+) -> None:
+    sent = {k: (moment if v is None else v) for k, v in arguments.items()}
+    async with connect(episode_runtime.api) as client:
+        message = error_of(await client.call_tool(tool, sent))
+    assert "outside the supported range" in message and INTERNAL_ERROR not in message
+
+
 @needs_store
 @pytest.mark.parametrize("tool", sorted(EPISODE_CALLS))
 async def test_episode_tools_when_feature_disabled(runtime: Any, tool: str) -> None:
@@ -532,135 +625,63 @@ async def test_episode_tools_when_feature_disabled(runtime: Any, tool: str) -> N
         assert "episodes.enabled" in message
 
 
-# -- episode tools through the real TribalAPI over a stand-in engine --------------------------
-
-
-class StandInEngine:
-    """Implements EpisodeOperations with the documented shapes; records what reached it."""
-
-    EPISODE = {
-        "id": "ep-0123456789ab",
-        "title": "Billing test fixtures",
-        "summary": "Tests need make test-billing.",
-        "status": "active",
-        "memory_count": 2,
-        "created_at": "2025-03-01T09:00:00Z",
-        "updated_at": "2025-03-01T10:00:00Z",
-        "closed_at": None,
-        "cost_usd": 0.0,
-    }
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-
-    def _known(self, episode_id: str) -> None:
-        if episode_id != self.EPISODE["id"]:
-            raise NotFound(f"no episode with id {episode_id}")
-
-    async def list_episodes(
-        self, status: str | None, limit: int, offset: int, filters: dict[str, str]
-    ) -> list[dict[str, Any]]:
-        self.calls.append(("list", status, limit, offset, filters))
-        return [dict(self.EPISODE)]
-
-    async def get_episode(self, episode_id: str, include_timeline: bool) -> dict[str, Any]:
-        self.calls.append(("get", episode_id, include_timeline))
-        self._known(episode_id)
-        episode = dict(self.EPISODE, summary_memory_id=None, metadata={"tags": ["billing"]})
-        return {"episode": episode, "memory_ids": [str(uuid.UUID(int=1)), str(uuid.UUID(int=2))]}
-
-    async def create_episode(
-        self, title: str, memory_ids: list[str], parent_episode_id: str | None
-    ) -> dict[str, Any]:
-        self.calls.append(("create", title, memory_ids, parent_episode_id))
-        return {"id": "ep-00000000ffff", "memory_count": len(memory_ids)}
-
-    async def add_memory(self, episode_id: str, memory_id: str) -> None:
-        self.calls.append(("add", episode_id, memory_id))
-        self._known(episode_id)
-
-    async def remove_memory(self, episode_id: str, memory_id: str) -> None:
-        self.calls.append(("remove", episode_id, memory_id))
-        self._known(episode_id)
-
-    async def close_episode(self, episode_id: str) -> None:
-        self.calls.append(("close", episode_id))
-        self._known(episode_id)
-
-    async def regenerate_episode(self, episode_id: str) -> None:
-        self.calls.append(("regenerate", episode_id))
-        self._known(episode_id)
-
-    async def delete_episode(self, episode_id: str) -> None:
-        self.calls.append(("delete", episode_id))
-
-    def costs(self) -> dict[str, Any]:
-        return {}
-
-    async def chain(self, episode_id: str) -> dict[str, Any]:
-        self.calls.append(("chain", episode_id))
-        self._known(episode_id)
-        return {
-            "episode_id": episode_id,
-            "root_id": episode_id,
-            "chain": [self.EPISODE],
-            "count": 1,
-        }
+# -- episode tools through the real engine ---------------------------------------------------
 
 
 @pytest.fixture
-def engine() -> StandInEngine:
-    return StandInEngine()
+async def episode_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+    from tribalmemory.runtime import start_runtime
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = make_config(tmp_path, episodes=True)
+    config.episodes.detector_strategy = "embedding"
+    config.episodes.summary_debounce_seconds = 0
+    started = await start_runtime(config, run_scheduler=False)
+    try:
+        yield started
+    finally:
+        await started.stop()
 
 
-def episode_api(engine: StandInEngine) -> TribalAPI:
-    # The episode methods of TribalAPI never touch the memory service.
-    return TribalAPI(service=None, episodes=engine)  # type: ignore[arg-type]
-
-
-async def test_episode_tools_shapes(engine: StandInEngine) -> None:
-    async with connect(episode_api(engine)) as c:
-        listed = ok(await c.call_tool("tribal_episodes_list", {"status": "active", "limit": 10}))
-        assert set(listed) == {"episodes", "count", "status"}
-        assert listed["count"] == 1 and listed["status"] == "active"
-        assert set(listed["episodes"][0]) >= LIST_ITEM_KEYS
-        assert engine.calls[-1] == ("list", "active", 10, 0, {})
-        everything = ok(await c.call_tool("tribal_episodes_list", {}))
-        assert everything["status"] is None and engine.calls[-1] == ("list", None, 50, 0, {})
-
-        got = ok(await c.call_tool("tribal_episode_get", {"episode_id": "ep-0123456789ab"}))
-        assert set(got) >= {"episode", "memory_ids"}
-        assert set(got["episode"]) >= DETAIL_KEYS
-        assert len(got["memory_ids"]) == 2
-        assert engine.calls[-1] == ("get", "ep-0123456789ab", False)
-        ok(
-            await c.call_tool(
-                "tribal_episode_get", {"episode_id": "ep-0123456789ab", "include_timeline": True}
-            )
-        )
-        assert engine.calls[-1] == ("get", "ep-0123456789ab", True)
-
-        mid = str(uuid.uuid4())
+async def test_episode_tools_shapes(episode_runtime: Any) -> None:
+    async with connect(episode_runtime.api) as c:
+        first = ok(await c.call_tool("tribal_remember", {"content": "Billing tests need make."}))
+        second = ok(await c.call_tool("tribal_remember", {"content": "Lunch is at noon."}))
+        mid, other = first["memory_id"], second["memory_id"]
         created = ok(
             await c.call_tool(
                 "tribal_episode_create",
                 {"title": "  Billing fixtures ", "memory_ids": [mid, mid.upper()]},
             )
         )
-        assert created == {"success": True, "episode_id": "ep-00000000ffff", "memory_count": 1}
-        assert engine.calls[-1] == ("create", "Billing fixtures", [mid], None)
+        eid = created["episode_id"]
+        assert created == {"success": True, "episode_id": eid, "memory_count": 1}
 
-        for tool, call in (("tribal_episode_add", "add"), ("tribal_episode_remove", "remove")):
-            done = ok(await c.call_tool(tool, {"episode_id": "ep-0123456789ab", "memory_id": mid}))
-            assert done == {"success": True}
-            assert engine.calls[-1] == (call, "ep-0123456789ab", mid)
-        for tool, call in (
-            ("tribal_episode_close", "close"),
-            ("tribal_episode_regenerate", "regenerate"),
-        ):
-            done = ok(await c.call_tool(tool, {"episode_id": "ep-0123456789ab"}))
-            assert done == {"success": True}
-            assert engine.calls[-1] == (call, "ep-0123456789ab")
+        listed = ok(await c.call_tool("tribal_episodes_list", {"status": "active", "limit": 10}))
+        assert set(listed) == {"episodes", "count", "status"}
+        assert listed["status"] == "active" and [e["id"] for e in listed["episodes"]] == [eid]
+        assert set(listed["episodes"][0]) >= LIST_ITEM_KEYS
+        assert listed["episodes"][0]["title"] == "Billing fixtures"
+        closed = ok(await c.call_tool("tribal_episodes_list", {"status": "closed"}))
+        assert closed["count"] == 0
+
+        got = ok(await c.call_tool("tribal_episode_get", {"episode_id": eid}))
+        assert set(got) == {"episode", "memory_ids", "timeline"} and got["timeline"] is None
+        assert set(got["episode"]) >= DETAIL_KEYS and got["memory_ids"] == [mid]
+        added = ok(await c.call_tool("tribal_episode_add", {"episode_id": eid, "memory_id": other}))
+        assert added == {"success": True}
+        timeline = ok(
+            await c.call_tool("tribal_episode_get", {"episode_id": eid, "include_timeline": True})
+        )["timeline"]
+        assert [item["memory_id"] for item in timeline] == [mid, other]
+        removed = ok(
+            await c.call_tool("tribal_episode_remove", {"episode_id": eid, "memory_id": mid})
+        )
+        assert removed == {"success": True}
+        for tool in ("tribal_episode_regenerate", "tribal_episode_close"):
+            assert ok(await c.call_tool(tool, {"episode_id": eid})) == {"success": True}
+        after = ok(await c.call_tool("tribal_episode_get", {"episode_id": eid}))
+        assert after["memory_ids"] == [other] and after["episode"]["status"] == "closed"
 
 
 @pytest.mark.parametrize(
@@ -683,13 +704,18 @@ async def test_episode_tools_shapes(engine: StandInEngine) -> None:
         ),
         ("tribal_episode_create", {"title": "t", "memory_ids": ["nope"]}, "is not a memory id"),
         (
+            "tribal_episode_create",
+            {"title": "t" * 201, "memory_ids": [str(uuid.uuid4())]},
+            "title has 201 characters; the limit is 200",
+        ),
+        (
             "tribal_episodes_list",
             {"status": "open"},
             "status must be one of active, closed, archived",
         ),
         ("tribal_episodes_list", {"limit": 101}, "limit must be from 1 to 100, got 101"),
         ("tribal_episodes_list", {"limit": 0}, "limit must be from 1 to 100, got 0"),
-        ("tribal_episode_get", {"episode_id": "episode-7"}, "must be an episode id like"),
+        ("tribal_episode_get", {"episode_id": "episode 7"}, "is not an episode id like"),
         (
             "tribal_episode_get",
             {"episode_id": "ep-0123456789ab", "include_timeline": "yes"},
@@ -701,26 +727,44 @@ async def test_episode_tools_shapes(engine: StandInEngine) -> None:
             "is not a memory id",
         ),
         ("tribal_episode_close", {"episode_id": 5}, "must be an episode id like"),
+        ("tribal_episode_replay", {"topic": "x", "limit": 21}, "limit must be from 1 to 20"),
+        ("tribal_episodes_search", {"query": "x", "status": "done"}, "status must be one of"),
     ],
 )
-async def test_episode_validation_errors_stop_before_the_engine(
-    engine: StandInEngine, tool: str, arguments: dict[str, Any], expected: str
+async def test_episode_validation_errors(
+    episode_runtime: Any, tool: str, arguments: dict[str, Any], expected: str
 ) -> None:
-    async with connect(episode_api(engine)) as episode_client:
+    async with connect(episode_runtime.api) as episode_client:
         message = error_of(await episode_client.call_tool(tool, arguments))
         assert expected in message and "What to do:" in message
-        assert engine.calls == []
+        assert ok(await episode_client.call_tool("tribal_episodes_list", {}))["count"] == 0
 
 
-async def test_unknown_episode_id_is_a_tool_error(engine: StandInEngine) -> None:
-    async with connect(episode_api(engine)) as episode_client:
+async def test_episode_ids_unknown_and_normalised(episode_runtime: Any) -> None:
+    async with connect(episode_runtime.api) as episode_client:
         for tool, arguments in EPISODE_CALLS.items():
             if "episode_id" not in arguments:
                 continue
-            args = dict(arguments, episode_id="ep-ffffffffffff")
+            args = dict(arguments, episode_id="ep-doesnotexist")
+            if "memory_id" in args:
+                stored = ok(await episode_client.call_tool("tribal_remember", {"content": tool}))
+                args["memory_id"] = stored["memory_id"]
             message = error_of(await episode_client.call_tool(tool, args))
-            assert "no episode with id ep-ffffffffffff" in message, tool
+            assert "no episode with id ep-doesnotexist" in message, tool
             assert "tribal_episodes_list" in message
+        stored = ok(await episode_client.call_tool("tribal_remember", {"content": "Deploys: Fri"}))
+        eid = ok(
+            await episode_client.call_tool(
+                "tribal_episode_create", {"title": "t", "memory_ids": [stored["memory_id"]]}
+            )
+        )["episode_id"]
+        for spelling in (eid.upper(), f"episode:{eid}", f"Episode:{eid.upper()}"):
+            got = ok(await episode_client.call_tool("tribal_episode_get", {"episode_id": spelling}))
+            assert got["episode"]["id"] == eid
+        malformed = error_of(
+            await episode_client.call_tool("tribal_episode_get", {"episode_id": "ep-1/2"})
+        )
+        assert "only letters, digits" in malformed
 
 
 # -- every tool against the real episode engine ----------------------------------------------

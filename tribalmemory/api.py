@@ -1,8 +1,9 @@
-"""The one place where response shapes live.
+"""The documented operations: what each HTTP route, MCP tool and CLI command does.
 
-Each method is what one HTTP route, MCP tool or CLI command does: it takes raw client values,
-calls one service or engine method and returns the documented JSON shape. Interfaces stay thin:
-they parse the transport, call a method here and serialise the dict (errors are
+Each method takes raw client values, validates them (:mod:`tribalmemory.validation`, with the
+limits of :mod:`tribalmemory.shapes`), calls one service or engine method and returns the JSON
+of the response model in :mod:`tribalmemory.shapes` (building it checks the shape). Interfaces
+stay thin: they parse the transport, call a method here and serialise the dict (errors are
 :class:`~tribalmemory.errors.TribalError` subclasses, mapped to status codes by each interface).
 """
 
@@ -10,13 +11,16 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from . import shapes
 from . import validation as check
 from .errors import FeatureDisabled, InvalidInput
 from .models import Memory
 from .service import MemoryService
+from .shapes import EPISODE_STATUSES
+
+__all__ = ["EPISODES_DISABLED", "EPISODE_STATUSES", "EpisodeOperations", "TribalAPI"]
 
 EPISODES_DISABLED = "Episode feature not enabled"
-EPISODE_STATUSES = ("active", "closed", "archived")
 
 
 class EpisodeOperations(Protocol):
@@ -59,10 +63,13 @@ class TribalAPI:
     def memory_json(
         self, memory: Memory, extra: dict[str, dict[str, Any]] | None = None
     ) -> dict[str, Any]:
-        data = memory.to_json()
+        return self._memory(memory, extra).to_json()
+
+    def _memory(
+        self, memory: Memory, extra: dict[str, dict[str, Any]] | None = None
+    ) -> shapes.Memory:
         annotations = extra if extra is not None else self.service.annotate([memory])
-        data.update(annotations.get(memory.id, {}))
-        return data
+        return shapes.Memory.model_validate(memory.to_json() | annotations.get(memory.id, {}))
 
     async def remember(
         self,
@@ -77,15 +84,15 @@ class TribalAPI:
         result = await self.service.remember(
             content, source_type, source_instance, tags, context, created_at, skip_dedup
         )
-        return result.to_json()
+        return shapes.RememberResult.model_validate(result.to_json()).to_json()
 
     async def remember_batch(self, memories: Any) -> dict[str, Any]:
         results = await self.service.remember_batch(memories)
-        return {
-            "results": [r.to_json() for r in results],
-            "count": len(results),
-            "stored": sum(1 for r in results if r.success),
-        }
+        return shapes.RememberBatchResult(
+            results=[shapes.RememberResult.model_validate(r.to_json()) for r in results],
+            count=len(results),
+            stored=sum(1 for r in results if r.success),
+        ).to_json()
 
     async def recall(
         self,
@@ -101,12 +108,15 @@ class TribalAPI:
             query, limit, min_relevance, tags, source_types, after, before
         )
         extra = self.service.annotate([h.memory for h in hits])
-        results = []
-        for hit in hits:
-            item = hit.to_json()
-            item["memory"] = self.memory_json(hit.memory, extra)
-            results.append(item)
-        return {"results": results, "query": query, "count": len(results)}
+        results = [
+            shapes.RecallHit(
+                memory_id=hit.memory.id,
+                similarity_score=round(hit.similarity_score, 6),
+                memory=self._memory(hit.memory, extra),
+            )
+            for hit in hits
+        ]
+        return shapes.RecallResult(results=results, query=query, count=len(results)).to_json()
 
     async def get_memory(self, memory_id: Any) -> dict[str, Any]:
         return self.memory_json(await self.service.get(memory_id))
@@ -114,7 +124,7 @@ class TribalAPI:
     async def forget(self, memory_id: Any) -> dict[str, Any]:
         mid = check.memory_id(memory_id)
         await self.service.forget(mid)
-        return {"success": True, "memory_id": mid}
+        return shapes.ForgetResult(success=True, memory_id=mid).to_json()
 
     async def correct(
         self,
@@ -125,13 +135,13 @@ class TribalAPI:
         context: Any = None,
     ) -> dict[str, Any]:
         result = await self.service.correct(memory_id, content, source_instance, tags, context)
-        return result.to_json()
+        return shapes.RememberResult.model_validate(result.to_json()).to_json()
 
     async def stats(self) -> dict[str, Any]:
-        return await self.service.stats()
+        return shapes.Stats.model_validate(await self.service.stats()).to_json()
 
     def health(self) -> dict[str, Any]:
-        return self.service.health()
+        return shapes.Health.model_validate(self.service.health()).to_json()
 
     # -- episodes ---------------------------------------------------------------------------
 
@@ -153,27 +163,29 @@ class TribalAPI:
         participant: Any = None,
     ) -> dict[str, Any]:
         engine = self._engine()
-        if status is not None and status not in EPISODE_STATUSES:
-            raise InvalidInput(f"status must be one of {', '.join(EPISODE_STATUSES)}")
-        size = check.integer("limit", limit, 1, 100, 50)
-        start = check.integer("offset", offset, 0, 1_000_000, 0)
+        state = check.episode_status(status)
+        size = check.integer("limit", limit, shapes.EPISODES_LIMIT)
+        start = check.integer("offset", offset, shapes.EPISODES_OFFSET)
         filters = {}
         for name, value in (("outcome", outcome), ("tag", tag), ("participant", participant)):
             if value is not None:
-                filters[name] = check.text(name, value, 200) or ""
-        episodes = await engine.list_episodes(status, size, start, filters)
-        return {"episodes": episodes, "count": len(episodes), "status": status}
+                filters[name] = check.text(name, value, shapes.MAX_FILTER_CHARS) or ""
+        rows = await engine.list_episodes(state, size, start, filters)
+        episodes = [shapes.Episode.model_validate(row) for row in rows]
+        return shapes.EpisodeList(episodes=episodes, count=len(episodes), status=state).to_json()
 
     async def episode_get(self, episode_id: Any, include_timeline: Any = None) -> dict[str, Any]:
         engine = self._engine()
         eid = check.episode_id(episode_id)
-        return await engine.get_episode(eid, check.boolean("include_timeline", include_timeline))
+        timeline = check.boolean("include_timeline", include_timeline)
+        found = await engine.get_episode(eid, timeline)
+        return shapes.EpisodeGetResult.model_validate(found).to_json()
 
     async def episode_create(
         self, title: Any, memory_ids: Any, parent_episode_id: Any = None
     ) -> dict[str, Any]:
         engine = self._engine()
-        name = check.text("title", title, 200)
+        name = check.text("title", title, shapes.MAX_TITLE_CHARS)
         assert name is not None
         ids = check.memory_ids(memory_ids)
         parent = (
@@ -182,49 +194,49 @@ class TribalAPI:
             else check.episode_id(parent_episode_id, "parent_episode_id")
         )
         created = await engine.create_episode(name.strip(), ids, parent)
-        return {
-            "success": True,
-            "episode_id": created["id"],
-            "memory_count": created["memory_count"],
-        }
+        return shapes.EpisodeCreateResult(
+            success=True, episode_id=created["id"], memory_count=created["memory_count"]
+        ).to_json()
 
     async def episode_add(self, episode_id: Any, memory_id: Any) -> dict[str, Any]:
         engine = self._engine()
         await engine.add_memory(check.episode_id(episode_id), check.memory_id(memory_id))
-        return {"success": True}
+        return success()
 
     async def episode_remove(self, episode_id: Any, memory_id: Any) -> dict[str, Any]:
         engine = self._engine()
         await engine.remove_memory(check.episode_id(episode_id), check.memory_id(memory_id))
-        return {"success": True}
+        return success()
 
     async def episode_close(self, episode_id: Any) -> dict[str, Any]:
         engine = self._engine()
         await engine.close_episode(check.episode_id(episode_id))
-        return {"success": True}
+        return success()
 
     async def episode_regenerate(self, episode_id: Any) -> dict[str, Any]:
         engine = self._engine()
         await engine.regenerate_episode(check.episode_id(episode_id))
-        return {"success": True}
+        return success()
 
     async def episode_delete(self, episode_id: Any) -> dict[str, Any]:
         engine = self._engine()
         await engine.delete_episode(check.episode_id(episode_id))
-        return {"success": True}
+        return success()
 
     async def episode_costs(self) -> dict[str, Any]:
-        return self._engine().costs()
+        return shapes.Costs.model_validate(self._engine().costs()).to_json()
 
     async def episode_chain(self, episode_id: Any) -> dict[str, Any]:
         engine = self._engine()
-        return await engine.chain(check.episode_id(episode_id))
+        found = await engine.chain(check.episode_id(episode_id))
+        return shapes.EpisodeChain.model_validate(found).to_json()
 
     async def episodes_replay(self, topic: Any, limit: Any = None) -> dict[str, Any]:
         engine = self._engine()
-        text = check.text("topic", topic, 2000)
+        text = check.text("topic", topic, shapes.MAX_TOPIC_CHARS)
         assert text is not None
-        return await engine.replay(text, check.integer("limit", limit, 1, 20, 5))
+        found = await engine.replay(text, check.integer("limit", limit, shapes.REPLAY_LIMIT))
+        return shapes.Replay.model_validate(found).to_json()
 
     async def episodes_search(
         self,
@@ -235,18 +247,23 @@ class TribalAPI:
         limit: Any = None,
     ) -> dict[str, Any]:
         engine = self._engine()
-        text = check.text("query", query, 2000)
+        text = check.text("query", query, shapes.MAX_EPISODE_QUERY_CHARS)
         assert text is not None
-        if status is not None and status not in EPISODE_STATUSES:
-            raise InvalidInput(f"status must be one of {', '.join(EPISODE_STATUSES)}")
+        state = check.episode_status(status)
         start = check.timestamp("time_start", time_start)
         end = check.timestamp("time_end", time_end)
         if start and end and start > end:
             raise InvalidInput("time_start must not be after time_end")
-        return await engine.search(
+        found = await engine.search(
             text,
             start.timestamp() if start else None,
             end.timestamp() if end else None,
-            status,
-            check.integer("limit", limit, 1, 50, 10),
+            state,
+            check.integer("limit", limit, shapes.SEARCH_LIMIT),
         )
+        return shapes.EpisodeSearch.model_validate(found).to_json()
+
+
+def success() -> dict[str, Any]:
+    """The answer of an operation that has nothing else to say."""
+    return shapes.Success(success=True).to_json()

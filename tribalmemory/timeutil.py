@@ -30,7 +30,13 @@ def parse_iso(text: str) -> datetime:
         raise ValueError(
             f"{text!r} is not an ISO 8601 timestamp (example: 2025-03-03T09:26:32Z)"
         ) from None
-    return ensure_utc(moment)
+    try:
+        return ensure_utc(moment)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is in year 0 in UTC
+        raise ValueError(
+            f"{text[:60]!r} is outside the supported range "
+            "(0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC)"
+        ) from None
 
 
 def ensure_utc(moment: datetime) -> datetime:

@@ -1,28 +1,72 @@
 """Shared checks for values that arrive from clients (HTTP bodies, MCP tool arguments, CLI).
 
 Each function returns the cleaned value or raises :class:`InvalidInput` naming the field.
-Services call them, so every interface rejects the same things with the same message.
+Services call them, so every interface rejects the same things with the same message. The
+limits come from :mod:`tribalmemory.shapes`, where the schemas that advertise them are defined.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from .errors import InvalidInput, PayloadTooLarge
 from .models import SourceType
+from .shapes import (
+    EPISODE_ID_PATTERN,
+    EPISODE_STATUSES,
+    MAX_EPISODE_ID_CHARS,
+    MAX_MEMORY_IDS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    Range,
+    Request,
+)
 from .timeutil import ensure_utc, parse_iso
 
-MAX_TAGS = 50
-MAX_TAG_CHARS = 100
-MAX_CONTEXT_CHARS = 2000
-EPISODE_ID = re.compile(r"^ep-[0-9a-f]{8,32}$")
+EPISODE_ID = re.compile(EPISODE_ID_PATTERN)
+EPISODE_PREFIX = "episode:"
 
 
-def text(field: str, value: Any, max_chars: int, *, required: bool = True) -> str | None:
-    """A non-blank string of at most ``max_chars`` characters (too long → 413)."""
+def names(
+    data: Mapping[str, Any],
+    allowed: Iterable[str],
+    required: Iterable[str] = (),
+    *,
+    noun: str = "field",
+) -> None:
+    """Refuse names that are not ``allowed`` (naming them and the allowed ones) or missing."""
+    allowed = list(allowed)
+    unknown = [name for name in data if name not in allowed]
+    if unknown:
+        listed = ", ".join(repr(name[:60]) for name in unknown[:10])
+        raise InvalidInput(
+            f"unknown {noun}{'s' if len(unknown) > 1 else ''} {listed}; "
+            f"allowed: {', '.join(allowed) or 'none'}",
+            {"allowed": allowed},
+        )
+    missing = [name for name in required if name not in data]
+    if missing:
+        raise InvalidInput(
+            f"missing required {noun}{'s' if len(missing) > 1 else ''}: {', '.join(missing)}"
+        )
+
+
+def fields(data: Mapping[str, Any], request: type[Request]) -> None:
+    """``data`` has only the fields of ``request`` and all of its required ones."""
+    names(data, request.field_names(), request.required_names())
+
+
+def text(
+    field: str, value: Any, max_chars: int, *, required: bool = True, setting: str | None = None
+) -> str | None:
+    """A non-blank string of at most ``max_chars`` characters (too long → 413).
+
+    ``setting`` names the configuration key the limit comes from, if any.
+    """
     if value is None and not required:
         return None
     if not isinstance(value, str):
@@ -38,9 +82,10 @@ def text(field: str, value: Any, max_chars: int, *, required: bool = True) -> st
     except UnicodeEncodeError:
         raise InvalidInput(f"{field} is not valid UTF-8 (lone surrogate characters)") from None
     if len(value) > max_chars:
+        source = f" ({setting})" if setting else ""
         raise PayloadTooLarge(
-            f"{field} has {len(value)} characters; the limit is {max_chars} "
-            "(server.max_content_chars)"
+            f"{field} has {len(value)} characters; the limit is {max_chars}{source}",
+            f"Send a shorter {field} (at most {max_chars} characters).",
         )
     return value
 
@@ -65,9 +110,11 @@ def tags(value: Any, field: str = "tags") -> list[str]:
     return cleaned
 
 
-def integer(field: str, value: Any, low: int, high: int, default: int) -> int:
+def integer(field: str, value: Any, limits: Range) -> int:
+    """An integer within ``limits`` (its default when ``None``)."""
+    low, high = limits.low, limits.high
     if value is None:
-        return default
+        return int(limits.default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput(f"{field} must be an integer from {low} to {high}")
     if not low <= value <= high:
@@ -75,14 +122,27 @@ def integer(field: str, value: Any, low: int, high: int, default: int) -> int:
     return value
 
 
-def number(field: str, value: Any, low: float, high: float, default: float) -> float:
+def number(field: str, value: Any, limits: Range) -> float:
+    """A number within ``limits`` (its default when ``None``)."""
+    low, high = limits.low, limits.high
     if value is None:
-        return default
+        return float(limits.default)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInput(f"{field} must be a number from {low} to {high}")
     if not low <= value <= high:
         raise InvalidInput(f"{field} must be from {low} to {high}, got {value}")
     return float(value)
+
+
+def choice(field: str, value: Any, allowed: tuple[str, ...]) -> str | None:
+    """One of ``allowed``, or ``None``."""
+    if value is not None and value not in allowed:
+        raise InvalidInput(f"{field} must be one of {', '.join(allowed)}")
+    return value
+
+
+def episode_status(value: Any, field: str = "status") -> str | None:
+    return choice(field, value, EPISODE_STATUSES)
 
 
 def boolean(field: str, value: Any, default: bool = False) -> bool:
@@ -134,7 +194,9 @@ def memory_id(value: Any, field: str = "memory_id") -> str:
         raise InvalidInput(f"{field} {value[:80]!r} is not a memory id (a UUID)") from None
 
 
-def memory_ids(value: Any, field: str = "memory_ids", *, max_items: int = 1000) -> list[str]:
+def memory_ids(
+    value: Any, field: str = "memory_ids", *, max_items: int = MAX_MEMORY_IDS
+) -> list[str]:
     if not isinstance(value, list) or not value:
         raise InvalidInput(f"{field} must be a non-empty list of memory ids")
     if len(value) > max_items:
@@ -148,6 +210,25 @@ def memory_ids(value: Any, field: str = "memory_ids", *, max_items: int = 1000) 
 
 
 def episode_id(value: Any, field: str = "episode_id") -> str:
-    if not isinstance(value, str) or not EPISODE_ID.match(value.strip()):
-        raise InvalidInput(f"{field} must be an episode id like 'ep-1a2b3c4d5e6f'")
-    return value.strip()
+    """An episode id in canonical form: trimmed, lower-case, without an ``episode:`` prefix.
+
+    Any id made of letters, digits, ``-``, ``_`` and ``:`` is well formed (one that names no
+    episode is the engine's 404); other characters, or more than
+    :data:`~tribalmemory.shapes.MAX_EPISODE_ID_CHARS`, are invalid input.
+    """
+    hint = "an episode id like 'ep-1a2b3c4d5e6f'"
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be {hint} (a string)")
+    raw = value.strip()
+    if len(raw) > MAX_EPISODE_ID_CHARS:
+        raise InvalidInput(
+            f"{field} has {len(raw)} characters; {hint} has at most {MAX_EPISODE_ID_CHARS}"
+        )
+    if not EPISODE_ID.match(raw):
+        raise InvalidInput(
+            f"{field} {raw[:80]!r} is not {hint}: only letters, digits, '-', '_' and ':'"
+        )
+    canonical = raw.lower().removeprefix(EPISODE_PREFIX)
+    if not canonical:
+        raise InvalidInput(f"{field} must be {hint}")
+    return canonical

@@ -26,12 +26,13 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .. import __version__
+from .. import validation as check
 from ..api import TribalAPI
 from ..config import Config
 from ..errors import BadQuery, InvalidInput, PayloadTooLarge, TribalError, Unavailable
 from ..runtime import Runtime, start_runtime
 from .auth import BearerAuth, is_loopback, token_store
-from .openapi import PATH_PARAMS, ROUTES, Op, Param, body_fields, openapi_document
+from .openapi import PATH_PARAMS, ROUTES, Op, Param, openapi_document
 
 log = logging.getLogger("tribalmemory.http")
 
@@ -91,12 +92,10 @@ def _convert(param: Param, raw: str) -> Any:
 def parse_query(op: Op, request: Request) -> dict[str, Any]:
     known = {p.name: p for p in op.query}
     params = request.query_params
-    unknown = sorted(set(params) - set(known))
-    if unknown:
-        raise BadQuery(
-            f"unknown query parameter(s): {', '.join(n[:40] for n in unknown)}",
-            {"allowed": sorted(known)},
-        )
+    try:
+        check.names(params, known, noun="query parameter")
+    except InvalidInput as exc:
+        raise BadQuery(exc.message, exc.detail) from None
     values = {}
     for name, param in known.items():
         given = params.getlist(name)
@@ -153,15 +152,9 @@ def decode_json(raw: bytes) -> dict[str, Any]:
 
 
 def check_fields(op: Op, data: dict[str, Any]) -> dict[str, Any]:
-    allowed, required = body_fields(op)
-    unknown = sorted(set(data) - set(allowed))
-    if unknown:
-        raise InvalidInput(
-            f"unknown field(s): {', '.join(n[:60] for n in unknown)}", {"allowed": sorted(allowed)}
-        )
-    missing = [name for name in required if name not in data]
-    if missing:
-        raise InvalidInput(f"missing required field(s): {', '.join(missing)}")
+    """The body's fields, once every one is a field of the route's request model."""
+    assert op.body is not None
+    check.fields(data, op.body)
     return data
 
 
@@ -277,6 +270,7 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         active = runtime if runtime is not None else await start_runtime(config)
         holder.api = active.api
+        app.state.runtime = active
         try:
             async with mcp.running():
                 log.info(
@@ -287,6 +281,7 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
                 yield
         finally:
             holder.api = None
+            app.state.runtime = None
             if runtime is None:
                 await active.stop()
 

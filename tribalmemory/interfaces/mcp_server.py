@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mcp.server import MCPServer
-
 from .. import __version__
-from .mcp_tools import ApiCaller, ApiProvider, register_tools
+from .mcp_tools import ApiCaller, ApiProvider, ToolServer, register_tools
 
 INSTRUCTIONS = (
     "Tribal Memory is a long-term memory shared by every agent that works with this user or "
@@ -30,13 +28,13 @@ INSTRUCTIONS = (
 
 def build_mcp_server(
     api_provider: ApiProvider, *, on_unavailable: Callable[[], None] | None = None
-) -> MCPServer:
+) -> ToolServer:
     """The MCP server with every tool; each call runs one method of ``api_provider()``.
 
     ``api_provider`` returns a TribalAPI or a DaemonClient (or an awaitable of one).
     ``on_unavailable`` (optional, no arguments) is called when a call fails as unavailable.
     """
-    server: MCPServer = MCPServer(
+    server = ToolServer(
         name="tribal-memory", title="Tribal Memory", instructions=INSTRUCTIONS, version=__version__
     )
     register_tools(server, ApiCaller(api_provider, on_unavailable))

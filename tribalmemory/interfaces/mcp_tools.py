@@ -1,12 +1,14 @@
 """The MCP tools: one typed function per tool, each calling one TribalAPI method.
 
-Parameters are declared for the JSON schema agents read (types, enums, ranges, descriptions),
-but pydantic does not enforce them: every value reaches :class:`~tribalmemory.api.TribalAPI`
-unchanged, which validates it with the same messages as the HTTP API. Results are the API's
-dicts; their TypedDicts below become each tool's ``output_schema`` (extra keys allowed).
+Each parameter's JSON schema (type, enum, range, default, description) is the one of the same
+field of a request model in :mod:`tribalmemory.shapes`, and each tool's ``output_schema`` is its
+response model there. pydantic does not enforce the parameter schemas: every value reaches
+:class:`~tribalmemory.api.TribalAPI` unchanged, which validates it with the same messages as
+the HTTP API. An argument a tool does not declare is refused (:class:`ToolServer`).
 
-To add a tool: declare its result TypedDict and add one decorated function to
-:func:`register_tools` that returns ``await call("<api method>", ...)``.
+To add a tool: add one decorated function to :func:`register_tools` whose parameters are
+``Annotated[<type>, RAW, arg(<Request model>, "<field>")]``, whose return annotation is its
+response model, and which returns ``await call("<api method>", ...)``.
 """
 
 import inspect
@@ -15,16 +17,14 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
-from pydantic import ConfigDict, Field, WrapValidator, with_config
-from typing_extensions import TypedDict
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import Field, WrapValidator
 
-from ..api import EPISODE_STATUSES
-from ..errors import TribalError
-from ..models import SourceType
-from ..service.memory_service import MAX_RECALL
-from ..validation import MAX_CONTEXT_CHARS, MAX_TAGS
+from .. import shapes
+from .. import validation as check
+from ..errors import InvalidInput, TribalError
 
 log = logging.getLogger("tribalmemory.mcp")
 
@@ -38,7 +38,7 @@ HINTS = {
     "bad_query": "Correct that argument and call the tool again.",
     "not_found": "Check the id: tribal_recall returns memory ids, tribal_episodes_list "
     "returns episode ids.",
-    "payload_too_large": "Shorten the text, or split it into several smaller memories.",
+    "payload_too_large": "Shorten the text.",
     "feature_disabled": "This feature is turned off in the Tribal Memory configuration; "
     "tell the user.",
     "unavailable": "The memory server is busy or not reachable: wait a moment and retry; "
@@ -92,6 +92,39 @@ async def _resolve(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+# -- the server ----------------------------------------------------------------------------
+
+
+class ToolServer(MCPServer):
+    """An MCPServer whose tools refuse arguments they do not declare, and missing ones.
+
+    The SDK would drop an unknown argument silently (a misspelled ``limt`` would fall back to
+    the default limit); here it is a tool error naming the allowed arguments.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.tool_arguments: dict[str, tuple[list[str], list[str]]] = {}
+
+    def add_checked_tool(self, fn: Callable[..., Any], name: str, **options: Any) -> None:
+        """Add ``fn`` as tool ``name``, remembering its declared and required arguments."""
+        params = inspect.signature(fn).parameters.values()
+        required = [p.name for p in params if p.default is inspect.Parameter.empty]
+        self.tool_arguments[name] = ([p.name for p in params], required)
+        self.add_tool(fn, name=name, **options)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        declared = self.tool_arguments.get(name)
+        if declared is not None:
+            try:
+                check.names(arguments, declared[0], declared[1], noun="argument")
+            except InvalidInput as exc:
+                raise ToolError(error_text(exc)) from None
+        return await super().call_tool(name, arguments, context)
+
+
 # -- parameters -----------------------------------------------------------------------------
 
 
@@ -103,188 +136,44 @@ def _unchecked(value: Any, _handler: Any) -> Any:
 RAW = WrapValidator(_unchecked)
 
 
-def arg(description: str, **schema: Any) -> Any:
-    """Field metadata: a description and JSON-schema keywords, advertised but not enforced here."""
+def arg(request: type[shapes.Request], name: str, description: str | None = None) -> Any:
+    """A parameter advertised with the schema of field ``name`` of ``request`` (not enforced).
 
-    def finish(generated: dict[str, Any]) -> None:
-        # "X | None" → plain X: an optional parameter is one the agent leaves out.
-        kept = [b for b in generated.get("anyOf", []) if b != {"type": "null"}]
-        if len(kept) == 1:
-            del generated["anyOf"]
-            generated.update(kept[0])
-        if generated.get("default", 0) in (None, ""):
-            del generated["default"]
+    ``description`` replaces the field's own when agents need tool-specific wording.
+    """
+    schema = request.argument_schema(name)
+    if description is not None:
+        schema["description"] = description
+
+    def advertise(generated: dict[str, Any]) -> None:
+        generated.clear()
         generated.update(schema)
 
-    return Field(description=description, json_schema_extra=finish)
+    return Field(json_schema_extra=advertise)
 
 
-# A required or defaulted ``str`` stays a string: the SDK JSON-decodes string values only for
-# parameters not annotated ``str`` (which helps clients that send lists as JSON text).
+# Text parameters are annotated plain ``str`` (with "" for "not given"): the SDK JSON-decodes
+# string values only for parameters not annotated ``str`` (which helps clients that send
+# lists as JSON text), and text such as content must stay text even when it is JSON.
 MemoryId = Annotated[
     str,
     RAW,
-    arg("Id of a memory (a UUID), as returned by tribal_remember or tribal_recall.", format="uuid"),
+    arg(
+        shapes.ForgetRequest,
+        "memory_id",
+        "Id of a memory (a UUID), as returned by tribal_remember or tribal_recall.",
+    ),
 ]
 EpisodeId = Annotated[
     str,
     RAW,
     arg(
+        shapes.EpisodeRef,
+        "episode_id",
         "Id of an episode, like 'ep-1a2b3c4d5e6f', as returned by tribal_episodes_list or "
-        "tribal_episode_create."
+        "tribal_episode_create.",
     ),
 ]
-Tags = Annotated[
-    list[str] | None,
-    RAW,
-    arg(f'Optional labels, e.g. ["auth", "deploy"]; at most {MAX_TAGS} tags.', maxItems=MAX_TAGS),
-]
-WHEN = "an ISO 8601 date or time, e.g. 2025-03-01 or 2025-03-01T09:00:00Z (no zone means UTC)"
-After = Annotated[str | None, RAW, arg(f"Only memories created at or after this time: {WHEN}.")]
-Before = Annotated[str | None, RAW, arg(f"Only memories created before this time: {WHEN}.")]
-
-SOURCE_TYPES = [t.name for t in SourceType if t is not SourceType.EPISODE_SUMMARY]
-
-# -- results (output schemas) ---------------------------------------------------------------
-
-OPEN = ConfigDict(extra="allow")
-
-
-@with_config(OPEN)
-class RememberResult(TypedDict):
-    success: bool
-    memory_id: str | None
-    duplicate_of: str | None
-    episode_id: str | None
-    error: str | None
-
-
-@with_config(OPEN)
-class MemoryJson(TypedDict):
-    id: str
-    content: str
-    source_type: str
-    source_instance: str
-    tags: list[str]
-    context: str | None
-    created_at: str
-    updated_at: str
-    supersedes: str | None
-    metadata: dict[str, Any]
-
-
-@with_config(OPEN)
-class RecallHit(TypedDict):
-    memory_id: str
-    similarity_score: float
-    memory: MemoryJson
-
-
-@with_config(OPEN)
-class RecallResult(TypedDict):
-    results: list[RecallHit]
-    query: str
-    count: int
-
-
-@with_config(OPEN)
-class ForgetResult(TypedDict):
-    success: bool
-    memory_id: str
-
-
-@with_config(OPEN)
-class StatsResult(TypedDict):
-    total_memories: int
-    by_source_type: dict[str, int]
-    embedding_model: str
-
-
-@with_config(OPEN)
-class EpisodeListItem(TypedDict):
-    id: str
-    title: str
-    summary: str | None
-    status: str
-    memory_count: int
-    created_at: str
-    updated_at: str
-    closed_at: str | None
-
-
-@with_config(OPEN)
-class EpisodeListResult(TypedDict):
-    episodes: list[EpisodeListItem]
-    count: int
-    status: str | None
-
-
-@with_config(OPEN)
-class EpisodeDetail(TypedDict):
-    id: str
-    title: str
-    summary: str | None
-    summary_memory_id: str | None
-    status: str
-    memory_count: int
-    created_at: str
-    updated_at: str
-    closed_at: str | None
-    metadata: dict[str, Any]
-
-
-@with_config(OPEN)
-class EpisodeGetResult(TypedDict):
-    episode: EpisodeDetail
-    memory_ids: list[str]
-
-
-@with_config(OPEN)
-class EpisodeCreateResult(TypedDict):
-    success: bool
-    episode_id: str
-    memory_count: int
-
-
-@with_config(OPEN)
-class SuccessResult(TypedDict):
-    success: bool
-
-
-@with_config(OPEN)
-class EpisodeChainResult(TypedDict):
-    episode_id: str
-    root_id: str
-    chain: list[EpisodeListItem]
-    count: int
-
-
-@with_config(OPEN)
-class ReplayItem(TypedDict):
-    id: str
-    title: str
-    start: str
-    end: str
-    continues: str | None
-    summary: str
-    tags: list[str]
-    outcome: str | None
-
-
-@with_config(OPEN)
-class ReplayResult(TypedDict):
-    topic: str
-    episodes: list[ReplayItem]
-    count: int
-    text: str
-
-
-@with_config(OPEN)
-class EpisodeSearchResult(TypedDict):
-    query: str
-    episodes: list[EpisodeListItem]
-    count: int
-
 
 # -- tools ----------------------------------------------------------------------------------
 
@@ -297,14 +186,14 @@ DELETE = ToolAnnotations(
 Caller = Callable[..., Awaitable[Any]]
 
 
-def register_tools(server: MCPServer, call: Caller) -> None:
+def register_tools(server: ToolServer, call: Caller) -> None:
     """Add every Tribal Memory tool to ``server``; ``call(method, **args)`` runs the API."""
 
     def tool(name: str, annotations: ToolAnnotations) -> Callable[[Any], Any]:
         def add(fn: Any) -> Any:
-            server.add_tool(
+            server.add_checked_tool(
                 fn,
-                name=name,
+                name,
                 description=inspect.cleandoc(fn.__doc__ or ""),
                 annotations=annotations,
                 structured_output=True,
@@ -313,44 +202,18 @@ def register_tools(server: MCPServer, call: Caller) -> None:
 
         return add
 
+    remember_arg = shapes.RememberRequest
+    recall_arg = shapes.RecallRequest
+    search_arg = shapes.EpisodesSearchRequest
+
     @tool("tribal_remember", WRITE)
     async def remember(
-        content: Annotated[
-            str,
-            RAW,
-            arg(
-                "The knowledge to store, self-contained: readable later without this conversation. "
-                "Name the files, services, commands or errors someone would search for."
-            ),
-        ],
-        source_type: Annotated[
-            str | None,
-            RAW,
-            arg(
-                "Where it came from: USER_EXPLICIT (the user told you; the default), AUTO_CAPTURE "
-                "(you noticed it yourself), CORRECTION (it corrects earlier knowledge), "
-                "CROSS_INSTANCE, LEGACY or UNKNOWN.",
-                enum=SOURCE_TYPES,
-            ),
-        ] = None,
-        context: Annotated[
-            str,
-            RAW,
-            arg(
-                "Optional short note on where this was learned (task, repository, file), "
-                f"up to {MAX_CONTEXT_CHARS} characters."
-            ),
-        ] = "",
-        tags: Tags = None,
-        skip_dedup: Annotated[
-            bool,
-            RAW,
-            arg(
-                "Store it even when a near-identical memory exists. Use only when the text "
-                "really says something new."
-            ),
-        ] = False,
-    ) -> RememberResult:
+        content: Annotated[str, RAW, arg(remember_arg, "content")],
+        source_type: Annotated[str | None, RAW, arg(remember_arg, "source_type")] = None,
+        context: Annotated[str, RAW, arg(remember_arg, "context")] = "",
+        tags: Annotated[list[str] | None, RAW, arg(remember_arg, "tags")] = None,
+        skip_dedup: Annotated[bool | None, RAW, arg(remember_arg, "skip_dedup")] = None,
+    ) -> shapes.RememberResult:
         """Save one durable piece of knowledge to the memory shared by every agent of the team.
 
         Use it when you learn something a teammate or a future session should know: a decision
@@ -372,37 +235,13 @@ def register_tools(server: MCPServer, call: Caller) -> None:
 
     @tool("tribal_recall", READ)
     async def recall(
-        query: Annotated[
-            str,
-            RAW,
-            arg(
-                "What you want to know, as a question or keywords, e.g. 'how do we deploy the "
-                "billing service' or 'pytest fixture timeout error'."
-            ),
-        ],
-        limit: Annotated[
-            int,
-            RAW,
-            arg(f"Maximum number of results, 1 to {MAX_RECALL}.", minimum=1, maximum=MAX_RECALL),
-        ] = 5,
-        min_relevance: Annotated[
-            float,
-            RAW,
-            arg(
-                "Drop results whose similarity_score is below this (0 to 1). Good matches often "
-                "score only 0.3 to 0.6, so keep it low (0 keeps all).",
-                minimum=0.0,
-                maximum=1.0,
-            ),
-        ] = 0.0,
-        tags: Annotated[
-            list[str] | None,
-            RAW,
-            arg("Only memories carrying at least one of these tags.", maxItems=MAX_TAGS),
-        ] = None,
-        after: After = None,
-        before: Before = None,
-    ) -> RecallResult:
+        query: Annotated[str, RAW, arg(recall_arg, "query")],
+        limit: Annotated[int | None, RAW, arg(recall_arg, "limit")] = None,
+        min_relevance: Annotated[float | None, RAW, arg(recall_arg, "min_relevance")] = None,
+        tags: Annotated[list[str] | None, RAW, arg(recall_arg, "tags")] = None,
+        after: Annotated[str | None, RAW, arg(recall_arg, "after")] = None,
+        before: Annotated[str | None, RAW, arg(recall_arg, "before")] = None,
+    ) -> shapes.RecallResult:
         """Search the team's shared memory: what other agents and earlier sessions learned.
 
         Use it before starting a task, before making a decision and when you hit an error,
@@ -422,7 +261,7 @@ def register_tools(server: MCPServer, call: Caller) -> None:
         )
 
     @tool("tribal_forget", DELETE)
-    async def forget(memory_id: MemoryId) -> ForgetResult:
+    async def forget(memory_id: MemoryId) -> shapes.ForgetResult:
         """Delete one memory for good, e.g. one that is wrong, obsolete or holds a secret.
 
         To fix a memory that is only partly wrong, prefer tribal_remember with
@@ -431,25 +270,15 @@ def register_tools(server: MCPServer, call: Caller) -> None:
         return await call("forget", memory_id=memory_id)
 
     @tool("tribal_stats", READ)
-    async def stats() -> StatsResult:
+    async def stats() -> shapes.Stats:
         """Counts of stored memories (total and by source_type) and the embedding model used."""
         return await call("stats")
 
     @tool("tribal_episodes_list", READ)
     async def episodes_list(
-        status: Annotated[
-            str | None,
-            RAW,
-            arg(
-                "Only episodes in this state: active (still growing), closed (finished) or "
-                "archived (old). Omit for all.",
-                enum=list(EPISODE_STATUSES),
-            ),
-        ] = None,
-        limit: Annotated[
-            int, RAW, arg("Maximum number of episodes, 1 to 100.", minimum=1, maximum=100)
-        ] = 50,
-    ) -> EpisodeListResult:
+        status: Annotated[str | None, RAW, arg(shapes.EpisodesListQuery, "status")] = None,
+        limit: Annotated[int | None, RAW, arg(shapes.EpisodesListQuery, "limit")] = None,
+    ) -> shapes.EpisodeList:
         """List episodes: threads of related memories (one bug hunt, one feature, one migration).
 
         Each episode has a title, a progressive summary of what happened, its status and its
@@ -462,9 +291,9 @@ def register_tools(server: MCPServer, call: Caller) -> None:
     async def episode_get(
         episode_id: EpisodeId,
         include_timeline: Annotated[
-            bool, RAW, arg("Also return the episode's memories in time order.")
-        ] = False,
-    ) -> EpisodeGetResult:
+            bool | None, RAW, arg(shapes.EpisodeGetQuery, "include_timeline")
+        ] = None,
+    ) -> shapes.EpisodeGetResult:
         """One episode in full: title, summary, status, dates, metadata and its memory_ids.
 
         Use it to catch up on a thread of work before continuing it.
@@ -473,13 +302,9 @@ def register_tools(server: MCPServer, call: Caller) -> None:
 
     @tool("tribal_episode_create", WRITE)
     async def episode_create(
-        title: Annotated[
-            str, RAW, arg("A short title naming the thread of work, up to 200 characters.")
-        ],
-        memory_ids: Annotated[
-            list[str], RAW, arg("Ids of the memories that belong to it (at least one).", minItems=1)
-        ],
-    ) -> EpisodeCreateResult:
+        title: Annotated[str, RAW, arg(shapes.EpisodeCreateRequest, "title")],
+        memory_ids: Annotated[list[str], RAW, arg(shapes.EpisodeCreateRequest, "memory_ids")],
+    ) -> shapes.EpisodeCreateResult:
         """Group existing memories into a new episode by hand.
 
         Episodes are normally detected automatically when memories are stored; use this
@@ -488,27 +313,27 @@ def register_tools(server: MCPServer, call: Caller) -> None:
         return await call("episode_create", title=title, memory_ids=memory_ids)
 
     @tool("tribal_episode_add", WRITE)
-    async def episode_add(episode_id: EpisodeId, memory_id: MemoryId) -> SuccessResult:
+    async def episode_add(episode_id: EpisodeId, memory_id: MemoryId) -> shapes.Success:
         """Add an existing memory to an episode (e.g. one that was filed in the wrong thread)."""
         return await call("episode_add", episode_id=episode_id, memory_id=memory_id)
 
     @tool("tribal_episode_remove", WRITE)
-    async def episode_remove(episode_id: EpisodeId, memory_id: MemoryId) -> SuccessResult:
+    async def episode_remove(episode_id: EpisodeId, memory_id: MemoryId) -> shapes.Success:
         """Take a memory out of an episode; the memory itself is kept."""
         return await call("episode_remove", episode_id=episode_id, memory_id=memory_id)
 
     @tool("tribal_episode_close", WRITE)
-    async def episode_close(episode_id: EpisodeId) -> SuccessResult:
+    async def episode_close(episode_id: EpisodeId) -> shapes.Success:
         """Mark an episode as finished, so new memories stop joining it."""
         return await call("episode_close", episode_id=episode_id)
 
     @tool("tribal_episode_regenerate", WRITE)
-    async def episode_regenerate(episode_id: EpisodeId) -> SuccessResult:
+    async def episode_regenerate(episode_id: EpisodeId) -> shapes.Success:
         """Rebuild an episode's summary from all of its memories (one LLM call, when configured)."""
         return await call("episode_regenerate", episode_id=episode_id)
 
     @tool("tribal_episode_chain", READ)
-    async def episode_chain(episode_id: EpisodeId) -> EpisodeChainResult:
+    async def episode_chain(episode_id: EpisodeId) -> shapes.EpisodeChain:
         """The chain of episodes this one belongs to, root first.
 
         A follow-up thread (e.g. the iOS fix after the web fix of the same bug) is linked to
@@ -518,18 +343,9 @@ def register_tools(server: MCPServer, call: Caller) -> None:
 
     @tool("tribal_episode_replay", READ)
     async def episode_replay(
-        topic: Annotated[
-            str,
-            RAW,
-            arg(
-                "What happened with…: a subject such as 'refresh token logouts' or 'the Postgres "
-                "migration'."
-            ),
-        ],
-        limit: Annotated[
-            int, RAW, arg("Maximum number of episodes, 1 to 20.", minimum=1, maximum=20)
-        ] = 5,
-    ) -> ReplayResult:
+        topic: Annotated[str, RAW, arg(shapes.EpisodesReplayRequest, "topic")],
+        limit: Annotated[int | None, RAW, arg(shapes.EpisodesReplayRequest, "limit")] = None,
+    ) -> shapes.Replay:
         """Replay the history of a topic: the relevant episodes in chronological order.
 
         Use it for questions like "what happened the last times we touched X?". Each episode
@@ -540,24 +356,12 @@ def register_tools(server: MCPServer, call: Caller) -> None:
 
     @tool("tribal_episodes_search", READ)
     async def episodes_search(
-        query: Annotated[str, RAW, arg("What to look for in episode titles and summaries.")],
-        time_start: Annotated[
-            str | None,
-            RAW,
-            arg("Only episodes active at or after this time (ISO 8601; no zone means UTC)."),
-        ] = None,
-        time_end: Annotated[
-            str | None,
-            RAW,
-            arg("Only episodes active at or before this time (ISO 8601; no zone means UTC)."),
-        ] = None,
-        status: Annotated[
-            str | None, RAW, arg("Only episodes in this state.", enum=list(EPISODE_STATUSES))
-        ] = None,
-        limit: Annotated[
-            int, RAW, arg("Maximum number of episodes, 1 to 50.", minimum=1, maximum=50)
-        ] = 10,
-    ) -> EpisodeSearchResult:
+        query: Annotated[str, RAW, arg(search_arg, "query")],
+        time_start: Annotated[str | None, RAW, arg(search_arg, "time_start")] = None,
+        time_end: Annotated[str | None, RAW, arg(search_arg, "time_end")] = None,
+        status: Annotated[str | None, RAW, arg(search_arg, "status")] = None,
+        limit: Annotated[int | None, RAW, arg(search_arg, "limit")] = None,
+    ) -> shapes.EpisodeSearch:
         """Search episodes (threads of work) by meaning and keywords, optionally in a time range.
 
         Recent episodes get a small boost. Summaries in results are cut to 500 characters;

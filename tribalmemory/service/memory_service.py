@@ -21,6 +21,14 @@ from ..embeddings import Embedder
 from ..embeddings.background import BackgroundEmbedder
 from ..errors import InvalidInput, NotFound
 from ..models import Memory, RecallHit, SourceType, new_memory_id
+from ..shapes import (
+    MAX_BATCH,
+    MAX_CONTEXT_CHARS,
+    MAX_SOURCE_INSTANCE_CHARS,
+    MIN_RELEVANCE,
+    RECALL_LIMIT,
+    RememberRequest,
+)
 from ..storage.base import MemoryFilter, MemoryStore, SearchHit
 from ..timeutil import utc_now
 from .activity import RequestActivity
@@ -28,8 +36,6 @@ from .hooks import HookRegistry
 
 log = logging.getLogger("tribalmemory.service")
 
-MAX_BATCH = 1000
-MAX_RECALL = 50
 DEDUP_PROBE = 4  # nearest memories fetched, unfiltered, to find the nearest non-summary
 
 
@@ -99,18 +105,20 @@ class MemoryService:
         skip_dedup: Any = None,
     ) -> NewMemory:
         limit = self.config.server.max_content_chars
-        text = check.text("content", content, limit)
+        text = check.text("content", content, limit, setting="server.max_content_chars")
         assert text is not None
         stype = check.source_type(source_type)
         if stype is SourceType.EPISODE_SUMMARY:
             raise InvalidInput("source_type EPISODE_SUMMARY is written by the episode engine only")
-        instance = check.text("source_instance", source_instance, 200, required=False)
+        instance = check.text(
+            "source_instance", source_instance, MAX_SOURCE_INSTANCE_CHARS, required=False
+        )
         return NewMemory(
             content=text,
             source_type=stype,
             source_instance=instance or self.config.memory.default_source_instance,
             tags=check.tags(tags),
-            context=check.text("context", context, check.MAX_CONTEXT_CHARS, required=False),
+            context=check.text("context", context, MAX_CONTEXT_CHARS, required=False),
             created_at=check.timestamp("created_at", created_at),
             skip_dedup=check.boolean("skip_dedup", skip_dedup),
         )
@@ -148,21 +156,11 @@ class MemoryService:
         for index, item in enumerate(items):
             if not isinstance(item, dict):
                 raise InvalidInput(f"memories[{index}] must be an object")
-            unknown = set(item) - {
-                "content",
-                "source_type",
-                "source_instance",
-                "tags",
-                "context",
-                "created_at",
-                "skip_dedup",
-            }
-            if unknown:
-                raise InvalidInput(f"memories[{index}]: unknown field(s) {sorted(unknown)}")
             try:
+                check.fields(item, RememberRequest)
                 parsed.append(self._parse_new(**item))
             except InvalidInput as exc:
-                raise InvalidInput(f"memories[{index}]: {exc.message}") from None
+                raise InvalidInput(f"memories[{index}]: {exc.message}", exc.detail) from None
         with self.activity.request():
             vectors = await self.embed([p.content for p in parsed])
             return [await self._store_new(p, v, None) for p, v in zip(parsed, vectors, strict=True)]
@@ -307,7 +305,9 @@ class MemoryService:
         ``similarity_score`` is the cosine similarity of the memory to the query, clamped to
         0–1; ``min_relevance`` filters on it. Order is the fused rank.
         """
-        text = check.text("query", query, self.config.server.max_content_chars)
+        text = check.text(
+            "query", query, self.config.server.max_content_chars, setting="server.max_content_chars"
+        )
         assert text is not None
         where = MemoryFilter(
             tags_any=check.tags(tags) or None,
@@ -315,8 +315,8 @@ class MemoryService:
             after=check.timestamp("after", after),
             before=check.timestamp("before", before),
         )
-        size = check.integer("limit", limit, 1, MAX_RECALL, 5)
-        floor = check.number("min_relevance", min_relevance, 0.0, 1.0, 0.0)
+        size = check.integer("limit", limit, RECALL_LIMIT)
+        floor = check.number("min_relevance", min_relevance, MIN_RELEVANCE)
         with self.activity.request():
             vector = (await self.embed([text]))[0]
             hits = await asyncio.to_thread(self.store.search, text, vector, size, where)

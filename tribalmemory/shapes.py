@@ -1,0 +1,555 @@
+"""Every request and response shape of the API, and the request limits, defined once.
+
+- The limits below are what :mod:`tribalmemory.validation` enforces (through
+  :class:`~tribalmemory.api.TribalAPI` and the service) and what the schemas advertise.
+- ``*Request`` and ``*Query`` models describe what clients send: the OpenAPI request bodies and
+  query parameters, the allowed and required field names of each body, and the MCP tools'
+  input schemas are generated from them. They are not used to coerce values: the checks in
+  :mod:`tribalmemory.validation` do that, with one set of messages for every interface.
+- The response models are what the API answers: ``TribalAPI`` builds each response through
+  its model (a key that is missing, mistyped or undeclared fails there, not in a client), and
+  the OpenAPI response schemas and the MCP tools' output schemas are generated from them.
+
+Every declared key of a response is always present (``null`` when it does not apply).
+:class:`Memory`, :class:`RememberResult`, :class:`Health` and :class:`Stats` also carry the keys
+that plugins add; every other shape is closed.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from .models import SourceType
+
+# -- limits ------------------------------------------------------------------------------------
+
+MAX_TAGS = 50
+MAX_TAG_CHARS = 100
+MAX_CONTEXT_CHARS = 2000
+MAX_SOURCE_INSTANCE_CHARS = 200
+MAX_TITLE_CHARS = 200
+MAX_TOPIC_CHARS = 2000
+MAX_EPISODE_QUERY_CHARS = 2000
+MAX_FILTER_CHARS = 200
+MAX_BATCH = 1000
+MAX_MEMORY_IDS = 1000
+MAX_EPISODE_ID_CHARS = 64
+EPISODE_ID_PATTERN = r"^[A-Za-z0-9_:-]+$"
+"""Well-formed episode ids (before normalisation); anything else is a 400, not a 404."""
+EpisodeStatus = Literal["active", "closed", "archived"]
+EPISODE_STATUSES: tuple[str, ...] = typing.get_args(EpisodeStatus)
+SOURCE_TYPES = tuple(s.json_name for s in SourceType)
+WRITABLE_SOURCE_TYPES = tuple(n for n in SOURCE_TYPES if n != SourceType.EPISODE_SUMMARY.name)
+
+
+@dataclass(frozen=True)
+class Range:
+    """The bounds and default of a numeric argument."""
+
+    low: int | float
+    high: int | float
+    default: int | float
+
+
+RECALL_LIMIT = Range(1, 50, 5)
+MIN_RELEVANCE = Range(0.0, 1.0, 0.0)
+EPISODES_LIMIT = Range(1, 100, 50)
+EPISODES_OFFSET = Range(0, 1_000_000, 0)
+SEARCH_LIMIT = Range(1, 50, 10)
+REPLAY_LIMIT = Range(1, 20, 5)
+
+
+def bounded(limits: Range, description: str) -> Any:
+    """Field metadata for a numeric argument: its range, default and description."""
+    return Field(limits.default, ge=limits.low, le=limits.high, description=description)
+
+
+# -- value schemas -----------------------------------------------------------------------------
+
+Timestamp = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+MemoryId = Annotated[str, WithJsonSchema({"type": "string", "format": "uuid"})]
+EpisodeId = Annotated[
+    str,
+    WithJsonSchema(
+        {"type": "string", "pattern": EPISODE_ID_PATTERN, "maxLength": MAX_EPISODE_ID_CHARS}
+    ),
+]
+SourceTypeName = Annotated[str, WithJsonSchema({"type": "string", "enum": list(SOURCE_TYPES)})]
+WritableSourceType = Annotated[
+    str, WithJsonSchema({"type": "string", "enum": list(WRITABLE_SOURCE_TYPES)})
+]
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
+Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
+
+WHEN = "ISO 8601 date or time, e.g. 2025-03-01 or 2025-03-01T09:00:00Z (no zone means UTC)"
+
+
+class Request(BaseModel):
+    """What a client sends; unknown fields are rejected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return list(cls.model_fields)
+
+    @classmethod
+    def required_names(cls) -> list[str]:
+        return [name for name, f in cls.model_fields.items() if f.is_required()]
+
+    @classmethod
+    def argument_schema(cls, name: str) -> dict[str, Any]:
+        """The JSON schema of one field as a single schema (a query or MCP argument).
+
+        An optional field is one the client leaves out, so ``X | None`` is advertised as ``X``.
+        """
+        schema = dict(_properties(cls)[name])
+        schema.pop("title", None)
+        kept = [s for s in schema.pop("anyOf", []) if s != {"type": "null"}]
+        if len(kept) == 1:
+            schema = kept[0] | schema
+        elif kept:
+            schema["anyOf"] = kept
+        if schema.get("default", 0) is None:
+            del schema["default"]
+        return schema
+
+
+@functools.cache
+def _properties(model: type[Request]) -> dict[str, Any]:
+    return dict(model.model_json_schema()["properties"])
+
+
+def _all_required(schema: dict[str, Any]) -> None:
+    """Every declared key of a response is always present, so each is required."""
+    schema["required"] = list(schema.get("properties", {}))
+
+
+class Response(BaseModel):
+    """What the API answers: every declared key (all required in its schema), no other."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_all_required)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class OpenResponse(Response):
+    """A response that plugins extend: their keys pass through after the declared ones."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=_all_required)
+
+
+# -- requests: memories ------------------------------------------------------------------------
+
+
+class RememberRequest(Request):
+    content: str = Field(
+        description="The knowledge to store, self-contained: readable later without this "
+        "conversation. Name the files, services, commands or errors someone would search for. "
+        "At most server.max_content_chars characters."
+    )
+    source_type: WritableSourceType | None = Field(
+        None,
+        description="Where it came from: USER_EXPLICIT (the user said it; the default), "
+        "AUTO_CAPTURE (noticed by an agent), CORRECTION (corrects earlier knowledge), "
+        "CROSS_INSTANCE, LEGACY or UNKNOWN. Either case is accepted.",
+    )
+    source_instance: str | None = Field(
+        None,
+        max_length=MAX_SOURCE_INSTANCE_CHARS,
+        description="Who stores it (an agent or tool name); "
+        "default: memory.default_source_instance.",
+    )
+    tags: Tags | None = Field(
+        None, description=f'Labels, e.g. ["auth", "deploy"]; at most {MAX_TAGS} tags.'
+    )
+    context: str | None = Field(
+        None,
+        max_length=MAX_CONTEXT_CHARS,
+        description="A short note on where this was learned (task, repository, file).",
+    )
+    created_at: Timestamp | None = Field(None, description=f"When it was learned: {WHEN}.")
+    skip_dedup: bool = Field(
+        False,
+        description="Store it even when a near-identical memory exists. Use it only when the "
+        "text really says something new.",
+    )
+
+
+class RememberBatchRequest(Request):
+    memories: list[RememberRequest] = Field(
+        min_length=1,
+        max_length=MAX_BATCH,
+        description="The memories; all are validated before any is stored.",
+    )
+
+
+class RecallRequest(Request):
+    query: str = Field(
+        description="What you want to know, as a question or keywords, e.g. 'how do we deploy "
+        "the billing service' or 'pytest fixture timeout error'."
+    )
+    limit: int = bounded(RECALL_LIMIT, "Maximum number of results.")
+    min_relevance: float = bounded(
+        MIN_RELEVANCE,
+        "Drop results whose similarity_score is below this. Good matches often score only "
+        "0.3 to 0.6, so keep it low (0 keeps all).",
+    )
+    tags: Tags | None = Field(None, description="Only memories with at least one of these tags.")
+    source_types: list[SourceTypeName] | None = Field(
+        None, description="Only memories of these source types."
+    )
+    after: Timestamp | None = Field(
+        None, description=f"Only memories created at or after this time: {WHEN}."
+    )
+    before: Timestamp | None = Field(
+        None, description=f"Only memories created before this time: {WHEN}."
+    )
+
+
+class CorrectRequest(Request):
+    memory_id: MemoryId = Field(description="The memory this one corrects (kept as history).")
+    content: str = Field(description="The corrected knowledge, self-contained.")
+    source_instance: str | None = Field(
+        None, max_length=MAX_SOURCE_INSTANCE_CHARS, description="Who stores the correction."
+    )
+    tags: Tags | None = Field(None, description="Labels; default: the corrected memory's tags.")
+    context: str | None = Field(
+        None, max_length=MAX_CONTEXT_CHARS, description="Where the correction was learned."
+    )
+
+
+class ForgetRequest(Request):
+    memory_id: MemoryId = Field(description="The memory to delete, a UUID.")
+
+
+# -- requests: episodes ------------------------------------------------------------------------
+
+
+class EpisodesListQuery(Request):
+    status: EpisodeStatus | None = Field(
+        None,
+        description="Only episodes in this state: active (still growing), closed (finished) "
+        "or archived (old). Omit for all.",
+    )
+    limit: int = bounded(EPISODES_LIMIT, "Maximum number of episodes.")
+    offset: int = bounded(EPISODES_OFFSET, "Episodes to skip.")
+    outcome: str | None = Field(
+        None, max_length=MAX_FILTER_CHARS, description="Only episodes with this outcome."
+    )
+    tag: str | None = Field(
+        None, max_length=MAX_FILTER_CHARS, description="Only episodes with this tag."
+    )
+    participant: str | None = Field(
+        None,
+        max_length=MAX_FILTER_CHARS,
+        description="Only episodes with a memory from this source_instance.",
+    )
+
+
+class EpisodeRef(Request):
+    episode_id: EpisodeId = Field(
+        description="Id of an episode, like 'ep-1a2b3c4d5e6f' (an 'episode:' prefix and any "
+        "case are accepted)."
+    )
+
+
+class EpisodeGetQuery(Request):
+    include_timeline: bool = Field(
+        False, description="Also return the episode's memories in time order."
+    )
+
+
+class EpisodeCreateRequest(Request):
+    title: str = Field(
+        max_length=MAX_TITLE_CHARS, description="A short title naming the thread of work."
+    )
+    memory_ids: list[MemoryId] = Field(
+        min_length=1,
+        max_length=MAX_MEMORY_IDS,
+        description="Ids of the memories that belong to it (at least one).",
+    )
+    parent_episode_id: EpisodeId | None = Field(
+        None, description="The episode this one continues (overrides chain detection)."
+    )
+
+
+class EpisodeMemoryRequest(Request):
+    memory_id: MemoryId = Field(description="Id of a memory (a UUID).")
+
+
+class EpisodesSearchRequest(Request):
+    query: str = Field(
+        max_length=MAX_EPISODE_QUERY_CHARS,
+        description="What to look for in episode titles and summaries.",
+    )
+    time_start: Timestamp | None = Field(
+        None, description=f"Only episodes active at or after this time: {WHEN}."
+    )
+    time_end: Timestamp | None = Field(
+        None, description=f"Only episodes active at or before this time: {WHEN}."
+    )
+    status: EpisodeStatus | None = Field(None, description="Only episodes in this state.")
+    limit: int = bounded(SEARCH_LIMIT, "Maximum number of episodes.")
+
+
+class EpisodesReplayRequest(Request):
+    topic: str = Field(
+        max_length=MAX_TOPIC_CHARS,
+        description="What happened with…: a subject such as 'refresh token logouts' or "
+        "'the Postgres migration'.",
+    )
+    limit: int = bounded(REPLAY_LIMIT, "Maximum number of episodes.")
+
+
+# -- responses: memories -----------------------------------------------------------------------
+
+
+class Error(Response):
+    error: str = Field(description="What is wrong and, when it helps, what to do.")
+    detail: Any = Field(description="null, a hint, or structured data such as allowed names.")
+
+
+class Memory(OpenResponse):
+    id: MemoryId
+    content: str
+    source_type: SourceTypeName
+    source_instance: str
+    tags: list[str]
+    context: str | None
+    created_at: Timestamp
+    updated_at: Timestamp
+    supersedes: MemoryId | None
+    metadata: dict[str, Any]
+    episode_id: str | None = Field(
+        None, description="The episode the memory belongs to (null without the episode engine)."
+    )
+    episode_status: Literal["assigned", "pending", "unassigned", "summary"] | None = Field(
+        None,
+        description="assigned, pending (detection still running), unassigned, or summary "
+        "(the memory is an episode's summary); null without the episode engine.",
+    )
+
+
+class RememberResult(OpenResponse):
+    success: bool
+    memory_id: MemoryId | None
+    duplicate_of: MemoryId | None
+    episode_id: str | None
+    error: str | None
+    episode_status: Literal["assigned", "pending", "unassigned"] | None = None
+
+
+class RememberBatchResult(Response):
+    results: list[RememberResult]
+    count: int
+    stored: int
+
+
+class RecallHit(Response):
+    memory_id: MemoryId
+    similarity_score: float = Field(ge=0.0, le=1.0)
+    memory: Memory
+
+
+class RecallResult(Response):
+    results: list[RecallHit]
+    query: str
+    count: int
+
+
+class ForgetResult(Response):
+    success: bool
+    memory_id: MemoryId
+
+
+class StoreInfo(Response):
+    backend: str
+    location: str
+
+
+class EmbeddingInfo(Response):
+    model: str
+    dim: int
+
+
+class LlmStatus(OpenResponse):
+    state: str = Field(
+        description="ready, starting, disabled, no_api_key, unknown_model, ceiling_reached "
+        "or unreachable"
+    )
+    reason: str
+    fallback: str | None = Field(None, description="What episodes do without the LLM.")
+
+
+class EpisodeQueue(OpenResponse):
+    queue_depth: int
+    oldest_pending_age_seconds: float
+    active_episodes: int
+    detector_strategy: str
+
+
+class Health(OpenResponse):
+    status: str
+    version: str
+    uptime_seconds: float
+    store: StoreInfo
+    embedding: EmbeddingInfo
+    llm: LlmStatus | None = Field(None, description="The LLM's state (episode engine only).")
+    episodes: EpisodeQueue | None = Field(
+        None, description="The episode engine's background work (null when it is off)."
+    )
+
+
+class EpisodeCounts(Response):
+    active: int
+    closed: int
+    archived: int
+
+
+class Stats(OpenResponse):
+    total_memories: int
+    by_source_type: dict[str, int]
+    embedding_model: str
+    episodes: EpisodeCounts | None = Field(None, description="null when episodes are off.")
+
+
+# -- responses: episodes -----------------------------------------------------------------------
+
+
+class TimeSpan(Response):
+    start: Timestamp | None
+    end: Timestamp | None
+
+
+class Episode(Response):
+    """An episode as listed, searched and chained."""
+
+    id: str
+    title: str
+    summary: str
+    status: EpisodeStatus
+    memory_count: int
+    created_at: Timestamp
+    updated_at: Timestamp
+    closed_at: Timestamp | None
+    summary_kind: str = Field(description="extractive or llm")
+    summary_status: str
+    last_activity_at: Timestamp | None
+    time_span: TimeSpan
+    parent_episode_id: str | None
+    outcome: str | None
+    tags: list[str]
+    cost_usd: float
+
+
+class EpisodeDetail(Episode):
+    summary_memory_id: MemoryId | None
+    metadata: dict[str, Any]
+    title_source: str
+
+
+class TimelineItem(Response):
+    memory_id: MemoryId
+    created_at: Timestamp
+    content: str
+    tags: list[str]
+    source_instance: str
+    surprise: float | None
+    key_moment: bool
+
+
+class EpisodeList(Response):
+    episodes: list[Episode]
+    count: int
+    status: EpisodeStatus | None
+
+
+class EpisodeGetResult(Response):
+    episode: EpisodeDetail
+    memory_ids: list[MemoryId]
+    timeline: list[TimelineItem] | None = Field(
+        None, description="The member memories in time order, when include_timeline is true."
+    )
+
+
+class EpisodeCreateResult(Response):
+    success: bool
+    episode_id: str
+    memory_count: int
+
+
+class Success(Response):
+    success: bool
+
+
+class EpisodeChain(Response):
+    episode_id: str
+    root_id: str
+    chain: list[Episode]
+    count: int
+
+
+class ReplayItem(Response):
+    id: str
+    title: str
+    status: EpisodeStatus
+    start: Timestamp
+    end: Timestamp
+    continues: str | None
+    continues_title: str | None
+    summary: str
+    tags: list[str]
+    outcome: str | None
+    relevance: float
+
+
+class Replay(Response):
+    topic: str
+    episodes: list[ReplayItem]
+    count: int
+    text: str
+
+
+class SearchedEpisode(Episode):
+    relevance: float
+    score: float
+
+
+class EpisodeSearch(Response):
+    query: str
+    episodes: list[SearchedEpisode]
+    count: int
+
+
+class CallTotals(Response):
+    calls: int
+    tokens: int
+    cost_usd: float
+
+
+class Costs(Response):
+    """The month's LLM spend of the episode engine (the month's totals are 0 without calls)."""
+
+    llm: LlmStatus
+    month: str | None = None
+    spend_usd: float = 0.0
+    reserved_usd: float = 0.0
+    ceiling_usd: float | None = None
+    remaining_usd: float | None = None
+    calls: int = 0
+    ok_calls: int = 0
+    failed_calls: int = 0
+    denied_calls: int = 0
+    open_reservations: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    by_purpose: dict[str, CallTotals] = Field(default_factory=dict)
+    by_model: dict[str, CallTotals] = Field(default_factory=dict)
+    by_episode: dict[str, float] = Field(default_factory=dict)
