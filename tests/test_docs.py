@@ -1,0 +1,100 @@
+"""The docs cannot drift: documented routes, MCP tools and config keys are the real ones."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import typing
+from pathlib import Path
+
+import pytest
+import yaml
+from mcp import Client
+
+from tribalmemory.config import SECTIONS, Config, config_from_dict
+from tribalmemory.interfaces.mcp_server import build_mcp_server
+from tribalmemory.interfaces.openapi import ROUTES
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+EXAMPLE = ROOT / "config" / "config.example.yaml"
+ROUTE_DOCS = ["http.md", "episodes.md", "cli.md", "mcp.md", "configuration.md"]
+DOCUMENTED_ROUTE = re.compile(r"`(GET|POST|PUT|PATCH|DELETE) (/[^`\s?]*)")
+TOOL_NAME = re.compile(r"`(tribal_[a-z_]+)`")  # a backticked tool name
+
+
+def shape(path: str) -> str:
+    """``/v1/episodes/{id}`` and ``/v1/episodes/{episode_id}`` are the same route."""
+    return re.sub(r"{[^}]*}", "{}", path)
+
+
+SERVED = {(op.method, shape(op.path)) for op in ROUTES} | {("GET", "/openapi.json")}
+
+
+def documented_routes(name: str) -> set[tuple[str, str]]:
+    text = (DOCS / name).read_text(encoding="utf-8")
+    return {(method, shape(path)) for method, path in DOCUMENTED_ROUTE.findall(text)}
+
+
+@pytest.mark.parametrize("name", ROUTE_DOCS)
+def test_every_documented_route_exists_with_its_method(name: str) -> None:
+    unknown = documented_routes(name) - SERVED
+    assert not unknown, f"{name} documents routes the daemon does not serve: {sorted(unknown)}"
+
+
+def test_every_route_is_documented_in_http_md() -> None:
+    missing = SERVED - documented_routes("http.md")
+    assert not missing, f"docs/http.md does not document {sorted(missing)}"
+
+
+def test_the_route_check_sees_a_wrong_method() -> None:
+    """The check above is not vacuous: the old replay line of docs/episodes.md fails it."""
+    wrong = {(m, shape(p)) for m, p in DOCUMENTED_ROUTE.findall("`GET /v1/episodes/replay?topic=`")}
+    assert wrong == {("GET", "/v1/episodes/replay")} and not wrong <= SERVED
+
+
+async def test_mcp_md_documents_every_tool_and_only_real_ones() -> None:
+    async with Client(build_mcp_server(lambda: None)) as client:
+        served = {tool.name for tool in (await client.list_tools()).tools}
+    text = (DOCS / "mcp.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^### `(tribal_[a-z_]+)`", text, re.M))
+    listed |= set(re.findall(r"^\| `(tribal_[a-z_]+)` \|", text, re.M))
+    assert listed == served, f"undocumented: {served - listed}; not served: {listed - served}"
+    for doc in [ROOT / "README.md", *DOCS.glob("*.md")]:
+        named = set(TOOL_NAME.findall(doc.read_text(encoding="utf-8")))
+        assert named <= served, f"{doc.name} names tools that do not exist: {named - served}"
+
+
+def test_every_key_of_the_example_config_loads() -> None:
+    data = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    config = config_from_dict(data)
+    for section, values in data.items():
+        if section not in SECTIONS:
+            continue
+        for key, value in values.items():
+            assert getattr(getattr(config, section), key) == value, f"{section}.{key}"
+
+
+def float_settings() -> list[tuple[str, str]]:
+    found = []
+    for section in SECTIONS:
+        kind = type(getattr(Config(), section))
+        for f in dataclasses.fields(kind):
+            if typing.get_type_hints(kind)[f.name] is float:
+                found.append((section, f.name))
+    return found
+
+
+@pytest.mark.parametrize(("section", "key"), float_settings())
+def test_every_number_setting_takes_a_fraction(section: str, key: str) -> None:
+    kind = type(getattr(Config(), section))
+    meta = next(f.metadata for f in dataclasses.fields(kind) if f.name == key)
+    value = (meta["min"] + meta["max"]) / 2 + 0.25  # a fraction inside the documented range
+    config = config_from_dict({section: {key: value}})
+    assert getattr(getattr(config, section), key) == value
+
+
+def test_active_window_days_takes_a_fraction() -> None:
+    config = config_from_dict({"episodes": {"active_window_days": 1.5}})
+    assert config.episodes.active_window_days == 1.5
+    assert float_settings().count(("episodes", "active_window_days")) == 1
