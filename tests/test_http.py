@@ -134,14 +134,19 @@ def test_content_over_max_content_chars_is_413(client: TestClient, runtime: Runt
 
 def test_body_over_max_body_bytes_is_413(client: TestClient, runtime: Runtime) -> None:
     limit = runtime.config.server.max_body_bytes
-    declared = client.post("/v1/remember", content=b" " * (limit + 1))
+    json_body = {"content-type": "application/json"}
+    declared = client.post("/v1/remember", content=b" " * (limit + 1), headers=json_body)
     error(declared, 413, "server.max_body_bytes")
 
     def chunks() -> Any:  # no Content-Length: the limit must hold on the streamed size
         for _ in range(limit // 65536 + 2):
             yield b" " * 65536
 
-    error(client.post("/v1/remember", content=chunks()), 413, "server.max_body_bytes")
+    error(
+        client.post("/v1/remember", content=chunks(), headers=json_body),
+        413,
+        "server.max_body_bytes",
+    )
     assert client.get("/v1/stats").json()["total_memories"] == 0
 
 
@@ -296,11 +301,13 @@ def test_health_and_stats(client: TestClient, runtime: Runtime) -> None:
     health = client.get("/v1/health")
     assert health.status_code == 200
     body = health.json()
-    assert set(body) == set(runtime.api.health())  # the API's keys, through the route
+    # the API's keys, through the route, plus the data folder's id the daemon adds
+    assert set(body) == set(runtime.api.health()) | {"data_folder"}
     assert body["status"] == "ok" and body["store"]["backend"] == "edge"
     assert body["embedding"]["dim"] == 384
     assert body["episodes"]["detector_strategy"] == "embedding"
     assert body["llm"]["state"] in ("starting", "no_api_key")  # no key in the test env
+    assert set(body["data_folder"]) >= {"id"}
     remember(client, tags=["a"])
     stats = client.get("/v1/stats").json()
     assert stats["total_memories"] == 1 and stats["by_source_type"]["USER_EXPLICIT"] == 1

@@ -156,10 +156,16 @@ def check_bind(host: str, tokens: TokenStore) -> None:
         )
 
 
+AUTHENTICATED = "tribalmemory.authenticated"  # scope key: the request proved it may see everything
+
+
 class BearerAuth:
     """ASGI middleware: 401 + ``WWW-Authenticate: Bearer`` on protected paths without a token.
 
     ``required`` (a non-loopback bind) fails closed: if auth.json disappears, nobody gets in.
+    Every request's scope gets ``AUTHENTICATED``: True with the valid token, or when no token
+    exists on a loopback-only daemon (every caller is then a local process; web pages are kept
+    out by :mod:`.guard`). Public routes (``/v1/health``) show less to the others.
     """
 
     def __init__(self, app: ASGIApp, tokens: TokenStore, required: bool = False) -> None:
@@ -174,26 +180,28 @@ class BearerAuth:
         return path.startswith("/v1/") or path == "/mcp" or path.startswith("/mcp/")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        expected = None
-        if scope["type"] == "http" and self.protected(scope["path"]):
-            expected = self.tokens.current_hash() or (NO_MATCH if self.required else None)
-        if expected is not None:
-            scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
-            token = token.strip()
-            presented = scheme.lower() == "bearer" and bool(token)
-            if not (presented and hmac.compare_digest(hash_token(token), expected)):
-                challenge = 'Bearer realm="tribal-memory"'
-                if presented:
-                    challenge += ', error="invalid_token"'
-                response = JSONResponse(
-                    {
-                        "error": "invalid bearer token" if presented else "missing bearer token",
-                        "detail": "send 'Authorization: Bearer <token>'; "
-                        "`tribalmemory token show --reveal` prints the token",
-                    },
-                    status_code=401,
-                    headers={"WWW-Authenticate": challenge},
-                )
-                await response(scope, receive, send)
-                return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        expected = self.tokens.current_hash() or (NO_MATCH if self.required else None)
+        scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
+        token = token.strip()
+        presented = scheme.lower() == "bearer" and bool(token)
+        valid = expected is None or (presented and hmac.compare_digest(hash_token(token), expected))
+        scope[AUTHENTICATED] = valid
+        if not valid and self.protected(scope["path"]):
+            challenge = 'Bearer realm="tribal-memory"'
+            if presented:
+                challenge += ', error="invalid_token"'
+            response = JSONResponse(
+                {
+                    "error": "invalid bearer token" if presented else "missing bearer token",
+                    "detail": "send 'Authorization: Bearer <token>'; "
+                    "`tribalmemory token show --reveal` prints the token",
+                },
+                status_code=401,
+                headers={"WWW-Authenticate": challenge},
+            )
+            await response(scope, receive, send)
+            return
         await self.app(scope, receive, send)

@@ -29,9 +29,12 @@ from .. import __version__
 from .. import validation as check
 from ..api import TribalAPI
 from ..config import Config
+from ..datafolder import ensure_identity
 from ..errors import BadQuery, InvalidInput, PayloadTooLarge, TribalError, Unavailable
 from ..runtime import Runtime, start_runtime
 from .auth import BearerAuth, is_loopback, token_store
+from .guard import HostPolicy, RequestGuard
+from .health import HealthView
 from .openapi import PATH_PARAMS, ROUTES, Op, Param, openapi_document
 
 log = logging.getLogger("tribalmemory.http")
@@ -219,17 +222,18 @@ class McpEndpoint:
         self.app: Any = None
 
     def security(self) -> Any:
-        """Host/Origin checks against DNS rebinding; a non-loopback bind relies on the token."""
+        """The SDK's own Host/Origin checks, with the names :class:`.guard.RequestGuard` allows
+        (which checks every request first; a wildcard bind is checked there only)."""
         from mcp.server.transport_security import TransportSecuritySettings
 
-        host, port = self.config.server.host, self.config.server.port
-        if not is_loopback(host):
+        policy = HostPolicy.for_bind(self.config.server.host, self.config.server.port)
+        if policy.any_address:
             return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        names = ["127.0.0.1", "localhost", "[::1]"]
+        names = sorted(policy.names)
         return TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=[f"{n}:{port}" for n in names],
-            allowed_origins=[f"http://{n}:{port}" for n in names],
+            allowed_hosts=[f"{n}:{policy.port}" for n in names],
+            allowed_origins=[f"http://{n}:{policy.port}" for n in names],
         )
 
     @contextlib.asynccontextmanager
@@ -292,8 +296,14 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
         lifespan=lifespan,
         middleware=[
             Middleware(
+                RequestGuard, policy=HostPolicy.for_bind(config.server.host, config.server.port)
+            ),
+            Middleware(
                 BearerAuth, tokens=token_store(config), required=not is_loopback(config.server.host)
-            )
+            ),
+            Middleware(
+                HealthView, identity=ensure_identity(config.data_path), folder=config.data_path
+            ),
         ],
         exception_handlers={HTTPException: http_error, Exception: server_error},
     )
