@@ -3,6 +3,10 @@
 :class:`DaemonClient` raises the :class:`~tribalmemory.errors.TribalError` subclass that matches
 the daemon's status code, with the daemon's message, so the CLI and ``tribalmemory mcp`` treat
 a daemon exactly like an in-process :class:`~tribalmemory.api.TribalAPI`.
+
+Before each request that carries the token or memory text, the client makes the daemon prove
+that it serves this client's data folder (:mod:`tribalmemory.datafolder`): whatever else holds
+the port gets nothing but a health check, and the caller gets :class:`WrongDaemon`.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from urllib.parse import quote
 
 import httpx
 
-from .config import Config
+from .config import Config, default_config_path
+from .datafolder import Identity, make_private, new_challenge, open_private_append, read_identity
 from .errors import (
     BadQuery,
     FeatureDisabled,
@@ -32,7 +37,8 @@ from .errors import (
     TribalError,
     Unavailable,
 )
-from .interfaces.auth import TOKEN_ENV
+from .interfaces.auth import TOKEN_ENV, is_loopback
+from .interfaces.health import CHALLENGE_HEADER, PROOF_HEADER
 from .interfaces.openapi import OPERATIONS, PATH_PARAMS, Param, body_fields
 
 log = logging.getLogger("tribalmemory.client")
@@ -58,6 +64,10 @@ class ServerError(TribalError):
 
 class DaemonStartError(Unavailable):
     """``ensure_daemon`` could not start a healthy daemon."""
+
+
+class WrongDaemon(Unavailable):
+    """What answers on the port is not the daemon of this client's data folder."""
 
 
 ERRORS: dict[int, type[TribalError]] = {
@@ -97,25 +107,38 @@ def _query_text(param: Param, value: Any) -> str:
 
 
 class DaemonClient:
-    """HTTP client of one daemon; every coroutine method mirrors ``TribalAPI``."""
+    """HTTP client of one daemon; every coroutine method mirrors ``TribalAPI``.
+
+    ``config_path`` only improves the advice given when another data folder's daemon answers.
+    """
 
     def __init__(
-        self, config: Config, *, token: str | None = None, timeout: float = TIMEOUT
+        self,
+        config: Config,
+        *,
+        token: str | None = None,
+        timeout: float = TIMEOUT,
+        config_path: str | Path | None = None,
     ) -> None:
         self.base_url = daemon_url(config)
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         self.timeout = timeout
+        self.data_path = config.data_path
+        self.config_path = Path(config_path) if config_path else default_config_path()
+        # A daemon elsewhere cannot share our data folder's secret: there the token protects.
+        self.proves_identity = is_loopback(config.server.host) or config.server.host in (
+            "",
+            "0.0.0.0",
+            "::",
+        )
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def _options(self) -> dict[str, Any]:
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        return {
-            "base_url": self.base_url,
-            "headers": headers,
-            "timeout": self.timeout,
-            "trust_env": False,
-        }
+        return {"base_url": self.base_url, "timeout": self.timeout, "trust_env": False}
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def _async_client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
@@ -154,6 +177,59 @@ class DaemonClient:
             )
         return Unavailable(f"cannot reach the daemon at {self.base_url}: {exc}")
 
+    # -- identity -------------------------------------------------------------------------
+
+    def _checked(self, response: httpx.Response, challenge: str) -> dict[str, Any]:
+        """The health answer, once the daemon proved it serves our data folder."""
+        health = self._result(response)
+        if "version" not in health:
+            raise ServerError(f"{self.base_url} answered /v1/health, but not as Tribal Memory")
+        if not self.proves_identity:
+            return health
+        ours = read_identity(self.data_path)
+        proof = response.headers.get(PROOF_HEADER, "")
+        if ours is not None and proof and ours.verify(challenge, proof):
+            return health
+        raise self._wrong_daemon(health, ours)
+
+    def _wrong_daemon(self, health: dict[str, Any], ours: Identity | None) -> WrongDaemon:
+        folder = health.get("data_folder")
+        if not isinstance(folder, dict):
+            folder = {}
+        if folder.get("id") and folder.get("path"):
+            served = f"{folder['path']}, id {folder['id']}"
+        elif folder.get("id"):
+            served = f"id {folder['id']}; it shows its path only with its token"
+        else:
+            served = "it does not say which: an older version?"
+        mine = f"{self.data_path}, id {ours.id}" if ours else f"{self.data_path}, no daemon yet"
+        return WrongDaemon(
+            f"the daemon at {self.base_url} serves another data folder ({served}), not "
+            f"this one ({mine}); nothing was sent to it",
+            f"stop that daemon (`tribalmemory service stop` with its configuration), or give "
+            f"this data folder its own port: set server.port in {self.config_path}",
+        )
+
+    def identify(self) -> dict[str, Any]:
+        """``/v1/health`` as shown without the token, after the daemon proved its identity."""
+        challenge = new_challenge()
+        try:
+            with httpx.Client(**self._options()) as client:
+                response = client.get("/v1/health", headers={CHALLENGE_HEADER: challenge})
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        return self._checked(response, challenge)
+
+    async def _identify_async(self) -> None:
+        challenge = new_challenge()
+        try:
+            response = await self._async_client().get(
+                "/v1/health", headers={CHALLENGE_HEADER: challenge}
+            )
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        self._checked(response, challenge)
+
     async def _call(self, name: str, **args: Any) -> dict[str, Any]:
         """Send ``TribalAPI.<name>(**args)`` as its route of the route table."""
         op = OPERATIONS[name]
@@ -168,8 +244,11 @@ class DaemonClient:
         if op.body is not None:
             fields, _ = body_fields(op)
             body = {key: value for key, value in args.items() if key in fields}
+        await self._identify_async()
         try:
-            response = await self._async_client().request(op.method, path, params=query, json=body)
+            response = await self._async_client().request(
+                op.method, path, params=query, json=body, headers=self._auth()
+            )
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
         return self._result(response)
@@ -177,9 +256,13 @@ class DaemonClient:
     # -- TribalAPI ------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
+        """Everything the daemon shows this client (with the token: reasons and paths too)."""
+        shown = self.identify()
+        if not self.token:
+            return shown
         try:
             with httpx.Client(**self._options()) as client:
-                response = client.get("/v1/health")
+                response = client.get("/v1/health", headers=self._auth())
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
         return self._result(response)
@@ -334,19 +417,26 @@ class DaemonClient:
 # -- finding and starting the daemon -----------------------------------------------------------
 
 
-def find_daemon(config: Config, timeout: float = PROBE_TIMEOUT) -> DaemonClient | None:
-    """A client of the daemon answering ``GET /v1/health`` on the configured port, or None."""
+def find_daemon(
+    config: Config, timeout: float = PROBE_TIMEOUT, config_path: str | Path | None = None
+) -> DaemonClient | None:
+    """A client of this data folder's daemon, or None when nothing answers on the port.
+
+    Raises :class:`WrongDaemon` when another data folder's daemon answers there.
+    """
     try:
-        health = DaemonClient(config, timeout=timeout).health()
+        DaemonClient(config, timeout=timeout, config_path=config_path).identify()
+    except WrongDaemon:
+        raise
     except TribalError:
         return None
-    return DaemonClient(config) if "version" in health else None
+    return DaemonClient(config, config_path=config_path)
 
 
 @contextlib.contextmanager
 def _spawn_lock(path: Path, deadline: float) -> Iterator[None]:
     """One process at a time starts the daemon for a data dir (others wait, then find it)."""
-    with path.open("w") as handle:
+    with os.fdopen(open_private_append(path), "a") as handle:
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -378,14 +468,14 @@ def ensure_daemon(
 
     Waits (bounded by ``timeout``) until it answers; raises :class:`DaemonStartError`.
     """
-    found = find_daemon(config)
+    found = find_daemon(config, config_path=config_path)
     if found is not None:
         return found
     deadline = time.monotonic() + timeout
-    logs = config.data_path / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = make_private(config.data_path) / "logs"
+    logs.mkdir(mode=0o700, exist_ok=True)
     with _spawn_lock(config.data_path / "daemon.lock", deadline):
-        found = find_daemon(config)
+        found = find_daemon(config, config_path=config_path)
         if found is not None:
             return found
         output = logs / "daemon.out"
@@ -403,7 +493,7 @@ def ensure_daemon(
         if config_path is not None:
             command += ["--config", str(config_path)]
         log.info("starting the daemon: %s", " ".join(command))
-        with output.open("ab") as sink:
+        with os.fdopen(open_private_append(output), "ab") as sink:
             process = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
@@ -413,7 +503,7 @@ def ensure_daemon(
                 cwd=config.data_path,
             )
         while time.monotonic() < deadline:
-            found = find_daemon(config)
+            found = find_daemon(config, config_path=config_path)
             if found is not None:
                 return found
             code = process.poll()

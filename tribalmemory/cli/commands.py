@@ -22,8 +22,11 @@ Command = Callable[[Api, argparse.Namespace], Awaitable[int]]
 
 
 async def with_api(config: Config, command: Command, args: argparse.Namespace) -> int:
-    """Run ``command`` against the daemon if one answers, else against the store directly."""
-    client = find_daemon(config)
+    """Run ``command`` against the daemon if one answers, else against the store directly.
+
+    Another data folder's daemon on the port is an error (``WrongDaemon``), never used.
+    """
+    client = find_daemon(config, config_path=args.config)
     if client is not None:
         try:
             return await command(client, args)

@@ -12,8 +12,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..client import daemon_url, ensure_daemon, find_daemon
+from ..client import WrongDaemon, daemon_url, ensure_daemon, find_daemon
 from ..config import Config
+from ..datafolder import ensure_identity
 from ..interfaces.auth import check_bind, token_store
 from ..logs import follow, log_file, setup_logging, tail
 from ..runtime import start_runtime
@@ -53,6 +54,7 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     server.port = args.port or server.port
     server.log_level = args.log_level or server.log_level
     setup_logging(server.log_level, log_file(config), stderr=not args.background)
+    identity = ensure_identity(config.data_path)
     tokens = token_store(config)
     check_bind(server.host, tokens)
     if not tokens.active:
@@ -62,7 +64,12 @@ def serve(args: argparse.Namespace, config: Config) -> int:
             server.host,
         )
     sock = bind(server.host, server.port)
-    log.info("starting Tribal Memory on %s (data in %s)", daemon_url(config), config.data_path)
+    log.info(
+        "starting Tribal Memory on %s (data in %s, data-folder id %s)",
+        daemon_url(config),
+        config.data_path,
+        identity.id,
+    )
     try:
         asyncio.run(_serve(config, sock))
     finally:
@@ -132,7 +139,10 @@ def stop(args: argparse.Namespace, config: Config) -> int:
         pid = 0
     if not pid or not _is_daemon(pid):
         print("no daemon is running for this data dir")
-        return 0 if find_daemon(config) is None else 1
+        try:
+            return 0 if find_daemon(config, config_path=args.config) is None else 1
+        except WrongDaemon:
+            return 0  # the daemon on the port serves another data folder
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT
     while _is_daemon(pid):
@@ -162,7 +172,11 @@ def logs(args: argparse.Namespace, config: Config) -> int:
 
 def reembed(args: argparse.Namespace, config: Config) -> int:
     """``reembed``: recompute every vector with the configured model (daemon stopped)."""
-    if find_daemon(config) is not None:
+    try:
+        ours = find_daemon(config, config_path=args.config)
+    except WrongDaemon:  # another folder's daemon holds the port, not our store
+        ours = None
+    if ours is not None:
         raise CliError(
             f"a daemon is running at {daemon_url(config)} and holds the store: stop "
             "it first (`tribalmemory service stop`), then run reembed again"
