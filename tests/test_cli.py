@@ -135,12 +135,12 @@ def test_local_remember_recall_forget(local: str, capsys: Capture) -> None:
     assert code == 1 and "is not a memory id" in err
 
 
-def test_local_status_and_validation_errors(local: str, capsys: Capture) -> None:
+def test_local_status_and_validation_errors(local: str, tm_home: Path, capsys: Capture) -> None:
     code, out, _ = run(capsys, "status", "--config", local)
-    assert code == 0 and "daemon: not running" in out and f"version: {__version__}" in out
-    assert "total_memories: 0" in out
-    status = run_json(capsys, "status", "--config", local)
-    assert status["daemon"]["running"] is False and status["health"]["status"] == "ok"
+    assert code == 3 and out.startswith("daemon: not running") and str(tm_home) in out
+    assert "status: ok" not in out and "tribalmemory service start" in out
+    code, out, _ = run(capsys, "status", "--config", local, "--json")
+    assert code == 3 and json.loads(out)["daemon"]["running"] is False
     code, _, err = run(capsys, "recall", "x", "--limit", "500", "--config", local)
     assert code == 1 and "limit must be from 1 to 50" in err
     code, _, err = run(capsys, "episodes", "list", "--config", local)

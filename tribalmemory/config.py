@@ -386,6 +386,20 @@ def load_config(path: str | Path | None = None) -> Config:
     return config
 
 
+def data_dir_of(path: str | Path | None = None) -> Path:
+    """The data folder, even from a configuration file that does not load (for the pid and log
+    files): its ``data_dir`` when the file parses and sets one, else the home folder."""
+    explicit = path or os.environ.get(CONFIG_ENV)
+    config_path = Path(explicit).expanduser() if explicit else default_config_path()
+    try:
+        data = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("data_dir"), str) and data["data_dir"]:
+        return Path(data["data_dir"]).expanduser()
+    return home_dir()
+
+
 def example_yaml() -> str:
     """``config/config.example.yaml``: every key with its default and a one-line comment."""
     lines = [

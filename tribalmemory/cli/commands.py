@@ -8,11 +8,12 @@ Each command is ``async def (api, args) -> int`` where ``api`` is a
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..client import DaemonClient, find_daemon
+from ..client import daemon_url, find_daemon
 from ..config import Config
 from ..errors import TribalError
 from .output import print_json, print_mapping, shorten, table, width
@@ -106,21 +107,48 @@ async def costs(api: Api, args: argparse.Namespace) -> int:
     return 0
 
 
-async def status(api: Api, args: argparse.Namespace, url: str) -> int:
-    """Daemon or local, then everything health returns and the memory counts."""
-    daemon = {"running": isinstance(api, DaemonClient), "url": url}
-    health = api.health()
+def status(args: argparse.Namespace, config: Config) -> int:
+    """Which daemon serves this data folder, and everything its health shows this client.
+
+    Exit 0 when it runs, 3 when nothing answers on its port, 2 with a configuration error
+    (then only the pid file can tell whether a daemon runs), 1 when another data folder's
+    daemon holds the port (raised as ``WrongDaemon``).
+    """
+    if args.config_error is not None:
+        from .service import running_pid
+
+        pid = running_pid(config)
+        state = f"running (pid {pid})" if pid else "not running"
+        print(f"daemon: {state} for the data folder {config.data_path} (from its pid file)")
+        print("fix the configuration file; `tribalmemory service stop` works meanwhile")
+        return 2
+    url = daemon_url(config)
+    client = find_daemon(config, config_path=args.config)
+    if client is None:
+        daemon = {"running": False, "url": url, "data_dir": str(config.data_path)}
+        if args.json:
+            print_json({"daemon": daemon})
+        else:
+            print(f"daemon: not running (nothing answers at {url}; data folder {config.data_path})")
+            print("start it with `tribalmemory service start` (or `tribalmemory serve`)")
+        return 3
+    return asyncio.run(_running_status(client, args, url))
+
+
+async def _running_status(client: Any, args: argparse.Namespace, url: str) -> int:
     try:
-        counts: dict[str, Any] = await api.stats()
-    except TribalError as exc:
-        counts = {"error": exc.message}
+        health = client.health()
+        try:
+            counts: dict[str, Any] = await client.stats()
+        except TribalError as exc:
+            counts = {"error": exc.message}
+    finally:
+        await client.aclose()
+    daemon = {"running": True, "url": url}
     if args.json:
         print_json({"daemon": daemon, "health": health, "stats": counts})
         return 0
-    if daemon["running"]:
-        print(f"daemon: running at {daemon['url']}")
-    else:
-        print(f"daemon: not running (no answer at {daemon['url']}); read the store directly")
+    print(f"daemon: running at {url}")
     print_mapping(health)
     print_mapping({"stats": counts})
     return 0

@@ -1,21 +1,23 @@
-"""``tribalmemory``: the command line (argparse). Exit codes: 0 ok, 1 failed, 2 usage/config.
+"""``tribalmemory``: the command line (argparse).
 
-Memory and episode commands talk to the daemon when one answers on the configured port, else
-open the store for the one command. ``--json`` prints the API's JSON instead of text.
+Exit codes: 0 ok, 1 failed, 2 usage/config, 3 (``status`` only) no daemon is running.
+
+Memory and episode commands talk to the daemon of their data folder when it answers on the
+configured port, else open the store for the one command. ``--json`` prints the API's JSON
+instead of text.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
-from ..config import Config, ConfigError, load_config, load_env
+from ..config import Config, ConfigError, data_dir_of, load_config, load_env
 from .output import CliError
 
 Handler = Callable[[argparse.Namespace, Config], int]
@@ -30,10 +32,6 @@ def _api(name: str) -> Handler:
         command: Any
         if name == "episodes":
             command = commands.EPISODE_ACTIONS[args.action]
-        elif name == "status":
-            from ..client import daemon_url
-
-            command = functools.partial(commands.status, url=daemon_url(config))
         else:
             command = getattr(commands, name)
         return asyncio.run(commands.with_api(config, command, args))
@@ -118,7 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     cmd = add("forget", _api("forget"), "delete a memory")
     cmd.add_argument("id", help="memory id")
 
-    add("status", _api("status"), "daemon, version, store and episode engine state")
+    cmd = add(
+        "status",
+        _lazy("commands", "status"),
+        "the daemon of this data folder: running or not (exit 3), store, episodes, LLM",
+    )
+    cmd.set_defaults(tolerates_config_error=True)
     add("stats", _api("stats"), "memory counts")
     add("costs", _api("costs"), "LLM spend of the episode engine")
 
@@ -178,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         title="actions", metavar="ACTION", required=True
     )
     cmd = service.add_parser("logs", help="show the daemon's log", parents=[common])
-    cmd.set_defaults(handler=_lazy("service", "logs"))
+    cmd.set_defaults(handler=_lazy("service", "logs"), tolerates_config_error=True)
     cmd.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     cmd.add_argument("-n", "--lines", type=_positive, default=50, help="lines (default 50)")
     cmd.add_argument("--grep", metavar="TEXT", help="only lines containing TEXT")
@@ -186,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         "start", help="start the daemon in the background", parents=[common]
     ).set_defaults(handler=_lazy("service", "start"))
     service.add_parser("stop", help="stop the daemon", parents=[common]).set_defaults(
-        handler=_lazy("service", "stop")
+        handler=_lazy("service", "stop"), tolerates_config_error=True
     )
 
     add(
@@ -216,12 +219,31 @@ def _fail(message: str, detail: Any = None) -> None:
         print(f"  {text}", file=sys.stderr)
 
 
+def _config(args: argparse.Namespace) -> Config:
+    """The configuration; for commands that need only the data folder (``service stop``,
+    ``service logs``, ``status``), a broken file leaves ``args.config_error`` instead."""
+    args.config_error = None
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        if not getattr(args, "tolerates_config_error", False):
+            raise
+        args.config_error = exc
+        _fail(f"configuration error: {exc}")
+        return Config(data_dir=str(data_dir_of(args.config)))
+    return config
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.handler is None:
         parser.print_help(sys.stderr)
         return 2
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..embeddings import EmbeddingModelError
     from ..errors import TribalError
     from ..service.hooks import PluginError
@@ -229,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         load_env()
-        config = load_config(args.config)
+        config = _config(args)
         return int(args.handler(args, config))
     except ConfigError as exc:
         _fail(f"configuration error: {exc}")

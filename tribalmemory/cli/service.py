@@ -131,14 +131,25 @@ def _is_daemon(pid: int) -> bool:
     return "tribalmemory" in command and "serve" in command
 
 
-def stop(args: argparse.Namespace, config: Config) -> int:
-    """``service stop``: SIGTERM the daemon of this data dir and wait until it has exited."""
+def running_pid(config: Config) -> int | None:
+    """The pid of this data folder's daemon, from its pid file, if that process still runs."""
     try:
         pid = int(pid_file(config).read_text(encoding="utf-8").strip())
     except (OSError, ValueError):
-        pid = 0
-    if not pid or not _is_daemon(pid):
+        return None
+    return pid if pid > 0 and _is_daemon(pid) else None
+
+
+def stop(args: argparse.Namespace, config: Config) -> int:
+    """``service stop``: SIGTERM the daemon of this data dir and wait until it has exited.
+
+    Needs only the pid file: it works with a broken configuration file too.
+    """
+    pid = running_pid(config)
+    if pid is None:
         print("no daemon is running for this data dir")
+        if getattr(args, "config_error", None) is not None:
+            return 0
         try:
             return 0 if find_daemon(config, config_path=args.config) is None else 1
         except WrongDaemon:
