@@ -4,6 +4,9 @@
 ``~/.tribal-memory/config.yaml`` (a missing default file means all defaults). Secrets live in
 ``~/.tribal-memory/.env``; :func:`load_env` loads it without overriding variables already set.
 A wrong type, an out-of-range value or an unknown key raises :class:`ConfigError` naming the key.
+The keys of version 0.9 (:data:`LEGACY_KEYS`) are accepted and listed in
+``Config.deprecations``, each saying what replaces it; the CLI and the daemon log them as
+WARNINGs.
 """
 
 from __future__ import annotations
@@ -250,6 +253,10 @@ class Config:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     episodes: EpisodesConfig = field(default_factory=EpisodesConfig)
+    # Not a setting: one line per deprecated (0.9) key found in the file.
+    deprecations: list[str] = field(
+        default_factory=list, repr=False, compare=False, metadata={"internal": True}
+    )
 
     @property
     def data_path(self) -> Path:
@@ -262,7 +269,27 @@ class Config:
         return self.data_path / "store"
 
 
-SECTIONS = {f.name: f for f in fields(Config) if f.metadata.get("doc") is None}
+SECTIONS = {
+    f.name: f
+    for f in fields(Config)
+    if f.metadata.get("doc") is None and not f.metadata.get("internal")
+}
+
+# Keys of version 0.9 (its ``TribalMemoryConfig``) that this version no longer uses, and what
+# to do instead. A section name stands for the whole section.
+LEGACY_KEYS: dict[str, str] = {
+    "instance_id": "use memory.default_source_instance instead (the value is carried over)",
+    "auto_capture": "no longer used: agents decide what to remember through the MCP tools",
+    "db": "no longer used: the store is storage.path (default <data_dir>/store) or "
+    "storage.qdrant_url; the 0.9 LanceDB folder is not read",
+    "search": "no longer used: recall combines meaning and keywords with built-in weights",
+    "embedding.provider": "no longer used: embeddings are always computed locally (fastembed)",
+    "embedding.dimensions": "no longer used: the dimension comes from embedding.model",
+    "embedding.model": "the 0.9 model is not used: in an embedding section with provider or "
+    "dimensions it described the 0.9 store; the bundled offline model applies (set "
+    "embedding.model alone to choose another)",
+    "server.session_retention_days": "no longer used: session transcripts are not indexed",
+}
 
 
 def home_dir() -> Path:
@@ -334,7 +361,7 @@ def _section_type(f: Any) -> type:
 
 
 def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
-    known = {f.name: f for f in fields(cls)}
+    known = {f.name: f for f in fields(cls) if not f.metadata.get("internal")}
     hints = typing.get_type_hints(cls)
     for key in data:
         if key not in known:
@@ -356,13 +383,46 @@ def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
     return cls(**kwargs)
 
 
+def without_legacy_keys(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the :data:`LEGACY_KEYS` (0.9's ``instance_id`` carried over), and a
+    deprecation message for each key removed."""
+    data = dict(data)
+    embedding = data.get("embedding")
+    old_embedding = isinstance(embedding, dict) and bool(
+        {"provider", "dimensions"} & set(embedding)
+    )
+    notes = []
+    for key, advice in LEGACY_KEYS.items():
+        section, _, name = key.partition(".")
+        if key == "embedding.model" and not old_embedding:
+            continue
+        if not name:
+            if section not in data:
+                continue
+            value = data.pop(section)
+            if key == "instance_id" and isinstance(value, str) and value:
+                memory = data.get("memory") or {}
+                if isinstance(memory, dict) and "default_source_instance" not in memory:
+                    data["memory"] = {**memory, "default_source_instance": value}
+        else:
+            values = data.get(section)
+            if not isinstance(values, dict) or name not in values:
+                continue
+            data[section] = {k: v for k, v in values.items() if k != name}
+        notes.append(f"deprecated setting {key} (version 0.9): {advice}; remove it from the file")
+    return data, notes
+
+
 def config_from_dict(data: dict[str, Any] | None) -> Config:
     """Validate a parsed YAML document into a :class:`Config`."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError("the configuration file must be a YAML mapping of settings")
-    return _build(Config, data, "")
+    data, notes = without_legacy_keys(data)
+    config: Config = _build(Config, data, "")
+    config.deprecations = notes
+    return config
 
 
 def load_config(path: str | Path | None = None) -> Config:
@@ -412,6 +472,8 @@ def example_yaml() -> str:
         return "null" if value is None else yaml.safe_dump(value).strip().removesuffix("\n...")
 
     for f in fields(Config):
+        if f.metadata.get("internal"):
+            continue
         if f.name in SECTIONS:
             lines.append(f"{f.name}:")
             for sub in fields(_section_type(f)):

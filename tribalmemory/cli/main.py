@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 from .. import __version__
 from ..config import Config, ConfigError, data_dir_of, load_config, load_env
 from .output import CliError
+
+log = logging.getLogger("tribalmemory.cli")
 
 Handler = Callable[[argparse.Namespace, Config], int]
 
@@ -91,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         return command
 
     serve = add("serve", _lazy("service", "serve"), "run the daemon (REST + MCP)", [common])
+    serve.set_defaults(logs_deprecations=True)
     serve.add_argument("--host", help="address to bind (default: server.host)")
     serve.add_argument("--port", type=_port, help="TCP port (default: server.port)")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
@@ -231,6 +235,9 @@ def _config(args: argparse.Namespace) -> Config:
         args.config_error = exc
         _fail(f"configuration error: {exc}")
         return Config(data_dir=str(data_dir_of(args.config)))
+    if not getattr(args, "logs_deprecations", False):  # serve logs them to its log file
+        for note in config.deprecations:
+            log.warning("%s", note)
     return config
 
 
@@ -275,6 +282,12 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (e.g. `| head`)
         return 1
+
+
+def mcp_main() -> None:
+    """``tribalmemory-mcp`` (the command 0.9 wrote into agents' configurations): the same as
+    ``tribalmemory mcp``."""
+    sys.exit(main(["mcp", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":

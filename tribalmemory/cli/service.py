@@ -54,6 +54,8 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     server.port = args.port or server.port
     server.log_level = args.log_level or server.log_level
     setup_logging(server.log_level, log_file(config), stderr=not args.background)
+    for note in config.deprecations:
+        log.warning("%s", note)
     identity = ensure_identity(config.data_path)
     tokens = token_store(config)
     check_bind(server.host, tokens)
