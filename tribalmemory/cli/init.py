@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import tomllib
@@ -23,12 +24,34 @@ from .output import CliError
 NAME = "tribal-memory"
 
 
+def installed_script() -> Path | None:
+    """The ``tribalmemory`` script of this installation (its venv's ``bin``), if there is one."""
+    for folder in (Path(sys.prefix) / "bin", Path(sys.executable).parent):
+        script = folder / "tribalmemory"
+        if script.is_file() and os.access(script, os.X_OK):
+            return script.absolute()
+    found = shutil.which("tribalmemory")
+    return Path(found).absolute() if found else None
+
+
+def shell_command() -> str:
+    """How to type ``tribalmemory`` in a shell: bare when ``PATH`` finds this installation,
+    else its full path (``python -m tribalmemory`` without a script)."""
+    script = installed_script()
+    if script is None:
+        return f"{shlex.quote(sys.executable)} -m tribalmemory"
+    found = shutil.which("tribalmemory")
+    if found and Path(found).resolve() == script.resolve():
+        return "tribalmemory"
+    return shlex.quote(str(script))
+
+
 def server_command(config_path: str | None) -> tuple[str, list[str]]:
-    """The command an MCP client runs: the installed script, else this Python's ``-m``."""
+    """The command an MCP client runs: this installation's script, else this Python's ``-m``."""
     extra = ["--config", str(Path(config_path).expanduser().resolve())] if config_path else []
-    script = shutil.which("tribalmemory")
+    script = installed_script()
     if script:
-        return str(Path(script).resolve()), ["mcp", *extra]
+        return str(script.resolve()), ["mcp", *extra]
     return sys.executable, ["-m", "tribalmemory", "mcp", *extra]
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import time
+from pathlib import Path
 
-from ..client import ensure_daemon
+from ..client import DaemonClient, ensure_daemon
 from ..config import Config
+from .init import installed_script, shell_command
 
 SAMPLE = (
     "Tribal Memory quick start: the team's shared memory server runs at {url}; agents "
@@ -18,31 +21,52 @@ SAMPLE = (
 def quickstart(args: argparse.Namespace, config: Config) -> int:
     client = ensure_daemon(config, args.config)
     print(f"1. daemon running at {client.base_url} (data in {config.data_path})")
-    return asyncio.run(_tour(client, config))
+    return asyncio.run(_tour(client, args.config))
 
 
-async def _tour(client: object, config: Config) -> int:
-    api = client  # DaemonClient: the same methods as the in-process API
-    stored = await api.remember(
-        SAMPLE.format(url=api.base_url),  # type: ignore[attr-defined]
-        tags=["quickstart"],
-        source_type="USER_EXPLICIT",
-    )
-    if stored["success"]:
-        print(f"2. remembered memory {stored['memory_id']}")
-    else:
-        print(f"2. already remembered (memory {stored['duplicate_of']})")
-    found = await api.recall(
-        "how do agents connect to the shared memory?",  # type: ignore
-        limit=1,
-    )
-    for hit in found["results"]:
-        print(f"3. recalled (similarity {hit['similarity_score']:.2f}): {hit['memory']['content']}")
-    health = api.health()  # type: ignore[attr-defined]
+def next_steps(config_path: str | None) -> list[str]:
+    """The "Next:" lines, runnable as printed: the full path of ``tribalmemory`` unless ``PATH``
+    finds it, and the ``--config`` the quick start used."""
+    command = shell_command()
+    extra = f" --config {shlex.quote(str(Path(config_path).resolve()))}" if config_path else ""
+    lines = ["Next:"]
+    if command != "tribalmemory":
+        script = installed_script()
+        activate = script.parent / "activate" if script else None
+        hint = (
+            f" (or first `source {shlex.quote(str(activate))}`, then type `tribalmemory`)"
+            if activate is not None and activate.is_file()
+            else ""
+        )
+        lines.append(f"  `tribalmemory` is not on your PATH: run it as {command}{hint}")
+    lines += [
+        f"  {command} init --claude-code --codex --claude-desktop{extra}   # connect agents",
+        f"  {command} status{extra}",
+        f"  {command} service stop{extra}",
+    ]
+    return lines
+
+
+async def _tour(api: DaemonClient, config_path: str | None) -> int:
+    try:
+        stored = await api.remember(
+            SAMPLE.format(url=api.base_url), tags=["quickstart"], source_type="USER_EXPLICIT"
+        )
+        if stored["success"]:
+            print(f"2. remembered memory {stored['memory_id']}")
+        else:
+            print(f"2. already remembered (memory {stored['duplicate_of']})")
+        found = await api.recall("how do agents connect to the shared memory?", limit=1)
+        for hit in found["results"]:
+            score, content = hit["similarity_score"], hit["memory"]["content"]
+            print(f"3. recalled (similarity {score:.2f}): {content}")
+    finally:
+        await api.aclose()
+    health = api.health()
     deadline = time.monotonic() + 20  # the LLM check imports litellm in the background
     while (health.get("llm") or {}).get("state") == "starting" and time.monotonic() < deadline:
         await asyncio.sleep(0.5)
-        health = api.health()  # type: ignore[attr-defined]
+        health = api.health()
     llm = health.get("llm") or {}
     episodes = health.get("episodes")
     if episodes is None:
@@ -52,8 +76,5 @@ async def _tour(client: object, config: Config) -> int:
     else:
         print(f"4. episodes on without an LLM ({llm.get('state')}): {llm.get('reason', '')}")
         print("   " + llm.get("fallback", ""))
-    print(
-        "Next: `tribalmemory init --claude-code --codex --claude-desktop` to connect agents, "
-        "`tribalmemory status`, `tribalmemory service stop`."
-    )
+    print("\n".join(next_steps(config_path)))
     return 0
