@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
@@ -21,6 +22,15 @@ BACKUPS = 3
 QUIET = ("mcp", "httpx", "httpcore", "LiteLLM", "litellm", "fastembed", "sse_starlette")
 
 
+class PrivateRotatingFileHandler(RotatingFileHandler):
+    """A rotating log whose files are readable by their owner only (``0600``)."""
+
+    def _open(self) -> io.TextIOWrapper:
+        stream = super()._open()
+        os.fchmod(stream.fileno(), 0o600)
+        return stream
+
+
 def log_file(config: Config) -> Path:
     return config.data_path / "logs" / "server.log"
 
@@ -35,9 +45,11 @@ def setup_logging(level: str = "info", file: Path | None = None, *, stderr: bool
     if stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
     if file is not None:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         handlers.append(
-            RotatingFileHandler(file, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
+            PrivateRotatingFileHandler(
+                file, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8"
+            )
         )
     formatter = logging.Formatter(FORMAT)
     for handler in handlers:

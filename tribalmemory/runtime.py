@@ -9,6 +9,7 @@ from typing import Any
 
 from .api import TribalAPI
 from .config import Config
+from .datafolder import make_private
 from .embeddings import load_embedder
 from .embeddings.background import BackgroundEmbedder
 from .service import MemoryService, ServiceHost
@@ -55,7 +56,7 @@ async def start_runtime(
     """
     from .storage import open_store
 
-    config.data_path.mkdir(parents=True, exist_ok=True)
+    make_private(config.data_path)  # 0700; tightens what an older version left readable
     embedder = load_embedder(config.embedding.model, config.embedding.cache_dir)
     store = open_store(config, embedder.model_name, embedder.dim)
     # Plugins' texts (episode summaries) are embedded at low priority; loaded on first use.

@@ -16,7 +16,7 @@ from typing import Any
 from ..client import daemon_url, find_daemon
 from ..config import Config
 from ..errors import TribalError
-from .output import print_json, print_mapping, shorten, table, width
+from .output import clean, print_json, print_mapping, shorten, table, width
 
 Api = Any  # TribalAPI or DaemonClient: the same methods
 Command = Callable[[Api, argparse.Namespace], Awaitable[int]]
@@ -64,7 +64,7 @@ async def remember(api: Api, args: argparse.Namespace) -> int:
         episode = f" (episode {result['episode_id']})" if result.get("episode_id") else ""
         print(f"Stored {result['memory_id']}{episode}")
     else:
-        print(f"Not stored: {result.get('error') or 'duplicate'}")
+        print(f"Not stored: {clean(result.get('error') or 'duplicate')}")
     return 0
 
 
@@ -77,10 +77,10 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
         print("No memories found.")
     for rank, hit in enumerate(result["results"], 1):
         memory = hit["memory"]
-        tags = f"  [{', '.join(memory['tags'])}]" if memory["tags"] else ""
+        tags = f"  [{clean(', '.join(memory['tags']))}]" if memory["tags"] else ""
         print(
-            f"{rank}. {hit['similarity_score']:.3f}  {memory['id']}  {memory['source_type']}  "
-            f"{memory['created_at'][:10]}{tags}"
+            f"{rank}. {hit['similarity_score']:.3f}  {memory['id']}  "
+            f"{clean(memory['source_type'])}  {clean(memory['created_at'][:10])}{tags}"
         )
         print(f"   {shorten(memory['content'], width() - 3)}")
     return 0
@@ -197,7 +197,7 @@ async def episodes_search(api: Api, args: argparse.Namespace) -> int:
 
 async def episodes_replay(api: Api, args: argparse.Namespace) -> int:
     result = await api.episodes_replay(args.topic, limit=args.limit)
-    print_json(result) if args.json else print(result["text"])
+    print_json(result) if args.json else print(clean(result["text"]))
     return 0
 
 
@@ -216,17 +216,17 @@ async def episodes_show(api: Api, args: argparse.Namespace) -> int:
     summary = episode.pop("summary", None)
     print_mapping(episode)
     if summary:
-        print(f"\nsummary:\n{summary}")
+        print(f"\nsummary:\n{clean(summary)}")
     if result.get("timeline"):
         print("\ntimeline:")
         for item in result["timeline"]:
             mark = "*" if item.get("key_moment") else " "
             print(
-                f"{mark} {str(item.get('created_at'))[:16]}  {item.get('memory_id')}  "
-                f"{shorten(item.get('content', ''), width() - 60)}"
+                f"{mark} {clean(str(item.get('created_at'))[:16])}  "
+                f"{clean(item.get('memory_id'))}  {shorten(item.get('content', ''), width() - 60)}"
             )
     elif result.get("memory_ids"):
-        print(f"\nmemory_ids: {', '.join(result['memory_ids'])}")
+        print(f"\nmemory_ids: {clean(', '.join(result['memory_ids']))}")
     return 0
 
 
@@ -235,7 +235,7 @@ async def episodes_create(api: Api, args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     else:
-        print(f"Created {result['episode_id']} with {result['memory_count']} memories")
+        print(f"Created {clean(result['episode_id'])} with {result['memory_count']} memories")
     return 0
 
 
@@ -245,7 +245,7 @@ def simple(method: str, done: str) -> Command:
     async def run(api: Api, args: argparse.Namespace) -> int:
         ids = [args.id] + ([args.memory_id] if getattr(args, "memory_id", None) else [])
         result = await getattr(api, method)(*ids)
-        print_json(result) if args.json else print(done.format(*ids))
+        print_json(result) if args.json else print(clean(done.format(*ids)))
         return 0
 
     return run

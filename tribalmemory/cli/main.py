@@ -4,7 +4,7 @@ Exit codes: 0 ok, 1 failed, 2 usage/config, 3 (``status`` only) no daemon is run
 
 Memory and episode commands talk to the daemon of their data folder when it answers on the
 configured port, else open the store for the one command. ``--json`` prints the API's JSON
-instead of text.
+instead of text. Every file the command (or the daemon) creates is private (umask 077).
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
 from ..config import Config, ConfigError, data_dir_of, load_config, load_env
-from .output import CliError
+from .output import CliError, clean
 
 log = logging.getLogger("tribalmemory.cli")
 
@@ -217,10 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, detail: Any = None) -> None:
-    print(f"tribalmemory: {message}", file=sys.stderr)
+    print(f"tribalmemory: {clean(message)}", file=sys.stderr)
     if detail not in (None, "", [], {}):
         text = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False)
-        print(f"  {text}", file=sys.stderr)
+        print(f"  {clean(text)}", file=sys.stderr)
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -247,7 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.handler is None:
         parser.print_help(sys.stderr)
         return 2
-    return _run(args)
+    previous = os.umask(0o077)  # the data folder's files are the user's alone
+    try:
+        return _run(args)
+    finally:
+        os.umask(previous)
 
 
 def _run(args: argparse.Namespace) -> int:

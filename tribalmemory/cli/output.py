@@ -1,12 +1,34 @@
-"""Printing for the CLI: JSON for scripts, short tables and key/value lines for people."""
+"""Printing for the CLI: JSON for scripts, short tables and key/value lines for people.
+
+Memories and titles are written by agents (and, through them, by whatever they read), so
+everything the CLI prints from the daemon passes :func:`clean`: control characters, terminal
+escape sequences and bidirectional overrides are shown as escapes (``\\x1b``), never sent to the
+terminal, where they could clear the screen, rewrite the clipboard or disguise text.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
+
+# C0 controls but tab and newline, DEL, C1 controls, bidi and line/paragraph separators.
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+# The same inside JSON text, where json.dumps already escaped the C0 controls.
+UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean(text: Any) -> str:
+    """``text`` safe to print on a terminal (see the module docstring)."""
+    return UNSAFE.sub(_escape, str(text))
 
 
 class CliError(Exception):
@@ -19,11 +41,13 @@ class CliError(Exception):
 
 
 def print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False))
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    print(UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 def shorten(text: str, width: int) -> str:
-    text = " ".join(str(text).split())
+    """One line of at most ``width`` characters, cleaned."""
+    text = " ".join(clean(text).split())
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
@@ -33,7 +57,9 @@ def width() -> int:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Columns padded to their widest cell; the last column takes what is left."""
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    cells = [[str(h) for h in headers]] + [
+        ["" if c is None else " ".join(clean(c).split()) for c in r] for r in rows
+    ]
     sizes = [max(len(row[i]) for row in cells) for i in range(len(headers) - 1)]
     room = max(width() - sum(sizes) - 2 * len(sizes), 20)
     lines = []
@@ -49,16 +75,17 @@ def print_mapping(data: dict[str, Any], indent: int = 0, out: TextIO | None = No
     pad = "  " * indent
     for key, value in data.items():
         if isinstance(value, dict):
-            print(f"{pad}{key}:" + ("" if value else " {}"), file=stream)
+            print(f"{pad}{clean(key)}:" + ("" if value else " {}"), file=stream)
             print_mapping(value, indent + 1, stream)
         elif isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
-            print(f"{pad}{key}:", file=stream)
+            print(f"{pad}{clean(key)}:", file=stream)
             for item in value:
-                print(f"{pad}  - {json.dumps(item, ensure_ascii=False)}", file=stream)
+                text = json.dumps(item, ensure_ascii=False)
+                print(f"{pad}  - {clean(text)}", file=stream)
         elif isinstance(value, list):
-            print(f"{pad}{key}: {', '.join(map(str, value)) or '[]'}", file=stream)
+            print(f"{pad}{clean(key)}: {clean(', '.join(map(str, value))) or '[]'}", file=stream)
         else:
-            print(f"{pad}{key}: {'-' if value is None else value}", file=stream)
+            print(f"{pad}{clean(key)}: {'-' if value is None else clean(value)}", file=stream)
 
 
 class ProgressBar:

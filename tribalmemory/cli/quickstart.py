@@ -11,6 +11,7 @@ from pathlib import Path
 from ..client import DaemonClient, ensure_daemon
 from ..config import Config
 from .init import installed_script, shell_command
+from .output import clean
 
 SAMPLE = (
     "Tribal Memory quick start: the team's shared memory server runs at {url}; agents "
@@ -59,7 +60,7 @@ async def _tour(api: DaemonClient, config_path: str | None) -> int:
         found = await api.recall("how do agents connect to the shared memory?", limit=1)
         for hit in found["results"]:
             score, content = hit["similarity_score"], hit["memory"]["content"]
-            print(f"3. recalled (similarity {score:.2f}): {content}")
+            print(f"3. recalled (similarity {score:.2f}): {clean(content)}")
     finally:
         await api.aclose()
     health = api.health()
@@ -72,9 +73,9 @@ async def _tour(api: DaemonClient, config_path: str | None) -> int:
     if episodes is None:
         print("4. episodes are disabled (episodes.enabled: false)")
     elif llm.get("state") == "ready":
-        print(f"4. episodes on, LLM ready: {llm.get('reason', '')}")
+        print(f"4. episodes on, LLM ready: {clean(llm.get('reason', ''))}")
     else:
-        print(f"4. episodes on without an LLM ({llm.get('state')}): {llm.get('reason', '')}")
-        print("   " + llm.get("fallback", ""))
+        print(f"4. episodes on without an LLM ({llm.get('state')}): {clean(llm.get('reason', ''))}")
+        print("   " + clean(llm.get("fallback", "")))
     print("\n".join(next_steps(config_path)))
     return 0

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from ..client import WrongDaemon, daemon_url, ensure_daemon, find_daemon
 from ..config import Config
-from ..datafolder import ensure_identity
+from ..datafolder import ensure_identity, make_private, write_private
 from ..interfaces.auth import check_bind, token_store
 from ..logs import follow, log_file, setup_logging, tail
 from ..runtime import start_runtime
-from .output import CliError, ProgressBar
+from .output import CliError, ProgressBar, clean
 
 log = logging.getLogger("tribalmemory.serve")
 
@@ -53,6 +53,7 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     server.host = args.host or server.host
     server.port = args.port or server.port
     server.log_level = args.log_level or server.log_level
+    make_private(config.data_path)
     setup_logging(server.log_level, log_file(config), stderr=not args.background)
     for note in config.deprecations:
         log.warning("%s", note)
@@ -87,7 +88,7 @@ async def _serve(config: Config, sock: socket.socket) -> None:
     started = time.monotonic()
     runtime = await start_runtime(config)
     pid_path = pid_file(config)
-    pid_path.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    write_private(pid_path, f"{os.getpid()}\n")
     # uvicorn re-raises the signal that stopped it once it has shut down; the runtime must
     # still be stopped cleanly below, so make that re-raise a no-op.
     for number in (signal.SIGINT, signal.SIGTERM):
@@ -172,12 +173,12 @@ def logs(args: argparse.Namespace, config: Config) -> int:
     if not path.exists():
         raise CliError(f"no log file at {path} yet: the daemon writes it when it runs")
     for line in tail(path, args.lines, args.grep):
-        print(line)
+        print(clean(line))
     if args.follow:
         try:
             for new in follow(path, args.grep):
                 if new is not None:
-                    print(new, flush=True)
+                    print(clean(new), flush=True)
         except KeyboardInterrupt:
             pass
     return 0
