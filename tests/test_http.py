@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,14 @@ import pytest
 from helpers_http import BASE_URL, start_daemon, unique, write_config
 from starlette.testclient import TestClient
 
+from tribalmemory import validation as check
 from tribalmemory.config import load_config
+from tribalmemory.errors import InvalidInput
 from tribalmemory.interfaces.auth import TokenStore, generate_token
 from tribalmemory.interfaces.http import create_app
 from tribalmemory.interfaces.openapi import ROUTES
 from tribalmemory.runtime import Runtime
+from tribalmemory.timeutil import parse_iso, to_iso, utc_now
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "http.md"
 
@@ -246,12 +250,62 @@ def test_dates_outside_the_utc_range_are_422(
 
 def test_dates_at_the_ends_of_the_utc_range_work(client: TestClient) -> None:
     oldest = remember(client, created_at="0001-01-01T00:00:00Z")
-    newest = remember(client, created_at="9999-12-31T23:59:59Z")
+    newest = remember(client)  # a memory cannot be dated in the future: now is the newest
     assert client.get(f"/v1/memory/{oldest}").json()["created_at"] == "0001-01-01T00:00:00Z"
     early = client.post("/v1/recall", json={"query": "memory", "before": "0001-01-01T00:00:01Z"})
     assert [r["memory_id"] for r in early.json()["results"]] == [oldest]
     late = client.post("/v1/recall", json={"query": "memory", "after": "9999-12-31T23:59:59Z"})
-    assert [r["memory_id"] for r in late.json()["results"]] == [newest]
+    assert late.status_code == 200 and late.json()["results"] == []
+    recent = client.post("/v1/recall", json={"query": "memory", "after": "2000-01-01T00:00:00Z"})
+    assert [r["memory_id"] for r in recent.json()["results"]] == [newest]
+
+
+@pytest.mark.parametrize(
+    ("ahead", "said"),
+    [
+        (timedelta(days=3, minutes=1), "is 3 days in the future"),
+        (timedelta(minutes=30, seconds=30), "is 30 minutes"),  # and some seconds
+        (None, "days"),  # 9999-12-31T23:59:59Z
+    ],
+)
+@pytest.mark.parametrize("path", ["/v1/remember", "/v1/remember/batch"])
+def test_a_created_at_in_the_future_is_422_and_nothing_is_stored(
+    client: TestClient, path: str, ahead: timedelta | None, said: str
+) -> None:
+    moment = "9999-12-31T23:59:59Z" if ahead is None else to_iso(utc_now() + ahead)
+    item = {"content": unique("deploy freeze"), "created_at": moment}
+    if path.endswith("batch"):  # all items are checked before any is stored
+        sent: dict[str, Any] = {"memories": [{"content": unique("ok")}, item]}
+        prefix = "memories[1]: created_at"
+    else:
+        sent, prefix = item, "created_at"
+    body = error(
+        client.post(path, json=sent), 422, prefix, said, "in the future", "at most 5 minutes ahead"
+    )
+    assert body["error"].startswith(prefix)
+    assert client.get("/v1/stats").json()["total_memories"] == 0
+
+
+def test_the_future_tolerance_is_five_minutes_to_the_second() -> None:
+    now = parse_iso("2026-11-30T08:12:09Z")
+    assert check.memory_time("created_at", "2026-11-30T08:17:09Z", now) == now + timedelta(
+        minutes=5
+    )
+    with pytest.raises(InvalidInput, match="is 5 minutes 1 second in the future"):
+        check.memory_time("created_at", "2026-11-30T08:17:10Z", now)
+    with pytest.raises(InvalidInput, match="is 1 hour in the future"):
+        check.memory_time("created_at", "2026-11-30T09:12:10Z", now)
+    with pytest.raises(InvalidInput, match="is 3 days 2 hours in the future"):
+        check.memory_time("created_at", "2026-12-03T11:12:09+01:00", now)
+    assert check.memory_time("created_at", None, now) is None
+    assert check.memory_time("created_at", "1999-01-01", now) == parse_iso("1999-01-01")
+
+
+def test_a_created_at_within_the_clock_skew_tolerance_is_stored(client: TestClient) -> None:
+    # 4 minutes ahead: another machine's clock may run that much ahead of the server's
+    moment = to_iso(utc_now() + timedelta(minutes=4))
+    mid = remember(client, created_at=moment)
+    assert client.get(f"/v1/memory/{mid}").json()["created_at"] == moment
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,9 @@ MAX_FILTER_CHARS = 200
 MAX_BATCH = 1000
 MAX_MEMORY_IDS = 1000
 MAX_EPISODE_ID_CHARS = 64
+MAX_FUTURE_SECONDS = 300
+"""How far a memory's ``created_at`` may be ahead of the server's clock (clock skew between
+machines); a later time is refused, since it would close episodes that are still active."""
 EPISODE_ID_PATTERN = r"^[A-Za-z0-9_:-]+$"
 """Well-formed episode ids (before normalisation); anything else is a 400, not a 404."""
 EpisodeStatus = Literal["active", "closed", "archived"]
@@ -174,7 +177,11 @@ class RememberRequest(Request):
         max_length=MAX_CONTEXT_CHARS,
         description="A short note on where this was learned (task, repository, file).",
     )
-    created_at: Timestamp | None = Field(None, description=f"When it was learned: {WHEN}.")
+    created_at: Timestamp | None = Field(
+        None,
+        description=f"When it was learned: {WHEN}; default now. At most "
+        f"{MAX_FUTURE_SECONDS // 60} minutes ahead of the server's clock.",
+    )
     skip_dedup: bool = Field(
         False,
         description="Store it even when a near-identical memory exists. Use it only when the "

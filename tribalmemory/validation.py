@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import InvalidInput, PayloadTooLarge
@@ -19,13 +19,14 @@ from .shapes import (
     EPISODE_ID_PATTERN,
     EPISODE_STATUSES,
     MAX_EPISODE_ID_CHARS,
+    MAX_FUTURE_SECONDS,
     MAX_MEMORY_IDS,
     MAX_TAG_CHARS,
     MAX_TAGS,
     Range,
     Request,
 )
-from .timeutil import ensure_utc, parse_iso
+from .timeutil import ensure_utc, parse_iso, to_iso, utc_now
 
 EPISODE_ID = re.compile(EPISODE_ID_PATTERN)
 EPISODE_PREFIX = "episode:"
@@ -163,6 +164,37 @@ def timestamp(field: str, value: Any) -> datetime | None:
         return parse_iso(value)
     except ValueError as exc:
         raise InvalidInput(f"{field}: {exc}") from None
+
+
+def memory_time(field: str, value: Any, now: datetime | None = None) -> datetime | None:
+    """A memory's ``created_at``: a :func:`timestamp` at most ``MAX_FUTURE_SECONDS`` ahead of
+    ``now`` (the wall clock). Episodes live in their memories' time, so a memory dated in the
+    future would close every episode that is still active."""
+    moment = timestamp(field, value)
+    if moment is None:
+        return None
+    now = now or utc_now()
+    ahead = moment - now
+    if ahead > timedelta(seconds=MAX_FUTURE_SECONDS):
+        raise InvalidInput(
+            f"{field} {to_iso(moment)} is {_duration(ahead)} in the future (server time "
+            f"{to_iso(now.replace(microsecond=0))}); a memory's time may be at most "
+            f"{MAX_FUTURE_SECONDS // 60} minutes ahead. Send when it was learned, or leave "
+            f"{field} out to use the current time."
+        )
+    return moment
+
+
+def _duration(span: timedelta) -> str:
+    """``3 days``, ``5 minutes 1 second``: the largest unit and the next one, for messages."""
+    left = max(0, int(span.total_seconds()))
+    counts = []
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        count, left = divmod(left, size)
+        counts.append((count, unit))
+    first = next((i for i, (count, _) in enumerate(counts) if count), len(counts) - 1)
+    shown = [(c, u) for c, u in counts[first : first + 2] if c] or [(0, "second")]
+    return " ".join(f"{c} {u}{'' if c == 1 else 's'}" for c, u in shown)
 
 
 def source_type(

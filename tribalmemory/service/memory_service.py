@@ -119,7 +119,7 @@ class MemoryService:
             source_instance=instance or self.config.memory.default_source_instance,
             tags=check.tags(tags),
             context=check.text("context", context, MAX_CONTEXT_CHARS, required=False),
-            created_at=check.timestamp("created_at", created_at),
+            created_at=check.memory_time("created_at", created_at),
             skip_dedup=check.boolean("skip_dedup", skip_dedup),
         )
 
