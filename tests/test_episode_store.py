@@ -153,13 +153,24 @@ def test_delete_episode_unassigns_members_and_unlinks_children(store):
     assert store.due_jobs(10.0, set()) == []
 
 
-def test_recently_closed_are_the_chain_candidates(store):
+def test_chain_candidates_are_closed_episodes_by_last_memory_time(store):
     with store.transaction() as db:
-        store.insert_episode(db, row("ep-old", last=5.0, status="closed", closed_at=10.0))
-        store.insert_episode(db, row("ep-a", last=50.0, status="closed", closed_at=60.0))
+        store.insert_episode(db, row("ep-old", last=5.0, status="closed", closed_at=1000.0))
+        store.insert_episode(db, row("ep-a", last=50.0, status="closed", closed_at=10.0))
         store.insert_episode(db, row("ep-b", last=70.0, status="archived", closed_at=80.0))
         store.insert_episode(db, row("ep-late", last=95.0, status="closed", closed_at=96.0))
-        store.insert_episode(db, row("ep-open", last=40.0))
-    # closed since 50, and last memory no later than 90 (the new episode's first)
-    assert [r.id for r in store.recently_closed(50.0, 90.0)] == ["ep-b", "ep-a"]
-    assert [r.id for r in store.recently_closed(50.0, 90.0, limit=1)] == ["ep-b"]
+        store.insert_episode(db, row("ep-open", last=60.0))
+    # last memory from 50 to 90 (memory time); when they were closed (wall clock) is no matter
+    assert store.chain_candidates(50.0, 90.0) == ["ep-b", "ep-a"]
+    assert store.chain_candidates(50.0, 90.0, limit=1) == ["ep-b"]
+
+
+def test_active_last_added_is_the_newest_join_of_each_active_episode(store):
+    with store.transaction() as db:
+        store.insert_episode(db, row("ep-a", last=5.0, created_at=100.0))
+        store.insert_episode(db, row("ep-empty", last=5.0, created_at=150.0))
+        store.insert_episode(db, row("ep-shut", last=5.0, status="closed", closed_at=9.0))
+        store.add_member(db, "ep-a", "m1", 1.0, now=200.0)
+        store.add_member(db, "ep-a", "m2", 2.0, now=300.0)
+        store.add_member(db, "ep-shut", "m3", 3.0, now=400.0)
+    assert store.active_last_added() == {"ep-a": 300.0, "ep-empty": 150.0}

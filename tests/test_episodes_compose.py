@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -118,6 +119,36 @@ async def test_chain_links_a_follow_up_to_a_recently_closed_episode(runtime_fact
     assert [e["id"] for e in chain["chain"]] == [parent, child]
     assert chain["root_id"] == parent
     assert [e["id"] for e in (await rt.api.episode_chain(parent))["chain"]] == [parent, child]
+
+
+async def test_a_late_link_job_decides_on_the_episode_as_it_started(runtime_factory, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = await runtime_factory(detector_strategy="embedding", chain_similarity_threshold=0.5)
+    a = [await remember(rt, AUTH[i], 3, 9 + i) for i in range(3)]
+    parent = a[1]["episode_id"]
+    await rt.api.episode_close(parent)
+    await settle(rt)
+    await rt.episodes.worker.stop()  # from here on a job runs only when the test runs it
+    b = [await remember(rt, IOS[i], 5, 9 + i) for i in range(2)]
+    child = b[1]["episode_id"]
+    store = rt.episodes.store
+    (job,) = [j for j in store.due_jobs(4e9, set(), limit=50) if j.kind == "link"]
+    # The episode as it started: its first memories, and the episodes that had ended by then.
+    assert job.key == child
+    assert job.payload == {"members": [m["memory_id"] for m in b], "candidates": [parent]}
+    # Before the job runs (a fast import), the new episode is closed, and another episode of
+    # memories older than its first one starts and is closed.
+    await rt.api.episode_close(child)
+    d = [await remember(rt, DB[i], 4, 9 + i) for i in range(2)]
+    await rt.api.episode_close(d[1]["episode_id"])
+    link = rt.episodes.engine.job_handlers()["link"]
+    await link(job)
+    assert store.episode(child).parent_episode_id == parent
+    # A link job queued by an older version has no payload: the candidates are looked up now.
+    with store.transaction() as db:
+        store.update_episode(db, child, parent_episode_id=None)
+    await link(replace(job, payload={}))
+    assert store.episode(child).parent_episode_id == parent
 
 
 async def test_explicit_parent_and_cycle_safety(runtime_factory, monkeypatch):

@@ -130,7 +130,12 @@ async def test_scheduler_tick_closes_idle_and_archives_old(make_runtime, clock):
     rt = await make_runtime()
     a = [await remember(rt, AUTH[i], 1 + i) for i in range(2)]
     episode_id = await episode_of(rt, a[0]["memory_id"])
-    await rt.episodes.engine.upkeep.tick()  # clock is 2025-03-20: 18 days after the last memory
+    # The clock is 2025-03-20, 18 days after the memories' time, but they were added just now
+    # (an import): the tick leaves the episode to the memories' own time.
+    await rt.episodes.engine.upkeep.tick()
+    assert (await rt.api.episode_get(episode_id))["episode"]["status"] == "active"
+    clock.now += 14 * 86400 + 1  # nothing added for the active window: the tick closes it
+    await rt.episodes.engine.upkeep.tick()
     await settle(rt)
     assert (await rt.api.episode_get(episode_id))["episode"]["status"] == "closed"
     clock.now += 91 * 86400

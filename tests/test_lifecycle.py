@@ -48,6 +48,33 @@ def test_idle_uses_the_window():
     assert lifecycle.idle(episodes, now, 12) == ["a", "b"]
 
 
+def test_tick_closes_only_what_is_quiet_in_memory_time_and_in_arrival_time():
+    now = 400 * DAY  # the wall clock
+    episodes = [
+        # live, quiet for 15 days: its memories are old and none was added since
+        Activity("quiet", "active", now - 15 * DAY, last_added=now - 15 * DAY),
+        # imported a minute ago from a year back: left to the write-time rule
+        Activity("importing", "active", now - 365 * DAY, last_added=now - 60.0),
+        # added 20 days ago with a memory dated 10 days ago (a late back-fill): not idle yet
+        Activity("backfilled", "active", now - 10 * DAY, last_added=now - 20 * DAY),
+        Activity("shut", "closed", now - 30 * DAY, last_added=now - 30 * DAY),
+    ]
+    assert lifecycle.idle_on_tick(episodes, now, 14) == ["quiet"]
+    # at write time only memory time counts: the imported episode is idle for a memory of now
+    assert lifecycle.idle(episodes, now, 14) == ["quiet", "importing"]
+    assert lifecycle.idle_on_tick(episodes, now + 14 * DAY, 14) == [
+        "quiet",
+        "importing",
+        "backfilled",
+    ]
+
+
+def test_chain_horizon_is_the_active_window_plus_the_chain_window_before_the_start():
+    # the parent went idle (window after its last memory) at most 48 h before the child began
+    assert lifecycle.chain_horizon(100 * DAY, 14, 48) == 84 * DAY
+    assert lifecycle.chain_horizon(100 * DAY, 14, 0) == 86 * DAY
+
+
 def test_over_cap_closes_least_recently_active():
     active = [Activity(f"e{i}", "active", float(i)) for i in range(5)]
     assert lifecycle.over_cap(active, cap=5) == ["e0"]

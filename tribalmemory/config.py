@@ -233,7 +233,8 @@ class EpisodesConfig:
     )
     chain_window_hours: float = setting(
         48.0,
-        "A closed episode this recent can become the parent of a new one.",
+        "A new episode may continue one that ended (went idle, was closed) at most this long "
+        "before it began (memory time).",
         minimum=0.0,
         maximum=8760,
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..models import SourceType
 from ..timeutil import from_epoch, to_iso
-from . import extractive
+from . import extractive, lifecycle
 from .shapes import episode_summary_json
 from .state import EngineState
 from .store import EpisodeRow
@@ -21,7 +21,6 @@ from .summariser import Summariser
 log = logging.getLogger("tribalmemory.episodes")
 
 CHAIN_LIMIT = 50
-CHAIN_MEMBERS = 32  # newest members of a candidate parent compared with the new episode
 REPLAY_MIN_RELEVANCE = 0.2
 SEARCH_SUMMARY_CHARS = 500
 
@@ -36,42 +35,53 @@ class Compose:
 
     # -- chains -----------------------------------------------------------------------------
 
-    async def find_parent(self, episode_id: str) -> tuple[str, float] | None:
-        """A recently closed episode on the same topic that the new episode continues.
+    async def find_parent(
+        self, episode_id: str, start: dict[str, Any] | None = None
+    ) -> tuple[str, float] | None:
+        """A recently ended episode on the same topic that the new episode continues.
 
-        Candidates: episodes closed (or archived) within ``chain_window_hours`` of now whose
-        last memory precedes the new episode's first one; the best :func:`chain_score` at or
-        above ``chain_similarity_threshold`` wins.
+        ``start`` is the new episode as it started (:meth:`.membership.Membership.create`
+        takes it): ``members``, its first memories, and ``candidates``, the episodes that were
+        closed (or archived) then and that went idle, or were closed early, at most
+        ``chain_window_hours`` before its first memory -- in memory time. So a link job that
+        runs late (a fast import) decides as it would have at once. A job queued without them
+        (by an older version) looks them up now. The best :func:`chain_score` at or above
+        ``chain_similarity_threshold`` wins.
         """
         state = self.state
         settings = state.settings
-        new = state.active.get(episode_id)
         row = self.store.episode(episode_id)
-        if (
-            new is None
-            or row is None
-            or row.first_activity is None
-            or row.parent_episode_id is not None
-        ):
+        if row is None or row.first_activity is None or row.parent_episode_id is not None:
             return None
-        horizon = state.clock() - settings.chain_window_hours * 3600.0
-        candidates = self.store.recently_closed(horizon, row.first_activity)
+        start = start or {}
+        candidates = start.get("candidates")
+        if candidates is None:
+            horizon = lifecycle.chain_horizon(
+                row.first_activity, settings.active_window_days, settings.chain_window_hours
+            )
+            candidates = self.store.chain_candidates(horizon, row.first_activity)
         if not candidates:
             return None
         await state.host.background_turn()  # reading and scoring them uses the CPU
+        first = start.get("members") or self.store.member_ids(episode_id)[: lifecycle.CHAIN_MEMBERS]
+        first_features = await state.features(first)
+        if not first_features:
+            return None
+        new = state.matcher.episode(episode_id, first_features)
         best: tuple[str, float] | None = None
         for candidate in candidates:
-            members = await state.features(self.store.member_ids(candidate.id)[-CHAIN_MEMBERS:])
-            if not members:
+            newest = self.store.member_ids(candidate)[-lifecycle.CHAIN_MEMBERS :]
+            members = await state.features(newest)
+            if not members:  # deleted meanwhile, or its memories forgotten
                 continue
-            score = state.matcher.chain_score(new, state.matcher.episode(candidate.id, members))
+            score = state.matcher.chain_score(new, state.matcher.episode(candidate, members))
             if score >= settings.chain_similarity_threshold and (best is None or score > best[1]):
-                best = (candidate.id, score)
+                best = (candidate, score)
         return best
 
-    async def link_parent(self, episode_id: str) -> None:
+    async def link_parent(self, episode_id: str, start: dict[str, Any] | None = None) -> None:
         """The link job of a new episode: record the parent that :meth:`find_parent` finds."""
-        found = await self.find_parent(episode_id)
+        found = await self.find_parent(episode_id, start)
         if found is None:
             return
         parent, score = found

@@ -57,7 +57,7 @@ class EpisodeEngine:
             "detect": lambda job: self.detection.run_job(job.key),
             "classify": lambda job: self.detection.classify(job.key),
             "summary": lambda job: self.summaries.run(job.key, job.payload.get("trigger")),
-            "link": lambda job: self.compose.link_parent(job.key),
+            "link": lambda job: self.compose.link_parent(job.key, job.payload),
         }
 
     # -- the API's episode operations -------------------------------------------------------

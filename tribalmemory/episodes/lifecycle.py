@@ -1,4 +1,9 @@
-"""Pure lifecycle rules: summary cadence, auto-close, the active cap and archiving."""
+"""Pure lifecycle rules: summary cadence, auto-close, the active cap, archiving and chains.
+
+Times are epoch seconds. Idle closing and chains are judged in *memory time* (the memories'
+own ``created_at``), so importing old history gives the episodes and links that living through
+it would have; only the scheduler's tick and archiving look at the wall clock.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 DAY = 86400.0
+HOUR = 3600.0
+CHAIN_MEMBERS = 32  # memories of each side compared for a chain: the child's first, parent's last
 
 
 def plan_summary(
@@ -44,14 +51,38 @@ class Activity:
 
     id: str
     status: str
-    last_activity: float
+    last_activity: float  # the newest member's created_at (memory time)
     closed_at: float | None = None
+    last_added: float | None = None  # when a member was last added (engine clock)
 
 
 def idle(episodes: Iterable[Activity], now: float, window_days: float) -> list[str]:
-    """Active episodes with no new memory for ``window_days`` before ``now``."""
+    """Active episodes with no memory dated within ``window_days`` before ``now``.
+
+    At write time ``now`` is the new memory's ``created_at``: a memory closes the episodes
+    that were already idle when it was made, whenever it is stored.
+    """
     cutoff = now - window_days * DAY
     return [e.id for e in episodes if e.status == "active" and e.last_activity < cutoff]
+
+
+def idle_on_tick(episodes: Iterable[Activity], now: float, window_days: float) -> list[str]:
+    """What the scheduler's tick closes at wall-clock ``now``: active episodes idle in memory
+    time *and* in arrival time -- no memory dated, and none added, within ``window_days``.
+
+    Living, both times agree and a quiet episode closes ``window_days`` after its last memory.
+    While old history is imported, its episodes gain members now although their memories are
+    old: the tick leaves them to the write-time rule (:func:`idle`), which judges them in the
+    history's own time.
+    """
+    cutoff = now - window_days * DAY
+    return [
+        e.id
+        for e in episodes
+        if e.status == "active"
+        and e.last_activity < cutoff
+        and (e.last_added is None or e.last_added < cutoff)
+    ]
 
 
 def over_cap(active: Sequence[Activity], cap: int, adding: int = 1) -> list[str]:
@@ -71,6 +102,18 @@ def archivable(episodes: Iterable[Activity], now: float, archive_after_days: flo
         for e in episodes
         if e.status == "closed" and e.closed_at is not None and e.closed_at < cutoff
     ]
+
+
+def chain_horizon(first_memory: float, window_days: float, chain_window_hours: float) -> float:
+    """The oldest last memory a parent of a new episode may have (memory time).
+
+    A parent is an episode that was closed when the new one was created and that ended at
+    most ``chain_window_hours`` before the new episode's first memory. An episode goes idle
+    ``window_days`` after its last memory, and one closed early (by hand, by the active cap)
+    ended before that, so a parent's last memory is at most ``window_days +
+    chain_window_hours`` before ``first_memory`` (and not after it).
+    """
+    return first_memory - window_days * DAY - chain_window_hours * HOUR
 
 
 def surprise(similarity: float) -> float:

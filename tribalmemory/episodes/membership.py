@@ -79,7 +79,7 @@ class Membership:
             for previous in moved_from:
                 state.queue_summary(db, previous, now, trigger=None, delay=0.0)
             if parent_episode_id is None:  # looked for by a job, off the request path
-                self.store.enqueue(db, "link", episode_id, now)
+                self.store.enqueue(db, "link", episode_id, now, payload=self._start(features))
         for memory in memories:
             state.seeds.pop(memory.id, None)
         state.active[episode_id] = state.matcher.episode(episode_id, features)
@@ -92,6 +92,22 @@ class Membership:
             "episode %s created with %d memories: %s", episode_id, len(memories), created.title
         )
         return created
+
+    def _start(self, features: list[MemoryFeatures]) -> dict[str, list[str]]:
+        """A new episode as it starts, for its link job: its first memories, and the episodes
+        it may continue as they stand now (memory time; see :func:`.lifecycle.chain_horizon`).
+        Taken now so that a link job that runs late (a fast import) neither sees the episode
+        grown nor episodes that closed after it started."""
+        ordered = sorted(features, key=when)
+        first = when(ordered[0])
+        settings = self.state.settings
+        horizon = lifecycle.chain_horizon(
+            first, settings.active_window_days, settings.chain_window_hours
+        )
+        return {
+            "members": [f.id for f in ordered[: lifecycle.CHAIN_MEMBERS]],
+            "candidates": self.store.chain_candidates(horizon, first),
+        }
 
     async def add(self, episode_id: str, memory_id: str) -> None:
         """Add a memory to an episode on request (moving it from another one)."""

@@ -198,14 +198,17 @@ class EpisodeStore:
             where, (*args, limit, offset), "ORDER BY e.last_activity DESC, e.id LIMIT ? OFFSET ?"
         )
 
-    def recently_closed(self, since: float, ended_by: float, limit: int = 50) -> list[EpisodeRow]:
-        """Closed or archived episodes closed at or after ``since`` whose last memory is not
-        after ``ended_by``, most recently closed first."""
-        return self._select(
-            "WHERE e.status != 'active' AND e.closed_at >= ? AND e.last_activity <= ?",
-            (since, ended_by, limit),
-            "ORDER BY e.closed_at DESC, e.id LIMIT ?",
-        )
+    def chain_candidates(self, since: float, ended_by: float, limit: int = 50) -> list[str]:
+        """Ids of closed or archived episodes whose last memory is from ``since`` to
+        ``ended_by`` (memory time), the most recently active first."""
+        return [
+            r[0]
+            for r in self.db.execute(
+                "SELECT id FROM episodes WHERE status != 'active' AND last_activity >= ? "
+                "AND last_activity <= ? ORDER BY last_activity DESC, id LIMIT ?",
+                (since, ended_by, limit),
+            )
+        ]
 
     def children(self, episode_id: str) -> list[EpisodeRow]:
         return self._select("WHERE e.parent_episode_id = ?", (episode_id,))
@@ -221,6 +224,17 @@ class EpisodeStore:
                 "SELECT id, last_activity FROM episodes WHERE status = 'active'"
             )
         ]
+
+    def active_last_added(self) -> dict[str, float]:
+        """When each active episode last gained a member (``joined_at``, engine clock; its
+        creation when it has none): the scheduler's view of arrival time."""
+        return dict(
+            self.db.execute(
+                "SELECT e.id, COALESCE(MAX(m.joined_at), e.created_at) FROM episodes e "
+                "LEFT JOIN memberships m ON m.episode_id = e.id WHERE e.status = 'active' "
+                "GROUP BY e.id"
+            ).fetchall()
+        )
 
     def all_episode_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM episodes")]

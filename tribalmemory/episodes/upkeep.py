@@ -32,12 +32,25 @@ class Upkeep:
         log.info("episode %s closed (%s)", episode_id, reason)
 
     async def close_idle(self, reference: float) -> None:
-        """Close active episodes idle for ``active_window_days`` before ``reference``."""
+        """At write time: close active episodes with no memory dated within
+        ``active_window_days`` before ``reference`` (the new memory's ``created_at``)."""
         active = [
             lifecycle.Activity(episode_id, "active", last)
             for episode_id, last in self.store.active_activity()
         ]
         for episode_id in lifecycle.idle(active, reference, self.state.settings.active_window_days):
+            await self.close(episode_id, reason="idle")
+
+    async def close_quiet(self, now: float) -> None:
+        """On the scheduler's tick: close active episodes idle both in memory time and in
+        arrival time by the wall clock ``now`` (see :func:`.lifecycle.idle_on_tick`)."""
+        added = self.store.active_last_added()
+        active = [
+            lifecycle.Activity(episode_id, "active", last, last_added=added.get(episode_id))
+            for episode_id, last in self.store.active_activity()
+        ]
+        window = self.state.settings.active_window_days
+        for episode_id in lifecycle.idle_on_tick(active, now, window):
             await self.close(episode_id, reason="idle")
 
     async def make_room(self, adding: int) -> None:
@@ -54,10 +67,10 @@ class Upkeep:
             await self.close(episode_id, reason="active cap")
 
     async def tick(self) -> None:
-        """The scheduler's turn: close idle episodes, archive old closed ones (wall clock)."""
+        """The scheduler's turn (wall clock): close quiet episodes, archive old closed ones."""
         now = self.state.clock()
         async with self.state.detect_lock:
-            await self.close_idle(reference=now)
+            await self.close_quiet(now)
         closed = [
             lifecycle.Activity(r.id, r.status, r.last_activity, r.closed_at)
             for r in self.store.episodes("closed", limit=100000)
