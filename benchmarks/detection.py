@@ -1,6 +1,7 @@
 """Episode detection and LLM cost, measured through the real service.
 
-    python benchmarks/detection.py STREAM.jsonl [--strategies embedding,hybrid,llm] [--no-write]
+    python benchmarks/detection.py STREAM.jsonl [--strategies embedding,hybrid,llm]
+        [--imported embedding] [--no-write]
 
 Replays the labelled stream (see detector_sim.py for the format) through ``remember()`` with
 each memory's own timestamp, lets the episode work settle, then scores the episodes found
@@ -10,6 +11,10 @@ against the gold labels (pairwise precision / recall / F1, adjusted Rand index).
 (the fake's answers are heuristic, so F1 under hybrid/llm measures plumbing, not model quality).
 The engine's clock follows the stream's timestamps, so summary updates are coalesced as they
 would be live (memories minutes or hours apart), not as a fast replay would allow.
+``--imported`` strategies are replayed a second time as imported history: the same
+``created_at`` values sent now, the engine on the wall clock, the scheduler's tick between
+writes (as the daemon's would run), so the episodes and chain links of an import can be
+compared with the live replay's.
 Writes the "detection" section of docs/benchmarks.md.
 """
 
@@ -51,6 +56,16 @@ class StreamClock:
         return self.now
 
 
+class WallClock:
+    """The wall clock, which an import does not move; ``offset`` skips ahead at the end."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
 ID_ATTR = re.compile(r'id="([^"]+)"')
 
 
@@ -82,7 +97,11 @@ def oracle_responder(gold_of: dict[str, str | None]) -> Any:
 
 
 async def replay(
-    path: str, strategy: str, base_url: str | None, gold_of: dict[str, str | None]
+    path: str,
+    strategy: str,
+    base_url: str | None,
+    gold_of: dict[str, str | None],
+    imported: bool = False,
 ) -> dict[str, Any]:
     records = load_stream(path)
     with tempfile.TemporaryDirectory() as data:
@@ -90,7 +109,7 @@ async def replay(
         if base_url:
             settings["api_base"] = base_url
         config = config_from_dict({"data_dir": data, "episodes": settings})
-        clock = StreamClock()
+        clock = WallClock() if imported else StreamClock()
         runtime = await start_runtime(config, run_scheduler=False, clock=clock)
         plugin = runtime.episodes
         if base_url:
@@ -98,7 +117,10 @@ async def replay(
         started = time.perf_counter()
         ids = []
         for record in records:
-            clock.now = record.created_at.timestamp()  # the engine lives in stream time
+            if isinstance(clock, StreamClock):
+                clock.now = record.created_at.timestamp()  # the engine lives in stream time
+            else:  # an import: the daemon's scheduler ticks while it runs
+                await plugin.engine.upkeep.tick()
             result = await runtime.api.remember(
                 record.content,
                 tags=sorted(record.tags),
@@ -112,7 +134,11 @@ async def replay(
         predicted = [plugin.store.episode_of(i) for i in ids]  # before the closing below
         # Close everything (as the idle window eventually does) so that final summaries are
         # counted: the LLM cost is per episode lifetime, not just while it grows.
-        clock.now += (config.episodes.active_window_days + 1) * 86400.0
+        later = (config.episodes.active_window_days + 1) * 86400.0
+        if isinstance(clock, StreamClock):
+            clock.now += later
+        else:
+            clock.offset += later
         await plugin.engine.upkeep.tick()
         settled = await plugin.worker.drain(600) and settled
         elapsed = time.perf_counter() - started
@@ -123,7 +149,7 @@ async def replay(
     gold = [r.gold for r in records]
     precision, recall, f1 = pairwise_prf(predicted, gold)
     return {
-        "strategy": strategy,
+        "strategy": f"{strategy}, imported" if imported else strategy,
         "memories": len(records),
         "episodes": episodes,
         "precision": precision,
@@ -218,19 +244,32 @@ NOTES = """How to read this:
   per memory; episode count barely matters since most calls are per memory.
 - Parent links: the one gold follow-up thread resumes within the active window, so the
   detector joins it to its parent episode instead of starting a linked child (counted as
-  not found); no wrong link was made."""
+  not found); no wrong link was made.
+- `…, imported` rows replay the same stream as imported history: the same `created_at`
+  values sent at once, the engine on the wall clock and the scheduler's tick between writes.
+  Episodes and chain links are judged in memory time ([episodes.md](episodes.md#memory-time)),
+  so they should match the live row; LLM calls differ, since summary coalescing
+  (`summary_debounce_seconds`) follows the wall clock."""
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stream")
     parser.add_argument("--strategies", default="embedding,hybrid,llm,hybrid-oracle")
+    parser.add_argument(
+        "--imported",
+        default="embedding",
+        help="strategies also replayed as imported history (comma-separated; '' for none)",
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     rows = []
+    imported = {s for s in args.imported.split(",") if s}
+    runs = [(s, False) for s in args.strategies.split(",")]
+    runs += [(s, True) for s in args.strategies.split(",") if s in imported]
     with FakeLLM() as fake:
         os.environ["OPENAI_API_KEY"] = "x"
-        for strategy in args.strategies.split(","):
+        for strategy, as_import in runs:
             base = fake.base_url if strategy != "embedding" else None
             if strategy == "embedding":
                 os.environ.pop("OPENAI_API_KEY", None)
@@ -240,10 +279,11 @@ def main(argv: list[str] | None = None) -> int:
             fake.responder = (
                 oracle_responder(gold_of) if strategy.endswith("oracle") else default_reply
             )
-            row = asyncio.run(replay(args.stream, strategy, base, gold_of))
+            row = asyncio.run(replay(args.stream, strategy, base, gold_of, as_import))
             rows.append(row)
             print(
-                f"{strategy}: F1 {row['f1']:.3f} calls {row['calls']} ${row['usd']:.5f} "
+                f"{row['strategy']}: F1 {row['f1']:.3f} calls {row['calls']} ${row['usd']:.5f} "
+                f"links {row['links_found']}/{row['links_expected']} ({row['links_wrong']} wrong) "
                 f"({row['seconds']:.1f} s)",
                 file=sys.stderr,
             )
