@@ -73,6 +73,19 @@ class NewMemory:
     skip_dedup: bool
 
 
+def similarity(cosine: float) -> float:
+    """The score recall shows: the cosine clamped to 0–1, rounded to 6 decimals."""
+    return round(max(0.0, min(1.0, cosine)), 6)
+
+
+def shown_order(hits: list[SearchHit], floor: float = 0.0) -> list[RecallHit]:
+    """Recall results ordered by the score they show, best first, equal scores by memory id;
+    those scored below ``floor`` are left out."""
+    results = [RecallHit(memory=h.memory, similarity_score=similarity(h.cosine)) for h in hits]
+    results.sort(key=lambda r: (-r.similarity_score, r.memory.id))
+    return [r for r in results if r.similarity_score >= floor]
+
+
 class MemoryService:
     """Stores and finds memories; runs the registered write-time hooks."""
 
@@ -300,10 +313,13 @@ class MemoryService:
         after: Any = None,
         before: Any = None,
     ) -> list[RecallHit]:
-        """Hybrid search (dense + BM25, RRF-fused by Qdrant), best first.
+        """Hybrid search: the ``limit`` memories that dense + BM25 rank best (reciprocal rank
+        fusion), ordered by the score shown.
 
         ``similarity_score`` is the cosine similarity of the memory to the query, clamped to
-        0–1; ``min_relevance`` filters on it. Order is the fused rank.
+        0–1 and rounded to 6 decimals; results are ordered by it, best first, equal scores by
+        memory id, so the same query on the same store always gives the same list.
+        ``min_relevance`` drops results scored below it.
         """
         text = check.text(
             "query", query, self.config.server.max_content_chars, setting="server.max_content_chars"
@@ -320,10 +336,7 @@ class MemoryService:
         with self.activity.request():
             vector = (await self.embed([text]))[0]
             hits = await asyncio.to_thread(self.store.search, text, vector, size, where)
-        results = [
-            RecallHit(memory=h.memory, similarity_score=max(0.0, min(1.0, h.cosine))) for h in hits
-        ]
-        return [r for r in results if r.similarity_score >= floor]
+        return shown_order(hits, floor)
 
     def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
         """Extra per-memory fields from plugins (e.g. ``episode_id``) for JSON output."""

@@ -41,7 +41,6 @@ from .base import (
     FLOAT_FIELDS,
     HNSW_EF,
     KEYWORD_FIELDS,
-    RRF_K,
     SPARSE,
     MemoryFilter,
     SearchHit,
@@ -53,6 +52,7 @@ from .base import (
     metadata_field,
     point_id,
     point_ids,
+    rrf_fuse,
     search_depth,
     source_values,
     store_locked,
@@ -296,15 +296,6 @@ class EdgeStore:
                 if name not in existing:
                     shard.update(qe.UpdateOperation.create_field_index(name, schema))
 
-    def _hits(self, points: list[qe.ScoredPoint], query: np.ndarray) -> list[SearchHit]:
-        if not points:
-            return []
-        cosines = np.stack([_dense(p.vector) for p in points]) @ query
-        return [
-            SearchHit(from_payload(p.payload), float(p.score), float(cosine))
-            for p, cosine in zip(points, cosines, strict=True)
-        ]
-
     # -- the MemoryStore contract ---------------------------------------------------------
 
     def upsert(self, memories: list[Memory], vectors: np.ndarray) -> None:
@@ -356,25 +347,41 @@ class EdgeStore:
         query = unit_query(vector, self.info.dim)
         flt = edge_filter(where)
         depth = search_depth(limit)
-        nearest = qe.Query.Nearest(query.tolist(), using=DENSE)
-        prefetches = [qe.Prefetch(limit=depth, query=nearest, filter=flt, params=_PARAMS)]
+        requests = [
+            qe.QueryRequest(
+                limit=depth,
+                query=qe.Query.Nearest(query.tolist(), using=DENSE),
+                filter=flt,
+                params=_PARAMS,
+                with_payload=False,
+                with_vector=False,
+            )
+        ]
         sparse = lexical.query_vector(text)
         if sparse is not None:
-            prefetches.append(
-                qe.Prefetch(limit=depth, query=qe.Query.Nearest(sparse, using=SPARSE), filter=flt)
+            requests.append(
+                qe.QueryRequest(
+                    limit=depth,
+                    query=qe.Query.Nearest(sparse, using=SPARSE),
+                    filter=flt,
+                    with_payload=False,
+                    with_vector=False,
+                )
             )
-        fusion: Any = qe.Fusion.Rrf(k=RRF_K)  # RRF inside the engine, over both prefetches
-        request = qe.QueryRequest(
-            limit=limit,
-            prefetches=prefetches,
-            query=fusion,
-            filter=flt,
-            with_payload=True,
-            with_vector=[DENSE],
-        )
         with self._lock:
-            points = self._live().query(request)
-        return self._hits(points, query)
+            shard = self._live()
+            ranked = [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
+            best = rrf_fuse(ranked)[:limit]
+            records = shard.retrieve([pid for pid, _ in best], True, [DENSE]) if best else []
+        found = {str(r.id): r for r in records}
+        kept = [(found[pid], score) for pid, score in best if pid in found]
+        if not kept:
+            return []
+        cosines = np.stack([_dense(r.vector) for r, _ in kept]) @ query
+        return [
+            SearchHit(from_payload(r.payload), score, float(cosine))
+            for (r, score), cosine in zip(kept, cosines, strict=True)
+        ]
 
     def dense_search(
         self, vector: np.ndarray, limit: int, where: MemoryFilter | None = None

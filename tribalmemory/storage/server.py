@@ -27,7 +27,6 @@ from .base import (
     FLOAT_FIELDS,
     HNSW_EF,
     KEYWORD_FIELDS,
-    RRF_K,
     SPARSE,
     MemoryFilter,
     SearchHit,
@@ -39,6 +38,7 @@ from .base import (
     metadata_field,
     point_id,
     point_ids,
+    rrf_fuse,
     search_depth,
     source_values,
     store_locked,
@@ -336,32 +336,37 @@ class ServerStore:
         query = unit_query(vector, self.info.dim)
         flt = server_filter(where)
         depth = search_depth(limit)
-        prefetch = [
-            models.Prefetch(
+        requests = [
+            models.QueryRequest(
                 query=query.tolist(), using=DENSE, limit=depth, filter=flt, params=self._params
             )
         ]
         sparse = lexical.query_vector(text)
         if sparse is not None:
-            prefetch.append(
-                models.Prefetch(query=_sparse(sparse), using=SPARSE, limit=depth, filter=flt)
+            requests.append(
+                models.QueryRequest(query=_sparse(sparse), using=SPARSE, limit=depth, filter=flt)
             )
         with self._lock:
             self._check_open()
-            points = self._client.query_points(
-                self._name,
-                prefetch=prefetch,
-                query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
-                query_filter=flt,
-                limit=limit,
-                with_payload=True,
-                with_vectors=[DENSE],
-            ).points
+            answers = self._client.query_batch_points(self._name, requests)
+            ranked = [[(str(p.id), float(p.score)) for p in a.points] for a in answers]
+            best = rrf_fuse(ranked)[:limit]
+            records = (
+                self._client.retrieve(
+                    self._name, [pid for pid, _ in best], with_payload=True, with_vectors=[DENSE]
+                )
+                if best
+                else []
+            )
+        found = {str(r.id): r for r in records}
         return [
             SearchHit(
-                from_payload(p.payload), float(p.score), float(np.dot(_dense(p.vector), query))
+                from_payload(found[pid].payload),
+                score,
+                float(np.dot(_dense(found[pid].vector), query)),
             )
-            for p in points
+            for pid, score in best
+            if pid in found
         ]
 
     def dense_search(

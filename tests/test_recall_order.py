@@ -1,0 +1,74 @@
+"""Recall order: results come in the order of the score they show, and the same query on the
+same store always returns the same list (issue 16, point 5)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from tribalmemory.storage.base import rrf_fuse
+
+WORDS = (
+    "deploy staging database port migration token refresh queue worker cache redis postgres"
+).split()
+
+
+def test_rrf_fuse_breaks_ties_by_id_whatever_the_input_order() -> None:
+    dense = [("b", 0.9), ("a", 0.8), ("c", 0.7)]
+    sparse = [("a", 5.0), ("b", 4.0), ("d", 4.0)]  # c and d: rank 3 in one list each
+    fused = rrf_fuse([dense, sparse])
+    assert [pid for pid, _ in fused] == ["a", "b", "c", "d"]
+    assert fused[0][1] == fused[1][1] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused[2][1] == fused[3][1] == pytest.approx(1 / 63)
+    for _ in range(5):  # the order the engine lists equal scores in does not matter
+        shuffled = [random.sample(dense, len(dense)), random.sample(sparse, len(sparse))]
+        assert rrf_fuse(shuffled) == fused
+
+
+@pytest.fixture
+def crowded(runtime: Any) -> Any:
+    """400 memories made of the same 12 words: many equal BM25 and fused scores."""
+    import asyncio
+
+    rng = random.Random(3)
+    items = [
+        {"content": " ".join(rng.choice(WORDS) for _ in range(6)), "skip_dedup": True}
+        for _ in range(400)
+    ]
+    asyncio.run(runtime.service.remember_batch(items))
+    return runtime.service
+
+
+def queries(count: int = 30) -> list[str]:
+    rng = random.Random(5)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3))) for _ in range(count)]
+
+
+async def test_recall_is_ordered_by_the_shown_score(crowded: Any) -> None:
+    for query in queries():
+        hits = await crowded.recall(query, limit=10)
+        scores = [hit.similarity_score for hit in hits]
+        assert len(hits) == 10
+        assert scores == sorted(scores, reverse=True), f"{query!r}: not in score order"
+        for a, b in zip(hits, hits[1:], strict=False):
+            if a.similarity_score == b.similarity_score:
+                assert a.memory.id < b.memory.id, "equal scores are ordered by memory id"
+
+
+async def test_the_same_query_always_returns_the_same_list(crowded: Any) -> None:
+    for query in queries():
+        lists = set()
+        for _ in range(20):
+            hits = await crowded.recall(query, limit=10)
+            lists.add(tuple((hit.memory.id, hit.similarity_score) for hit in hits))
+        assert len(lists) == 1, f"{query!r}: {len(lists)} different lists in 20 runs"
+
+
+async def test_min_relevance_filters_on_the_shown_score(crowded: Any) -> None:
+    every = await crowded.recall("redis cache", limit=50)
+    floor = every[len(every) // 2].similarity_score
+    kept = await crowded.recall("redis cache", limit=50, min_relevance=floor)
+    assert kept == [hit for hit in every if hit.similarity_score >= floor]
+    assert all(hit.similarity_score >= floor for hit in kept) and len(kept) < len(every)
