@@ -39,6 +39,25 @@ class PayloadTooLarge(TribalError):
     code = "payload_too_large"
 
 
+class Busy(TribalError):
+    """Too many requests of one kind are running; the client retries after ``retry_after`` s."""
+
+    status = 429
+    code = "busy"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message, {"retry_after_seconds": retry_after})
+        self.retry_after = retry_after
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class InsufficientStorage(TribalError):
+    """The disk holding the data is (nearly) full; nothing was written."""
+
+    status = 507
+    code = "insufficient_storage"
+
+
 class FeatureDisabled(TribalError):
     status = 501
     code = "feature_disabled"

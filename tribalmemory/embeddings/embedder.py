@@ -72,21 +72,64 @@ def _register_bundled(model_file: Path) -> None:
         _registered = True
 
 
+BUNDLED_MAX_TOKENS = 256  # the bundled tokenizer truncates every text to 256 tokens
+OTHER_MAX_TOKENS = 512  # assumed for other models (most fastembed text models truncate at 512)
+# Estimated tokens per ONNX run (texts × longest text). A run's working memory grows with it
+# (attention alone is texts × 12 heads × tokens² floats per layer): measured with the bundled
+# model, 380 texts of 20k characters took the process from 265 MB to 2.8 GB in runs of 64
+# texts, to 550 MB in runs of 8 (2048 tokens), and ran faster (docs/benchmarks.md#memory).
+TOKEN_BUDGET = 2048
+
+
+def estimated_tokens(text: str, max_tokens: int) -> int:
+    """A generous token count for ``text`` (English runs at ~4.5 characters per token), at
+    most what the model reads."""
+    return min(max_tokens, len(text) // 2 + 2)
+
+
+def plan_runs(tokens: list[int], max_batch: int, budget: int = TOKEN_BUDGET) -> list[range]:
+    """Split texts, sorted by length, into consecutive runs of at most ``max_batch`` texts whose
+    size × longest estimate stays within ``budget`` (a single text always makes a run)."""
+    runs = []
+    start = 0
+    while start < len(tokens):
+        end = start + 1
+        while (
+            end < len(tokens)
+            and end - start < max_batch
+            and (end - start + 1) * tokens[end] <= budget
+        ):
+            end += 1
+        runs.append(range(start, end))
+        start = end
+    return runs
+
+
 class Embedder:
     """A loaded model: ``embed`` returns float32 unit vectors, one row per text."""
 
-    def __init__(self, model_name: str, model: object, dim: int) -> None:
+    def __init__(
+        self, model_name: str, model: object, dim: int, max_tokens: int = OTHER_MAX_TOKENS
+    ) -> None:
         self.model_name = model_name
         self.dim = dim
+        self.max_tokens = max_tokens
         self._model = model
 
     def embed(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        """Unit vectors of ``texts``, computed in runs of at most ``batch_size`` texts and
+        :data:`TOKEN_BUDGET` estimated tokens, so the memory a call needs does not grow with
+        the number or the length of the texts."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        # Sorting by length keeps padding small inside each batch.
+        # Sorting by length keeps padding small inside each run.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         sorted_texts = [texts[i] for i in order]
-        rows = list(self._model.embed(sorted_texts, batch_size=batch_size))  # type: ignore[attr-defined]
+        tokens = [estimated_tokens(t, self.max_tokens) for t in sorted_texts]
+        rows: list[np.ndarray] = []
+        for run in plan_runs(tokens, batch_size):
+            chunk = sorted_texts[run.start : run.stop]
+            rows.extend(self._model.embed(chunk, batch_size=len(chunk)))  # type: ignore[attr-defined]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for position, index in enumerate(order):
             out[index] = rows[position]
@@ -113,7 +156,7 @@ def load_embedder(
         model = TextEmbedding(
             BUNDLED_MODEL, specific_model_path=str(tokenizer_dir()), threads=threads
         )
-        return Embedder(BUNDLED_MODEL, model, BUNDLED_DIM)
+        return Embedder(BUNDLED_MODEL, model, BUNDLED_DIM, BUNDLED_MAX_TOKENS)
     try:
         model = TextEmbedding(model_name, cache_dir=cache_dir, threads=threads)
     except Exception as exc:

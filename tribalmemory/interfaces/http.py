@@ -183,7 +183,9 @@ def endpoint(op: Op, holder: ApiHolder, max_body: int) -> Callable[[Request], Aw
                 raise
             return JSONResponse(result)
         except TribalError as exc:
-            return error_response(exc.status, exc.message, exc.detail)
+            return error_response(
+                exc.status, exc.message, exc.detail, getattr(exc, "headers", None)
+            )
         except ClientDisconnect:
             return error_response(400, "the client disconnected before sending the body")
         except Exception:

@@ -19,7 +19,7 @@ from .. import validation as check
 from ..config import Config
 from ..embeddings import Embedder
 from ..embeddings.background import BackgroundEmbedder
-from ..errors import InvalidInput, NotFound
+from ..errors import Busy, InvalidInput, NotFound
 from ..models import Memory, RecallHit, SourceType, new_memory_id
 from ..shapes import (
     MAX_BATCH,
@@ -36,6 +36,11 @@ from .hooks import HookRegistry
 
 log = logging.getLogger("tribalmemory.service")
 
+# Batches being embedded and stored at once; one more gets 429. Each holds at most one ONNX
+# run of TOKEN_BUDGET tokens at a time (embeddings/embedder.py), so this bounds the memory that
+# batches take (docs/benchmarks.md#memory).
+MAX_CONCURRENT_BATCHES = 2
+BATCH_RETRY_AFTER = 2  # seconds, sent as Retry-After with the 429
 DEDUP_PROBE = 4  # nearest memories fetched, unfiltered, to find the nearest non-summary
 
 
@@ -104,6 +109,7 @@ class MemoryService:
         self.activity = RequestActivity()  # requests first; plugins' background work waits
         self.started_at = time.monotonic()
         self._write_lock = asyncio.Lock()
+        self.batches_in_flight = 0
 
     # -- validation -------------------------------------------------------------------------
 
@@ -162,7 +168,8 @@ class MemoryService:
             return await self._store_new(new, vector, supersedes)
 
     async def remember_batch(self, items: Any) -> list[RememberResult]:
-        """1–1000 memories; all are validated before any is stored."""
+        """1–1000 memories; all are validated before any is stored. At most
+        :data:`MAX_CONCURRENT_BATCHES` batches run at once (Busy beyond)."""
         if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH:
             raise InvalidInput(f"memories must be a list of 1 to {MAX_BATCH} items")
         parsed: list[NewMemory] = []
@@ -174,9 +181,21 @@ class MemoryService:
                 parsed.append(self._parse_new(**item))
             except InvalidInput as exc:
                 raise InvalidInput(f"memories[{index}]: {exc.message}", exc.detail) from None
-        with self.activity.request():
-            vectors = await self.embed([p.content for p in parsed])
-            return [await self._store_new(p, v, None) for p, v in zip(parsed, vectors, strict=True)]
+        if self.batches_in_flight >= MAX_CONCURRENT_BATCHES:
+            raise Busy(
+                f"{self.batches_in_flight} batches are being stored already (at most "
+                f"{MAX_CONCURRENT_BATCHES} at once); retry in {BATCH_RETRY_AFTER} s",
+                BATCH_RETRY_AFTER,
+            )
+        self.batches_in_flight += 1
+        try:
+            with self.activity.request():
+                vectors = await self.embed([p.content for p in parsed])
+                return [
+                    await self._store_new(p, v, None) for p, v in zip(parsed, vectors, strict=True)
+                ]
+        finally:
+            self.batches_in_flight -= 1
 
     async def _store_new(
         self, new: NewMemory, vector: np.ndarray, supersedes: str | None
@@ -364,6 +383,7 @@ class MemoryService:
             "uptime_seconds": round(time.monotonic() - self.started_at, 1),
             "store": {"backend": info.backend, "location": info.location},
             "embedding": {"model": info.model_name, "dim": info.dim},
+            "batches": {"in_flight": self.batches_in_flight, "max": MAX_CONCURRENT_BATCHES},
         }
         data.update(self.hooks.health())
         return data
