@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,8 +60,13 @@ async def start_runtime(
     make_private(config.data_path)  # 0700; tightens what an older version left readable
     embedder = load_embedder(config.embedding.model, config.embedding.cache_dir)
     store = open_store(config, embedder.model_name, embedder.dim)
-    # Plugins' texts (episode summaries) are embedded at low priority; loaded on first use.
-    background = BackgroundEmbedder(embedder.model_name, config.embedding.cache_dir)
+    # Plugins' texts (episode summaries) are embedded at low priority (loaded on first use),
+    # or at normal priority by the request embedder when the machine is too busy for that.
+    background = BackgroundEmbedder(
+        embedder.model_name,
+        config.embedding.cache_dir,
+        fallback=lambda texts: asyncio.to_thread(embedder.embed, texts),
+    )
     service = MemoryService(config, store, embedder, background)
     episodes = None
     try:

@@ -1,10 +1,18 @@
-"""Embeddings for background work, on one low-priority thread and one core.
+"""Embeddings for background work: on a low-priority thread, at normal priority if starved.
 
 Requests embed with every core (onnxruntime's default). Background work (episode summaries)
 embeds long texts; sharing the cores with a request's embedding, it can double that request's
-latency. So background texts go to a second, single-threaded copy of the model that runs on
-one thread of its own, which Linux runs only when the CPU is otherwise idle (``SCHED_IDLE``,
+latency. So background texts go first to a second, single-threaded copy of the model that runs
+on one thread of its own, which Linux runs only when the CPU is otherwise idle (``SCHED_IDLE``,
 for that thread only): the operating system runs requests' embeddings first.
+
+On a machine kept busy by other processes that thread may get no CPU for minutes (measured:
+6 short embeddings took 29 s at ``SCHED_IDLE`` and 19 s at nice 19 with two busy processes on
+the two cores and other load; 0.3 s at normal priority). An unprivileged thread cannot raise
+its priority again, so instead a text that waited :data:`DEADLINE_SECONDS` is embedded by the
+``fallback`` (the request embedder, at normal priority) and the low-priority attempt is dropped
+(cancelled if it had not started, ignored if it had). Background work therefore always
+progresses: each embedding takes at most the deadline plus its time at normal priority.
 """
 
 from __future__ import annotations
@@ -14,7 +22,9 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -22,43 +32,94 @@ from .embedder import Embedder, load_embedder
 
 log = logging.getLogger("tribalmemory.embeddings")
 
+DEADLINE_SECONDS = 2.0
+Fallback = Callable[[list[str]], Awaitable[np.ndarray]]
 
-def lower_thread_priority() -> bool:
+
+def lower_thread_priority() -> str:
     """Run the calling thread only when the CPU is otherwise idle (Linux ``SCHED_IDLE``;
     nice +19 if that is refused). Linux schedules threads one by one, so this changes the
-    calling thread only; other systems keep normal priority."""
+    calling thread only; other systems keep normal priority. Returns the priority set."""
     if not sys.platform.startswith("linux"):
-        return False
+        return "normal"
     tid = threading.get_native_id()
     try:
         os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-        return True
+        return "idle"
     except (OSError, AttributeError):
         pass
     try:
         os.setpriority(os.PRIO_PROCESS, tid, 19)
     except OSError as exc:
         log.info("background embeddings keep normal priority: %s", exc)
-        return False
-    return True
+        return "normal"
+    return "nice 19"
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Retrieve a dropped attempt's outcome so that asyncio does not log it as lost."""
+    if not future.cancelled():
+        future.exception()
 
 
 class BackgroundEmbedder:
-    """Single-threaded copy of ``model_name``, loaded on first use, on its own thread."""
+    """Single-threaded copy of ``model_name``, loaded on first use, on its own thread; texts
+    that wait longer than ``deadline`` go to ``fallback`` instead (when one is given)."""
 
-    def __init__(self, model_name: str, cache_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        cache_dir: str | None = None,
+        fallback: Fallback | None = None,
+        deadline: float = DEADLINE_SECONDS,
+    ) -> None:
         self.model_name = model_name
         self.cache_dir = cache_dir
+        self.fallback = fallback
+        self.deadline = deadline
+        self.priority = "not started"
+        self.calls = 0
+        self.fallbacks = 0  # calls that ran at normal priority after the deadline
         self._executor = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="tm-background", initializer=lower_thread_priority
+            max_workers=1, thread_name_prefix="tm-background", initializer=self._lower
         )
+
+    def _lower(self) -> None:
+        self.priority = lower_thread_priority()
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         model: Embedder = load_embedder(self.model_name, self.cache_dir, threads=1)
         return model.embed(texts)
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._embed, texts)
+        self.calls += 1
+        future = self._executor.submit(self._embed, texts)
+        attempt = asyncio.wrap_future(future)
+        if self.fallback is None:
+            return await attempt
+        try:
+            return await asyncio.wait_for(asyncio.shield(attempt), self.deadline)
+        except TimeoutError:
+            future.cancel()  # not started: dropped; already running: finishes, result ignored
+            attempt.add_done_callback(_consume)
+            self.fallbacks += 1
+            if self.fallbacks == 1 or self.fallbacks % 100 == 0:
+                log.info(
+                    "background embedding got no CPU for %.1f s (the machine is busy): "
+                    "running it at normal priority (%d times so far)",
+                    self.deadline,
+                    self.fallbacks,
+                )
+            return await self.fallback(texts)
+
+    def status(self) -> dict[str, Any]:
+        """For /v1/health: the thread's priority and how often the deadline passed."""
+        return {
+            "priority": self.priority,
+            "deadline_seconds": self.deadline,
+            "calls": self.calls,
+            "ran_at_normal_priority": self.fallbacks,
+        }
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -385,5 +385,7 @@ class MemoryService:
             "embedding": {"model": info.model_name, "dim": info.dim},
             "batches": {"in_flight": self.batches_in_flight, "max": MAX_CONCURRENT_BATCHES},
         }
+        if self.background is not None:
+            data["background_embeddings"] = self.background.status()
         data.update(self.hooks.health())
         return data
