@@ -114,6 +114,12 @@ class StorageConfig:
         None, "API key for qdrant_url (or set QDRANT_API_KEY).", nullable=True
     )
     collection: str = setting("tribal_memories", "Collection name on a Qdrant server.")
+    min_free_mb: int = setting(
+        100,
+        "Free disk space (MB) kept for the data folder and store; writes beyond get 507.",
+        minimum=16,
+        maximum=1_000_000,
+    )
 
 
 @dataclass

@@ -15,6 +15,7 @@ from .embeddings import load_embedder
 from .embeddings.background import BackgroundEmbedder
 from .service import MemoryService, ServiceHost
 from .service.maintenance import StoreMaintenance
+from .storage.space import MB, DiskSpace
 
 log = logging.getLogger("tribalmemory")
 
@@ -45,6 +46,14 @@ class Runtime:
         self.service.store.close()
 
 
+def disk_space(config: Config) -> DiskSpace:
+    """The free-space guard of the data folder and, for the embedded store, the store folder."""
+    paths = [config.data_path]
+    if not config.storage.qdrant_url:
+        paths.append(config.store_path)
+    return DiskSpace(paths, config.storage.min_free_mb * MB)
+
+
 async def start_runtime(
     config: Config, *, plugins: Sequence[object] = (), **plugin_options: Any
 ) -> Runtime:
@@ -67,7 +76,7 @@ async def start_runtime(
         config.embedding.cache_dir,
         fallback=lambda texts: asyncio.to_thread(embedder.embed, texts),
     )
-    service = MemoryService(config, store, embedder, background)
+    service = MemoryService(config, store, embedder, background, disk_space(config))
     episodes = None
     try:
         for extra in plugins:
@@ -85,7 +94,7 @@ async def start_runtime(
         raise
     maintenance = None
     if StoreMaintenance.supported(store):  # the embedded store: seal new memories when idle
-        maintenance = StoreMaintenance(store)
+        maintenance = StoreMaintenance(store, space=service.space)
         maintenance.start()
     return Runtime(
         config=config, service=service, api=TribalAPI(service, episodes), maintenance=maintenance

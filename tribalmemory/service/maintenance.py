@@ -6,7 +6,9 @@ scan) once it holds ``SEAL_SIZE`` memories (see ``storage/edge.py`` and docs/sto
 ``optimize()`` holds the GIL while it works (about 1 s per 10k memories on 2 cores), so the
 whole daemon pauses meanwhile. This task therefore calls it only after the store has been idle
 for ``idle_seconds``, or when so many memories wait unsealed that searches would slow down.
-Stores without ``needs_maintenance`` (a Qdrant server indexes by itself) get no task.
+Stores without ``needs_maintenance`` (a Qdrant server indexes by itself) get no task. Sealing
+writes a copy of the memories it seals: it waits (retrying with backoff) while the disk lacks
+the space, so that it never fills the disk.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import contextlib
 import logging
 import time
 from typing import Any
+
+from ..storage.space import DiskSpace
 
 log = logging.getLogger("tribalmemory.maintenance")
 
@@ -28,9 +32,14 @@ class StoreMaintenance:
     """One asyncio task that runs ``store.optimize()`` in a worker thread when it is due."""
 
     def __init__(
-        self, store: Any, idle_seconds: float = IDLE_SECONDS, interval: float = CHECK_INTERVAL
+        self,
+        store: Any,
+        idle_seconds: float = IDLE_SECONDS,
+        interval: float = CHECK_INTERVAL,
+        space: DiskSpace | None = None,
     ) -> None:
         self.store = store
+        self.space = space
         self.idle_seconds = idle_seconds
         self.interval = interval
         self.runs = 0  # optimize() calls that did work
@@ -62,6 +71,8 @@ class StoreMaintenance:
                 continue
             started = time.monotonic()
             try:
+                if self.space is not None:  # sealing writes a copy of the memories it seals
+                    self.space.check(self.store.optimize_needs_bytes())
                 worked = await asyncio.to_thread(self.store.optimize)
             except Exception as exc:  # a closed store, a disk error: retry later
                 failures += 1

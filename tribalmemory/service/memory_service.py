@@ -19,7 +19,7 @@ from .. import validation as check
 from ..config import Config
 from ..embeddings import Embedder
 from ..embeddings.background import BackgroundEmbedder
-from ..errors import Busy, InvalidInput, NotFound
+from ..errors import Busy, InsufficientStorage, InvalidInput, NotFound
 from ..models import Memory, RecallHit, SourceType, new_memory_id
 from ..shapes import (
     MAX_BATCH,
@@ -30,6 +30,7 @@ from ..shapes import (
     RememberRequest,
 )
 from ..storage.base import MemoryFilter, MemoryStore, SearchHit
+from ..storage.space import DiskSpace, is_disk_full
 from ..timeutil import utc_now
 from .activity import RequestActivity
 from .hooks import HookRegistry
@@ -78,6 +79,12 @@ class NewMemory:
     skip_dedup: bool
 
 
+def write_estimate(text: str) -> int:
+    """Disk a stored memory may take before the store compacts it (WAL entry, payload, vectors
+    and indexes of the plain segment), generously: 4 bytes per character plus 16 KB."""
+    return 4 * len(text) + 16384
+
+
 def similarity(cosine: float) -> float:
     """The score recall shows: the cosine clamped to 0–1, rounded to 6 decimals."""
     return round(max(0.0, min(1.0, cosine)), 6)
@@ -100,11 +107,13 @@ class MemoryService:
         store: MemoryStore,
         embedder: Embedder,
         background: BackgroundEmbedder | None = None,
+        space: DiskSpace | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.embedder = embedder
         self.background = background  # embeds plugins' texts at low priority, if given
+        self.space = space  # refuses writes when the disk is nearly full, if given
         self.hooks = HookRegistry()
         self.activity = RequestActivity()  # requests first; plugins' background work waits
         self.started_at = time.monotonic()
@@ -144,6 +153,24 @@ class MemoryService:
 
     # -- writes -----------------------------------------------------------------------------
 
+    def check_space(self, texts: list[str]) -> None:
+        """Raise InsufficientStorage (507) unless storing ``texts`` leaves the disk reserve."""
+        if self.space is not None:
+            self.space.check(sum(write_estimate(t) for t in texts))
+
+    async def _upsert(self, memories: list[Memory], vectors: np.ndarray) -> None:
+        """The store's upsert; a full disk becomes InsufficientStorage (507)."""
+        try:
+            await asyncio.to_thread(self.store.upsert, memories, vectors)
+        except Exception as exc:
+            if not is_disk_full(exc):
+                raise
+            log.warning("store write failed, the disk is full: %s", exc)
+            raise InsufficientStorage(
+                f"the disk holding the store is full ({exc}); nothing was stored. Free disk "
+                "space and retry"
+            ) from None
+
     async def embed(self, texts: list[str]) -> np.ndarray:
         return await asyncio.to_thread(self.embedder.embed, texts)
 
@@ -163,6 +190,7 @@ class MemoryService:
         new = self._parse_new(
             content, source_type, source_instance, tags, context, created_at, skip_dedup
         )
+        self.check_space([new.content])
         with self.activity.request():
             vector = (await self.embed([new.content]))[0]
             return await self._store_new(new, vector, supersedes)
@@ -181,6 +209,7 @@ class MemoryService:
                 parsed.append(self._parse_new(**item))
             except InvalidInput as exc:
                 raise InvalidInput(f"memories[{index}]: {exc.message}", exc.detail) from None
+        self.check_space([p.content for p in parsed])
         if self.batches_in_flight >= MAX_CONCURRENT_BATCHES:
             raise Busy(
                 f"{self.batches_in_flight} batches are being stored already (at most "
@@ -210,6 +239,7 @@ class MemoryService:
                         error=f"near-duplicate of memory {duplicate}; nothing stored "
                         "(send skip_dedup=true to store it anyway)",
                     )
+            self.check_space([new.content])  # again: the disk may have filled meanwhile
             now = utc_now()
             memory = Memory(
                 id=new_memory_id(),
@@ -224,7 +254,7 @@ class MemoryService:
             )
             try:
                 await self.hooks.before_remember(memory)  # durable intent: failing fails the write
-                await asyncio.to_thread(self.store.upsert, [memory], vector[None, :])
+                await self._upsert([memory], vector[None, :])
             except BaseException:
                 await self.hooks.store_failed(memory)
                 raise
@@ -299,9 +329,11 @@ class MemoryService:
 
     async def put_internal(self, memory: Memory) -> None:
         """Insert or replace a memory written by a plugin (e.g. an episode summary)."""
+        self.check_space([memory.content])
         vector = (await self.embed_background([memory.content]))[0]
         async with self._write_lock:
-            await asyncio.to_thread(self.store.upsert, [memory], vector[None, :])
+            self.check_space([memory.content])
+            await self._upsert([memory], vector[None, :])
 
     async def delete_internal(self, memory_ids: list[str]) -> None:
         async with self._write_lock:
@@ -385,6 +417,8 @@ class MemoryService:
             "embedding": {"model": info.model_name, "dim": info.dim},
             "batches": {"in_flight": self.batches_in_flight, "max": MAX_CONCURRENT_BATCHES},
         }
+        if self.space is not None:
+            data["disk"] = self.space.status()
         if self.background is not None:
             data["background_embeddings"] = self.background.status()
         data.update(self.hooks.health())

@@ -66,6 +66,7 @@ FORMAT = 1
 UPSERT_CHUNK = 256
 SEAL_SIZE = 10_000  # memories per sealed segment: what one optimize() has to convert
 FORCE_SEAL = 2 * SEAL_SIZE  # unsealed memories at which maintenance seals even when busy
+SEAL_BYTES_PER_MEMORY = 8192  # disk per sealed memory, generously (vectors, payload, indexes)
 OVERSAMPLING = 2.0  # int8 candidates per wanted hit, rescored with the float vectors
 _SHARD_DIR = re.compile(r"^shard-(\d+)$")
 # hnsw_ef only matters for HNSW segments of stores optimized by older versions, until their
@@ -433,6 +434,11 @@ class EdgeStore:
         if self._unsealed >= FORCE_SEAL:
             return True
         return time.monotonic() - self._last_used >= idle_seconds
+
+    def optimize_needs_bytes(self) -> int:
+        """Disk space optimize() may need: a sealed copy of up to SEAL_SIZE memories, or of all
+        that wait unsealed (generously :data:`SEAL_BYTES_PER_MEMORY` each)."""
+        return SEAL_BYTES_PER_MEMORY * max(self._unsealed, SEAL_SIZE)
 
     def optimize(self) -> bool:
         """Seal the plain segment once it holds SEAL_SIZE memories (int8-quantized copy, payload

@@ -1,0 +1,108 @@
+"""Disk full (issue 18, point 6): a real daemon whose data folder is on a small tmpfs.
+
+Qdrant Edge writes through memory-mapped sparse files, so on a full disk the kernel killed the
+daemon with SIGBUS. Now writes get 507 with a message while less than ``storage.min_free_mb``
+is free, reads go on, the daemon stays up, and writes (and pending episode work) resume as soon
+as space returns. Mounting a tmpfs needs root (CAP_SYS_ADMIN): elsewhere the test is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from helpers_http import start_daemon
+from test_durability import stream
+
+DISK_MB = 256
+RESERVE_MB = 32
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A private tmpfs of DISK_MB, unmounted at the end."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def free_bytes(path: Path) -> int:
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def fill(path: Path, leave: int) -> Path:
+    """A file taking all but ``leave`` bytes of the filesystem."""
+    filler = path / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, free_bytes(path) - leave)
+    finally:
+        os.close(fd)
+    return filler
+
+
+def wait_for(predicate, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def test_full_disk_gives_507_and_writes_resume_when_space_returns(small_disk: Path) -> None:
+    episodes = {"detector_strategy": "embedding", "summary_debounce_seconds": 0}
+    daemon = start_daemon(small_disk, storage={"min_free_mb": RESERVE_MB}, episodes=episodes)
+    client = httpx.Client(base_url=daemon.url, timeout=60)
+    try:
+        items = stream(12)
+        for item in items[:6]:
+            assert client.post("/v1/remember", json=item).status_code == 200
+        filler = fill(small_disk, leave=1024 * 1024)  # 1 MB left, as in the attack
+
+        for item in items[6:]:  # every write is refused with a message; the daemon stays up
+            refused = client.post("/v1/remember", json=item)
+            assert refused.status_code == 507, refused.text
+            assert "nearly full" in refused.json()["error"]
+            assert "storage.min_free_mb" in refused.json()["error"]
+        batch = client.post("/v1/remember/batch", json={"memories": items[6:]})
+        assert batch.status_code == 507, batch.text
+        assert daemon.process.poll() is None, "the daemon died"
+        recalled = client.post("/v1/recall", json={"query": "refresh token rotation"})
+        assert recalled.status_code == 200 and recalled.json()["count"] > 0
+        health = client.get("/v1/health").json()
+        assert health["disk"]["state"] == "full" and health["disk"]["writes_refused"] >= 7
+
+        filler.unlink()  # space returns
+        for item in items[6:]:
+            assert client.post("/v1/remember", json=item).status_code == 200
+        assert client.get("/v1/health").json()["disk"]["state"] == "ok"
+        # Episode work that failed meanwhile (summary memories are writes too) is retried.
+        wait_for(
+            lambda: client.get("/v1/health").json()["episodes"]["queue_depth"] == 0,
+            120,
+            "the episode queue to drain",
+        )
+        stats = client.get("/v1/stats").json()
+        assert stats["by_source_type"]["USER_EXPLICIT"] == 12
+        assert daemon.process.poll() is None
+    finally:
+        client.close()
+        daemon.stop()
