@@ -313,7 +313,12 @@ def load_env(path: Path | None = None) -> None:
 
     env_file = path or home_dir() / ".env"
     if env_file.is_file():
-        load_dotenv(env_file, override=False)
+        try:
+            load_dotenv(env_file, override=False)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{env_file} cannot be read ({exc}); it must be UTF-8 text with NAME=value lines"
+            ) from None
 
 
 def _type_name(kind: Any) -> str:

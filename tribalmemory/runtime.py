@@ -15,6 +15,8 @@ from .embeddings import load_embedder
 from .embeddings.background import BackgroundEmbedder
 from .service import MemoryService, ServiceHost
 from .service.maintenance import StoreMaintenance
+from .storage import integrity
+from .storage.base import StorageError
 from .storage.space import MB, DiskSpace
 
 log = logging.getLogger("tribalmemory")
@@ -57,16 +59,34 @@ def disk_space(config: Config) -> DiskSpace:
 async def start_runtime(
     config: Config, *, plugins: Sequence[object] = (), **plugin_options: Any
 ) -> Runtime:
-    """Open the store, register plugins and start them.
+    """Check the data files, open the store, register plugins and start them.
 
     ``plugins`` are registered (and refused if they do not fit service/hookspecs.py) before
     the episode plugin opens anything; pluggy calls them after it.
     ``plugin_options`` go to the episode plugin (tests pass a clock or LLM client options).
-    Raises StorageError, EmbeddingModelError or PluginError with a message for the user.
+    Raises StorageError (DamagedDataError for a damaged or missing data file: nothing is
+    deleted then), EmbeddingModelError or PluginError with a message for the user; a
+    StorageError is logged too.
     """
+    try:
+        return await _start(config, plugins, plugin_options)
+    except StorageError as exc:
+        log.error("cannot start: %s", exc)
+        raise
+
+
+async def _start(
+    config: Config, plugins: Sequence[object], plugin_options: dict[str, Any]
+) -> Runtime:
     from .storage import open_store
 
-    make_private(config.data_path)  # 0700; tightens what an older version left readable
+    data = make_private(config.data_path)  # 0700; tightens what an older version left readable
+    manifest = integrity.read_manifest(data)
+    embedded = not config.storage.qdrant_url
+    if embedded:
+        integrity.check_store_present(manifest, data, config.store_path)
+    if config.episodes.enabled:
+        integrity.check_sqlite_files(data, manifest)
     embedder = load_embedder(config.embedding.model, config.embedding.cache_dir)
     store = open_store(config, embedder.model_name, embedder.dim)
     # Plugins' texts (episode summaries) are embedded at low priority (loaded on first use),
@@ -92,6 +112,12 @@ async def start_runtime(
         background.close()
         store.close()
         raise
+    try:  # from now on a missing or emptied file is damage, not a first start
+        integrity.record_manifest(
+            data, integrity.present_files(data, config.store_path if embedded else None)
+        )
+    except OSError as exc:
+        log.warning("could not update %s: %s", integrity.MANIFEST, exc)
     maintenance = None
     if StoreMaintenance.supported(store):  # the embedded store: seal new memories when idle
         maintenance = StoreMaintenance(store, space=service.space)

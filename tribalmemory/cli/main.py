@@ -210,6 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
         "recompute every vector with the configured model (daemon stopped)",
         [common],
     )
+    cmd = add(
+        "doctor", _lazy("doctor", "doctor"), "check the data files (daemon stopped)", [common]
+    )
+    cmd.add_argument("--repair", action="store_true", help="move damaged files aside, rebuild")
     cmd = add("init", _lazy("init", "init"), "register the MCP server in agent clients", [common])
     cmd.add_argument("--claude-code", action="store_true", help="~/.claude.json")
     cmd.add_argument("--codex", action="store_true", help="~/.codex/config.toml")

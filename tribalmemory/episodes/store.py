@@ -239,6 +239,13 @@ class EpisodeStore:
     def all_episode_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM episodes")]
 
+    def is_blank(self) -> bool:
+        """No row in any table: a new database, or one that was lost or emptied (H5)."""
+        tables = ("episodes", "memberships", "detections", "jobs", "meta")
+        return all(
+            self.db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is None for table in tables
+        )
+
     def status_counts(self) -> dict[str, int]:
         """Number of episodes by status (every status, zeros included)."""
         rows = self.db.execute("SELECT status, COUNT(*) FROM episodes GROUP BY status")

@@ -9,6 +9,7 @@ import logging
 
 from ..models import SourceType
 from . import lifecycle
+from .safety import refuse_unaccounted_summaries
 from .state import EngineState
 
 log = logging.getLogger("tribalmemory.episodes")
@@ -100,6 +101,8 @@ class Upkeep:
                     self.state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
         stored = await host.memories_of_type(SourceType.EPISODE_SUMMARY)
         orphans = [m.id for m in stored if m.id not in expected]
+        # H5 (issue 18.5): never delete summaries that a blank database cannot account for.
+        refuse_unaccounted_summaries(self.store.is_blank(), self.store.path, len(orphans))
         if orphans:
             log.warning("deleting %d orphaned episode summary memories", len(orphans))
             await host.delete_owned(orphans)

@@ -2,9 +2,16 @@
 
 Layout of the store folder::
 
-    store.json   model name, dimension and the active shard (the commit record)
+    store.json   model name, dimension and the active shard (the commit record), and the
+                 shard's state: open or closed, memories and segment folders (see below)
     lock         held (flock) by the process that has the store open
     shard-<n>/   the Qdrant Edge shard: WAL, segments, payload indexes
+
+Opening never deletes what it cannot account for. A damaged store.json, one naming a missing
+shard, a shard that fails to load, a segment folder that store.json lists but that is gone, or
+(after a clean close) another number of memories than at the close raise DamagedDataError:
+Qdrant Edge itself loads a shard without its segments as an almost empty one. Only shard
+folders left by a rebuild are deleted, once the active shard has opened and passed the checks.
 
 Writes go to the shard's write-ahead log before ``update`` returns, so an upserted memory
 survives a crash of the process (kill -9). ``flush`` (done on close) also persists segments
@@ -21,6 +28,7 @@ takes about a second. The daemon calls ``optimize()`` at quiet moments
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -59,6 +67,9 @@ from .base import (
     to_payload,
     unit_query,
 )
+from .integrity import DamagedDataError, write_json_atomically
+
+log = logging.getLogger("tribalmemory.storage")
 
 META_FILE = "store.json"
 LOCK_FILE = "lock"
@@ -90,7 +101,7 @@ class FolderLock:
             import fcntl
         except ImportError:  # pragma: no cover - Windows: the engine's WAL lock still applies
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -114,14 +125,19 @@ def _read_meta(root: Path) -> dict[str, Any] | None:
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
         meta["model_name"], meta["dim"], meta["shard"]  # noqa: B018 - required keys
-    except (ValueError, KeyError, TypeError) as exc:
-        raise StorageError(f"{path} is damaged ({exc}); restore it from a backup") from None
+        if not _SHARD_DIR.match(str(meta["shard"])):
+            raise ValueError(f"shard {meta['shard']!r} is not a shard folder name")
+        int(meta["dim"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DamagedDataError(path, f"is damaged ({type(exc).__name__}: {exc})") from None
     return meta
 
 
-def _write_meta(root: Path, model_name: str, dim: int, shard: str) -> None:
+def _write_meta(
+    root: Path, model_name: str, dim: int, shard: str, state: dict[str, Any] | None = None
+) -> None:
     """Atomically replace store.json (write, fsync, rename, fsync the folder)."""
-    meta = {
+    meta: dict[str, Any] = {
         "format": FORMAT,
         "backend": "edge",
         "model_name": model_name,
@@ -130,17 +146,98 @@ def _write_meta(root: Path, model_name: str, dim: int, shard: str) -> None:
         "lexical": lexical.SIGNATURE,
         "written_at": to_iso(utc_now()),
     }
-    tmp = root / f".{META_FILE}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(meta, handle, indent=2)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, root / META_FILE)
-    dir_fd = os.open(root, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    if state is not None:
+        meta["state"] = state
+    write_json_atomically(root / META_FILE, meta)
+
+
+def segment_folders(shard: Path) -> list[str]:
+    """The segment folders of a shard, sorted."""
+    folder = shard / "segments"
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+# What every segment folder of Qdrant Edge 0.9 holds (plain and sealed alike); the indexes
+# (payload_index, vector_index-*) are rebuilt when missing.
+SEGMENT_PARTS = (
+    "segment.json",
+    "payload_storage",
+    f"vector_storage-{DENSE}",
+    f"vector_storage-{SPARSE}",
+)
+
+
+def incomplete_segments(shard: Path) -> list[str]:
+    """Segment folders lacking ``version.info`` or one of :data:`SEGMENT_PARTS`."""
+    parts = ("version.info", *SEGMENT_PARTS)
+    return [
+        name
+        for name in segment_folders(shard)
+        if not all((shard / "segments" / name / part).exists() for part in parts)
+    ]
+
+
+def segments_problem(state: dict[str, Any] | None, shard: Path) -> str | None:
+    """What is wrong with the shard's segment folders compared with the state store.json
+    recorded, or None. Checked before loading: Qdrant Edge deletes a segment folder that lacks
+    its ``version.info`` while it loads, as if it were an unfinished one.
+
+    ``state``: ``open`` (in use: after a crash its WAL replays writes), ``points`` (memories
+    when recorded), ``segments`` (folders when recorded; null while optimize() was replacing
+    them, when an unfinished segment is expected after a crash)."""
+    if not state or state.get("segments") is None:
+        return None  # written by an older version, or a crash during optimize()
+    present = segment_folders(shard)
+    missing = sorted(set(state["segments"]) - set(present))
+    if missing:
+        return (
+            f"lacks {len(missing)} of the {len(state['segments'])} segment folders it had "
+            f"({', '.join(missing)}): the memories in them would be lost"
+        )
+    unfinished = [n for n in present if not (shard / "segments" / n / "version.info").exists()]
+    if unfinished:
+        return (
+            f"has segment folders without their version.info ({', '.join(unfinished)}), which "
+            "Qdrant Edge would delete as unfinished when loading"
+        )
+    for name in present:
+        lacking = [e for e in SEGMENT_PARTS if not (shard / "segments" / name / e).exists()]
+        if lacking:
+            return (
+                f"has a segment folder ({name}) without its {', '.join(lacking)}: Qdrant Edge "
+                "would load it with those memories' fields or vectors missing"
+            )
+    return None
+
+
+def sample_problem(shard: qe.EdgeShard, dim: int, size: int = 16) -> str | None:
+    """A few memories read back whole (payload and dense vector), or what they lack: Qdrant
+    Edge loads a segment whose payload or vector files are gone, with empty ones."""
+    records, _ = shard.scroll(qe.ScrollRequest(limit=size, with_payload=True, with_vector=[DENSE]))
+    for record in records:
+        payload = record.payload or {}
+        if not {"id", "content"} <= set(payload):
+            return (
+                f"has memories without their fields (point {record.id}): payload files are damaged"
+            )
+        vector = (record.vector or {}).get(DENSE) if isinstance(record.vector, dict) else None
+        if vector is None or len(vector) != dim:
+            return (
+                f"has memories without their vector (point {record.id}): vector files are damaged"
+            )
+    return None
+
+
+def count_problem(state: dict[str, Any] | None, points: int) -> str | None:
+    """After a clean close the shard must load with as many memories as it held then."""
+    if not state or state.get("open") or state.get("points") is None:
+        return None
+    if points != state["points"]:
+        return (
+            f"holds {points} memories, but held {state['points']} when it was closed "
+            "(segment files were removed or damaged)"
+        )
+    return None
 
 
 def _kilobytes(points: int, dim: int) -> int:
@@ -176,7 +273,7 @@ def _open_shard(path: Path, dim: int, location: str) -> qe.EdgeShard:
     except Exception as exc:
         if "WouldBlock" in str(exc):
             raise store_locked(location) from None
-        raise StorageError(f"cannot open the embedded store {path}: {exc}") from exc
+        raise DamagedDataError(path, f"cannot be loaded ({exc})") from exc
 
 
 def edge_filter(where: MemoryFilter | None) -> qe.Filter | None:
@@ -251,20 +348,39 @@ class EdgeStore:
         location = str(root)
         folder_lock = FolderLock(root / LOCK_FILE, location)
         folder_lock.acquire()
+        shard: qe.EdgeShard | None = None
         try:
             meta = _read_meta(root)
+            shards = sorted(p.name for p in root.iterdir() if _SHARD_DIR.match(p.name))
             if meta is None:
-                if any(_SHARD_DIR.match(p.name) for p in root.iterdir()):
-                    raise StorageError(
-                        f"{root} holds shard data but no {META_FILE}; restore {META_FILE} "
-                        "from a backup or move the folder away to start empty"
+                if shards:
+                    raise DamagedDataError(
+                        root / META_FILE,
+                        f"is missing, but the folder holds shard data ({', '.join(shards)})",
                     )
                 meta = {"model_name": model_name, "dim": dim, "shard": "shard-1"}
                 _write_meta(root, model_name, dim, "shard-1")
             elif check_model:
                 ensure_same_model(location, meta["model_name"], meta["dim"], model_name, dim)
+            path = root / meta["shard"]
+            if not (path.is_dir() and any(path.iterdir())) and (meta.get("state") or shards):
+                # A store.json without state and no shard at all: creation was interrupted.
+                found = ", ".join(shards) if shards else "no shard at all"
+                raise DamagedDataError(
+                    root / META_FILE,
+                    f"names {meta['shard']}, which does not exist; the folder holds {found}",
+                )
+            problem = segments_problem(meta.get("state"), path)
+            if problem:
+                raise DamagedDataError(path, problem)
+            shard = _open_shard(path, int(meta["dim"]), location)
+            points = int(shard.count(qe.CountRequest(exact=True)))
+            problem = count_problem(meta.get("state"), points) or sample_problem(
+                shard, int(meta["dim"])
+            )
+            if problem:
+                raise DamagedDataError(path, problem)
             _remove_stale_shards(root, keep=meta["shard"])
-            shard = _open_shard(root / meta["shard"], int(meta["dim"]), location)
             info = StoreInfo(
                 model_name=meta["model_name"],
                 dim=int(meta["dim"]),
@@ -273,8 +389,11 @@ class EdgeStore:
             )
             store = cls(root, shard, meta["shard"], info, folder_lock)
             store._ensure_indexes()
+            store._record_state(in_use=True, points=points)
             return store
         except BaseException:
+            if shard is not None:
+                shard.close()
             folder_lock.release()
             raise
 
@@ -286,6 +405,23 @@ class EdgeStore:
         if touch:
             self._last_used = time.monotonic()
         return self._shard
+
+    def _record_state(self, *, in_use: bool, points: int | None, segments: bool = True) -> None:
+        """Write the shard's state into store.json (only the store opened with :meth:`open`
+        does: a rebuild's target must not). A failure (e.g. a full disk) is logged: the next
+        open then checks less, and nothing is lost."""
+        if self._folder_lock is None:
+            return
+        state = {
+            "open": in_use,
+            "points": points,
+            "segments": segment_folders(self.root / self._shard_name) if segments else None,
+            "recorded_at": to_iso(utc_now()),
+        }
+        try:
+            _write_meta(self.root, self.info.model_name, self.info.dim, self._shard_name, state)
+        except OSError as exc:
+            log.warning("could not record the store's state in %s: %s", META_FILE, exc)
 
     def _ensure_indexes(self) -> None:
         with self._lock:
@@ -449,7 +585,10 @@ class EdgeStore:
         an older store's HNSW segment takes ~1 s per 20k memories, once.
         """
         with self._lock:
-            worked = bool(self._live(touch=False).optimize())
+            shard = self._live(touch=False)
+            self._record_state(in_use=True, points=None, segments=False)  # segments may change
+            worked = bool(shard.optimize())
+            self._record_state(in_use=True, points=None)
             self._unsealed = 0
             self._maintenance_due = False
             return worked
@@ -462,8 +601,10 @@ class EdgeStore:
     def close(self) -> None:
         with self._lock:
             if self._shard is not None:
+                points = int(self._shard.count(qe.CountRequest(exact=True)))
                 self._shard.close()  # flushes segments and acknowledges the WAL
                 self._shard = None
+                self._record_state(in_use=False, points=points)
             if self._folder_lock is not None:
                 self._folder_lock.release()
                 self._folder_lock = None
@@ -493,10 +634,20 @@ class EdgeStore:
     def finish_rebuild(self, target: EdgeStore) -> None:
         """Commit ``target`` as the store (one atomic rename of store.json); close both."""
         target.optimize()
+        points = target.count()
         target.close()
-        _write_meta(self.root, target.info.model_name, target.info.dim, target._shard_name)
+        state = {
+            "open": False,
+            "points": points,
+            "segments": segment_folders(self.root / target._shard_name),
+            "recorded_at": to_iso(utc_now()),
+        }
+        _write_meta(self.root, target.info.model_name, target.info.dim, target._shard_name, state)
         old = self._shard_name
+        lock, self._folder_lock = self._folder_lock, None  # store.json names the new shard now
         self.close()
+        if lock is not None:
+            lock.release()
         shutil.rmtree(self.root / old, ignore_errors=True)
 
     def abort_rebuild(self, target: EdgeStore) -> None:
