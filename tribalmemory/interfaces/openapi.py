@@ -251,9 +251,13 @@ def _responses(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str,
     if op.body is not None:
         codes["413"] = "Body or a text field too large"
         codes["422"] = "A body field has the wrong type, is missing, unknown or out of range"
+    if op.call == "remember_batch":
+        codes["429"] = "Two batches are being stored already (Retry-After header)"
     if op.tag == "episodes":
         codes["501"] = "Episode feature not enabled"
     codes["503"] = "Store or dependency unavailable"
+    if op.call in ("remember", "remember_batch", "correct"):
+        codes["507"] = "The disk is nearly full (storage.min_free_mb): nothing was stored"
     out: dict[str, Any] = {
         "200": {"description": "OK", "content": {"application/json": {"schema": refs[op.response]}}}
     }
