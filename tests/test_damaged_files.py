@@ -96,14 +96,17 @@ def counts(home: Path) -> dict[str, int]:
         return {"all": store.count(), "summaries": summaries}
 
 
+IGNORED = {"store/lock", "identity.json"}
+
+
 def snapshot(home: Path) -> dict[str, str]:
     """Every file's content hash; for files over 1 MB (the store's sparse, memory-mapped files)
-    their size and allocated blocks. The log and the lock file (it holds the pid of the last
-    opener) are left out."""
+    their size and allocated blocks. Left out: the log, the lock file (it holds the pid of the
+    last opener) and identity.json (``serve`` creates the folder's identity before it starts)."""
     found = {}
     for path in sorted(home.rglob("*")):
         relative = str(path.relative_to(home))
-        if path.is_dir() or relative.startswith("logs") or relative == "store/lock":
+        if path.is_dir() or relative.startswith("logs") or relative in IGNORED:
             continue
         stat = path.stat()
         if stat.st_size > 1_000_000:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 from helpers_http import start_daemon
 
+from tribalmemory.config import config_from_dict
 from tribalmemory.embeddings.embedder import (
     BUNDLED_DIM,
     BUNDLED_MAX_TOKENS,
@@ -24,7 +27,18 @@ from tribalmemory.embeddings.embedder import (
     plan_runs,
 )
 from tribalmemory.errors import Busy
+from tribalmemory.runtime import start_runtime
 from tribalmemory.service.memory_service import MAX_CONCURRENT_BATCHES
+
+
+@pytest.fixture
+async def service(tmp_path: Path) -> AsyncIterator[Any]:
+    """The memory service of a runtime with episodes off, in this test's event loop."""
+    config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": {"enabled": False}})
+    runtime = await start_runtime(config)
+    yield runtime.service
+    await runtime.stop()
+
 
 LONG = "the refresh token rotation race needs a grace window " * 370  # 19.6k characters
 
@@ -78,9 +92,7 @@ async def wait_until(condition: Any, seconds: float, what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_a_batch_beyond_the_concurrent_limit_is_refused(runtime: Any) -> None:
-    service = runtime.service
-
+async def test_a_batch_beyond_the_concurrent_limit_is_refused(service: Any) -> None:
     def batch(tag: str) -> list[dict[str, Any]]:
         return [{"content": f"{tag} {i} {LONG}", "skip_dedup": True} for i in range(8)]
 

@@ -4,11 +4,25 @@ same store always returns the same list (issue 16, point 5)."""
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tribalmemory.config import config_from_dict
+from tribalmemory.runtime import start_runtime
 from tribalmemory.storage.base import rrf_fuse
+
+
+@pytest.fixture
+async def service(tmp_path: Path) -> AsyncIterator[Any]:
+    """The memory service of a runtime with episodes off, in this test's event loop."""
+    config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": {"enabled": False}})
+    runtime = await start_runtime(config)
+    yield runtime.service
+    await runtime.stop()
+
 
 WORDS = (
     "deploy staging database port migration token refresh queue worker cache redis postgres"
@@ -28,17 +42,15 @@ def test_rrf_fuse_breaks_ties_by_id_whatever_the_input_order() -> None:
 
 
 @pytest.fixture
-def crowded(runtime: Any) -> Any:
+async def crowded(service: Any) -> Any:
     """400 memories made of the same 12 words: many equal BM25 and fused scores."""
-    import asyncio
-
     rng = random.Random(3)
     items = [
         {"content": " ".join(rng.choice(WORDS) for _ in range(6)), "skip_dedup": True}
         for _ in range(400)
     ]
-    asyncio.run(runtime.service.remember_batch(items))
-    return runtime.service
+    await service.remember_batch(items)
+    return service
 
 
 def queries(count: int = 30) -> list[str]:

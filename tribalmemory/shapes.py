@@ -402,12 +402,39 @@ class EpisodeQueue(OpenResponse):
     detector_strategy: str
 
 
+class BatchesInfo(Response):
+    in_flight: int = Field(description="Batches being stored now.")
+    max: int = Field(description="At most this many at once; one more gets 429.")
+
+
+class DiskInfo(Response):
+    state: Literal["ok", "full", "unknown"] = Field(
+        description="full: less than storage.min_free_mb is free, writes get 507."
+    )
+    free_mb: int | None = None
+    reserve_mb: int | None = None
+    writes_refused: int | None = None
+    error: str | None = Field(None, description="Why the free space is unknown.")
+
+
+class BackgroundEmbeddings(Response):
+    priority: str = Field(description="idle, nice 19, normal, or not started.")
+    deadline_seconds: float
+    calls: int
+    ran_at_normal_priority: int = Field(
+        description="Calls that waited deadline_seconds and ran at normal priority."
+    )
+
+
 class Health(OpenResponse):
     status: str
     version: str
     uptime_seconds: float
     store: StoreInfo
     embedding: EmbeddingInfo
+    batches: BatchesInfo
+    disk: DiskInfo | None = Field(None, description="Free disk space (null: not checked).")
+    background_embeddings: BackgroundEmbeddings | None = None
     llm: LlmStatus | None = Field(None, description="The LLM's state (episode engine only).")
     episodes: EpisodeQueue | None = Field(
         None, description="The episode engine's background work (null when it is off)."

@@ -102,10 +102,17 @@ class DiskSpace:
         try:
             free = self.free_bytes()
         except OSError as exc:
-            return {"state": "unknown", "error": str(exc)}
+            return {
+                "state": "unknown",
+                "free_mb": None,
+                "reserve_mb": self.reserve_bytes // MB,
+                "writes_refused": self.refused,
+                "error": str(exc),
+            }
         return {
             "state": "ok" if free >= self.reserve_bytes else "full",
             "free_mb": free // MB,
             "reserve_mb": self.reserve_bytes // MB,
             "writes_refused": self.refused,
+            "error": None,
         }
