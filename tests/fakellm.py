@@ -162,12 +162,15 @@ def _summary_from(memories: list[tuple[str, str]]) -> str:
     return ("; ".join(p for p in parts if p) or "No details.")[:1200]
 
 
-def _classify(user: str) -> dict[str, Any]:
-    new_part, _, episodes_part = user.partition("<candidates>")
-    mems = _memories(new_part)
-    content = mems[0][1] if mems else new_part
+def new_memories(user: str) -> list[tuple[str, str]]:
+    """(id, content) of the new memories of a classify prompt (inside ``<new>``)."""
+    new_part = user.partition("<candidates>")[0]
+    return _memories(new_part.partition("<new>")[2] or new_part)
+
+
+def _classify_one(memory_id: str, content: str, episodes_part: str) -> dict[str, Any]:
     if re.search(r"\b(prefer|prefers|always|never)\b", content.lower()):
-        return {"action": "none"}
+        return {"memory_id": memory_id, "action": "none"}
     words = _words(content)
     best, best_score = None, 0.0
     for ep_id, body in EPISODE_RE.findall(episodes_part):
@@ -176,8 +179,20 @@ def _classify(user: str) -> dict[str, Any]:
         if score > best_score:
             best, best_score = ep_id, score
     if best is not None and best_score >= 0.2:
-        return {"action": "join", "episode_id": best}
-    return {"action": "create", "title": _title_from(content)}
+        return {"memory_id": memory_id, "action": "join", "episode_id": best}
+    return {"memory_id": memory_id, "action": "create", "title": _title_from(content)}
+
+
+def _classify(user: str) -> dict[str, Any]:
+    """One heuristic decision per new memory: shared words join, preferences stand alone."""
+    episodes_part = user.partition("<candidates>")[2]
+    decisions = [_classify_one(i, c, episodes_part) for i, c in new_memories(user)]
+    return {"decisions": decisions}
+
+
+def decisions(*items: dict[str, Any]) -> dict[str, Any]:
+    """A scripted classify answer: ``decisions({"memory_id": ..., "action": ...}, ...)``."""
+    return {"decisions": list(items)}
 
 
 def _metadata(memories: list[tuple[str, str]]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ def write(path: Path, text: str) -> Path:
         ("server: 5\n", ["server", "mapping"]),
         ("server:\n  log_level: loud\n", ["server.log_level", "loud", "debug, info"]),
         ("episodes:\n  enabled: 'yes'\n", ["episodes.enabled", "true or false"]),
-        ("episodes:\n  ambiguous_band: 1.5\n", ["episodes.ambiguous_band", "out of range"]),
+        ("episodes:\n  llm_doubt_share: 1.5\n", ["episodes.llm_doubt_share", "out of range"]),
         ("memory:\n  dedup_threshold: null\n", ["memory.dedup_threshold", "must not be empty"]),
         ("- a list\n", ["mapping"]),
         ("server: [unclosed\n", ["not valid YAML"]),
@@ -61,11 +61,21 @@ def test_missing_default_file_means_defaults(tm_home: Path) -> None:
 
 
 def test_values_and_env_config_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write(tmp_path / "c.yaml", "server:\n  port: 19000\nepisodes:\n  ambiguous_band: 0\n")
+    path = write(tmp_path / "c.yaml", "server:\n  port: 19000\nepisodes:\n  llm_doubt_share: 0\n")
     monkeypatch.setenv("TRIBAL_MEMORY_CONFIG", str(path))
     config = load_config()
-    assert config.server.port == 19000 and config.episodes.ambiguous_band == 0.0
-    assert isinstance(config.episodes.ambiguous_band, float)
+    assert config.server.port == 19000 and config.episodes.llm_doubt_share == 0.0
+    assert isinstance(config.episodes.llm_doubt_share, float)
+
+
+def test_retired_ambiguous_band_loads_with_a_deprecation(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path / "c.yaml", "episodes:\n  ambiguous_band: 0.25\n"))
+    assert config.deprecations == [
+        "deprecated setting episodes.ambiguous_band: replaced by episodes.llm_doubt_share: the "
+        "LLM gets the least confident share of decisions instead of a band of scores; remove "
+        "it from the file"
+    ]
+    assert not hasattr(config.episodes, "ambiguous_band")
 
 
 def test_env_file_does_not_override(tm_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -240,16 +240,24 @@ async def test_timeline_has_times_tags_and_surprise(runtime_factory, monkeypatch
 async def test_llm_faults_fall_back_without_losing_work(runtime_factory, fake_llm_env):
     """Garbage JSON, 500s and a hallucinated episode id: every memory still lands somewhere,
     summaries fall back to extractive, and each failed attempt is in the ledger."""
-    from fakellm import Reply
+    from fakellm import Reply, new_memories
 
-    rt = await runtime_factory(detector_strategy="llm", max_retries=1)
-    fake_llm_env.script(
-        Reply.garbage(),
-        Reply.garbage(),  # classify 1: invalid twice
-        Reply.json({"action": "join", "episode_id": "ep-invented00000"}),
-        Reply.json({"action": "join", "episode_id": "ep-invented00000"}),
-        *[Reply.error(500)] * 40,
-    )  # then the provider is down
+    rt = await runtime_factory(
+        detector_strategy="llm",
+        max_retries=1,
+        classify_calls_per_memory=1.0,
+        classify_batch_wait_seconds=0,
+    )
+    fake_llm_env.script(Reply.garbage(), Reply.garbage())  # classify 1: invalid twice
+
+    def invented(request):  # then classify 2: a hallucinated episode id, twice
+        if request.purpose != "classify" or len(fake_llm_env.by_purpose("classify")) > 4:
+            return Reply.error(500)  # summaries, and then everything: the provider is down
+        text = request.messages[1]["content"]
+        join = {"action": "join", "episode_id": "ep-invented00000"}
+        return Reply.json({"decisions": [{"memory_id": i, **join} for i, _ in new_memories(text)]})
+
+    fake_llm_env.responder = invented
     ids = [(await remember(rt, AUTH[i], 3, 9 + i, tags=["auth"]))["memory_id"] for i in range(3)]
     await settle(rt)
     for memory_id in ids:

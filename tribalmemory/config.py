@@ -151,7 +151,7 @@ class EpisodesConfig:
     enabled: bool = setting(True, "Turn the episode engine on.")
     detector_strategy: str = setting(
         "hybrid",
-        "embedding: similarity only; llm: LLM only; hybrid: LLM for ambiguous cases.",
+        "embedding: similarity only; llm: LLM only; hybrid: LLM for the doubtful cases.",
         choices=("embedding", "llm", "hybrid"),
     )
     embedding_similarity_threshold: float = setting(
@@ -160,11 +160,33 @@ class EpisodesConfig:
         minimum=0.0,
         maximum=1.0,
     )
-    ambiguous_band: float = setting(
-        0.25,
-        "hybrid: scores in [threshold - band, threshold) are asked of the LLM.",
+    llm_doubt_share: float = setting(
+        0.45,
+        "hybrid: about this share of memories, the least confident decisions, are asked of "
+        "the LLM (0 asks none); capped by classify_calls_per_memory.",
         minimum=0.0,
         maximum=1.0,
+    )
+    classify_calls_per_memory: float = setting(
+        0.3,
+        "hybrid/llm: at most this many classification calls per memory stored (a running "
+        "budget); beyond it the embedding decision stands.",
+        minimum=0.0,
+        maximum=1.0,
+    )
+    classify_batch_size: int = setting(
+        4,
+        "hybrid/llm: doubtful memories that share candidates are classified together, up to "
+        "this many in one call.",
+        minimum=1,
+        maximum=8,
+    )
+    classify_batch_wait_seconds: float = setting(
+        60,
+        "hybrid/llm: a doubtful memory waits up to this long for others to share its call "
+        "(0: ask at once).",
+        minimum=0.0,
+        maximum=3600,
     )
     active_window_days: float = setting(
         14, "An episode with no new memory for this long is closed.", minimum=0.01, maximum=3650
@@ -282,8 +304,8 @@ SECTIONS = {
     if f.metadata.get("doc") is None and not f.metadata.get("internal")
 }
 
-# Keys of version 0.9 (its ``TribalMemoryConfig``) that this version no longer uses, and what
-# to do instead. A section name stands for the whole section.
+# Keys of version 0.9 (its ``TribalMemoryConfig``) and later keys this version no longer uses,
+# and what to do instead. A section name stands for the whole section.
 LEGACY_KEYS: dict[str, str] = {
     "instance_id": "use memory.default_source_instance instead (the value is carried over)",
     "auto_capture": "no longer used: agents decide what to remember through the MCP tools",
@@ -296,6 +318,11 @@ LEGACY_KEYS: dict[str, str] = {
     "dimensions it described the 0.9 store; the bundled offline model applies (set "
     "embedding.model alone to choose another)",
     "server.session_retention_days": "no longer used: session transcripts are not indexed",
+}
+# Keys of earlier 1.x versions that were replaced.
+RETIRED_KEYS: dict[str, str] = {
+    "episodes.ambiguous_band": "replaced by episodes.llm_doubt_share: the LLM gets the least "
+    "confident share of decisions instead of a band of scores",
 }
 
 
@@ -396,15 +423,15 @@ def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
 
 
 def without_legacy_keys(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """``data`` without the :data:`LEGACY_KEYS` (0.9's ``instance_id`` carried over), and a
-    deprecation message for each key removed."""
+    """``data`` without the :data:`LEGACY_KEYS` (0.9's ``instance_id`` carried over) and
+    :data:`RETIRED_KEYS`, and a deprecation message for each key removed."""
     data = dict(data)
     embedding = data.get("embedding")
     old_embedding = isinstance(embedding, dict) and bool(
         {"provider", "dimensions"} & set(embedding)
     )
     notes = []
-    for key, advice in LEGACY_KEYS.items():
+    for key, advice in {**LEGACY_KEYS, **RETIRED_KEYS}.items():
         section, _, name = key.partition(".")
         if key == "embedding.model" and not old_embedding:
             continue
@@ -421,7 +448,8 @@ def without_legacy_keys(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]
             if not isinstance(values, dict) or name not in values:
                 continue
             data[section] = {k: v for k, v in values.items() if k != name}
-        notes.append(f"deprecated setting {key} (version 0.9): {advice}; remove it from the file")
+        since = "" if key in RETIRED_KEYS else " (version 0.9)"
+        notes.append(f"deprecated setting {key}{since}: {advice}; remove it from the file")
     return data, notes
 
 

@@ -2,28 +2,56 @@
 
 ``remember()`` records a durable ``detect`` job before the memory is stored
 (:meth:`Detection.register_pending`), then decides at once on the embedding path
-(:meth:`Detection.detect`). An ambiguous memory becomes a ``classify`` job that asks the LLM
-off the request path (:meth:`Detection.classify`); when the LLM cannot answer, the embedding
-decision stands. Decisions hold ``detect_lock``, so concurrent writers decide as a sequential
-run would.
+(:meth:`Detection.detect`). A doubtful memory (the least confident share of decisions, see
+:func:`.detector.confidence`) becomes a ``classify`` job that asks the LLM off the request path
+(:meth:`Detection.classify`), within a running budget of ``classify_calls_per_memory``; when
+the budget is spent or the LLM cannot answer, the embedding decision stands. Decisions hold
+``detect_lock``, so concurrent writers decide as a sequential run would.
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from ..llm import Classification
 from ..models import Memory
 from ..timeutil import to_epoch
 from . import lifecycle
-from .matching import Decision, MemoryFeatures, when
+from .matching import Decision, MemoryFeatures, Option, when
 from .membership import Membership
 from .state import EngineState
 from .summariser import Summariser
 from .upkeep import Upkeep
 
 EPISODE_STATUS = {"assigned": "assigned", "pending": "pending"}  # any other state: unassigned
+BUDGET_KEY = "classify_budget"
+"""Meta key of the budget counters: memories decided, classification calls made."""
+MAX_BATCH_CANDIDATES = 8
+"""At most this many candidates (the union over a batch) in one classification prompt."""
+BUDGET_BURST = 1.0
+"""Calls allowed ahead of the budget, so the first doubtful memory of a stream can be asked."""
+
+
+def _union(decisions: Iterable[Decision]) -> dict[str, Option]:
+    """The candidates of several decisions by candidate id, best first per decision, at most
+    :data:`MAX_BATCH_CANDIDATES`."""
+    out: dict[str, Option] = {}
+    for decision in decisions:
+        for option in decision.candidates:
+            if len(out) < MAX_BATCH_CANDIDATES:
+                out.setdefault(option.candidate_id, option)
+    return out
+
+
+def within_budget(memories: int, committed: int, calls_per_memory: float) -> bool:
+    """May one more classification call be committed (made or queued) after ``memories``
+    decisions? Keeps ``committed <= calls_per_memory * memories + BUDGET_BURST``."""
+    return committed + 1 <= calls_per_memory * memories + BUDGET_BURST
 
 
 def episode_status(detection_state: str | None) -> str:
@@ -42,6 +70,7 @@ class Detection:
         self.summariser = summariser
         self.membership = membership
         self.upkeep = upkeep
+        self._asking: dict[str, asyncio.Event] = {}  # memory -> its batch's call is done
 
     def register_pending(self, memory: Memory) -> None:
         """Before the memory is stored: record a durable detect job for it."""
@@ -64,9 +93,10 @@ class Detection:
                 features,
                 list(state.active.values()),
                 state.seed_pool(features),
-                ambiguous_allowed=self._llm_wanted(),
+                doubt_share=self.doubt_share(),
                 learn=True,
             )
+            self._count(memories=1)
             await self._apply(memory, features, decision)
             state.save_detector()
             return self.status_of(memory.id)
@@ -90,6 +120,51 @@ class Detection:
 
     def _llm_wanted(self) -> bool:
         return self.state.settings.detector_strategy != "embedding" and self.summariser.ready()
+
+    def budget(self) -> dict[str, int]:
+        """``memories`` decided, classification ``calls`` made and the memories they
+        ``classified``, since the store began."""
+        data = self.store.get_meta(BUDGET_KEY) or {}
+        return {k: int(data.get(k, 0)) for k in ("memories", "calls", "classified")}
+
+    def _count(self, *, memories: int = 0, calls: int = 0, classified: int = 0) -> None:
+        counts = self.budget()
+        counts["memories"] += memories
+        counts["calls"] += calls
+        counts["classified"] += classified
+        with self.store.transaction() as db:
+            self.store.set_meta(db, BUDGET_KEY, counts)
+
+    def doubt_share(self) -> float:
+        """The share of decisions the LLM may take now: ``llm_doubt_share`` (1 for the ``llm``
+        strategy), capped by what the call budget pays for at the memories per call seen so
+        far, 0 when the LLM is not wanted or the budget is spent (waiting memories count as
+        the calls their batches will make)."""
+        if not self._llm_wanted():
+            return 0.0
+        settings = self.state.settings
+        counts = self.budget()
+        size = settings.classify_batch_size
+        committed = counts["calls"] + math.ceil(self.store.count_jobs("classify") / size)
+        if not within_budget(counts["memories"], committed, settings.classify_calls_per_memory):
+            return 0.0
+        share = 1.0 if settings.detector_strategy == "llm" else settings.llm_doubt_share
+        per_call = counts["classified"] / counts["calls"] if counts["calls"] else 1.0
+        return min(share, settings.classify_calls_per_memory * per_call)
+
+    def health(self) -> dict[str, Any]:
+        """Budget figures for ``/v1/health``."""
+        counts = self.budget()
+        per = self.state.settings.classify_calls_per_memory
+        return {
+            "classify_calls": counts["calls"],
+            "classified_memories": counts["classified"],
+            "classify_calls_per_memory": round(counts["calls"] / max(counts["memories"], 1), 4),
+            "classify_waiting": self.store.count_jobs("classify"),
+            "classify_budget_left": max(
+                0, int(per * counts["memories"] + BUDGET_BURST) - counts["calls"]
+            ),
+        }
 
     async def _apply(
         self,
@@ -122,9 +197,14 @@ class Detection:
             seed = state.seeds[decision.target]
             await self._start_from_seed(memory, features, seed, decision, title_hint)
         elif kind == "ambiguous":
+            settings = state.settings
             with self.store.transaction() as db:
                 self.store.delete_job(db, "detect", memory.id)
-                self.store.enqueue(db, "classify", memory.id, now)
+                self.store.enqueue(
+                    db, "classify", memory.id, now, settings.classify_batch_wait_seconds
+                )
+                if self.store.count_jobs("classify") >= settings.classify_batch_size:
+                    self.store.make_due(db, "classify", now)  # a full batch: ask now
             state.seeds[memory.id] = features
             state.wake()
         else:
@@ -167,61 +247,143 @@ class Detection:
     # -- the classify job -------------------------------------------------------------------
 
     async def classify(self, memory_id: str) -> None:
-        """The LLM decides an ambiguous memory; invalid or missing answers fall back."""
+        """The LLM decides a doubtful memory, in one call with other waiting doubtful memories
+        that share its candidates (up to ``classify_batch_size``); when the LLM cannot answer,
+        or answers something invalid, the embedding decisions stand."""
+        if not self._still_pending(memory_id):
+            return
+        done = asyncio.Event()
+        batch: list[tuple[Memory, MemoryFeatures, Decision]] = []
+        try:
+            batch = await self._batch(memory_id, done)
+            if batch:
+                await self._ask(batch)
+        finally:
+            for memory, _, _ in batch:
+                self._asking.pop(memory.id, None)
+            done.set()
+
+    async def _ask(self, batch: list[tuple[Memory, MemoryFeatures, Decision]]) -> None:
+        """One classification call for the batch; apply each answer (or the fallback)."""
         state = self.state
-        memories = await state.host.get_memories([memory_id])
-        vectors = await state.host.get_vectors([memory_id])
-        if not memories or memory_id not in vectors:
+        options = _union(decision for _, _, decision in batch)
+        candidates = await self._describe_candidates(options)
+        self._count(calls=1, classified=len(batch))
+        answer = await self.summariser.classify([m for m, _, _ in batch], candidates)
+        await state.host.background_turn()  # applying it uses the CPU
+        titles: dict[str, str] = {}  # title of a created thread -> its first memory
+        async with state.detect_lock:
+            for memory, features, _ in sorted(batch, key=lambda item: when(item[1])):
+                if not self._still_pending(memory.id):
+                    continue
+                verdict = answer.get(memory.id) if answer else None
+                if verdict is None:  # LLM unavailable: the embedding decision stands
+                    await self._apply(memory, features, self._decide(features, doubt_share=0.0))
+                    continue
+                decision, title = self._follow(verdict, features, options, titles)
+                await self._apply(memory, features, decision, title_hint=title)
+                if verdict.action == "create" and verdict.title not in titles:
+                    titles[verdict.title or ""] = memory.id
+
+    async def _batch(
+        self, memory_id: str, done: asyncio.Event
+    ) -> list[tuple[Memory, MemoryFeatures, Decision]]:
+        """The memory and the waiting doubtful memories that share a candidate with it, each
+        with its decision now, claimed for this call (``done`` is set when it is over); a
+        memory that has no candidate left is decided at once, one that another call claimed
+        is done when that call is."""
+        state = self.state
+        keys = [memory_id] + [k for k in self.store.job_keys("classify") if k != memory_id]
+        keys = keys[: 4 * state.settings.classify_batch_size]
+        memories = {m.id: m for m in await state.host.get_memories(keys)}
+        vectors = await state.host.get_vectors(list(memories))
+        if memory_id not in memories or memory_id not in vectors:  # forgotten meanwhile
             with self.store.transaction() as db:
                 self.store.forget_detection(db, memory_id)
             state.seeds.pop(memory_id, None)
-            return
-        memory = memories[0]
-        features = state.matcher.memory(memory, vectors[memory_id])
+            return []
+        batch: list[tuple[Memory, MemoryFeatures, Decision]] = []
+        shared: set[str] = set()
         async with state.detect_lock:
-            decision = self._decide(features, ambiguous_allowed=True)
-        if decision.kind != "ambiguous":
-            async with state.detect_lock:
-                if self._still_pending(memory_id):
-                    await self._apply(memory, features, decision)
-            return
-        candidates = await self._describe_candidates(decision)
-        answer = await self.summariser.classify(memory, candidates)
-        await state.host.background_turn()  # applying it uses the CPU
-        async with state.detect_lock:
-            if not self._still_pending(memory_id):
-                return
-            if answer is None:  # LLM unavailable: the embedding decision stands
-                await self._apply(memory, features, self._decide(features, ambiguous_allowed=False))
-                return
-            action, target, title = answer
-            if action == "join" and target is not None:
-                chosen = decision.pick(target)
-                if chosen is not None and (
-                    chosen.target in state.active or chosen.target in state.seeds
-                ):
-                    await self._apply(memory, features, chosen, title_hint=title)
-                    return
-            kind = "none" if action == "none" else "new_seed"
-            await self._apply(memory, features, Decision(kind=kind), title_hint=title)
+            claimed = self._asking.get(memory_id)
+            for key in keys if claimed is None else ():
+                if key not in memories or key not in vectors or not self._still_pending(key):
+                    continue
+                if key in self._asking:  # already in a call
+                    continue
+                features = state.matcher.memory(memories[key], vectors[key])
+                decision = self._decide(features, doubt_share=1.0)
+                ids = set(decision.candidate_ids())
+                if key == memory_id:
+                    if decision.kind != "ambiguous" or not ids:
+                        await self._apply(
+                            memories[key], features, self._decide(features, doubt_share=0.0)
+                        )
+                        return []
+                elif decision.kind != "ambiguous" or not ids & shared:
+                    continue
+                if len(shared | ids) > MAX_BATCH_CANDIDATES and batch:
+                    continue
+                batch.append((memories[key], features, decision))
+                self._asking[key] = done
+                shared |= ids
+                if len(batch) >= state.settings.classify_batch_size:
+                    break
+        if claimed is not None:  # in another call: done when that one is
+            await claimed.wait()
+        return batch
 
-    def _decide(self, features: MemoryFeatures, *, ambiguous_allowed: bool) -> Decision:
+    def _follow(
+        self,
+        verdict: Classification,
+        features: MemoryFeatures,
+        options: dict[str, Option],
+        titles: dict[str, str],
+    ) -> tuple[Decision, str | None]:
+        """The decision that carries out the LLM's verdict on one memory (the caller holds the
+        detect lock): a join names a candidate of the batch (a seed that has since started an
+        episode means that episode); creates with one title start one thread together."""
+        state = self.state
+        if verdict.action == "join" and verdict.episode_id in options:
+            option = options[verdict.episode_id]
+            target = option.target or ""
+            if option.kind == "seed" and target not in state.seeds:
+                target = self.store.episode_of(target) or ""
+                option = Option("join", target, option.score, option.similarity)
+            if (option.kind == "join" and target in state.active) or (
+                option.kind == "seed" and target in state.seeds
+            ):
+                return Decision(option.kind, target, option.score, option.similarity), None
+        if verdict.action == "create":
+            first = titles.get(verdict.title or "")
+            episode_id = self.store.episode_of(first) if first else None
+            if episode_id in state.active:
+                similarity = state.matcher.similarity(features, state.active[episode_id])
+                return Decision("join", episode_id, 0.0, similarity), None
+            if first in state.seeds:
+                return Decision("seed", first, 0.0, 0.0), None
+            return Decision("new_seed"), verdict.title
+        if verdict.action == "none":
+            return Decision("none"), None
+        return self._decide(features, doubt_share=0.0), None  # an option no longer open
+
+    def _decide(self, features: MemoryFeatures, *, doubt_share: float) -> Decision:
         return self.state.matcher.decide(
             features,
             list(self.state.active.values()),
             self.state.seed_pool(features),
-            ambiguous_allowed=ambiguous_allowed,
+            doubt_share=doubt_share,
         )
 
     def _still_pending(self, memory_id: str) -> bool:
         row = self.store.detection(memory_id)
         return row is not None and row["state"] == "pending"
 
-    async def _describe_candidates(self, decision: Decision) -> list[dict[str, Any]]:
+    async def _describe_candidates(self, options: dict[str, Option]) -> list[dict[str, Any]]:
         """The candidates as the classification prompt shows them."""
         host = self.state.host
         described = []
-        for option in decision.candidates:
+        for option in options.values():
             if option.kind == "join":
                 row = self.store.episode(option.target or "")
                 if row is None or row.status != "active":

@@ -13,11 +13,13 @@ Everything the detector needs is passed in: :class:`MemoryFeatures`, :class:`Epi
 :func:`build_episode`), a :class:`DetectorContext` of background statistics (updated with
 :func:`update_context`, JSON-serialisable) and :class:`DetectorParams` (from ``EpisodesConfig``).
 
-The match score (:func:`score`) is calibrated to [0, 1]; see ``docs/detection.md``. In short,
-the cosine evidence is turned into a z-score against the running background distribution of
-cosines between new memories and candidates (so it does not depend on the absolute cosine scale of
-the embedding model), rare-term overlap and recency are added on the same scale, and a logistic
-map puts a *confident* match on the default model at 0.75.
+The match score (:attr:`Evidence.score`) is calibrated to [0, 1]; see ``docs/detection.md``.
+In short, the cosine evidence is turned into a z-score against the running background
+distribution of cosines between new memories and candidates (so it does not depend on the
+absolute cosine scale of the embedding model), rare-term overlap (authors included) and recency
+in units of the stream's own pace are added on the same scale, and a logistic map puts a
+*confident* match on the default model at 0.75. Each decision also has a :func:`confidence`; in
+``hybrid`` the least confident share of decisions goes to the LLM.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
+
+from ..timeutil import parse_iso, to_iso
 
 # --------------------------------------------------------------------------------------------
 # Features
@@ -51,6 +55,15 @@ def tokenize(text: str) -> frozenset[str]:
             tok = tok[:-1]
         out.add(tok)
     return frozenset(out)
+
+
+def terms_of(content: str, source_instance: str = "") -> frozenset[str]:
+    """:func:`tokenize` of the content plus the tokens of its author (the source instance).
+    Authorship is evidence like a rare word, and on purpose the same term as the name written in
+    text: a speaker who talks in one thread ties its memories together, a reply that names its
+    addressee ties to the addressee's memories, and an agent that writes everything weighs ~0
+    through the IDF."""
+    return tokenize(content) | tokenize(source_instance)
 
 
 def _unit(vector: Any) -> np.ndarray:
@@ -88,7 +101,14 @@ class MemoryFeatures:
     ) -> MemoryFeatures:
         if created_at is None:
             raise ValueError("created_at is required")
-        return cls(id, vector, frozenset(tags), source_instance, created_at, tokenize(content))
+        return cls(
+            id,
+            vector,
+            frozenset(tags),
+            source_instance,
+            created_at,
+            terms_of(content, source_instance),
+        )
 
 
 @dataclass(frozen=True)
@@ -114,10 +134,6 @@ class EpisodeFeatures:
     @property
     def centroid(self) -> np.ndarray:
         return _unit(self.vector_sum)
-
-    @property
-    def last_vector(self) -> np.ndarray:
-        return self.vectors[-1]
 
 
 def add_member(episode: EpisodeFeatures, memory: MemoryFeatures) -> EpisodeFeatures:
@@ -182,13 +198,26 @@ def build_episode(
 # --------------------------------------------------------------------------------------------
 
 
+PACE_WINDOW = 64
+"""Gaps kept to measure the stream's pace: enough for a stable median, short enough to follow
+a stream that speeds up or slows down."""
+PRIOR_PACE = 3600.0
+"""Pace assumed (seconds) before :data:`MIN_GAPS` gaps are known: one memory an hour."""
+MIN_GAPS = 3
+CONFIDENCE_WINDOW = 200
+"""Recent decisions whose confidences set the doubt threshold."""
+MIN_CONFIDENCES = 20
+
+
 @dataclass(eq=True)
 class DetectorContext:
     """Running statistics of the stream, updated after every memory with :func:`update_context`.
 
     * cosine background: count / mean / M2 of the cosines between each new memory and the
       candidate members it was compared with, started from a weak prior;
-    * document frequencies of terms over all memories seen (for online IDF).
+    * document frequencies of terms over all memories seen (for online IDF);
+    * the newest ``created_at`` seen and the last gaps between memories (the stream's
+      :attr:`pace`, against which recency is measured).
 
     **Mutable**: :func:`update_context` updates the context *in place* (O(terms of the memory),
     not O(vocabulary)) and returns it. Copy it (``from_json(to_json())``) to keep a snapshot.
@@ -199,10 +228,41 @@ class DetectorContext:
     cos_m2: float = 50.0 * 0.12**2
     doc_count: int = 0
     doc_freq: dict[str, int] = field(default_factory=dict)
+    newest: datetime | None = None
+    gaps: list[float] = field(default_factory=list)
+    confidences: list[float] = field(default_factory=list)
 
     @property
     def cos_std(self) -> float:
         return max(math.sqrt(self.cos_m2 / self.cos_count), 0.02) if self.cos_count > 0 else 0.12
+
+    @property
+    def pace(self) -> float:
+        """The stream's own pace: the median gap in seconds between consecutive memories (memory
+        time) over the last :data:`PACE_WINDOW`, :data:`PRIOR_PACE` until
+        :data:`MIN_GAPS` gaps are known, never below one second. Only memories newer than all
+        before them count (concurrent writers and imports deliver some out of order; equal
+        timestamps say nothing about the pace either)."""
+        if len(self.gaps) < MIN_GAPS:
+            return PRIOR_PACE
+        return max(float(np.median(self.gaps)), 1.0)
+
+    def doubt_threshold(self, share: float) -> float:
+        """The confidence below which a decision is doubtful, chosen so that about ``share`` of
+        the stream's recent decisions (:data:`CONFIDENCE_WINDOW`) fall below it: the stream
+        calibrates its own doubt, whatever the absolute scale of its confidences. Until
+        :data:`MIN_CONFIDENCES` are known, ``share`` itself is the threshold."""
+        if share <= 0:
+            return 0.0
+        if share >= 1:
+            return math.inf
+        if len(self.confidences) < MIN_CONFIDENCES:
+            return share
+        return float(np.quantile(self.confidences, share))
+
+    def paces(self, earlier: datetime, later: datetime) -> float:
+        """The time from ``earlier`` to ``later`` in units of :attr:`pace` (0 if not later)."""
+        return max(0.0, (later - earlier).total_seconds()) / self.pace
 
     def idf(self, term: str) -> float:
         return math.log((self.doc_count + 1.0) / (self.doc_freq.get(term, 0) + 0.5))
@@ -214,6 +274,9 @@ class DetectorContext:
             "cos_m2": self.cos_m2,
             "doc_count": self.doc_count,
             "doc_freq": dict(self.doc_freq),
+            "newest": to_iso(self.newest) if self.newest else None,
+            "gaps": list(self.gaps),
+            "confidences": list(self.confidences),
         }
 
     @classmethod
@@ -224,6 +287,9 @@ class DetectorContext:
             float(data["cos_m2"]),
             int(data["doc_count"]),
             {str(k): int(v) for k, v in data["doc_freq"].items()},
+            parse_iso(data["newest"]) if data.get("newest") else None,
+            [float(g) for g in data.get("gaps", ())],
+            [float(c) for c in data.get("confidences", ())],
         )
 
 
@@ -232,12 +298,15 @@ def update_context(
     memory: MemoryFeatures,
     cosines: Iterable[float] = (),
     max_cos_count: float = 20000.0,
+    confidence: float | None = None,
 ) -> DetectorContext:
     """Fold ``memory`` into ``context`` **in place** and return it. ``cosines``: the memory's
     cosines to the candidate members it was compared with (:attr:`Decision.background`), merged
     as one batch (Chan et al.'s parallel mean/variance update, vectorised). The cosine statistics
     forget once ``max_cos_count`` is reached (the past is down-weighted so that past + batch
-    weigh ``max_cos_count``), so they follow drift. Cost: O(len(cosines) + terms of memory)."""
+    weigh ``max_cos_count``), so they follow drift. ``confidence``: the decision's
+    :func:`confidence`, remembered for :meth:`DetectorContext.doubt_threshold`.
+    Cost: O(len(cosines) + terms of memory)."""
     c = np.asarray(
         cosines if isinstance(cosines, np.ndarray) else list(cosines), dtype=np.float64
     ).reshape(-1)
@@ -263,6 +332,14 @@ def update_context(
     for t in memory.terms:
         freq[t] = freq.get(t, 0) + 1
     context.doc_count += 1
+    if context.newest is None or memory.created_at > context.newest:
+        if context.newest is not None:  # a memory older than the newest tells no pace
+            context.gaps.append((memory.created_at - context.newest).total_seconds())
+            del context.gaps[:-PACE_WINDOW]
+        context.newest = memory.created_at
+    if confidence is not None:
+        context.confidences.append(confidence)
+        del context.confidences[:-CONFIDENCE_WINDOW]
     return context
 
 
@@ -279,17 +356,20 @@ class ScoreModel:
     + w_last * last-member cosine) / (1 + w_centroid + w_last)``
     ``z = (sim - background mean) / background std``
     ``u = z + lexical_weight * coverage - size_weight * ln|E| + tag_weight * [shared tag]
-    - hours_weight * ln(1 + min(hours, hours_cap)) - seed_penalty * [seed] + bias``
+    - recency_weight * ln(1 + min(paces, recency_cap)) - seed_penalty * [seed] + bias``
+    where ``paces`` is the time since the candidate's last memory in units of the stream's own
+    pace (:attr:`DetectorContext.pace`), so the same rule holds for a chat (a minute between
+    messages) and a team's notes (hours between memories).
     ``score = sigmoid(u)``: each candidate is scored on its own (no softmax between
     candidates); :func:`decide` takes the best one."""
 
     w_centroid: float = 0.5
     w_last: float = 0.2
-    lexical_weight: float = 1.0
+    lexical_weight: float = 1.75
     size_weight: float = 0.3
     tag_weight: float = 0.3
-    hours_weight: float = 0.4
-    hours_cap: float = 24.0
+    recency_weight: float = 0.4
+    recency_cap: float = 100.0
     seed_penalty: float = 0.1
     bias: float = 0.6
 
@@ -307,6 +387,7 @@ class Evidence:
     z: float
     lexical: float
     hours_since_last: float
+    paces_since_last: float
     utility: float
     score: float
 
@@ -344,7 +425,7 @@ def _utility(
     lex: float,
     size: int,
     shares_tag: bool,
-    hours: float,
+    paces: float,
     is_seed: bool = False,
 ) -> float:
     return (
@@ -352,7 +433,7 @@ def _utility(
         + model.lexical_weight * lex
         - model.size_weight * math.log(max(size, 1))
         + (model.tag_weight if shares_tag else 0.0)
-        - model.hours_weight * math.log1p(min(hours, model.hours_cap))
+        - model.recency_weight * math.log1p(min(paces, model.recency_cap))
         - (model.seed_penalty if is_seed else 0.0)
         + model.bias
     )
@@ -378,21 +459,10 @@ def evidence(
     z = (sim - context.cos_mean) / context.cos_std
     lex = lexical_overlap(memory.terms, episode.term_counts, context)
     hours = hours_between(episode.last_activity, memory.created_at)
+    paces = context.paces(episode.last_activity, memory.created_at)
     shares_tag = any(t in episode.tag_counts for t in memory.tags)
-    u = _utility(model, z, lex, episode.memory_count, shares_tag, hours, is_seed)
-    return Evidence(s_max, s_cent, sim, z, lex, hours, u, _sigmoid(u))
-
-
-def score(
-    memory: MemoryFeatures,
-    episode: EpisodeFeatures,
-    context: DetectorContext,
-    model: ScoreModel = DEFAULT_MODEL,
-    is_seed: bool = False,
-) -> float:
-    """Stand-alone match score in [0, 1] (``sigmoid(u)``); strictly increasing in every cosine
-    and in rare-term overlap, non-increasing with the hours since the episode's last memory."""
-    return evidence(memory, episode, context, model, is_seed).score
+    u = _utility(model, z, lex, episode.memory_count, shares_tag, paces, is_seed)
+    return Evidence(s_max, s_cent, sim, z, lex, hours, paces, u, _sigmoid(u))
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,10 +472,14 @@ def score(
 
 @dataclass(frozen=True)
 class DetectorParams:
-    """Thresholds and limits (normally from ``EpisodesConfig``)."""
+    """Thresholds and limits (normally from ``EpisodesConfig``).
+
+    ``doubt_share``: in ``hybrid``, about this share of the decisions -- the least confident
+    ones (:func:`confidence`, :meth:`DetectorContext.doubt_threshold`) -- are :class:`Ambiguous`
+    and go to the LLM; 0 sends none."""
 
     threshold: float = 0.75
-    ambiguous_band: float = 0.25
+    doubt_share: float = 0.45
     strategy: str = "hybrid"
     active_window_days: float = 14.0
     max_active_episodes: int = 20
@@ -416,11 +490,14 @@ class DetectorParams:
     model: ScoreModel = DEFAULT_MODEL
 
     @classmethod
-    def from_config(cls, config: Any, model: ScoreModel = DEFAULT_MODEL) -> DetectorParams:
-        """From an ``EpisodesConfig`` (or anything with the same attribute names)."""
+    def from_config(
+        cls, config: Any, model: ScoreModel = DEFAULT_MODEL, doubt_share: float | None = None
+    ) -> DetectorParams:
+        """From an ``EpisodesConfig`` (or anything with the same attribute names);
+        ``doubt_share`` overrides ``config.llm_doubt_share`` (e.g. to stay in a call budget)."""
         return cls(
             threshold=config.embedding_similarity_threshold,
-            ambiguous_band=config.ambiguous_band,
+            doubt_share=config.llm_doubt_share if doubt_share is None else doubt_share,
             strategy=config.detector_strategy,
             active_window_days=config.active_window_days,
             max_active_episodes=config.max_active_episodes,
@@ -443,6 +520,7 @@ class Join:
     episode_id: str
     score: float
     background: tuple[float, ...] = ()
+    confidence: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -450,21 +528,44 @@ class StartFromSeed:
     seed_id: str
     score: float
     background: tuple[float, ...] = ()
+    confidence: float = 1.0
 
 
 @dataclass(frozen=True)
 class Ambiguous:
     candidates: tuple[Candidate, ...]  # best first; kind tells episode or seed
     background: tuple[float, ...] = ()
+    confidence: float = 0.0
 
 
 @dataclass(frozen=True)
 class NewSeed:
     best_score: float = 0.0
     background: tuple[float, ...] = ()
+    confidence: float = 1.0
 
 
 Decision = Join | StartFromSeed | Ambiguous | NewSeed
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-9), 1 - 1e-9)
+    return math.log(p / (1 - p))
+
+
+def confidence(ranked: Sequence[Candidate], threshold: float) -> float:
+    """How sure the embedding decision is, in (0, 1]: the probability of the chosen option in
+    a softmax over every candidate's utility and a "no match" option whose utility is the
+    threshold's (``logit(threshold)``). Low when the best candidate barely beats the second,
+    when a join barely clears the threshold, and when a "no" has a candidate close to it; 1
+    when there is no candidate at all."""
+    if not ranked:
+        return 1.0
+    logits = np.array([c.evidence.utility for c in ranked] + [_logit(threshold)])
+    weights = np.exp(logits - logits.max())
+    probs = weights / weights.sum()
+    chosen = 0 if ranked[0].score >= threshold else len(ranked)
+    return float(probs[chosen])
 
 
 def eligible_episodes(
@@ -528,11 +629,11 @@ def rank_candidates(
             shared = sum(idf[t] for t in mterms & seed.terms)
             lex = shared / total if total > 0 else 0.0
             hours = hours_between(seed.created_at, now)
+            paces = context.paces(seed.created_at, now)
             c = float(cos[j])
-            u = _utility(model, float(z[j]), lex, 1, bool(memory.tags & seed.tags), hours, True)
-            evs.append(
-                ("seed", seed.id, Evidence(c, c, c, float(z[j]), lex, hours, u, _sigmoid(u)))
-            )
+            u = _utility(model, float(z[j]), lex, 1, bool(memory.tags & seed.tags), paces, True)
+            ev = Evidence(c, c, c, float(z[j]), lex, hours, paces, u, _sigmoid(u))
+            evs.append(("seed", seed.id, ev))
     if not evs:
         return [], []
     out = [Candidate(kind, cid, ev.score, ev) for kind, cid, ev in evs]
@@ -551,8 +652,12 @@ def decide(
     """Decide what to do with ``memory`` (see the module docstring).
 
     * ``embedding``: best score >= threshold -> Join / StartFromSeed, else NewSeed;
-    * ``hybrid``: as embedding, but a best score in [threshold - band, threshold) -> Ambiguous;
+    * ``hybrid``: as embedding, but a decision whose :func:`confidence` is below the stream's
+      doubt threshold for ``params.doubt_share`` -> Ambiguous;
     * ``llm``: any candidate -> Ambiguous (top ``max_llm_candidates``), none -> NewSeed.
+
+    Every decision carries its confidence, which the caller folds into the context with
+    :func:`update_context` (that is how the doubt threshold follows the stream).
     """
     now = memory.created_at
     episodes = eligible_episodes(
@@ -566,16 +671,17 @@ def decide(
     if not ranked:
         return NewSeed(0.0, bg)
     best = ranked[0]
+    sure = confidence(ranked, params.threshold)
     top = tuple(ranked[: params.max_llm_candidates])
-    if params.strategy == "llm":
-        return Ambiguous(top, bg)
+    if params.strategy == "llm" or (
+        params.strategy == "hybrid" and sure < context.doubt_threshold(params.doubt_share)
+    ):
+        return Ambiguous(top, bg, sure)
     if best.score >= params.threshold:
         if best.kind == "episode":
-            return Join(best.id, best.score, bg)
-        return StartFromSeed(best.id, best.score, bg)
-    if params.strategy == "hybrid" and best.score >= params.threshold - params.ambiguous_band:
-        return Ambiguous(top, bg)
-    return NewSeed(best.score, bg)
+            return Join(best.id, best.score, bg, sure)
+        return StartFromSeed(best.id, best.score, bg, sure)
+    return NewSeed(best.score, bg, sure)
 
 
 # --------------------------------------------------------------------------------------------
@@ -602,42 +708,9 @@ def chain_score(
 ) -> float:
     """Calibrated [0, 1] score that ``new_episode`` continues ``closed_episode``; same
     z-scale as :func:`score`. The time rule (closed at most ``chain_window_hours`` before the
-    new episode started) is applied by :func:`chain_candidates`, not here."""
+    new episode started) is applied by the caller, not here."""
     sim = float(new_episode.centroid @ closed_episode.centroid)
     z = (sim - context.cos_mean) / context.cos_std
     bag_terms = frozenset(new_episode.term_counts)
     lex = lexical_overlap(bag_terms, closed_episode.term_counts, context)
     return _sigmoid(z + model.lexical_weight * lex - model.midpoint)
-
-
-def chain_candidates(
-    new_episode: EpisodeFeatures,
-    closed: Iterable[tuple[EpisodeFeatures, datetime]],
-    window_hours: float,
-) -> list[EpisodeFeatures]:
-    """Closed episodes (with their closing time) that may be the parent of ``new_episode``:
-    closed no later than the new episode's first memory and at most ``window_hours`` before."""
-    start = new_episode.first_activity
-    out = []
-    for ep, closed_at in closed:
-        gap = (start - closed_at).total_seconds() / 3600.0
-        if 0.0 <= gap <= window_hours and ep.id != new_episode.id:
-            out.append(ep)
-    return out
-
-
-def best_parent(
-    new_episode: EpisodeFeatures,
-    closed: Iterable[tuple[EpisodeFeatures, datetime]],
-    context: DetectorContext,
-    params: DetectorParams = DetectorParams(),
-    model: ChainModel = DEFAULT_CHAIN_MODEL,
-) -> tuple[str, float] | None:
-    """The parent to link, or None: the best-scoring eligible closed episode if its
-    :func:`chain_score` reaches ``params.chain_threshold``."""
-    best: tuple[str, float] | None = None
-    for ep in chain_candidates(new_episode, closed, params.chain_window_hours):
-        s = chain_score(new_episode, ep, context, model)
-        if s >= params.chain_threshold and (best is None or s > best[1]):
-            best = (ep.id, s)
-    return best

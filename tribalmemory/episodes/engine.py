@@ -60,6 +60,10 @@ class EpisodeEngine:
             "link": lambda job: self.compose.link_parent(job.key, job.payload),
         }
 
+    def health(self) -> dict[str, Any]:
+        """The episode part of ``/v1/health``: the queue and the classification budget."""
+        return {**self.operations.health(), **self.detection.health()}
+
     # -- the API's episode operations -------------------------------------------------------
 
     async def list_episodes(

@@ -49,6 +49,7 @@ class Decision:
     score: float = 0.0
     similarity: float = 0.0
     candidates: list[Option] = field(default_factory=list)
+    confidence: float = 1.0
 
     @classmethod
     def new_seed(cls) -> Decision:
@@ -104,26 +105,31 @@ class Matcher:
         episodes: list[EpisodeFeatures],
         seeds: list[MemoryFeatures],
         *,
-        ambiguous_allowed: bool,
+        doubt_share: float,
         learn: bool = False,
     ) -> Decision:
-        """The detector's decision; ``learn`` folds this memory into the running statistics
-        (once per memory, at its first decision)."""
-        strategy = self.settings.detector_strategy if ambiguous_allowed else "embedding"
-        params = DetectorParams.from_config(self.settings)
+        """The detector's decision; ``doubt_share`` is the share of decisions the LLM may take
+        (0: the embedding path decides; ignored unless the strategy is ``hybrid``); ``learn``
+        folds this memory and the decision's confidence into the running statistics (once per
+        memory, at its first decision)."""
+        strategy = self.settings.detector_strategy if doubt_share > 0 else "embedding"
+        params = DetectorParams.from_config(self.settings, doubt_share=doubt_share)
         params = DetectorParams(**{**params.__dict__, "strategy": strategy})
         raw = detector.decide(memory, episodes, seeds, self.context, params)
         if learn:
-            self.context = detector.update_context(self.context, memory, raw.background)
+            self.context = detector.update_context(
+                self.context, memory, raw.background, confidence=raw.confidence
+            )
             self.updates += 1
         by_id = {e.id: e for e in episodes}
+        sure = raw.confidence
         if isinstance(raw, detector.Join):
-            return Decision(
-                "join", raw.episode_id, raw.score, self.similarity(memory, by_id[raw.episode_id])
-            )
+            similarity = self.similarity(memory, by_id[raw.episode_id])
+            return Decision("join", raw.episode_id, raw.score, similarity, confidence=sure)
         if isinstance(raw, detector.StartFromSeed):
             seed = next(s for s in seeds if s.id == raw.seed_id)
-            return Decision("seed", raw.seed_id, raw.score, float(memory.vector @ seed.vector))
+            similarity = float(memory.vector @ seed.vector)
+            return Decision("seed", raw.seed_id, raw.score, similarity, confidence=sure)
         if isinstance(raw, detector.Ambiguous):
             options = [
                 Option(
@@ -132,8 +138,8 @@ class Matcher:
                 for c in raw.candidates
             ]
             best = options[0]
-            return Decision("ambiguous", None, best.score, best.similarity, options)
-        return Decision("new_seed", score=raw.best_score)
+            return Decision("ambiguous", None, best.score, best.similarity, options, sure)
+        return Decision("new_seed", score=raw.best_score, confidence=sure)
 
     def chain_score(self, new: EpisodeFeatures, closed: EpisodeFeatures) -> float:
         return detector.chain_score(new, closed, self.context)

@@ -134,7 +134,7 @@ class EpisodePlugin:
 
     @hookimpl
     def health(self) -> dict[str, Any]:
-        return {"llm": self.summariser.status(), "episodes": self.engine.operations.health()}
+        return {"llm": self.summariser.status(), "episodes": self.engine.health()}
 
     @hookimpl
     def stats(self) -> dict[str, Any]:

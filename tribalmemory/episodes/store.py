@@ -543,6 +543,22 @@ class EpisodeStore:
             (not_before, job.id),
         )
 
+    def count_jobs(self, kind: str) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM jobs WHERE kind = ?", (kind,)).fetchone()[0]
+
+    def job_keys(self, kind: str, limit: int = 64) -> list[str]:
+        """Keys of the jobs of one kind, oldest first."""
+        rows = self.db.execute(
+            "SELECT key FROM jobs WHERE kind = ? ORDER BY created_at, id LIMIT ?", (kind, limit)
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def make_due(self, db: sqlite3.Connection, kind: str, now: float) -> None:
+        """Jobs of one kind that wait for later fall due now."""
+        db.execute(
+            "UPDATE jobs SET not_before = ? WHERE kind = ? AND not_before > ?", (now, kind, now)
+        )
+
     def queue_stats(self, now: float) -> dict[str, Any]:
         row = self.db.execute("SELECT COUNT(*), MIN(created_at) FROM jobs").fetchone()
         depth, oldest = row[0], row[1]

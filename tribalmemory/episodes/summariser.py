@@ -15,6 +15,7 @@ from typing import Any
 
 from ..llm import (
     Candidate,
+    Classification,
     LLMClient,
     LLMUnavailable,
     MemoryText,
@@ -91,14 +92,15 @@ class Summariser:
         return status
 
     async def classify(
-        self, memory: Memory, candidates: list[dict[str, Any]]
-    ) -> tuple[str, str | None, str | None] | None:
-        """``(action, episode_id, title)`` or ``None`` when the LLM cannot answer."""
+        self, memories: list[Memory], candidates: list[dict[str, Any]]
+    ) -> dict[str, Classification] | None:
+        """Each memory's decision (one call for the batch), or ``None`` when the LLM cannot
+        answer."""
         if self.client is None:
             return None
         await self.check()
         prompt = build_classify(
-            memory_text(memory),
+            [memory_text(m) for m in memories],
             [
                 Candidate(
                     id=c["id"],
@@ -110,11 +112,11 @@ class Summariser:
             ],
         )
         try:
-            answer = await self.client.run(prompt, memory_id=memory.id)
+            return await self.client.run(prompt, memory_id=memories[0].id)
         except LLMUnavailable as exc:
-            log.info("classification of %s falls back to embeddings: %s", memory.id, exc)
+            ids = ", ".join(m.id for m in memories)
+            log.info("classification of %s falls back to embeddings: %s", ids, exc)
             return None
-        return answer.action, answer.episode_id, answer.title
 
     async def summarise(
         self,

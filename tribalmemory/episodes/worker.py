@@ -30,12 +30,14 @@ class Worker:
         handlers: Mapping[str, Callable[[Job], Awaitable[None]]],
         tick: Callable[[], Awaitable[None]],
         concurrency: int = 3,
+        flushable: tuple[str, ...] = ("classify",),
     ) -> None:
         self.store = store
         self.clock = clock
         self.handlers = handlers  # job kind -> what runs it
         self.tick = tick  # the lifecycle scheduler's periodic turn
         self.concurrency = concurrency
+        self.flushable = flushable  # job kinds that wait for company: drain runs them at once
         self.inflight: set[str] = set()
         self._event = asyncio.Event()
         self._idle = asyncio.Event()
@@ -140,7 +142,11 @@ class Worker:
                 log.warning("episode lifecycle tick failed: %s", exc, exc_info=True)
 
     async def drain(self, timeout: float = 60.0) -> bool:
-        """Wait until no job is due or running (for tests, benchmarks and the CLI)."""
+        """Wait until no job is due or running (for tests, benchmarks and the CLI). Jobs that
+        wait only to be batched (``flushable``) are made due at once."""
+        with self.store.transaction() as db:
+            for kind in self.flushable:
+                self.store.make_due(db, kind, self.clock())
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             due = self.store.due_jobs(self.clock() + 3600 * 24 * 365, set(), limit=1)

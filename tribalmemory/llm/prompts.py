@@ -47,6 +47,7 @@ SNIPPET_CHARS = 300
 CANDIDATE_SUMMARY_CHARS = 600
 SNIPPETS_PER_CANDIDATE = 3
 MAX_CANDIDATES = 20
+MAX_BATCH = 8  # new memories in one classify call
 MAX_MEMORIES = 40
 HEAD_MEMORIES = 5
 MAX_NEW_MEMORIES = 10
@@ -289,9 +290,14 @@ def _episode_head(
 # ---------------------------------------------------------------- builders
 
 
-def build_classify(memory: Any, candidates: Sequence[Any]) -> Prompt[Classification]:
-    """Join an active episode, create one, or none. Only candidate ids validate."""
-    new = as_memory(memory)
+def build_classify(
+    memories: Sequence[Any], candidates: Sequence[Any]
+) -> Prompt[dict[str, Classification]]:
+    """Where each new memory belongs: join a candidate, create a thread, or none; one call for
+    several memories that share candidates. Only the memories' ids and candidate ids validate."""
+    news = [as_memory(m) for m in memories][:MAX_BATCH]
+    if not news:
+        raise ValueError("classify needs at least one memory")
     cands = [as_candidate(c) for c in candidates][:MAX_CANDIDATES]
     blocks = []
     for cand in cands:
@@ -299,19 +305,21 @@ def build_classify(memory: Any, candidates: Sequence[Any]) -> Prompt[Classificat
         head = _episode_head(cand.title, cand.summary, CANDIDATE_SUMMARY_CHARS)
         body = "\n".join([head, *recent])
         blocks.append(f'<episode id="{_attr(cand.id)}">\n{body}\n</episode>')
+    limit = max(500, NEW_MEMORY_CHARS // len(news))
     user = (
-        "New memory:\n"
-        + render_memory(new, NEW_MEMORY_CHARS)
-        + "\n\nCandidate episodes (active):\n<candidates>\n"
+        "New memories:\n<new>\n"
+        + "\n".join(render_memory(m, limit) for m in news)
+        + "\n</new>\n\nCandidate episodes (active):\n<candidates>\n"
         + ("\n".join(blocks) if blocks else "(none)")
         + "\n</candidates>"
     )
     ids = frozenset(c.id for c in cands)
+    memory_ids = tuple(m.id for m in news)
     return Prompt(
         "classify",
         _messages("classify", user),
-        lambda data: validate_classify(data, ids),
-        MAX_TOKENS["classify"],
+        lambda data: validate_classify(data, ids, memory_ids),
+        MAX_TOKENS["classify"] * len(news),
     )
 
 
@@ -396,10 +404,11 @@ def validate_title_text(value: Any) -> str:
     return _text(value, "title", TITLE_MAX, one_line=True)
 
 
-def validate_classify(data: Any, candidate_ids: Iterable[str]) -> Classification:
-    """Exactly one of join (a candidate id), create (a title) or none."""
+def validate_classification(data: Any, candidate_ids: Iterable[str]) -> Classification:
+    """One decision: exactly one of join (a candidate id), create (a title) or none."""
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
+    data = {k: v for k, v in data.items() if k != "memory_id"}
     action = data.get("action")
     if action == "join":
         _keys(data, {"action", "episode_id"})
@@ -414,6 +423,28 @@ def validate_classify(data: Any, candidate_ids: Iterable[str]) -> Classification
         _keys(data, {"action"})
         return Classification("none")
     raise ValueError(f"action must be join, create or none, got {action!r}")
+
+
+def validate_classify(
+    data: Any, candidate_ids: Iterable[str], memory_ids: Sequence[str]
+) -> dict[str, Classification]:
+    """``{"decisions": [...]}``: one valid decision for each of ``memory_ids``, no other."""
+    data = _keys(data, {"decisions"})
+    decisions = data["decisions"]
+    if not isinstance(decisions, list):
+        raise ValueError("decisions must be a list")
+    out: dict[str, Classification] = {}
+    for item in decisions:
+        memory_id = item.get("memory_id") if isinstance(item, dict) else None
+        if memory_id not in memory_ids:
+            raise ValueError(f"memory_id {memory_id!r} is not one of the new memories")
+        if memory_id in out:
+            raise ValueError(f"two decisions for memory {memory_id!r}")
+        out[memory_id] = validate_classification(item, candidate_ids)
+    missing = [m for m in memory_ids if m not in out]
+    if missing:
+        raise ValueError(f"no decision for memories {missing}")
+    return out
 
 
 def _str_list(value: Any, name: str) -> tuple[str, ...]:
