@@ -149,6 +149,9 @@ async def replay(
         for record in records:
             if isinstance(clock, StreamClock):
                 clock.now = record.created_at.timestamp()  # the engine lives in stream time
+                # the work that falls due between two memories happens before the next one,
+                # as it would live (an LLM answers in seconds; memories come minutes apart)
+                await plugin.worker.drain(600, due_only=True)
             else:  # an import: the daemon's scheduler ticks while it runs
                 await plugin.engine.upkeep.tick()
             result = await runtime.api.remember(
@@ -160,7 +163,8 @@ async def replay(
             )
             ids.append(result["memory_id"])
             gold_of[result["memory_id"]] = record.gold
-        settled = await plugin.worker.drain(600)
+        plugin.worker.flush()  # the last doubtful memories are asked now
+        settled = await plugin.worker.drain(600, due_only=True)
         predicted = [plugin.store.episode_of(i) for i in ids]  # before the closing below
         # Close everything (as the idle window eventually does) so that final summaries are
         # counted: the LLM cost is per episode lifetime, not just while it grows.

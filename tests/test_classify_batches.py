@@ -67,7 +67,9 @@ async def test_doubtful_memories_share_one_call_and_answers_are_applied(
 
     late = await remember(rt, DB[1], 3, 15)  # alone in its batch: waits ...
     assert late["episode_status"] == "pending"
-    await settle(rt)  # ... until a drain asks at once
+    assert await rt.episodes.worker.drain(30, due_only=True)  # nothing due: it keeps waiting
+    assert (await rt.api.get_memory(late["memory_id"]))["episode_status"] == "pending"
+    await settle(rt)  # ... until a full drain asks at once
     assert len(fake_llm_env.by_purpose("classify")) == 2
     assert (await rt.api.get_memory(late["memory_id"]))["episode_status"] != "pending"
 

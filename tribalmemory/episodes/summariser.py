@@ -32,7 +32,7 @@ log = logging.getLogger("tribalmemory.episodes")
 
 NO_LLM_NOTE = (
     "without an LLM, episodes use embedding-only detection and extractive summaries; "
-    "an LLM adds classification of ambiguous memories, readable titles, narrative "
+    "an LLM adds classification of doubtful memories, readable titles, narrative "
     "summaries and structured metadata"
 )
 

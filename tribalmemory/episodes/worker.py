@@ -141,15 +141,24 @@ class Worker:
             except Exception as exc:
                 log.warning("episode lifecycle tick failed: %s", exc, exc_info=True)
 
-    async def drain(self, timeout: float = 60.0) -> bool:
-        """Wait until no job is due or running (for tests, benchmarks and the CLI). Jobs that
-        wait only to be batched (``flushable``) are made due at once."""
+    def flush(self) -> None:
+        """Jobs that wait only to be batched (``flushable``) fall due now."""
         with self.store.transaction() as db:
             for kind in self.flushable:
                 self.store.make_due(db, kind, self.clock())
+        self.wake()
+
+    async def drain(self, timeout: float = 60.0, due_only: bool = False) -> bool:
+        """Wait until no job is queued or running (for tests, benchmarks and the CLI). Jobs that
+        wait only to be batched (``flushable``) are made due at once. ``due_only``: wait only
+        for the jobs due now by the engine's clock, flush nothing (a replay in the stream's own
+        time lets the work of the time between two memories happen)."""
+        if not due_only:
+            self.flush()
+        horizon = 0.0 if due_only else 3600 * 24 * 365
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            due = self.store.due_jobs(self.clock() + 3600 * 24 * 365, set(), limit=1)
+            due = self.store.due_jobs(self.clock() + horizon, set(), limit=1)
             if not due and not self.inflight:
                 return True
             self._event.set()
