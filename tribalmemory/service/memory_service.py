@@ -32,6 +32,7 @@ from ..shapes import (
 from ..storage.base import MemoryFilter, MemoryStore, SearchHit
 from ..storage.space import DiskSpace, is_disk_full
 from ..timeutil import utc_now
+from . import dedup
 from .activity import RequestActivity
 from .hooks import HookRegistry
 
@@ -186,7 +187,9 @@ class MemoryService:
         *,
         supersedes: str | None = None,
     ) -> RememberResult:
-        """Store one memory (unless it near-duplicates one) and run the write-time hooks."""
+        """Store one memory (unless it restates a near-duplicate, see :mod:`.dedup`) and run
+        the write-time hooks. A near-duplicate that changes a number, version, date, name or
+        negation is an updated fact: stored, superseding the nearest such memory."""
         new = self._parse_new(
             content, source_type, source_instance, tags, context, created_at, skip_dedup
         )
@@ -231,14 +234,15 @@ class MemoryService:
     ) -> RememberResult:
         async with self._write_lock:
             if not new.skip_dedup:
-                duplicate = await self._find_duplicate(vector)
-                if duplicate is not None:
+                candidates = await asyncio.to_thread(self._near_duplicates, vector)
+                decision = dedup.decide(new.content, candidates)
+                if decision.duplicate_of is not None:
                     return RememberResult(
                         success=False,
-                        duplicate_of=duplicate,
-                        error=f"near-duplicate of memory {duplicate}; nothing stored "
-                        "(send skip_dedup=true to store it anyway)",
+                        duplicate_of=decision.duplicate_of,
+                        error=dedup.duplicate_message(decision.duplicate_of),
                     )
+                supersedes = supersedes or decision.supersedes  # an updated fact
             self.check_space([new.content])  # again: the disk may have filled meanwhile
             now = utc_now()
             memory = Memory(
@@ -262,28 +266,23 @@ class MemoryService:
         episode_id = extra.pop("episode_id", None)
         return RememberResult(success=True, memory_id=memory.id, episode_id=episode_id, extra=extra)
 
-    async def _find_duplicate(self, vector: np.ndarray) -> str | None:
-        hit = await asyncio.to_thread(self._nearest_non_summary, vector)
-        if hit is not None and hit.cosine >= self.config.memory.dedup_threshold:
-            return hit.memory.id
-        return None
+    def _near_duplicates(self, vector: np.ndarray) -> list[dedup.Candidate]:
+        """Memories (not episode summaries) at or above ``memory.dedup_threshold``, nearest
+        first.
 
-    def _nearest_non_summary(self, vector: np.ndarray) -> SearchHit | None:
-        """The nearest memory that is not an episode summary.
-
-        The first non-summary among the unfiltered nearest neighbours is that memory; an
+        Among the unfiltered nearest neighbours the non-summaries are those memories; an
         unfiltered query is much cheaper than a must_not filter, which the engine checks point
         by point. Only when every probed neighbour is a summary does the filtered query run.
         """
+        threshold = self.config.memory.dedup_threshold
         hits = self.store.dense_search(vector, DEDUP_PROBE)
-        for hit in hits:
-            if hit.memory.source_type is not SourceType.EPISODE_SUMMARY:
-                return hit
-        if len(hits) < DEDUP_PROBE:
-            return None  # the store holds nothing else
-        where = MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY])
-        found = self.store.dense_search(vector, 1, where)
-        return found[0] if found else None
+        found = [h for h in hits if h.memory.source_type is not SourceType.EPISODE_SUMMARY]
+        if not found and len(hits) == DEDUP_PROBE:
+            where = MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY])
+            found = self.store.dense_search(vector, 1, where)
+        return [
+            dedup.Candidate(h.memory.id, h.memory.content) for h in found if h.cosine >= threshold
+        ]
 
     async def correct(
         self,
