@@ -103,9 +103,10 @@ class TribalAPI:
         source_types: Any = None,
         after: Any = None,
         before: Any = None,
+        include_superseded: Any = None,
     ) -> dict[str, Any]:
         hits = await self.service.recall(
-            query, limit, min_relevance, tags, source_types, after, before
+            query, limit, min_relevance, tags, source_types, after, before, include_superseded
         )
         extra = self.service.annotate([h.memory for h in hits])
         results = [

@@ -300,6 +300,7 @@ class DaemonClient:
         source_types: Any = None,
         after: Any = None,
         before: Any = None,
+        include_superseded: Any = None,
     ) -> dict[str, Any]:
         return await self._call(
             "recall",
@@ -310,6 +311,7 @@ class DaemonClient:
             source_types=source_types,
             after=after,
             before=before,
+            include_superseded=include_superseded,
         )
 
     async def get_memory(self, memory_id: Any) -> dict[str, Any]:

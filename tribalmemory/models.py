@@ -57,6 +57,7 @@ class Memory:
     created_at: datetime
     updated_at: datetime
     supersedes: str | None = None
+    superseded_by: str | None = None  # set by correct(): recall leaves it out by default
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -70,6 +71,7 @@ class Memory:
             "created_at": to_iso(self.created_at),
             "updated_at": to_iso(self.updated_at),
             "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
             "metadata": dict(self.metadata),
         }
 
@@ -85,6 +87,7 @@ class Memory:
             created_at=parse_iso(data["created_at"]),
             updated_at=parse_iso(data["updated_at"]),
             supersedes=data.get("supersedes"),
+            superseded_by=data.get("superseded_by"),
             metadata=dict(data.get("metadata") or {}),
         )
 

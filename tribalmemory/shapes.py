@@ -218,6 +218,10 @@ class RecallRequest(Request):
     before: Timestamp | None = Field(
         None, description=f"Only memories created before this time: {WHEN}."
     )
+    include_superseded: bool = Field(
+        False,
+        description="Also return memories that a correction superseded (left out by default).",
+    )
 
 
 class CorrectRequest(Request):
@@ -333,6 +337,11 @@ class Memory(OpenResponse):
     created_at: Timestamp
     updated_at: Timestamp
     supersedes: MemoryId | None
+    superseded_by: MemoryId | None = Field(
+        None,
+        description="The correction that superseded this memory; recall leaves it out unless "
+        "include_superseded is true.",
+    )
     metadata: dict[str, Any]
     episode_id: str | None = Field(
         None, description="The episode the memory belongs to (null without the episode engine)."

@@ -69,7 +69,12 @@ async def remember(api: Api, args: argparse.Namespace) -> int:
 
 
 async def recall(api: Api, args: argparse.Namespace) -> int:
-    result = await api.recall(args.query, limit=args.limit, tags=args.tag or None)
+    result = await api.recall(
+        args.query,
+        limit=args.limit,
+        tags=args.tag or None,
+        include_superseded=args.include_superseded or None,
+    )
     if args.json:
         print_json(result)
         return 0
@@ -78,9 +83,10 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
     for rank, hit in enumerate(result["results"], 1):
         memory = hit["memory"]
         tags = f"  [{clean(', '.join(memory['tags']))}]" if memory["tags"] else ""
+        old = f"  superseded by {memory['superseded_by']}" if memory.get("superseded_by") else ""
         print(
             f"{rank}. {hit['similarity_score']:.3f}  {memory['id']}  "
-            f"{clean(memory['source_type'])}  {clean(memory['created_at'][:10])}{tags}"
+            f"{clean(memory['source_type'])}  {clean(memory['created_at'][:10])}{tags}{old}"
         )
         print(f"   {shorten(memory['content'], width() - 3)}")
     return 0
@@ -92,6 +98,22 @@ async def forget(api: Api, args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(f"Forgot {result['memory_id']}")
+    return 0
+
+
+async def correct(api: Api, args: argparse.Namespace) -> int:
+    result = await api.correct(
+        args.id,
+        _text_argument(args.text),
+        source_instance=args.source_instance,
+        tags=args.tag or None,
+        context=args.context,
+    )
+    if args.json:
+        print_json(result)
+    else:
+        episode = f" (episode {result['episode_id']})" if result.get("episode_id") else ""
+        print(f"Stored correction {result['memory_id']}{episode}; {clean(args.id)} is superseded")
     return 0
 
 

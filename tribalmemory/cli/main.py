@@ -117,9 +117,21 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("query")
     cmd.add_argument("--limit", type=_positive, help="results (1-50, default 5)")
     cmd.add_argument("--tag", action="append", help="only memories with this tag (repeatable)")
+    cmd.add_argument(
+        "--include-superseded",
+        action="store_true",
+        help="also show memories a correction superseded",
+    )
 
     cmd = add("forget", _api("forget"), "delete a memory")
     cmd.add_argument("id", help="memory id")
+
+    cmd = add("correct", _api("correct"), "replace a wrong or outdated memory by a correction")
+    cmd.add_argument("id", help="id of the memory to correct")
+    cmd.add_argument("text", help="the corrected memory; '-' reads standard input")
+    cmd.add_argument("--tag", action="append", help="a tag (default: the old memory's tags)")
+    cmd.add_argument("--source-instance", help="who stores it (default: memory config)")
+    cmd.add_argument("--context", help="where it came from")
 
     cmd = add(
         "status",

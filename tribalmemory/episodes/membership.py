@@ -1,9 +1,9 @@
 """Who belongs where: creating episodes from memories, adding, moving and removing members.
 
 A memory is in at most one episode: adding it to another one moves it, and the episode it left
-gets its summary rewritten at once (extractive) and an LLM regeneration queued, so that text
-that left an episode does not live on in its summary. The same happens when a memory is
-forgotten.
+gets its summary, title and metadata rewritten at once (extractive) and an LLM regeneration
+queued, so that text that left an episode does not live on in it. The same happens when a
+memory is forgotten. An episode left with no members is deleted, with its summary memory.
 """
 
 from __future__ import annotations
@@ -84,8 +84,7 @@ class Membership:
             state.seeds.pop(memory.id, None)
         state.active[episode_id] = state.matcher.episode(episode_id, features)
         for previous in moved_from:
-            async with state.lock(previous):
-                await self.summaries.refresh_extractive(previous)
+            await self.left(previous)
         created = self.store.episode(episode_id)
         assert created is not None
         log.info(
@@ -138,10 +137,7 @@ class Membership:
                     state.active[episode_id], state.matcher.memory(memory, vectors[memory_id])
                 )
         if previous:
-            async with state.lock(previous):
-                await self.summaries.refresh_extractive(previous)
-            if previous in state.active:
-                await state.rebuild(previous)
+            await self.left(previous)
 
     async def remove(self, episode_id: str, memory_id: str) -> None:
         """Take a memory out of its episode; the summary forgets it at once."""
@@ -153,11 +149,35 @@ class Membership:
                     self.state.queue_summary(
                         db, episode_id, self.state.clock(), trigger=None, delay=0.0
                     )
-            if not removed:
+        if removed:
+            await self.left(episode_id)
+
+    async def left(self, episode_id: str) -> None:
+        """Members left ``episode_id`` (its summary job is queued): delete it when it has none
+        left, else rewrite what may quote them at once and update its features."""
+        state = self.state
+        async with state.lock(episode_id):
+            if await self.delete_if_empty(episode_id):
                 return
             await self.summaries.refresh_extractive(episode_id)
-        if episode_id in self.state.active:
-            await self.state.rebuild(episode_id)
+        if episode_id in state.active:
+            await state.rebuild(episode_id)
+
+    async def delete_if_empty(self, episode_id: str) -> bool:
+        """Delete the episode, and its summary memory, when it has no members; the caller
+        holds its lock. True when it was deleted (or is gone)."""
+        row = self.store.episode(episode_id)
+        if row is None:
+            return True
+        if row.memory_count:
+            return False
+        with self.store.transaction() as db:
+            self.store.delete_episode(db, episode_id)
+        self.state.active.pop(episode_id, None)
+        if row.summary_memory_id:
+            await self.state.host.delete_owned([row.summary_memory_id])
+        log.info("episode %s deleted: no members left", episode_id)
+        return True
 
     async def forgotten(self, memory: Memory) -> None:
         """A memory was forgotten: it leaves its episode (or the seeds) for good."""
@@ -169,12 +189,18 @@ class Membership:
             await self.remove(episode_id, memory.id)
 
     async def corrected(self, old: Memory, new: Memory) -> None:
-        """A member was corrected: its episode's summary is regenerated in full."""
+        """A member was corrected: its episode's summary leaves it out at once (extractive)
+        and is regenerated in full (queued)."""
         episode_id = self.store.episode_of(old.id)
-        if episode_id is not None:
+        if episode_id is None:
+            return
+        async with self.state.lock(episode_id):
             with self.store.transaction() as db:
+                if self.store.episode(episode_id) is None:
+                    return
                 self.store.update_episode(db, episode_id, needs_full=True)
                 self.state.queue_summary(db, episode_id, self.state.clock(), trigger=new.id)
+            await self.summaries.refresh_extractive(episode_id)
 
 
 def _new_row(

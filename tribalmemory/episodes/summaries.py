@@ -20,6 +20,7 @@ from .store import EpisodeRow
 from .summariser import Summariser, SummaryOutcome
 
 SUMMARY_INSTANCE = "tribalmemory"
+EMPTY_TITLE = "Untitled episode"  # what an episode is called while nothing in it is current
 
 
 class Summaries:
@@ -81,26 +82,20 @@ class Summaries:
                 self.store.update_episode(db, episode_id, **values)
 
     async def refresh_extractive(self, episode_id: str) -> None:
-        """Rewrite the summary from the current members at once (after a removal); the
-        caller holds the episode's lock."""
+        """After a member left (removed, moved, forgotten or superseded): rewrite everything
+        that may quote it from the remaining members at once. The summary and metadata become
+        extractive, a generated title a keyword title, the last LLM summary (the base of
+        cheap updates) is dropped so the queued LLM job regenerates in full. A user's title
+        is kept. The caller holds the episode's lock and has queued the summary job."""
         live = await self._live_members(episode_id)
         if live is None:
             return
         row, memories, vectors = live
-        summary = extractive.extractive_summary(memories, vectors)
-        title = row.title
-        if row.title_source == "keyword":  # the title may quote the removed memory
-            title = extractive.keyword_title(memories, vectors)
+        values = scrubbed_values(row, memories, vectors)
+        values["updated_at"] = self.state.clock()
         with self.store.transaction() as db:
-            self.store.update_episode(
-                db,
-                episode_id,
-                summary=summary,
-                title=title,
-                summary_kind="extractive",
-                updated_at=self.state.clock(),
-            )
-        await self.write_memory(row, memories, title, summary, "extractive")
+            self.store.update_episode(db, episode_id, **values)
+        await self.write_memory(row, memories, values["title"], values["summary"], "extractive")
 
     async def write_memory(
         self, row: EpisodeRow, memories: list[Memory], title: str, summary: str, kind: str
@@ -114,12 +109,14 @@ class Summaries:
     async def _live_members(
         self, episode_id: str
     ) -> tuple[EpisodeRow, list[Memory], np.ndarray] | None:
-        """The episode and its members; None when it is gone or empty (then its summary
-        memory is removed, since there is nothing left to summarise)."""
+        """The episode and the members its summary covers: not those a correction superseded.
+        None when it is gone or has none (then its summary memory is removed, since there is
+        nothing left to summarise)."""
         row = self.store.episode(episode_id)
         if row is None:
             return None
-        memories = await self.state.host.get_memories(self.store.member_ids(episode_id))
+        found = await self.state.host.get_memories(self.store.member_ids(episode_id))
+        memories = [m for m in found if m.superseded_by is None]
         vectors = await self.state.host.get_vectors([m.id for m in memories])
         kept = [m for m in memories if m.id in vectors]
         if not kept:
@@ -138,7 +135,12 @@ class Summaries:
                 summary="",
                 summary_memory_id=None,
                 summary_status="current",
+                llm_summary="",
+                llm_summary_mark=None,
+                needs_full=True,
+                metadata={},
                 updated_at=self.state.clock(),
+                **({} if row.title_source == "user" else {"title": EMPTY_TITLE}),
             )
         await self.state.host.delete_owned([row.summary_memory_id])
 
@@ -160,6 +162,21 @@ def summary_memory(
         updated_at=now,
         metadata={"episode_id": row.id, "summary_kind": kind},
     )
+
+
+def scrubbed_values(row: EpisodeRow, memories: list[Memory], vectors: np.ndarray) -> dict[str, Any]:
+    """Episode columns rebuilt from ``memories`` alone, with nothing generated from others."""
+    user_title = row.title_source == "user"
+    return {
+        "summary": extractive.extractive_summary(memories, vectors),
+        "summary_kind": "extractive",
+        "title": row.title if user_title else extractive.keyword_title(memories, vectors),
+        "title_source": "user" if user_title else "keyword",
+        "metadata": extractive.fallback_metadata(memories, row.status),
+        "llm_summary": "",
+        "llm_summary_mark": None,
+        "needs_full": True,
+    }
 
 
 def summary_values(

@@ -241,6 +241,9 @@ def register_tools(server: ToolServer, call: Caller) -> None:
         tags: Annotated[list[str] | None, RAW, arg(recall_arg, "tags")] = None,
         after: Annotated[str | None, RAW, arg(recall_arg, "after")] = None,
         before: Annotated[str | None, RAW, arg(recall_arg, "before")] = None,
+        include_superseded: Annotated[
+            bool | None, RAW, arg(recall_arg, "include_superseded")
+        ] = None,
     ) -> shapes.RecallResult:
         """Search the team's shared memory: what other agents and earlier sessions learned.
 
@@ -248,7 +251,8 @@ def register_tools(server: ToolServer, call: Caller) -> None:
         to find what the team already knows (decisions, fixes, conventions, gotchas) instead
         of rediscovering it. Results come best first (semantic + keyword search); each has
         the memory_id, a similarity_score from 0 to 1 and the memory itself (content, tags,
-        source_type, created_at, ...).
+        source_type, created_at, ...). Memories a correction superseded are left out unless
+        include_superseded is true.
         """
         return await call(
             "recall",
@@ -258,16 +262,36 @@ def register_tools(server: ToolServer, call: Caller) -> None:
             tags=tags,
             after=after,
             before=before,
+            include_superseded=include_superseded,
         )
 
     @tool("tribal_forget", DELETE)
     async def forget(memory_id: MemoryId) -> shapes.ForgetResult:
         """Delete one memory for good, e.g. one that is wrong, obsolete or holds a secret.
 
-        To fix a memory that is only partly wrong, prefer tribal_remember with
-        source_type CORRECTION so the team keeps the history.
+        To fix a memory that is wrong or outdated, prefer tribal_correct so the team keeps
+        the history.
         """
         return await call("forget", memory_id=memory_id)
+
+    correct_arg = shapes.CorrectRequest
+
+    @tool("tribal_correct", WRITE)
+    async def correct(
+        memory_id: MemoryId,
+        content: Annotated[str, RAW, arg(correct_arg, "content")],
+        tags: Annotated[list[str] | None, RAW, arg(correct_arg, "tags")] = None,
+        context: Annotated[str | None, RAW, arg(correct_arg, "context")] = None,
+    ) -> shapes.RememberResult:
+        """Correct a memory that is wrong or outdated: store the right knowledge in its place.
+
+        The correction is stored as a CORRECTION memory that supersedes memory_id; the old
+        memory is kept as history but left out of recall (unless include_superseded) and of
+        episode summaries. Give the corrected knowledge in full, self-contained.
+        """
+        return await call(
+            "correct", memory_id=memory_id, content=content, tags=tags, context=context
+        )
 
     @tool("tribal_stats", READ)
     async def stats() -> shapes.Stats:

@@ -85,7 +85,8 @@ async def after_forget(memory: Memory) -> None:
 
 @hookspec
 async def after_correct(old: Memory, new: Memory) -> None:
-    """``new`` (a CORRECTION memory, already stored) supersedes ``old``."""
+    """``new`` (a CORRECTION memory, already stored) supersedes ``old`` (already marked
+    ``superseded_by``). Runs before ``after_remember`` of ``new``."""
 
 
 @hookspec

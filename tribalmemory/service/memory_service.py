@@ -184,8 +184,6 @@ class MemoryService:
         context: Any = None,
         created_at: Any = None,
         skip_dedup: Any = None,
-        *,
-        supersedes: str | None = None,
     ) -> RememberResult:
         """Store one memory (unless it restates a near-duplicate, see :mod:`.dedup`) and run
         the write-time hooks. A near-duplicate that changes a number, version, date, name or
@@ -196,7 +194,7 @@ class MemoryService:
         self.check_space([new.content])
         with self.activity.request():
             vector = (await self.embed([new.content]))[0]
-            return await self._store_new(new, vector, supersedes)
+            return await self._store_new(new, vector)
 
     async def remember_batch(self, items: Any) -> list[RememberResult]:
         """1–1000 memories; all are validated before any is stored. At most
@@ -223,15 +221,17 @@ class MemoryService:
         try:
             with self.activity.request():
                 vectors = await self.embed([p.content for p in parsed])
-                return [
-                    await self._store_new(p, v, None) for p, v in zip(parsed, vectors, strict=True)
-                ]
+                return [await self._store_new(p, v) for p, v in zip(parsed, vectors, strict=True)]
         finally:
             self.batches_in_flight -= 1
 
     async def _store_new(
-        self, new: NewMemory, vector: np.ndarray, supersedes: str | None
+        self, new: NewMemory, vector: np.ndarray, corrects: Memory | None = None
     ) -> RememberResult:
+        """Store ``new`` unless it restates a near-duplicate. With ``corrects`` (a correction,
+        no duplicate check): ``corrects`` is marked superseded before any plugin hears of the
+        new memory, so that nothing built from memories (episode summaries) sees both."""
+        supersedes = corrects.id if corrects is not None else None
         async with self._write_lock:
             if not new.skip_dedup:
                 candidates = await asyncio.to_thread(self._near_duplicates, vector)
@@ -262,6 +262,10 @@ class MemoryService:
             except BaseException:
                 await self.hooks.store_failed(memory)
                 raise
+            if corrects is not None:
+                corrects = await self._mark_superseded(corrects.id, memory.id)
+        if corrects is not None:
+            await self.hooks.after_correct(corrects, memory)
         extra = await self.hooks.after_remember(memory, vector)
         episode_id = extra.pop("episode_id", None)
         return RememberResult(success=True, memory_id=memory.id, episode_id=episode_id, extra=extra)
@@ -292,9 +296,15 @@ class MemoryService:
         tags: Any = None,
         context: Any = None,
     ) -> RememberResult:
-        """Store a CORRECTION memory that supersedes ``memory_id`` (which is kept as history)."""
+        """Store a CORRECTION memory that supersedes ``memory_id``. The old memory is kept as
+        history, marked ``superseded_by`` the correction: recall leaves it out unless asked
+        (``include_superseded``), and episode summaries leave it out."""
         old = await self.get(memory_id)
-        result = await self.remember(
+        if old.source_type is SourceType.EPISODE_SUMMARY:
+            raise InvalidInput(
+                f"memory {old.id} is an episode summary; correct the memories it summarises"
+            )
+        new = self._parse_new(
             content,
             SourceType.CORRECTION,
             source_instance,
@@ -302,12 +312,24 @@ class MemoryService:
             context,
             None,
             True,
-            supersedes=old.id,
         )
-        if result.success and result.memory_id:
-            new = await self.get(result.memory_id)
-            await self.hooks.after_correct(old, new)
-        return result
+        self.check_space([new.content, old.content])
+        with self.activity.request():
+            vector = (await self.embed([new.content]))[0]
+            return await self._store_new(new, vector, corrects=old)
+
+    async def _mark_superseded(self, old_id: str, new_id: str) -> Memory | None:
+        """Record on ``old_id`` that ``new_id`` supersedes it; the caller holds the write lock.
+        None when it was forgotten meanwhile."""
+        found = await asyncio.to_thread(self.store.get, [old_id])
+        vectors = await self.vectors([old_id])
+        if not found or old_id not in vectors:
+            return None
+        old = found[0]
+        old.superseded_by = new_id
+        old.updated_at = utc_now()
+        await self._upsert([old], vectors[old_id][None, :])
+        return old
 
     async def forget(self, memory_id: Any) -> None:
         """Delete a memory; hooks take it out of anything built from it (e.g. its episode)."""
@@ -362,6 +384,7 @@ class MemoryService:
         source_types: Any = None,
         after: Any = None,
         before: Any = None,
+        include_superseded: Any = None,
     ) -> list[RecallHit]:
         """Hybrid search: the ``limit`` memories that dense + BM25 rank best (reciprocal rank
         fusion), ordered by the score shown.
@@ -369,7 +392,8 @@ class MemoryService:
         ``similarity_score`` is the cosine similarity of the memory to the query, clamped to
         0–1 and rounded to 6 decimals; results are ordered by it, best first, equal scores by
         memory id, so the same query on the same store always gives the same list.
-        ``min_relevance`` drops results scored below it.
+        ``min_relevance`` drops results scored below it. Memories a correction superseded
+        are left out unless ``include_superseded``.
         """
         text = check.text(
             "query", query, self.config.server.max_content_chars, setting="server.max_content_chars"
@@ -380,6 +404,7 @@ class MemoryService:
             source_types=check.source_types(source_types),
             after=check.timestamp("after", after),
             before=check.timestamp("before", before),
+            exclude_superseded=not check.boolean("include_superseded", include_superseded),
         )
         size = check.integer("limit", limit, RECALL_LIMIT)
         floor = check.number("min_relevance", min_relevance, MIN_RELEVANCE)

@@ -38,6 +38,7 @@ class MemoryFilter:
     after: datetime | None = None  # created_at >= after
     before: datetime | None = None  # created_at < before
     metadata_equals: dict[str, str] = field(default_factory=dict)  # e.g. {"episode_id": "ep-1"}
+    exclude_superseded: bool = False  # leave out memories a correction superseded
 
 
 @dataclass
@@ -103,7 +104,7 @@ DENSE = "dense"  # named dense vector (cosine)
 SPARSE = "bm25"  # named sparse vector (BM25 term weights, IDF modifier)
 RRF_K = 60  # reciprocal rank fusion constant: score = sum of 1 / (RRF_K + rank)
 HNSW_EF = 128  # HNSW search breadth, once an index is built (see docs/storage.md)
-KEYWORD_FIELDS = ("tags", "source_type", "metadata.episode_id")
+KEYWORD_FIELDS = ("tags", "source_type", "metadata.episode_id", "superseded_by")
 FLOAT_FIELDS = ("created_ts",)
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 

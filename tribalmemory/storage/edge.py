@@ -308,6 +308,8 @@ def edge_filter(where: MemoryFilter | None) -> qe.Filter | None:
         )
     for key, value in where.metadata_equals.items():
         must.append(qe.FieldCondition(metadata_field(key), match=qe.MatchValue(value)))
+    if where.exclude_superseded:
+        must.append(qe.IsEmptyCondition("superseded_by"))
     if not must and not must_not:
         return None
     return qe.Filter(must=must or None, must_not=must_not or None)

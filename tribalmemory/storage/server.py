@@ -90,6 +90,8 @@ def server_filter(where: MemoryFilter | None) -> models.Filter | None:
         must.append(
             models.FieldCondition(key=metadata_field(key), match=models.MatchValue(value=value))
         )
+    if where.exclude_superseded:
+        must.append(models.IsEmptyCondition(is_empty=models.PayloadField(key="superseded_by")))
     if not must and not must_not:
         return None
     return models.Filter(must=must or None, must_not=must_not or None)

@@ -1,0 +1,122 @@
+"""Corrections demote the old fact (issue 16, point 4): a corrected memory is marked superseded,
+left out of recall unless ``include_superseded``, and out of episode summaries (extractive at
+once, and the LLM's input), through the real service, episode engine and fake LLM."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakellm import FakeLLM
+from helpers_http import unique
+from starlette.testclient import TestClient
+
+from tribalmemory.config import config_from_dict
+from tribalmemory.runtime import Runtime, start_runtime
+
+STAGING = [
+    "Staging Postgres listens on port 5433 because 5432 is taken by the legacy cluster.",
+    "The staging database is reset every night from the anonymised production dump.",
+    "Connect to staging Postgres through the bastion host with the ops VPN profile.",
+]
+CORRECTION = "Staging Postgres listens on port 6543 since the legacy cluster was retired."
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Any]:
+    started: list[Runtime] = []
+
+    async def make(**episodes: Any) -> Runtime:
+        settings = {"detector_strategy": "embedding", "summary_debounce_seconds": 0}
+        settings.update(episodes)
+        config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
+        rt = await start_runtime(config, run_scheduler=False, llm_options={"backoff_base": 0.01})
+        started.append(rt)
+        await rt.episodes.summariser.check()
+        return rt
+
+    yield make
+    for rt in started:
+        await rt.stop()
+
+
+async def settle(rt: Runtime) -> None:
+    assert await rt.episodes.worker.drain(30), "episode work did not settle"
+
+
+def ids(found: dict[str, Any]) -> list[str]:
+    return [hit["memory_id"] for hit in found["results"]]
+
+
+async def staging_episode(rt: Runtime) -> tuple[list[str], str]:
+    stored = [(await rt.api.remember(text))["memory_id"] for text in STAGING]
+    created = await rt.api.episode_create("Staging database", stored)
+    await settle(rt)
+    return stored, created["episode_id"]
+
+
+async def summary_texts(rt: Runtime, episode_id: str) -> list[str]:
+    """The episode's summary, LLM summary base, metadata and its summary memory's text."""
+    row = rt.episodes.store.episode(episode_id)
+    assert row is not None
+    found = await rt.service.get_many([row.summary_memory_id] if row.summary_memory_id else [])
+    return [row.title, row.summary, row.llm_summary, str(row.metadata)] + [m.content for m in found]
+
+
+async def test_a_corrected_memory_leaves_recall_and_summaries(runtime: Any) -> None:
+    rt = await runtime()
+    stored, episode_id = await staging_episode(rt)
+    assert any("5433" in text for text in await summary_texts(rt, episode_id))
+    old = stored[0]
+
+    result = await rt.api.correct(old, CORRECTION)
+    assert result["success"], result
+    new = result["memory_id"]
+    # Extractive at once, before any job ran: the summary no longer holds the old fact.
+    assert not any("5433" in text for text in await summary_texts(rt, episode_id))
+
+    found = await rt.api.recall("staging postgres port", limit=10)
+    assert new in ids(found) and old not in ids(found)
+    shown = await rt.api.recall("staging postgres port", limit=10, include_superseded=True)
+    assert old in ids(shown) and new in ids(shown)
+    hit = next(h for h in shown["results"] if h["memory_id"] == old)
+    assert hit["memory"]["superseded_by"] == new
+    assert (await rt.api.get_memory(new))["supersedes"] == old
+
+    await settle(rt)  # the queued full regeneration
+    assert not any("5433" in text for text in await summary_texts(rt, episode_id))
+
+
+async def test_the_llm_is_not_shown_the_corrected_memory(
+    runtime: Any, fake_llm_env: FakeLLM
+) -> None:
+    rt = await runtime(llm_update_every=1)
+    stored, episode_id = await staging_episode(rt)
+    row = rt.episodes.store.episode(episode_id)
+    assert row is not None and row.summary_kind == "llm" and "5433" in row.summary
+    before = len(fake_llm_env.requests)
+
+    await rt.api.correct(stored[0], CORRECTION)
+    await settle(rt)
+    later = fake_llm_env.requests[before:]
+    summaries = [r for r in later if r.purpose in ("regenerate", "update", "final")]
+    assert summaries, [r.purpose for r in later]
+    for request in summaries:
+        assert stored[0] not in request.text and "5433" not in request.text
+    assert not any("5433" in text for text in await summary_texts(rt, episode_id))
+
+
+def test_rest_recall_include_superseded(client: TestClient) -> None:
+    old = client.post("/v1/remember", json={"content": unique("The API port is 8080")}).json()
+    fixed = client.post(
+        "/v1/correct", json={"memory_id": old["memory_id"], "content": unique("API port 9090")}
+    ).json()
+    query = {"query": "API port", "limit": 10}
+    default = client.post("/v1/recall", json=query).json()
+    assert [h["memory_id"] for h in default["results"]] == [fixed["memory_id"]]
+    both = client.post("/v1/recall", json=query | {"include_superseded": True}).json()
+    assert {h["memory_id"] for h in both["results"]} == {old["memory_id"], fixed["memory_id"]}
+    bad = client.post("/v1/recall", json=query | {"include_superseded": "yes"})
+    assert bad.status_code == 422 and "include_superseded" in bad.json()["error"]
