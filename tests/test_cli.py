@@ -135,6 +135,20 @@ def test_local_remember_recall_forget(local: str, capsys: Capture) -> None:
     assert code == 1 and "is not a memory id" in err
 
 
+def test_local_correct_hides_the_old_memory_from_recall(local: str, capsys: Capture) -> None:
+    code, out, _ = run(capsys, "remember", "Staging Postgres uses port 5433", "--config", local)
+    old = out.split()[1]
+    code, out, _ = run(capsys, "correct", old, "Staging Postgres uses port 6543", "--config", local)
+    assert code == 0 and out.startswith("Stored correction ") and f"{old} is superseded" in out
+    new = out.split()[2].rstrip(";")
+    found = run_json(capsys, "recall", "staging postgres port", "--config", local)
+    assert [r["memory_id"] for r in found["results"]] == [new]
+    code, out, _ = run(
+        capsys, "recall", "staging postgres port", "--include-superseded", "--config", local
+    )
+    assert code == 0 and f"{old}" in out and f"superseded by {new}" in out
+
+
 def test_local_status_and_validation_errors(local: str, tm_home: Path, capsys: Capture) -> None:
     code, out, _ = run(capsys, "status", "--config", local)
     assert code == 3 and out.startswith("daemon: not running") and str(tm_home) in out

@@ -550,6 +550,25 @@ async def test_remember_recall_stats_forget(runtime: Any) -> None:
 
 
 @needs_store
+async def test_tribal_correct_hides_the_old_memory(runtime: Any) -> None:
+    async with connect(runtime.api) as client:
+        old = ok(await client.call_tool("tribal_remember", {"content": "Deploys need 2 approvals"}))
+        fixed = ok(
+            await client.call_tool(
+                "tribal_correct",
+                {"memory_id": old["memory_id"], "content": "Deploys need 1 approval since May"},
+            )
+        )
+        assert fixed["success"] is True
+        query = {"query": "how many approvals do deploys need"}
+        found = ok(await client.call_tool("tribal_recall", query))
+        assert [r["memory_id"] for r in found["results"]] == [fixed["memory_id"]]
+        both = ok(await client.call_tool("tribal_recall", query | {"include_superseded": True}))
+        hidden = [r for r in both["results"] if r["memory_id"] == old["memory_id"]]
+        assert hidden and hidden[0]["memory"]["superseded_by"] == fixed["memory_id"]
+
+
+@needs_store
 async def test_duplicate_is_reported_not_stored(runtime: Any) -> None:
     async with connect(runtime.api) as client:
         text = "Feature flags live in config/flags.yaml and are read at start-up."
