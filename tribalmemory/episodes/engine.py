@@ -51,6 +51,11 @@ class EpisodeEngine:
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
 
+    async def tick(self) -> None:
+        """The scheduler's turn: lifecycle upkeep, then dangling memberships removed."""
+        await self.upkeep.tick()
+        await self.membership.prune_dangling()
+
     def job_handlers(self) -> dict[str, JobHandler]:
         """What runs each kind of durable job (see :mod:`.worker`)."""
         return {

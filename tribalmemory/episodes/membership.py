@@ -87,9 +87,7 @@ class Membership:
             await self.left(previous)
         created = self.store.episode(episode_id)
         assert created is not None
-        log.info(
-            "episode %s created with %d memories: %s", episode_id, len(memories), created.title
-        )
+        log.info("episode %s created with %d memories", episode_id, len(memories))
         return created
 
     def _start(self, features: list[MemoryFeatures]) -> dict[str, list[str]]:
@@ -109,19 +107,23 @@ class Membership:
         }
 
     async def add(self, episode_id: str, memory_id: str) -> None:
-        """Add a memory to an episode on request (moving it from another one)."""
+        """Add a memory to an episode on request (moving it from another one).
+
+        Checked under the detect lock and the episode's lock, which forget and episode
+        deletion hold too: a memory forgotten or an episode deleted meanwhile is NotFound."""
         state = self.state
-        row = state.episode(episode_id)
-        found = await state.host.get_memories([memory_id])
-        if not found:
-            raise NotFound(f"no memory with id {memory_id}")
-        memory = found[0]
-        if memory.source_type is SourceType.EPISODE_SUMMARY:
-            raise InvalidInput("an episode summary cannot be a member of an episode")
-        if self.store.episode_of(memory_id) == episode_id:
-            return
-        vectors = await state.host.get_vectors([memory_id])
+        state.episode(episode_id)
         async with state.detect_lock, state.lock(episode_id):
+            row = state.episode(episode_id)  # deleted while we waited: 404
+            found = await state.host.get_memories([memory_id])
+            vectors = await state.host.get_vectors([memory_id])
+            if not found or memory_id not in vectors:
+                raise NotFound(f"no memory with id {memory_id} (forgotten?)")
+            memory = found[0]
+            if memory.source_type is SourceType.EPISODE_SUMMARY:
+                raise InvalidInput("an episode summary cannot be a member of an episode")
+            if self.store.episode_of(memory_id) == episode_id:
+                return
             now = state.clock()
             with self.store.transaction() as db:
                 previous = self.store.add_member(
@@ -180,13 +182,43 @@ class Membership:
         return True
 
     async def forgotten(self, memory: Memory) -> None:
-        """A memory was forgotten: it leaves its episode (or the seeds) for good."""
-        self.state.seeds.pop(memory.id, None)
-        episode_id = self.store.episode_of(memory.id)
-        with self.store.transaction() as db:
-            self.store.forget_detection(db, memory.id)
-        if episode_id is not None:
-            await self.remove(episode_id, memory.id)
+        """A memory was forgotten (already deleted from the store): it leaves its episode (or
+        the seeds) for good, and its text every title, summary and metadata built from it.
+
+        Under the detect lock, which every write of a membership holds: one that checked the
+        memory before it was deleted has committed, and any later one finds it gone."""
+        async with self.state.detect_lock:
+            self.state.seeds.pop(memory.id, None)
+            episode_id = self.store.episode_of(memory.id)
+            if episode_id is not None:
+                await self.remove(episode_id, memory.id)
+            with self.store.transaction() as db:
+                self.store.forget_detection(db, memory.id)
+        self.store.wipe_freed()
+
+    async def prune_dangling(self) -> int:
+        """Take out of their episodes the members whose memory no longer exists (a crash
+        between a forget and its hook, or a race), so that every count is the real
+        membership. At start and on the scheduler's tick. Returns how many were removed."""
+        gone = await self.state.host.missing(self.store.all_member_ids())
+        removed = 0
+        for memory_id in gone:
+            async with self.state.detect_lock:
+                self.state.seeds.pop(memory_id, None)
+                episode_id = self.store.episode_of(memory_id)
+                if episode_id is not None:
+                    await self.remove(episode_id, memory_id)
+                    removed += 1
+                with self.store.transaction() as db:
+                    self.store.forget_detection(db, memory_id)
+        if removed:
+            log.warning(
+                "removed %d memberships of memories that no longer exist (forgotten during a "
+                "crash or a race); their episodes' summaries are rebuilt",
+                removed,
+            )
+            self.store.wipe_freed()
+        return removed
 
     async def corrected(self, old: Memory, new: Memory) -> None:
         """A member was corrected: its episode's summary leaves it out at once (extractive)

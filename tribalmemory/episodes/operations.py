@@ -80,20 +80,22 @@ class Operations:
         self, title: str, memory_ids: list[str], parent_episode_id: str | None
     ) -> dict[str, Any]:
         state = self.state
-        memories = await state.host.get_memories(memory_ids)
-        found = {m.id for m in memories}
-        missing = [m for m in memory_ids if m not in found]
-        if missing:
-            raise NotFound(f"unknown memory id(s): {', '.join(missing)}; nothing was created")
-        summaries = [m.id for m in memories if m.source_type is SourceType.EPISODE_SUMMARY]
-        if summaries:
-            raise InvalidInput(f"episode summaries cannot be members: {', '.join(summaries)}")
-        if parent_episode_id is not None:
-            state.episode(parent_episode_id)
-        vectors = await state.host.get_vectors(memory_ids)
-        memories.sort(key=lambda m: m.created_at)
-        features = [state.matcher.memory(m, vectors[m.id]) for m in memories]
+        # Checked under the detect lock, which forget and episode deletion hold too: what is
+        # forgotten or deleted meanwhile is NotFound, never a membership of nothing.
         async with state.detect_lock:
+            memories = await state.host.get_memories(memory_ids)
+            vectors = await state.host.get_vectors(memory_ids)
+            found = {m.id for m in memories if m.id in vectors}
+            missing = [m for m in memory_ids if m not in found]
+            if missing:
+                raise NotFound(f"unknown memory id(s): {', '.join(missing)}; nothing was created")
+            summaries = [m.id for m in memories if m.source_type is SourceType.EPISODE_SUMMARY]
+            if summaries:
+                raise InvalidInput(f"episode summaries cannot be members: {', '.join(summaries)}")
+            if parent_episode_id is not None:
+                state.episode(parent_episode_id)
+            memories.sort(key=lambda m: m.created_at)
+            features = [state.matcher.memory(m, vectors[m.id]) for m in memories]
             row = await self.membership.create(
                 memories,
                 features,

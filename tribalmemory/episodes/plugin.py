@@ -52,7 +52,7 @@ class EpisodePlugin:
         self.summariser = Summariser(LLMClient(settings, self.ledger, **(llm_options or {})))
         self.engine = EpisodeEngine(config, self.store, self.summariser, clock)
         state = self.engine.state
-        self.worker = Worker(self.store, clock, self.engine.job_handlers(), self.engine.upkeep.tick)
+        self.worker = Worker(self.store, clock, self.engine.job_handlers(), self.engine.tick)
         state.wake = self.worker.wake
         self._scheduler_interval = settings.scheduler_interval_seconds if run_scheduler else None
         self._check: asyncio.Task[Any] | None = None
@@ -61,6 +61,7 @@ class EpisodePlugin:
     async def start(self, host: PluginHost) -> None:
         await self.engine.state.load(host)
         await self.engine.upkeep.reconcile()
+        await self.engine.membership.prune_dangling()
         self.worker.start(self._scheduler_interval)
         self._check = asyncio.create_task(self._check_llm())
 

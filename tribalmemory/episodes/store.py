@@ -136,10 +136,17 @@ class EpisodeStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.execute("PRAGMA busy_timeout=5000")
+        # Deleted and overwritten rows are zeroed on disk, not left in free pages (forget).
+        self.db.execute("PRAGMA secure_delete=ON")
         self.db.executescript(SCHEMA)
 
     def close(self) -> None:
         self.db.close()
+
+    def wipe_freed(self) -> None:
+        """Checkpoint the WAL into the database and truncate it, so that older versions of
+        rows (e.g. a summary quoting a forgotten memory) leave the WAL file too."""
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -323,6 +330,10 @@ class EpisodeStore:
                 (episode_id,),
             )
         ]
+
+    def all_member_ids(self) -> list[str]:
+        """Every memory that is a member of an episode."""
+        return [r[0] for r in self.db.execute("SELECT memory_id FROM memberships ORDER BY rowid")]
 
     def membership_mark(self, episode_id: str) -> int | None:
         """The number of the episode's newest membership (memberships are numbered in

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .memory_service import MemoryService
 
 PLUGIN_OWNED = frozenset({SourceType.EPISODE_SUMMARY})
+MISSING_CHUNK = 1000  # ids counted per store query by missing()
 
 
 class PluginHost(Protocol):
@@ -38,6 +39,10 @@ class PluginHost(Protocol):
 
     async def memories_of_type(self, source_type: SourceType) -> list[Memory]:
         """Every memory of ``source_type``: a full read, for recovery, not for requests."""
+        ...
+
+    async def missing(self, memory_ids: list[str]) -> list[str]:
+        """The ids among ``memory_ids`` that no stored memory has (cheap when none is)."""
         ...
 
     async def search(
@@ -74,6 +79,17 @@ class ServiceHost:
     async def memories_of_type(self, source_type: SourceType) -> list[Memory]:
         where = MemoryFilter(source_types=[source_type])
         return await asyncio.to_thread(lambda: list(self._service.store.scroll(where)))
+
+    async def missing(self, memory_ids: list[str]) -> list[str]:
+        store = self._service.store
+        gone: list[str] = []
+        for start in range(0, len(memory_ids), MISSING_CHUNK):
+            chunk = memory_ids[start : start + MISSING_CHUNK]
+            count = await asyncio.to_thread(store.count, MemoryFilter(ids=chunk))
+            if count < len(set(chunk)):  # only then read which ones
+                found = {m.id for m in await self._service.get_many(chunk)}
+                gone += [m for m in chunk if m not in found]
+        return gone
 
     async def search(
         self, query: str, source_types: list[SourceType], limit: int, min_relevance: float
