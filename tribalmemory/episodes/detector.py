@@ -343,6 +343,20 @@ def update_context(
     return context
 
 
+def forget_terms(context: DetectorContext, terms: Iterable[str]) -> DetectorContext:
+    """Take a forgotten memory's ``terms`` out of ``context`` **in place** (the inverse of the
+    term counting in :func:`update_context`): a term no other memory has leaves it."""
+    freq = context.doc_freq
+    for t in terms:
+        left = freq.get(t, 0) - 1
+        if left > 0:
+            freq[t] = left
+        else:
+            freq.pop(t, None)
+    context.doc_count = max(0, context.doc_count - 1)
+    return context
+
+
 # --------------------------------------------------------------------------------------------
 # Score
 # --------------------------------------------------------------------------------------------

@@ -144,6 +144,10 @@ class Matcher:
     def chain_score(self, new: EpisodeFeatures, closed: EpisodeFeatures) -> float:
         return detector.chain_score(new, closed, self.context)
 
+    def unlearn(self, memory: Memory) -> None:
+        """Take a forgotten memory (learned at its first decision) out of the statistics."""
+        self.context = detector.forget_terms(self.context, detector.tokenize(memory.content))
+
     def state(self) -> dict[str, Any]:
         return self.context.to_json()
 

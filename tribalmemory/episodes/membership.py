@@ -188,12 +188,17 @@ class Membership:
         Under the detect lock, which every write of a membership holds: one that checked the
         memory before it was deleted has committed, and any later one finds it gone."""
         async with self.state.detect_lock:
-            self.state.seeds.pop(memory.id, None)
+            state = self.state
+            state.seeds.pop(memory.id, None)
+            detection = self.store.detection(memory.id)
+            if detection is not None and detection["state"] != "pending":  # it was learned
+                state.matcher.unlearn(memory)  # its words leave the detector's statistics
             episode_id = self.store.episode_of(memory.id)
             if episode_id is not None:
                 await self.remove(episode_id, memory.id)
             with self.store.transaction() as db:
                 self.store.forget_detection(db, memory.id)
+            state.save_detector(force=True)
         self.store.wipe_freed()
 
     async def prune_dangling(self) -> int:
