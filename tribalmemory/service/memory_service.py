@@ -332,13 +332,15 @@ class MemoryService:
         return old
 
     async def forget(self, memory_id: Any) -> None:
-        """Delete a memory; hooks take it out of anything built from it (e.g. its episode)."""
+        """Delete a memory; hooks take it out of anything built from it (e.g. its episode)
+        before this returns. The hooks run outside the request marker: they may wait for an
+        episode's summary job, which waits for requests to end before it uses the CPU."""
         memory = await self.get(memory_id)
         self.hooks.check_forget(memory)
         with self.activity.request():
             async with self._write_lock:
                 await asyncio.to_thread(self.store.delete, [memory.id])
-            await self.hooks.after_forget(memory)
+        await self.hooks.after_forget(memory)
 
     # -- internal writes for plugins (no hooks, no dedup) -----------------------------------
 
