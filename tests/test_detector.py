@@ -30,6 +30,7 @@ from tribalmemory.episodes.detector import (
     eligible_episodes,
     eligible_seeds,
     evidence,
+    forget_terms,
     lexical_overlap,
     new_episode,
     rank_candidates,
@@ -162,6 +163,16 @@ def test_context_update_and_json_roundtrip():
     assert ctx.idf("gamma") > ctx.idf("alpha")
     back = DetectorContext.from_json(json.loads(json.dumps(ctx.to_json())))
     assert back == ctx
+
+
+def test_forget_terms_takes_a_forgotten_memory_out_of_the_counts():
+    ctx = update_context(DetectorContext(), mem("a", basis(0), text="alpha zebra1111"), [0.1])
+    ctx = update_context(ctx, mem("b", basis(1), text="alpha gamma"), [0.5])
+    forget_terms(ctx, tokenize("alpha zebra1111"))
+    assert ctx.doc_count == 1 and ctx.doc_freq == {"alpha": 1, "gamma": 1}
+    assert "zebra1111" not in json.dumps(ctx.to_json())  # its word leaves the saved state
+    forget_terms(ctx, tokenize("alpha gamma delta"))  # never counted: no negative counts
+    assert ctx.doc_count == 0 and ctx.doc_freq == {}
 
 
 def test_context_welford_matches_numpy():
