@@ -14,7 +14,9 @@ from helpers_http import unique
 from starlette.testclient import TestClient
 
 from tribalmemory.config import config_from_dict
+from tribalmemory.models import Memory, SourceType, new_memory_id
 from tribalmemory.runtime import Runtime, start_runtime
+from tribalmemory.timeutil import utc_now
 
 STAGING = [
     "Staging Postgres listens on port 5433 because 5432 is taken by the legacy cluster.",
@@ -120,3 +122,28 @@ def test_rest_recall_include_superseded(client: TestClient) -> None:
     assert {h["memory_id"] for h in both["results"]} == {old["memory_id"], fixed["memory_id"]}
     bad = client.post("/v1/recall", json=query | {"include_superseded": "yes"})
     assert bad.status_code == 422 and "include_superseded" in bad.json()["error"]
+
+
+async def test_a_correction_stored_before_a_crash_is_finished_at_start(tmp_path: Path) -> None:
+    """A crash after the correction was stored but before the old memory was marked: the
+    next start marks it."""
+    config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": {"enabled": False}})
+    rt = await start_runtime(config)
+    try:
+        old = (await rt.api.remember("Deploys need 2 approvals"))["memory_id"]
+        text = "Deploys need 1 approval since May"
+        now = utc_now()
+        correction = Memory(
+            new_memory_id(), text, SourceType.CORRECTION, "x", [], None, now, now, supersedes=old
+        )
+        rt.service.store.upsert([correction], await rt.service.embed([text]))  # then "crash"
+        assert (await rt.service.get(old)).superseded_by is None
+    finally:
+        await rt.stop()
+    rt = await start_runtime(config)
+    try:
+        assert (await rt.service.get(old)).superseded_by == correction.id
+        found = await rt.api.recall("how many approvals do deploys need", limit=10)
+        assert ids(found) == [correction.id]
+    finally:
+        await rt.stop()

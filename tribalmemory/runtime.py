@@ -108,6 +108,7 @@ async def _start(
             service.hooks.register(plugin)
             episodes = plugin.engine
         await service.hooks.start(ServiceHost(service))
+        await service.finish_corrections()
     except BaseException:
         background.close()
         store.close()

@@ -318,6 +318,31 @@ class MemoryService:
             vector = (await self.embed([new.content]))[0]
             return await self._store_new(new, vector, corrects=old)
 
+    async def finish_corrections(self) -> int:
+        """At start: mark the memories that a stored correction supersedes but that are not
+        marked (a crash between the two writes), and tell the plugins. Returns how many."""
+        where = MemoryFilter(source_types=[SourceType.CORRECTION])
+        corrections = await asyncio.to_thread(lambda: list(self.store.scroll(where)))
+        newest: dict[str, Memory] = {}
+        for correction in sorted(corrections, key=lambda m: (m.created_at, m.id)):
+            if correction.supersedes:
+                newest[correction.supersedes] = correction
+        olds = await self.get_many(list(newest))
+        unmarked = [old for old in olds if old.superseded_by is None]
+        for old in unmarked:
+            correction = newest[old.id]
+            async with self._write_lock:
+                marked = await self._mark_superseded(old.id, correction.id)
+            if marked is not None:
+                await self.hooks.after_correct(marked, correction)
+        if unmarked:
+            log.warning(
+                "marked %d corrected memories superseded (their correction was stored, then "
+                "the daemon stopped before marking them)",
+                len(unmarked),
+            )
+        return len(unmarked)
+
     async def _mark_superseded(self, old_id: str, new_id: str) -> Memory | None:
         """Record on ``old_id`` that ``new_id`` supersedes it; the caller holds the write lock.
         None when it was forgotten meanwhile."""
