@@ -146,7 +146,8 @@ class Matcher:
 
     def unlearn(self, memory: Memory) -> None:
         """Take a forgotten memory (learned at its first decision) out of the statistics."""
-        self.context = detector.forget_terms(self.context, detector.tokenize(memory.content))
+        terms = detector.terms_of(memory.content, memory.source_instance)
+        self.context = detector.forget_terms(self.context, terms)
 
     def state(self) -> dict[str, Any]:
         return self.context.to_json()
