@@ -124,6 +124,22 @@ def test_rest_recall_include_superseded(client: TestClient) -> None:
     assert bad.status_code == 422 and "include_superseded" in bad.json()["error"]
 
 
+async def test_restating_a_corrected_fact_stores_it_again(tmp_path: Path) -> None:
+    """The superseded memory is hidden from recall, so it cannot make its restatement a
+    duplicate: the fact would be dropped and invisible."""
+    config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": {"enabled": False}})
+    rt = await start_runtime(config)
+    try:
+        old = (await rt.api.remember("The build image uses Python 3.11"))["memory_id"]
+        await rt.api.correct(old, "The build image uses Python 3.12 since the upgrade")
+        again = await rt.api.remember("The build image uses Python 3.11")
+        assert again["success"] and again["duplicate_of"] is None
+        found = await rt.api.recall("which Python does the build image use", limit=10)
+        assert again["memory_id"] in ids(found) and old not in ids(found)
+    finally:
+        await rt.stop()
+
+
 async def test_a_correction_stored_before_a_crash_is_finished_at_start(tmp_path: Path) -> None:
     """A crash after the correction was stored but before the old memory was marked: the
     next start marks it."""

@@ -271,8 +271,8 @@ class MemoryService:
         return RememberResult(success=True, memory_id=memory.id, episode_id=episode_id, extra=extra)
 
     def _near_duplicates(self, vector: np.ndarray) -> list[dedup.Candidate]:
-        """Memories (not episode summaries) at or above ``memory.dedup_threshold``, nearest
-        first.
+        """Memories (not episode summaries, not superseded by a correction) at or above
+        ``memory.dedup_threshold``, nearest first: restating a corrected fact stores it again.
 
         Among the unfiltered nearest neighbours the non-summaries are those memories; an
         unfiltered query is much cheaper than a must_not filter, which the engine checks point
@@ -285,7 +285,9 @@ class MemoryService:
             where = MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY])
             found = self.store.dense_search(vector, 1, where)
         return [
-            dedup.Candidate(h.memory.id, h.memory.content) for h in found if h.cosine >= threshold
+            dedup.Candidate(h.memory.id, h.memory.content)
+            for h in found
+            if h.cosine >= threshold and h.memory.superseded_by is None  # hidden: not a match
         ]
 
     async def correct(
