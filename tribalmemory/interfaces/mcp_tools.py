@@ -220,8 +220,10 @@ def register_tools(server: ToolServer, call: Caller) -> None:
         and its reason, the fix for a tricky error, a convention, a gotcha, a user preference.
         Store one self-contained fact per call. Never store secrets (passwords, tokens, keys).
 
-        If a near-identical memory exists, nothing is stored: success is false, duplicate_of
-        names the existing memory and error explains. episode_id is the work thread (episode)
+        If a near-identical memory states the same fact, nothing is stored: success is false,
+        duplicate_of names the existing memory and error explains (skip_dedup stores it
+        anyway). One that changes a number, version, date, name or negation is stored as an
+        update. To fix a wrong memory, use tribal_correct. episode_id is the work thread (episode)
         the memory joined, when episodes are enabled.
         """
         return await call(
