@@ -38,6 +38,18 @@ class EpisodeOperations(Protocol):
     async def close_episode(self, episode_id: str) -> None: ...
     async def regenerate_episode(self, episode_id: str) -> None: ...
     async def delete_episode(self, episode_id: str) -> None: ...
+    async def update_episode(
+        self,
+        episode_id: str,
+        title: str | None,
+        status: str | None,
+        metadata: dict[str, Any] | None,
+    ) -> None: ...
+    async def merge_episodes(self, episode_id: str, other_id: str) -> dict[str, Any]: ...
+    async def split_episode(
+        self, episode_id: str, memory_ids: list[str], title: str | None
+    ) -> dict[str, Any]: ...
+    def member_ids(self, episode_id: str) -> list[str]: ...
     def costs(self) -> dict[str, Any]: ...
     async def chain(self, episode_id: str) -> dict[str, Any]: ...
     async def replay(self, topic: str, limit: int) -> dict[str, Any]: ...
@@ -223,6 +235,36 @@ class TribalAPI:
         engine = self._engine()
         await engine.delete_episode(check.episode_id(episode_id))
         return success()
+
+    async def episode_update(
+        self, episode_id: Any, title: Any = None, status: Any = None, metadata: Any = None
+    ) -> dict[str, Any]:
+        engine = self._engine()
+        eid = check.episode_id(episode_id)
+        name = check.text("title", title, shapes.MAX_TITLE_CHARS, required=False)
+        state = check.choice("status", status, shapes.EDITABLE_STATUSES)
+        fields = check.metadata_patch(metadata)
+        if name is None and state is None and not fields:
+            raise InvalidInput("nothing to change: send title, status or metadata")
+        await engine.update_episode(eid, name.strip() if name else None, state, fields)
+        return await self.episode_get(eid)
+
+    async def episode_merge(self, episode_id: Any, other_id: Any) -> dict[str, Any]:
+        engine = self._engine()
+        eid = check.episode_id(episode_id)
+        other = check.episode_id(other_id, "other_id")
+        merged = await engine.merge_episodes(eid, other)
+        return shapes.EpisodeMergeResult(success=True, **merged).to_json()
+
+    async def episode_split(
+        self, episode_id: Any, memory_ids: Any, title: Any = None
+    ) -> dict[str, Any]:
+        engine = self._engine()
+        eid = check.episode_id(episode_id)
+        ids = check.memory_ids(memory_ids)
+        name = check.text("title", title, shapes.MAX_TITLE_CHARS, required=False)
+        split = await engine.split_episode(eid, ids, name.strip() if name else None)
+        return shapes.EpisodeSplitResult(success=True, **split).to_json()
 
     async def episode_costs(self) -> dict[str, Any]:
         return shapes.Costs.model_validate(self._engine().costs()).to_json()

@@ -30,6 +30,7 @@ from .config import Config, default_config_path
 from .datafolder import Identity, make_private, new_challenge, open_private_append, read_identity
 from .errors import (
     BadQuery,
+    Conflict,
     FeatureDisabled,
     InvalidInput,
     NotFound,
@@ -76,6 +77,7 @@ ERRORS: dict[int, type[TribalError]] = {
         BadQuery,
         AuthRequired,
         NotFound,
+        Conflict,
         PayloadTooLarge,
         InvalidInput,
         FeatureDisabled,

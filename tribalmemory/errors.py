@@ -34,6 +34,13 @@ class NotFound(TribalError):
     code = "not_found"
 
 
+class Conflict(TribalError):
+    """The request contradicts the current state (e.g. a memory is not in that episode)."""
+
+    status = 409
+    code = "conflict"
+
+
 class PayloadTooLarge(TribalError):
     status = 413
     code = "payload_too_large"

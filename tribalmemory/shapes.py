@@ -39,12 +39,20 @@ MAX_FILTER_CHARS = 200
 MAX_BATCH = 1000
 MAX_MEMORY_IDS = 1000
 MAX_EPISODE_ID_CHARS = 64
+MAX_METADATA_FIELDS = 50
+MAX_METADATA_CHARS = 10_000
+"""A PATCH's metadata: at most this many fields, this many characters as JSON."""
+METADATA_KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+MAX_SESSION_CHARS = 200
 MAX_FUTURE_SECONDS = 300
 """How far a memory's ``created_at`` may be ahead of the server's clock (clock skew between
 machines); a later time is refused, since it would close episodes that are still active."""
 EPISODE_ID_PATTERN = r"^[A-Za-z0-9_:-]+$"
 """Well-formed episode ids (before normalisation); anything else is a 400, not a 404."""
 EpisodeStatus = Literal["active", "closed", "archived"]
+EditableStatus = Literal["active", "closed"]
+EDITABLE_STATUSES: tuple[str, ...] = typing.get_args(EditableStatus)
+HistoryActor = Literal["user", "detector", "consolidation"]
 EPISODE_STATUSES: tuple[str, ...] = typing.get_args(EpisodeStatus)
 SOURCE_TYPES = tuple(s.json_name for s in SourceType)
 WRITABLE_SOURCE_TYPES = tuple(n for n in SOURCE_TYPES if n != SourceType.EPISODE_SUMMARY.name)
@@ -291,6 +299,46 @@ class EpisodeCreateRequest(Request):
     )
 
 
+class EpisodeUpdateRequest(Request):
+    title: str | None = Field(
+        None,
+        max_length=MAX_TITLE_CHARS,
+        description="A new title; summaries keep a title set by hand.",
+    )
+    status: EditableStatus | None = Field(
+        None,
+        description="closed (finished: new memories stop joining) or active (reopen a closed "
+        "or archived episode).",
+    )
+    metadata: dict[str, Any] | None = Field(
+        None,
+        description='Metadata fields to set, e.g. {"outcome": "fixed"}; null removes a '
+        f"field. At most {MAX_METADATA_FIELDS} fields; names are letters, digits, '_' and '-'. "
+        "Fields set here are kept when summaries rewrite the metadata.",
+    )
+
+
+class EpisodeMergeRequest(Request):
+    other_id: EpisodeId = Field(
+        description="The episode to merge with this one. The one with more memories keeps its "
+        "id (on a tie, this one); the other is gone afterwards and its id answers 404 naming "
+        "the episode it was merged into."
+    )
+
+
+class EpisodeSplitRequest(Request):
+    memory_ids: list[MemoryId] = Field(
+        min_length=1,
+        max_length=MAX_MEMORY_IDS,
+        description="Members of this episode that form the new one (not all of them).",
+    )
+    title: str | None = Field(
+        None,
+        max_length=MAX_TITLE_CHARS,
+        description="The new episode's title; default: one made from its memories.",
+    )
+
+
 class EpisodeMemoryRequest(Request):
     memory_id: MemoryId = Field(description="Id of a memory (a UUID).")
 
@@ -524,9 +572,20 @@ class EpisodeList(Response):
     status: EpisodeStatus | None
 
 
+class HistoryEntry(Response):
+    at: Timestamp
+    actor: HistoryActor = Field(description="user, detector or consolidation")
+    action: str = Field(
+        description="create, join, add_memory, remove_memory, memory_forgotten, update, "
+        "reopen, close, archive, regenerate, merge, merged_into, split, split_from, ..."
+    )
+    details: dict[str, Any]
+
+
 class EpisodeGetResult(Response):
     episode: EpisodeDetail
     memory_ids: list[MemoryId]
+    history: list[HistoryEntry] = Field(description="Every edit of the episode, oldest first.")
     timeline: list[TimelineItem] | None = Field(
         None, description="The member memories in time order, when include_timeline is true."
     )
@@ -535,6 +594,20 @@ class EpisodeGetResult(Response):
 class EpisodeCreateResult(Response):
     success: bool
     episode_id: str
+    memory_count: int
+
+
+class EpisodeMergeResult(Response):
+    success: bool
+    episode_id: str = Field(description="The merged episode (the one that kept its id).")
+    absorbed_id: str = Field(description="The episode that is gone, merged into episode_id.")
+    memory_count: int
+
+
+class EpisodeSplitResult(Response):
+    success: bool
+    episode_id: str = Field(description="The new episode.")
+    split_from: str
     memory_count: int
 
 

@@ -7,6 +7,7 @@ limits come from :mod:`tribalmemory.shapes`, where the schemas that advertise th
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterable, Mapping
@@ -21,14 +22,18 @@ from .shapes import (
     MAX_EPISODE_ID_CHARS,
     MAX_FUTURE_SECONDS,
     MAX_MEMORY_IDS,
+    MAX_METADATA_CHARS,
+    MAX_METADATA_FIELDS,
     MAX_TAG_CHARS,
     MAX_TAGS,
+    METADATA_KEY_PATTERN,
     Range,
     Request,
 )
 from .timeutil import ensure_utc, parse_iso, to_iso, utc_now
 
 EPISODE_ID = re.compile(EPISODE_ID_PATTERN)
+METADATA_KEY = re.compile(METADATA_KEY_PATTERN)
 EPISODE_PREFIX = "episode:"
 
 
@@ -264,3 +269,26 @@ def episode_id(value: Any, field: str = "episode_id") -> str:
     if not canonical:
         raise InvalidInput(f"{field} must be {hint}")
     return canonical
+
+
+def metadata_patch(value: Any, field: str = "metadata") -> dict[str, Any] | None:
+    """Metadata fields to set (null removes one): a JSON object of at most
+    :data:`~tribalmemory.shapes.MAX_METADATA_FIELDS` fields with well-formed names."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{field} must be a JSON object of fields to set (null removes one)")
+    if len(value) > MAX_METADATA_FIELDS:
+        raise InvalidInput(f"{field}: at most {MAX_METADATA_FIELDS} fields, got {len(value)}")
+    bad = [k for k in value if not METADATA_KEY.match(k)]
+    if bad:
+        raise InvalidInput(
+            f"{field}: field name {bad[0][:80]!r} is not allowed: a letter, then letters, "
+            "digits, '_' or '-' (at most 64)"
+        )
+    size = len(json.dumps(value, ensure_ascii=False))
+    if size > MAX_METADATA_CHARS:
+        raise PayloadTooLarge(
+            f"{field} has {size} characters as JSON; the limit is {MAX_METADATA_CHARS}"
+        )
+    return value

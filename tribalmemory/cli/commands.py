@@ -261,6 +261,39 @@ async def episodes_create(api: Api, args: argparse.Namespace) -> int:
     return 0
 
 
+async def episodes_rename(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episode_update(args.id, title=args.title)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"Renamed {clean(args.id)}: {clean(result['episode']['title'])}")
+    return 0
+
+
+async def episodes_merge(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episode_merge(args.id, args.other_id)
+    if args.json:
+        print_json(result)
+    else:
+        print(
+            f"Merged {clean(result['absorbed_id'])} into {clean(result['episode_id'])} "
+            f"({result['memory_count']} memories)"
+        )
+    return 0
+
+
+async def episodes_split(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episode_split(args.id, args.memory_ids, title=args.title)
+    if args.json:
+        print_json(result)
+    else:
+        print(
+            f"Split {result['memory_count']} memories of {clean(args.id)} into "
+            f"{clean(result['episode_id'])}"
+        )
+    return 0
+
+
 def simple(method: str, done: str) -> Command:
     """A command that calls ``api.<method>(id[, memory_id])`` and says ``done``."""
 
@@ -280,6 +313,9 @@ EPISODE_ACTIONS: dict[str, Command] = {
     "search": episodes_search,
     "replay": episodes_replay,
     "chain": episodes_chain,
+    "rename": episodes_rename,
+    "merge": episodes_merge,
+    "split": episodes_split,
     "add": simple("episode_add", "Added {1} to {0}"),
     "remove": simple("episode_remove", "Removed {1} from {0}"),
     "close": simple("episode_close", "Closed {0}"),

@@ -176,6 +176,16 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("title")
     cmd.add_argument("memory_ids", nargs="+", metavar="MEMORY_ID")
     cmd.add_argument("--parent", help="the episode this one continues")
+    cmd = action("rename", "give an episode a new title (kept by later summaries)")
+    cmd.add_argument("id", help="episode id")
+    cmd.add_argument("title")
+    cmd = action("merge", "merge two episodes (the one with more memories keeps its id)")
+    cmd.add_argument("id", help="episode id")
+    cmd.add_argument("other_id", help="the episode to merge with it")
+    cmd = action("split", "move some memories of an episode into a new episode")
+    cmd.add_argument("id", help="episode id")
+    cmd.add_argument("memory_ids", nargs="+", metavar="MEMORY_ID")
+    cmd.add_argument("--title", help="the new episode's title")
     for name, text in (
         ("add", "add a memory to an episode"),
         ("remove", "take a memory out of an episode"),

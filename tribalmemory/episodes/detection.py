@@ -22,6 +22,7 @@ from ..llm import Classification
 from ..models import Memory
 from ..timeutil import to_epoch
 from . import lifecycle
+from .edits import Pin, may_join, may_move
 from .matching import Decision, MemoryFeatures, Option, when
 from .membership import Membership
 from .state import EngineState
@@ -176,6 +177,8 @@ class Detection:
         """Carry out a detection decision (the caller holds the detect lock)."""
         state = self.state
         now = state.clock()
+        if decision.kind == "join" and not self._pins_allow(memory.id, decision.target):
+            decision = Decision.new_seed()  # the user took it out of that episode
         kind = decision.kind
         if kind == "join" and decision.target in state.active:
             episode_id = decision.target
@@ -190,6 +193,7 @@ class Detection:
                     lifecycle.surprise(decision.similarity),
                 )
                 self.store.finish_detection(db, memory.id)
+                state.record(db, episode_id, "detector", "join", {"memory_id": memory.id})
                 state.queue_summary(db, episode_id, now, trigger=memory.id)
             state.active[episode_id] = state.matcher.add(state.active[episode_id], features)
             state.seeds.pop(memory.id, None)
@@ -374,6 +378,13 @@ class Detection:
             self.state.seed_pool(features),
             doubt_share=doubt_share,
         )
+
+    def _pins_allow(self, memory_id: str, episode_id: str | None) -> bool:
+        """Manual edits win (see :mod:`.edits`): no join where the user removed the memory,
+        no move of a memory the user placed."""
+        pins = [Pin.from_row(r) for r in self.store.pins_of([memory_id])]
+        current = self.store.episode_of(memory_id)
+        return may_join(pins, memory_id, episode_id or "") and may_move(pins, memory_id, current)
 
     def _still_pending(self, memory_id: str) -> bool:
         row = self.store.detection(memory_id)

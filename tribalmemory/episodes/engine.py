@@ -99,6 +99,26 @@ class EpisodeEngine:
     async def delete_episode(self, episode_id: str) -> None:
         await self.operations.delete_episode(episode_id)
 
+    async def update_episode(
+        self,
+        episode_id: str,
+        title: str | None,
+        status: str | None,
+        metadata: dict[str, Any] | None,
+    ) -> None:
+        await self.operations.update_episode(episode_id, title, status, metadata)
+
+    async def merge_episodes(self, episode_id: str, other_id: str) -> dict[str, Any]:
+        return await self.operations.merge_episodes(episode_id, other_id)
+
+    async def split_episode(
+        self, episode_id: str, memory_ids: list[str], title: str | None
+    ) -> dict[str, Any]:
+        return await self.operations.split_episode(episode_id, memory_ids, title)
+
+    def member_ids(self, episode_id: str) -> list[str]:
+        return self.operations.member_ids(episode_id)
+
     def costs(self) -> dict[str, Any]:
         return self.operations.costs()
 

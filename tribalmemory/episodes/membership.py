@@ -45,6 +45,8 @@ class Membership:
         finish_detection_of: list[str] | None = None,
         parent_episode_id: str | None = None,
         summary_now: bool = False,
+        actor: str = "detector",
+        split_from: str | None = None,
     ) -> EpisodeRow:
         """Create an active episode with an extractive summary (LLM refinement is queued).
 
@@ -53,6 +55,9 @@ class Membership:
         the durable job). With ``summary_now`` (an episode created on request) it is written
         before the episode exists instead, so that no summary job runs at the same time; a
         crash in between leaves an orphan that reconcile() removes.
+
+        ``actor`` goes into the history; a ``user`` creation pins its members (see
+        :mod:`.edits`). ``split_from`` names the episode a split took the memories from.
         """
         state = self.state
         now = state.clock()
@@ -62,6 +67,7 @@ class Membership:
         if summary_now:
             await self.summaries.write_memory(row, memories, row.title, row.summary, "extractive")
         moved_from: set[str] = set()
+        moved_ids: dict[str, list[str]] = {}
         with self.store.transaction() as db:
             self.store.insert_episode(db, row)
             for memory, feature in zip(memories, features, strict=True):
@@ -72,7 +78,29 @@ class Membership:
                 )
                 if previous:
                     moved_from.add(previous)
+                    moved_ids.setdefault(previous, []).append(memory.id)
             self.store.update_episode(db, episode_id, since_regen=len(memories))
+            ids = [m.id for m in memories]
+            if split_from is None:
+                details = {"memory_ids": ids, "moved_from": sorted(moved_from)}
+                state.record(db, episode_id, actor, "create", details)
+            else:
+                state.record(db, episode_id, actor, "split_from", {"episode_id": split_from})
+            for previous in moved_from:
+                left = [m for m in ids if m in moved_ids.get(previous, ())]
+                state.record(
+                    db,
+                    previous,
+                    actor,
+                    "split" if split_from else "lose_memories",
+                    {"episode_id": episode_id, "memory_ids": left},
+                )
+            if actor == "user":
+                for memory_id in ids:
+                    self.store.pin(db, memory_id, episode_id, "in", now)
+                for previous, moved in moved_ids.items():
+                    for memory_id in moved:
+                        self.store.pin(db, memory_id, previous, "out", now)
             for memory_id in finish_detection_of or []:
                 self.store.finish_detection(db, memory_id)
             state.queue_summary(db, episode_id, now, trigger=memories[-1].id, delay=0.0)
@@ -130,6 +158,23 @@ class Membership:
                     db, episode_id, memory_id, to_epoch(memory.created_at), now
                 )
                 self.store.finish_detection(db, memory_id)
+                self.store.pin(db, memory_id, episode_id, "in", now)
+                state.record(
+                    db,
+                    episode_id,
+                    "user",
+                    "add_memory",
+                    {"memory_id": memory_id, "moved_from": previous},
+                )
+                if previous:
+                    self.store.pin(db, memory_id, previous, "out", now)
+                    state.record(
+                        db,
+                        previous,
+                        "user",
+                        "remove_memory",
+                        {"memory_id": memory_id, "moved_to": episode_id},
+                    )
                 state.queue_summary(db, episode_id, now, trigger=memory_id)
                 if previous:
                     state.queue_summary(db, previous, now, trigger=None, delay=0.0)
@@ -141,13 +186,19 @@ class Membership:
         if previous:
             await self.left(previous)
 
-    async def remove(self, episode_id: str, memory_id: str) -> None:
-        """Take a memory out of its episode; the summary forgets it at once."""
+    async def remove(self, episode_id: str, memory_id: str, actor: str = "user") -> None:
+        """Take a memory out of its episode; the summary forgets it at once. The user's
+        removal is pinned: no automatic pass puts the memory back (see :mod:`.edits`)."""
         async with self.state.lock(episode_id):
             with self.store.transaction() as db:
-                removed = self.store.remove_member(db, episode_id, memory_id, self.state.clock())
+                now = self.state.clock()
+                removed = self.store.remove_member(db, episode_id, memory_id, now)
                 if removed:
                     self.store.set_detection(db, memory_id, "standalone", 0.0)
+                    action = "remove_memory" if actor == "user" else "memory_forgotten"
+                    self.state.record(db, episode_id, "user", action, {"memory_id": memory_id})
+                    if actor == "user":
+                        self.store.pin(db, memory_id, episode_id, "out", now)
                     self.state.queue_summary(
                         db, episode_id, self.state.clock(), trigger=None, delay=0.0
                     )
@@ -195,7 +246,7 @@ class Membership:
                 state.matcher.unlearn(memory)  # its words leave the detector's statistics
             episode_id = self.store.episode_of(memory.id)
             if episode_id is not None:
-                await self.remove(episode_id, memory.id)
+                await self.remove(episode_id, memory.id, actor="forget")
             with self.store.transaction() as db:
                 self.store.forget_detection(db, memory.id)
             state.save_detector(force=True)
@@ -212,7 +263,7 @@ class Membership:
                 self.state.seeds.pop(memory_id, None)
                 episode_id = self.store.episode_of(memory_id)
                 if episode_id is not None:
-                    await self.remove(episode_id, memory_id)
+                    await self.remove(episode_id, memory_id, actor="forget")
                     removed += 1
                 with self.store.transaction() as db:
                     self.store.forget_detection(db, memory_id)

@@ -1,5 +1,10 @@
 """The episode operations clients call (list, get, create, add, remove, close, regenerate,
-delete, costs), and what the engine adds to memories' JSON and to ``/v1/health``.
+update, merge, split, delete, costs), and what the engine adds to memories' JSON and to
+``/v1/health``.
+
+Every manual change takes ``detect_lock`` first (so edits and detection decisions run one at
+a time), then the locks of the episodes it writes, in id order; it is recorded in the
+episode's history and pinned (see :mod:`.edits`) in the transaction that makes it.
 
 Values arrive validated by :class:`~tribalmemory.api.TribalAPI`; unknown ids raise
 :class:`~tribalmemory.errors.NotFound` with a message for the client.
@@ -7,12 +12,14 @@ Values arrive validated by :class:`~tribalmemory.api.TribalAPI`; unknown ids rai
 
 from __future__ import annotations
 
+import json
+from contextlib import AsyncExitStack
 from typing import Any
 
-from ..errors import InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound
 from ..models import Memory, SourceType
-from ..timeutil import to_iso
-from . import lifecycle
+from ..timeutil import from_epoch, to_iso
+from . import edits, lifecycle
 from .detection import episode_status
 from .membership import Membership
 from .shapes import episode_json, episode_summary_json
@@ -47,6 +54,7 @@ class Operations:
         result: dict[str, Any] = {
             "episode": episode_json(row, self.summariser.episode_cost(episode_id)),
             "memory_ids": [m["memory_id"] for m in members],
+            "history": self.history(episode_id),
         }
         if include_timeline:
             found = await self.state.host.get_memories(result["memory_ids"])
@@ -70,6 +78,21 @@ class Operations:
                 )
             result["timeline"] = timeline
         return result
+
+    def history(self, episode_id: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "at": to_iso(from_epoch(r["at"])),
+                "actor": r["actor"],
+                "action": r["action"],
+                "details": json.loads(r["details"]),
+            }
+            for r in self.store.history(episode_id)
+        ]
+
+    def member_ids(self, episode_id: str) -> list[str]:
+        self.state.episode(episode_id)
+        return self.store.member_ids(episode_id)
 
     def costs(self) -> dict[str, Any]:
         return self.summariser.costs()
@@ -104,6 +127,7 @@ class Operations:
                 finish_detection_of=memory_ids,
                 summary_now=True,
                 parent_episode_id=parent_episode_id,
+                actor="user",
             )
         return {"id": row.id, "memory_count": row.memory_count}
 
@@ -120,13 +144,14 @@ class Operations:
         if self.state.episode(episode_id).status != "active":
             return
         async with self.state.detect_lock:
-            await self.upkeep.close(episode_id, reason="requested")
+            await self.upkeep.close(episode_id, reason="requested", actor="user")
 
     async def regenerate_episode(self, episode_id: str) -> None:
         self.state.episode(episode_id)
         self.summariser.retry_now()  # asked for: a failing LLM is tried now, not at its re-probe
         with self.store.transaction() as db:
             self.store.update_episode(db, episode_id, needs_full=True)
+            self.state.record(db, episode_id, "user", "regenerate")
             self.state.queue_summary(db, episode_id, self.state.clock(), trigger=None, delay=0.0)
 
     async def delete_episode(self, episode_id: str) -> None:
@@ -138,11 +163,126 @@ class Operations:
             if row is None:
                 return
             with self.store.transaction() as db:
-                self.store.delete_episode(db, episode_id)
+                members = self.store.delete_episode(db, episode_id)
+                state.record(db, episode_id, "user", "deleted", {"memory_ids": members})
             state.active.pop(episode_id, None)
             if row.summary_memory_id:
                 await state.host.delete_owned([row.summary_memory_id])
         state.drop_lock(episode_id)
+
+    async def update_episode(
+        self,
+        episode_id: str,
+        title: str | None,
+        status: str | None,
+        metadata: dict[str, Any] | None,
+    ) -> None:
+        """Rename, close or reopen an episode, set or remove metadata fields (null removes).
+
+        A user title is kept by later summaries; user metadata fields are kept over the ones
+        summaries write. The summary memory follows through the summary job.
+        """
+        state = self.state
+        async with state.detect_lock:
+            row = state.episode(episode_id)
+            if status == "active" and row.status != "active":
+                await self.upkeep.make_room(adding=1)
+            async with state.lock(episode_id):
+                now = state.clock()
+                with self.store.transaction() as db:
+                    changes: dict[str, Any] = {}
+                    if title is not None and title != row.title:
+                        self.store.update_episode(
+                            db, episode_id, title=title, title_source="user", updated_at=now
+                        )
+                        changes["title"] = title  # not the old one: it may quote a member
+                    if metadata:
+                        self.store.patch_metadata(db, episode_id, metadata, now)
+                        changes["metadata"] = metadata
+                    if status == "active" and self.store.reopen_episode(db, episode_id, now):
+                        state.record(db, episode_id, "user", "reopen", {"from": row.status})
+                    if status == "closed" and row.status == "archived":
+                        self.store.update_episode(db, episode_id, status="closed", updated_at=now)
+                        state.record(db, episode_id, "user", "unarchive")
+                    if changes:
+                        state.record(db, episode_id, "user", "update", changes)
+                        state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
+            if status == "closed" and row.status == "active":
+                await self.upkeep.close(episode_id, reason="requested", actor="user")
+            if status == "active" and row.status != "active":
+                await state.rebuild(episode_id)
+
+    async def merge_episodes(self, episode_id: str, other_id: str) -> dict[str, Any]:
+        """Merge two episodes: the one with more memories keeps its id (on a tie, the
+        path's); the other one's memories move to it and it is gone, its history ending with
+        ``merged_into``. Works on any status; the survivor keeps its own."""
+        if episode_id == other_id:
+            raise InvalidInput("other_id names the episode itself; name another episode")
+        state = self.state
+        async with state.detect_lock:
+            first, second = state.episode(episode_id), state.episode(other_id)
+            survivor, absorbed = edits.merge_roles(
+                first.id, first.memory_count, second.id, second.memory_count
+            )
+            gone = first if absorbed == first.id else second
+            async with AsyncExitStack() as stack:
+                for key in sorted((survivor, absorbed)):
+                    await stack.enter_async_context(state.lock(key))
+                now = state.clock()
+                with self.store.transaction() as db:
+                    moved = self.store.absorb_episode(db, survivor, absorbed, now)
+                    for memory_id in moved:
+                        self.store.pin(db, memory_id, survivor, "in", now)
+                    details = {"memory_ids": moved}
+                    state.record(db, survivor, "user", "merge", {"absorbed": absorbed} | details)
+                    state.record(db, absorbed, "user", "merged_into", {"episode_id": survivor})
+                    state.queue_summary(db, survivor, now, trigger=None, delay=0.0)
+                state.active.pop(absorbed, None)
+                if gone.summary_memory_id:
+                    await state.host.delete_owned([gone.summary_memory_id])
+            state.drop_lock(absorbed)
+            if survivor in state.active or self.state.episode(survivor).status == "active":
+                await state.rebuild(survivor)
+        merged = state.episode(survivor)
+        return {
+            "episode_id": survivor,
+            "absorbed_id": absorbed,
+            "memory_count": merged.memory_count,
+        }
+
+    async def split_episode(
+        self, episode_id: str, memory_ids: list[str], title: str | None
+    ) -> dict[str, Any]:
+        """A new episode from some members of this one (recorded as ``split_from``); it is
+        closed when the episode it came from is not active."""
+        state = self.state
+        async with state.detect_lock:
+            row = state.episode(episode_id)
+            problem = edits.split_problem(self.store.member_ids(episode_id), memory_ids)
+            if problem:
+                raise Conflict(f"cannot split episode {episode_id}: {problem}")
+            memories = await state.host.get_memories(memory_ids)
+            vectors = await state.host.get_vectors(memory_ids)
+            memories = sorted((m for m in memories if m.id in vectors), key=lambda m: m.created_at)
+            if len(memories) != len(memory_ids):
+                raise Conflict(
+                    "some of memory_ids were forgotten meanwhile; list the episode again"
+                )
+            features = [state.matcher.memory(m, vectors[m.id]) for m in memories]
+            new = await self.membership.create(
+                memories,
+                features,
+                title=title,
+                title_source="user" if title else "keyword",
+                summary_now=True,
+                actor="user",
+                split_from=episode_id,
+            )
+            if row.status != "active":
+                await self.upkeep.close(new.id, reason="split from a closed episode", actor="user")
+            elif episode_id in state.active:
+                await state.rebuild(episode_id)
+        return {"episode_id": new.id, "split_from": episode_id, "memory_count": new.memory_count}
 
     # -- what the engine adds to other answers ----------------------------------------------
 

@@ -13,9 +13,11 @@ needs both takes ``detect_lock`` first.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ..config import EpisodesConfig
 from ..errors import NotFound
@@ -122,5 +124,25 @@ class EngineState:
         """The episode, or NotFound with a message for the client."""
         row = self.store.episode(episode_id)
         if row is None:
+            fate = self.store.fate(episode_id)
+            if fate is not None and fate["action"] == "merged_into":
+                survivor = json.loads(fate["details"]).get("episode_id")
+                raise NotFound(
+                    f"episode {episode_id} was merged into {survivor}; use that id",
+                    {"merged_into": survivor},
+                )
+            if fate is not None:
+                raise NotFound(f"episode {episode_id} was deleted")
             raise NotFound(f"no episode with id {episode_id}; list episodes to find its id")
         return row
+
+    def record(
+        self,
+        db: sqlite3.Connection,
+        episode_id: str,
+        actor: str,
+        action: str,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        """Append an entry to the episode's history (in the caller's transaction)."""
+        self.store.add_history(db, episode_id, actor, action, details or {}, self.clock())

@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS episodes (
     closed_at REAL,
     last_activity REAL NOT NULL,           -- newest member's created_at (memory time)
     parent_episode_id TEXT,
-    metadata TEXT NOT NULL DEFAULT '{}'
+    metadata TEXT NOT NULL DEFAULT '{}',
+    user_metadata TEXT NOT NULL DEFAULT '{}'  -- fields set by PATCH: kept over engine metadata
 );
 CREATE INDEX IF NOT EXISTS episodes_status ON episodes(status, last_activity);
 CREATE TABLE IF NOT EXISTS memberships (
@@ -68,12 +69,41 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique ON jobs(kind, key);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    episode_id TEXT NOT NULL,              -- kept after the episode is merged or deleted
+    at REAL NOT NULL,
+    actor TEXT NOT NULL,                   -- user | detector | consolidation
+    action TEXT NOT NULL,
+    details TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS history_episode ON history(episode_id, id);
+CREATE TABLE IF NOT EXISTS pins (
+    memory_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    kind TEXT NOT NULL,                    -- in (placed by the user) | out (removed by the user)
+    at REAL NOT NULL,
+    PRIMARY KEY (memory_id, episode_id)
+);
+CREATE INDEX IF NOT EXISTS pins_episode ON pins(episode_id);
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY,              -- a client session (MCP session, REST session field)
+    episode_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    started_at REAL NOT NULL
+);
 """
+
+ADDED_COLUMNS = {
+    "episodes": {"user_metadata": "TEXT NOT NULL DEFAULT '{}'"},
+}
+"""Columns added after the first release: a database that lacks one gets it at open
+(``ALTER TABLE ... ADD COLUMN`` with its default), before the schema's indexes are used."""
 
 EPISODE_COLUMNS = (
     "id, title, title_source, summary, summary_kind, summary_status, summary_memory_id, "
     "llm_summary, llm_summary_mark, needs_full, since_regen, status, created_at, updated_at, "
-    "closed_at, last_activity, parent_episode_id, metadata"
+    "closed_at, last_activity, parent_episode_id, metadata, user_metadata"
 )
 
 
@@ -101,6 +131,7 @@ class EpisodeRow:
     last_activity: float
     parent_episode_id: str | None
     metadata: dict[str, Any] = field(default_factory=dict)
+    user_metadata: dict[str, Any] = field(default_factory=dict)
     memory_count: int = 0
     first_activity: float | None = None
 
@@ -108,6 +139,7 @@ class EpisodeRow:
     def from_sql(cls, row: sqlite3.Row) -> EpisodeRow:
         data = dict(row)
         data["metadata"] = json.loads(data.get("metadata") or "{}")
+        data["user_metadata"] = json.loads(data.get("user_metadata") or "{}")
         data["needs_full"] = bool(data["needs_full"])
         return cls(**data)
 
@@ -124,6 +156,17 @@ class Job:
     gen: int = 0
 
 
+def migrate(db: sqlite3.Connection) -> None:
+    """Add the :data:`ADDED_COLUMNS` an older database lacks (its tables exist already)."""
+    for table, columns in ADDED_COLUMNS.items():
+        present = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        if not present:  # a new database: the schema creates the table whole
+            continue
+        for name, definition in columns.items():
+            if name not in present:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
+
+
 class EpisodeStore:
     """Typed access to the episode database."""
 
@@ -138,6 +181,7 @@ class EpisodeStore:
         self.db.execute("PRAGMA busy_timeout=5000")
         # Deleted and overwritten rows are zeroed on disk, not left in free pages (forget).
         self.db.execute("PRAGMA secure_delete=ON")
+        migrate(self.db)
         self.db.executescript(SCHEMA)
 
     def close(self) -> None:
@@ -262,7 +306,7 @@ class EpisodeStore:
     def insert_episode(self, db: sqlite3.Connection, row: EpisodeRow) -> None:
         db.execute(
             f"INSERT INTO episodes ({EPISODE_COLUMNS}) VALUES "
-            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 row.id,
                 row.title,
@@ -282,16 +326,75 @@ class EpisodeStore:
                 row.last_activity,
                 row.parent_episode_id,
                 json.dumps(row.metadata),
+                json.dumps(row.user_metadata),
             ),
         )
 
     def update_episode(self, db: sqlite3.Connection, episode_id: str, **values: Any) -> None:
-        if "metadata" in values:
-            values["metadata"] = json.dumps(values["metadata"])
+        """Set columns; new engine ``metadata`` keeps the fields the user set (PATCH)."""
+        for name in ("metadata", "user_metadata"):
+            if name in values:
+                values[name] = json.dumps(values[name])
         if "needs_full" in values:
             values["needs_full"] = int(values["needs_full"])
-        assigns = ", ".join(f"{k} = ?" for k in values)
+        assigns = ", ".join(
+            "metadata = json_patch(?, user_metadata)" if k == "metadata" else f"{k} = ?"
+            for k in values
+        )
         db.execute(f"UPDATE episodes SET {assigns} WHERE id = ?", (*values.values(), episode_id))
+
+    def patch_metadata(
+        self, db: sqlite3.Connection, episode_id: str, patch: dict[str, Any], now: float
+    ) -> None:
+        """The user sets (or, with null, removes) metadata fields; they stay over what the
+        summaries write later (RFC 7396 merge patch on both columns)."""
+        text = json.dumps(patch)
+        db.execute(
+            "UPDATE episodes SET metadata = json_patch(metadata, ?), "
+            "user_metadata = json_patch(user_metadata, ?), updated_at = ? WHERE id = ?",
+            (text, text, now, episode_id),
+        )
+
+    def reopen_episode(self, db: sqlite3.Connection, episode_id: str, now: float) -> bool:
+        """Make a closed or archived episode active again; False when it already is."""
+        cur = db.execute(
+            "UPDATE episodes SET status = 'active', closed_at = NULL, updated_at = ? "
+            "WHERE id = ? AND status != 'active'",
+            (now, episode_id),
+        )
+        return bool(cur.rowcount)
+
+    def absorb_episode(
+        self, db: sqlite3.Connection, survivor: str, absorbed: str, now: float
+    ) -> list[str]:
+        """Merge: move every member of ``absorbed`` into ``survivor`` (its summary is then
+        stale), re-point its children and pins, drop its jobs and row. Returns the moved ids."""
+        moved = self.member_ids(absorbed, db)
+        db.execute(
+            "UPDATE memberships SET episode_id = ?, joined_at = ? WHERE episode_id = ?",
+            (survivor, now, absorbed),
+        )
+        db.execute(
+            "UPDATE episodes SET needs_full = 1, since_regen = since_regen + ?, updated_at = ?, "
+            "last_activity = MAX(last_activity, (SELECT last_activity FROM episodes "
+            "WHERE id = ?)) WHERE id = ?",
+            (len(moved), now, absorbed, survivor),
+        )
+        db.execute(
+            "UPDATE episodes SET parent_episode_id = NULL WHERE id = ? AND parent_episode_id = ?",
+            (survivor, absorbed),
+        )
+        db.execute(
+            "UPDATE episodes SET parent_episode_id = ? WHERE parent_episode_id = ?",
+            (survivor, absorbed),
+        )
+        db.execute(
+            "UPDATE OR REPLACE pins SET episode_id = ? WHERE episode_id = ?", (survivor, absorbed)
+        )
+        db.execute("UPDATE sessions SET episode_id = ? WHERE episode_id = ?", (survivor, absorbed))
+        db.execute("DELETE FROM jobs WHERE kind IN ('summary', 'link') AND key = ?", (absorbed,))
+        db.execute("DELETE FROM episodes WHERE id = ?", (absorbed,))
+        return moved
 
     def close_episode(self, db: sqlite3.Connection, episode_id: str, now: float) -> bool:
         """Close the episode if it is active; False when it is not (or is gone)."""
@@ -315,6 +418,8 @@ class EpisodeStore:
             "UPDATE episodes SET parent_episode_id = NULL WHERE parent_episode_id = ?",
             (episode_id,),
         )
+        db.execute("DELETE FROM pins WHERE episode_id = ?", (episode_id,))
+        db.execute("DELETE FROM sessions WHERE episode_id = ?", (episode_id,))
         db.execute("DELETE FROM episodes WHERE id = ?", (episode_id,))
         return members
 
@@ -577,6 +682,83 @@ class EpisodeStore:
             "queue_depth": depth,
             "oldest_pending_age_seconds": round(now - oldest, 3) if oldest else 0.0,
         }
+
+    # -- history, pins and sessions ---------------------------------------------------------
+
+    def add_history(
+        self,
+        db: sqlite3.Connection,
+        episode_id: str,
+        actor: str,
+        action: str,
+        details: dict[str, Any],
+        at: float,
+    ) -> None:
+        db.execute(
+            "INSERT INTO history (episode_id, at, actor, action, details) VALUES (?,?,?,?,?)",
+            (episode_id, at, actor, action, json.dumps(details)),
+        )
+
+    def history(self, episode_id: str) -> list[sqlite3.Row]:
+        """The episode's edits, oldest first."""
+        return list(
+            self.db.execute(
+                "SELECT at, actor, action, details FROM history WHERE episode_id = ? ORDER BY id",
+                (episode_id,),
+            )
+        )
+
+    def fate(self, episode_id: str) -> sqlite3.Row | None:
+        """The last ``merged_into`` or ``deleted`` entry of an episode that is gone."""
+        return self.db.execute(
+            "SELECT action, details FROM history WHERE episode_id = ? AND action IN "
+            "('merged_into', 'deleted') ORDER BY id DESC LIMIT 1",
+            (episode_id,),
+        ).fetchone()
+
+    def pin(
+        self, db: sqlite3.Connection, memory_id: str, episode_id: str, kind: str, at: float
+    ) -> None:
+        """Record that the user put a memory in (``in``) or took it out of (``out``) an
+        episode; the opposite pin of the same pair is replaced."""
+        db.execute(
+            "INSERT INTO pins VALUES (?,?,?,?) ON CONFLICT(memory_id, episode_id) DO UPDATE "
+            "SET kind = excluded.kind, at = excluded.at",
+            (memory_id, episode_id, kind, at),
+        )
+
+    def pins_of(self, memory_ids: list[str]) -> list[sqlite3.Row]:
+        if not memory_ids:
+            return []
+        marks = ",".join("?" * len(memory_ids))
+        return list(
+            self.db.execute(
+                f"SELECT memory_id, episode_id, kind FROM pins WHERE memory_id IN ({marks})",
+                memory_ids,
+            )
+        )
+
+    def pins_in(self, episode_id: str) -> list[sqlite3.Row]:
+        return list(
+            self.db.execute(
+                "SELECT memory_id, episode_id, kind FROM pins WHERE episode_id = ?", (episode_id,)
+            )
+        )
+
+    def start_session(
+        self, db: sqlite3.Connection, session: str, episode_id: str, topic: str, at: float
+    ) -> None:
+        db.execute(
+            "INSERT INTO sessions VALUES (?,?,?,?) ON CONFLICT(session) DO UPDATE SET "
+            "episode_id = excluded.episode_id, topic = excluded.topic, "
+            "started_at = excluded.started_at",
+            (session, episode_id, topic, at),
+        )
+
+    def session(self, session: str) -> sqlite3.Row | None:
+        return self.db.execute(
+            "SELECT episode_id, topic, started_at FROM sessions WHERE session = ?", (session,)
+        ).fetchone()
 
     # -- meta -------------------------------------------------------------------------------
 

@@ -22,12 +22,13 @@ class Upkeep:
         self.state = state
         self.store = state.store
 
-    async def close(self, episode_id: str, reason: str) -> None:
+    async def close(self, episode_id: str, reason: str, actor: str = "detector") -> None:
         """Close an active episode and queue its final summary (no-op when not active)."""
         now = self.state.clock()
         with self.store.transaction() as db:
             if not self.store.close_episode(db, episode_id, now):
                 return
+            self.state.record(db, episode_id, actor, "close", {"reason": reason})
             self.state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
         self.state.active.pop(episode_id, None)
         log.info("episode %s closed (%s)", episode_id, reason)
@@ -82,6 +83,7 @@ class Upkeep:
             with self.store.transaction() as db:
                 for episode_id in ids:
                     self.store.update_episode(db, episode_id, status="archived", updated_at=now)
+                    self.state.record(db, episode_id, "detector", "archive", {"after_days": days})
             log.info("archived %d episodes closed over %s days ago", len(ids), days)
 
     async def reconcile(self) -> None:

@@ -38,6 +38,7 @@ HINTS = {
     "bad_query": "Correct that argument and call the tool again.",
     "not_found": "Check the id: tribal_recall returns memory ids, tribal_episodes_list "
     "returns episode ids.",
+    "conflict": "Get the episode again (tribal_episode_get) and retry with what it lists now.",
     "payload_too_large": "Shorten the text.",
     "feature_disabled": "This feature is turned off in the Tribal Memory configuration; "
     "tell the user.",
@@ -357,6 +358,54 @@ def register_tools(server: ToolServer, call: Caller) -> None:
     async def episode_regenerate(episode_id: EpisodeId) -> shapes.Success:
         """Rebuild an episode's summary from all of its memories (one LLM call, when configured)."""
         return await call("episode_regenerate", episode_id=episode_id)
+
+    @tool("tribal_episode_update", WRITE)
+    async def episode_update(
+        episode_id: EpisodeId,
+        title: Annotated[str | None, RAW, arg(shapes.EpisodeUpdateRequest, "title")] = None,
+        status: Annotated[str | None, RAW, arg(shapes.EpisodeUpdateRequest, "status")] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, RAW, arg(shapes.EpisodeUpdateRequest, "metadata")
+        ] = None,
+    ) -> shapes.EpisodeGetResult:
+        """Rename an episode, close or reopen it, or set metadata fields (e.g. outcome).
+
+        Changes made here are kept: later summaries do not overwrite the title or the fields
+        you set. Returns the episode as tribal_episode_get does, with its history.
+        """
+        return await call(
+            "episode_update", episode_id=episode_id, title=title, status=status, metadata=metadata
+        )
+
+    @tool("tribal_episode_merge", WRITE)
+    async def episode_merge(
+        episode_id: EpisodeId,
+        other_id: Annotated[str, RAW, arg(shapes.EpisodeMergeRequest, "other_id")],
+    ) -> shapes.EpisodeMergeResult:
+        """Merge two episodes that are really one thread of work.
+
+        The episode with more memories keeps its id; the other one is gone afterwards.
+        """
+        return await call("episode_merge", episode_id=episode_id, other_id=other_id)
+
+    @tool("tribal_episode_split", WRITE)
+    async def episode_split(
+        episode_id: EpisodeId,
+        memory_ids: Annotated[list[str], RAW, arg(shapes.EpisodeSplitRequest, "memory_ids")],
+        title: Annotated[str | None, RAW, arg(shapes.EpisodeSplitRequest, "title")] = None,
+    ) -> shapes.EpisodeSplitResult:
+        """Move some memories of an episode into a new episode (two threads were mixed up).
+
+        memory_ids must be members of the episode, and not all of them.
+        """
+        return await call(
+            "episode_split", episode_id=episode_id, memory_ids=memory_ids, title=title
+        )
+
+    @tool("tribal_episode_delete", DELETE)
+    async def episode_delete(episode_id: EpisodeId) -> shapes.Success:
+        """Delete an episode and its summary; its memories are kept, in no episode."""
+        return await call("episode_delete", episode_id=episode_id)
 
     @tool("tribal_episode_chain", READ)
     async def episode_chain(episode_id: EpisodeId) -> shapes.EpisodeChain:

@@ -201,6 +201,30 @@ ROUTES: list[Op] = [
         shapes.Success,
     ),
     Op(
+        "PATCH",
+        "/v1/episodes/{episode_id}",
+        "episode_update",
+        "Rename, close or reopen an episode, set metadata fields (the episode after)",
+        shapes.EpisodeGetResult,
+        body=shapes.EpisodeUpdateRequest,
+    ),
+    Op(
+        "POST",
+        "/v1/episodes/{episode_id}/merge",
+        "episode_merge",
+        "Merge another episode with this one (the larger keeps its id)",
+        shapes.EpisodeMergeResult,
+        body=shapes.EpisodeMergeRequest,
+    ),
+    Op(
+        "POST",
+        "/v1/episodes/{episode_id}/split",
+        "episode_split",
+        "Move some members into a new episode",
+        shapes.EpisodeSplitResult,
+        body=shapes.EpisodeSplitRequest,
+    ),
+    Op(
         "DELETE",
         "/v1/episodes/{episode_id}",
         "episode_delete",
@@ -210,6 +234,10 @@ ROUTES: list[Op] = [
 ]
 
 OPERATIONS: dict[str, Op] = {op.call: op for op in ROUTES}
+CONFLICTS = {
+    "episode_split": "A memory is not a member of the episode, or the split would empty it",
+}
+"""The routes that answer 409, and why."""
 PUBLIC_PATHS = frozenset(op.path for op in ROUTES if not op.auth)
 
 
@@ -251,6 +279,8 @@ def _responses(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str,
     if op.body is not None:
         codes["413"] = "Body or a text field too large"
         codes["422"] = "A body field has the wrong type, is missing, unknown or out of range"
+    if op.call in CONFLICTS:
+        codes["409"] = CONFLICTS[op.call]
     if op.call == "remember_batch":
         codes["429"] = "Two batches are being stored already (Retry-After header)"
     if op.tag == "episodes":
