@@ -47,6 +47,10 @@ TOOLS = {
     "tribal_episode_remove",
     "tribal_episode_close",
     "tribal_episode_regenerate",
+    "tribal_episode_update",
+    "tribal_episode_merge",
+    "tribal_episode_split",
+    "tribal_episode_delete",
     "tribal_episode_chain",
     "tribal_episode_replay",
     "tribal_episodes_search",
@@ -59,6 +63,10 @@ EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episode_remove": {"episode_id": "ep-0123456789ab", "memory_id": str(uuid.uuid4())},
     "tribal_episode_close": {"episode_id": "ep-0123456789ab"},
     "tribal_episode_regenerate": {"episode_id": "ep-0123456789ab"},
+    "tribal_episode_update": {"episode_id": "ep-0123456789ab", "title": "t"},
+    "tribal_episode_merge": {"episode_id": "ep-0123456789ab", "other_id": "ep-0123456789ac"},
+    "tribal_episode_split": {"episode_id": "ep-0123456789ab", "memory_ids": [str(uuid.uuid4())]},
+    "tribal_episode_delete": {"episode_id": "ep-0123456789ab"},
     "tribal_episode_chain": {"episode_id": "ep-0123456789ab"},
     "tribal_episode_replay": {"topic": "refresh tokens"},
     "tribal_episodes_search": {"query": "refresh tokens"},
@@ -284,6 +292,9 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         shapes.EpisodeMemoryRequest,
         shapes.EpisodesReplayRequest,
         shapes.EpisodesSearchRequest,
+        shapes.EpisodeUpdateRequest,
+        shapes.EpisodeMergeRequest,
+        shapes.EpisodeSplitRequest,
     ]
     outputs = {
         "tribal_remember": shapes.RememberResult,
@@ -294,6 +305,9 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_episodes_list": shapes.EpisodeList,
         "tribal_episode_get": shapes.EpisodeGetResult,
         "tribal_episode_create": shapes.EpisodeCreateResult,
+        "tribal_episode_update": shapes.EpisodeGetResult,
+        "tribal_episode_merge": shapes.EpisodeMergeResult,
+        "tribal_episode_split": shapes.EpisodeSplitResult,
         "tribal_episode_chain": shapes.EpisodeChain,
         "tribal_episode_replay": shapes.Replay,
         "tribal_episodes_search": shapes.EpisodeSearch,
@@ -688,7 +702,7 @@ async def test_episode_tools_shapes(episode_runtime: Any) -> None:
         assert closed["count"] == 0
 
         got = ok(await c.call_tool("tribal_episode_get", {"episode_id": eid}))
-        assert set(got) == {"episode", "memory_ids", "timeline"} and got["timeline"] is None
+        assert set(got) == {"episode", "memory_ids", "history", "timeline"} and got["timeline"] is None
         assert set(got["episode"]) >= DETAIL_KEYS and got["memory_ids"] == [mid]
         added = ok(await c.call_tool("tribal_episode_add", {"episode_id": eid, "memory_id": other}))
         assert added == {"success": True}
