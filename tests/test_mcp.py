@@ -702,7 +702,8 @@ async def test_episode_tools_shapes(episode_runtime: Any) -> None:
         assert closed["count"] == 0
 
         got = ok(await c.call_tool("tribal_episode_get", {"episode_id": eid}))
-        assert set(got) == {"episode", "memory_ids", "history", "timeline"} and got["timeline"] is None
+        assert set(got) == {"episode", "memory_ids", "history", "timeline"}
+        assert got["timeline"] is None
         assert set(got["episode"]) >= DETAIL_KEYS and got["memory_ids"] == [mid]
         added = ok(await c.call_tool("tribal_episode_add", {"episode_id": eid, "memory_id": other}))
         assert added == {"success": True}
