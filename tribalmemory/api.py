@@ -116,9 +116,19 @@ class TribalAPI:
         after: Any = None,
         before: Any = None,
         include_superseded: Any = None,
+        episode_id: Any = None,
     ) -> dict[str, Any]:
+        ids = self._members(episode_id)
         hits = await self.service.recall(
-            query, limit, min_relevance, tags, source_types, after, before, include_superseded
+            query,
+            limit,
+            min_relevance,
+            tags,
+            source_types,
+            after,
+            before,
+            include_superseded,
+            ids,
         )
         extra = self.service.annotate([h.memory for h in hits])
         results = [
@@ -130,6 +140,32 @@ class TribalAPI:
             for hit in hits
         ]
         return shapes.RecallResult(results=results, query=query, count=len(results)).to_json()
+
+    def _members(self, episode_id: Any) -> list[str] | None:
+        """The member ids of an episode filter (None: no filter)."""
+        if episode_id is None:
+            return None
+        return self._engine().member_ids(check.episode_id(episode_id))
+
+    async def memories_list(
+        self,
+        tag: Any = None,
+        source_type: Any = None,
+        since: Any = None,
+        until: Any = None,
+        episode_id: Any = None,
+        limit: Any = None,
+        cursor: Any = None,
+    ) -> dict[str, Any]:
+        ids = self._members(episode_id)
+        found, next_cursor = await self.service.list_memories(
+            tag, source_type, since, until, limit, cursor, ids
+        )
+        extra = self.service.annotate(found)
+        memories = [self._memory(m, extra) for m in found]
+        return shapes.MemoryList(
+            memories=memories, count=len(memories), next_cursor=next_cursor
+        ).to_json()
 
     async def get_memory(self, memory_id: Any) -> dict[str, Any]:
         return self.memory_json(await self.service.get(memory_id))

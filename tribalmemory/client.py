@@ -303,6 +303,7 @@ class DaemonClient:
         after: Any = None,
         before: Any = None,
         include_superseded: Any = None,
+        episode_id: Any = None,
     ) -> dict[str, Any]:
         return await self._call(
             "recall",
@@ -314,6 +315,28 @@ class DaemonClient:
             after=after,
             before=before,
             include_superseded=include_superseded,
+            episode_id=episode_id,
+        )
+
+    async def memories_list(
+        self,
+        tag: Any = None,
+        source_type: Any = None,
+        since: Any = None,
+        until: Any = None,
+        episode_id: Any = None,
+        limit: Any = None,
+        cursor: Any = None,
+    ) -> dict[str, Any]:
+        return await self._call(
+            "memories_list",
+            tag=tag,
+            source_type=source_type,
+            since=since,
+            until=until,
+            episode_id=episode_id,
+            limit=limit,
+            cursor=cursor,
         )
 
     async def get_memory(self, memory_id: Any) -> dict[str, Any]:
@@ -390,6 +413,23 @@ class DaemonClient:
 
     async def episode_delete(self, episode_id: Any) -> dict[str, Any]:
         return await self._call("episode_delete", episode_id=episode_id)
+
+    async def episode_update(
+        self, episode_id: Any, title: Any = None, status: Any = None, metadata: Any = None
+    ) -> dict[str, Any]:
+        return await self._call(
+            "episode_update", episode_id=episode_id, title=title, status=status, metadata=metadata
+        )
+
+    async def episode_merge(self, episode_id: Any, other_id: Any) -> dict[str, Any]:
+        return await self._call("episode_merge", episode_id=episode_id, other_id=other_id)
+
+    async def episode_split(
+        self, episode_id: Any, memory_ids: Any, title: Any = None
+    ) -> dict[str, Any]:
+        return await self._call(
+            "episode_split", episode_id=episode_id, memory_ids=memory_ids, title=title
+        )
 
     async def episode_costs(self) -> dict[str, Any]:
         return await self._call("episode_costs")

@@ -72,6 +72,7 @@ MIN_RELEVANCE = Range(0.0, 1.0, 0.0)
 EPISODES_LIMIT = Range(1, 100, 50)
 EPISODES_OFFSET = Range(0, 1_000_000, 0)
 SEARCH_LIMIT = Range(1, 50, 10)
+MEMORIES_LIMIT = Range(1, 100, 20)
 REPLAY_LIMIT = Range(1, 20, 5)
 
 
@@ -229,6 +230,31 @@ class RecallRequest(Request):
     include_superseded: bool = Field(
         False,
         description="Also return memories that a correction superseded (left out by default).",
+    )
+    episode_id: EpisodeId | None = Field(
+        None, description="Only the members of this episode (404 when it does not exist)."
+    )
+
+
+class MemoriesListQuery(Request):
+    tag: str | None = Field(
+        None, max_length=MAX_TAG_CHARS, description="Only memories with this tag."
+    )
+    source_type: SourceTypeName | None = Field(
+        None, description="Only memories of this source type."
+    )
+    since: Timestamp | None = Field(
+        None, description=f"Only memories created at or after this time: {WHEN}."
+    )
+    until: Timestamp | None = Field(
+        None, description=f"Only memories created before this time: {WHEN}."
+    )
+    episode_id: EpisodeId | None = Field(None, description="Only the members of this episode.")
+    limit: int = bounded(MEMORIES_LIMIT, "Memories per page.")
+    cursor: str | None = Field(
+        None,
+        max_length=200,
+        description="next_cursor of the previous page; omit for the newest memories.",
     )
 
 
@@ -426,6 +452,14 @@ class RecallResult(Response):
     results: list[RecallHit]
     query: str
     count: int
+
+
+class MemoryList(Response):
+    memories: list[Memory] = Field(description="Newest first (created_at, then id).")
+    count: int
+    next_cursor: str | None = Field(
+        description="Pass it as cursor for the next page; null on the last page."
+    )
 
 
 class ForgetResult(Response):

@@ -247,6 +247,7 @@ def register_tools(server: ToolServer, call: Caller) -> None:
         include_superseded: Annotated[
             bool | None, RAW, arg(recall_arg, "include_superseded")
         ] = None,
+        episode_id: Annotated[str | None, RAW, arg(recall_arg, "episode_id")] = None,
     ) -> shapes.RecallResult:
         """Search the team's shared memory: what other agents and earlier sessions learned.
 
@@ -266,6 +267,7 @@ def register_tools(server: ToolServer, call: Caller) -> None:
             after=after,
             before=before,
             include_superseded=include_superseded,
+            episode_id=episode_id,
         )
 
     @tool("tribal_forget", DELETE)

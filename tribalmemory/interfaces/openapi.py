@@ -98,6 +98,14 @@ ROUTES: list[Op] = [
         shapes.RecallResult,
         body=shapes.RecallRequest,
     ),
+    Op(
+        "GET",
+        "/v1/memories",
+        "memories_list",
+        "Memories without a query, newest first, a page at a time",
+        shapes.MemoryList,
+        query_model=shapes.MemoriesListQuery,
+    ),
     Op("GET", "/v1/memory/{memory_id}", "get_memory", "One memory by id", shapes.Memory),
     Op("DELETE", "/v1/forget/{memory_id}", "forget", "Delete a memory", shapes.ForgetResult),
     Op(
@@ -285,6 +293,8 @@ def _responses(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str,
         codes["429"] = "Two batches are being stored already (Retry-After header)"
     if op.tag == "episodes":
         codes["501"] = "Episode feature not enabled"
+    if op.call in ("recall", "memories_list"):
+        codes["501"] = "episode_id is given and the episode feature is not enabled"
     codes["503"] = "Store or dependency unavailable"
     if op.call in ("remember", "remember_batch", "correct"):
         codes["507"] = "The disk is nearly full (storage.min_free_mb): nothing was stored"

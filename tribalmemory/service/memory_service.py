@@ -25,6 +25,8 @@ from ..shapes import (
     MAX_BATCH,
     MAX_CONTEXT_CHARS,
     MAX_SOURCE_INSTANCE_CHARS,
+    MAX_TAG_CHARS,
+    MEMORIES_LIMIT,
     MIN_RELEVANCE,
     RECALL_LIMIT,
     RememberRequest,
@@ -32,7 +34,7 @@ from ..shapes import (
 from ..storage.base import MemoryFilter, MemoryStore, SearchHit
 from ..storage.space import DiskSpace, is_disk_full
 from ..timeutil import utc_now
-from . import dedup
+from . import dedup, listing
 from .activity import RequestActivity
 from .hooks import HookRegistry
 
@@ -414,6 +416,7 @@ class MemoryService:
         after: Any = None,
         before: Any = None,
         include_superseded: Any = None,
+        ids: list[str] | None = None,
     ) -> list[RecallHit]:
         """Hybrid search: the ``limit`` memories that dense + BM25 rank best (reciprocal rank
         fusion), ordered by the score shown.
@@ -423,6 +426,8 @@ class MemoryService:
         memory id, so the same query on the same store always gives the same list.
         ``min_relevance`` drops results scored below it. Memories a correction superseded
         are left out unless ``include_superseded``.
+        ``min_relevance`` drops results scored below it. ``ids`` restricts the search to
+        those memories (an episode's members).
         """
         text = check.text(
             "query", query, self.config.server.max_content_chars, setting="server.max_content_chars"
@@ -434,13 +439,43 @@ class MemoryService:
             after=check.timestamp("after", after),
             before=check.timestamp("before", before),
             exclude_superseded=not check.boolean("include_superseded", include_superseded),
+            ids=ids,
         )
         size = check.integer("limit", limit, RECALL_LIMIT)
         floor = check.number("min_relevance", min_relevance, MIN_RELEVANCE)
+        if ids is not None and not ids:
+            return []
         with self.activity.request():
             vector = (await self.embed([text]))[0]
             hits = await asyncio.to_thread(self.store.search, text, vector, size, where)
         return shown_order(hits, floor)
+
+    async def list_memories(
+        self,
+        tag: Any = None,
+        source_type: Any = None,
+        since: Any = None,
+        until: Any = None,
+        limit: Any = None,
+        cursor: Any = None,
+        ids: list[str] | None = None,
+    ) -> tuple[list[Memory], str | None]:
+        """Memories without a query, newest first, a page at a time (see :mod:`.listing`);
+        ``ids`` restricts the listing to those memories (an episode's members)."""
+        label = check.text("tag", tag, MAX_TAG_CHARS, required=False)
+        where = MemoryFilter(
+            tags_any=[label.strip()] if label else None,
+            source_types=None if source_type is None else [check.source_type(source_type)],
+            after=check.timestamp("since", since),
+            before=check.timestamp("until", until),
+            ids=ids,
+        )
+        size = check.integer("limit", limit, MEMORIES_LIMIT)
+        start = None if cursor is None else listing.decode_cursor(cursor)
+        if ids is not None and not ids:
+            return [], None
+        with self.activity.request():
+            return await asyncio.to_thread(listing.page, self.store, where, size, start)
 
     def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
         """Extra per-memory fields from plugins (e.g. ``episode_id``) for JSON output."""

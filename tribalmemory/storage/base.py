@@ -92,6 +92,10 @@ class MemoryStore(Protocol):
     def scroll(self, where: MemoryFilter | None = None, batch_size: int = 256) -> Iterator[Memory]:
         """Every matching memory, in no particular order."""
 
+    def newest(self, where: MemoryFilter | None, limit: int) -> list[Memory]:
+        """Up to ``limit`` matching memories, newest ``created_at`` first (memories with the
+        same ``created_at`` in no particular order)."""
+
     def optimize(self) -> bool:
         """Build the search indexes now (may block for minutes); True if work was done."""
 

@@ -559,6 +559,18 @@ class EdgeStore:
             if offset is None:
                 return
 
+    def newest(self, where: MemoryFilter | None, limit: int) -> list[Memory]:
+        request = qe.ScrollRequest(
+            limit=limit,
+            filter=edge_filter(where),
+            with_payload=True,
+            with_vector=False,
+            order_by=qe.OrderBy("created_ts", direction=qe.Direction.Desc),
+        )
+        with self._lock:
+            records, _ = self._live().scroll(request)
+        return [from_payload(record.payload) for record in records]
+
     def needs_maintenance(self, idle_seconds: float) -> bool:
         """Whether optimize() is worth calling now.
 

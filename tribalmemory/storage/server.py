@@ -417,6 +417,19 @@ class ServerStore:
             if offset is None:
                 return
 
+    def newest(self, where: MemoryFilter | None, limit: int) -> list[Memory]:
+        with self._lock:
+            self._check_open()
+            records, _ = self._client.scroll(
+                self._name,
+                scroll_filter=server_filter(where),
+                limit=limit,
+                with_payload=True,
+                with_vectors=False,
+                order_by=models.OrderBy(key="created_ts", direction=models.Direction.DESC),
+            )
+        return [from_payload(record.payload) for record in records]
+
     def optimize(self) -> bool:
         """The server indexes by itself; nothing to do."""
         return False
