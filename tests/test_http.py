@@ -603,6 +603,9 @@ def test_episode_routes_when_disabled_are_501(client_no_episodes: TestClient, op
         "episode_add": {"memory_id": str(uuid.uuid4())},
         "episodes_search": {"query": "q"},
         "episodes_replay": {"topic": "t"},
+        "episode_update": {"title": "t"},
+        "episode_merge": {"other_id": "ep-0123456789ac"},
+        "episode_split": {"memory_ids": [str(uuid.uuid4())]},
     }
     body = bodies.get(op.call)
     response = client_no_episodes.request(op.method, path, json=body)

@@ -128,11 +128,11 @@ class EngineState:
             if fate is not None and fate["action"] == "merged_into":
                 survivor = json.loads(fate["details"]).get("episode_id")
                 raise NotFound(
-                    f"episode {episode_id} was merged into {survivor}; use that id",
+                    f"no episode with id {episode_id}: it was merged into {survivor}; use that id",
                     {"merged_into": survivor},
                 )
             if fate is not None:
-                raise NotFound(f"episode {episode_id} was deleted")
+                raise NotFound(f"no episode with id {episode_id}: it was deleted")
             raise NotFound(f"no episode with id {episode_id}; list episodes to find its id")
         return row
 
