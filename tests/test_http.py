@@ -426,7 +426,7 @@ def test_openapi_document_lists_every_route(client: TestClient) -> None:
     assert document["openapi"] == "3.1.0"
     documented = {(m.upper(), p) for p, ops in document["paths"].items() for m in ops}
     served = {(op.method, op.path) for op in ROUTES}
-    assert documented == served and len(served) == 24
+    assert documented == served and len(served) == 26
     remember_op = document["paths"]["/v1/remember"]["post"]
     assert remember_op["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/RememberRequest"
@@ -604,6 +604,7 @@ def test_episode_routes_when_disabled_are_501(client_no_episodes: TestClient, op
         "episodes_search": {"query": "q"},
         "episodes_replay": {"topic": "t"},
         "episode_update": {"title": "t"},
+        "episode_start": {"topic": "t", "session": "s"},
         "episode_merge": {"other_id": "ep-0123456789ac"},
         "episode_split": {"memory_ids": [str(uuid.uuid4())]},
     }

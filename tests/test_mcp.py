@@ -47,6 +47,8 @@ TOOLS = {
     "tribal_episode_remove",
     "tribal_episode_close",
     "tribal_episode_regenerate",
+    "tribal_episode_start",
+    "tribal_episode_current",
     "tribal_episode_update",
     "tribal_episode_merge",
     "tribal_episode_split",
@@ -63,6 +65,8 @@ EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episode_remove": {"episode_id": "ep-0123456789ab", "memory_id": str(uuid.uuid4())},
     "tribal_episode_close": {"episode_id": "ep-0123456789ab"},
     "tribal_episode_regenerate": {"episode_id": "ep-0123456789ab"},
+    "tribal_episode_start": {"topic": "refresh tokens"},
+    "tribal_episode_current": {},
     "tribal_episode_update": {"episode_id": "ep-0123456789ab", "title": "t"},
     "tribal_episode_merge": {"episode_id": "ep-0123456789ab", "other_id": "ep-0123456789ac"},
     "tribal_episode_split": {"episode_id": "ep-0123456789ab", "memory_ids": [str(uuid.uuid4())]},
@@ -228,6 +232,8 @@ async def test_arguments_reach_the_api_unchanged(fake: FakeAPI) -> None:
         assert REMEMBER_KEYS <= set(data) and data["plugin_extra"] == 7  # extra keys pass through
         method, arguments = fake.calls[-1]
         assert method == "remember"
+        session = arguments.pop("session")  # the connection's session, named by the server
+        assert isinstance(session, str) and session.startswith("mcp-")
         assert arguments == {
             "content": "The deploy script needs AWS_PROFILE=prod",
             "source_type": "auto_capture",
@@ -292,6 +298,8 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         shapes.EpisodeMemoryRequest,
         shapes.EpisodesReplayRequest,
         shapes.EpisodesSearchRequest,
+        shapes.EpisodeStartRequest,
+        shapes.EpisodeCurrentQuery,
         shapes.EpisodeUpdateRequest,
         shapes.EpisodeMergeRequest,
         shapes.EpisodeSplitRequest,
@@ -305,6 +313,8 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_episodes_list": shapes.EpisodeList,
         "tribal_episode_get": shapes.EpisodeGetResult,
         "tribal_episode_create": shapes.EpisodeCreateResult,
+        "tribal_episode_start": shapes.EpisodeStartResult,
+        "tribal_episode_current": shapes.EpisodeCurrent,
         "tribal_episode_update": shapes.EpisodeGetResult,
         "tribal_episode_merge": shapes.EpisodeMergeResult,
         "tribal_episode_split": shapes.EpisodeSplitResult,

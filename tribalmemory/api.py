@@ -50,6 +50,8 @@ class EpisodeOperations(Protocol):
         self, episode_id: str, memory_ids: list[str], title: str | None
     ) -> dict[str, Any]: ...
     def member_ids(self, episode_id: str) -> list[str]: ...
+    async def start_episode(self, topic: str, session: str) -> dict[str, Any]: ...
+    async def current_episode(self, session: str) -> dict[str, Any]: ...
     def costs(self) -> dict[str, Any]: ...
     async def chain(self, episode_id: str) -> dict[str, Any]: ...
     async def replay(self, topic: str, limit: int) -> dict[str, Any]: ...
@@ -92,9 +94,10 @@ class TribalAPI:
         context: Any = None,
         created_at: Any = None,
         skip_dedup: Any = None,
+        session: Any = None,
     ) -> dict[str, Any]:
         result = await self.service.remember(
-            content, source_type, source_instance, tags, context, created_at, skip_dedup
+            content, source_type, source_instance, tags, context, created_at, skip_dedup, session
         )
         return shapes.RememberResult.model_validate(result.to_json()).to_json()
 
@@ -301,6 +304,22 @@ class TribalAPI:
         name = check.text("title", title, shapes.MAX_TITLE_CHARS, required=False)
         split = await engine.split_episode(eid, ids, name.strip() if name else None)
         return shapes.EpisodeSplitResult(success=True, **split).to_json()
+
+    async def episode_start(self, topic: Any, session: Any) -> dict[str, Any]:
+        engine = self._engine()
+        text = check.text("topic", topic, shapes.MAX_TITLE_CHARS)
+        key = check.text("session", session, shapes.MAX_SESSION_CHARS)
+        assert text is not None and key is not None
+        started = await engine.start_episode(text.strip(), key.strip())
+        return shapes.EpisodeStartResult(success=True, **started).to_json()
+
+    async def episode_current(self, session: Any = None) -> dict[str, Any]:
+        engine = self._engine()
+        key = check.text("session", session, shapes.MAX_SESSION_CHARS)
+        assert key is not None
+        return shapes.EpisodeCurrent.model_validate(
+            await engine.current_episode(key.strip())
+        ).to_json()
 
     async def episode_costs(self) -> dict[str, Any]:
         return shapes.Costs.model_validate(self._engine().costs()).to_json()

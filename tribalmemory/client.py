@@ -278,6 +278,7 @@ class DaemonClient:
         context: Any = None,
         created_at: Any = None,
         skip_dedup: Any = None,
+        session: Any = None,
     ) -> dict[str, Any]:
         return await self._call(
             "remember",
@@ -288,6 +289,7 @@ class DaemonClient:
             context=context,
             created_at=created_at,
             skip_dedup=skip_dedup,
+            session=session,
         )
 
     async def remember_batch(self, memories: Any) -> dict[str, Any]:
@@ -420,6 +422,12 @@ class DaemonClient:
         return await self._call(
             "episode_update", episode_id=episode_id, title=title, status=status, metadata=metadata
         )
+
+    async def episode_start(self, topic: Any, session: Any) -> dict[str, Any]:
+        return await self._call("episode_start", topic=topic, session=session)
+
+    async def episode_current(self, session: Any = None) -> dict[str, Any]:
+        return await self._call("episode_current", session=session)
 
     async def episode_merge(self, episode_id: Any, other_id: Any) -> dict[str, Any]:
         return await self._call("episode_merge", episode_id=episode_id, other_id=other_id)

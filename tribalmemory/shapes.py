@@ -196,6 +196,13 @@ class RememberRequest(Request):
         description="Store it even when a near-identical memory exists. Use it only when the "
         "text really says something new.",
     )
+    session: str | None = Field(
+        None,
+        max_length=MAX_SESSION_CHARS,
+        description="The client session this memory comes from (any stable name of at most "
+        f"{MAX_SESSION_CHARS} characters): it joins the episode the session declared with "
+        "POST /v1/episodes/start when it fits. Kept in the memory's metadata.session.",
+    )
 
 
 class RememberBatchRequest(Request):
@@ -363,6 +370,23 @@ class EpisodeSplitRequest(Request):
         max_length=MAX_TITLE_CHARS,
         description="The new episode's title; default: one made from its memories.",
     )
+
+
+class EpisodeStartRequest(Request):
+    topic: str = Field(
+        max_length=MAX_TITLE_CHARS,
+        description="The thread of work you start, e.g. 'Fix the multi-tab logout'; it "
+        "becomes the episode's title.",
+    )
+    session: str = Field(
+        max_length=MAX_SESSION_CHARS,
+        description="Your client session: the memories you then store with this session "
+        "join the episode when they fit.",
+    )
+
+
+class EpisodeCurrentQuery(Request):
+    session: str = Field(max_length=MAX_SESSION_CHARS, description="The client session (required).")
 
 
 class EpisodeMemoryRequest(Request):
@@ -643,6 +667,21 @@ class EpisodeSplitResult(Response):
     episode_id: str = Field(description="The new episode.")
     split_from: str
     memory_count: int
+
+
+class EpisodeStartResult(Response):
+    success: bool
+    episode_id: str
+    session: str
+    topic: str
+
+
+class EpisodeCurrent(Response):
+    session: str
+    topic: str | None = Field(description="The topic the session declared; null if none.")
+    episode: EpisodeDetail | None = Field(
+        description="The declared episode as it is now (null: none, or it was deleted)."
+    )
 
 
 class Success(Response):

@@ -25,6 +25,7 @@ from . import lifecycle
 from .edits import Pin, may_join, may_move
 from .matching import Decision, MemoryFeatures, Option, when
 from .membership import Membership
+from .sessions import Sessions
 from .state import EngineState
 from .summariser import Summariser
 from .upkeep import Upkeep
@@ -72,6 +73,7 @@ class Detection:
         self.membership = membership
         self.upkeep = upkeep
         self._asking: dict[str, asyncio.Event] = {}  # memory -> its batch's call is done
+        self.sessions: Sessions | None = None  # declared episodes (set by the engine)
 
     def register_pending(self, memory: Memory) -> None:
         """Before the memory is stored: record a durable detect job for it."""
@@ -90,6 +92,9 @@ class Detection:
                 return self.status_of(memory.id)
             features = state.matcher.memory(memory, vector)
             await self.upkeep.close_idle(reference=to_epoch(memory.created_at))
+            if self.sessions is not None and await self.sessions.claim(memory, features):
+                self._count(memories=1)
+                return self.status_of(memory.id)  # joined its session's declared episode
             decision = state.matcher.decide(
                 features,
                 list(state.active.values()),

@@ -6,6 +6,7 @@
 - :mod:`.summaries`: the summary job and the summary memory;
 - :mod:`.upkeep`: auto-close, the active cap, archiving, reconcile after a crash;
 - :mod:`.operations`: what clients call (list, get, create, ... delete) and annotations;
+- :mod:`.sessions`: episodes an agent declares for its session, joined by its next memories;
 - :mod:`.compose`: chains, replay and search.
 
 State lives in :class:`~.store.EpisodeStore` (SQLite, the only module with SQL); memories live
@@ -24,6 +25,7 @@ from .compose import Compose
 from .detection import Detection
 from .membership import Membership
 from .operations import Operations
+from .sessions import Sessions
 from .state import EngineState
 from .store import EpisodeStore, Job
 from .summaries import Summaries
@@ -48,6 +50,8 @@ class EpisodeEngine:
         self.upkeep = Upkeep(self.state)
         self.membership = Membership(self.state, self.summaries, self.upkeep)
         self.detection = Detection(self.state, summariser, self.membership, self.upkeep)
+        self.sessions = Sessions(self.state, self.upkeep, summariser)
+        self.detection.sessions = self.sessions
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
 
@@ -118,6 +122,12 @@ class EpisodeEngine:
 
     def member_ids(self, episode_id: str) -> list[str]:
         return self.operations.member_ids(episode_id)
+
+    async def start_episode(self, topic: str, session: str) -> dict[str, Any]:
+        return await self.sessions.start(topic, session)
+
+    async def current_episode(self, session: str) -> dict[str, Any]:
+        return self.sessions.current(session)
 
     def costs(self) -> dict[str, Any]:
         return self.operations.costs()

@@ -220,7 +220,7 @@ class McpEndpoint:
         from .mcp_server import build_mcp_server
 
         self.config = config
-        self.server = build_mcp_server(holder.get)
+        self.server = build_mcp_server(holder.get, one_session=False)
         self.app: Any = None
 
     def security(self) -> Any:

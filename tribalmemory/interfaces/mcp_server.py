@@ -11,6 +11,7 @@ One server definition serves two transports:
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 from .. import __version__
@@ -27,15 +28,22 @@ INSTRUCTIONS = (
 
 
 def build_mcp_server(
-    api_provider: ApiProvider, *, on_unavailable: Callable[[], None] | None = None
+    api_provider: ApiProvider,
+    *,
+    on_unavailable: Callable[[], None] | None = None,
+    one_session: bool = True,
 ) -> ToolServer:
     """The MCP server with every tool; each call runs one method of ``api_provider()``.
 
     ``api_provider`` returns a TribalAPI or a DaemonClient (or an awaitable of one).
     ``on_unavailable`` (optional, no arguments) is called when a call fails as unavailable.
+    ``one_session``: the server serves one agent (stdio), whose session (for
+    ``tribal_episode_start``) is named once here; the daemon's HTTP server serves many and
+    passes False (its clients' sessions are their Streamable HTTP session ids).
     """
     server = ToolServer(
         name="tribal-memory", title="Tribal Memory", instructions=INSTRUCTIONS, version=__version__
     )
-    register_tools(server, ApiCaller(api_provider, on_unavailable))
+    session = f"mcp-{uuid.uuid4().hex}" if one_session else None
+    register_tools(server, ApiCaller(api_provider, on_unavailable), session)
     return server

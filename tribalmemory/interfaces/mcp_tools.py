@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, WrapValidator
 
@@ -109,7 +110,8 @@ class ToolServer(MCPServer):
 
     def add_checked_tool(self, fn: Callable[..., Any], name: str, **options: Any) -> None:
         """Add ``fn`` as tool ``name``, remembering its declared and required arguments."""
-        params = inspect.signature(fn).parameters.values()
+        context = find_context_parameter(fn)
+        params = [p for p in inspect.signature(fn).parameters.values() if p.name != context]
         required = [p.name for p in params if p.default is inspect.Parameter.empty]
         self.tool_arguments[name] = ([p.name for p in params], required)
         self.add_tool(fn, name=name, **options)
@@ -124,6 +126,25 @@ class ToolServer(MCPServer):
             except InvalidInput as exc:
                 raise ToolError(error_text(exc)) from None
         return await super().call_tool(name, arguments, context)
+
+
+# -- the client session ---------------------------------------------------------------
+
+SESSION_HEADER = "mcp-session-id"
+
+
+def session_key(ctx: Context[Any, Any] | None, given: str, fallback: str | None) -> str | None:
+    """The name of the agent's session: the one the call gives, else the Streamable HTTP
+    session id, else ``fallback`` (one name per server: a ``tribalmemory mcp`` process serves
+    one agent). None when there is none (a stateless HTTP client that gave none)."""
+    if given:
+        return given
+    try:
+        headers = ctx.headers if ctx is not None else None
+    except (LookupError, ValueError, AttributeError):
+        headers = None
+    header = headers.get(SESSION_HEADER) if headers else None
+    return f"mcp-{header}" if header else fallback
 
 
 # -- parameters -----------------------------------------------------------------------------
@@ -176,6 +197,12 @@ EpisodeId = Annotated[
     ),
 ]
 
+SESSION_DOC = (
+    "Leave it out: your MCP connection names the session. Give one only when your client "
+    "reconnects for every call (then use the same name with tribal_episode_start and "
+    "tribal_remember)."
+)
+
 # -- tools ----------------------------------------------------------------------------------
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -187,8 +214,9 @@ DELETE = ToolAnnotations(
 Caller = Callable[..., Awaitable[Any]]
 
 
-def register_tools(server: ToolServer, call: Caller) -> None:
-    """Add every Tribal Memory tool to ``server``; ``call(method, **args)`` runs the API."""
+def register_tools(server: ToolServer, call: Caller, session: str | None = None) -> None:
+    """Add every Tribal Memory tool to ``server``; ``call(method, **args)`` runs the API.
+    ``session`` names the agent's session when the transport has no session id."""
 
     def tool(name: str, annotations: ToolAnnotations) -> Callable[[Any], Any]:
         def add(fn: Any) -> Any:
@@ -204,6 +232,7 @@ def register_tools(server: ToolServer, call: Caller) -> None:
         return add
 
     remember_arg = shapes.RememberRequest
+    default_session = session
     recall_arg = shapes.RecallRequest
     search_arg = shapes.EpisodesSearchRequest
 
@@ -214,6 +243,8 @@ def register_tools(server: ToolServer, call: Caller) -> None:
         context: Annotated[str, RAW, arg(remember_arg, "context")] = "",
         tags: Annotated[list[str] | None, RAW, arg(remember_arg, "tags")] = None,
         skip_dedup: Annotated[bool | None, RAW, arg(remember_arg, "skip_dedup")] = None,
+        session: Annotated[str, RAW, arg(remember_arg, "session", SESSION_DOC)] = "",
+        ctx: Context[Any, Any] | None = None,
     ) -> shapes.RememberResult:
         """Save one durable piece of knowledge to the memory shared by every agent of the team.
 
@@ -225,7 +256,8 @@ def register_tools(server: ToolServer, call: Caller) -> None:
         duplicate_of names the existing memory and error explains (skip_dedup stores it
         anyway). One that changes a number, version, date, name or negation is stored as an
         update. To fix a wrong memory, use tribal_correct. episode_id is the work thread (episode)
-        the memory joined, when episodes are enabled.
+        the memory joined, when episodes are enabled (after tribal_episode_start, the one you
+        started, when the memory fits it).
         """
         return await call(
             "remember",
@@ -234,6 +266,7 @@ def register_tools(server: ToolServer, call: Caller) -> None:
             context=context,
             tags=tags,
             skip_dedup=skip_dedup,
+            session=session_key(ctx, session, default_session),
         )
 
     @tool("tribal_recall", READ)
@@ -360,6 +393,30 @@ def register_tools(server: ToolServer, call: Caller) -> None:
     async def episode_regenerate(episode_id: EpisodeId) -> shapes.Success:
         """Rebuild an episode's summary from all of its memories (one LLM call, when configured)."""
         return await call("episode_regenerate", episode_id=episode_id)
+
+    @tool("tribal_episode_start", WRITE)
+    async def episode_start(
+        topic: Annotated[str, RAW, arg(shapes.EpisodeStartRequest, "topic")],
+        session: Annotated[str, RAW, arg(shapes.EpisodeStartRequest, "session", SESSION_DOC)] = "",
+        ctx: Context[Any, Any] | None = None,
+    ) -> shapes.EpisodeStartResult:
+        """Declare the thread of work you are starting (e.g. "Fix the multi-tab logout").
+
+        Creates an empty episode titled with the topic; the memories you store next in this
+        session join it when they fit the topic (unrelated ones are grouped as usual).
+        Starting another topic replaces it for the memories that follow.
+        """
+        return await call(
+            "episode_start", topic=topic, session=session_key(ctx, session, default_session)
+        )
+
+    @tool("tribal_episode_current", READ)
+    async def episode_current(
+        session: Annotated[str, RAW, arg(shapes.EpisodeCurrentQuery, "session", SESSION_DOC)] = "",
+        ctx: Context[Any, Any] | None = None,
+    ) -> shapes.EpisodeCurrent:
+        """The episode you declared with tribal_episode_start in this session (null if none)."""
+        return await call("episode_current", session=session_key(ctx, session, default_session))
 
     @tool("tribal_episode_update", WRITE)
     async def episode_update(

@@ -157,6 +157,22 @@ ROUTES: list[Op] = [
         body=shapes.EpisodesReplayRequest,
     ),
     Op(
+        "POST",
+        "/v1/episodes/start",
+        "episode_start",
+        "Start an empty episode that the session's next memories join when they fit",
+        shapes.EpisodeStartResult,
+        body=shapes.EpisodeStartRequest,
+    ),
+    Op(
+        "GET",
+        "/v1/episodes/current",
+        "episode_current",
+        "The episode a session declared with /v1/episodes/start",
+        shapes.EpisodeCurrent,
+        query_model=shapes.EpisodeCurrentQuery,
+    ),
+    Op(
         "GET",
         "/v1/episodes/{episode_id}",
         "episode_get",

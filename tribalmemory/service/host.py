@@ -63,6 +63,10 @@ class PluginHost(Protocol):
         """Wait until background work may use the CPU (requests go first)."""
         ...
 
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors of ``texts`` with the store's model (on the request path: keep it short)."""
+        ...
+
 
 class ServiceHost:
     """:class:`PluginHost` over a :class:`MemoryService`."""
@@ -110,6 +114,9 @@ class ServiceHost:
 
     async def background_turn(self) -> None:
         await self._service.activity.background_turn()
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        return await self._service.embed(texts)
 
 
 def _check_owned(memories: list[Memory]) -> None:

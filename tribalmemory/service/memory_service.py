@@ -24,6 +24,7 @@ from ..models import Memory, RecallHit, SourceType, new_memory_id
 from ..shapes import (
     MAX_BATCH,
     MAX_CONTEXT_CHARS,
+    MAX_SESSION_CHARS,
     MAX_SOURCE_INSTANCE_CHARS,
     MAX_TAG_CHARS,
     MEMORIES_LIMIT,
@@ -80,6 +81,7 @@ class NewMemory:
     context: str | None
     created_at: datetime | None
     skip_dedup: bool
+    session: str | None = None
 
 
 def write_estimate(text: str) -> int:
@@ -134,6 +136,7 @@ class MemoryService:
         context: Any = None,
         created_at: Any = None,
         skip_dedup: Any = None,
+        session: Any = None,
     ) -> NewMemory:
         limit = self.config.server.max_content_chars
         text = check.text("content", content, limit, setting="server.max_content_chars")
@@ -152,6 +155,7 @@ class MemoryService:
             context=check.text("context", context, MAX_CONTEXT_CHARS, required=False),
             created_at=check.memory_time("created_at", created_at),
             skip_dedup=check.boolean("skip_dedup", skip_dedup),
+            session=check.text("session", session, MAX_SESSION_CHARS, required=False),
         )
 
     # -- writes -----------------------------------------------------------------------------
@@ -186,12 +190,14 @@ class MemoryService:
         context: Any = None,
         created_at: Any = None,
         skip_dedup: Any = None,
+        session: Any = None,
     ) -> RememberResult:
         """Store one memory (unless it restates a near-duplicate, see :mod:`.dedup`) and run
         the write-time hooks. A near-duplicate that changes a number, version, date, name or
-        negation is an updated fact: stored, superseding the nearest such memory."""
+        negation is an updated fact: stored, superseding the nearest such memory. ``session``
+        (a client session) is kept in its ``metadata.session``."""
         new = self._parse_new(
-            content, source_type, source_instance, tags, context, created_at, skip_dedup
+            content, source_type, source_instance, tags, context, created_at, skip_dedup, session
         )
         self.check_space([new.content])
         with self.activity.request():
@@ -257,6 +263,7 @@ class MemoryService:
                 created_at=new.created_at or now,
                 updated_at=now,
                 supersedes=supersedes,
+                metadata={"session": new.session.strip()} if new.session else {},
             )
             try:
                 await self.hooks.before_remember(memory)  # durable intent: failing fails the write
