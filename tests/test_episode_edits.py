@@ -169,6 +169,7 @@ async def test_patch_refuses_bad_input(rt: Runtime) -> None:
         ({"status": "archived"}, "status must be one of active, closed"),
         ({"status": "open"}, "status must be one of active, closed"),
         ({"title": 7}, "title must be a string"),
+        ({"title": "   "}, "title must not be empty"),
         ({"metadata": ["x"]}, "metadata must be a JSON object"),
         ({"metadata": {"has space": 1}}, "field name 'has space' is not allowed"),
         ({"metadata": {f"k{i}": i for i in range(51)}}, "at most 50 fields"),
@@ -242,6 +243,8 @@ async def test_split_refuses_non_members_and_every_member(rt: Runtime) -> None:
         await rt.api.episode_split(auth, [])
     with pytest.raises(InvalidInput, match="is not a memory id"):
         await rt.api.episode_split(auth, ["nope"])
+    with pytest.raises(InvalidInput, match="title must not be empty"):
+        await rt.api.episode_split(auth, members[auth][:1], title="")
     assert (await rt.api.episode_get(auth))["memory_ids"] == members[auth]
 
 

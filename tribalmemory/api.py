@@ -280,7 +280,7 @@ class TribalAPI:
     ) -> dict[str, Any]:
         engine = self._engine()
         eid = check.episode_id(episode_id)
-        name = check.text("title", title, shapes.MAX_TITLE_CHARS, required=False)
+        name = check.text("title", title, shapes.MAX_TITLE_CHARS, required=title is not None)
         state = check.choice("status", status, shapes.EDITABLE_STATUSES)
         fields = check.metadata_patch(metadata)
         if name is None and state is None and not fields:
@@ -301,7 +301,7 @@ class TribalAPI:
         engine = self._engine()
         eid = check.episode_id(episode_id)
         ids = check.memory_ids(memory_ids)
-        name = check.text("title", title, shapes.MAX_TITLE_CHARS, required=False)
+        name = check.text("title", title, shapes.MAX_TITLE_CHARS, required=title is not None)
         split = await engine.split_episode(eid, ids, name.strip() if name else None)
         return shapes.EpisodeSplitResult(success=True, **split).to_json()
 
