@@ -126,10 +126,17 @@ async def test_filters_and_episode_restriction(rt: Any) -> None:
     assert [m["id"] for m in window["memories"]] == [ids[1]]
     typed = await rt.api.memories_list(source_type="correction")
     assert typed == {"memories": [], "count": 0, "next_cursor": None}
+    listed = await rt.api.memories_list()
+    assert {m["id"] for m in listed["memories"]} == set(ids)
     episode = await rt.api.episode_create("Deploys", [ids[0], ids[2]])
     members = await rt.api.memories_list(episode_id=episode["episode_id"])
     assert [m["id"] for m in members["memories"]] == [ids[2], ids[0]]
     assert all(m["episode_id"] == episode["episode_id"] for m in members["memories"])
+    assert await rt.episodes.worker.drain(30)
+    summaries = await rt.api.memories_list(source_type="episode_summary")
+    assert [m["metadata"]["episode_id"] for m in summaries["memories"]] == [episode["episode_id"]]
+    tagged = await rt.api.memories_list(tag="deploy")  # the summary has its members' tags
+    assert [m["id"] for m in tagged["memories"]] == [ids[2], ids[0]]
     found = await rt.api.recall("make test-billing", episode_id=episode["episode_id"])
     assert {h["memory_id"] for h in found["results"]} <= {ids[0], ids[2]}
     everywhere = await rt.api.recall("make test-billing")

@@ -468,11 +468,14 @@ class MemoryService:
         ids: list[str] | None = None,
     ) -> tuple[list[Memory], str | None]:
         """Memories without a query, newest first, a page at a time (see :mod:`.listing`);
-        ``ids`` restricts the listing to those memories (an episode's members)."""
+        ``ids`` restricts the listing to those memories (an episode's members). Episode
+        summaries are listed only when ``source_type`` asks for them."""
         label = check.text("tag", tag, MAX_TAG_CHARS, required=False)
+        kind = None if source_type is None else check.source_type(source_type)
         where = MemoryFilter(
             tags_any=[label.strip()] if label else None,
-            source_types=None if source_type is None else [check.source_type(source_type)],
+            source_types=None if kind is None else [kind],
+            exclude_source_types=[SourceType.EPISODE_SUMMARY] if kind is None else None,
             after=check.timestamp("since", since),
             before=check.timestamp("until", until),
             ids=ids,
