@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -203,6 +204,7 @@ class Impostor:
     data_id: str
     requests: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
+    delay: float = 0.0  # seconds before each answer (a daemon under load)
 
     def serve(self) -> ThreadingHTTPServer:
         impostor = self
@@ -218,6 +220,7 @@ class Impostor:
                         "body": self.rfile.read(length).decode("utf-8", "replace"),
                     }
                 )
+                time.sleep(impostor.delay)
                 body = json.dumps(
                     {
                         "status": "ok",
@@ -263,6 +266,17 @@ def impostor(tmp_path: Path) -> Iterator[tuple[Impostor, Path]]:
     yield fake, config
     server.shutdown()
     server.server_close()
+
+
+def test_a_slow_answer_on_the_port_is_still_checked(impostor: tuple[Impostor, Path]) -> None:
+    """A first probe that times out (0.5 s) does not mean "nothing there": something holds
+    the port, so the client asks again, patiently, and finds out whose daemon it is."""
+    fake, config = impostor
+    fake.delay = 1.0
+    with pytest.raises(WrongDaemon):
+        find_daemon(load_config(config))
+    assert len(fake.requests) == 2  # the impatient probe, then the patient one
+    fake.assert_got_nothing()
 
 
 def test_the_cli_sends_no_token_or_text_to_an_impostor(

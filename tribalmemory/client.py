@@ -46,6 +46,7 @@ log = logging.getLogger("tribalmemory.client")
 
 TIMEOUT = 120.0
 PROBE_TIMEOUT = 0.5
+BUSY_PROBE_TIMEOUT = 10.0  # a second probe when the first timed out: a daemon under load
 START_TIMEOUT = 60.0
 
 
@@ -476,13 +477,17 @@ def find_daemon(
 
     Raises :class:`WrongDaemon` when another data folder's daemon answers there.
     """
-    try:
-        DaemonClient(config, timeout=timeout, config_path=config_path).identify()
-    except WrongDaemon:
-        raise
-    except TribalError:
-        return None
-    return DaemonClient(config, config_path=config_path)
+    for patience in (timeout, max(timeout, BUSY_PROBE_TIMEOUT)):
+        try:
+            DaemonClient(config, timeout=patience, config_path=config_path).identify()
+        except WrongDaemon:
+            raise
+        except TribalError as exc:
+            if isinstance(exc.__cause__, httpx.TimeoutException):
+                continue  # something holds the port but is slow (a busy daemon): ask again
+            return None
+        return DaemonClient(config, config_path=config_path)
+    return None
 
 
 @contextlib.contextmanager
