@@ -69,7 +69,7 @@ def test_remember_recall_get(client: TestClient) -> None:
     )
     assert found.status_code == 200
     body = found.json()
-    assert body["query"] == "deploy script AWS profile" and body["count"] >= 1
+    assert body["query"] == "deploy script AWS profile" and body["count"] == 1  # one tagged
     assert body["results"][0]["memory_id"] == mid
     assert 0 < body["results"][0]["similarity_score"] <= 1
     other = client.post("/v1/recall", json={"query": "deploy script", "tags": ["nope"]})
