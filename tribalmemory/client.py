@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -251,6 +251,50 @@ class DaemonClient:
         try:
             response = await self._async_client().request(
                 op.method, path, params=query, json=body, headers=self._auth()
+            )
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        return self._result(response)
+
+    # -- portability (streamed routes, not in the route table) ------------------------------
+
+    async def export_stream(self, since: str | None, vectors: bool) -> AsyncIterator[bytes]:
+        """``GET /v1/export``: the export's bytes as they arrive."""
+        await self._identify_async()
+        params = {"vectors": "true" if vectors else "false"} | ({"since": since} if since else {})
+        try:
+            async with self._async_client().stream(
+                "GET", "/v1/export", params=params, headers=self._auth(), timeout=None
+            ) as response:
+                if not response.is_success:
+                    await response.aread()
+                    self._result(response)
+                async for chunk in response.aiter_bytes():
+                    yield chunk
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+
+    async def import_file(self, chunks: AsyncIterator[bytes], dry_run: bool) -> dict[str, Any]:
+        """``POST /v1/import`` with the file's bytes streamed as the body."""
+        await self._identify_async()
+        try:
+            response = await self._async_client().post(
+                "/v1/import",
+                params={"dry_run": "true" if dry_run else "false"},
+                content=chunks,
+                headers=self._auth() | {"Content-Type": "application/x-ndjson"},
+                timeout=None,
+            )
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        return self._result(response)
+
+    async def backup(self, path: str) -> dict[str, Any]:
+        """``POST /v1/backup``: the daemon writes a backup into ``path``."""
+        await self._identify_async()
+        try:
+            response = await self._async_client().post(
+                "/v1/backup", json={"path": path}, headers=self._auth(), timeout=None
             )
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc

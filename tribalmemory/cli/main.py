@@ -233,6 +233,22 @@ def build_parser() -> argparse.ArgumentParser:
         [common],
     )
     cmd = add(
+        "export",
+        _lazy("portability", "export"),
+        "write memories and episodes as JSON lines to standard output",
+        [common],
+    )
+    cmd.add_argument("--since", metavar="TIME", help="memories created at or after (ISO 8601)")
+    cmd.add_argument("--vectors", action="store_true", help="include each memory's vector")
+    cmd = add("import", _lazy("portability", "import_"), "import an export file (by memory id)")
+    cmd.add_argument("file", help="a file written by `tribalmemory export`")
+    cmd.add_argument("--dry-run", action="store_true", help="check it and say what would change")
+    cmd = add("backup", _lazy("portability", "backup"), "back up the data folder into DIR")
+    cmd.add_argument("dir", metavar="DIR", help="a new or empty folder")
+    cmd = add("restore", _lazy("portability", "restore"), "restore a backup (daemon stopped)")
+    cmd.add_argument("dir", metavar="DIR", help="a folder written by `tribalmemory backup`")
+    cmd.add_argument("--force", action="store_true", help="replace the data that is there")
+    cmd = add(
         "doctor", _lazy("doctor", "doctor"), "check the data files (daemon stopped)", [common]
     )
     cmd.add_argument("--repair", action="store_true", help="move damaged files aside, rebuild")

@@ -7,7 +7,8 @@ resolves to loopback. :class:`RequestGuard` refuses, in this order:
 - a ``Host`` other than this daemon's own names with its port (421, DNS rebinding);
 - an ``Origin`` header other than the daemon's own origin (403, any method);
 - a state-changing request (POST, PUT, PATCH, DELETE) whose body is not declared
-  ``application/json`` (415): a body with another ``Content-Type`` or none at all.
+  ``application/json`` (or ``application/x-ndjson``, the import's body; neither is a type a
+  web page can send cross-origin without a preflight) (415): another ``Content-Type`` or none.
 
 Command-line clients, agents and curl send no ``Origin`` and their own ``Host``: unaffected.
 """
@@ -129,7 +130,7 @@ def check(policy: HostPolicy, method: str, headers: Headers) -> JSONResponse | N
             "content-length", "0"
         ).strip() not in ("", "0")
         media = (declared or "").split(";", 1)[0].strip().lower()
-        if (declared is not None or has_body) and media != "application/json":
+        if (declared is not None or has_body) and media not in BODY_TYPES:
             got = _shown(declared) if declared is not None else "none"
             return _refuse(
                 415,
@@ -138,6 +139,9 @@ def check(policy: HostPolicy, method: str, headers: Headers) -> JSONResponse | N
                 "(other types are refused so that web forms cannot post here)",
             )
     return None
+
+
+BODY_TYPES = ("application/json", "application/x-ndjson")
 
 
 class RequestGuard:

@@ -36,6 +36,7 @@ from .auth import BearerAuth, is_loopback, token_store
 from .guard import HostPolicy, RequestGuard
 from .health import HealthView
 from .openapi import PATH_PARAMS, ROUTES, Op, Param, openapi_document
+from .portability_http import routes as portability_routes
 
 log = logging.getLogger("tribalmemory.http")
 
@@ -292,6 +293,7 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
                 await active.stop()
 
     routes = [Route(op.path, endpoint(op, holder, max_body), methods=[op.method]) for op in ROUTES]
+    routes += portability_routes(holder.get)
     routes += [Route("/openapi.json", openapi, methods=["GET"]), Route("/mcp", mcp)]
     app = Starlette(
         routes=routes,

@@ -378,6 +378,28 @@ class MemoryService:
                 await asyncio.to_thread(self.store.delete, [memory.id])
         await self.hooks.after_forget(memory)
 
+    def write_lock(self) -> asyncio.Lock:
+        """Held while a memory is written: holding it pauses every write (e.g. for a backup)."""
+        return self._write_lock
+
+    async def import_memory(self, memory: Memory, vector: np.ndarray | None) -> bool:
+        """Store an exported memory under its own id, with the write-time hooks (so the
+        episode engine places it), unless a memory with that id exists: then False."""
+        if vector is None:
+            vector = (await self.embed([memory.content]))[0]
+        async with self._write_lock:
+            if await asyncio.to_thread(self.store.get, [memory.id]):
+                return False
+            self.check_space([memory.content])
+            try:
+                await self.hooks.before_remember(memory)
+                await self._upsert([memory], np.asarray(vector, dtype=np.float32)[None, :])
+            except BaseException:
+                await self.hooks.store_failed(memory)
+                raise
+        await self.hooks.after_remember(memory, vector)
+        return True
+
     # -- internal writes for plugins (no hooks, no dedup) -----------------------------------
 
     async def embed_background(self, texts: list[str]) -> np.ndarray:

@@ -1,0 +1,181 @@
+"""Export, import, backup and restore on the real engine (store, embedder, episode engine).
+
+The HTTP routes run on the real app (``client``); the CLI runs in local mode on a data folder
+of its own; the restored folder is opened by a fresh runtime and must answer as the original.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_http import EPISODES, unique, write_config
+from starlette.testclient import TestClient
+
+from tribalmemory.cli.main import main
+from tribalmemory.embeddings import BUNDLED_MODEL
+from tribalmemory.config import load_config
+from tribalmemory.runtime import start_runtime
+
+NDJSON = {"Content-Type": "application/x-ndjson"}
+THREAD = [
+    "Refresh token rotation bug: two tabs refresh at once and the family is revoked",
+    "Refresh token rotation: the grace window for the old token is too short",
+    "Refresh token rotation fix: allow the previous token for 30 seconds",
+]
+
+
+def store_some(client: TestClient) -> list[dict[str, Any]]:
+    """Three memories of one thread (an episode forms) and one unrelated, an hour apart;
+    their JSON once the engine has placed them."""
+    texts = [*THREAD, unique("The office coffee machine is descaled on Fridays")]
+    stored = []
+    for hour, text in enumerate(texts):
+        body = {
+            "content": text,
+            "tags": ["auth"] if "token" in text else ["office"],
+            "source_instance": "claude-code",
+            "context": "repo acme/web",
+            "created_at": f"2025-03-03T{9 + hour:02d}:00:00Z",
+        }
+        response = client.post("/v1/remember", json=body)
+        assert response.status_code == 200 and response.json()["success"], response.text
+        stored.append(response.json()["memory_id"])
+    settle(client)
+    return [client.get(f"/v1/memory/{mid}").json() for mid in stored]
+
+
+def settle(client: TestClient) -> None:
+    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    assert client.portal is not None
+    assert client.portal.call(runtime.episodes.worker.drain, 60)
+
+
+def lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_export_streams_memories_with_their_episode_and_the_episodes(
+    client: TestClient,
+) -> None:
+    stored = store_some(client)
+    exported = client.get("/v1/export")
+    assert exported.status_code == 200
+    assert exported.headers["content-type"] == "application/x-ndjson"
+    records = lines(exported.text)
+    head, rest = records[0], records[1:]
+    assert head["type"] == "header" and head["format"] == "tribalmemory-export"
+    assert head["model"] == BUNDLED_MODEL and head["dim"] == 384 and not head["vectors"]
+    memories = {r["id"]: r for r in rest if r["type"] == "memory"}
+    episodes = [r for r in rest if r["type"] == "episode"]
+    assert set(memories) == {m["id"] for m in stored}  # summary memories are not exported
+    for memory in stored:
+        record = memories[memory["id"]]
+        for key in ("content", "tags", "source_type", "source_instance", "context"):
+            assert record[key] == memory[key], key
+        assert record["created_at"] == memory["created_at"]
+        assert record["episode_id"] == memory["episode_id"]
+        assert "vector" not in record
+    thread_ids = [m["id"] for m in stored[:3]]
+    episode = next(e for e in episodes if set(thread_ids) <= set(e["memory_ids"]))
+    assert all(memories[mid]["episode_id"] == episode["id"] for mid in thread_ids)
+    assert episode["summary"] and episode["status"] == "active"
+
+    later = lines(client.get("/v1/export", params={"since": "2025-03-03T11:00:00Z"}).text)
+    assert {r["id"] for r in later if r["type"] == "memory"} == {m["id"] for m in stored[2:]}
+    with_vectors = lines(client.get("/v1/export", params={"vectors": "true"}).text)
+    assert with_vectors[0]["vectors"] is True
+    assert all(len(r["vector"]) == 384 for r in with_vectors if r["type"] == "memory")
+    assert client.get("/v1/export", params={"since": "soon"}).status_code == 400
+    assert client.get("/v1/export", params={"sincе": "x"}).status_code == 400
+
+
+def test_import_is_validated_first_then_idempotent_by_id(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored = store_some(client)
+    export = client.get("/v1/export", params={"vectors": "true"}).text
+
+    other = tmp_path / "other"
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(other))
+    config = load_config(write_config(other, episodes=EPISODES))
+    from tribalmemory.interfaces.http import create_app
+
+    with TestClient(create_app(config), base_url=str(client.base_url)) as fresh:
+        bad = export.splitlines()
+        bad[2] = bad[2].replace('"created_at":"2025', '"created_at":"later-2025')
+        refused = fresh.post("/v1/import", headers=NDJSON, content="\n".join(bad).encode())
+        assert refused.status_code == 422
+        assert refused.json()["error"].startswith("1 invalid lines; nothing was imported")
+        assert refused.json()["detail"][0].startswith("line 3: created_at")
+        assert fresh.get("/v1/stats").json()["total_memories"] == 0
+
+        planned = fresh.post(
+            "/v1/import", headers=NDJSON, params={"dry_run": "true"}, content=export.encode()
+        )
+        assert planned.json() == {
+            "memories": 4,
+            "episodes": 1,
+            "new": 4,
+            "existing": 0,
+            "stored": 0,
+            "vectors_used": True,
+            "dry_run": True,
+        }
+        assert fresh.get("/v1/stats").json()["total_memories"] == 0
+        done = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
+        assert done["stored"] == 4 and done["dry_run"] is False
+        settle(fresh)
+        for memory in stored:
+            got = fresh.get(f"/v1/memory/{memory['id']}").json()
+            for key in ("content", "tags", "source_type", "source_instance", "created_at"):
+                assert got[key] == memory[key], key
+        thread = {fresh.get(f"/v1/memory/{m['id']}").json()["episode_id"] for m in stored[:3]}
+        assert len(thread) == 1 and None not in thread  # the engine placed them again
+        again = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
+        assert again["stored"] == 0 and again["existing"] == 4
+        counts = fresh.get("/v1/stats").json()
+        assert counts["by_source_type"]["USER_EXPLICIT"] == 4
+
+
+def test_backup_while_running_then_restore_into_an_empty_folder(
+    client: TestClient, tmp_path: Path, app_config: Any
+) -> None:
+    stored = store_some(client)
+    target = tmp_path / "backup"
+    made = client.post("/v1/backup", json={"path": str(target)})
+    assert made.status_code == 200, made.text
+    assert made.json()["memories"] == client.get("/v1/stats").json()["total_memories"]
+    assert set(made.json()["files"]) >= {"store", "episodes.sqlite3", "ledger.sqlite3"}
+    again = client.post("/v1/backup", json={"path": str(target)})
+    assert again.status_code == 409 and "not empty" in again.json()["error"]
+    assert client.post("/v1/backup", json={"path": "relative"}).status_code == 422
+    assert client.post("/v1/backup", json={"dir": str(tmp_path)}).status_code == 422
+    episodes_before = client.get("/v1/episodes").json()["episodes"]
+
+    home = tmp_path / "restored"
+    config_path = write_config(home, episodes=EPISODES)
+    code = main(["restore", str(target), "--config", str(config_path), "--json"])
+    assert code == 0
+    assert main(["restore", str(target), "--config", str(config_path)]) == 1  # not empty now
+    assert main(["restore", str(target), "--config", str(config_path), "--force"]) == 0
+
+    async def reopened() -> tuple[list[Any], list[Any]]:
+        runtime = await start_runtime(load_config(config_path))
+        try:
+            got = [await runtime.api.get_memory(m["id"]) for m in stored]
+            listed = (await runtime.api.episodes_list())["episodes"]
+            return got, listed
+        finally:
+            await runtime.stop()
+
+    got, listed = asyncio.run(reopened())
+    assert [(g["id"], g["content"], g["episode_id"]) for g in got] == [
+        (m["id"], m["content"], m["episode_id"]) for m in stored
+    ]
+    assert [(e["id"], e["memory_count"]) for e in listed] == [
+        (e["id"], e["memory_count"]) for e in episodes_before
+    ]

@@ -1,0 +1,158 @@
+"""``export``, ``import``, ``backup`` and ``restore``: through the daemon when one answers,
+else on the data folder directly. Progress bars go to stderr (see :mod:`..portability.progress`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from .. import validation as check
+from ..client import find_daemon
+from ..config import Config
+from ..errors import InvalidInput
+from ..portability import backup as backups
+from ..portability import exporter, importer
+from ..portability.progress import bar, wanted
+from .output import CliError, print_json
+
+CHUNK = 1 << 16
+
+
+def _since(args: argparse.Namespace) -> Any:
+    return check.timestamp("--since", args.since)
+
+
+def export(args: argparse.Namespace, config: Config) -> int:
+    since = _since(args)
+    return asyncio.run(_export(args, config, since))
+
+
+async def _export(args: argparse.Namespace, config: Config, since: Any) -> int:
+    out = sys.stdout.buffer
+    show = wanted(False)
+    client = find_daemon(config, config_path=args.config)
+    if client is not None:
+        try:
+            total = (await client.stats())["total_memories"]
+            with bar("export", total, show) as advance:
+                async for chunk in client.export_stream(args.since, args.vectors):
+                    out.write(chunk)
+                    advance(chunk.count(b"\n"))
+        finally:
+            await client.aclose()
+        out.flush()
+        return 0
+    from ..runtime import start_runtime
+
+    runtime = await start_runtime(config)
+    try:
+        total = await asyncio.to_thread(runtime.service.store.count)
+        with bar("export", total, show) as advance:
+            async for line in exporter.export_lines(runtime.api, since, args.vectors, advance):
+                out.write(line.encode("utf-8"))
+    finally:
+        await runtime.stop()
+    out.flush()
+    return 0
+
+
+async def _file_chunks(path: Path, advance: Any) -> AsyncIterator[bytes]:
+    with path.open("rb") as handle:
+        while chunk := await asyncio.to_thread(handle.read, CHUNK):
+            advance(len(chunk))
+            yield chunk
+
+
+def import_(args: argparse.Namespace, config: Config) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        raise CliError(f"{path} is not a file", 1)
+    report = asyncio.run(_import(args, config, path))
+    if args.json:
+        print_json(report)
+    else:
+        print(describe(report))
+    return 0
+
+
+def describe(report: dict[str, Any]) -> str:
+    """One line for people: what was (or would be) imported."""
+    if report["dry_run"]:
+        head = f"Would import {report['new']} new memories"
+    else:
+        head = f"Imported {report['stored']} new memories"
+    vectors = "their vectors" if report["vectors_used"] else "embedding them"
+    return (
+        f"{head} ({report['existing']} already stored, {report['memories']} in the file, "
+        f"{vectors}); {report['episodes']} episodes in the file"
+    )
+
+
+async def _import(args: argparse.Namespace, config: Config, path: Path) -> dict[str, Any]:
+    show = wanted(args.json)
+    client = find_daemon(config, config_path=args.config)
+    if client is not None:
+        try:
+            with bar("upload", path.stat().st_size, show) as advance:
+                return await client.import_file(_file_chunks(path, advance), args.dry_run)
+        finally:
+            await client.aclose()
+    from ..runtime import start_runtime
+
+    runtime = await start_runtime(config)
+    try:
+        if args.dry_run:
+            return (await importer.plan(runtime.api, path)).to_json()
+        planned = await importer.plan(runtime.api, path)
+        with bar("import", planned.memories, show) as advance:
+            return (await importer.apply(runtime.api, path, advance)).to_json()
+    finally:
+        await runtime.stop()
+
+
+def backup(args: argparse.Namespace, config: Config) -> int:
+    dest = Path(args.dir).expanduser().resolve()
+    result = asyncio.run(_backup(args, config, dest))
+    if args.json:
+        print_json(result)
+    else:
+        print(f"Backed up {result['memories']} memories to {result['path']}")
+    return 0
+
+
+async def _backup(args: argparse.Namespace, config: Config, dest: Path) -> dict[str, Any]:
+    client = find_daemon(config, config_path=args.config)
+    if client is not None:
+        try:
+            return await client.backup(str(dest))
+        finally:
+            await client.aclose()
+    from ..runtime import start_runtime
+
+    runtime = await start_runtime(config)
+    try:
+        return await backups.backup(config, runtime.service, dest)
+    finally:
+        await runtime.stop()
+
+
+def restore(args: argparse.Namespace, config: Config) -> int:
+    if find_daemon(config, config_path=args.config) is not None:
+        raise CliError("a daemon is running on this data folder; stop it first", 1)
+    source = Path(args.dir)
+    try:
+        manifest = backups.read_manifest(source.expanduser().resolve())
+        with bar("restore", len(manifest["files"]), wanted(args.json)) as advance:
+            result = backups.restore(source, config, args.force, advance)
+    except InvalidInput as exc:
+        raise CliError(exc.message, 1) from None
+    if args.json:
+        print_json(result)
+    else:
+        print(f"Restored {result['memories']} memories into {result['path']}")
+    return 0

@@ -1,0 +1,154 @@
+"""Backup and restore of the data folder.
+
+A backup is a folder: ``store/`` (a copy of the embedded store, taken with its lock held and
+its segments flushed, while no memory is being written), ``episodes.sqlite3`` and
+``ledger.sqlite3`` (SQLite's online backup API: a consistent copy while the daemon writes),
+the small JSON files of the data folder and ``backup.json`` (what was copied, when, by which
+version). It can be taken while the daemon runs (``POST /v1/backup`` or the CLI through it).
+
+Restore copies a backup into a data folder that holds no data yet (``--force`` replaces the
+data files that are there), with no daemon running on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..config import Config
+from ..errors import Conflict, InvalidInput
+from ..service import MemoryService
+from ..storage.integrity import SQLITE_FILES, write_json_atomically
+from ..timeutil import to_iso, utc_now
+
+MANIFEST = "backup.json"
+STORE = "store"
+KEEP_OUT = {"lock", "daemon.pid", "daemon.log"}  # per process, not data
+DATA_JSON = ("datafiles.json", "identity.json", "auth.json")
+
+
+def _empty_folder(path: Path) -> bool:
+    return not path.exists() or (path.is_dir() and not any(path.iterdir()))
+
+
+def sqlite_copy(source: Path, target: Path) -> None:
+    """A consistent copy of a live SQLite database (online backup API)."""
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    try:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
+def _copy_store(service: MemoryService, target: Path) -> int:
+    """Copy the embedded store with its lock held (no write can start), segments flushed."""
+    store: Any = service.store
+    lock = getattr(store, "_lock", None)
+    root = getattr(store, "root", None)
+    if lock is None or root is None:
+        raise InvalidInput(
+            "backup copies the embedded store; a Qdrant server is backed up with its own "
+            "snapshots (`tribalmemory export --vectors` saves the memories meanwhile)"
+        )
+    with lock:
+        store.flush()
+        shutil.copytree(root, target, ignore=lambda _d, names: [n for n in names if n in KEEP_OUT])
+    return int(store.count())
+
+
+async def backup(config: Config, service: MemoryService, dest: Path) -> dict[str, Any]:
+    """Write a backup of the running data folder into ``dest`` (new or empty)."""
+    dest = dest.expanduser().resolve()
+    if not _empty_folder(dest):
+        raise Conflict(f"{dest} is not empty; back up into a new or empty folder")
+    data = config.data_path
+    if dest == data or data in dest.parents:
+        raise InvalidInput(f"{dest} is inside the data folder {data}; choose a folder outside")
+    dest.mkdir(parents=True, exist_ok=True, mode=0o700)
+    async with service.write_lock():
+        memories = await asyncio.to_thread(_copy_store, service, dest / STORE)
+        files = [STORE]
+        for db in SQLITE_FILES:
+            if (data / db.name).exists():
+                await asyncio.to_thread(sqlite_copy, data / db.name, dest / db.name)
+                files.append(db.name)
+    for name in DATA_JSON:
+        if (data / name).exists():
+            shutil.copy2(data / name, dest / name)
+            files.append(name)
+    manifest = {
+        "format": "tribalmemory-backup",
+        "version": 1,
+        "created_at": to_iso(utc_now()),
+        "tribalmemory": __version__,
+        "model": service.embedder.model_name,
+        "memories": memories,
+        "files": files,
+    }
+    write_json_atomically(dest / MANIFEST, manifest)
+    return {"path": str(dest), **manifest}
+
+
+def read_manifest(source: Path) -> dict[str, Any]:
+    path = source / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"{source} is not a tribalmemory backup ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != "tribalmemory-backup":
+        raise InvalidInput(f"{path} is not a tribalmemory backup manifest")
+    return manifest
+
+
+def target(config: Config, name: str) -> Path:
+    """Where a backed-up file goes back to (the store may live outside the data folder)."""
+    return config.store_path if name == STORE else config.data_path / name
+
+
+def data_files(config: Config) -> list[str]:
+    """What a restore would replace (the folder's data, not its configuration)."""
+    names = {STORE, *(db.name for db in SQLITE_FILES), *DATA_JSON}
+    found = (n for n in names if target(config, n).exists())
+    return sorted(n for n in found if n != STORE or any(config.store_path.iterdir()))
+
+
+def restore(
+    source: Path, config: Config, force: bool, progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
+    """Copy the backup ``source`` into the configured data folder (no daemon may run on it:
+    the caller checks; the store's lock is taken while its folder is replaced)."""
+    source = source.expanduser().resolve()
+    manifest = read_manifest(source)
+    data = config.data_path
+    present = data_files(config)
+    if present and not force:
+        raise Conflict(
+            f"the data folder {data} holds data already ({', '.join(present)}); restore "
+            "into an empty one, or add --force to replace it",
+        )
+    data.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for name in manifest["files"]:
+        src, dst = source / name, target(config, name)
+        if dst.is_dir():
+            shutil.rmtree(dst)
+        elif dst.exists():
+            dst.unlink()
+        for suffix in ("-wal", "-shm"):  # a replaced database's journal must go with it
+            dst.with_name(dst.name + suffix).unlink(missing_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+        if progress is not None:
+            progress(1)
+    return {"path": str(data), "restored": manifest["files"], "memories": manifest["memories"]}

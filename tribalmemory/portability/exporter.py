@@ -1,0 +1,77 @@
+"""Export: the header, every memory (in the store's order), then every episode.
+
+Lines are produced one page at a time, so an export of any size streams in bounded memory.
+Summary memories of episodes are left out (they are the episodes' ``summary``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from typing import Any
+
+from ..api import TribalAPI
+from ..models import SourceType
+from ..storage.base import MemoryFilter
+from ..timeutil import to_iso, utc_now
+from . import records
+
+PAGE = 256
+EPISODE_PAGE = 100
+
+
+async def export_lines(
+    api: TribalAPI,
+    since: datetime | None = None,
+    vectors: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> AsyncIterator[str]:
+    """The export as JSON lines; ``progress(n)`` after every ``n`` memories written."""
+    service = api.service
+    yield records.dumps(
+        records.header(
+            service.embedder.model_name,
+            service.embedder.dim,
+            to_iso(utc_now()),
+            to_iso(since) if since else None,
+            vectors,
+        )
+    )
+    where = MemoryFilter(after=since, exclude_source_types=[SourceType.EPISODE_SUMMARY])
+    pages = service.store.scroll(where, batch_size=PAGE)
+    while True:
+        page = await asyncio.to_thread(lambda: list(itertools.islice(pages, PAGE)))
+        if not page:
+            break
+        extra = service.annotate(page)
+        stored = await service.vectors([m.id for m in page]) if vectors else {}
+        for memory in page:
+            vector = stored.get(memory.id)
+            episode_id = extra.get(memory.id, {}).get("episode_id")
+            yield records.dumps(
+                records.memory_record(
+                    memory, episode_id, vector.tolist() if vector is not None else None
+                )
+            )
+        if progress is not None:
+            progress(len(page))
+    if api.episodes is None:
+        return
+    async for detail in _episodes(api, since):
+        yield records.dumps(records.episode_record(detail))
+
+
+async def _episodes(api: TribalAPI, since: datetime | None) -> AsyncIterator[dict[str, Any]]:
+    offset = 0
+    while True:
+        page = (await api.episodes_list(limit=EPISODE_PAGE, offset=offset))["episodes"]
+        for episode in page:
+            last = episode.get("last_activity_at")
+            if since is not None and last is not None and last < to_iso(since):
+                continue
+            yield await api.episode_get(episode["id"])
+        if len(page) < EPISODE_PAGE:
+            return
+        offset += EPISODE_PAGE

@@ -1,0 +1,144 @@
+"""Import: validate every line first, report what would change, then store the new memories.
+
+Importing is idempotent by memory id: a memory whose id is stored already is left as it is,
+so importing the same file twice adds nothing. New memories go through the write-time hooks,
+so the episode engine places them as it places any memory (exported episodes are checked
+and counted; the engine forms its own from the imported memories). The exported vectors are
+used when the file was written with the same embedding model, else the memories are embedded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..api import TribalAPI
+from ..errors import InvalidInput
+from . import records
+
+MAX_ERRORS = 20  # reported at once; the rest are counted
+CHECK_PAGE = 256
+
+
+@dataclass
+class Report:
+    """What an import finds in a file and (after :func:`apply`) what it did."""
+
+    memories: int = 0
+    episodes: int = 0
+    new: int = 0
+    existing: int = 0
+    stored: int = 0
+    vectors_used: bool = False
+    dry_run: bool = True
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "memories": self.memories,
+            "episodes": self.episodes,
+            "new": self.new,
+            "existing": self.existing,
+            "stored": self.stored,
+            "vectors_used": self.vectors_used,
+            "dry_run": self.dry_run,
+        }
+
+
+def read_lines(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as handle:
+        yield from handle
+
+
+def parse_all(
+    lines: Iterable[bytes], max_chars: int
+) -> Iterator[records.Header | records.ImportedMemory | records.ImportedEpisode]:
+    """Every record of a file, checked; raises InvalidInput listing up to 20 bad lines."""
+    errors: list[str] = []
+    head: records.Header | None = None
+    for number, raw in enumerate(lines, start=1):
+        try:
+            data = records.parse_line(raw, number)
+            if data is None:
+                continue
+            if head is None:
+                head = records.parse_header(data, number)
+                yield head
+            elif data["type"] == "memory":
+                yield records.parse_memory(data, number, head, max_chars)
+            elif data["type"] == "episode":
+                yield records.parse_episode(data, number)
+            else:
+                raise InvalidInput(f"line {number}: a second header")
+        except InvalidInput as exc:
+            if head is None:
+                raise
+            errors.append(exc.message)
+    if head is None:
+        raise InvalidInput("the file is empty; expected an export header on line 1")
+    if errors:
+        shown = errors[:MAX_ERRORS]
+        more = f" (and {len(errors) - len(shown)} more)" if len(errors) > len(shown) else ""
+        raise InvalidInput(f"{len(errors)} invalid lines; nothing was imported{more}", shown)
+
+
+async def plan(api: TribalAPI, path: Path) -> Report:
+    """Validate the whole file and count what an import would add (stores nothing)."""
+    report = Report()
+    service = api.service
+    pending: list[str] = []
+    seen: set[str] = set()
+
+    async def flush() -> None:
+        found = {m.id for m in await service.get_many(pending)}
+        report.existing += len(found)
+        report.new += len(pending) - len(found)
+        pending.clear()
+
+    for item in parse_all(read_lines(path), service.config.server.max_content_chars):
+        if isinstance(item, records.Header):
+            report.vectors_used = item.vectors and (item.model, item.dim) == (
+                service.embedder.model_name,
+                service.embedder.dim,
+            )
+        elif isinstance(item, records.ImportedMemory):
+            report.memories += 1
+            if item.memory.id in seen:
+                report.existing += 1  # twice in the file: stored once
+                continue
+            seen.add(item.memory.id)
+            pending.append(item.memory.id)
+            if len(pending) >= CHECK_PAGE:
+                await flush()
+        else:
+            report.episodes += 1
+    if pending:
+        await flush()
+    return report
+
+
+async def apply(
+    api: TribalAPI, path: Path, progress: Callable[[int], None] | None = None
+) -> Report:
+    """Validate (:func:`plan`), then store every memory whose id is not stored yet."""
+    report = await plan(api, path)
+    report.dry_run = False
+    service = api.service
+    max_chars = service.config.server.max_content_chars
+    for item in parse_all(read_lines(path), max_chars):
+        if not isinstance(item, records.ImportedMemory):
+            continue
+        vector = None
+        if report.vectors_used and item.vector is not None:
+            vector = np.asarray(item.vector, dtype=np.float32)
+        if await service.import_memory(item.memory, vector):
+            report.stored += 1
+        if progress is not None:
+            progress(1)
+        await asyncio.sleep(0)
+    return report

@@ -1,0 +1,174 @@
+"""The export format: one JSON object per line (pure functions, no I/O).
+
+Line 1 is the header (``{"type": "header", "format": "tribalmemory-export", "version": 1,
+...}``); then ``memory`` lines (a memory with its tags, times, source, the episode it belongs
+to and, optionally, its vector) and ``episode`` lines (an episode with its summary, structured
+fields, status, chain parent and member ids). Episode summary memories are not exported as
+memories: they are the episodes' ``summary``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import validation as check
+from ..errors import InvalidInput, TribalError
+from ..models import Memory, SourceType
+
+FORMAT = "tribalmemory-export"
+VERSION = 1
+MAX_LINE_BYTES = 4 * 1024 * 1024  # one memory with its vector is a few kB
+
+
+def header(model: str, dim: int, exported_at: str, since: str | None, vectors: bool) -> dict:
+    return {
+        "type": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": exported_at,
+        "model": model,
+        "dim": dim,
+        "since": since,
+        "vectors": vectors,
+    }
+
+
+def memory_record(
+    memory: Memory, episode_id: str | None, vector: list[float] | None
+) -> dict[str, Any]:
+    record = {"type": "memory", **memory.to_json(), "episode_id": episode_id}
+    if vector is not None:
+        record["vector"] = vector
+    return record
+
+
+def episode_record(detail: dict[str, Any]) -> dict[str, Any]:
+    """An episode line from ``TribalAPI.episode_get``'s answer."""
+    return {"type": "episode", **detail["episode"], "memory_ids": list(detail["memory_ids"])}
+
+
+def dumps(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+@dataclass
+class Header:
+    model: str
+    dim: int
+    vectors: bool
+
+
+@dataclass
+class ImportedMemory:
+    memory: Memory
+    vector: list[float] | None = None
+
+
+@dataclass
+class ImportedEpisode:
+    id: str
+    title: str
+    memory_ids: list[str] = field(default_factory=list)
+
+
+def _bad(line: int, message: str) -> InvalidInput:
+    return InvalidInput(f"line {line}: {message}")
+
+
+def parse_line(raw: bytes | str, line: int) -> dict[str, Any] | None:
+    """The JSON object of one line (None for a blank line)."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise _bad(line, f"longer than {MAX_LINE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        raise _bad(line, "is not valid UTF-8") from None
+    if not text.strip():
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise _bad(line, f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("type") not in ("header", "memory", "episode"):
+        raise _bad(line, 'must be an object whose "type" is header, memory or episode')
+    return data
+
+
+def parse_header(data: dict[str, Any], line: int) -> Header:
+    if line != 1 or data.get("type") != "header":
+        raise _bad(line, "the first line must be the export header")
+    if data.get("format") != FORMAT or data.get("version") != VERSION:
+        raise _bad(line, f"not a {FORMAT} version {VERSION} file")
+    model, dim = data.get("model"), data.get("dim")
+    if not isinstance(model, str) or not isinstance(dim, int) or isinstance(dim, bool):
+        raise _bad(line, "the header needs model (text) and dim (integer)")
+    return Header(model=model, dim=dim, vectors=data.get("vectors") is True)
+
+
+def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) -> ImportedMemory:
+    """A memory line, checked as ``remember`` checks its input (and the id kept)."""
+    try:
+        memory_id = check.memory_id(data.get("id"))
+        content = check.text("content", data.get("content"), max_chars)
+        stype = check.source_type(data.get("source_type"))
+        if stype is SourceType.EPISODE_SUMMARY:
+            raise InvalidInput("EPISODE_SUMMARY memories are written by the episode engine")
+        tags = check.tags(data.get("tags"))
+        context = check.text("context", data.get("context"), 10_000, required=False)
+        instance = check.text("source_instance", data.get("source_instance"), 200)
+        created = check.timestamp("created_at", _time(data, "created_at"))
+        updated = check.timestamp("updated_at", _time(data, "updated_at"))
+    except TribalError as exc:
+        raise _bad(line, exc.message) from None
+    metadata = data.get("metadata") or {}
+    supersedes = data.get("supersedes")
+    if not isinstance(metadata, dict) or not (supersedes is None or isinstance(supersedes, str)):
+        raise _bad(line, "metadata must be an object and supersedes an id or null")
+    vector = data.get("vector")
+    if vector is not None:
+        if not head.vectors or not _is_vector(vector, head.dim):
+            raise _bad(line, f"vector must be {head.dim} finite numbers (header vectors: true)")
+    assert content is not None and instance is not None and created and updated
+    memory = Memory(
+        id=memory_id,
+        content=content,
+        source_type=stype,
+        source_instance=instance,
+        tags=tags,
+        context=context,
+        created_at=created,
+        updated_at=updated,
+        supersedes=supersedes,
+        metadata=metadata,
+    )
+    return ImportedMemory(memory, vector)
+
+
+def parse_episode(data: dict[str, Any], line: int) -> ImportedEpisode:
+    eid, title, members = data.get("id"), data.get("title"), data.get("memory_ids")
+    if not isinstance(eid, str) or not eid.startswith("ep-"):
+        raise _bad(line, "an episode needs its id (ep-...)")
+    if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+        raise _bad(line, "memory_ids must be a list of memory ids")
+    return ImportedEpisode(eid, title if isinstance(title, str) else "", members)
+
+
+def _time(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{key} must be an ISO 8601 time")
+    return value
+
+
+def _is_vector(value: Any, dim: int) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == dim
+        and all(
+            isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+            for x in value
+        )
+    )
