@@ -16,8 +16,8 @@ from helpers_http import EPISODES, unique, write_config
 from starlette.testclient import TestClient
 
 from tribalmemory.cli.main import main
-from tribalmemory.embeddings import BUNDLED_MODEL
 from tribalmemory.config import load_config
+from tribalmemory.embeddings import BUNDLED_MODEL
 from tribalmemory.runtime import start_runtime
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
