@@ -14,6 +14,7 @@ from mcp import Client
 from tribalmemory.config import SECTIONS, Config, config_from_dict
 from tribalmemory.interfaces.mcp_server import build_mcp_server
 from tribalmemory.interfaces.openapi import ROUTES
+from tribalmemory.interfaces.portability_http import STREAMED
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -29,6 +30,7 @@ def shape(path: str) -> str:
 
 
 SERVED = {(op.method, shape(op.path)) for op in ROUTES} | {("GET", "/openapi.json")}
+SERVED |= set(STREAMED)  # export, import and backup: streamed, outside the route table
 
 
 def documented_routes(name: str) -> set[tuple[str, str]]:

@@ -179,3 +179,70 @@ def test_backup_while_running_then_restore_into_an_empty_folder(
     assert [(e["id"], e["memory_count"]) for e in listed] == [
         (e["id"], e["memory_count"]) for e in episodes_before
     ]
+
+
+# -- the CLI, in local mode and against a running daemon -------------------------------------
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_export_import_locally_and_through_the_daemon(
+    daemon: Any, tm_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkey = pytest.MonkeyPatch()
+    try:
+        monkey.setenv("TRIBAL_MEMORY_HOME", str(daemon.home))
+        texts = [unique("Billing exports run at 02:00 UTC"), unique("Invoices go to S3 bucket x")]
+        ids = []
+        for text in texts:
+            code, out, _ = run(
+                capsys,
+                "remember",
+                text,
+                "--tag",
+                "billing",
+                "--json",
+                "--config",
+                str(daemon.config_path),
+            )
+            assert code == 0
+            ids.append(json.loads(out)["memory_id"])
+        code, exported, err = run(capsys, "export", "--config", str(daemon.config_path))
+        assert code == 0 and err == ""  # not a terminal: no progress bar
+        records = lines(exported)
+        by_id = {r["id"]: r for r in records if r["type"] == "memory"}
+        assert {by_id[i]["content"] for i in ids} == set(texts)
+        assert records[0]["vectors"] is False
+        again = tmp_path / "again.jsonl"
+        again.write_text(exported, encoding="utf-8")
+        code, out, _ = run(
+            capsys, "import", str(again), "--json", "--config", str(daemon.config_path)
+        )
+        assert code == 0 and json.loads(out)["stored"] == 0  # all there: nothing added
+        assert json.loads(out)["existing"] == len(by_id)
+    finally:
+        monkey.undo()
+
+    local = write_config(tm_home, episodes={"enabled": False})
+    file = tmp_path / "export.jsonl"
+    file.write_text(exported, encoding="utf-8")
+    code, out, err = run(capsys, "import", str(file), "--dry-run", "--config", str(local))
+    assert code == 0 and err == ""
+    total = len(by_id)
+    assert out.strip() == (
+        f"Would import {total} new memories (0 already stored, {total} in the file, "
+        "embedding them); 0 episodes in the file"
+    )
+    code, out, _ = run(capsys, "import", str(file), "--config", str(local))
+    assert code == 0 and out.startswith(f"Imported {total} new memories")
+    code, out, _ = run(capsys, "recall", texts[0], "--json", "--config", str(local))
+    assert json.loads(out)["results"][0]["memory_id"] == ids[0]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(exported.splitlines()[0] + "\n{not json\n", encoding="utf-8")
+    code, _, err = run(capsys, "import", str(broken), "--config", str(local))
+    assert code == 1 and "1 invalid lines; nothing was imported" in err
+    assert "line 2: is not valid JSON" in err
