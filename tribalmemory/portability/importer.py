@@ -9,7 +9,6 @@ used when the file was written with the same embedding model, else the memories 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from . import records
 
 MAX_ERRORS = 20  # reported at once; the rest are counted
 CHECK_PAGE = 256
+EMBED_PAGE = 64  # memories embedded in one model run
 
 
 @dataclass
@@ -125,20 +125,35 @@ async def plan(api: TribalAPI, path: Path) -> Report:
 async def apply(
     api: TribalAPI, path: Path, progress: Callable[[int], None] | None = None
 ) -> Report:
-    """Validate (:func:`plan`), then store every memory whose id is not stored yet."""
+    """Validate (:func:`plan`), then store every memory whose id is not stored yet.
+
+    Memories without a usable vector are embedded a page at a time (one model run per page)."""
     report = await plan(api, path)
     report.dry_run = False
     service = api.service
     max_chars = service.config.server.max_content_chars
-    for item in parse_all(read_lines(path), max_chars):
-        if not isinstance(item, records.ImportedMemory):
-            continue
-        vector = None
-        if report.vectors_used and item.vector is not None:
-            vector = np.asarray(item.vector, dtype=np.float32)
-        if await service.import_memory(item.memory, vector):
-            report.stored += 1
+    page: list[records.ImportedMemory] = []
+
+    async def store_page() -> None:
+        known = {m.id for m in await service.get_many([i.memory.id for i in page])}
+        todo = [i for i in page if i.memory.id not in known]
+        missing = [i for i in todo if not (report.vectors_used and i.vector is not None)]
+        embedded = await service.embed([i.memory.content for i in missing]) if missing else []
+        vectors = {id(i): v for i, v in zip(missing, embedded, strict=True)}
+        for item in todo:
+            given = vectors.get(id(item))
+            vector = given if given is not None else np.asarray(item.vector, dtype=np.float32)
+            if await service.import_memory(item.memory, vector):
+                report.stored += 1
         if progress is not None:
-            progress(1)
-        await asyncio.sleep(0)
+            progress(len(page))
+        page.clear()
+
+    for item in parse_all(read_lines(path), max_chars):
+        if isinstance(item, records.ImportedMemory):
+            page.append(item)
+            if len(page) >= EMBED_PAGE:
+                await store_page()
+    if page:
+        await store_page()
     return report
