@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 import subprocess
@@ -512,7 +513,9 @@ async def test_a_missing_usage_report_is_counted_locally(fake: FakeLLM, tmp_path
     fake.script(Reply.json(short(), usage={}))
     await client.run(prompt)
     [row] = ledger.rows()
-    assert row["prompt_tokens"] == counted(prompt) and row["completion_tokens"] > 0
+    answer = json.dumps(short())  # what the fake sent (Reply.json)
+    completion = load_litellm().token_counter(model="openai/gpt-4o-mini", text=answer)
+    assert row["prompt_tokens"] == counted(prompt) and row["completion_tokens"] == completion
     assert "usage_anomalies" not in client.status()
 
 

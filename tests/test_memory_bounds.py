@@ -28,7 +28,7 @@ from tribalmemory.embeddings.embedder import (
 )
 from tribalmemory.errors import Busy
 from tribalmemory.runtime import start_runtime
-from tribalmemory.service.memory_service import MAX_CONCURRENT_BATCHES
+from tribalmemory.service.memory_service import BATCH_RETRY_AFTER, MAX_CONCURRENT_BATCHES
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ async def test_a_batch_beyond_the_concurrent_limit_is_refused(service: Any) -> N
     await wait_until(lambda: service.batches_in_flight == MAX_CONCURRENT_BATCHES, 30, "2 batches")
     with pytest.raises(Busy) as refused:
         await service.remember_batch(batch("third"))
-    assert refused.value.status == 429 and refused.value.retry_after > 0
+    assert refused.value.status == 429 and refused.value.retry_after == BATCH_RETRY_AFTER
     assert "retry in" in refused.value.message
     stored = await asyncio.gather(*running)
     assert all(r.success for results in stored for r in results)
