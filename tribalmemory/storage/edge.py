@@ -608,7 +608,8 @@ class EdgeStore:
             return worked
 
     def flush(self) -> None:
-        """Persist segments and sync the WAL to disk (power-loss safe up to here)."""
+        """Persist segments and sync the WAL to disk (power-loss safe up to here); a backup
+        copies the folder after this, with the lock held (``portability/backup.py``)."""
         with self._lock:
             self._live(touch=False).flush()
 

@@ -434,9 +434,6 @@ class ServerStore:
         """The server indexes by itself; nothing to do."""
         return False
 
-    def flush(self) -> None:
-        """Writes are acknowledged by the server's WAL (``wait=True``); nothing to do."""
-
     def close(self) -> None:
         with self._lock:
             if not self._closed:
