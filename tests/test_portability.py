@@ -246,3 +246,56 @@ def test_cli_export_import_locally_and_through_the_daemon(
     code, _, err = run(capsys, "import", str(broken), "--config", str(local))
     assert code == 1 and "1 invalid lines; nothing was imported" in err
     assert "line 2: is not valid JSON" in err
+
+
+def test_backup_through_the_daemon_during_writes_restores_what_it_counted(
+    daemon: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Writers keep storing while the CLI asks the daemon for a backup: the copy holds exactly
+    the memories its manifest counts and opens cleanly; the writers never see an error."""
+    import threading
+
+    import httpx
+
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def writer() -> None:
+        with httpx.Client(base_url=daemon.url, timeout=30, trust_env=False) as http:
+            while not stop.is_set():
+                answer = http.post("/v1/remember", json={"content": unique("written meanwhile")})
+                if answer.status_code != 200:
+                    failures.append(answer.text)
+
+    threads = [threading.Thread(target=writer) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        target = tmp_path / "during"
+        monkey = pytest.MonkeyPatch()
+        monkey.setenv("TRIBAL_MEMORY_HOME", str(daemon.home))
+        try:
+            code, out, err = run(
+                capsys, "backup", str(target), "--json", "--config", str(daemon.config_path)
+            )
+        finally:
+            monkey.undo()
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert code == 0, err
+    assert failures == []
+    counted = json.loads(out)["memories"]
+    home = tmp_path / "restored"
+    config_path = write_config(home, episodes={"enabled": False})
+    assert main(["restore", str(target), "--config", str(config_path)]) == 0
+
+    async def total() -> int:
+        runtime = await start_runtime(load_config(config_path))
+        try:
+            return int((await runtime.api.stats())["total_memories"])
+        finally:
+            await runtime.stop()
+
+    assert asyncio.run(total()) == counted > 0
