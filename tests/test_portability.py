@@ -7,6 +7,7 @@ of its own; the restored folder is opened by a fresh runtime and must answer as 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -299,3 +300,25 @@ def test_backup_through_the_daemon_during_writes_restores_what_it_counted(
             await runtime.stop()
 
     assert asyncio.run(total()) == counted > 0
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bars_only_at_a_terminal_and_never_with_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tribalmemory.portability.progress import bar, wanted
+
+    screen = Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    assert wanted(False) is True and wanted(True) is False
+    with bar("import", 4, wanted(False)) as advance:
+        advance(1)
+        advance(3)
+    drawn = screen.getvalue()
+    assert "import" in drawn and "4/4" in drawn  # count done / expected, after the last step
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # a pipe or a file: nothing drawn
+    assert wanted(False) is False

@@ -18,7 +18,7 @@ from ..datafolder import ensure_identity, make_private, write_private
 from ..interfaces.auth import check_bind, token_store
 from ..logs import follow, log_file, setup_logging, tail
 from ..runtime import start_runtime
-from .output import CliError, ProgressBar, clean
+from .output import CliError, clean
 
 log = logging.getLogger("tribalmemory.serve")
 
@@ -196,12 +196,18 @@ def reembed(args: argparse.Namespace, config: Config) -> int:
             "it first (`tribalmemory service stop`), then run reembed again"
         )
     from ..embeddings import load_embedder
+    from ..portability.progress import bar, wanted
     from ..storage.reembed import reembed as run
 
     embedder = load_embedder(config.embedding.model, config.embedding.cache_dir)
-    bar = ProgressBar("re-embedding")
-    count = run(config, embedder, bar)
-    bar.finish()
+    with bar("re-embedding", None, wanted(False)) as advance:
+        seen = [0]
+
+        def report(done: int, total: int) -> None:
+            advance(done - seen[0], total)
+            seen[0] = done
+
+        count = run(config, embedder, report)
     print(f"re-embedded {count} memories with {embedder.model_name}")
     return 0
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -14,10 +14,11 @@ def wanted(json_output: bool) -> bool:
 
 
 @contextmanager
-def bar(label: str, total: int | None, show: bool) -> Iterator[Callable[[int], None]]:
-    """Yield ``advance(n)``; draws a bar with count, rate and ETA on stderr when ``show``."""
+def bar(label: str, total: int | None, show: bool) -> Iterator[Any]:
+    """Yield ``advance(n, total=None)``; draws a bar with count, rate and time left on stderr
+    when ``show`` (``total`` corrects the expected count when it becomes known)."""
     if not show:
-        yield lambda _n: None
+        yield lambda _n, total=None: None
         return
     from rich.console import Console
     from rich.progress import (
@@ -43,4 +44,8 @@ def bar(label: str, total: int | None, show: bool) -> Iterator[Callable[[int], N
     ]
     with Progress(*columns, console=Console(stderr=True)) as progress:
         task = progress.add_task(label, total=total)
-        yield lambda n: progress.advance(task, n)
+
+        def advance(n: int, total: int | None = None) -> None:
+            progress.update(task, advance=n, **({"total": total} if total else {}))
+
+        yield advance
