@@ -113,6 +113,8 @@ def test_import_is_validated_first_then_idempotent_by_id(
         assert refused.json()["error"].startswith("1 invalid lines; nothing was imported")
         assert refused.json()["detail"][0].startswith("line 3: created_at")
         assert fresh.get("/v1/stats").json()["total_memories"] == 0
+        plain = {"Content-Type": "text/plain"}  # what a web page may send cross-origin
+        assert fresh.post("/v1/import", headers=plain, content=export.encode()).status_code == 415
 
         planned = fresh.post(
             "/v1/import", headers=NDJSON, params={"dry_run": "true"}, content=export.encode()
