@@ -67,11 +67,13 @@ def test_export_streams_memories_with_their_episode_and_the_episodes(
     assert exported.status_code == 200
     assert exported.headers["content-type"] == "application/x-ndjson"
     records = lines(exported.text)
-    head, rest = records[0], records[1:]
+    head, rest, end = records[0], records[1:-1], records[-1]
     assert head["type"] == "header" and head["format"] == "tribalmemory-export"
     assert head["model"] == BUNDLED_MODEL and head["dim"] == 384 and not head["vectors"]
     memories = {r["id"]: r for r in rest if r["type"] == "memory"}
     episodes = [r for r in rest if r["type"] == "episode"]
+    assert end == {"type": "end", "memories": len(memories), "episodes": len(episodes)}
+    assert len(memories) + len(episodes) == len(rest)
     assert set(memories) == {m["id"] for m in stored}  # summary memories are not exported
     for memory in stored:
         record = memories[memory["id"]]
@@ -110,9 +112,15 @@ def test_import_is_validated_first_then_idempotent_by_id(
         bad[2] = bad[2].replace('"created_at":"2025', '"created_at":"later-2025')
         refused = fresh.post("/v1/import", headers=NDJSON, content="\n".join(bad).encode())
         assert refused.status_code == 422
-        assert refused.json()["error"].startswith("1 invalid lines; nothing was imported")
+        assert refused.json()["error"] == "1 problem in the file; nothing was imported"
         assert refused.json()["detail"][0].startswith("line 3: created_at")
         assert fresh.get("/v1/stats").json()["total_memories"] == 0
+        cut = "\n".join(export.splitlines()[:-1]).encode()  # e.g. a dropped connection
+        short = fresh.post("/v1/import", headers=NDJSON, content=cut)
+        assert short.status_code == 422
+        assert short.json()["detail"] == [
+            "the file ends without its end line: the export was cut short"
+        ]
         plain = {"Content-Type": "text/plain"}  # what a web page may send cross-origin
         assert fresh.post("/v1/import", headers=plain, content=export.encode()).status_code == 415
 
@@ -247,8 +255,8 @@ def test_cli_export_import_locally_and_through_the_daemon(
     broken = tmp_path / "broken.jsonl"
     broken.write_text(exported.splitlines()[0] + "\n{not json\n", encoding="utf-8")
     code, _, err = run(capsys, "import", str(broken), "--config", str(local))
-    assert code == 1 and "1 invalid lines; nothing was imported" in err
-    assert "line 2: is not valid JSON" in err
+    assert code == 1 and "2 problems in the file; nothing was imported" in err
+    assert "line 2: is not valid JSON" in err and "the export was cut short" in err
 
 
 def test_backup_through_the_daemon_during_writes_restores_what_it_counted(

@@ -39,6 +39,7 @@ async def export_lines(
             vectors,
         )
     )
+    memories = episodes = 0
     where = MemoryFilter(after=since, exclude_source_types=[SourceType.EPISODE_SUMMARY])
     pages = service.store.scroll(where, batch_size=PAGE)
     while True:
@@ -55,12 +56,14 @@ async def export_lines(
                     memory, episode_id, vector.tolist() if vector is not None else None
                 )
             )
+        memories += len(page)
         if progress is not None:
             progress(len(page))
-    if api.episodes is None:
-        return
-    async for detail in _episodes(api, since):
-        yield records.dumps(records.episode_record(detail))
+    if api.episodes is not None:
+        async for detail in _episodes(api, since):
+            episodes += 1
+            yield records.dumps(records.episode_record(detail))
+    yield records.dumps(records.end(memories, episodes))
 
 
 async def _episodes(api: TribalAPI, since: datetime | None) -> AsyncIterator[dict[str, Any]]:

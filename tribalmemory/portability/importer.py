@@ -61,18 +61,26 @@ def parse_all(
     """Every record of a file, checked; raises InvalidInput listing up to 20 bad lines."""
     errors: list[str] = []
     head: records.Header | None = None
+    counts = {"memory": 0, "episode": 0}
+    ended: dict[str, Any] | None = None
     for number, raw in enumerate(lines, start=1):
         try:
             data = records.parse_line(raw, number)
             if data is None:
                 continue
+            if ended is not None:
+                raise InvalidInput(f"line {number}: a line after the end line")
             if head is None:
                 head = records.parse_header(data, number)
                 yield head
-            elif data["type"] == "memory":
-                yield records.parse_memory(data, number, head, max_chars)
-            elif data["type"] == "episode":
-                yield records.parse_episode(data, number)
+            elif data["type"] in counts:
+                counts[data["type"]] += 1
+                if data["type"] == "memory":
+                    yield records.parse_memory(data, number, head, max_chars)
+                else:
+                    yield records.parse_episode(data, number)
+            elif data["type"] == "end":
+                ended = data
             else:
                 raise InvalidInput(f"line {number}: a second header")
         except InvalidInput as exc:
@@ -81,10 +89,18 @@ def parse_all(
             errors.append(exc.message)
     if head is None:
         raise InvalidInput("the file is empty; expected an export header on line 1")
+    if ended is None:
+        errors.append("the file ends without its end line: the export was cut short")
+    elif (ended.get("memories"), ended.get("episodes")) != (counts["memory"], counts["episode"]):
+        errors.append(
+            f"the end line counts {ended.get('memories')} memories and {ended.get('episodes')} "
+            f"episodes, the file holds {counts['memory']} and {counts['episode']}"
+        )
     if errors:
         shown = errors[:MAX_ERRORS]
         more = f" (and {len(errors) - len(shown)} more)" if len(errors) > len(shown) else ""
-        raise InvalidInput(f"{len(errors)} invalid lines; nothing was imported{more}", shown)
+        noun = "problem" if len(errors) == 1 else "problems"
+        raise InvalidInput(f"{len(errors)} {noun} in the file; nothing was imported{more}", shown)
 
 
 async def plan(api: TribalAPI, path: Path) -> Report:

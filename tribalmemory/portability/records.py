@@ -3,8 +3,9 @@
 Line 1 is the header (``{"type": "header", "format": "tribalmemory-export", "version": 1,
 ...}``); then ``memory`` lines (a memory with its tags, times, source, the episode it belongs
 to and, optionally, its vector) and ``episode`` lines (an episode with its summary, structured
-fields, status, chain parent and member ids). Episode summary memories are not exported as
-memories: they are the episodes' ``summary``.
+fields, status, chain parent and member ids); the last line is ``{"type": "end", "memories":
+N, "episodes": M}``, so a file cut short (a dropped connection, a full disk) is recognised.
+Episode summary memories are not exported as memories: they are the episodes' ``summary``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..models import Memory, SourceType
 FORMAT = "tribalmemory-export"
 VERSION = 1
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one memory with its vector is a few kB
+TYPES = ("header", "memory", "episode", "end")
 
 
 def header(model: str, dim: int, exported_at: str, since: str | None, vectors: bool) -> dict:
@@ -34,6 +36,10 @@ def header(model: str, dim: int, exported_at: str, since: str | None, vectors: b
         "since": since,
         "vectors": vectors,
     }
+
+
+def end(memories: int, episodes: int) -> dict[str, Any]:
+    return {"type": "end", "memories": memories, "episodes": episodes}
 
 
 def memory_record(
@@ -92,8 +98,8 @@ def parse_line(raw: bytes | str, line: int) -> dict[str, Any] | None:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise _bad(line, f"is not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("type") not in ("header", "memory", "episode"):
-        raise _bad(line, 'must be an object whose "type" is header, memory or episode')
+    if not isinstance(data, dict) or data.get("type") not in TYPES:
+        raise _bad(line, 'must be an object whose "type" is header, memory, episode or end')
     return data
 
 
