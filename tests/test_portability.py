@@ -164,6 +164,8 @@ def test_backup_while_running_then_restore_into_an_empty_folder(
     again = client.post("/v1/backup", json={"path": str(target)})
     assert again.status_code == 409 and "not empty" in again.json()["error"]
     assert client.post("/v1/backup", json={"path": "relative"}).status_code == 422
+    inside = client.post("/v1/backup", json={"path": str(app_config.data_path / "copy")})
+    assert inside.status_code == 422 and "inside the data folder" in inside.json()["error"]
     assert client.post("/v1/backup", json={"dir": str(tmp_path)}).status_code == 422
     episodes_before = client.get("/v1/episodes").json()["episodes"]
 

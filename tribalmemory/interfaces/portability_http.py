@@ -2,7 +2,8 @@
 ``POST /v1/backup``. Thin: parse, call :mod:`tribalmemory.portability`, answer.
 
 The import body is read chunk by chunk into a temporary file in the data folder (never whole
-into memory), then validated completely before anything is stored.
+into memory; refused with 507 when the disk's reserve would be used), then validated
+completely before anything is stored.
 """
 
 from __future__ import annotations
@@ -78,8 +79,11 @@ async def import_(request: Request, api: Any) -> Response:
     spool = folder / f".import-{uuid.uuid4().hex}.jsonl"
     try:
         fd = os.open(spool, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        space = api.service.space  # the spool must leave the disk reserve like any write
         with os.fdopen(fd, "wb") as handle:
             async for chunk in request.stream():
+                if space is not None:
+                    space.check(len(chunk))
                 handle.write(chunk)
         if dry_run:
             report = await importer.plan(api, spool)

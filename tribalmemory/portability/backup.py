@@ -71,7 +71,7 @@ async def backup(config: Config, service: MemoryService, dest: Path) -> dict[str
     dest = dest.expanduser().resolve()
     if not _empty_folder(dest):
         raise Conflict(f"{dest} is not empty; back up into a new or empty folder")
-    data = config.data_path
+    data = config.data_path.resolve()
     if dest == data or data in dest.parents:
         raise InvalidInput(f"{dest} is inside the data folder {data}; choose a folder outside")
     dest.mkdir(parents=True, exist_ok=True, mode=0o700)
