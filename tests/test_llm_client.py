@@ -549,7 +549,7 @@ async def test_no_api_key(
     assert len(warnings(caplog)) == 1
     keyed, _ = make(fake, tmp_path, client_kw={"api_key": "x"})
     assert keyed.check_startup()["state"] == "ready"
-    assert await keyed.run(summary_prompt())
+    assert await keyed.run(summary_prompt()) == ANSWER
 
 
 async def test_unknown_model_names_the_settings_and_free_providers(
@@ -712,7 +712,7 @@ async def test_new_month_and_raised_ceiling_resume(
 async def test_provider_down_then_back(fake: FakeLLM, tmp_path: Path) -> None:
     clock = Monotonic()
     client, ledger = make(fake, tmp_path, max_retries=1, client_kw={"monotonic": clock})
-    assert await client.run(summary_prompt())
+    assert await client.run(summary_prompt()) == ANSWER
     port = fake.port
     fake.stop()
     with pytest.raises(LLMUnavailable) as err:
@@ -722,7 +722,7 @@ async def test_provider_down_then_back(fake: FakeLLM, tmp_path: Path) -> None:
     assert outcomes(ledger)[1:] == ["error:connection"] * 2
     with FakeLLM(port=port) as again:
         clock.now += 5
-        assert await client.run(summary_prompt())
+        assert await client.run(summary_prompt()) == ANSWER
         assert again.calls == 1
     assert client.status()["state"] == "ready"
 
