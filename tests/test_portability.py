@@ -291,6 +291,9 @@ def test_backup_through_the_daemon_during_writes_restores_what_it_counted(
             code, out, err = run(
                 capsys, "backup", str(target), "--json", "--config", str(daemon.config_path)
             )
+            refused = run(
+                capsys, "restore", str(target), "--force", "--config", str(daemon.config_path)
+            )
         finally:
             monkey.undo()
     finally:
@@ -299,6 +302,7 @@ def test_backup_through_the_daemon_during_writes_restores_what_it_counted(
             thread.join()
     assert code == 0, err
     assert failures == []
+    assert refused[0] == 1 and "a daemon is running on this data folder" in refused[2]
     counted = json.loads(out)["memories"]
     home = tmp_path / "restored"
     config_path = write_config(home, episodes={"enabled": False})
