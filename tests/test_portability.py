@@ -100,6 +100,12 @@ def test_import_is_validated_first_then_idempotent_by_id(
     client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stored = store_some(client)
+    fix = {"memory_id": stored[3]["id"], "content": "The coffee machine is descaled on Mondays"}
+    correction = client.post("/v1/correct", json=fix).json()["memory_id"]
+    settle(client)
+    stored = [client.get(f"/v1/memory/{m['id']}").json() for m in stored]
+    stored.append(client.get(f"/v1/memory/{correction}").json())
+    assert stored[3]["superseded_by"] == correction
     export = client.get("/v1/export", params={"vectors": "true"}).text
 
     other = tmp_path / "other"
@@ -128,9 +134,9 @@ def test_import_is_validated_first_then_idempotent_by_id(
             "/v1/import", headers=NDJSON, params={"dry_run": "true"}, content=export.encode()
         )
         assert planned.json() == {
-            "memories": 4,
+            "memories": 5,
             "episodes": 1,
-            "new": 4,
+            "new": 5,
             "existing": 0,
             "stored": 0,
             "vectors_used": True,
@@ -138,18 +144,20 @@ def test_import_is_validated_first_then_idempotent_by_id(
         }
         assert fresh.get("/v1/stats").json()["total_memories"] == 0
         done = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
-        assert done["stored"] == 4 and done["dry_run"] is False
+        assert done["stored"] == 5 and done["dry_run"] is False
         settle(fresh)
         for memory in stored:
             got = fresh.get(f"/v1/memory/{memory['id']}").json()
-            for key in ("content", "tags", "source_type", "source_instance", "created_at"):
+            keys = ("content", "tags", "source_type", "source_instance", "created_at")
+            for key in (*keys, "supersedes", "superseded_by"):
                 assert got[key] == memory[key], key
         thread = {fresh.get(f"/v1/memory/{m['id']}").json()["episode_id"] for m in stored[:3]}
         assert len(thread) == 1 and None not in thread  # the engine placed them again
         again = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
-        assert again["stored"] == 0 and again["existing"] == 4
+        assert again["stored"] == 0 and again["existing"] == 5
         counts = fresh.get("/v1/stats").json()
         assert counts["by_source_type"]["USER_EXPLICIT"] == 4
+        assert counts["by_source_type"]["CORRECTION"] == 1
 
 
 def test_backup_while_running_then_restore_into_an_empty_folder(

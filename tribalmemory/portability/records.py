@@ -130,9 +130,10 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
     except TribalError as exc:
         raise _bad(line, exc.message) from None
     metadata = data.get("metadata") or {}
-    supersedes = data.get("supersedes")
-    if not isinstance(metadata, dict) or not (supersedes is None or isinstance(supersedes, str)):
-        raise _bad(line, "metadata must be an object and supersedes an id or null")
+    supersedes, superseded_by = data.get("supersedes"), data.get("superseded_by")
+    links_ok = all(v is None or isinstance(v, str) for v in (supersedes, superseded_by))
+    if not isinstance(metadata, dict) or not links_ok:
+        raise _bad(line, "metadata must be an object, supersedes and superseded_by ids or null")
     vector = data.get("vector")
     if vector is not None:
         if not head.vectors or not _is_vector(vector, head.dim):
@@ -148,6 +149,7 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
         created_at=created,
         updated_at=updated,
         supersedes=supersedes,
+        superseded_by=superseded_by,
         metadata=metadata,
     )
     return ImportedMemory(memory, vector)
