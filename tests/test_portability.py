@@ -151,8 +151,12 @@ def test_import_is_validated_first_then_idempotent_by_id(
             keys = ("content", "tags", "source_type", "source_instance", "created_at")
             for key in (*keys, "supersedes", "superseded_by"):
                 assert got[key] == memory[key], key
-        thread = {fresh.get(f"/v1/memory/{m['id']}").json()["episode_id"] for m in stored[:3]}
-        assert len(thread) == 1 and None not in thread  # the engine placed them again
+        # Every imported memory went through the episode engine (none left pending). Which
+        # episode it lands in is the engine's decision on the file's order (the store's, not
+        # time order), so the grouping is not compared: a backup keeps episodes exactly.
+        for memory in stored:
+            got = fresh.get(f"/v1/memory/{memory['id']}").json()
+            assert got["episode_status"] != "pending", got
         again = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
         assert again["stored"] == 0 and again["existing"] == 5
         counts = fresh.get("/v1/stats").json()
