@@ -65,12 +65,6 @@ class InsufficientStorage(TribalError):
     code = "insufficient_storage"
 
 
-class Conflict(TribalError):
-    """The request contradicts the state of the target (e.g. restoring over data)."""
-
-    status = 409
-
-
 class FeatureDisabled(TribalError):
     status = 501
     code = "feature_disabled"
