@@ -208,6 +208,49 @@ def _metadata(memories: list[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
+STRUCTURED_CUES = (
+    ("fix", re.compile(r"\b(fixed|resolved|works now)\b", re.I)),
+    ("decision", re.compile(r"\b(decided|decision|chose|going with|switch(ed)? to)\b", re.I)),
+    ("error", re.compile(r"\b(error|failed|failure|crash|broken)\b", re.I)),
+    ("discovery", re.compile(r"\b(found|root cause|turns out)\b", re.I)),
+)
+LESSON_WORDS = re.compile(r"\b(lesson|learned|next time|gotcha|never|always)\b", re.I)
+
+
+def structured_answer(memories: list[tuple[str, str]], title: str) -> dict[str, Any]:
+    """A plausible structured record citing the prompt's memory ids (cue words, like a model
+    that reads them): events, decisions from "decided", lessons from "lesson"/"learned"."""
+    events, decisions, lessons = [], [], []
+    for mid, content in memories:
+        first = content.split(". ")[0].strip()[:200] or "Untitled"
+        kind = next((k for k, rx in STRUCTURED_CUES if rx.search(content)), None)
+        if kind:
+            events.append({"type": kind, "text": first, "memory_ids": [mid]})
+        if kind == "decision":
+            decisions.append(
+                {
+                    "context": "from the memories",
+                    "options": [],
+                    "chosen": first,
+                    "rationale": "stated in the memory",
+                    "outcome": None,
+                    "memory_ids": [mid],
+                }
+            )
+        if LESSON_WORDS.search(content):
+            lessons.append({"text": first, "memory_ids": [mid]})
+    kinds = [e["type"] for e in events if e["type"] in ("error", "fix")]
+    outcome = "unknown" if not kinds else ("success" if kinds[-1] == "fix" else "failure")
+    return {
+        "task": title[:200],
+        "outcome": outcome,
+        "outcome_reason": f"fake: last error/fix cue is {kinds[-1] if kinds else 'none'}",
+        "decisions": decisions,
+        "events": events,
+        "lessons": lessons,
+    }
+
+
 def _title_in(user: str) -> str | None:
     found = re.search(r"<title>(.*?)</title>", user, re.S)
     return html.unescape(found.group(1)).strip() if found else None
@@ -226,6 +269,8 @@ def default_answer(purpose: str | None, user: str, system: str = "") -> dict[str
     answer: dict[str, Any] = {"title": title, "summary": _summary_from(mems)}
     if purpose == "final" or '"metadata"' in system:
         answer["metadata"] = _metadata(mems)
+    if '"structured"' in system:
+        answer["structured"] = structured_answer(mems, title)
     return answer
 
 

@@ -89,10 +89,11 @@ def home(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
 def counts(home: Path) -> dict[str, int]:
     """Memories by kind, read from the store directly."""
     from tribalmemory.embeddings.embedder import BUNDLED_DIM, BUNDLED_MODEL
-    from tribalmemory.models import SourceType
+    from tribalmemory.models import ENGINE_WRITTEN
 
     with EdgeStore.open(home / "store", BUNDLED_MODEL, BUNDLED_DIM) as store:
-        summaries = store.count(MemoryFilter(source_types=[SourceType.EPISODE_SUMMARY]))
+        # What the episode engine wrote: summaries, lessons and decisions.
+        summaries = store.count(MemoryFilter(source_types=sorted(ENGINE_WRITTEN)))
         return {"all": store.count(), "summaries": summaries}
 
 
@@ -198,7 +199,7 @@ async def test_blank_episode_db_never_deletes_summaries(home: Path) -> None:
     with pytest.raises(DamagedDataError) as refused:
         await start_runtime(load_config(home / "config.yaml"))
     assert refused.value.path == home / "episodes.sqlite3"
-    assert f"{summaries} episode summary memories" in str(refused.value)
+    assert f"{summaries} episode summary, lesson and decision memories" in str(refused.value)
     assert counts(home)["summaries"] == summaries
 
 
@@ -221,7 +222,8 @@ async def start_and_count(home: Path) -> dict[str, int]:
         stats = await runtime.service.stats()
     finally:
         await runtime.stop()
-    return {"all": stats["total_memories"], "summaries": stats["by_source_type"]["EPISODE_SUMMARY"]}
+    written = sum(stats["by_source_type"][t] for t in ("EPISODE_SUMMARY", "LESSON", "DECISION"))
+    return {"all": stats["total_memories"], "summaries": written}
 
 
 def test_doctor_finds_nothing_on_a_healthy_folder(home: Path, capsys: Any) -> None:
@@ -264,7 +266,8 @@ async def test_doctor_repairs_by_moving_aside(
         assert after == {"all": before["all"] - before["summaries"], "summaries": 0}
         exported = (aside[0] / "episode-summaries.jsonl").read_text().splitlines()
         assert len(exported) == before["summaries"]
-        assert all(json.loads(line)["source_type"] == "EPISODE_SUMMARY" for line in exported)
+        kinds = {json.loads(line)["source_type"] for line in exported}
+        assert kinds <= {"EPISODE_SUMMARY", "LESSON", "DECISION"} and "EPISODE_SUMMARY" in kinds
         assert (aside[0] / "episodes.sqlite3").exists()
     elif expected == "month spent":
         assert month_spend(home) == pytest.approx(CEILING)  # never less than was spent

@@ -146,7 +146,8 @@ async def test_patch_renames_sets_fields_closes_and_reopens(rt: Runtime) -> None
     await rt.api.episode_regenerate(auth)  # summaries run again: the user's edits stay
     await settle(rt)
     episode = (await rt.api.episode_get(auth))["episode"]
-    assert episode["title"] == "Multi-tab logout" and episode["outcome"] == "fixed"
+    # the user's metadata field stays (the episode's own outcome is its structured record's)
+    assert episode["title"] == "Multi-tab logout" and episode["metadata"]["outcome"] == "fixed"
     summary = await rt.api.get_memory(episode["summary_memory_id"])
     assert summary["content"].startswith("Episode: Multi-tab logout\n")
     await rt.api.episode_update(auth, metadata={"outcome": None})

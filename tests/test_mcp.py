@@ -56,6 +56,9 @@ TOOLS = {
     "tribal_episode_chain",
     "tribal_episode_replay",
     "tribal_episodes_search",
+    "tribal_episode_decisions",
+    "tribal_context",
+    "tribal_patterns",
 }
 EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episodes_list": {},
@@ -74,6 +77,9 @@ EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episode_chain": {"episode_id": "ep-0123456789ab"},
     "tribal_episode_replay": {"topic": "refresh tokens"},
     "tribal_episodes_search": {"query": "refresh tokens"},
+    "tribal_episode_decisions": {"episode_id": "ep-0123456789ab"},
+    "tribal_context": {"query": "refresh tokens"},
+    "tribal_patterns": {"kind": "antipattern"},
 }
 REMEMBER_KEYS = {"success", "memory_id", "duplicate_of", "episode_id", "error", "episode_status"}
 MEMORY_KEYS = {
@@ -303,6 +309,8 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         shapes.EpisodeUpdateRequest,
         shapes.EpisodeMergeRequest,
         shapes.EpisodeSplitRequest,
+        shapes.ContextQuery,
+        shapes.PatternsQuery,
     ]
     outputs = {
         "tribal_remember": shapes.RememberResult,
@@ -321,6 +329,9 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_episode_chain": shapes.EpisodeChain,
         "tribal_episode_replay": shapes.Replay,
         "tribal_episodes_search": shapes.EpisodeSearch,
+        "tribal_episode_decisions": shapes.EpisodeDecisions,
+        "tribal_context": shapes.Context,
+        "tribal_patterns": shapes.Patterns,
     }
     async with connect(fake) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

@@ -27,7 +27,7 @@ class EpisodeOperations(Protocol):
     """What the episode engine offers to the API (implemented in tribalmemory.episodes)."""
 
     async def list_episodes(
-        self, status: str | None, limit: int, offset: int, filters: dict[str, str]
+        self, status: str | None, limit: int, offset: int, filters: dict[str, Any]
     ) -> list[dict[str, Any]]: ...
     async def get_episode(self, episode_id: str, include_timeline: bool) -> dict[str, Any]: ...
     async def create_episode(
@@ -52,6 +52,10 @@ class EpisodeOperations(Protocol):
     def member_ids(self, episode_id: str) -> list[str]: ...
     async def start_episode(self, topic: str, session: str) -> dict[str, Any]: ...
     async def current_episode(self, session: str) -> dict[str, Any]: ...
+    async def update_structured(self, episode_id: str, patch: dict[str, Any]) -> None: ...
+    async def decisions(self, episode_id: str) -> dict[str, Any]: ...
+    async def context(self, query: str | None, budget: int) -> dict[str, Any]: ...
+    async def patterns(self, kind: str | None, query: str | None, limit: int) -> dict[str, Any]: ...
     def costs(self) -> dict[str, Any]: ...
     async def chain(self, episode_id: str) -> dict[str, Any]: ...
     async def replay(self, topic: str, limit: int) -> dict[str, Any]: ...
@@ -213,15 +217,32 @@ class TribalAPI:
         outcome: Any = None,
         tag: Any = None,
         participant: Any = None,
+        task: Any = None,
+        tool: Any = None,
+        entity: Any = None,
+        since: Any = None,
+        until: Any = None,
     ) -> dict[str, Any]:
         engine = self._engine()
         state = check.episode_status(status)
         size = check.integer("limit", limit, shapes.EPISODES_LIMIT)
         start = check.integer("offset", offset, shapes.EPISODES_OFFSET)
-        filters = {}
-        for name, value in (("outcome", outcome), ("tag", tag), ("participant", participant)):
+        filters: dict[str, Any] = {}
+        given = {"tag": tag, "participant": participant, "task": task, "tool": tool}
+        given["entity"] = entity
+        for name, value in given.items():
             if value is not None:
                 filters[name] = check.text(name, value, shapes.MAX_FILTER_CHARS) or ""
+        if outcome is not None:
+            filters["outcome"] = check.choice("outcome", outcome, shapes.OUTCOMES)
+        after = check.timestamp("since", since)
+        before = check.timestamp("until", until)
+        if after and before and after > before:
+            raise InvalidInput("since must not be after until")
+        if after:
+            filters["since"] = after.timestamp()
+        if before:
+            filters["until"] = before.timestamp()
         rows = await engine.list_episodes(state, size, start, filters)
         episodes = [shapes.Episode.model_validate(row) for row in rows]
         return shapes.EpisodeList(episodes=episodes, count=len(episodes), status=state).to_json()
@@ -276,16 +297,27 @@ class TribalAPI:
         return success()
 
     async def episode_update(
-        self, episode_id: Any, title: Any = None, status: Any = None, metadata: Any = None
+        self,
+        episode_id: Any,
+        title: Any = None,
+        status: Any = None,
+        metadata: Any = None,
+        structured: Any = None,
     ) -> dict[str, Any]:
+        """Edit an episode; answers the episode as ``episode_get`` does."""
         engine = self._engine()
         eid = check.episode_id(episode_id)
         name = check.text("title", title, shapes.MAX_TITLE_CHARS, required=title is not None)
         state = check.choice("status", status, shapes.EDITABLE_STATUSES)
         fields = check.metadata_patch(metadata)
-        if name is None and state is None and not fields:
-            raise InvalidInput("nothing to change: send title, status or metadata")
-        await engine.update_episode(eid, name.strip() if name else None, state, fields)
+        if structured is not None and not isinstance(structured, dict):
+            raise InvalidInput("structured must be an object (task, outcome, decisions, ...)")
+        if name is None and state is None and not fields and not structured:
+            raise InvalidInput("nothing to change: send title, status, metadata or structured")
+        if name is not None or state is not None or fields:
+            await engine.update_episode(eid, name.strip() if name else None, state, fields)
+        if structured:
+            await engine.update_structured(eid, structured)
         return await self.episode_get(eid)
 
     async def episode_merge(self, episode_id: Any, other_id: Any) -> dict[str, Any]:
@@ -320,6 +352,26 @@ class TribalAPI:
         return shapes.EpisodeCurrent.model_validate(
             await engine.current_episode(key.strip())
         ).to_json()
+
+    async def episode_decisions(self, episode_id: Any) -> dict[str, Any]:
+        engine = self._engine()
+        found = await engine.decisions(check.episode_id(episode_id))
+        return shapes.EpisodeDecisions.model_validate(found).to_json()
+
+    async def context(self, query: Any = None, budget_tokens: Any = None) -> dict[str, Any]:
+        engine = self._engine()
+        text = check.text("query", query, shapes.MAX_EPISODE_QUERY_CHARS, required=False)
+        budget = check.integer("budget_tokens", budget_tokens, shapes.CONTEXT_BUDGET)
+        return shapes.Context.model_validate(await engine.context(text, budget)).to_json()
+
+    async def patterns(
+        self, kind: Any = None, query: Any = None, limit: Any = None
+    ) -> dict[str, Any]:
+        engine = self._engine()
+        which = check.choice("kind", kind, shapes.PATTERN_KINDS)
+        text = check.text("query", query, shapes.MAX_EPISODE_QUERY_CHARS, required=False)
+        size = check.integer("limit", limit, shapes.PATTERNS_LIMIT)
+        return shapes.Patterns.model_validate(await engine.patterns(which, text, size)).to_json()
 
     async def episode_costs(self) -> dict[str, Any]:
         return shapes.Costs.model_validate(self._engine().costs()).to_json()

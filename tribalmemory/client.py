@@ -420,6 +420,11 @@ class DaemonClient:
         outcome: Any = None,
         tag: Any = None,
         participant: Any = None,
+        task: Any = None,
+        tool: Any = None,
+        entity: Any = None,
+        since: Any = None,
+        until: Any = None,
     ) -> dict[str, Any]:
         return await self._call(
             "episodes_list",
@@ -429,6 +434,11 @@ class DaemonClient:
             outcome=outcome,
             tag=tag,
             participant=participant,
+            task=task,
+            tool=tool,
+            entity=entity,
+            since=since,
+            until=until,
         )
 
     async def episode_get(self, episode_id: Any, include_timeline: Any = None) -> dict[str, Any]:
@@ -462,10 +472,20 @@ class DaemonClient:
         return await self._call("episode_delete", episode_id=episode_id)
 
     async def episode_update(
-        self, episode_id: Any, title: Any = None, status: Any = None, metadata: Any = None
+        self,
+        episode_id: Any,
+        title: Any = None,
+        status: Any = None,
+        metadata: Any = None,
+        structured: Any = None,
     ) -> dict[str, Any]:
         return await self._call(
-            "episode_update", episode_id=episode_id, title=title, status=status, metadata=metadata
+            "episode_update",
+            episode_id=episode_id,
+            title=title,
+            status=status,
+            metadata=metadata,
+            structured=structured,
         )
 
     async def episode_start(self, topic: Any, session: Any) -> dict[str, Any]:
@@ -483,6 +503,17 @@ class DaemonClient:
         return await self._call(
             "episode_split", episode_id=episode_id, memory_ids=memory_ids, title=title
         )
+
+    async def episode_decisions(self, episode_id: Any) -> dict[str, Any]:
+        return await self._call("episode_decisions", episode_id=episode_id)
+
+    async def context(self, query: Any = None, budget_tokens: Any = None) -> dict[str, Any]:
+        return await self._call("context", query=query, budget_tokens=budget_tokens)
+
+    async def patterns(
+        self, kind: Any = None, query: Any = None, limit: Any = None
+    ) -> dict[str, Any]:
+        return await self._call("patterns", kind=kind, query=query, limit=limit)
 
     async def episode_costs(self) -> dict[str, Any]:
         return await self._call("episode_costs")

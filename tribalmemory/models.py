@@ -21,6 +21,8 @@ class SourceType(StrEnum):
     LEGACY = "legacy"
     UNKNOWN = "unknown"
     EPISODE_SUMMARY = "episode_summary"
+    LESSON = "lesson"
+    DECISION = "decision"
 
     @classmethod
     def parse(cls, value: object) -> SourceType:
@@ -38,6 +40,10 @@ class SourceType(StrEnum):
     @property
     def json_name(self) -> str:
         return self.name
+
+
+ENGINE_WRITTEN = frozenset({SourceType.EPISODE_SUMMARY, SourceType.LESSON, SourceType.DECISION})
+"""Source types only the episode engine writes: an episode's summary, lessons and decisions."""
 
 
 def new_memory_id() -> str:

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from .models import SourceType
+from .models import ENGINE_WRITTEN, SourceType
 
 # -- limits ------------------------------------------------------------------------------------
 
@@ -45,6 +45,15 @@ MAX_METADATA_CHARS = 10_000
 METADATA_KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 MAX_SESSION_CHARS = 200
 MAX_FUTURE_SECONDS = 300
+# The structured episode record (episodes/structured.py validates the LLM's and users' values).
+MAX_TASK_CHARS = 200
+MAX_ITEM_CHARS = 300
+MAX_OPTION_CHARS = 100
+MAX_OPTIONS = 6
+MAX_CITED_IDS = 20
+MAX_DECISIONS = 20
+MAX_EVENTS = 40
+MAX_LESSONS = 12
 """How far a memory's ``created_at`` may be ahead of the server's clock (clock skew between
 machines); a later time is refused, since it would close episodes that are still active."""
 EPISODE_ID_PATTERN = r"^[A-Za-z0-9_:-]+$"
@@ -54,8 +63,12 @@ EditableStatus = Literal["active", "closed"]
 EDITABLE_STATUSES: tuple[str, ...] = typing.get_args(EditableStatus)
 HistoryActor = Literal["user", "detector", "consolidation"]
 EPISODE_STATUSES: tuple[str, ...] = typing.get_args(EpisodeStatus)
+Outcome = Literal["success", "failure", "partial", "ongoing", "unknown"]
+OUTCOMES: tuple[str, ...] = typing.get_args(Outcome)
+EventType = Literal["milestone", "error", "fix", "decision", "discovery", "blocker", "handoff"]
+EVENT_TYPES: tuple[str, ...] = typing.get_args(EventType)
 SOURCE_TYPES = tuple(s.json_name for s in SourceType)
-WRITABLE_SOURCE_TYPES = tuple(n for n in SOURCE_TYPES if n != SourceType.EPISODE_SUMMARY.name)
+WRITABLE_SOURCE_TYPES = tuple(s.json_name for s in SourceType if s not in ENGINE_WRITTEN)
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,10 @@ EPISODES_OFFSET = Range(0, 1_000_000, 0)
 SEARCH_LIMIT = Range(1, 50, 10)
 MEMORIES_LIMIT = Range(1, 100, 20)
 REPLAY_LIMIT = Range(1, 20, 5)
+CONTEXT_BUDGET = Range(50, 20000, 1500)
+PATTERNS_LIMIT = Range(1, 50, 10)
+PatternKind = Literal["pattern", "antipattern"]
+PATTERN_KINDS: tuple[str, ...] = typing.get_args(PatternKind)
 
 
 def bounded(limits: Range, description: str) -> Any:
@@ -119,17 +136,33 @@ class Request(BaseModel):
         """The JSON schema of one field as a single schema (a query or MCP argument).
 
         An optional field is one the client leaves out, so ``X | None`` is advertised as ``X``.
+        Nested models are inlined (the schema stands alone, without ``$defs``).
         """
-        schema = dict(_properties(cls)[name])
+        full = cls.model_json_schema()
+        schema = _inline(dict(_properties(cls)[name]), full.get("$defs", {}))
         schema.pop("title", None)
         kept = [s for s in schema.pop("anyOf", []) if s != {"type": "null"}]
         if len(kept) == 1:
             schema = kept[0] | schema
         elif kept:
             schema["anyOf"] = kept
+        schema.pop("title", None)  # an inlined model's own title
         if schema.get("default", 0) is None:
             del schema["default"]
         return schema
+
+
+def _inline(schema: Any, defs: dict[str, Any]) -> Any:
+    """``schema`` with every ``$ref`` to ``defs`` replaced by the definition itself."""
+    if isinstance(schema, list):
+        return [_inline(item, defs) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        return _inline(dict(defs[ref.removeprefix("#/$defs/")]), defs) | rest
+    return {key: _inline(value, defs) for key, value in schema.items()}
 
 
 @functools.cache
@@ -292,16 +325,32 @@ class EpisodesListQuery(Request):
     )
     limit: int = bounded(EPISODES_LIMIT, "Maximum number of episodes.")
     offset: int = bounded(EPISODES_OFFSET, "Episodes to skip.")
-    outcome: str | None = Field(
-        None, max_length=MAX_FILTER_CHARS, description="Only episodes with this outcome."
-    )
+    outcome: Outcome | None = Field(None, description="Only episodes with this outcome.")
     tag: str | None = Field(
         None, max_length=MAX_FILTER_CHARS, description="Only episodes with this tag."
     )
     participant: str | None = Field(
         None,
         max_length=MAX_FILTER_CHARS,
-        description="Only episodes with a memory from this source_instance.",
+        description="Only episodes with a memory from this source_instance (or a participant "
+        "the LLM named).",
+    )
+    task: str | None = Field(
+        None, max_length=MAX_FILTER_CHARS, description="Only episodes whose task contains this."
+    )
+    tool: str | None = Field(
+        None, max_length=MAX_FILTER_CHARS, description="Only episodes that used this tool."
+    )
+    entity: str | None = Field(
+        None,
+        max_length=MAX_FILTER_CHARS,
+        description="Only episodes about this entity (file, service, ticket).",
+    )
+    since: Timestamp | None = Field(
+        None, description=f"Only episodes with memories at or after this time: {WHEN}."
+    )
+    until: Timestamp | None = Field(
+        None, description=f"Only episodes with memories at or before this time: {WHEN}."
     )
 
 
@@ -332,6 +381,72 @@ class EpisodeCreateRequest(Request):
     )
 
 
+ItemText = Annotated[str, Field(max_length=MAX_ITEM_CHARS)]
+CitedIds = Annotated[
+    list[MemoryId],
+    Field(max_length=MAX_CITED_IDS, description="Members of the episode it rests on."),
+]
+
+
+class DecisionEdit(Request):
+    chosen: ItemText = Field(description="What was chosen.")
+    context: ItemText | None = Field(None, description="The situation.")
+    options: list[Annotated[str, Field(max_length=MAX_OPTION_CHARS)]] | None = Field(
+        None, max_length=MAX_OPTIONS, description="The options considered."
+    )
+    rationale: ItemText | None = Field(None, description="Why.")
+    outcome: ItemText | None = Field(None, description="How it turned out.")
+    memory_ids: CitedIds | None = None
+
+
+class EventEdit(Request):
+    type: EventType
+    text: ItemText
+    memory_ids: CitedIds | None = None
+
+
+class LessonEdit(Request):
+    text: ItemText = Field(description="A short, reusable statement.")
+    memory_ids: CitedIds | None = None
+
+
+class StructuredEdit(Request):
+    """The structured fields a user sets; each one given replaces the stored one and is kept
+    when the episode is regenerated."""
+
+    task: str | None = Field(None, max_length=MAX_TASK_CHARS)
+    outcome: Outcome | None = None
+    outcome_reason: ItemText | None = None
+    decisions: list[DecisionEdit] | None = Field(None, max_length=MAX_DECISIONS)
+    events: list[EventEdit] | None = Field(None, max_length=MAX_EVENTS)
+    lessons: list[LessonEdit] | None = Field(None, max_length=MAX_LESSONS)
+
+
+class ContextQuery(Request):
+    query: str | None = Field(
+        None,
+        max_length=MAX_EPISODE_QUERY_CHARS,
+        description="What you are about to work on; picks the most relevant lessons.",
+    )
+    budget_tokens: int = bounded(
+        CONTEXT_BUDGET, "At most this many tokens of text (the configured model's tokenizer)."
+    )
+
+
+class PatternsQuery(Request):
+    kind: PatternKind | None = Field(
+        None,
+        description="pattern (what mostly worked) or antipattern (what mostly failed); omit "
+        "for both.",
+    )
+    query: str | None = Field(
+        None,
+        max_length=MAX_EPISODE_QUERY_CHARS,
+        description="Only patterns relevant to this, most relevant first.",
+    )
+    limit: int = bounded(PATTERNS_LIMIT, "Maximum number of patterns.")
+
+
 class EpisodeUpdateRequest(Request):
     title: str | None = Field(
         None,
@@ -348,6 +463,11 @@ class EpisodeUpdateRequest(Request):
         description='Metadata fields to set, e.g. {"outcome": "fixed"}; null removes a '
         f"field. At most {MAX_METADATA_FIELDS} fields; names are letters, digits, '_' and '-'. "
         "Fields set here are kept when summaries rewrite the metadata.",
+    )
+    structured: StructuredEdit | None = Field(
+        None,
+        description="Structured fields to set (task, outcome, decisions, events, lessons); "
+        "each one given replaces the stored one and is kept when the episode is regenerated.",
     )
 
 
@@ -444,10 +564,13 @@ class Memory(OpenResponse):
     episode_id: str | None = Field(
         None, description="The episode the memory belongs to (null without the episode engine)."
     )
-    episode_status: Literal["assigned", "pending", "unassigned", "summary"] | None = Field(
+    episode_status: (
+        Literal["assigned", "pending", "unassigned", "summary", "lesson", "decision"] | None
+    ) = Field(
         None,
-        description="assigned, pending (detection still running), unassigned, or summary "
-        "(the memory is an episode's summary); null without the episode engine.",
+        description="assigned, pending (detection still running), unassigned, or summary, "
+        "lesson, decision (the memory is an episode's summary, one of its lessons or one of "
+        "its decisions); null without the episode engine.",
     )
 
 
@@ -603,15 +726,80 @@ class Episode(Response):
     last_activity_at: Timestamp | None
     time_span: TimeSpan
     parent_episode_id: str | None
-    outcome: str | None
+    outcome: str | None = Field(description=f"One of {', '.join(OUTCOMES)} (null: not known yet).")
+    task: str | None = Field(description="What the episode set out to do (one line).")
     tags: list[str]
     cost_usd: float
+
+
+class Decision(Response):
+    at: Timestamp | None = Field(description="The time of the first memory it rests on.")
+    context: str
+    options: list[str]
+    chosen: str
+    rationale: str
+    outcome: str | None
+    memory_ids: list[MemoryId]
+
+
+class Event(Response):
+    at: Timestamp | None
+    type: EventType
+    text: str
+    memory_ids: list[MemoryId]
+
+
+class Lesson(Response):
+    text: str
+    memory_ids: list[MemoryId]
+
+
+class EpisodeMetrics(Response):
+    """Computed from the memories and the events, never guessed."""
+
+    duration_seconds: float
+    active_days: int
+    memory_count: int
+    participants: dict[str, int] = Field(description="Memories by source_instance.")
+    tags: list[str]
+    errors: int
+    fixes: int
+    decisions: int
+    lessons: int
+    first_memory_at: Timestamp | None
+    last_memory_at: Timestamp | None
+
+
+class StructuredRecord(Response):
+    """What the episode was for, how it ended, what was decided, what happened, what it taught."""
+
+    task: str | None
+    outcome: Outcome
+    outcome_reason: str | None
+    decisions: list[Decision]
+    events: list[Event]
+    lessons: list[Lesson]
+    metrics: EpisodeMetrics
+    source: Literal["llm", "extractive"] = Field(
+        description="llm: extracted with the final summary; extractive: the cue-word rules."
+    )
+    edited: list[str] = Field(description="Fields a user set; regeneration keeps them.")
 
 
 class EpisodeDetail(Episode):
     summary_memory_id: MemoryId | None
     metadata: dict[str, Any]
     title_source: str
+    structured: StructuredRecord | None = Field(
+        description="null until the episode's first summary job ran."
+    )
+
+
+class EpisodeDecisions(Response):
+    episode_id: str
+    title: str
+    decisions: list[Decision]
+    count: int
 
 
 class TimelineItem(Response):
@@ -752,3 +940,84 @@ class Costs(Response):
     by_purpose: dict[str, CallTotals] = Field(default_factory=dict)
     by_model: dict[str, CallTotals] = Field(default_factory=dict)
     by_episode: dict[str, float] = Field(default_factory=dict)
+
+
+class ContextActive(Response):
+    id: str
+    title: str
+    status: EpisodeStatus
+    last_decision: str | None
+    last_activity_at: Timestamp | None
+
+
+class ContextFailed(Response):
+    id: str
+    title: str
+    outcome_reason: str | None
+    lessons: list[str]
+    last_activity_at: Timestamp | None
+
+
+class ContextLesson(Response):
+    text: str
+    episode_id: str
+    episode_title: str
+    relevance: float | None = Field(description="Search relevance (null without a query).")
+
+
+class ContextPattern(Response):
+    id: str
+    kind: PatternKind
+    statement: str
+    trigger: str
+    success_rate: float | None
+    episodes: int = Field(description="How many episodes it rests on.")
+
+
+class Context(Response):
+    """What to read before starting: the same content as text and as JSON."""
+
+    query: str | None
+    budget_tokens: int
+    used_tokens: int = Field(description="Tokens of text, at most budget_tokens.")
+    token_model: str = Field(description="The model whose tokenizer counted them.")
+    truncated: bool = Field(description="Something was left out to stay within the budget.")
+    text: str
+    active: list[ContextActive]
+    failed: list[ContextFailed]
+    patterns: list[ContextPattern]
+    lessons: list[ContextLesson]
+
+
+class PatternEpisode(Response):
+    id: str
+    title: str
+    outcome: str
+
+
+class PatternEvidence(Response):
+    episode_id: str
+    kind: Literal["lesson", "decision"]
+    text: str
+    memory_id: MemoryId
+
+
+class Pattern(Response):
+    id: str
+    kind: PatternKind
+    statement: str = Field(description="The most representative lesson or decision.")
+    trigger: str = Field(description="When it applies.")
+    action: str = Field(description="What to do (the most representative decision, if any).")
+    episodes: list[PatternEpisode]
+    evidence: list[PatternEvidence]
+    success: int
+    failure: int
+    success_rate: float | None = Field(description="success / (success + failure).")
+    relevance: float | None = Field(description="To the query (null without one).")
+
+
+class Patterns(Response):
+    kind: PatternKind | None
+    query: str | None
+    patterns: list[Pattern]
+    count: int

@@ -7,7 +7,10 @@
 - :mod:`.upkeep`: auto-close, the active cap, archiving, reconcile after a crash;
 - :mod:`.operations`: what clients call (list, get, create, ... delete) and annotations;
 - :mod:`.sessions`: episodes an agent declares for its session, joined by its next memories;
-- :mod:`.compose`: chains, replay and search.
+- :mod:`.compose`: chains, replay and search;
+- :mod:`.records`: structured records as clients read and edit them (decisions, PATCH);
+- :mod:`.context`: the session-start context within a token budget;
+- :mod:`.patterns`: patterns and anti-patterns across closed episodes.
 
 State lives in :class:`~.store.EpisodeStore` (SQLite, the only module with SQL); memories live
 in the host's memory store, reached only through the plugin host. LLM work runs as durable jobs
@@ -22,9 +25,12 @@ from typing import Any
 
 from ..config import Config
 from .compose import Compose
+from .context import Context
 from .detection import Detection
 from .membership import Membership
 from .operations import Operations
+from .patterns import Patterns
+from .records import Records
 from .sessions import Sessions
 from .state import EngineState
 from .store import EpisodeStore, Job
@@ -54,6 +60,9 @@ class EpisodeEngine:
         self.detection.sessions = self.sessions
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
+        self.records = Records(self.state, self.summaries)
+        self.pattern_finder = Patterns(self.state)
+        self.context_builder = Context(self.state, summariser, self.pattern_finder)
 
     async def tick(self) -> None:
         """The scheduler's turn: lifecycle upkeep, then dangling memberships removed."""
@@ -76,7 +85,7 @@ class EpisodeEngine:
     # -- the API's episode operations -------------------------------------------------------
 
     async def list_episodes(
-        self, status: str | None, limit: int, offset: int, filters: dict[str, str]
+        self, status: str | None, limit: int, offset: int, filters: dict[str, Any]
     ) -> list[dict[str, Any]]:
         return await self.operations.list_episodes(status, limit, offset, filters)
 
@@ -128,6 +137,18 @@ class EpisodeEngine:
 
     async def current_episode(self, session: str) -> dict[str, Any]:
         return self.sessions.current(session)
+
+    async def update_structured(self, episode_id: str, patch: dict[str, Any]) -> None:
+        await self.records.update(episode_id, patch)
+
+    async def decisions(self, episode_id: str) -> dict[str, Any]:
+        return self.records.decisions(episode_id)
+
+    async def context(self, query: str | None, budget: int) -> dict[str, Any]:
+        return await self.context_builder.build(query, budget)
+
+    async def patterns(self, kind: str | None, query: str | None, limit: int) -> dict[str, Any]:
+        return await self.pattern_finder.query(kind, query, limit)
 
     def costs(self) -> dict[str, Any]:
         return self.operations.costs()

@@ -13,9 +13,9 @@ import logging
 import numpy as np
 
 from ..errors import InvalidInput, NotFound
-from ..models import Memory, SourceType, new_memory_id
+from ..models import ENGINE_WRITTEN, Memory, new_memory_id
 from ..timeutil import to_epoch
-from . import extractive, lifecycle
+from . import derived, extractive, lifecycle
 from .matching import MemoryFeatures, when
 from .state import EngineState
 from .store import EpisodeRow, new_episode_id
@@ -148,8 +148,11 @@ class Membership:
             if not found or memory_id not in vectors:
                 raise NotFound(f"no memory with id {memory_id} (forgotten?)")
             memory = found[0]
-            if memory.source_type is SourceType.EPISODE_SUMMARY:
-                raise InvalidInput("an episode summary cannot be a member of an episode")
+            if memory.source_type in ENGINE_WRITTEN:
+                raise InvalidInput(
+                    f"{memory.source_type.json_name} memories are written by the episode engine "
+                    "and cannot be members of an episode"
+                )
             if self.store.episode_of(memory_id) == episode_id:
                 return
             now = state.clock()
@@ -217,8 +220,8 @@ class Membership:
             await state.rebuild(episode_id)
 
     async def delete_if_empty(self, episode_id: str) -> bool:
-        """Delete the episode, and its summary memory, when it has no members; the caller
-        holds its lock. True when it was deleted (or is gone)."""
+        """Delete the episode, and its summary, lesson and decision memories, when it has no
+        members; the caller holds its lock. True when it was deleted (or is gone)."""
         row = self.store.episode(episode_id)
         if row is None:
             return True
@@ -227,8 +230,11 @@ class Membership:
         with self.store.transaction() as db:
             self.store.delete_episode(db, episode_id)
         self.state.active.pop(episode_id, None)
+        owned = derived.expected_ids(episode_id, row.structured)
         if row.summary_memory_id:
-            await self.state.host.delete_owned([row.summary_memory_id])
+            owned.append(row.summary_memory_id)
+        if owned:
+            await self.state.host.delete_owned(owned)
         log.info("episode %s deleted: no members left", episode_id)
         return True
 

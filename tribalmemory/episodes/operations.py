@@ -17,15 +17,21 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from ..errors import Conflict, InvalidInput, NotFound
-from ..models import Memory, SourceType
+from ..models import ENGINE_WRITTEN, Memory, SourceType
 from ..timeutil import from_epoch, to_iso
-from . import edits, lifecycle
+from . import derived, edits, lifecycle
 from .detection import episode_status
 from .membership import Membership
 from .shapes import episode_json, episode_summary_json
 from .state import EngineState
 from .summariser import Summariser
 from .upkeep import Upkeep
+
+ENGINE_STATUS = {
+    SourceType.EPISODE_SUMMARY: "summary",
+    SourceType.LESSON: "lesson",
+    SourceType.DECISION: "decision",
+}
 
 
 class Operations:
@@ -43,7 +49,7 @@ class Operations:
     # -- reads ------------------------------------------------------------------------------
 
     async def list_episodes(
-        self, status: str | None, limit: int, offset: int, filters: dict[str, str]
+        self, status: str | None, limit: int, offset: int, filters: dict[str, Any]
     ) -> list[dict[str, Any]]:
         rows = self.store.episodes(status, limit, offset, filters)
         return [episode_summary_json(r, self.summariser.episode_cost(r.id)) for r in rows]
@@ -112,9 +118,12 @@ class Operations:
             missing = [m for m in memory_ids if m not in found]
             if missing:
                 raise NotFound(f"unknown memory id(s): {', '.join(missing)}; nothing was created")
-            summaries = [m.id for m in memories if m.source_type is SourceType.EPISODE_SUMMARY]
+            summaries = [m.id for m in memories if m.source_type in ENGINE_WRITTEN]
             if summaries:
-                raise InvalidInput(f"episode summaries cannot be members: {', '.join(summaries)}")
+                raise InvalidInput(
+                    "episode summaries, lessons and decisions cannot be members: "
+                    + ", ".join(summaries)
+                )
             if parent_episode_id is not None:
                 state.episode(parent_episode_id)
             memories.sort(key=lambda m: m.created_at)
@@ -166,8 +175,11 @@ class Operations:
                 members = self.store.delete_episode(db, episode_id)
                 state.record(db, episode_id, "user", "deleted", {"memory_ids": members})
             state.active.pop(episode_id, None)
+            owned = derived.expected_ids(row.id, row.structured)
             if row.summary_memory_id:
-                await state.host.delete_owned([row.summary_memory_id])
+                owned.append(row.summary_memory_id)
+            if owned:
+                await state.host.delete_owned(owned)
         state.drop_lock(episode_id)
 
     async def update_episode(
@@ -293,10 +305,10 @@ class Operations:
         states = self.store.detection_states(ids)
         out: dict[str, dict[str, Any]] = {}
         for memory in memories:
-            if memory.source_type is SourceType.EPISODE_SUMMARY:
+            if memory.source_type in ENGINE_WRITTEN:
                 out[memory.id] = {
                     "episode_id": memory.metadata.get("episode_id"),
-                    "episode_status": "summary",
+                    "episode_status": ENGINE_STATUS[memory.source_type],
                 }
                 continue
             out[memory.id] = {

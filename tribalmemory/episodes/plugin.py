@@ -13,7 +13,7 @@ import numpy as np
 from ..config import Config
 from ..errors import InvalidInput
 from ..llm import Ledger, LLMClient
-from ..models import Memory, SourceType
+from ..models import ENGINE_WRITTEN, Memory, SourceType
 from ..service.hookspecs import hookimpl
 from ..service.host import PluginHost
 from .engine import EpisodeEngine
@@ -89,7 +89,7 @@ class EpisodePlugin:
 
     @hookimpl
     async def before_remember(self, memory: Memory) -> None:
-        if memory.source_type is SourceType.EPISODE_SUMMARY:
+        if memory.source_type in ENGINE_WRITTEN:
             return
         self.worker.inflight.add(memory.id)  # the worker leaves its detect job alone
         self.engine.detection.register_pending(memory)
@@ -112,11 +112,18 @@ class EpisodePlugin:
 
     @hookimpl
     def check_forget(self, memory: Memory) -> None:
+        episode_id = memory.metadata.get("episode_id", "?")
         if memory.source_type is SourceType.EPISODE_SUMMARY:
-            episode_id = memory.metadata.get("episode_id", "?")
             raise InvalidInput(
                 f"memory {memory.id} is the summary of episode {episode_id}; delete the "
                 f"episode (DELETE /v1/episodes/{episode_id}) or regenerate its summary instead"
+            )
+        if memory.source_type in ENGINE_WRITTEN:
+            kind = memory.source_type.value
+            raise InvalidInput(
+                f"memory {memory.id} is a {kind} of episode {episode_id}; edit the episode's "
+                f"{kind}s (PATCH /v1/episodes/{episode_id} with structured.{kind}s), forget "
+                "the memory it rests on, or delete the episode"
             )
 
     @hookimpl

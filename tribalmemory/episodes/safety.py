@@ -18,7 +18,7 @@ def refuse_unaccounted_summaries(blank: bool, path: object, summaries: int) -> N
     if summaries and blank:
         raise DamagedDataError(
             str(path),
-            f"holds no episode at all, but the store holds {summaries} episode summary "
-            "memories: the episode database was lost, truncated or replaced, so they are not "
-            "orphans and were not deleted",
+            f"holds no episode at all, but the store holds {summaries} episode summary, "
+            "lesson and decision memories: the episode database was lost, truncated or "
+            "replaced, so they are not orphans and were not deleted",
         )

@@ -28,7 +28,8 @@ def episode_summary_json(row: EpisodeRow, cost_usd: float) -> dict[str, Any]:
         "last_activity_at": _iso(row.last_activity),
         "time_span": {"start": _iso(row.first_activity), "end": _iso(row.last_activity)},
         "parent_episode_id": row.parent_episode_id,
-        "outcome": row.metadata.get("outcome"),
+        "outcome": row.structured.get("outcome") or row.metadata.get("outcome"),
+        "task": row.structured.get("task"),
         "tags": row.metadata.get("tags", []),
         "cost_usd": round(cost_usd, 6),
     }
@@ -40,4 +41,5 @@ def episode_json(row: EpisodeRow, cost_usd: float) -> dict[str, Any]:
     data["summary_memory_id"] = row.summary_memory_id
     data["metadata"] = row.metadata
     data["title_source"] = row.title_source
+    data["structured"] = row.structured or None
     return data

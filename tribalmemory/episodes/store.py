@@ -10,6 +10,7 @@ it is counted from ``memberships``, so it cannot drift from the real membership.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -38,7 +39,8 @@ CREATE TABLE IF NOT EXISTS episodes (
     last_activity REAL NOT NULL,           -- newest member's created_at (memory time)
     parent_episode_id TEXT,
     metadata TEXT NOT NULL DEFAULT '{}',
-    user_metadata TEXT NOT NULL DEFAULT '{}'  -- fields set by PATCH: kept over engine metadata
+    user_metadata TEXT NOT NULL DEFAULT '{}',  -- fields set by PATCH: kept over engine metadata
+    structured TEXT NOT NULL DEFAULT '{}'  -- task, outcome, decisions, events, lessons, metrics
 );
 CREATE INDEX IF NOT EXISTS episodes_status ON episodes(status, last_activity);
 CREATE TABLE IF NOT EXISTS memberships (
@@ -95,7 +97,10 @@ CREATE TABLE IF NOT EXISTS sessions (
 """
 
 ADDED_COLUMNS = {
-    "episodes": {"user_metadata": "TEXT NOT NULL DEFAULT '{}'"},
+    "episodes": {
+        "user_metadata": "TEXT NOT NULL DEFAULT '{}'",
+        "structured": "TEXT NOT NULL DEFAULT '{}'",
+    },
 }
 """Columns added after the first release: a database that lacks one gets it at open
 (``ALTER TABLE ... ADD COLUMN`` with its default), before the schema's indexes are used."""
@@ -103,7 +108,7 @@ ADDED_COLUMNS = {
 EPISODE_COLUMNS = (
     "id, title, title_source, summary, summary_kind, summary_status, summary_memory_id, "
     "llm_summary, llm_summary_mark, needs_full, since_regen, status, created_at, updated_at, "
-    "closed_at, last_activity, parent_episode_id, metadata, user_metadata"
+    "closed_at, last_activity, parent_episode_id, metadata, user_metadata, structured"
 )
 
 
@@ -132,6 +137,7 @@ class EpisodeRow:
     parent_episode_id: str | None
     metadata: dict[str, Any] = field(default_factory=dict)
     user_metadata: dict[str, Any] = field(default_factory=dict)
+    structured: dict[str, Any] = field(default_factory=dict)
     memory_count: int = 0
     first_activity: float | None = None
 
@@ -140,6 +146,7 @@ class EpisodeRow:
         data = dict(row)
         data["metadata"] = json.loads(data.get("metadata") or "{}")
         data["user_metadata"] = json.loads(data.get("user_metadata") or "{}")
+        data["structured"] = json.loads(data.get("structured") or "{}")
         data["needs_full"] = bool(data["needs_full"])
         return cls(**data)
 
@@ -225,21 +232,37 @@ class EpisodeStore:
         status: str | None = None,
         limit: int = 50,
         offset: int = 0,
-        filters: dict[str, str] | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> list[EpisodeRow]:
-        """Newest activity first; ``filters`` on metadata: outcome, tag, participant."""
+        """Newest activity first. ``filters``: outcome (the structured record's, else the
+        metadata's), task (substring, any case), tag / participant / tool / entity (an item of
+        that metadata list), since / until (epoch seconds: the members' time span overlaps)."""
         clauses: list[str] = []
         args: list[Any] = []
         if status:
             clauses.append("e.status = ?")
             args.append(status)
+        lists = {"tag": "tags", "participant": "participants", "tool": "tools_used"}
+        lists["entity"] = "entities"
         for name, value in (filters or {}).items():
             if name == "outcome":
-                clauses.append("json_extract(e.metadata, '$.outcome') = ?")
-            elif name in ("tag", "participant"):
-                key = "tags" if name == "tag" else "participants"
                 clauses.append(
-                    f"EXISTS (SELECT 1 FROM json_each(e.metadata, '$.{key}') WHERE value = ?)"
+                    "COALESCE(json_extract(e.structured, '$.outcome'), "
+                    "json_extract(e.metadata, '$.outcome')) = ?"
+                )
+            elif name == "task":
+                clauses.append("json_extract(e.structured, '$.task') LIKE ? ESCAPE '\\'")
+                value = "%" + re.sub(r"([\\%_])", r"\\\1", value) + "%"
+            elif name in lists:
+                clauses.append(
+                    f"EXISTS (SELECT 1 FROM json_each(e.metadata, '$.{lists[name]}') "
+                    "WHERE value = ?)"
+                )
+            elif name == "since":
+                clauses.append("e.last_activity >= ?")
+            elif name == "until":
+                clauses.append(
+                    "(SELECT MIN(memory_time) FROM memberships m WHERE m.episode_id = e.id) <= ?"
                 )
             else:
                 raise ValueError(f"unknown episode filter {name!r}")
@@ -247,6 +270,25 @@ class EpisodeStore:
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
         return self._select(
             where, (*args, limit, offset), "ORDER BY e.last_activity DESC, e.id LIMIT ? OFFSET ?"
+        )
+
+    def closed_version(self) -> tuple[int, float | None, int]:
+        """Changes whenever a closed or archived episode is added (closed), changed or
+        deleted: a cache key for what is computed from them (active episodes change at every
+        memory and do not count)."""
+        row = self.db.execute(
+            "SELECT COUNT(*), MAX(updated_at), COALESCE(SUM(LENGTH(structured)), 0) "
+            "FROM episodes WHERE status != 'active'"
+        ).fetchone()
+        return int(row[0]), row[1], int(row[2])
+
+    def closed_with_records(self) -> list[EpisodeRow]:
+        """Closed and archived episodes that have lessons or decisions, oldest first."""
+        return self._select(
+            "WHERE e.status != 'active' AND (json_array_length(e.structured, '$.lessons') > 0 "
+            "OR json_array_length(e.structured, '$.decisions') > 0)",
+            (),
+            "ORDER BY e.last_activity, e.id",
         )
 
     def chain_candidates(self, since: float, ended_by: float, limit: int = 50) -> list[str]:
@@ -306,7 +348,7 @@ class EpisodeStore:
     def insert_episode(self, db: sqlite3.Connection, row: EpisodeRow) -> None:
         db.execute(
             f"INSERT INTO episodes ({EPISODE_COLUMNS}) VALUES "
-            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"({','.join('?' * len(EPISODE_COLUMNS.split(',')))})",
             (
                 row.id,
                 row.title,
@@ -327,12 +369,13 @@ class EpisodeStore:
                 row.parent_episode_id,
                 json.dumps(row.metadata),
                 json.dumps(row.user_metadata),
+                json.dumps(row.structured),
             ),
         )
 
     def update_episode(self, db: sqlite3.Connection, episode_id: str, **values: Any) -> None:
         """Set columns; new engine ``metadata`` keeps the fields the user set (PATCH)."""
-        for name in ("metadata", "user_metadata"):
+        for name in ("metadata", "user_metadata", "structured"):
             if name in values:
                 values[name] = json.dumps(values[name])
         if "needs_full" in values:

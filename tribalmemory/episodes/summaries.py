@@ -1,12 +1,15 @@
 """Episode summaries: the summary job, the extractive refresh and the summary memory.
 
 Each episode's summary is also stored as one ``EPISODE_SUMMARY`` memory (same id every time),
-written through the plugin host, so that plain ``recall()`` finds it. Everything here that
-writes an episode's summary holds that episode's lock.
+and its lessons and decisions as ``LESSON`` / ``DECISION`` memories (:mod:`.derived`), written
+through the plugin host, so that plain ``recall()`` finds them. The structured record (task,
+outcome, decisions, events, lessons, metrics: :mod:`.structured`) is rewritten with the summary.
+Everything here that writes an episode's summary holds that episode's lock.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -14,13 +17,15 @@ import numpy as np
 
 from ..models import Memory, SourceType, new_memory_id
 from ..timeutil import from_epoch
-from . import extractive, lifecycle
+from . import derived, extractive, lifecycle, structured
 from .state import EngineState
 from .store import EpisodeRow
 from .summariser import Summariser, SummaryOutcome
 
 SUMMARY_INSTANCE = "tribalmemory"
 EMPTY_TITLE = "Untitled episode"  # what an episode is called while nothing in it is current
+
+log = logging.getLogger("tribalmemory.episodes")
 
 
 class Summaries:
@@ -74,12 +79,17 @@ class Summaries:
                 )
             else:
                 values.update(summary_values(plan, row, memories, vectors, result, marker))
+            values["metadata"] = with_participants(
+                values.get("metadata", row.metadata), memories, result
+            )
+            values["structured"] = structured_record(row, memories, result)
             title = values.get("title", row.title)
             if self.store.episode(episode_id) is None:
                 return
             await self.write_memory(row, memories, title, values["summary"], values["summary_kind"])
             with self.store.transaction() as db:
                 self.store.update_episode(db, episode_id, **values)
+            await self.write_derived(row, values["structured"], memories, title)
 
     async def refresh_extractive(self, episode_id: str) -> None:
         """After a member left (removed, moved, forgotten or superseded): rewrite everything
@@ -92,10 +102,28 @@ class Summaries:
             return
         row, memories, vectors = live
         values = scrubbed_values(row, memories, vectors)
+        values["structured"] = refreshed_record(row, memories)
         values["updated_at"] = self.state.clock()
         with self.store.transaction() as db:
             self.store.update_episode(db, episode_id, **values)
         await self.write_memory(row, memories, values["title"], values["summary"], "extractive")
+        await self.write_derived(row, values["structured"], memories, values["title"])
+
+    async def write_derived(
+        self, row: EpisodeRow, record: dict[str, Any], memories: list[Memory], title: str
+    ) -> None:
+        """Insert or replace the episode's LESSON / DECISION memories and delete the ones its
+        shorter lists no longer have (the record is stored first: see :mod:`.derived`)."""
+        now = from_epoch(self.state.clock())
+        wanted = derived.memories(row, record, memories, title, now)
+        existing = {m.id: m for m in await self.state.host.get_memories([m.id for m in wanted])}
+        for memory in wanted:
+            old = existing.get(memory.id)
+            if old is None or not derived.unchanged(old, memory):
+                await self.state.host.write_owned(memory)
+        stale = derived.stale_ids(row.id, row.structured, record)
+        if stale:
+            await self.state.host.delete_owned(stale)
 
     async def write_memory(
         self, row: EpisodeRow, memories: list[Memory], title: str, summary: str, kind: str
@@ -125,9 +153,15 @@ class Summaries:
         return row, kept, np.stack([vectors[m.id] for m in kept])
 
     async def _drop_memory(self, episode_id: str) -> None:
+        """No member left: the summary memory and the lesson / decision memories go, and the
+        record keeps no item (each cited a memory that left)."""
         row = self.store.episode(episode_id)
-        if row is None or row.summary_memory_id is None:
+        if row is None:
             return
+        owned = derived.expected_ids(episode_id, row.structured)
+        if row.summary_memory_id is None and not owned:
+            return
+        record = refreshed_record(row, [])
         with self.store.transaction() as db:
             self.store.update_episode(
                 db,
@@ -139,10 +173,13 @@ class Summaries:
                 llm_summary_mark=None,
                 needs_full=True,
                 metadata={},
+                structured=record,
                 updated_at=self.state.clock(),
                 **({} if row.title_source == "user" else {"title": EMPTY_TITLE}),
             )
-        await self.state.host.delete_owned([row.summary_memory_id])
+        if row.summary_memory_id is not None:
+            owned.append(row.summary_memory_id)
+        await self.state.host.delete_owned(owned)
 
 
 def summary_memory(
@@ -177,6 +214,61 @@ def scrubbed_values(row: EpisodeRow, memories: list[Memory], vectors: np.ndarray
         "llm_summary_mark": None,
         "needs_full": True,
     }
+
+
+def with_participants(
+    metadata: dict[str, Any], memories: list[Memory], result: SummaryOutcome | None
+) -> dict[str, Any]:
+    """Metadata whose participants always include the members' own source instances: the LLM
+    may add participants, never remove them."""
+    named = set(metadata.get("participants") or [])
+    if result is None and metadata.get("source") != "llm":
+        named = set()  # extractive: exactly the members' instances
+    out = dict(metadata)
+    out["participants"] = sorted(named | {m.source_instance for m in memories})
+    return out
+
+
+def structured_record(
+    row: EpisodeRow, memories: list[Memory], result: SummaryOutcome | None
+) -> dict[str, Any]:
+    """The episode's structured record after a summary job.
+
+    From the LLM's answer when it has one (each invalid part dropped with a WARNING; a part it
+    lacks is kept from before, or read off the memories when there was no record); else by the
+    deterministic rules of :mod:`.structured` while the record is not an LLM one; else the LLM
+    record is kept. A closed episode whose outcome would stay ``ongoing`` gets the rules'
+    outcome. User-edited fields are always kept; metrics are always recomputed.
+    """
+    previous = row.structured or {}
+    members = [m.id for m in memories]
+    fresh: dict[str, Any] = {}
+    if result is not None and result.structured is not None:
+        parts, dropped = structured.from_llm(result.structured, members)
+        for reason in dropped:
+            log.warning("episode %s: LLM structured answer: %s", row.id, reason)
+        fresh = parts if previous else structured.fallback(memories, row.status) | parts
+        source = "llm"
+    elif previous.get("source") != "llm":
+        fresh, source = structured.fallback(memories, row.status), "extractive"
+    else:
+        source = "llm"
+    if row.status != "active" and fresh.get("outcome", previous.get("outcome")) == "ongoing":
+        rules = structured.fallback(memories, row.status)
+        fresh |= {"outcome": rules["outcome"], "outcome_reason": rules["outcome_reason"]}
+    return structured.finish(fresh, previous, memories, source)
+
+
+def refreshed_record(row: EpisodeRow, memories: list[Memory]) -> dict[str, Any]:
+    """After a member left: the record is read afresh from the remaining memories by the rules
+    (an LLM record may quote the memory that left; the queued LLM job rewrites it), except the
+    user-edited fields, whose items citing the memory that left are dropped."""
+    previous = row.structured or {}
+    pinned = list(previous.get("edited") or [])
+    kept = {key: previous[key] for key in pinned if key in previous} | {"edited": pinned}
+    return structured.finish(
+        structured.fallback(memories, row.status), kept, memories, "extractive"
+    )
 
 
 def summary_values(

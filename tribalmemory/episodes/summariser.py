@@ -42,6 +42,7 @@ class SummaryOutcome:
     title: str
     summary: str
     metadata: dict[str, Any] | None
+    structured: Any = None  # the LLM's raw structured object (validated by .structured)
 
 
 def memory_text(memory: Memory) -> MemoryText:
@@ -149,7 +150,12 @@ class Summariser:
         metadata = result.metadata.to_json() if result.metadata is not None else None
         if metadata is not None:
             metadata["source"] = "llm"
-        return SummaryOutcome(title=result.title, summary=result.summary, metadata=metadata)
+        return SummaryOutcome(
+            title=result.title,
+            summary=result.summary,
+            metadata=metadata,
+            structured=result.structured,
+        )
 
     def episode_cost(self, episode_id: str) -> float:
         if self.client is None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import logging
 
-from ..models import SourceType
-from . import lifecycle
+from ..models import ENGINE_WRITTEN
+from . import derived, lifecycle
 from .safety import refuse_unaccounted_summaries
 from .state import EngineState
 
@@ -95,13 +95,15 @@ class Upkeep:
             for eid, row in rows.items()
             if row is not None and row.summary_memory_id
         }
+        for eid, row in rows.items():
+            if row is not None:
+                expected.update(dict.fromkeys(derived.expected_ids(eid, row.structured), eid))
         present = {m.id for m in await host.get_memories(list(expected))}
         now = self.state.clock()
         with self.store.transaction() as db:
-            for memory_id, episode_id in expected.items():
-                if memory_id not in present:
-                    self.state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
-        stored = await host.memories_of_type(SourceType.EPISODE_SUMMARY)
+            for episode_id in dict.fromkeys(e for m, e in expected.items() if m not in present):
+                self.state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
+        stored = [m for kind in ENGINE_WRITTEN for m in await host.memories_of_type(kind)]
         orphans = [m.id for m in stored if m.id not in expected]
         # H5 (issue 18.5): never delete summaries that a blank database cannot account for.
         refuse_unaccounted_summaries(self.store.is_blank(), self.store.path, len(orphans))

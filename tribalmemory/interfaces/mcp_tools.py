@@ -336,18 +336,40 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
         """Counts of stored memories (total and by source_type) and the embedding model used."""
         return await call("stats")
 
+    list_arg = shapes.EpisodesListQuery
+
     @tool("tribal_episodes_list", READ)
     async def episodes_list(
-        status: Annotated[str | None, RAW, arg(shapes.EpisodesListQuery, "status")] = None,
-        limit: Annotated[int | None, RAW, arg(shapes.EpisodesListQuery, "limit")] = None,
+        status: Annotated[str | None, RAW, arg(list_arg, "status")] = None,
+        limit: Annotated[int | None, RAW, arg(list_arg, "limit")] = None,
+        outcome: Annotated[str | None, RAW, arg(list_arg, "outcome")] = None,
+        task: Annotated[str | None, RAW, arg(list_arg, "task")] = None,
+        participant: Annotated[str | None, RAW, arg(list_arg, "participant")] = None,
+        tool: Annotated[str | None, RAW, arg(list_arg, "tool")] = None,
+        entity: Annotated[str | None, RAW, arg(list_arg, "entity")] = None,
+        tag: Annotated[str | None, RAW, arg(list_arg, "tag")] = None,
+        since: Annotated[str | None, RAW, arg(list_arg, "since")] = None,
+        until: Annotated[str | None, RAW, arg(list_arg, "until")] = None,
     ) -> shapes.EpisodeList:
         """List episodes: threads of related memories (one bug hunt, one feature, one migration).
 
-        Each episode has a title, a progressive summary of what happened, its status and its
-        memory_count. Use it to see what the team has been working on; open one with
-        tribal_episode_get.
+        Each episode has a title, a progressive summary of what happened, its task, outcome,
+        status and memory_count. Filter by outcome (e.g. failure), task text, participant,
+        tool, entity, tag or time. Open one with tribal_episode_get.
         """
-        return await call("episodes_list", status=status, limit=limit)
+        return await call(
+            "episodes_list",
+            status=status,
+            limit=limit,
+            outcome=outcome,
+            task=task,
+            participant=participant,
+            tool=tool,
+            entity=entity,
+            tag=tag,
+            since=since,
+            until=until,
+        )
 
     @tool("tribal_episode_get", READ)
     async def episode_get(
@@ -361,6 +383,35 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
         Use it to catch up on a thread of work before continuing it.
         """
         return await call("episode_get", episode_id=episode_id, include_timeline=include_timeline)
+
+    @tool("tribal_context", READ)
+    async def context(
+        query: Annotated[str, RAW, arg(shapes.ContextQuery, "query")] = "",
+        budget_tokens: Annotated[int | None, RAW, arg(shapes.ContextQuery, "budget_tokens")] = None,
+    ) -> shapes.Context:
+        """Read this at the start of a session: the team's active threads of work (with their
+        last decision), recently failed episodes with their lessons, and the lessons most
+        relevant to what you are about to do (query), within budget_tokens. `text` is the
+        readable form; the lists hold the same items."""
+        return await call("context", query=query or None, budget_tokens=budget_tokens)
+
+    @tool("tribal_patterns", READ)
+    async def patterns(
+        kind: Annotated[str | None, RAW, arg(shapes.PatternsQuery, "kind")] = None,
+        query: Annotated[str, RAW, arg(shapes.PatternsQuery, "query")] = "",
+        limit: Annotated[int | None, RAW, arg(shapes.PatternsQuery, "limit")] = None,
+    ) -> shapes.Patterns:
+        """What the team's closed episodes teach: recurring lessons and decisions grouped into
+        patterns (what mostly worked) and anti-patterns (what mostly failed), each with its
+        trigger, action, success rate and the episodes it rests on. Check it before choosing
+        an approach."""
+        return await call("patterns", kind=kind, query=query or None, limit=limit)
+
+    @tool("tribal_episode_decisions", READ)
+    async def episode_decisions(episode_id: EpisodeId) -> shapes.EpisodeDecisions:
+        """The decisions of an episode in time order: context, options, what was chosen, why,
+        how it turned out and the memories it rests on. Read it before revisiting a choice."""
+        return await call("episode_decisions", episode_id=episode_id)
 
     @tool("tribal_episode_create", WRITE)
     async def episode_create(
@@ -426,14 +477,24 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
         metadata: Annotated[
             dict[str, Any] | None, RAW, arg(shapes.EpisodeUpdateRequest, "metadata")
         ] = None,
+        structured: Annotated[
+            dict[str, Any] | None, RAW, arg(shapes.EpisodeUpdateRequest, "structured")
+        ] = None,
     ) -> shapes.EpisodeGetResult:
-        """Rename an episode, close or reopen it, or set metadata fields (e.g. outcome).
+        """Rename an episode, close or reopen it, set metadata fields, or correct its
+        structured record (task, outcome, outcome_reason, decisions, events, lessons; each
+        field you send replaces the stored one; memory_ids must be members).
 
         Changes made here are kept: later summaries do not overwrite the title or the fields
         you set. Returns the episode as tribal_episode_get does, with its history.
         """
         return await call(
-            "episode_update", episode_id=episode_id, title=title, status=status, metadata=metadata
+            "episode_update",
+            episode_id=episode_id,
+            title=title,
+            status=status,
+            metadata=metadata,
+            structured=structured,
         )
 
     @tool("tribal_episode_merge", WRITE)

@@ -70,7 +70,8 @@ class Op:
 
     @property
     def tag(self) -> str:
-        return "episodes" if self.path.startswith("/v1/episodes") else "memories"
+        episodes = self.path.startswith(("/v1/episodes", "/v1/context", "/v1/patterns"))
+        return "episodes" if episodes else "memories"
 
 
 ROUTES: list[Op] = [
@@ -174,11 +175,34 @@ ROUTES: list[Op] = [
     ),
     Op(
         "GET",
+        "/v1/context",
+        "context",
+        "What to read before starting: active episodes, recent failures, relevant lessons",
+        shapes.Context,
+        query_model=shapes.ContextQuery,
+    ),
+    Op(
+        "GET",
+        "/v1/patterns",
+        "patterns",
+        "Patterns and anti-patterns across closed episodes, with their evidence",
+        shapes.Patterns,
+        query_model=shapes.PatternsQuery,
+    ),
+    Op(
+        "GET",
         "/v1/episodes/{episode_id}",
         "episode_get",
         "One episode (and its timeline)",
         shapes.EpisodeGetResult,
         query_model=shapes.EpisodeGetQuery,
+    ),
+    Op(
+        "GET",
+        "/v1/episodes/{episode_id}/decisions",
+        "episode_decisions",
+        "The episode's decisions in time order",
+        shapes.EpisodeDecisions,
     ),
     Op(
         "GET",
@@ -228,7 +252,7 @@ ROUTES: list[Op] = [
         "PATCH",
         "/v1/episodes/{episode_id}",
         "episode_update",
-        "Rename, close or reopen an episode, set metadata fields (the episode after)",
+        "Rename, close or reopen an episode, set metadata or structured fields (the episode after)",
         shapes.EpisodeGetResult,
         body=shapes.EpisodeUpdateRequest,
     ),

@@ -52,7 +52,9 @@ MAX_MEMORIES = 40
 HEAD_MEMORIES = 5
 MAX_NEW_MEMORIES = 10
 
-MAX_TOKENS = {"classify": 80, "update": 450, "regenerate": 450, "final": 700}
+#: The structured part (task, outcome, decisions, events, lessons) rides in the same answer as
+#: the summary of ``regenerate`` and ``final``: no extra call, more output tokens.
+MAX_TOKENS = {"classify": 80, "update": 450, "regenerate": 1200, "final": 1500}
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -102,6 +104,9 @@ class SummaryResult:
     title: str
     summary: str
     metadata: EpisodeMetadata | None = None
+    structured: Any = None
+    """The raw ``structured`` object, validated part by part by the episode engine (which
+    knows the episode's memory ids): an invalid part is dropped there, not retried here."""
 
 
 @dataclass(frozen=True)
@@ -233,6 +238,18 @@ _METADATA_RULE = (
     "of under 100 characters; [] when nothing applies"
 )
 
+_STRUCTURED_RULE = (
+    '"structured": {"task": one line, what the episode set out to do; "outcome": "success" | '
+    '"failure" | "partial" | "ongoing" | "unknown"; "outcome_reason": one line; "decisions": '
+    '[{"context": "...", "options": ["..."], "chosen": "...", "rationale": "...", "outcome": '
+    '"...", "memory_ids": ["<memory id>"]}] in time order; "events": [{"type": "milestone" | '
+    '"error" | "fix" | "decision" | "discovery" | "blocker" | "handoff", "text": "...", '
+    '"memory_ids": ["<memory id>"]}] in time order; "lessons": [{"text": a short reusable '
+    'statement, "memory_ids": ["<memory id>"]}]}. memory_ids: the exact ids of the memories '
+    "each item rests on (at least one). Texts at most 300 characters; at most 20 decisions, 40 "
+    "events, 12 lessons; [] when there are none"
+)
+
 _TASKS = {
     "classify": (
         "Task: decide where the NEW memory belongs.\n"
@@ -252,14 +269,16 @@ _TASKS = {
         f'Answer {{"title": "...", "summary": "..."}} with {_TITLE_RULE}; {_SUMMARY_RULE}.'
     ),
     "regenerate": (
-        "Task: write the episode summary afresh from all its memories (oldest first).\n"
-        f'Answer {{"title": "...", "summary": "..."}} with {_TITLE_RULE}; {_SUMMARY_RULE}.'
+        "Task: write the episode summary afresh from all its memories (oldest first) and "
+        "extract its structured record.\n"
+        f'Answer {{"title": "...", "summary": "...", "structured": {{...}}}} with {_TITLE_RULE}; '
+        f"{_SUMMARY_RULE}; {_STRUCTURED_RULE}."
     ),
     "final": (
         "Task: the episode is closed. Write its final, comprehensive summary from all its "
-        "memories (oldest first) and extract its metadata.\n"
-        f'Answer {{"title": "...", "summary": "...", "metadata": {{...}}}} with {_TITLE_RULE}; '
-        f"{_SUMMARY_RULE}; {_METADATA_RULE}."
+        "memories (oldest first) and extract its metadata and structured record.\n"
+        f'Answer {{"title": "...", "summary": "...", "metadata": {{...}}, "structured": {{...}}}} '
+        f"with {_TITLE_RULE}; {_SUMMARY_RULE}; {_METADATA_RULE}; {_STRUCTURED_RULE}."
     ),
 }
 
@@ -343,7 +362,7 @@ def build_regenerate(title: str, memories: Sequence[Any]) -> Prompt[SummaryResul
     return Prompt(
         "regenerate",
         _messages("regenerate", user),
-        lambda data: validate_summary(data, with_metadata=False),
+        lambda data: validate_summary(data, with_metadata=False, with_structured=True),
         MAX_TOKENS["regenerate"],
     )
 
@@ -354,7 +373,7 @@ def build_final(title: str, memories: Sequence[Any]) -> Prompt[SummaryResult]:
     return Prompt(
         "final",
         _messages("final", user),
-        lambda data: validate_summary(data, with_metadata=True),
+        lambda data: validate_summary(data, with_metadata=True, with_structured=True),
         MAX_TOKENS["final"],
     )
 
@@ -465,12 +484,18 @@ def validate_metadata(value: Any) -> EpisodeMetadata:
     return EpisodeMetadata(outcome=outcome, **lists)
 
 
-def validate_summary(data: Any, *, with_metadata: bool) -> SummaryResult:
-    """``{"title", "summary"}`` plus ``"metadata"`` when asked for."""
+def validate_summary(
+    data: Any, *, with_metadata: bool, with_structured: bool = False
+) -> SummaryResult:
+    """``{"title", "summary"}`` plus ``"metadata"`` when asked for, and an optional
+    ``"structured"`` object when asked for (passed on raw: a missing or invalid structured part
+    never costs a retry; the engine validates it part by part)."""
     required = {"title", "summary"} | ({"metadata"} if with_metadata else set())
-    data = _keys(data, required)
+    optional = frozenset({"structured"}) if with_structured else frozenset()
+    data = _keys(data, required, optional)
     return SummaryResult(
         title=validate_title_text(data["title"]),
         summary=_text(data["summary"], "summary", SUMMARY_MAX),
         metadata=validate_metadata(data["metadata"]) if with_metadata else None,
+        structured=data.get("structured"),
     )

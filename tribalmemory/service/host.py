@@ -4,9 +4,9 @@ A plugin reads memories and their vectors, searches, lists memories of a source 
 and deletes the memories it owns, and waits for a quiet moment before CPU-heavy background
 work. It never reaches the store, the embedders or the request counter of the service.
 
-Plugin-owned memories are those of a source type clients cannot write
-(``EPISODE_SUMMARY``); they are stored without the write-time hooks or deduplication, and their
-text is embedded by the low-priority background embedder.
+Plugin-owned memories are those of a source type clients cannot write (``EPISODE_SUMMARY``,
+``LESSON``, ``DECISION``); they are stored without the write-time hooks or deduplication, and
+their text is embedded by the low-priority background embedder.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from ..models import Memory, RecallHit, SourceType
+from ..models import ENGINE_WRITTEN, Memory, RecallHit, SourceType
 from ..storage.base import MemoryFilter
 
 if TYPE_CHECKING:
     from .memory_service import MemoryService
 
-PLUGIN_OWNED = frozenset({SourceType.EPISODE_SUMMARY})
+PLUGIN_OWNED = ENGINE_WRITTEN
 MISSING_CHUNK = 1000  # ids counted per store query by missing()
 
 

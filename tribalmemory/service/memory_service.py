@@ -20,7 +20,7 @@ from ..config import Config
 from ..embeddings import Embedder
 from ..embeddings.background import BackgroundEmbedder
 from ..errors import Busy, InsufficientStorage, InvalidInput, NotFound
-from ..models import Memory, RecallHit, SourceType, new_memory_id
+from ..models import ENGINE_WRITTEN, Memory, RecallHit, SourceType, new_memory_id
 from ..shapes import (
     MAX_BATCH,
     MAX_CONTEXT_CHARS,
@@ -142,8 +142,10 @@ class MemoryService:
         text = check.text("content", content, limit, setting="server.max_content_chars")
         assert text is not None
         stype = check.source_type(source_type)
-        if stype is SourceType.EPISODE_SUMMARY:
-            raise InvalidInput("source_type EPISODE_SUMMARY is written by the episode engine only")
+        if stype in ENGINE_WRITTEN:
+            raise InvalidInput(
+                f"source_type {stype.json_name} is written by the episode engine only"
+            )
         instance = check.text(
             "source_instance", source_instance, MAX_SOURCE_INSTANCE_CHARS, required=False
         )
@@ -289,9 +291,9 @@ class MemoryService:
         """
         threshold = self.config.memory.dedup_threshold
         hits = self.store.dense_search(vector, DEDUP_PROBE)
-        found = [h for h in hits if h.memory.source_type is not SourceType.EPISODE_SUMMARY]
+        found = [h for h in hits if h.memory.source_type not in ENGINE_WRITTEN]
         if not found and len(hits) == DEDUP_PROBE:
-            where = MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY])
+            where = MemoryFilter(exclude_source_types=sorted(ENGINE_WRITTEN))
             found = self.store.dense_search(vector, 1, where)
         return [
             dedup.Candidate(h.memory.id, h.memory.content)
@@ -314,6 +316,11 @@ class MemoryService:
         if old.source_type is SourceType.EPISODE_SUMMARY:
             raise InvalidInput(
                 f"memory {old.id} is an episode summary; correct the memories it summarises"
+            )
+        if old.source_type in ENGINE_WRITTEN:
+            raise InvalidInput(
+                f"memory {old.id} is an episode's {old.source_type.value}; correct the memories "
+                "it rests on or edit the episode (PATCH /v1/episodes/{id})"
             )
         new = self._parse_new(
             content,

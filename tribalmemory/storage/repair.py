@@ -16,7 +16,8 @@ written there first. What each repair does:
   it is (the lost memories cannot be rebuilt; restore the store from a backup to get them back).
 - the store folder gone: start with an empty store (from a backup, if any, first).
 - ``episodes.sqlite3`` damaged, emptied, or blank while the store holds episode summaries: the
-  file is moved aside and the episode summary memories are exported to
+  file is moved aside and the episode summary memories (and lessons and decisions) are
+  exported to
   ``episode-summaries.jsonl`` beside it, then removed from the store. Episodes are not rebuilt
   from memories: every memory stays, unassigned; new memories form new episodes.
 - ``ledger.sqlite3`` damaged or emptied: moved aside; a new ledger counts the current month as
@@ -37,12 +38,13 @@ from typing import Any
 
 from ..config import Config
 from ..datafolder import FOLDER_MODE, write_private
-from ..models import SourceType
+from ..models import ENGINE_WRITTEN
 from ..timeutil import utc_now
 from . import edge, integrity
 from .base import MemoryFilter, StoreLockedError
 from .integrity import DamagedDataError
 
+WRITTEN = "episode summary, lesson and decision memories"
 _SEGMENT = re.compile(r"segments/([0-9a-fA-F-]{36})")
 
 
@@ -222,16 +224,16 @@ class Doctor:
         if problem is None and summaries and (not path.exists() or _blank_episodes(path)):
             what = "holds no episode at all" if path.exists() else "is missing"
             problem = (
-                f"{what}, but the store holds {summaries} episode summary memories (the "
-                "database was lost, truncated or replaced)"
+                f"{what}, but the store holds {summaries} {WRITTEN} (the database was lost, "
+                "truncated or replaced)"
             )
         if problem is None:
             return Finding(path, None, "" if path.exists() else "not created yet")
         repair = "move it aside"
         if summaries:
             repair += (
-                f"; export the {summaries} episode summary memories to episode-summaries.jsonl "
-                "beside it and remove them from the store. Episodes are not rebuilt: every "
+                f"; export the {summaries} {WRITTEN} to episode-summaries.jsonl beside it"
+                " and remove them from the store. Episodes are not rebuilt: every "
                 "memory stays, unassigned, and new memories form new episodes"
             )
         return Finding(path, problem, repair=repair, fix=lambda aside: self._new_episodes(aside))
@@ -301,14 +303,14 @@ class Doctor:
     def _summary_count(self) -> int:
         if self.store is None:
             return 0
-        return int(self.store.count(MemoryFilter(source_types=[SourceType.EPISODE_SUMMARY])))
+        return int(self.store.count(MemoryFilter(source_types=sorted(ENGINE_WRITTEN))))
 
     def _new_episodes(self, aside: Aside) -> list[str]:
         path = self.data / integrity.EPISODES_DB.name
         done = aside.move_sqlite(path)
         self._unlist(path.name)
         if self.store is not None:
-            where = MemoryFilter(source_types=[SourceType.EPISODE_SUMMARY])
+            where = MemoryFilter(source_types=sorted(ENGINE_WRITTEN))
             summaries = list(self.store.scroll(where))
             if summaries:
                 export = aside.create() / "episode-summaries.jsonl"
