@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..api import TribalAPI
-from ..models import SourceType
+from ..models import ENGINE_WRITTEN
 from ..storage.base import MemoryFilter
 from ..timeutil import to_iso, utc_now
 from . import records
@@ -40,7 +40,7 @@ async def export_lines(
         )
     )
     memories = episodes = 0
-    where = MemoryFilter(after=since, exclude_source_types=[SourceType.EPISODE_SUMMARY])
+    where = MemoryFilter(after=since, exclude_source_types=list(ENGINE_WRITTEN))
     pages = service.store.scroll(where, batch_size=PAGE)
     while True:
         page = await asyncio.to_thread(lambda: list(itertools.islice(pages, PAGE)))

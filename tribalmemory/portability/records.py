@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import validation as check
 from ..errors import InvalidInput, TribalError
-from ..models import Memory, SourceType
+from ..models import ENGINE_WRITTEN, Memory
 
 FORMAT = "tribalmemory-export"
 VERSION = 1
@@ -120,8 +120,8 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
         memory_id = check.memory_id(data.get("id"))
         content = check.text("content", data.get("content"), max_chars)
         stype = check.source_type(data.get("source_type"))
-        if stype is SourceType.EPISODE_SUMMARY:
-            raise InvalidInput("EPISODE_SUMMARY memories are written by the episode engine")
+        if stype in ENGINE_WRITTEN:
+            raise InvalidInput(f"{stype.value} memories are written by the episode engine")
         tags = check.tags(data.get("tags"))
         context = check.text("context", data.get("context"), 10_000, required=False)
         instance = check.text("source_instance", data.get("source_instance"), 200)
