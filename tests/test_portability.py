@@ -115,11 +115,12 @@ def test_import_is_validated_first_then_idempotent_by_id(
 
     with TestClient(create_app(config), base_url=str(client.base_url)) as fresh:
         bad = export.splitlines()
-        bad[2] = bad[2].replace('"created_at":"2025', '"created_at":"later-2025')
+        at = next(i for i, line in enumerate(bad) if '"created_at":"2025' in line)
+        bad[at] = bad[at].replace('"created_at":"2025', '"created_at":"later-2025')
         refused = fresh.post("/v1/import", headers=NDJSON, content="\n".join(bad).encode())
         assert refused.status_code == 422
         assert refused.json()["error"] == "1 problem in the file; nothing was imported"
-        assert refused.json()["detail"][0].startswith("line 3: created_at")
+        assert refused.json()["detail"][0].startswith(f"line {at + 1}: created_at")
         assert fresh.get("/v1/stats").json()["total_memories"] == 0
         cut = "\n".join(export.splitlines()[:-1]).encode()  # e.g. a dropped connection
         short = fresh.post("/v1/import", headers=NDJSON, content=cut)
