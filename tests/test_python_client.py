@@ -1,0 +1,74 @@
+"""The Python client (docs/python.md): its examples run against a real daemon."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers_http import Daemon, start_daemon
+
+from tribalmemory import AsyncClient, Client
+from tribalmemory.errors import InvalidInput, Unavailable
+from tribalmemory.shapes import RecallResult, RememberResult
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "python.md"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    running = start_daemon(
+        tmp_path_factory.mktemp("client"), episodes={"detector_strategy": "embedding"}
+    )
+    yield running
+    running.stop()
+
+
+def examples() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+
+
+def test_the_docs_examples_run(
+    daemon: Daemon, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TRIBAL_MEMORY_CONFIG", str(daemon.config_path))
+    blocks = examples()
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block, str(DOC), "exec"), {"__name__": "__main__"})
+    out = capsys.readouterr().out
+    assert "Staging Postgres listens on port 6543" in out
+    assert "1 memories tagged postgres" in out
+    assert "not found: no episode with id ep-doesnotexist" in out
+
+
+def test_results_are_typed_and_errors_are_the_clis(daemon: Daemon) -> None:
+    with Client(daemon.config_path) as tm:
+        stored = tm.remember("The nightly backup job runs at 02:30 UTC on the ops host.")
+        assert isinstance(stored, RememberResult) and stored.success
+        found = tm.recall("when does the nightly backup run", limit=1)
+        assert isinstance(found, RecallResult)
+        assert found.results[0].memory_id == stored.memory_id
+        with pytest.raises(InvalidInput, match="limit"):
+            tm.recall("backup", limit=0)
+        with pytest.raises(AttributeError, match="no operation 'rememberr'"):
+            tm.rememberr("typo")
+        assert "remember" in dir(tm) and "episodes_list" in dir(tm)
+
+
+async def test_the_async_client(daemon: Daemon) -> None:
+    async with AsyncClient(daemon.config_path) as tm:
+        stats = await tm.stats()
+        assert stats.total_memories >= 1
+        health = await tm.health()
+        assert health.status == "ok"
+
+
+def test_no_daemon_is_a_clear_error(tmp_path: Path) -> None:
+    from helpers_http import free_port, write_config
+
+    config = write_config(tmp_path / "home", server={"port": free_port()})
+    with pytest.raises(Unavailable, match="no daemon answers") as caught:
+        Client(config)
+    assert "tribalmemory serve" in str(caught.value.detail)
