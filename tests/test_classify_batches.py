@@ -97,3 +97,27 @@ async def test_the_budget_caps_classification_calls(runtime_factory, fake_llm_en
     assert queue["classify_budget_left"] == 1  # int(0.3 * 10 + 1) - 3
     for memory_id in ids:  # every memory decided: by the LLM or, past the budget, at once
         assert (await rt.api.get_memory(memory_id))["episode_status"] != "pending"
+
+
+async def test_a_memory_waiting_for_the_llm_is_not_taken_as_a_seed(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """The second memory waits for the LLM; the third, past the budget, is decided by
+    embeddings and must not start an episode with the waiting one: that memory's own decision
+    is the LLM's to make (taking it would throw its answer away)."""
+    rt = await runtime_factory(
+        detector_strategy="llm",
+        classify_calls_per_memory=0.3,
+        classify_batch_size=4,
+        classify_batch_wait_seconds=60,
+    )
+    await remember(rt, DB[0], 3, 9)  # no candidate: a seed
+    waiting = await remember(rt, AUTH[1], 3, 10)  # asked (budget 0.3 * 1 + 1), waits
+    assert waiting["episode_status"] == "pending"
+    third = await remember(rt, AUTH[2], 3, 11)  # over budget: embeddings decide at once
+    assert third["episode_status"] == "unassigned" and third["episode_id"] is None
+    assert (await rt.api.get_memory(waiting["memory_id"]))["episode_status"] == "pending"
+    await settle(rt)
+    [call] = fake_llm_env.by_purpose("classify")
+    assert [m for m, _ in new_memories(call.text)] == [waiting["memory_id"]]

@@ -98,7 +98,7 @@ class Detection:
             decision = state.matcher.decide(
                 features,
                 list(state.active.values()),
-                state.seed_pool(features),
+                self._settled_seeds(features),
                 doubt_share=self.doubt_share(),
                 learn=True,
             )
@@ -123,6 +123,12 @@ class Detection:
             "episode_id": self.store.episode_of(memory_id),
             "episode_status": episode_status(detection["state"] if detection else None),
         }
+
+    def _settled_seeds(self, features: MemoryFeatures) -> list[MemoryFeatures]:
+        """Seeds a new memory may start an episode with: not the ones waiting for the LLM
+        (their own decision is not made yet)."""
+        waiting = set(self.store.job_keys("classify", limit=10_000))
+        return [s for s in self.state.seed_pool(features) if s.id not in waiting]
 
     def _llm_wanted(self) -> bool:
         return self.state.settings.detector_strategy != "embedding" and self.summariser.ready()
@@ -273,11 +279,22 @@ class Detection:
             done.set()
 
     async def _ask(self, batch: list[tuple[Memory, MemoryFeatures, Decision]]) -> None:
-        """One classification call for the batch; apply each answer (or the fallback)."""
+        """One classification call for the batch; apply each answer (or the fallback). The
+        budget is checked again here, as a hard cap: batches that split more than the routing
+        expected must not overspend it."""
         state = self.state
+        counts = self.budget()
+        per_memory = state.settings.classify_calls_per_memory
+        if not within_budget(counts["memories"], counts["calls"], per_memory):
+            async with state.detect_lock:  # spent: the embedding decisions stand
+                for memory, features, _ in batch:
+                    if self._still_pending(memory.id):
+                        decision = self._decide(features, doubt_share=0.0)
+                        await self._apply(memory, features, decision)
+            return
+        self._count(calls=1, classified=len(batch))  # counted before any await: no overspend
         options = _union(decision for _, _, decision in batch)
         candidates = await self._describe_candidates(options)
-        self._count(calls=1, classified=len(batch))
         answer = await self.summariser.classify([m for m, _, _ in batch], candidates)
         await state.host.background_turn()  # applying it uses the CPU
         titles: dict[str, str] = {}  # title of a created thread -> its first memory
