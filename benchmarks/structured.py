@@ -43,7 +43,7 @@ from report import write_section  # noqa: E402
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.episodes import derived  # noqa: E402
 from tribalmemory.episodes import structured as records  # noqa: E402
-from tribalmemory.episodes.store import EpisodeRow, new_episode_id  # noqa: E402
+from tribalmemory.episodes.store import EpisodeRow  # noqa: E402
 from tribalmemory.models import Memory, SourceType  # noqa: E402
 from tribalmemory.runtime import start_runtime  # noqa: E402
 from tribalmemory.timeutil import from_epoch  # noqa: E402
@@ -162,24 +162,15 @@ def synthetic_row(index: int, now: float) -> tuple[EpisodeRow, list[Memory]]:
         ],
     }
     record = records.finish(fresh, None, memories, "llm")
-    row = EpisodeRow(
-        id=new_episode_id(),
-        title=f"{topic.capitalize()} #{index}",
-        title_source="llm",
+    row = EpisodeRow.new(
+        f"{topic.capitalize()} #{index}",
+        "llm",
+        start,
         summary=f"Work on {topic}.",
         summary_kind="llm",
-        summary_status="current",
-        summary_memory_id=None,
-        llm_summary="",
-        llm_summary_mark=None,
-        needs_full=False,
-        since_regen=0,
         status=status,
-        created_at=start,
-        updated_at=start,
         closed_at=None if status == "active" else start + 3000,
         last_activity=start + 1800,
-        parent_episode_id=None,
         metadata={"outcome": outcome, "tags": [topic.split()[0]]},
         structured=record,
     )

@@ -18,7 +18,7 @@ from ..timeutil import to_epoch
 from . import derived, extractive, lifecycle
 from .matching import MemoryFeatures, when
 from .state import EngineState
-from .store import EpisodeRow, new_episode_id
+from .store import EpisodeRow
 from .summaries import Summaries
 from .upkeep import Upkeep
 
@@ -307,25 +307,15 @@ def _new_row(
 ) -> EpisodeRow:
     """A new active episode of ``memories`` with an extractive summary and title."""
     vectors = np.stack([f.vector for f in features])
-    row = EpisodeRow(
-        id=new_episode_id(),
-        title=title or extractive.keyword_title(memories, vectors),
-        title_source=title_source,
+    row = EpisodeRow.new(
+        title or extractive.keyword_title(memories, vectors),
+        title_source,
+        now,
         summary=extractive.extractive_summary(memories, vectors),
-        summary_kind="extractive",
         summary_status="pending",
         summary_memory_id=new_memory_id(),
-        llm_summary="",
-        llm_summary_mark=None,
-        needs_full=False,
-        since_regen=0,
-        status="active",
-        created_at=now,
-        updated_at=now,
-        closed_at=None,
         last_activity=max(when(f) for f in features),
         parent_episode_id=parent_episode_id,
-        metadata={},
     )
     row.first_activity = min(when(f) for f in features)
     return row

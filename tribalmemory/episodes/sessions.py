@@ -22,7 +22,7 @@ from .edits import Pin, may_join, session_fits
 from .matching import MemoryFeatures, when
 from .shapes import episode_json
 from .state import EngineState
-from .store import EpisodeRow, new_episode_id
+from .store import EpisodeRow
 from .summariser import Summariser
 from .upkeep import Upkeep
 
@@ -113,22 +113,4 @@ class Sessions:
 
 def _empty_row(topic: str, now: float) -> EpisodeRow:
     """A new active episode with no members yet, titled with the topic."""
-    return EpisodeRow(
-        id=new_episode_id(),
-        title=topic,
-        title_source="user",
-        summary="",
-        summary_kind="extractive",
-        summary_status="current",
-        summary_memory_id=None,
-        llm_summary="",
-        llm_summary_mark=None,
-        needs_full=False,
-        since_regen=0,
-        status="active",
-        created_at=now,
-        updated_at=now,
-        closed_at=None,
-        last_activity=now,
-        parent_episode_id=None,
-    )
+    return EpisodeRow.new(topic, "user", now)

@@ -150,6 +150,29 @@ class EpisodeRow:
         data["needs_full"] = bool(data["needs_full"])
         return cls(**data)
 
+    @classmethod
+    def new(cls, title: str, title_source: str, now: float, **values: Any) -> EpisodeRow:
+        """A new active episode created at ``now``: no summary, no parent, not closed;
+        ``values`` set any other column."""
+        defaults: dict[str, Any] = {
+            "id": new_episode_id(),
+            "summary": "",
+            "summary_kind": "extractive",
+            "summary_status": "current",
+            "summary_memory_id": None,
+            "llm_summary": "",
+            "llm_summary_mark": None,
+            "needs_full": False,
+            "since_regen": 0,
+            "status": "active",
+            "created_at": now,
+            "updated_at": now,
+            "closed_at": None,
+            "last_activity": now,
+            "parent_episode_id": None,
+        }
+        return cls(title=title, title_source=title_source, **{**defaults, **values})
+
 
 @dataclass
 class Job:
