@@ -262,84 +262,192 @@ def _majority(labels: Sequence[str | None]) -> str | None:
     return c[0][0] if c else None
 
 
+@dataclass(frozen=True)
+class Review:
+    """How doubtful decisions are reviewed (the engine's ``classify_*`` settings)."""
+
+    calls_per_memory: float = 0.3
+    batch_size: int = 2
+    wait_paces: float = 4.0
+    max_wait_seconds: float = 86400.0
+
+
+class Replay:
+    """The engine's detection, online, without the service: each memory is placed at once by
+    the embedding decision (idle closing and the active cap in memory time); in ``hybrid`` the
+    doubtful ones are queued and reviewed in batches by ``oracle`` within the call budget, as
+    :mod:`tribalmemory.episodes.detection` does: the reviewed memory's candidates are taken
+    as they are at review time (its own episode without it), a verdict elsewhere moves it, and
+    an episode left with one member is dissolved into a seed."""
+
+    def __init__(
+        self, stream: Stream, params: DetectorParams, oracle: Oracle | None, review: Review
+    ) -> None:
+        self.stream, self.params, self.oracle, self.review = stream, params, oracle, review
+        self.feats = features(stream)
+        self.index = {r.id: i for i, r in enumerate(stream.records)}
+        self.assign: list[str | None] = [None] * len(self.feats)
+        self.members: dict[str, list[str]] = {}
+        self.episodes: dict[str, EpisodeFeatures] = {}
+        self.active: set[str] = set()
+        self.seeds: dict[str, MemoryFeatures] = {}
+        self.context = DetectorContext()
+        self.queue: list[tuple[int, datetime]] = []  # (memory, due)
+        self.calls = self.classified = self.decided = 0
+        self.counter = 0
+
+    def run(self) -> SimResult:
+        window = timedelta(days=self.params.active_window_days)
+        embedding = replace(self.params, strategy="embedding")
+        for i, mem in enumerate(self.feats):
+            now = mem.created_at
+            while self.queue and self.queue[0][1] <= now:
+                self._review()
+            for eid in sorted(self.active):
+                if now - self.episodes[eid].last_activity > window:
+                    self.active.discard(eid)
+            for sid in [s for s, m in self.seeds.items() if now - m.created_at > window]:
+                del self.seeds[sid]
+            share = self._doubt_share()
+            params = replace(self.params, doubt_share=share) if share > 0 else embedding
+            decision = decide(mem, self._active(), list(self.seeds.values()), self.context, params)
+            self.context = update_context(
+                self.context, mem, decision.background, confidence=decision.confidence
+            )
+            self.decided += 1
+            if isinstance(decision, Ambiguous):
+                decision = decide(
+                    mem, self._active(), list(self.seeds.values()), self.context, embedding
+                )
+                wait = min(self.review.max_wait_seconds, self.review.wait_paces * self.context.pace)
+                self.queue.append((i, now + timedelta(seconds=wait)))
+            self._apply(i, decision)
+            if len(self.queue) >= self.review.batch_size:
+                self._review()
+        while self.queue:
+            self._review()
+        return SimResult(self.assign, self.calls, dict(self.episodes))
+
+    def _active(self) -> list[EpisodeFeatures]:
+        return [self.episodes[e] for e in self.active]
+
+    def _doubt_share(self) -> float:
+        if self.oracle is None:
+            return 0.0
+        size = self.review.batch_size
+        committed = self.calls + math.ceil(len(self.queue) / size)
+        if not within_budget(self.decided, committed, self.review.calls_per_memory):
+            return 0.0
+        per_call = self.classified / self.calls if self.calls else 1.0
+        return min(self.params.doubt_share, self.review.calls_per_memory * per_call)
+
+    def _apply(self, i: int, decision: Any) -> None:
+        mem = self.feats[i]
+        if isinstance(decision, Join) and decision.episode_id in self.active:
+            eid = decision.episode_id
+            self.members[eid].append(mem.id)
+            self.episodes[eid] = add_member(self.episodes[eid], mem)
+            self.assign[i] = eid
+            self.seeds.pop(mem.id, None)
+        elif isinstance(decision, StartFromSeed) and decision.seed_id in self.seeds:
+            seed = self.seeds.pop(decision.seed_id)
+            eid = f"ep{self.counter}"
+            self.counter += 1
+            self.members[eid] = [seed.id, mem.id]
+            self.episodes[eid] = build_episode(eid, [seed, mem])
+            self.active.add(eid)
+            self.assign[self.index[seed.id]] = self.assign[i] = eid
+            self.seeds.pop(mem.id, None)
+            if len(self.active) > self.params.max_active_episodes:
+                self.active.discard(min(self.active, key=lambda e: self.episodes[e].last_activity))
+        else:
+            self.seeds[mem.id] = mem
+
+    def _detach(self, i: int) -> None:
+        """Take memory ``i`` out of its episode (or the seeds); dissolve a one-member rest."""
+        mid = self.feats[i].id
+        self.seeds.pop(mid, None)
+        eid = self.assign[i]
+        if eid is None:
+            return
+        self.members[eid].remove(mid)
+        self.assign[i] = None
+        rest = self.members[eid]
+        if len(rest) >= 2:
+            self.episodes[eid] = build_episode(eid, [self.feats[self.index[m]] for m in rest])
+            return
+        for m in rest:
+            self.assign[self.index[m]] = None
+            self.seeds[m] = self.feats[self.index[m]]
+        del self.members[eid], self.episodes[eid]
+        self.active.discard(eid)
+
+    def _label(self, kind: str, cid: str) -> str | None:
+        gold = self.stream.gold
+        ids = self.members[cid] if kind == "episode" else [cid]
+        return _majority([gold[self.index[m]] for m in ids])
+
+    def _review(self) -> None:
+        batch = [i for i, _ in self.queue[: self.review.batch_size]]
+        del self.queue[: self.review.batch_size]
+        if not batch or self.oracle is None:
+            return
+        if not within_budget(self.decided, self.calls, self.review.calls_per_memory):
+            return  # spent: the embedding decisions stand
+        self.calls += 1
+        self.classified += len(batch)
+        gold = self.stream.gold
+        created: dict[Any, str] = {}  # one new thread per answer -> its first memory
+        llm = replace(self.params, strategy="llm")
+        for i in batch:
+            mem = self.feats[i]
+            self._detach(i)
+            seeds = [s for s in self.seeds.values() if s.id != mem.id]
+            decision = decide(mem, self._active(), seeds, self.context, llm)
+            if not isinstance(decision, Ambiguous):
+                self._apply(i, decision)
+                continue
+            right = next(
+                (
+                    c.id
+                    for c in decision.candidates
+                    if gold[i] and self._label(c.kind, c.id) == gold[i]
+                ),
+                None,
+            )
+            options: list[str | None] = [c.id for c in decision.candidates] + [None]
+            chosen = self.oracle.choose(options, right)
+            pick = next((c for c in decision.candidates if c.id == chosen), None)
+            if pick is not None:
+                self._apply(
+                    i,
+                    Join(pick.id, pick.score)
+                    if pick.kind == "episode"
+                    else StartFromSeed(pick.id, pick.score),
+                )
+                continue
+            key = gold[i] if right is None and gold[i] else ("alone", i)
+            first = created.get(key)
+            if first is not None and first in self.seeds:
+                self._apply(i, StartFromSeed(first, 0.0))
+            elif first is not None and self.assign[self.index[first]] in self.active:
+                self._apply(i, Join(self.assign[self.index[first]] or "", 0.0))
+            else:
+                self._apply(i, NewSeed())
+                created[key] = mem.id
+
+
 def simulate(
     stream: Stream,
     params: DetectorParams,
     oracle: Oracle | None = None,
     calls_per_memory: float = 1.0,
+    review: Review | None = None,
 ) -> SimResult:
-    """Replay ``stream`` online as the engine does (idle closing and the active cap in memory
-    time). Ambiguous decisions (strategy ``hybrid``) go to ``oracle`` within the call budget
-    (``calls_per_memory``, as :func:`~tribalmemory.episodes.detection.within_budget`); without
-    an oracle, or over budget, the embedding decision stands."""
-    records = stream.records
-    feats = features(stream)
-    index = {r.id: i for i, r in enumerate(records)}
-    assign: list[str | None] = [None] * len(records)
-    episodes: dict[str, EpisodeFeatures] = {}
-    active: set[str] = set()
-    seeds: dict[str, MemoryFeatures] = {}
-    result = SimResult(assign)
-    context = DetectorContext()
-    window = timedelta(days=params.active_window_days)
-    embedding = replace(params, strategy="embedding")
-    counter = 0
-    for i, mem in enumerate(feats):
-        now = mem.created_at
-        for eid in sorted(active):
-            if now - episodes[eid].last_activity > window:
-                active.discard(eid)
-        for sid in [s for s, m in seeds.items() if now - m.created_at > window]:
-            del seeds[sid]
-        room = oracle is not None and within_budget(i, result.calls, calls_per_memory)
-        decision = decide(
-            mem,
-            [episodes[e] for e in active],
-            list(seeds.values()),
-            context,
-            params if room else embedding,
-        )
-        context = update_context(context, mem, decision.background, confidence=decision.confidence)
-        if isinstance(decision, Ambiguous):
-            assert oracle is not None
-            result.calls += 1
-            labels = {
-                c.id: _majority(
-                    [
-                        records[index[m]].gold
-                        for m in (episodes[c.id].member_ids if c.kind == "episode" else (c.id,))
-                    ]
-                )
-                for c in decision.candidates
-            }
-            gold = records[i].gold
-            right = next((c.id for c in decision.candidates if gold and labels[c.id] == gold), None)
-            options: list[str | None] = [c.id for c in decision.candidates] + [None]
-            chosen = oracle.choose(options, right)
-            pick = next((c for c in decision.candidates if c.id == chosen), None)
-            if pick is None:
-                decision = NewSeed(decision.candidates[0].score)
-            elif pick.kind == "episode":
-                decision = Join(pick.id, pick.score)
-            else:
-                decision = StartFromSeed(pick.id, pick.score)
-        if isinstance(decision, Join):
-            episodes[decision.episode_id] = add_member(episodes[decision.episode_id], mem)
-            assign[i] = decision.episode_id
-        elif isinstance(decision, StartFromSeed):
-            seed = seeds.pop(decision.seed_id)
-            eid = f"ep{counter}"
-            counter += 1
-            episodes[eid] = build_episode(eid, [seed, mem])
-            active.add(eid)
-            assign[index[seed.id]] = eid
-            assign[i] = eid
-            if len(active) > params.max_active_episodes:
-                active.discard(min(active, key=lambda e: episodes[e].last_activity))
-        else:
-            seeds[mem.id] = mem
-    result.episodes = episodes
-    return result
+    """Replay ``stream`` as the engine does (:class:`Replay`); without an oracle, every
+    decision is the embedding one."""
+    review = review or Review(calls_per_memory=calls_per_memory)
+    return Replay(stream, params, oracle, review).run()
 
 
 def naive_centroid(stream: Stream, threshold: float = 0.40) -> list[str | None]:

@@ -1,12 +1,15 @@
-"""Doubtful memories go to the LLM in batches, within a budget of calls per memory.
+"""Doubtful memories are placed at once and reviewed by the LLM in batches, within a budget of
+calls per memory.
 
 Through the real engine, model and litellm client against the fake LLM server. The strategy
-is ``llm`` so that every memory with a candidate is doubtful: which memories are routed is then
-known in advance, and what is tested is the batching, the budget and how answers are applied.
+is ``llm`` so that every memory with a candidate is doubtful: which memories are reviewed is
+then known in advance, and what is tested is the batching, the budget and how verdicts move
+memories.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fakellm import Recorded, Reply, default_reply, new_memories
@@ -14,64 +17,102 @@ from test_episodes_compose import IOS, runtime_factory  # noqa: F401
 from test_episodes_engine import AUTH, DB, remember, settle
 
 
-async def test_doubtful_memories_share_one_call_and_answers_are_applied(
+async def test_doubtful_memories_are_placed_at_once_and_reviewed_in_one_call(
     runtime_factory,  # noqa: F811
     fake_llm_env,
 ) -> None:
     rt = await runtime_factory(
         detector_strategy="llm",
         classify_calls_per_memory=1.0,
-        classify_batch_size=4,
-        classify_batch_wait_seconds=60,
+        classify_batch_size=3,
+        classify_batch_wait_seconds=3600,
     )
-    first = (await remember(rt, AUTH[0], 3, 9))["memory_id"]  # no candidate: a seed at once
-    auth_ids: set[str] = set()
+    first = (await remember(rt, DB[0], 3, 9))["memory_id"]  # no candidate: a seed, no review
+    doubtful: list[str] = []
 
     def answer(request: Recorded) -> Reply:
         if request.purpose != "classify":
             return default_reply(request)
         decisions: list[dict[str, Any]] = []
         for memory_id, _ in new_memories(request.messages[1]["content"]):
-            if memory_id in auth_ids:  # every auth memory joins the thread of the first one
-                decisions.append(
-                    {"memory_id": memory_id, "action": "join", "episode_id": f"thread-{first}"}
-                )
-            else:
+            if memory_id == doubtful[1]:  # the LLM takes the middle one out of the thread
                 decisions.append({"memory_id": memory_id, "action": "none"})
+            else:  # and puts the other two in a new thread of their own
+                decisions.append({"memory_id": memory_id, "action": "create", "title": "Tabs"})
         return Reply.json({"decisions": decisions})
 
     fake_llm_env.responder = answer
-    waiting = []
-    for i, text in enumerate([AUTH[1], AUTH[2], AUTH[3]]):
+    for i, text in enumerate(AUTH[:2]):
         result = await remember(rt, text, 3, 10 + i)
-        auth_ids.add(result["memory_id"])
-        waiting.append(result)
-    # the engine's clock stands still: the three wait for company, nothing is asked yet
-    assert [r["episode_status"] for r in waiting] == ["pending"] * 3
-    assert rt.api.health()["episodes"]["classify_waiting"] == 3
+        doubtful.append(result["memory_id"])
+        assert result["episode_status"] != "pending"  # placed at once, not waiting
+    # the engine's clock stands still: the two wait for company, nothing is asked yet
+    assert rt.api.health()["episodes"]["classify_waiting"] == 2
     assert fake_llm_env.by_purpose("classify") == []
-    db = (await remember(rt, DB[0], 3, 14))["memory_id"]  # the fourth fills the batch
+    provisional = await rt.api.get_memory(doubtful[1])
+    assert provisional["episode_id"] is not None  # the embeddings put the two auth notes together
+    doubtful.append((await remember(rt, AUTH[2], 3, 12))["memory_id"])  # fills the batch
     await settle(rt)
     [call] = fake_llm_env.by_purpose("classify")
-    sent = {memory_id for memory_id, _ in new_memories(call.messages[1]["content"])}
-    assert sent == auth_ids | {db}
-    episode = (await rt.api.get_memory(first))["episode_id"]
-    assert episode is not None
-    for memory_id in auth_ids:  # the first joins the seed, the others the episode it started
-        assert (await rt.api.get_memory(memory_id))["episode_id"] == episode
-    got = await rt.api.get_memory(db)
-    assert (got["episode_id"], got["episode_status"]) == (None, "unassigned")
+    assert [m for m, _ in new_memories(call.text)] == doubtful
+    a, b, c = [await rt.api.get_memory(m) for m in doubtful]
+    assert a["episode_id"] is not None and a["episode_id"] == c["episode_id"]
+    assert (b["episode_id"], b["episode_status"]) == (None, "unassigned")
+    assert (await rt.api.get_memory(first))["episode_id"] is None
+    episode = (await rt.api.episode_get(a["episode_id"]))["episode"]
+    assert episode["title"] == "Tabs"
+    # the provisional episode, left with one member, was dissolved and is gone
+    assert provisional["episode_id"] != a["episode_id"]
+    listed = [e["id"] for e in (await rt.api.episodes_list())["episodes"]]
+    assert listed == [a["episode_id"]]
     queue = rt.api.health()["episodes"]
-    assert (queue["classify_calls"], queue["classified_memories"]) == (1, 4)
+    assert (queue["classify_calls"], queue["classified_memories"]) == (1, 3)
     assert queue["classify_waiting"] == 0
 
-    late = await remember(rt, DB[1], 3, 15)  # alone in its batch: waits ...
-    assert late["episode_status"] == "pending"
-    assert await rt.episodes.worker.drain(30, due_only=True)  # nothing due: it keeps waiting
-    assert (await rt.api.get_memory(late["memory_id"]))["episode_status"] == "pending"
-    await settle(rt)  # ... until a full drain asks at once
-    assert len(fake_llm_env.by_purpose("classify")) == 2
-    assert (await rt.api.get_memory(late["memory_id"]))["episode_status"] != "pending"
+
+async def test_a_review_move_is_in_the_history_and_a_confirmed_place_is_kept(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """The LLM moves one member out of a three-member episode and confirms the others: the
+    episode keeps its id and records the move; confirmed members stay."""
+    rt = await runtime_factory(
+        detector_strategy="hybrid",
+        llm_doubt_share=0.0,  # nothing doubtful while the thread forms
+        classify_calls_per_memory=1.0,
+        classify_batch_size=1,
+        classify_batch_wait_seconds=0,
+    )
+    ids = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
+    await settle(rt)
+    episode_id = (await rt.api.get_memory(ids[0]))["episode_id"]
+    assert episode_id and all(
+        [(await rt.api.get_memory(m))["episode_id"] == episode_id for m in ids]
+    )
+
+    def answer(request: Recorded) -> Reply:
+        if request.purpose != "classify":
+            return default_reply(request)
+        return Reply.json(
+            {
+                "decisions": [
+                    {"memory_id": m, "action": "none"} for m, _ in new_memories(request.text)
+                ]
+            }
+        )
+
+    fake_llm_env.responder = answer
+    rt.episodes.engine.state.settings.llm_doubt_share = 1.0  # now ask about the next one
+    late = (await remember(rt, AUTH[3], 3, 13))["memory_id"]
+    assert (await rt.api.get_memory(late))["episode_id"] == episode_id  # placed at once
+    await settle(rt)
+    [call] = fake_llm_env.by_purpose("classify")
+    assert [m for m, _ in new_memories(call.text)] == [late]
+    assert (await rt.api.get_memory(late))["episode_id"] is None
+    got = await rt.api.episode_get(episode_id)
+    assert got["episode"]["memory_count"] == 3
+    moves = [h for h in got["history"] if h["action"] == "review_move"]
+    assert [(h["actor"], h["details"]["memory_id"]) for h in moves] == [("detector", late)]
 
 
 async def test_the_budget_caps_classification_calls(runtime_factory, fake_llm_env) -> None:  # noqa: F811
@@ -95,29 +136,75 @@ async def test_the_budget_caps_classification_calls(runtime_factory, fake_llm_en
     queue = rt.api.health()["episodes"]
     assert queue["classify_calls"] == 3 and queue["classify_calls_per_memory"] == 0.3
     assert queue["classify_budget_left"] == 1  # int(0.3 * 10 + 1) - 3
-    for memory_id in ids:  # every memory decided: by the LLM or, past the budget, at once
+    for memory_id in ids:  # every memory placed at once
         assert (await rt.api.get_memory(memory_id))["episode_status"] != "pending"
 
 
-async def test_a_memory_waiting_for_the_llm_is_not_taken_as_a_seed(
+async def test_when_the_llm_is_down_the_provisional_places_stand(
     runtime_factory,  # noqa: F811
     fake_llm_env,
 ) -> None:
-    """The second memory waits for the LLM; the third, past the budget, is decided by
-    embeddings and must not start an episode with the waiting one: that memory's own decision
-    is the LLM's to make (taking it would throw its answer away)."""
+    """The review call fails: nothing moves, nothing stays waiting, the health says why."""
     rt = await runtime_factory(
         detector_strategy="llm",
-        classify_calls_per_memory=0.3,
-        classify_batch_size=4,
-        classify_batch_wait_seconds=60,
+        classify_calls_per_memory=1.0,
+        classify_batch_size=2,
+        classify_batch_wait_seconds=3600,
     )
-    await remember(rt, DB[0], 3, 9)  # no candidate: a seed
-    waiting = await remember(rt, AUTH[1], 3, 10)  # asked (budget 0.3 * 1 + 1), waits
-    assert waiting["episode_status"] == "pending"
-    third = await remember(rt, AUTH[2], 3, 11)  # over budget: embeddings decide at once
-    assert third["episode_status"] == "unassigned" and third["episode_id"] is None
-    assert (await rt.api.get_memory(waiting["memory_id"]))["episode_status"] == "pending"
+    fake_llm_env.responder = lambda request: (
+        Reply.error(503) if request.purpose == "classify" else default_reply(request)
+    )
+    ids = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
+    before = [(await rt.api.get_memory(m))["episode_id"] for m in ids]
     await settle(rt)
-    [call] = fake_llm_env.by_purpose("classify")
-    assert [m for m, _ in new_memories(call.text)] == [waiting["memory_id"]]
+    assert fake_llm_env.by_purpose("classify")  # it was asked ...
+    after = [(await rt.api.get_memory(m))["episode_id"] for m in ids]
+    assert after == before and after[1] is not None  # ... and the embedding places stand
+    health = rt.api.health()
+    assert health["episodes"]["classify_waiting"] == 0
+    assert health["llm"]["state"] != "ok"
+
+
+async def test_concurrent_writers_while_reviews_move_memories_keep_every_invariant(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """Ten writers at once while every review moves its memories (alternately out of any
+    episode and into one new thread): no memory in two episodes, none lost, no empty episode,
+    one summary memory per episode and no orphan."""
+    from test_episode_edits import invariants
+
+    rt = await runtime_factory(
+        detector_strategy="llm",
+        classify_calls_per_memory=1.0,
+        classify_batch_size=2,
+        classify_batch_wait_seconds=3600,  # the clock stands still: full batches of two
+    )
+
+    def answer(request: Recorded) -> Reply:
+        if request.purpose != "classify":
+            return default_reply(request)
+        decisions = [  # both memories of a call into one new thread, or both out of any
+            {"memory_id": m, "action": "create", "title": "Moved"}
+            if len(fake_llm_env.by_purpose("classify")) % 2
+            else {"memory_id": m, "action": "none"}
+            for m, _ in new_memories(request.text)
+        ]
+        return Reply.json({"decisions": decisions})
+
+    fake_llm_env.responder = answer
+    texts = [*AUTH, *DB, *IOS]
+
+    async def write(k: int, text: str) -> dict[str, Any]:
+        return await remember(rt, text, 3 + k % 2, 9 + k)
+
+    results = await asyncio.gather(*(write(k, t) for k, t in enumerate(texts)))
+    await settle(rt)
+    assert len(fake_llm_env.by_purpose("classify")) >= 2  # reviews ran and moved memories
+    await invariants(rt, len(texts))
+    for result in results:
+        got = await rt.api.get_memory(result["memory_id"])
+        assert got["episode_status"] in ("assigned", "unassigned")
+    listed = (await rt.api.episodes_list())["episodes"]
+    assert all(e["memory_count"] >= 1 for e in listed)
+    assert "Moved" in {e["title"] for e in listed}  # the reviews' thread exists

@@ -246,6 +246,7 @@ async def test_llm_faults_fall_back_without_losing_work(runtime_factory, fake_ll
         detector_strategy="llm",
         max_retries=1,
         classify_calls_per_memory=1.0,
+        classify_batch_size=1,  # one call per doubtful memory: the script below is per call
         classify_batch_wait_seconds=0,
     )
     fake_llm_env.script(Reply.garbage(), Reply.garbage())  # classify 1: invalid twice

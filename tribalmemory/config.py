@@ -161,9 +161,9 @@ class EpisodesConfig:
         maximum=1.0,
     )
     llm_doubt_share: float = setting(
-        0.45,
-        "hybrid: about this share of memories, the least confident decisions, are asked of "
-        "the LLM (0 asks none); capped by classify_calls_per_memory.",
+        0.6,
+        "hybrid: about this share of memories, the least confident decisions, are reviewed "
+        "by the LLM (0 asks none); capped by classify_calls_per_memory.",
         minimum=0.0,
         maximum=1.0,
     )
@@ -175,18 +175,23 @@ class EpisodesConfig:
         maximum=1.0,
     )
     classify_batch_size: int = setting(
-        4,
-        "hybrid/llm: doubtful memories that share candidates are classified together, up to "
-        "this many in one call.",
+        2,
+        "hybrid/llm: doubtful memories are reviewed together, up to this many in one call.",
         minimum=1,
         maximum=8,
     )
-    classify_batch_wait_seconds: float = setting(
-        60,
-        "hybrid/llm: a doubtful memory waits up to this long for others to share its call "
-        "(0: ask at once).",
+    classify_batch_wait_paces: float = setting(
+        4,
+        "hybrid/llm: a doubtful memory waits for others to share its review call up to this "
+        "many times the stream's own pace (the median gap between memories).",
         minimum=0.0,
-        maximum=3600,
+        maximum=100,
+    )
+    classify_batch_wait_seconds: float = setting(
+        86400,
+        "hybrid/llm: ... and never longer than this (0: review at once).",
+        minimum=0.0,
+        maximum=604800,
     )
     active_window_days: float = setting(
         14, "An episode with no new memory for this long is closed.", minimum=0.01, maximum=3650

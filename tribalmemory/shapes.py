@@ -822,8 +822,9 @@ class HistoryEntry(Response):
     at: Timestamp
     actor: HistoryActor = Field(description="user, detector or consolidation")
     action: str = Field(
-        description="create, join, add_memory, remove_memory, memory_forgotten, update, "
-        "reopen, close, archive, regenerate, merge, merged_into, split, split_from, ..."
+        description="create, join, add_memory, remove_memory, review_move (the detector's "
+        "review moved a member), memory_forgotten, update, reopen, close, archive, "
+        "regenerate, merge, merged_into, split, split_from, ..."
     )
     details: dict[str, Any]
 

@@ -1,12 +1,15 @@
-"""Write-time detection: which episode a new memory belongs to, and the classify job.
+"""Write-time detection: which episode a new memory belongs to, and the review job.
 
 ``remember()`` records a durable ``detect`` job before the memory is stored
 (:meth:`Detection.register_pending`), then decides at once on the embedding path
-(:meth:`Detection.detect`). A doubtful memory (the least confident share of decisions, see
-:func:`.detector.confidence`) becomes a ``classify`` job that asks the LLM off the request path
-(:meth:`Detection.classify`), within a running budget of ``classify_calls_per_memory``; when
-the budget is spent or the LLM cannot answer, the embedding decision stands. Decisions hold
-``detect_lock``, so concurrent writers decide as a sequential run would.
+(:meth:`Detection.detect`). Every decision is made at once and is provisional: a doubtful one
+(the least confident share of decisions, see :func:`.detector.confidence`) is also queued for
+review by the LLM (the ``classify`` job, :meth:`Detection.classify`), within a running budget of
+``classify_calls_per_memory``. Reviews are batched (a few doubtful memories per call, each
+waiting a few of the stream's paces for company); the LLM sees each memory's candidates as they
+are by then (its own episode without it included), and a memory it places elsewhere is moved.
+When the budget is spent or the LLM cannot answer, the embedding decision stands. Decisions
+hold ``detect_lock``, so concurrent writers decide as a sequential run would.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from .upkeep import Upkeep
 EPISODE_STATUS = {"assigned": "assigned", "pending": "pending"}  # any other state: unassigned
 BUDGET_KEY = "classify_budget"
 """Meta key of the budget counters: memories decided, classification calls made."""
-MAX_BATCH_CANDIDATES = 8
+MAX_BATCH_CANDIDATES = 12
 """At most this many candidates (the union over a batch) in one classification prompt."""
 BUDGET_BURST = 1.0
 """Calls allowed ahead of the budget, so the first doubtful memory of a stream can be asked."""
@@ -98,7 +101,7 @@ class Detection:
             decision = state.matcher.decide(
                 features,
                 list(state.active.values()),
-                self._settled_seeds(features),
+                state.seed_pool(features),
                 doubt_share=self.doubt_share(),
                 learn=True,
             )
@@ -123,12 +126,6 @@ class Detection:
             "episode_id": self.store.episode_of(memory_id),
             "episode_status": episode_status(detection["state"] if detection else None),
         }
-
-    def _settled_seeds(self, features: MemoryFeatures) -> list[MemoryFeatures]:
-        """Seeds a new memory may start an episode with: not the ones waiting for the LLM
-        (their own decision is not made yet)."""
-        waiting = set(self.store.job_keys("classify", limit=10_000))
-        return [s for s in self.state.seed_pool(features) if s.id not in waiting]
 
     def _llm_wanted(self) -> bool:
         return self.state.settings.detector_strategy != "embedding" and self.summariser.ready()
@@ -211,17 +208,9 @@ class Detection:
         elif kind == "seed" and decision.target in state.seeds:
             seed = state.seeds[decision.target]
             await self._start_from_seed(memory, features, seed, decision, title_hint)
-        elif kind == "ambiguous":
-            settings = state.settings
-            with self.store.transaction() as db:
-                self.store.delete_job(db, "detect", memory.id)
-                self.store.enqueue(
-                    db, "classify", memory.id, now, settings.classify_batch_wait_seconds
-                )
-                if self.store.count_jobs("classify") >= settings.classify_batch_size:
-                    self.store.make_due(db, "classify", now)  # a full batch: ask now
-            state.seeds[memory.id] = features
-            state.wake()
+        elif kind == "ambiguous":  # decided by embeddings now, reviewed by the LLM later
+            await self._apply(memory, features, self._decide(features, doubt_share=0.0))
+            self._queue_review(memory.id, now)
         else:
             detection = "standalone" if kind == "none" else "seed"
             with self.store.transaction() as db:
@@ -231,6 +220,21 @@ class Detection:
                 state.seeds[memory.id] = features
             else:
                 state.seeds.pop(memory.id, None)
+
+    def _queue_review(self, memory_id: str, now: float) -> None:
+        """Queue the LLM's review of a doubtful memory: it waits up to
+        ``classify_batch_wait_paces`` of the stream's own pace (at most
+        ``classify_batch_wait_seconds``) for others to share the call; a full batch asks now."""
+        settings = self.state.settings
+        wait = min(
+            settings.classify_batch_wait_seconds,
+            settings.classify_batch_wait_paces * self.state.matcher.context.pace,
+        )
+        with self.store.transaction() as db:
+            self.store.enqueue(db, "classify", memory_id, now, wait)
+            if self.store.count_jobs("classify") >= settings.classify_batch_size:
+                self.store.make_due(db, "classify", now)  # a full batch: ask now
+        self.state.wake()
 
     async def _start_from_seed(
         self,
@@ -262,10 +266,11 @@ class Detection:
     # -- the classify job -------------------------------------------------------------------
 
     async def classify(self, memory_id: str) -> None:
-        """The LLM decides a doubtful memory, in one call with other waiting doubtful memories
-        that share its candidates (up to ``classify_batch_size``); when the LLM cannot answer,
-        or answers something invalid, the embedding decisions stand."""
-        if not self._still_pending(memory_id):
+        """The LLM reviews a doubtful memory's provisional decision, in one call with other
+        waiting doubtful memories (up to ``classify_batch_size``); a memory it places elsewhere
+        is moved. When the LLM cannot answer, or answers something invalid, the embedding
+        decisions stand."""
+        if not self._reviewable(memory_id):
             return
         done = asyncio.Event()
         batch: list[tuple[Memory, MemoryFeatures, Decision]] = []
@@ -274,79 +279,71 @@ class Detection:
             if batch:
                 await self._ask(batch)
         finally:
+            with self.store.transaction() as db:
+                for memory, _, _ in batch:
+                    self.store.delete_job(db, "classify", memory.id)
             for memory, _, _ in batch:
                 self._asking.pop(memory.id, None)
             done.set()
 
     async def _ask(self, batch: list[tuple[Memory, MemoryFeatures, Decision]]) -> None:
-        """One classification call for the batch; apply each answer (or the fallback). The
-        budget is checked again here, as a hard cap: batches that split more than the routing
-        expected must not overspend it."""
+        """One classification call for the batch; carry out each answer (or keep the
+        provisional decision). The budget is checked again here, as a hard cap: batches that
+        split more than the routing expected must not overspend it."""
         state = self.state
         counts = self.budget()
         per_memory = state.settings.classify_calls_per_memory
         if not within_budget(counts["memories"], counts["calls"], per_memory):
-            async with state.detect_lock:  # spent: the embedding decisions stand
-                for memory, features, _ in batch:
-                    if self._still_pending(memory.id):
-                        decision = self._decide(features, doubt_share=0.0)
-                        await self._apply(memory, features, decision)
-            return
+            return  # spent: the embedding decisions stand
         self._count(calls=1, classified=len(batch))  # counted before any await: no overspend
         options = _union(decision for _, _, decision in batch)
         candidates = await self._describe_candidates(options)
         answer = await self.summariser.classify([m for m, _, _ in batch], candidates)
+        if not answer:  # LLM unavailable: the embedding decisions stand
+            return
         await state.host.background_turn()  # applying it uses the CPU
         titles: dict[str, str] = {}  # title of a created thread -> its first memory
         async with state.detect_lock:
             for memory, features, _ in sorted(batch, key=lambda item: when(item[1])):
-                if not self._still_pending(memory.id):
-                    continue
-                verdict = answer.get(memory.id) if answer else None
-                if verdict is None:  # LLM unavailable: the embedding decision stands
-                    await self._apply(memory, features, self._decide(features, doubt_share=0.0))
+                verdict = answer.get(memory.id)
+                if verdict is None or not self._reviewable(memory.id, queued=False):
                     continue
                 decision, title = self._follow(verdict, features, options, titles)
-                await self._apply(memory, features, decision, title_hint=title)
+                await self._move(memory, features, decision, title)
                 if verdict.action == "create" and verdict.title not in titles:
                     titles[verdict.title or ""] = memory.id
 
     async def _batch(
         self, memory_id: str, done: asyncio.Event
     ) -> list[tuple[Memory, MemoryFeatures, Decision]]:
-        """The memory and the waiting doubtful memories that share a candidate with it, each
-        with its decision now, claimed for this call (``done`` is set when it is over); a
-        memory that has no candidate left is decided at once, one that another call claimed
-        is done when that call is."""
+        """The memory and other waiting doubtful memories (up to ``classify_batch_size``, the
+        union of their candidates at most :data:`MAX_BATCH_CANDIDATES`), each with its
+        candidates now, claimed for this call (``done`` is set when it is over). A memory with
+        no candidate left keeps its decision; one that another call claimed is done when that
+        call is."""
         state = self.state
         keys = [memory_id] + [k for k in self.store.job_keys("classify") if k != memory_id]
         keys = keys[: 4 * state.settings.classify_batch_size]
         memories = {m.id: m for m in await state.host.get_memories(keys)}
         vectors = await state.host.get_vectors(list(memories))
         if memory_id not in memories or memory_id not in vectors:  # forgotten meanwhile
-            with self.store.transaction() as db:
-                self.store.forget_detection(db, memory_id)
-            state.seeds.pop(memory_id, None)
             return []
         batch: list[tuple[Memory, MemoryFeatures, Decision]] = []
         shared: set[str] = set()
         async with state.detect_lock:
             claimed = self._asking.get(memory_id)
             for key in keys if claimed is None else ():
-                if key not in memories or key not in vectors or not self._still_pending(key):
+                if key not in memories or key not in vectors or not self._reviewable(key):
                     continue
                 if key in self._asking:  # already in a call
                     continue
                 features = state.matcher.memory(memories[key], vectors[key])
-                decision = self._decide(features, doubt_share=1.0)
+                if self._still_pending(key):  # queued by an older version: decide it first
+                    embedding = self._decide(features, doubt_share=0.0)
+                    await self._apply(memories[key], features, embedding)
+                decision = await self._review_options(features)
                 ids = set(decision.candidate_ids())
-                if key == memory_id:
-                    if decision.kind != "ambiguous" or not ids:
-                        await self._apply(
-                            memories[key], features, self._decide(features, doubt_share=0.0)
-                        )
-                        return []
-                elif decision.kind != "ambiguous" or not ids & shared:
+                if decision.kind != "ambiguous" or not ids:
                     continue
                 if len(shared | ids) > MAX_BATCH_CANDIDATES and batch:
                     continue
@@ -358,6 +355,63 @@ class Detection:
         if claimed is not None:  # in another call: done when that one is
             await claimed.wait()
         return batch
+
+    async def _review_options(self, features: MemoryFeatures) -> Decision:
+        """The memory's candidates as they are now, as if it were new: the active episodes
+        (its own without it) and the seeds. The caller holds the detect lock."""
+        state = self.state
+        current = self.store.episode_of(features.id)
+        episodes = [e for eid, e in state.active.items() if eid != current]
+        if current in state.active:
+            others = [m for m in self.store.member_ids(current) if m != features.id]
+            rest = await state.features(others)
+            if rest:
+                episodes.append(state.matcher.episode(current, rest))
+        return state.matcher.decide(features, episodes, state.seed_pool(features), doubt_share=1.0)
+
+    async def _move(
+        self,
+        memory: Memory,
+        features: MemoryFeatures,
+        decision: Decision,
+        title: str | None,
+    ) -> None:
+        """Carry out the LLM's verdict on a memory already decided (the caller holds the detect
+        lock): nothing when it confirms the memory's place, else the memory leaves its episode
+        (or the seeds) and the verdict is applied as a new decision. An episode left with one
+        member by the detector is dissolved (its member becomes a seed again). A memory the
+        user placed is never moved (see :mod:`.edits`)."""
+        state = self.state
+        current = self.store.episode_of(memory.id)
+        if decision.kind == "join" and decision.target == current:
+            return  # confirmed
+        if current is None and decision.kind == "new_seed" and memory.id in state.seeds:
+            if not title:
+                return  # confirmed: it stays a seed
+        if current is not None:
+            if current not in state.active or not self._pins_allow(memory.id, None):
+                return  # closed meanwhile, or placed by the user
+            await self.membership.remove(current, memory.id, actor="detector")
+            await self._dissolve_if_single(current)
+        state.seeds.pop(memory.id, None)
+        await self._apply(memory, features, decision, title_hint=title)
+
+    async def _dissolve_if_single(self, episode_id: str) -> None:
+        """An episode the detector left with one member is no thread: the member becomes a
+        seed again (unless the user placed it there)."""
+        state = self.state
+        members = self.store.member_ids(episode_id)
+        if len(members) != 1 or episode_id not in state.active:
+            return
+        last = members[0]
+        if not self._pins_allow(last, None):
+            return
+        rest = await state.features([last])
+        await self.membership.remove(episode_id, last, actor="detector")
+        if rest:
+            with self.store.transaction() as db:
+                self.store.set_detection(db, last, "seed", when(rest[0]))
+            state.seeds[last] = rest[0]
 
     def _follow(
         self,
@@ -411,6 +465,12 @@ class Detection:
     def _still_pending(self, memory_id: str) -> bool:
         row = self.store.detection(memory_id)
         return row is not None and row["state"] == "pending"
+
+    def _reviewable(self, memory_id: str, queued: bool = True) -> bool:
+        """The memory still exists for the engine (and, with ``queued``, waits for review)."""
+        if self.store.detection(memory_id) is None:
+            return False
+        return not queued or self.store.has_job("classify", memory_id)
 
     async def _describe_candidates(self, options: dict[str, Option]) -> list[dict[str, Any]]:
         """The candidates as the classification prompt shows them."""

@@ -493,7 +493,7 @@ class DetectorParams:
     and go to the LLM; 0 sends none."""
 
     threshold: float = 0.75
-    doubt_share: float = 0.45
+    doubt_share: float = 0.6
     strategy: str = "hybrid"
     active_window_days: float = 14.0
     max_active_episodes: int = 20

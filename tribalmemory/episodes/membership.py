@@ -25,6 +25,10 @@ from .upkeep import Upkeep
 log = logging.getLogger("tribalmemory.episodes")
 
 
+REMOVALS = {"user": "remove_memory", "forget": "memory_forgotten", "detector": "review_move"}
+"""History action of a member's removal, by who removed it."""
+
+
 class Membership:
     """Creates episodes and changes their members."""
 
@@ -190,16 +194,18 @@ class Membership:
             await self.left(previous)
 
     async def remove(self, episode_id: str, memory_id: str, actor: str = "user") -> None:
-        """Take a memory out of its episode; the summary forgets it at once. The user's
-        removal is pinned: no automatic pass puts the memory back (see :mod:`.edits`)."""
+        """Take a memory out of its episode; the summary forgets it at once. ``actor``: user,
+        forget or detector (its review moved the memory). The user's removal is pinned: no
+        automatic pass puts the memory back (see :mod:`.edits`)."""
         async with self.state.lock(episode_id):
             with self.store.transaction() as db:
                 now = self.state.clock()
                 removed = self.store.remove_member(db, episode_id, memory_id, now)
                 if removed:
                     self.store.set_detection(db, memory_id, "standalone", 0.0)
-                    action = "remove_memory" if actor == "user" else "memory_forgotten"
-                    self.state.record(db, episode_id, "user", action, {"memory_id": memory_id})
+                    action = REMOVALS[actor]
+                    who = "detector" if actor == "detector" else "user"
+                    self.state.record(db, episode_id, who, action, {"memory_id": memory_id})
                     if actor == "user":
                         self.store.pin(db, memory_id, episode_id, "out", now)
                     self.state.queue_summary(

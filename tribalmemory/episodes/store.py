@@ -642,14 +642,15 @@ class EpisodeStore:
         )
 
     def finish_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
-        """The memory's detection is decided: drop its detect and classify jobs."""
-        db.execute(
-            "DELETE FROM jobs WHERE kind IN ('detect', 'classify') AND key = ?", (memory_id,)
-        )
+        """The memory's detection is decided: drop its detect job (a review, the classify job,
+        may still follow)."""
+        db.execute("DELETE FROM jobs WHERE kind = 'detect' AND key = ?", (memory_id,))
 
     def forget_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
         db.execute("DELETE FROM detections WHERE memory_id = ?", (memory_id,))
-        self.finish_detection(db, memory_id)
+        db.execute(
+            "DELETE FROM jobs WHERE kind IN ('detect', 'classify') AND key = ?", (memory_id,)
+        )
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -724,6 +725,10 @@ class EpisodeStore:
             "UPDATE jobs SET attempts = attempts + 1, not_before = ? WHERE id = ?",
             (not_before, job.id),
         )
+
+    def has_job(self, kind: str, key: str) -> bool:
+        row = self.db.execute("SELECT 1 FROM jobs WHERE kind = ? AND key = ?", (kind, key))
+        return row.fetchone() is not None
 
     def count_jobs(self, kind: str) -> int:
         return self.db.execute("SELECT COUNT(*) FROM jobs WHERE kind = ?", (kind,)).fetchone()[0]
