@@ -297,7 +297,7 @@ class Detection:
             return  # spent: the embedding decisions stand
         self._count(calls=1, classified=len(batch))  # counted before any await: no overspend
         options = _union(decision for _, _, decision in batch)
-        candidates = await self._describe_candidates(options)
+        candidates = await self._describe_candidates(options, {m.id for m, _, _ in batch})
         answer = await self.summariser.classify([m for m, _, _ in batch], candidates)
         if not answer:  # LLM unavailable: the embedding decisions stand
             return
@@ -472,8 +472,12 @@ class Detection:
             return False
         return not queued or self.store.has_job("classify", memory_id)
 
-    async def _describe_candidates(self, options: dict[str, Option]) -> list[dict[str, Any]]:
-        """The candidates as the classification prompt shows them."""
+    async def _describe_candidates(
+        self, options: dict[str, Option], reviewed: set[str]
+    ) -> list[dict[str, Any]]:
+        """The candidates as the classification prompt shows them: an episode by its title,
+        summary and three most recent members other than the ``reviewed`` memories (a memory
+        is judged against its episode without it)."""
         host = self.state.host
         described = []
         for option in options.values():
@@ -481,7 +485,8 @@ class Detection:
                 row = self.store.episode(option.target or "")
                 if row is None or row.status != "active":
                     continue
-                recent = await host.get_memories(self.store.member_ids(row.id)[-3:])
+                others = [m for m in self.store.member_ids(row.id) if m not in reviewed]
+                recent = await host.get_memories(others[-3:])
                 described.append(
                     {
                         "id": option.target,
