@@ -275,8 +275,9 @@ NOTES = """How to read this:
   stream; hybrid with a perfect classifier ≥ 0.85 at ≤ 0.3 classification calls per memory,
   with a 90 %-accurate one ≥ 0.75. [detection.md](detection.md) has the leave-one-stream-out
   calibration and the pure replay of the same detector.
-- Classification calls are batched (`classify_batch_size`, `classify_batch_wait_seconds` in
-  the stream's own time) and capped by `classify_calls_per_memory` (0.3).
+- Every memory is placed at once; the doubtful ones are reviewed by the LLM in batches
+  (`classify_batch_size` 2, waiting up to `classify_batch_wait_paces` 4 of the stream's own
+  pace), capped by `classify_calls_per_memory` (0.3).
 - LLM calls (all purposes) count each episode's whole life: the replay runs in the stream's
   own time (so summary coalescing sees the real gaps) and closes every episode at the end, so
   final summaries are included. Costs are litellm's gpt-4o-mini prices applied to the token
