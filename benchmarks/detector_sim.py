@@ -33,7 +33,7 @@ import math
 import random
 import sys
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -512,25 +512,40 @@ def params_of(point: dict[str, float]) -> DetectorParams:
     return DetectorParams(threshold=point["threshold"], strategy="embedding", model=model)
 
 
-def calibrate(streams: Sequence[Stream]) -> list[dict[str, Any]]:
-    """Leave-one-stream-out: for each stream, the grid point with the best worst-F1 on the
-    others (ties: best mean), and its F1 on the held-out stream."""
-    keys = list(GRID)
-    points = [dict(zip(keys, values, strict=True)) for values in itertools.product(*GRID.values())]
-    f1 = {i: {s.name: run(s, params_of(p))["f1"] for s in streams} for i, p in enumerate(points)}
+Point = dict[str, float]
+Scorer = Callable[[Point, Stream], float]
+
+
+def grid_points(grid: dict[str, list[float]]) -> list[Point]:
+    keys = list(grid)
+    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*grid.values())]
+
+
+def leave_one_out(
+    streams: Sequence[Stream], grid: dict[str, list[float]], score: Scorer
+) -> list[dict[str, Any]]:
+    """For each stream, the grid point with the best worst-F1 on the others (ties: best
+    mean), and its F1 on the held-out stream."""
+    points = grid_points(grid)
+    f1 = {i: {s.name: score(p, s) for s in streams} for i, p in enumerate(points)}
     out = []
     for held in streams:
         fit = [s.name for s in streams if s.name != held.name]
         best = max(f1, key=lambda i: (min(f1[i][n] for n in fit), sum(f1[i][n] for n in fit)))
         out.append(
             {
-                "held_out": held.name,
+                "held_out": held,
                 "point": points[best],
                 "held_out_f1": f1[best][held.name],
                 "fit_f1": {n: f1[best][n] for n in fit},
             }
         )
     return out
+
+
+def calibrate(streams: Sequence[Stream]) -> list[dict[str, Any]]:
+    """Leave-one-stream-out choice of the score's constants (embedding strategy)."""
+    return leave_one_out(streams, GRID, lambda p, s: run(s, params_of(p))["f1"])
 
 
 REVIEW_GRID: dict[str, list[float]] = {
@@ -542,34 +557,41 @@ REVIEW_GRID: dict[str, list[float]] = {
 review is for: putting the doubt where a good LLM can fix it) at the budget of 0.3."""
 
 
-def calibrate_review(streams: Sequence[Stream], budget: float = 0.3) -> list[dict[str, Any]]:
-    """Leave-one-stream-out for the review constants (as :func:`calibrate`), scored with a
-    perfect classifier; the held-out stream also gets the 90 % classifier's F1."""
-    keys = list(REVIEW_GRID)
-    points = [
-        dict(zip(keys, values, strict=True)) for values in itertools.product(*REVIEW_GRID.values())
-    ]
+def review_f1(point: Point, stream: Stream, accuracy: float = 1.0, seeds: int = 1) -> float:
+    """Hybrid F1 with the review constants of ``point`` at the budget of 0.3."""
+    budget = 0.3
+    params = DetectorParams(strategy="hybrid", doubt_share=point["doubt_share"])
+    review = Review(budget, int(point["batch_size"]), point["wait_paces"])
+    return run(stream, params, accuracy, budget, seeds, review)["f1"]
 
-    def score(point: dict[str, float], stream: Stream, accuracy: float, seeds: int) -> float:
-        params = DetectorParams(strategy="hybrid", doubt_share=point["doubt_share"])
-        review = Review(budget, int(point["batch_size"]), point["wait_paces"])
-        return run(stream, params, accuracy, budget, seeds, review)["f1"]
 
-    f1 = {i: {s.name: score(p, s, 1.0, 1) for s in streams} for i, p in enumerate(points)}
-    out = []
-    for held in streams:
-        fit = [s.name for s in streams if s.name != held.name]
-        best = max(f1, key=lambda i: (min(f1[i][n] for n in fit), sum(f1[i][n] for n in fit)))
-        out.append(
-            {
-                "held_out": held.name,
-                "point": points[best],
-                "held_out_f1": f1[best][held.name],
-                "held_out_f1_90": score(points[best], held, 0.9, ORACLE_SEEDS),
-                "fit_f1": {n: f1[best][n] for n in fit},
-            }
-        )
-    return out
+def calibrate_review(streams: Sequence[Stream]) -> list[dict[str, Any]]:
+    """Leave-one-stream-out choice of the review constants, scored with a perfect classifier;
+    the held-out stream also gets the 90 % classifier's F1 (``extra``)."""
+    rows = leave_one_out(streams, REVIEW_GRID, review_f1)
+    for row in rows:
+        row["extra"] = review_f1(row["point"], row["held_out"], 0.9, ORACLE_SEEDS)
+    return rows
+
+
+def loso_table(intro: str, rows: list[dict[str, Any]], extra: str | None = None) -> list[str]:
+    """A leave-one-stream-out result as Markdown: one row per held-out stream."""
+    head = "| held out | chosen on the other two | their F1 | held-out F1 |"
+    rule = "|---|---|---|---:|"
+    if extra:
+        head, rule = head + f" {extra} |", rule + "---:|"
+    lines = ["", intro, "", head, rule]
+    for row in rows:
+        point = ", ".join(f"{k} {v}" for k, v in row["point"].items())
+        fit = ", ".join(f"{v:.3f}" for v in row["fit_f1"].values())
+        cells = f"| {row['held_out'].name} | {point} | {fit} | {row['held_out_f1']:.3f} |"
+        lines.append(cells + (f" {row['extra']:.3f} |" if extra else ""))
+    worst = min(r["held_out_f1"] for r in rows)
+    mean = float(np.mean([r["held_out_f1"] for r in rows]))
+    summary = f"Held-out worst {worst:.3f}, mean {mean:.3f}"
+    if extra:
+        summary += f" ({extra}: worst {min(r['extra'] for r in rows):.3f})"
+    return lines + ["", summary + "."]
 
 
 # --------------------------------------------------------------------------------------------
@@ -624,44 +646,15 @@ def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
         *_table(streams, rows),
     ]
     if with_calibration:
-        lines += [
-            "",
-            "Leave-one-stream-out calibration over "
-            + ", ".join(f"`{k}` {v}" for k, v in GRID.items())
-            + ":",
-            "",
-            "| held out | chosen on the other two | their F1 | held-out F1 |",
-            "|---|---|---|---:|",
-        ]
-        held = calibrate(streams)
-        for row in held:
-            point = ", ".join(f"{k} {v}" for k, v in row["point"].items())
-            fit = ", ".join(f"{v:.3f}" for v in row["fit_f1"].values())
-            lines.append(f"| {row['held_out']} | {point} | {fit} | {row['held_out_f1']:.3f} |")
-        worst = min(r["held_out_f1"] for r in held)
-        mean = float(np.mean([r["held_out_f1"] for r in held]))
-        lines += ["", f"Held-out worst {worst:.3f}, mean {mean:.3f}."]
-        lines += [
-            "",
+        grid = ", ".join(f"`{k}` {v}" for k, v in GRID.items())
+        lines += loso_table(f"Leave-one-stream-out calibration over {grid}:", calibrate(streams))
+        grid = ", ".join(f"`{k}` {v}" for k, v in REVIEW_GRID.items())
+        lines += loso_table(
             "Leave-one-stream-out choice of the review constants (hybrid, perfect classifier, "
-            "budget 0.3) over "
-            + ", ".join(f"`{k}` {v}" for k, v in REVIEW_GRID.items())
-            + "; the held-out stream also with the 90 % classifier:",
-            "",
-            "| held out | chosen on the other two | their F1 | held-out F1 | held-out F1, 90 % |",
-            "|---|---|---|---:|---:|",
-        ]
-        reviewed = calibrate_review(streams)
-        for row in reviewed:
-            point = ", ".join(f"{k} {v}" for k, v in row["point"].items())
-            fit = ", ".join(f"{v:.3f}" for v in row["fit_f1"].values())
-            lines.append(
-                f"| {row['held_out']} | {point} | {fit} | {row['held_out_f1']:.3f} "
-                f"| {row['held_out_f1_90']:.3f} |"
-            )
-        worst = min(r["held_out_f1"] for r in reviewed)
-        worst90 = min(r["held_out_f1_90"] for r in reviewed)
-        lines += ["", f"Held-out worst {worst:.3f} (90 % classifier: {worst90:.3f})."]
+            f"budget 0.3) over {grid}; the held-out stream also with the 90 % classifier:",
+            calibrate_review(streams),
+            extra="held-out F1, 90 %",
+        )
     return "\n".join(lines)
 
 

@@ -399,7 +399,7 @@ def test_lower_threshold_joins_more():
 
 def test_params_from_config():
     p = DetectorParams.from_config(EpisodesConfig())
-    assert (p.threshold, p.doubt_share, p.strategy) == (0.75, 0.45, "hybrid")
+    assert (p.threshold, p.doubt_share, p.strategy) == (0.75, 0.6, "hybrid")
     assert DetectorParams.from_config(EpisodesConfig(), doubt_share=0.1).doubt_share == 0.1
     assert (p.active_window_days, p.max_active_episodes) == (14, 20)
     assert (p.chain_window_hours, p.chain_threshold) == (48.0, 0.85)
@@ -532,3 +532,20 @@ def test_paused_thread_resumes_within_active_window():
 def test_scoremodel_defaults_are_finite():
     m = ScoreModel()
     assert all(math.isfinite(float(getattr(m, f))) for f in m.__dataclass_fields__)
+
+
+def test_leave_one_out_chooses_on_the_other_streams():
+    """The pick for a held-out stream maximises the worst F1 of the two others and is then
+    reported on the held-out one (whose own F1 never enters the choice)."""
+    sim = _sim_module()
+    streams = [sim.Stream(name, [], np.zeros((0, DIM))) for name in ("a", "b", "c")]
+    table = {  # F1 by grid point x and stream
+        1.0: {"a": 0.9, "b": 0.2, "c": 0.5},
+        2.0: {"a": 0.6, "b": 0.6, "c": 0.1},
+        3.0: {"a": 0.1, "b": 0.7, "c": 0.7},
+    }
+    rows = sim.leave_one_out(streams, {"x": [1.0, 2.0, 3.0]}, lambda p, s: table[p["x"]][s.name])
+    picks = {r["held_out"].name: (r["point"]["x"], r["held_out_f1"]) for r in rows}
+    # hold out a: b, c worst 0.2 / 0.1 / 0.7 -> x=3; b: a, c -> 0.5 / 0.1 / 0.1 -> x=1;
+    # c: a, b -> 0.2 / 0.6 / 0.1 -> x=2
+    assert picks == {"a": (3.0, 0.1), "b": (1.0, 0.2), "c": (2.0, 0.1)}
