@@ -38,6 +38,7 @@ TOOLS = {
     "tribal_remember",
     "tribal_recall",
     "tribal_forget",
+    "tribal_used",
     "tribal_correct",
     "tribal_stats",
     "tribal_episodes_list",

@@ -15,8 +15,10 @@ from . import shapes
 from . import validation as check
 from .errors import FeatureDisabled, InvalidInput
 from .models import Memory
+from .retrievability import ACCESS
 from .service import MemoryService
 from .shapes import EPISODE_STATUSES
+from .timeutil import parse_iso
 
 __all__ = ["EPISODES_DISABLED", "EPISODE_STATUSES", "EpisodeOperations", "TribalAPI"]
 
@@ -86,8 +88,26 @@ class TribalAPI:
     def _memory(
         self, memory: Memory, extra: dict[str, dict[str, Any]] | None = None
     ) -> shapes.Memory:
-        annotations = extra if extra is not None else self.service.annotate([memory])
+        annotations = extra if extra is not None else self._annotate([memory])
         return shapes.Memory.model_validate(memory.to_json() | annotations.get(memory.id, {}))
+
+    def _annotate(
+        self, memories: list[Memory], extra: dict[str, dict[str, Any]] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """Plugins' fields (``extra`` when already read) and the access statistics of each
+        memory, by id."""
+        extra = self.service.annotate(memories) if extra is None else extra
+        access = self.service.access_fields([(m.id, m.created_at) for m in memories])
+        for memory_id, fields in access.items():
+            extra.setdefault(memory_id, {}).update(fields)
+        return extra
+
+    def _with_access(self, episodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Episode JSON objects with their access statistics."""
+        access = self.service.access_fields(
+            [(e["id"], parse_iso(e["created_at"])) for e in episodes]
+        )
+        return [e | access[e["id"]] for e in episodes]
 
     async def remember(
         self,
@@ -137,7 +157,11 @@ class TribalAPI:
             include_superseded,
             ids,
         )
-        extra = self.service.annotate([h.memory for h in hits])
+        memories = [h.memory for h in hits]
+        plugins = self.service.annotate(memories)
+        episode_of = {m: fields.get("episode_id") for m, fields in plugins.items()}
+        self.service.record_access(memories, episode_of, ACCESS)  # shown: a light review
+        extra = self._annotate(memories, plugins)
         results = [
             shapes.RecallHit(
                 memory_id=hit.memory.id,
@@ -168,7 +192,7 @@ class TribalAPI:
         found, next_cursor = await self.service.list_memories(
             tag, source_type, since, until, limit, cursor, ids
         )
-        extra = self.service.annotate(found)
+        extra = self._annotate(found)
         memories = [self._memory(m, extra) for m in found]
         return shapes.MemoryList(
             memories=memories, count=len(memories), next_cursor=next_cursor
@@ -176,6 +200,12 @@ class TribalAPI:
 
     async def get_memory(self, memory_id: Any) -> dict[str, Any]:
         return self.memory_json(await self.service.get(memory_id))
+
+    async def memory_used(self, memory_id: Any) -> dict[str, Any]:
+        """Record that a memory was used (after a recall returned it): its retrievability
+        grows more than from the recall alone, and its episode's with it."""
+        used = await self.service.mark_used(memory_id)
+        return shapes.UsedResult(success=True, **used).to_json()
 
     async def forget(self, memory_id: Any) -> dict[str, Any]:
         mid = check.memory_id(memory_id)
@@ -243,7 +273,7 @@ class TribalAPI:
             filters["since"] = after.timestamp()
         if before:
             filters["until"] = before.timestamp()
-        rows = await engine.list_episodes(state, size, start, filters)
+        rows = self._with_access(await engine.list_episodes(state, size, start, filters))
         episodes = [shapes.Episode.model_validate(row) for row in rows]
         return shapes.EpisodeList(episodes=episodes, count=len(episodes), status=state).to_json()
 
@@ -252,6 +282,7 @@ class TribalAPI:
         eid = check.episode_id(episode_id)
         timeline = check.boolean("include_timeline", include_timeline)
         found = await engine.get_episode(eid, timeline)
+        found["episode"] = self._with_access([found["episode"]])[0]
         return shapes.EpisodeGetResult.model_validate(found).to_json()
 
     async def episode_create(
@@ -293,7 +324,9 @@ class TribalAPI:
 
     async def episode_delete(self, episode_id: Any) -> dict[str, Any]:
         engine = self._engine()
-        await engine.delete_episode(check.episode_id(episode_id))
+        eid = check.episode_id(episode_id)
+        await engine.delete_episode(eid)
+        self.service.forget_access([eid])
         return success()
 
     async def episode_update(
@@ -325,6 +358,7 @@ class TribalAPI:
         eid = check.episode_id(episode_id)
         other = check.episode_id(other_id, "other_id")
         merged = await engine.merge_episodes(eid, other)
+        self.service.forget_access([merged["absorbed_id"]])
         return shapes.EpisodeMergeResult(success=True, **merged).to_json()
 
     async def episode_split(
@@ -349,9 +383,10 @@ class TribalAPI:
         engine = self._engine()
         key = check.text("session", session, shapes.MAX_SESSION_CHARS)
         assert key is not None
-        return shapes.EpisodeCurrent.model_validate(
-            await engine.current_episode(key.strip())
-        ).to_json()
+        found = await engine.current_episode(key.strip())
+        if found.get("episode") is not None:
+            found["episode"] = self._with_access([found["episode"]])[0]
+        return shapes.EpisodeCurrent.model_validate(found).to_json()
 
     async def episode_decisions(self, episode_id: Any) -> dict[str, Any]:
         engine = self._engine()
@@ -379,6 +414,7 @@ class TribalAPI:
     async def episode_chain(self, episode_id: Any) -> dict[str, Any]:
         engine = self._engine()
         found = await engine.chain(check.episode_id(episode_id))
+        found["chain"] = self._with_access(found["chain"])
         return shapes.EpisodeChain.model_validate(found).to_json()
 
     async def episodes_replay(self, topic: Any, limit: Any = None) -> dict[str, Any]:
@@ -411,6 +447,7 @@ class TribalAPI:
             state,
             check.integer("limit", limit, shapes.SEARCH_LIMIT),
         )
+        found["episodes"] = self._with_access(found["episodes"])
         return shapes.EpisodeSearch.model_validate(found).to_json()
 
 

@@ -392,6 +392,9 @@ class DaemonClient:
     async def forget(self, memory_id: Any) -> dict[str, Any]:
         return await self._call("forget", memory_id=memory_id)
 
+    async def memory_used(self, memory_id: Any) -> dict[str, Any]:
+        return await self._call("memory_used", memory_id=memory_id)
+
     async def correct(
         self,
         memory_id: Any,

@@ -147,6 +147,22 @@ class MemoryConfig:
 
 
 @dataclass
+class RecallConfig:
+    rerank: str = setting(
+        "none",
+        "Order recall results by relevance alone (none) or by relevance × (rerank_floor + "
+        "(1 − rerank_floor) × retrievability) (retrievability).",
+        choices=("none", "retrievability"),
+    )
+    rerank_floor: float = setting(
+        0.5,
+        "Share of its relevance a memory keeps under re-ranking when its retrievability is 0.",
+        minimum=0.0,
+        maximum=1.0,
+    )
+
+
+@dataclass
 class EpisodesConfig:
     enabled: bool = setting(True, "Turn the episode engine on.")
     detector_strategy: str = setting(
@@ -289,6 +305,7 @@ class Config:
     storage: StorageConfig = field(default_factory=StorageConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    recall: RecallConfig = field(default_factory=RecallConfig)
     episodes: EpisodesConfig = field(default_factory=EpisodesConfig)
     # Not a setting: one line per deprecated (0.9) key found in the file.
     deprecations: list[str] = field(

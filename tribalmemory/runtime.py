@@ -14,6 +14,7 @@ from .datafolder import make_private
 from .embeddings import load_embedder
 from .embeddings.background import BackgroundEmbedder
 from .service import MemoryService, ServiceHost
+from .service.access import ACCESS_FILE, AccessStats
 from .service.maintenance import StoreMaintenance
 from .storage import integrity
 from .storage.base import StorageError
@@ -43,6 +44,8 @@ class Runtime:
         if self.maintenance is not None:
             await self.maintenance.stop()
         await self.service.hooks.stop()
+        if self.service.access is not None:
+            self.service.access.close()
         if self.service.background is not None:
             self.service.background.close()
         self.service.store.close()
@@ -96,7 +99,8 @@ async def _start(
         config.embedding.cache_dir,
         fallback=lambda texts: asyncio.to_thread(embedder.embed, texts),
     )
-    service = MemoryService(config, store, embedder, background, disk_space(config))
+    access = AccessStats(data / ACCESS_FILE)
+    service = MemoryService(config, store, embedder, background, disk_space(config), access)
     episodes = None
     try:
         for extra in plugins:
@@ -111,6 +115,7 @@ async def _start(
         await service.finish_corrections()
     except BaseException:
         background.close()
+        access.close()
         store.close()
         raise
     try:  # from now on a missing or emptied file is damage, not a first start

@@ -572,6 +572,21 @@ class Memory(OpenResponse):
         "lesson, decision (the memory is an episode's summary, one of its lessons or one of "
         "its decisions); null without the episode engine.",
     )
+    access_count: int | None = Field(
+        None,
+        description="Times a recall returned it or a client marked it used (null: access "
+        "statistics unavailable, see /v1/health access).",
+    )
+    last_accessed_at: Timestamp | None = Field(
+        None, description="When it was last returned by a recall or marked used (null: never)."
+    )
+    retrievability: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="FSRS-style probability that it is still fresh now, 0–1: decays with time "
+        "since the last access, more slowly the more often it was recalled and used.",
+    )
 
 
 class RememberResult(OpenResponse):
@@ -612,6 +627,23 @@ class MemoryList(Response):
 class ForgetResult(Response):
     success: bool
     memory_id: MemoryId
+
+
+class UsedResult(Response):
+    success: bool
+    memory_id: MemoryId
+    episode_id: str | None = Field(description="Its episode, which counts the use too.")
+    access_count: int | None
+    last_accessed_at: Timestamp | None
+    retrievability: float | None
+
+
+class AccessInfo(Response):
+    state: Literal["ok", "unavailable"] = Field(
+        description="unavailable: access.sqlite3 cannot be used; recall is not re-ranked and "
+        "the access fields are null."
+    )
+    reason: str
 
 
 class StoreInfo(Response):
@@ -683,6 +715,7 @@ class Health(OpenResponse):
     batches: BatchesInfo
     disk: DiskInfo | None = Field(None, description="Free disk space (null: not checked).")
     background_embeddings: BackgroundEmbeddings | None = None
+    access: AccessInfo | None = Field(None, description="The access statistics' state.")
     llm: LlmStatus | None = Field(None, description="The LLM's state (episode engine only).")
     episodes: EpisodeQueue | None = Field(
         None, description="The episode engine's background work (null when it is off)."
@@ -730,6 +763,21 @@ class Episode(Response):
     task: str | None = Field(description="What the episode set out to do (one line).")
     tags: list[str]
     cost_usd: float
+    access_count: int | None = Field(
+        None,
+        description="Times a recall returned it or a client marked it used (null: access "
+        "statistics unavailable, see /v1/health access).",
+    )
+    last_accessed_at: Timestamp | None = Field(
+        None, description="When it was last returned by a recall or marked used (null: never)."
+    )
+    retrievability: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="FSRS-style probability that it is still fresh now, 0–1: decays with time "
+        "since the last access, more slowly the more often it was recalled and used.",
+    )
 
 
 class Decision(Response):

@@ -92,6 +92,20 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
     return 0
 
 
+async def used(api: Api, args: argparse.Namespace) -> int:
+    result = await api.memory_used(args.id)
+    if args.json:
+        print_json(result)
+    else:
+        r = result["retrievability"]
+        shown = "unknown" if r is None else f"{r:.2f}"
+        print(
+            f"Marked {result['memory_id']} used: accessed {result['access_count']} times, "
+            f"retrievability {shown}"
+        )
+    return 0
+
+
 async def forget(api: Api, args: argparse.Namespace) -> int:
     result = await api.forget(args.id)
     if args.json:

@@ -126,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmd = add("forget", _api("forget"), "delete a memory")
     cmd.add_argument("id", help="memory id")
 
+    cmd = add("used", _api("used"), "record that a recalled memory was used (retrievability)")
+    cmd.add_argument("id", help="memory id")
+
     cmd = add("correct", _api("correct"), "replace a wrong or outdated memory by a correction")
     cmd.add_argument("id", help="id of the memory to correct")
     cmd.add_argument("text", help="the corrected memory; '-' reads standard input")

@@ -16,6 +16,7 @@ from ..llm import Ledger, LLMClient
 from ..models import ENGINE_WRITTEN, Memory, SourceType
 from ..service.hookspecs import hookimpl
 from ..service.host import PluginHost
+from . import lifecycle
 from .engine import EpisodeEngine
 from .store import EpisodeStore
 from .summariser import Summariser
@@ -139,6 +140,10 @@ class EpisodePlugin:
     @hookimpl
     def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
         return self.engine.operations.annotate(memories)
+
+    @hookimpl
+    def key_moments(self, memories: list[Memory]) -> list[str]:
+        return self.store.surprising([m.id for m in memories], lifecycle.KEY_MOMENT)
 
     @hookimpl
     def health(self) -> dict[str, Any]:

@@ -549,6 +549,20 @@ class EpisodeStore:
             ).fetchall()
         )
 
+    def surprising(self, memory_ids: list[str], threshold: float) -> list[str]:
+        """The ids among ``memory_ids`` whose surprise when they joined was ``threshold`` or
+        more (key moments)."""
+        if not memory_ids:
+            return []
+        marks = ",".join("?" * len(memory_ids))
+        return [
+            r[0]
+            for r in self.db.execute(
+                f"SELECT memory_id FROM memberships WHERE memory_id IN ({marks}) AND surprise >= ?",
+                [*memory_ids, threshold],
+            )
+        ]
+
     def add_member(
         self,
         db: sqlite3.Connection,

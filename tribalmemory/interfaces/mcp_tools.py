@@ -312,6 +312,16 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
         """
         return await call("forget", memory_id=memory_id)
 
+    @tool("tribal_used", WRITE)
+    async def used(memory_id: MemoryId) -> shapes.UsedResult:
+        """Tell the team's memory that a memory tribal_recall gave you actually helped.
+
+        Call it once for each recalled memory you relied on (not for the ones you only
+        read). Used memories stay fresh longer: their retrievability decays more slowly,
+        and so does their episode's. Returns the memory's access_count and retrievability.
+        """
+        return await call("memory_used", memory_id=memory_id)
+
     correct_arg = shapes.CorrectRequest
 
     @tool("tribal_correct", WRITE)

@@ -111,6 +111,13 @@ ROUTES: list[Op] = [
     Op("DELETE", "/v1/forget/{memory_id}", "forget", "Delete a memory", shapes.ForgetResult),
     Op(
         "POST",
+        "/v1/memories/{memory_id}/used",
+        "memory_used",
+        "Record that a recalled memory was used (its retrievability grows)",
+        shapes.UsedResult,
+    ),
+    Op(
+        "POST",
         "/v1/correct",
         "correct",
         "Store a CORRECTION that supersedes a memory (the old one is kept as history)",

@@ -209,6 +209,13 @@ class HookRegistry:
                 extra.setdefault(memory_id, {}).update(fields)
         return extra
 
+    def key_moments(self, memories: list[Memory]) -> set[str]:
+        found: set[str] = set()
+        for result in self._call_sync("key_moments", memories=memories):
+            if isinstance(result, list):
+                found.update(result)
+        return found
+
     def health(self) -> dict[str, Any]:
         return self._merge(self._call_sync("health"))
 

@@ -15,7 +15,8 @@ takes an argument the hook does not have, or is sync where the hook is async (or
   the same way. A failing ``start`` fails start-up.
 - ``LOG``: the change already happened, so a failure is logged with its reason and the call
   succeeds without this plugin's part: the memory is never lost by an ``after_*`` hook, and a
-  failing ``annotate`` leaves the memories without its fields (never a 500 on recall).
+  failing ``annotate`` leaves the memories without its fields (never a 500 on recall); a
+  failing ``key_moments`` counts none as a key moment.
 - ``REPORT``: ``health`` / ``stats`` failures are logged and shown as
   ``{"<plugin name>": {"error": "<reason>"}}`` in ``/v1/health`` / ``/v1/stats``.
 
@@ -95,6 +96,12 @@ def annotate(memories: list[Memory]) -> dict[str, dict[str, Any]] | None:
 
 
 @hookspec
+def key_moments(memories: list[Memory]) -> list[str] | None:
+    """The ids among ``memories`` that are key moments (surprising when they joined their
+    episode): their stability grows faster when they are recalled and used."""
+
+
+@hookspec
 def health() -> dict[str, Any] | None:
     """Sections merged into ``/v1/health`` (and ``tribalmemory status``)."""
 
@@ -114,6 +121,7 @@ ON_ERROR: dict[str, OnError] = {
     "after_forget": OnError.LOG,
     "after_correct": OnError.LOG,
     "annotate": OnError.LOG,
+    "key_moments": OnError.LOG,
     "health": OnError.REPORT,
     "stats": OnError.REPORT,
 }

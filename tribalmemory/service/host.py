@@ -101,7 +101,11 @@ class ServiceHost:
         if not source_types:
             raise ValueError("a plugin's search names the source types it searches")
         return await self._service.recall(
-            query, limit=limit, min_relevance=min_relevance, source_types=list(source_types)
+            query,
+            limit=limit,
+            min_relevance=min_relevance,
+            source_types=list(source_types),
+            rerank=False,  # the plugin's own searches are not re-ranked by access statistics
         )
 
     async def write_owned(self, memory: Memory) -> None:

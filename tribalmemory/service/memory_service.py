@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import retrievability as fsrs
 from .. import validation as check
 from ..config import Config
 from ..embeddings import Embedder
@@ -35,7 +36,9 @@ from ..shapes import (
 from ..storage.base import MemoryFilter, MemoryStore, SearchHit
 from ..storage.space import DiskSpace, is_disk_full
 from ..timeutil import utc_now
+from . import access as stats
 from . import dedup, listing
+from .access import AccessStats
 from .activity import RequestActivity
 from .hooks import HookRegistry
 
@@ -47,6 +50,8 @@ log = logging.getLogger("tribalmemory.service")
 MAX_CONCURRENT_BATCHES = 2
 BATCH_RETRY_AFTER = 2  # seconds, sent as Retry-After with the 429
 DEDUP_PROBE = 4  # nearest memories fetched, unfiltered, to find the nearest non-summary
+RERANK_POOL = 3  # recall.rerank: retrievability re-orders this many times ``limit`` candidates
+NO_STATS = {"access_count": None, "last_accessed_at": None, "retrievability": None}
 
 
 @dataclass
@@ -113,12 +118,14 @@ class MemoryService:
         embedder: Embedder,
         background: BackgroundEmbedder | None = None,
         space: DiskSpace | None = None,
+        access: AccessStats | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.embedder = embedder
         self.background = background  # embeds plugins' texts at low priority, if given
         self.space = space  # refuses writes when the disk is nearly full, if given
+        self.access = access  # access statistics (retrievability), if given
         self.hooks = HookRegistry()
         self.activity = RequestActivity()  # requests first; plugins' background work waits
         self.started_at = time.monotonic()
@@ -383,6 +390,8 @@ class MemoryService:
         with self.activity.request():
             async with self._write_lock:
                 await asyncio.to_thread(self.store.delete, [memory.id])
+        if self.access is not None:
+            self.access.delete([memory.id])
         await self.hooks.after_forget(memory)
 
     def write_lock(self) -> asyncio.Lock:
@@ -426,6 +435,8 @@ class MemoryService:
     async def delete_internal(self, memory_ids: list[str]) -> None:
         async with self._write_lock:
             await asyncio.to_thread(self.store.delete, memory_ids)
+        if self.access is not None:
+            self.access.delete(memory_ids)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -453,6 +464,7 @@ class MemoryService:
         before: Any = None,
         include_superseded: Any = None,
         ids: list[str] | None = None,
+        rerank: bool = True,
     ) -> list[RecallHit]:
         """Hybrid search: the ``limit`` memories that dense + BM25 rank best (reciprocal rank
         fusion), ordered by the score shown.
@@ -463,7 +475,9 @@ class MemoryService:
         ``min_relevance`` drops results scored below it. Memories a correction superseded
         are left out unless ``include_superseded``.
         ``min_relevance`` drops results scored below it. ``ids`` restricts the search to
-        those memories (an episode's members).
+        those memories (an episode's members). With ``recall.rerank: retrievability`` (and
+        ``rerank``), :data:`RERANK_POOL` × ``limit`` candidates are re-ordered by
+        :func:`.access.reranked` and the first ``limit`` kept.
         """
         text = check.text(
             "query", query, self.config.server.max_content_chars, setting="server.max_content_chars"
@@ -481,10 +495,19 @@ class MemoryService:
         floor = check.number("min_relevance", min_relevance, MIN_RELEVANCE)
         if ids is not None and not ids:
             return []
+        access = self.access if rerank and self.config.recall.rerank != "none" else None
+        if access is not None and not access.available:
+            access = None  # logged and shown in /v1/health when it failed
+        pool = size * RERANK_POOL if access is not None else size
         with self.activity.request():
             vector = (await self.embed([text]))[0]
-            hits = await asyncio.to_thread(self.store.search, text, vector, size, where)
-        return shown_order(hits, floor)
+            hits = await asyncio.to_thread(self.store.search, text, vector, pool, where)
+        shown = shown_order(hits, floor)
+        if access is None:
+            return shown
+        found = access.get(h.memory.id for h in shown)
+        floor_share = self.config.recall.rerank_floor
+        return stats.reranked(shown, found, access.now(), floor_share)[:size]
 
     async def list_memories(
         self,
@@ -515,6 +538,53 @@ class MemoryService:
             return [], None
         with self.activity.request():
             return await asyncio.to_thread(listing.page, self.store, where, size, start)
+
+    # -- access statistics ------------------------------------------------------------------
+
+    def access_fields(self, items: list[tuple[str, datetime]]) -> dict[str, dict[str, Any]]:
+        """``access_count``, ``last_accessed_at`` and ``retrievability`` of each ``(id,
+        created_at)`` (a memory or an episode); null when statistics are unavailable."""
+        if self.access is None or not self.access.available:
+            return {item_id: dict(NO_STATS) for item_id, _ in items}
+        found = self.access.get(item_id for item_id, _ in items)
+        now = self.access.now()
+        return {
+            item_id: stats.fields_of(found.get(item_id), now, created_at)
+            for item_id, created_at in items
+        }
+
+    def record_access(
+        self, memories: list[Memory], episode_of: dict[str, str | None], grade: int
+    ) -> dict[str, fsrs.Stats]:
+        """Review ``memories`` and the episodes they belong to (``episode_of``: memory id →
+        episode id, summaries included) with ``grade``; an episode is reviewed once. An
+        episode never reviewed counts from its oldest memory among these."""
+        if self.access is None or not memories:
+            return {}
+        key = self.hooks.key_moments(memories)
+        items = [(m.id, m.created_at.timestamp(), m.id in key) for m in memories]
+        born: dict[str, float] = {}
+        for memory in memories:
+            episode_id = episode_of.get(memory.id)
+            if episode_id:
+                at = memory.created_at.timestamp()
+                born[episode_id] = min(born.get(episode_id, at), at)
+        items += [(episode_id, at, False) for episode_id, at in born.items()]
+        return self.access.record(items, grade)
+
+    def forget_access(self, ids: list[str]) -> None:
+        """Drop the statistics of ``ids`` (a deleted or merged-away episode)."""
+        if self.access is not None:
+            self.access.delete(ids)
+
+    async def mark_used(self, memory_id: Any) -> dict[str, Any]:
+        """Record that ``memory_id`` was used (a good review, see :mod:`..retrievability`),
+        and its episode with it; its statistics after."""
+        memory = await self.get(memory_id)
+        episode_id = self.annotate([memory]).get(memory.id, {}).get("episode_id")
+        self.record_access([memory], {memory.id: episode_id}, fsrs.USED)
+        fields = self.access_fields([(memory.id, memory.created_at)])[memory.id]
+        return {"memory_id": memory.id, "episode_id": episode_id, **fields}
 
     def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
         """Extra per-memory fields from plugins (e.g. ``episode_id``) for JSON output."""
@@ -548,5 +618,7 @@ class MemoryService:
             data["disk"] = self.space.status()
         if self.background is not None:
             data["background_embeddings"] = self.background.status()
+        if self.access is not None:
+            data["access"] = self.access.health()
         data.update(self.hooks.health())
         return data
