@@ -92,12 +92,15 @@ class TribalAPI:
         return shapes.Memory.model_validate(memory.to_json() | annotations.get(memory.id, {}))
 
     def _annotate(
-        self, memories: list[Memory], extra: dict[str, dict[str, Any]] | None = None
+        self,
+        memories: list[Memory],
+        extra: dict[str, dict[str, Any]] | None = None,
+        known: dict[str, Any] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """Plugins' fields (``extra`` when already read) and the access statistics of each
-        memory, by id."""
+        memory (``known``: those just written), by id."""
         extra = self.service.annotate(memories) if extra is None else extra
-        access = self.service.access_fields([(m.id, m.created_at) for m in memories])
+        access = self.service.access_fields([(m.id, m.created_at) for m in memories], known)
         for memory_id, fields in access.items():
             extra.setdefault(memory_id, {}).update(fields)
         return extra
@@ -160,8 +163,8 @@ class TribalAPI:
         memories = [h.memory for h in hits]
         plugins = self.service.annotate(memories)
         episode_of = {m: fields.get("episode_id") for m, fields in plugins.items()}
-        self.service.record_access(memories, episode_of, ACCESS)  # shown: a light review
-        extra = self._annotate(memories, plugins)
+        written = self.service.record_access(memories, episode_of, ACCESS)  # a light review
+        extra = self._annotate(memories, plugins, written)
         results = [
             shapes.RecallHit(
                 memory_id=hit.memory.id,

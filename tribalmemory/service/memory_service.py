@@ -541,12 +541,17 @@ class MemoryService:
 
     # -- access statistics ------------------------------------------------------------------
 
-    def access_fields(self, items: list[tuple[str, datetime]]) -> dict[str, dict[str, Any]]:
+    def access_fields(
+        self, items: list[tuple[str, datetime]], known: dict[str, fsrs.Stats] | None = None
+    ) -> dict[str, dict[str, Any]]:
         """``access_count``, ``last_accessed_at`` and ``retrievability`` of each ``(id,
-        created_at)`` (a memory or an episode); null when statistics are unavailable."""
+        created_at)`` (a memory or an episode); null when statistics are unavailable.
+        ``known``: statistics just written (not read again)."""
         if self.access is None or not self.access.available:
             return {item_id: dict(NO_STATS) for item_id, _ in items}
-        found = self.access.get(item_id for item_id, _ in items)
+        known = known or {}
+        found = dict(known)
+        found.update(self.access.get(i for i, _ in items if i not in known))
         now = self.access.now()
         return {
             item_id: stats.fields_of(found.get(item_id), now, created_at)
