@@ -4,6 +4,7 @@ input. The real runtime (store, embedder, episode engine) and the real app."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import sqlite3
@@ -171,6 +172,17 @@ async def rt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     await runtime.stop()
 
 
+@pytest.fixture
+async def rt_plain(tmp_path: Path) -> Any:
+    """Episodes off: no summary memory can join the results between two recalls."""
+    config = runtime_config(tmp_path / "data")
+    config.episodes.enabled = False
+    runtime = await start_runtime(config)
+    runtime.service.access.clock = lambda: NOW
+    yield runtime
+    await runtime.stop()
+
+
 async def remember(rt: Any, content: str, days_ago: float = 0) -> str:
     when = to_iso(NOW - timedelta(days=days_ago))
     stored = await rt.api.remember(content, created_at=when, skip_dedup=True)
@@ -275,7 +287,8 @@ async def order(rt: Any, query: str, limit: int) -> list[tuple[str, float]]:
     return [(r["memory_id"], r["similarity_score"]) for r in found["results"]]
 
 
-async def test_rerank_none_changes_nothing(rt: Any) -> None:
+async def test_rerank_none_changes_nothing(rt_plain: Any) -> None:
+    rt = rt_plain
     ids = [await remember(rt, text, 200) for text in STREAM]
     query = "kafka billing consumer lag"
     first = await order(rt, query, 5)
@@ -289,7 +302,8 @@ async def test_rerank_none_changes_nothing(rt: Any) -> None:
     assert set(ids) == {mid for mid, _ in first}
 
 
-async def test_rerank_retrievability_lifts_used_memories(rt: Any) -> None:
+async def test_rerank_retrievability_lifts_used_memories(rt_plain: Any) -> None:
+    rt = rt_plain
     for text in STREAM:
         await remember(rt, text, 200)
     query = "kafka billing consumer lag"
@@ -344,3 +358,20 @@ async def test_mcp_tribal_used(rt: Any) -> None:
             "tribal_used", {"memory_id": "00000000-0000-4000-8000-000000000000"}
         )
         assert missing.is_error is True
+
+
+async def test_export_leaves_the_statistics_out(rt: Any) -> None:
+    from tribalmemory.portability.exporter import export_lines
+
+    ids = [
+        await remember(rt, "Exported: the queue retries three times", 1),
+        await remember(rt, "Exported: the queue backs off exponentially", 1),
+    ]
+    await rt.api.episode_create("queue retries", ids)
+    await rt.api.recall("queue retries")
+    await rt.api.memory_used(ids[0])
+    lines = [json.loads(line) async for line in export_lines(rt.api)]
+    kinds = {line["type"] for line in lines}
+    assert {"memory", "episode"} <= kinds
+    for line in lines:
+        assert not {"access_count", "last_accessed_at", "retrievability"} & set(line), line

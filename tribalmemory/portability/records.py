@@ -51,9 +51,15 @@ def memory_record(
     return record
 
 
+ACCESS_FIELDS = ("access_count", "last_accessed_at", "retrievability")
+"""Access statistics: not exported (an imported item starts fresh)."""
+
+
 def episode_record(detail: dict[str, Any]) -> dict[str, Any]:
-    """An episode line from ``TribalAPI.episode_get``'s answer."""
-    return {"type": "episode", **detail["episode"], "memory_ids": list(detail["memory_ids"])}
+    """An episode line from ``TribalAPI.episode_get``'s answer, without its access
+    statistics."""
+    episode = {k: v for k, v in detail["episode"].items() if k not in ACCESS_FIELDS}
+    return {"type": "episode", **episode, "memory_ids": list(detail["memory_ids"])}
 
 
 def dumps(record: dict[str, Any]) -> str:
