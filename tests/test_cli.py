@@ -127,6 +127,12 @@ def test_local_remember_recall_forget(local: str, capsys: Capture) -> None:
     assert code == 0 and out.startswith("Not stored: near-duplicate")
     assert run_json(capsys, "stats", "--config", local)["total_memories"] == 1
 
+    # two recalls returned it; used right after upgrades the last one (no third access)
+    code, out, _ = run(capsys, "used", memory_id, "--config", local)
+    assert code == 0 and out.startswith(f"Marked {memory_id} used: accessed 2 times"), out
+    code, _, err = run(capsys, "used", "not-an-id", "--config", local)
+    assert code == 1 and "is not a memory id" in err
+
     code, out, _ = run(capsys, "forget", memory_id, "--config", local)
     assert code == 0 and out.strip() == f"Forgot {memory_id}"
     code, _, err = run(capsys, "forget", memory_id, "--config", local)

@@ -317,6 +317,7 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_remember": shapes.RememberResult,
         "tribal_recall": shapes.RecallResult,
         "tribal_forget": shapes.ForgetResult,
+        "tribal_used": shapes.UsedResult,
         "tribal_correct": shapes.RememberResult,
         "tribal_stats": shapes.Stats,
         "tribal_episodes_list": shapes.EpisodeList,
