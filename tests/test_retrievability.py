@@ -21,6 +21,7 @@ from tribalmemory.config import ConfigError, config_from_dict
 from tribalmemory.interfaces.mcp_server import build_mcp_server
 from tribalmemory.runtime import start_runtime
 from tribalmemory.service.access import ACCESS_FILE, AccessStats, reranked
+from tribalmemory.service.hookspecs import hookimpl
 from tribalmemory.timeutil import to_iso
 
 pytest_plugins = ["helpers_http"]
@@ -375,3 +376,55 @@ async def test_export_leaves_the_statistics_out(rt: Any) -> None:
     assert {"memory", "episode"} <= kinds
     for line in lines:
         assert not {"access_count", "last_accessed_at", "retrievability"} & set(line), line
+
+
+def test_key_moments_are_the_surprising_members(tmp_path: Path) -> None:
+    from tribalmemory.episodes import lifecycle
+    from tribalmemory.episodes.store import EpisodeRow, EpisodeStore
+
+    store = EpisodeStore(tmp_path / "episodes.sqlite3")
+    try:
+        with store.transaction() as db:
+            store.insert_episode(db, EpisodeRow.new("t", "user", 1.0, id="ep-a"))
+            store.add_member(db, "ep-a", "calm", 1.0, 1.0, 0.9, surprise=0.1)
+            store.add_member(db, "ep-a", "edge", 2.0, 1.0, 0.3, surprise=lifecycle.KEY_MOMENT)
+            store.add_member(db, "ep-a", "manual", 3.0, 1.0)  # placed by hand: no surprise
+        found = store.surprising(["calm", "edge", "manual", "absent"], lifecycle.KEY_MOMENT)
+        assert found == ["edge"]
+        assert store.surprising([], lifecycle.KEY_MOMENT) == []
+    finally:
+        store.close()
+
+
+class KeyMomentPlugin:
+    """A plugin naming one memory a key moment (the hook the episode plugin implements)."""
+
+    name = "key-moment"
+
+    def __init__(self) -> None:
+        self.key: set[str] = set()
+
+    @hookimpl
+    def key_moments(self, memories: list[Any]) -> list[str]:
+        return [m.id for m in memories if m.id in self.key]
+
+
+async def test_a_key_moment_grows_faster(tmp_path: Path) -> None:
+    plugin = KeyMomentPlugin()
+    config = runtime_config(tmp_path / "data")
+    config.episodes.enabled = False
+    runtime = await start_runtime(config, plugins=[plugin])
+    try:
+        runtime.service.access.clock = lambda: NOW
+        key = await remember(runtime, "Surprise: the cache was never enabled in production", 10)
+        plain = await remember(runtime, "The cache TTL for product pages is one hour", 10)
+        plugin.key.add(key)
+        await runtime.api.memory_used(key)
+        await runtime.api.memory_used(plain)
+        found = runtime.service.access.get([key, plain])
+        # both reviewed at R = R(10 days, S0); the key moment's growth is 1.5 times larger
+        plain_growth = found[plain].stability / S0 - 1
+        key_growth = found[key].stability / S0 - 1
+        assert key_growth == pytest.approx(1.5 * plain_growth, rel=1e-9)
+    finally:
+        await runtime.stop()
