@@ -173,7 +173,8 @@ def test_backup_while_running_then_restore_into_an_empty_folder(
     made = client.post("/v1/backup", json={"path": str(target)})
     assert made.status_code == 200, made.text
     assert made.json()["memories"] == client.get("/v1/stats").json()["total_memories"]
-    assert set(made.json()["files"]) >= {"store", "episodes.sqlite3", "ledger.sqlite3"}
+    databases = {"episodes.sqlite3", "ledger.sqlite3", "access.sqlite3"}
+    assert set(made.json()["files"]) >= {"store", *databases}
     again = client.post("/v1/backup", json={"path": str(target)})
     assert again.status_code == 409 and "not empty" in again.json()["error"]
     assert client.post("/v1/backup", json={"path": "relative"}).status_code == 422

@@ -428,3 +428,19 @@ async def test_a_key_moment_grows_faster(tmp_path: Path) -> None:
         assert key_growth == pytest.approx(1.5 * plain_growth, rel=1e-9)
     finally:
         await runtime.stop()
+
+
+async def test_backup_and_restore_keep_the_statistics(rt: Any, tmp_path: Path) -> None:
+    from tribalmemory.portability.backup import backup, restore
+
+    mid = await remember(rt, unique("backed up and used"))
+    await rt.api.memory_used(mid)
+    made = await backup(rt.config, rt.service, tmp_path / "backup")
+    assert ACCESS_FILE in made["files"]
+    restored = runtime_config(tmp_path / "restored")
+    restore(tmp_path / "backup", restored, force=False)
+    again = await start_runtime(restored, run_scheduler=False)
+    try:
+        assert again.service.access.get([mid])[mid].use_count == 1
+    finally:
+        await again.stop()

@@ -1,8 +1,9 @@
 """Backup and restore of the data folder.
 
 A backup is a folder: ``store/`` (a copy of the embedded store, taken with its lock held and
-its segments flushed, while no memory is being written), ``episodes.sqlite3`` and
-``ledger.sqlite3`` (SQLite's online backup API: a consistent copy while the daemon writes),
+its segments flushed, while no memory is being written), ``episodes.sqlite3``,
+``ledger.sqlite3`` and ``access.sqlite3`` (SQLite's online backup API: a consistent copy
+while the daemon writes),
 the small JSON files of the data folder and ``backup.json`` (what was copied, when, by which
 version). It can be taken while the daemon runs (``POST /v1/backup`` or the CLI through it).
 
@@ -24,6 +25,7 @@ from .. import __version__
 from ..config import Config
 from ..errors import Conflict, InvalidInput
 from ..service import MemoryService
+from ..service.access import ACCESS_FILE
 from ..storage.integrity import SQLITE_FILES, write_json_atomically
 from ..timeutil import to_iso, utc_now
 
@@ -35,6 +37,10 @@ DATA_JSON = ("datafiles.json", "identity.json", "auth.json")
 
 def _empty_folder(path: Path) -> bool:
     return not path.exists() or (path.is_dir() and not any(path.iterdir()))
+
+
+DATABASES = (*(db.name for db in SQLITE_FILES), ACCESS_FILE)
+"""The SQLite files backed up; ``access.sqlite3`` holds the access statistics."""
 
 
 def sqlite_copy(source: Path, target: Path) -> None:
@@ -78,10 +84,10 @@ async def backup(config: Config, service: MemoryService, dest: Path) -> dict[str
     async with service.write_lock():
         memories = await asyncio.to_thread(_copy_store, service, dest / STORE)
         files = [STORE]
-        for db in SQLITE_FILES:
-            if (data / db.name).exists():
-                await asyncio.to_thread(sqlite_copy, data / db.name, dest / db.name)
-                files.append(db.name)
+        for name in DATABASES:
+            if (data / name).exists():
+                await asyncio.to_thread(sqlite_copy, data / name, dest / name)
+                files.append(name)
     for name in DATA_JSON:
         if (data / name).exists():
             shutil.copy2(data / name, dest / name)
@@ -117,7 +123,7 @@ def target(config: Config, name: str) -> Path:
 
 def data_files(config: Config) -> list[str]:
     """What a restore would replace (the folder's data, not its configuration)."""
-    names = {STORE, *(db.name for db in SQLITE_FILES), *DATA_JSON}
+    names = {STORE, *DATABASES, *DATA_JSON}
     found = (n for n in names if target(config, n).exists())
     return sorted(n for n in found if n != STORE or any(config.store_path.iterdir()))
 

@@ -5,7 +5,7 @@ returns. One row per memory or episode that was ever accessed (:class:`~tribalme
 retrievability.Stats`); an item never accessed has no row. One connection, used from the event
 loop's thread only; WAL with ``synchronous=NORMAL`` (a committed transaction survives
 ``kill -9``). All the updates of one recall are one transaction (a few hundred microseconds,
-see docs/benchmarks.md#retrievability).
+see docs/benchmarks.md#retrievability-re-ranking).
 
 If the file cannot be opened or written, a WARNING is logged, ``/v1/health`` shows
 ``access.state: unavailable`` with the reason, and the service goes on without statistics:
