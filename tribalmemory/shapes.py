@@ -989,6 +989,10 @@ class Costs(Response):
     by_purpose: dict[str, CallTotals] = Field(default_factory=dict)
     by_model: dict[str, CallTotals] = Field(default_factory=dict)
     by_episode: dict[str, float] = Field(default_factory=dict)
+    by_day: dict[str, CallTotals] = Field(
+        default_factory=dict,
+        description="The month's calls by UTC day of the call (YYYY-MM-DD), oldest first.",
+    )
 
 
 class ContextActive(Response):

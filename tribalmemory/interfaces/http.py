@@ -36,6 +36,7 @@ from .auth import BearerAuth, is_loopback, token_store
 from .guard import HostPolicy, RequestGuard
 from .health import HealthView
 from .openapi import PATH_PARAMS, ROUTES, Op, Param, openapi_document
+from .page import routes as page_routes
 from .portability_http import routes as portability_routes
 
 log = logging.getLogger("tribalmemory.http")
@@ -281,7 +282,7 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
         try:
             async with mcp.running():
                 log.info(
-                    "ready: http://%s:%d (REST /v1, MCP /mcp)",
+                    "ready: http://%s:%d (page /, REST /v1, MCP /mcp)",
                     config.server.host,
                     config.server.port,
                 )
@@ -295,6 +296,7 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
     routes = [Route(op.path, endpoint(op, holder, max_body), methods=[op.method]) for op in ROUTES]
     routes += portability_routes(holder.get)
     routes += [Route("/openapi.json", openapi, methods=["GET"]), Route("/mcp", mcp)]
+    routes += page_routes()
     app = Starlette(
         routes=routes,
         lifespan=lifespan,

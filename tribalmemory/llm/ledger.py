@@ -374,8 +374,8 @@ class Ledger:
         with self._connect() as conn:
             found = conn.execute(
                 "SELECT purpose, model, episode_id, outcome, prompt_tokens, completion_tokens,"
-                " CASE WHEN outcome = 'reserved' THEN 0 ELSE cost_nano END, reserved_nano"
-                " FROM calls WHERE month = ?",
+                " CASE WHEN outcome = 'reserved' THEN 0 ELSE cost_nano END, reserved_nano,"
+                " substr(time, 1, 10) FROM calls WHERE month = ?",
                 (month,),
             ).fetchall()
         return _summarise(month, found, lm.ceiling_to_nano(self.monthly_cost_ceiling))
@@ -386,7 +386,8 @@ def _summarise(month: str, found: list[tuple[Any, ...]], ceiling: int) -> dict[s
     by_purpose: dict[str, dict[str, Any]] = {}
     by_model: dict[str, dict[str, Any]] = {}
     by_episode: dict[str, int] = {}
-    for purpose, model, episode, outcome, ptok, ctok, cost, reserved in found:
+    by_day: dict[str, dict[str, Any]] = {}
+    for purpose, model, episode, outcome, ptok, ctok, cost, reserved, day in found:
         if outcome in DENIED:
             denied += 1
             continue
@@ -397,7 +398,7 @@ def _summarise(month: str, found: list[tuple[Any, ...]], ceiling: int) -> dict[s
         ok += outcome == OK
         spent += cost
         p_tok, c_tok = p_tok + ptok, c_tok + ctok
-        for table, key in ((by_purpose, purpose), (by_model, model)):
+        for table, key in ((by_purpose, purpose), (by_model, model), (by_day, day)):
             entry = table.setdefault(key, {"calls": 0, "tokens": 0, "cost_nano": 0})
             entry["calls"] += 1
             entry["tokens"] += ptok + ctok
@@ -431,4 +432,5 @@ def _summarise(month: str, found: list[tuple[Any, ...]], ceiling: int) -> dict[s
         "by_purpose": usd(by_purpose),
         "by_model": usd(by_model),
         "by_episode": {k: lm.nano_to_usd(v) for k, v in by_episode.items()},
+        "by_day": usd(dict(sorted(by_day.items()))),
     }

@@ -1,0 +1,434 @@
+// The daemon's page: timeline of episodes, episode view with edits, spend and health.
+// All data comes from the /v1 routes; the token (when the daemon has one) is kept in
+// sessionStorage and sent as a bearer header, never in a URL.
+import Arrow from "/page/vendor/timeline-arrows/arrow.js";
+import { barOf, colourOf, escapeHtml, packLanes } from "/page/lanes.js";
+
+const vis = window.vis;
+const TOKEN_KEY = "tribalmemory.token";
+const PAGE = 100; // the API's largest page of episodes
+const DAY = 86400 * 1000;
+const $ = (id) => document.getElementById(id);
+
+const state = { episodes: [], lanes: 0, laneOf: {}, timeline: null, arrows: [], open: null };
+window.tribalPage = state; // for the browser test and for curious users
+
+// -- the API -------------------------------------------------------------------------------
+
+class AuthNeeded extends Error {}
+
+async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "omit",
+    cache: "no-store",
+  });
+  const data = await response.json().catch(() => ({}));
+  if (response.status === 401) throw new AuthNeeded(data.error || "sign in");
+  if (!response.ok) throw new Error(`${response.status}: ${data.error || response.statusText}`);
+  return data;
+}
+
+function showError(err) {
+  if (err instanceof AuthNeeded) return showLogin(err.message);
+  $("error").textContent = String(err.message || err);
+}
+
+function el(tag, text, cls) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = text;
+  if (cls) node.className = cls;
+  return node;
+}
+
+const usd = (v) => `$${Number(v || 0).toFixed(4)}`;
+const day = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "—");
+
+// -- login ---------------------------------------------------------------------------------
+
+function showLogin(message) {
+  $("login").hidden = false;
+  $("timeline-view").hidden = $("health-view").hidden = $("episode").hidden = true;
+  $("login-error").textContent = sessionStorage.getItem(TOKEN_KEY) ? message : "";
+}
+
+$("login-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+  $("token").value = "";
+  start();
+});
+
+$("logout").addEventListener("click", () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  location.reload();
+});
+
+// -- timeline ------------------------------------------------------------------------------
+
+function filters() {
+  const query = new URLSearchParams();
+  for (const [name, id] of [["project", "f-project"], ["tag", "f-tag"], ["outcome", "f-outcome"], ["participant", "f-participant"]]) {
+    const value = $(id).value.trim();
+    if (value && !(name === "project" && !state.hasProject)) query.set(name, value);
+  }
+  return query;
+}
+
+async function loadEpisodes() {
+  const stats = await api("GET", "/v1/stats");
+  const counts = stats.episodes;
+  if (!counts) {
+    $("summary-line").textContent = "Episodes are off on this daemon (episodes.enabled: false).";
+    return [];
+  }
+  const total = counts.active + counts.closed + counts.archived;
+  const pages = Math.max(1, Math.ceil(total / PAGE));
+  const query = filters();
+  const answers = await Promise.all(
+    Array.from({ length: pages }, (_, i) => {
+      const q = new URLSearchParams(query);
+      q.set("limit", PAGE);
+      q.set("offset", i * PAGE);
+      return api("GET", `/v1/episodes?${q}`);
+    }),
+  );
+  const seen = new Map();
+  for (const answer of answers) for (const ep of answer.episodes) seen.set(ep.id, ep);
+  return [...seen.values()];
+}
+
+function fillChoices(select, values) {
+  const current = select.value;
+  const kept = select.options[0];
+  select.replaceChildren(kept, ...[...values].sort().map((v) => new Option(v, v)));
+  select.value = values.has(current) ? current : "";
+}
+
+function render(episodes) {
+  state.episodes = episodes;
+  const bars = episodes.map((ep) => ({ id: ep.id, ...barOf(ep) }));
+  const { lane, count } = packLanes(bars);
+  state.lanes = count;
+  state.laneOf = Object.fromEntries(lane);
+  const groups = Array.from({ length: Math.max(count, 1) }, (_, i) => ({ id: i, content: `${i + 1}` }));
+  const items = bars.map((bar) => {
+    const ep = episodes.find((e) => e.id === bar.id);
+    return {
+      id: ep.id,
+      group: lane.get(ep.id),
+      start: bar.start,
+      end: bar.end,
+      content: escapeHtml(ep.title),
+      title: escapeHtml(`${ep.title}\n${ep.status} · ${ep.outcome || "outcome unknown"} · ${ep.memory_count} memories`),
+      className: colourOf(ep),
+    };
+  });
+  const ids = new Set(episodes.map((e) => e.id));
+  const links = episodes
+    .filter((ep) => ep.parent_episode_id && ids.has(ep.parent_episode_id))
+    .map((ep, i) => ({ id: i, id_item_1: ep.parent_episode_id, id_item_2: ep.id, title: "continued by" }));
+  state.arrows = links.map((l) => [l.id_item_1, l.id_item_2]);
+  if (state.timeline) state.timeline.destroy();
+  const latest = Math.max(Date.now() - 30 * DAY, ...bars.map((b) => b.end));
+  const earliest = Math.min(...bars.map((b) => b.start), latest - 30 * DAY);
+  state.timeline = new vis.Timeline($("timeline"), new vis.DataSet(items), new vis.DataSet(groups), {
+    stack: false,
+    zoomMin: 7 * DAY,
+    zoomMax: 366 * DAY,
+    start: Math.max(earliest, latest - 366 * DAY) - DAY,
+    end: latest + DAY,
+    orientation: { axis: "top" },
+    groupHeightMode: "fixed",
+    margin: { item: { vertical: 4 } },
+    tooltip: { followMouse: true },
+  });
+  new Arrow(state.timeline, links, { color: "#2271b1" });
+  state.timeline.on("select", ({ items: chosen }) => chosen.length && openEpisode(chosen[0]));
+  const tags = new Set(episodes.flatMap((e) => e.tags || []));
+  fillChoices($("f-tag"), tags);
+  if (state.hasProject) fillChoices($("f-project"), new Set(episodes.map((e) => e.project).filter(Boolean)));
+  $("summary-line").textContent = `${episodes.length} episodes in ${count} lanes, ${links.length} chain links`;
+}
+
+function zoom(days) {
+  if (!state.timeline) return;
+  const ends = state.episodes.map((e) => barOf(e).end);
+  const end = ends.length ? Math.max(...ends) + DAY / 2 : Date.now();
+  state.timeline.setWindow(end - days * DAY, end, { animation: false });
+}
+
+async function search() {
+  const query = $("search").value.trim();
+  const list = $("search-results");
+  list.replaceChildren();
+  if (!query) return;
+  const found = await api("POST", "/v1/episodes/search", { query, limit: 20 });
+  for (const ep of found.episodes) {
+    const item = el("li", `${ep.title} (${ep.status}, ${day(ep.time_span.start)})`);
+    item.dataset.id = ep.id;
+    item.addEventListener("click", () => openEpisode(ep.id).catch(showError));
+    list.append(item);
+  }
+  if (!found.episodes.length) list.append(el("li", "no episode matches"));
+  const shown = found.episodes.map((e) => e.id).filter((id) => id in state.laneOf);
+  if (shown.length && state.timeline) {
+    state.timeline.setSelection(shown);
+    state.timeline.focus(shown, { animation: false });
+  }
+}
+
+// -- episode view --------------------------------------------------------------------------
+
+function structured(record) {
+  const box = $("ep-structured");
+  box.replaceChildren();
+  if (!record) return;
+  const add = (title, rows) => {
+    if (!rows.length) return;
+    box.append(el("h3", title));
+    const list = el("ul");
+    for (const row of rows) list.append(el("li", row));
+    box.append(list);
+  };
+  const head = [];
+  if (record.task) head.push(`Task: ${record.task}`);
+  head.push(`Outcome: ${record.outcome}${record.outcome_reason ? ` (${record.outcome_reason})` : ""}`);
+  add(`Structured (${record.source})`, head);
+  add("Decisions", record.decisions.map((d) => `${d.chosen}${d.rationale ? ` because ${d.rationale}` : ""}`));
+  add("Events", record.events.map((e) => `${day(e.at)} ${e.type}: ${e.text}`));
+  add("Lessons", record.lessons.map((l) => l.text));
+}
+
+async function openEpisode(id) {
+  const [got, chain] = await Promise.all([
+    api("GET", `/v1/episodes/${encodeURIComponent(id)}?include_timeline=true`),
+    api("GET", `/v1/episodes/${encodeURIComponent(id)}/chain`),
+  ]);
+  const ep = got.episode;
+  state.open = ep.id;
+  $("episode").hidden = false;
+  $("ep-title").textContent = ep.title;
+  $("ep-meta").textContent =
+    `${ep.id} · ${ep.status} · outcome ${ep.outcome || "unknown"} · ${ep.memory_count} memories · ` +
+    `${day(ep.time_span.start)} → ${day(ep.time_span.end)} · cost ${usd(ep.cost_usd)}`;
+  $("ep-summary-kind").textContent = `(${ep.summary_kind}, ${ep.summary_status})`;
+  $("ep-summary").textContent = ep.summary || "no summary yet";
+  $("ep-close-go").hidden = ep.status !== "active";
+  structured(ep.structured);
+  const chainList = $("ep-chain");
+  chainList.replaceChildren();
+  for (const link of chain.chain) {
+    const item = el("li", `${link.title} (${link.status}, ${day(link.time_span.start)})`, link.id === ep.id ? "this" : "");
+    if (link.id !== ep.id) item.addEventListener("click", () => openEpisode(link.id).catch(showError));
+    chainList.append(item);
+  }
+  const memories = $("ep-memories");
+  memories.replaceChildren();
+  for (const memory of got.timeline || []) {
+    const item = el("li", null, memory.key_moment ? "key-moment" : "");
+    item.dataset.id = memory.memory_id;
+    item.append(el("span", `${day(memory.created_at)} ${memory.source_instance}`, "when"));
+    item.append(document.createTextNode(`${memory.key_moment ? "★ " : ""}${memory.content}`));
+    const remove = el("button", "remove");
+    remove.type = "button";
+    remove.title = "Remove this memory from the episode (the memory stays)";
+    remove.addEventListener("click", () =>
+      edit("DELETE", `/v1/episodes/${ep.id}/memories/${memory.memory_id}`, undefined, "removed"),
+    );
+    item.append(remove);
+    memories.append(item);
+  }
+}
+
+async function edit(method, path, body, done) {
+  try {
+    const answer = await api(method, path, body);
+    $("ep-action-result").textContent = done;
+    const id = answer.episode_id || (answer.episode && answer.episode.id) || state.open;
+    await refresh();
+    await openEpisode(id);
+  } catch (err) {
+    $("ep-action-result").textContent = "";
+    showError(err);
+  }
+}
+
+const openPath = (suffix = "") => `/v1/episodes/${encodeURIComponent(state.open)}${suffix}`;
+$("ep-rename-go").addEventListener("click", () => {
+  const title = $("ep-rename").value.trim();
+  if (title) edit("PATCH", openPath(), { title }, "renamed").then(() => ($("ep-rename").value = ""));
+});
+$("ep-close-go").addEventListener("click", () => edit("POST", openPath("/close"), undefined, "closed"));
+$("ep-regenerate-go").addEventListener("click", () =>
+  edit("POST", openPath("/regenerate"), undefined, "regeneration queued"),
+);
+$("ep-merge-go").addEventListener("click", () => {
+  const other = $("ep-merge").value.trim();
+  if (other) edit("POST", openPath("/merge"), { other_id: other }, "merged");
+});
+$("episode-close").addEventListener("click", () => {
+  $("episode").hidden = true;
+  state.open = null;
+});
+
+// -- spend and health ----------------------------------------------------------------------
+
+function ageText(seconds) {
+  if (seconds < 90) return `${Math.round(seconds)} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+function llmBadge(llm) {
+  const badge = $("llm-badge");
+  if (!llm) {
+    badge.textContent = "episodes off";
+    return;
+  }
+  badge.textContent = `LLM: ${llm.state}`;
+  badge.className = `badge ${llm.state === "ready" ? "ready" : "degraded"}`;
+  badge.title = llm.reason || "";
+}
+
+async function loadHealth() {
+  const health = await api("GET", "/v1/health");
+  llmBadge(health.llm);
+  const llm = health.llm;
+  $("llm-state").textContent = llm
+    ? `${llm.state}${llm.reason ? `: ${llm.reason}` : ""}${llm.fallback ? ` — fallback: ${llm.fallback}` : ""}`
+    : "The episode engine is off.";
+  const queue = health.episodes;
+  $("queue").textContent = queue
+    ? `${queue.queue_depth} jobs waiting, oldest ${ageText(queue.oldest_pending_age_seconds)}; ` +
+      `${queue.active_episodes} active episodes; ${queue.classify_waiting} memories waiting for the LLM`
+    : "no episode queue (episodes are off)";
+  return health;
+}
+
+let spendChart = null;
+
+async function loadSpend() {
+  let costs;
+  try {
+    costs = await api("GET", "/v1/episodes/costs");
+  } catch (err) {
+    if (err instanceof AuthNeeded) throw err;
+    $("spend-total").textContent = `no spend figures: ${err.message}`;
+    return;
+  }
+  const now = new Date();
+  const month = costs.month || now.toISOString().slice(0, 7);
+  $("spend-month").textContent = month;
+  const ceiling = costs.ceiling_usd;
+  $("spend-total").textContent =
+    `${usd(costs.spend_usd)} spent, ${usd(costs.reserved_usd)} reserved` +
+    (ceiling == null ? ", no ceiling" : ` of the ${usd(ceiling)} ceiling (${usd(costs.remaining_usd)} left)`) +
+    ` · ${costs.calls} calls (${costs.failed_calls || 0} failed, ${costs.denied_calls || 0} denied)`;
+  const [year, mon] = month.split("-").map(Number);
+  const days = new Date(Date.UTC(year, mon, 0)).getUTCDate();
+  const items = [];
+  let total = 0;
+  for (let d = 1; d <= days; d++) {
+    const key = `${month}-${String(d).padStart(2, "0")}`;
+    const x = Date.UTC(year, mon - 1, d);
+    const spent = (costs.by_day && costs.by_day[key] && costs.by_day[key].cost_usd) || 0;
+    total += spent;
+    items.push({ x, y: spent, group: "day" });
+    if (x <= now.getTime()) items.push({ x, y: total, group: "cumulative" });
+    if (ceiling != null) items.push({ x, y: ceiling, group: "ceiling" });
+  }
+  const groups = new vis.DataSet([
+    { id: "day", content: "spend that day", options: { style: "bar" } },
+    { id: "cumulative", content: "month so far", options: { style: "line" } },
+    { id: "ceiling", content: "ceiling", options: { style: "line", shaded: false } },
+  ]);
+  if (spendChart) spendChart.destroy();
+  spendChart = new vis.Graph2d($("spend-chart"), new vis.DataSet(items), groups, {
+    start: Date.UTC(year, mon - 1, 1) - DAY / 2,
+    end: Date.UTC(year, mon - 1, days) + DAY / 2,
+    legend: true,
+    height: "260px",
+    barChart: { width: 30, align: "center" },
+    dataAxis: { left: { format: (v) => `$${Number(v).toFixed(3)}` } },
+  });
+  const body = $("purposes").tBodies[0];
+  body.replaceChildren();
+  for (const [purpose, row] of Object.entries(costs.by_purpose || {})) {
+    const tr = el("tr");
+    for (const cell of [purpose, row.calls, row.tokens, usd(row.cost_usd)]) tr.append(el("td", String(cell)));
+    body.append(tr);
+  }
+  if (!body.rows.length) {
+    const tr = el("tr");
+    const td = el("td", "no LLM calls this month");
+    td.colSpan = 4;
+    tr.append(td);
+    body.append(tr);
+  }
+}
+
+// -- start ---------------------------------------------------------------------------------
+
+function show(view) {
+  $("timeline-view").hidden = view !== "timeline";
+  $("health-view").hidden = view !== "health";
+  $("tab-timeline").classList.toggle("on", view === "timeline");
+  $("tab-health").classList.toggle("on", view === "health");
+  if (view === "health") Promise.all([loadHealth(), loadSpend()]).catch(showError);
+  if (view === "timeline" && state.timeline) state.timeline.redraw();
+}
+
+async function refresh() {
+  render(await loadEpisodes());
+}
+
+async function discoverFilters() {
+  // `project` is offered only when this daemon's episode list accepts it (newer daemons).
+  const doc = await fetch("/openapi.json", { credentials: "omit" }).then((r) => r.json());
+  const params = (doc.paths["/v1/episodes"].get.parameters || []).map((p) => p.name);
+  state.hasProject = params.includes("project");
+  $("project-filter").hidden = !state.hasProject;
+  const outcome = doc.paths["/v1/episodes"].get.parameters.find((p) => p.name === "outcome");
+  const schema = outcome && (outcome.schema.anyOf ? outcome.schema.anyOf[0] : outcome.schema);
+  fillChoices($("f-outcome"), new Set((schema && schema.enum) || []));
+}
+
+async function start() {
+  $("error").textContent = "";
+  try {
+    await discoverFilters();
+    await refresh();
+    $("login").hidden = true;
+    $("logout").hidden = !sessionStorage.getItem(TOKEN_KEY);
+    show("timeline");
+    loadHealth().catch(showError);
+    document.body.dataset.ready = "true";
+  } catch (err) {
+    showError(err);
+  }
+}
+
+$("tab-timeline").addEventListener("click", () => show("timeline"));
+$("tab-health").addEventListener("click", () => show("health"));
+$("filters").addEventListener("submit", (event) => {
+  event.preventDefault();
+  refresh().catch(showError);
+});
+$("search-go").addEventListener("click", () => search().catch(showError));
+$("search").addEventListener("keydown", (event) => {
+  if (event.key === "Enter") {
+    event.preventDefault();
+    search().catch(showError);
+  }
+});
+for (const button of document.querySelectorAll(".zoom button")) {
+  button.addEventListener("click", () => zoom(Number(button.dataset.days)));
+}
+start();
