@@ -1,0 +1,171 @@
+"""The page in a real browser (headless Chromium through Playwright) against a real daemon.
+
+A labelled stream (``streams/memory_time.jsonl``: six threads over eight weeks, one follow-up
+that continues an earlier thread) is replayed into ``tribalmemory serve``; the page must draw
+the episodes in the lanes a greedy packing gives, draw the chain link, open an episode, rename
+it and show the new title, and show spend and health. Screenshots go to the test's temp dir.
+Skipped only when no ``chromium`` exists and we are not root (``.ci/run`` installs it as root).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers_http import Daemon, start_daemon
+
+from tribalmemory.interfaces.auth import generate_token, token_store
+from tribalmemory.timeutil import parse_iso
+
+STREAM = Path(__file__).parent / "streams" / "memory_time.jsonl"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+MIN_SPAN = 6 * 3600  # lanes.js MIN_SPAN: a one-memory episode is drawn six hours long
+WAIT_MS = 15_000  # generous for a loaded 2-core CI machine; the page answers in well under 1 s
+
+if CHROMIUM is None:
+    if os.geteuid() != 0:
+        pytest.skip(
+            "no chromium binary and not root (apt-get install chromium to run this test)",
+            allow_module_level=True,
+        )
+    pytest.fail("chromium is missing: .ci/run installs it when run as root", pytrace=False)
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+expect = sync_api.expect
+
+
+def replay(url: str, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The stream stored with its memory times; the episodes the daemon made of it."""
+    records = [json.loads(line) for line in STREAM.read_text(encoding="utf-8").splitlines()]
+    memories = [
+        {
+            "content": r["content"],
+            "tags": r["tags"],
+            "source_instance": r["source_instance"],
+            "created_at": r["timestamp"],
+        }
+        for r in records
+    ]
+    with httpx.Client(base_url=url, headers=headers, trust_env=False, timeout=60) as http:
+        for memory in memories:  # one by one, as they were written
+            stored = http.post("/v1/remember", json=memory)
+            assert stored.status_code == 200, stored.text
+        settle(http)
+        return http.get("/v1/episodes", params={"limit": 100}).json()["episodes"]
+
+
+def settle(http: httpx.Client, deadline: float = 60.0) -> None:
+    """Wait until the daemon's episode jobs (summaries, chain links) are done."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        queue = http.get("/v1/health").json()["episodes"]
+        if queue["queue_depth"] == 0:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"episode jobs did not settle within {deadline} s")
+
+
+def greedy_lanes(episodes: list[dict[str, Any]]) -> int:
+    """The lane count of a greedy packing of the episodes' bars (written apart from lanes.js)."""
+    bars = []
+    for ep in episodes:
+        start = parse_iso(ep["time_span"]["start"]).timestamp()
+        end = parse_iso(ep["time_span"]["end"]).timestamp()
+        bars.append((start, max(end, start + MIN_SPAN)))
+    lane_ends: list[float] = []
+    for start, end in sorted(bars):
+        free = [i for i, last in enumerate(lane_ends) if last < start]
+        if free:
+            lane_ends[free[0]] = end
+        else:
+            lane_ends.append(end)
+    return len(lane_ends)
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    running = start_daemon(
+        tmp_path_factory.mktemp("page"),
+        # A low chain threshold, as in test_memory_time: the follow-up thread gets its link.
+        episodes={
+            "detector_strategy": "embedding",
+            "summary_debounce_seconds": 0,
+            "chain_similarity_threshold": 0.5,
+        },
+    )
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def open_page(browser: Any, url: str) -> tuple[Any, list[str]]:
+    page = browser.new_page(viewport={"width": 1400, "height": 800})
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.on(
+        "console", lambda m: problems.append(m.text) if m.type == "error" else None
+    )
+    page.goto(url)
+    return page, problems
+
+
+def test_timeline_lanes_episode_view_and_rename(
+    daemon: Daemon, browser: Any, tmp_path: Path
+) -> None:
+    episodes = replay(daemon.url)
+    assert len(episodes) >= 4, episodes
+    page, problems = open_page(browser, daemon.url)
+    page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+
+    # Lanes: as many as the greedy packing of the API's episodes needs, none overlapping.
+    drawn = page.evaluate("({lanes: tribalPage.lanes, laneOf: tribalPage.laneOf})")
+    assert drawn["lanes"] == greedy_lanes(episodes)
+    assert set(drawn["laneOf"]) == {ep["id"] for ep in episodes}
+    assert page.locator(".vis-labelset .vis-label").count() == drawn["lanes"]
+    assert page.locator(".vis-item.vis-range").count() == len(episodes)
+    # The follow-up thread continues the first webhook thread: one arrow, parent to child.
+    links = [(ep["parent_episode_id"], ep["id"]) for ep in episodes if ep["parent_episode_id"]]
+    assert links, "the stream has a follow-up thread"
+    assert page.evaluate("tribalPage.arrows") == [list(link) for link in links]
+    page.screenshot(path=str(tmp_path / "timeline.png"), full_page=True)
+
+    # Open an episode by clicking its bar, then rename it from the episode view.
+    target = max(episodes, key=lambda ep: ep["memory_count"])
+    page.locator(".vis-item.vis-range", has_text=target["title"][:30]).first.click()
+    page.wait_for_selector("#episode:not([hidden])", timeout=WAIT_MS)
+    assert page.locator("#ep-title").inner_text() == target["title"]
+    memories = page.locator("#ep-memories li")
+    assert memories.count() == target["memory_count"]
+    page.screenshot(path=str(tmp_path / "episode.png"), full_page=True)
+    page.fill("#ep-rename", "Renamed from the page")
+    page.click("#ep-rename-go")
+    expect(page.locator("#ep-title")).to_have_text("Renamed from the page", timeout=WAIT_MS)
+    stored = httpx.get(f"{daemon.url}/v1/episodes/{target['id']}", trust_env=False).json()
+    assert stored["episode"]["title"] == "Renamed from the page"
+    assert page.locator(".vis-item.vis-range", has_text="Renamed from the page").count() == 1
+
+    # Spend and health.
+    page.click("#episode-close")
+    page.click("#tab-health")
+    expect(page.locator("#queue")).to_contain_text("jobs waiting", timeout=WAIT_MS)
+    assert page.locator("#llm-state").inner_text().startswith("no_api_key")
+    assert "no ceiling" in page.locator("#spend-total").inner_text() or "ceiling" in (
+        page.locator("#spend-total").inner_text()
+    )
+    page.screenshot(path=str(tmp_path / "health.png"), full_page=True)
+    assert problems == []
+    page.close()
