@@ -116,9 +116,7 @@ def open_page(browser: Any, url: str) -> tuple[Any, list[str]]:
     page = browser.new_page(viewport={"width": 1400, "height": 800})
     problems: list[str] = []
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    page.on(
-        "console", lambda m: problems.append(m.text) if m.type == "error" else None
-    )
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.goto(url)
     return page, problems
 
@@ -169,3 +167,35 @@ def test_timeline_lanes_episode_view_and_rename(
     page.screenshot(path=str(tmp_path / "health.png"), full_page=True)
     assert problems == []
     page.close()
+
+
+def test_with_a_token_the_page_asks_for_it_and_keeps_it_out_of_urls(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    running = start_daemon(tmp_path_factory.mktemp("page-token"))
+    try:
+        token = generate_token()
+        token_store(running.config()).save(token)  # the daemon re-reads auth.json
+        page, problems = open_page(browser, running.url)
+        urls: list[str] = []
+        page.on("request", lambda request: urls.append(request.url))
+        expect(page.locator("#login")).to_be_visible(timeout=WAIT_MS)
+        assert page.locator("#timeline-view").is_hidden()
+
+        page.fill("#token", "tm_" + "0" * 64)
+        page.click("#login-form button[type=submit]")
+        expect(page.locator("#login-error")).to_contain_text("invalid", timeout=WAIT_MS)
+
+        page.fill("#token", token)
+        page.click("#login-form button[type=submit]")
+        expect(page.locator("#timeline-view")).to_be_visible(timeout=WAIT_MS)
+        expect(page.locator("#summary-line")).to_contain_text("Episodes are off")
+        assert page.evaluate("sessionStorage.getItem('tribalmemory.token')") == token
+        page.reload()  # the same tab keeps the token: no new login
+        expect(page.locator("#timeline-view")).to_be_visible(timeout=WAIT_MS)
+        assert urls and not [u for u in urls if token in u or "token=" in u]
+        # The failed login answered 401 (the console reports it); nothing else went wrong.
+        assert [p for p in problems if "401" not in p] == []
+        page.close()
+    finally:
+        running.stop()

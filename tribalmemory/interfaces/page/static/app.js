@@ -84,10 +84,8 @@ function filters() {
 async function loadEpisodes() {
   const stats = await api("GET", "/v1/stats");
   const counts = stats.episodes;
-  if (!counts) {
-    $("summary-line").textContent = "Episodes are off on this daemon (episodes.enabled: false).";
-    return [];
-  }
+  state.episodesOff = !counts;
+  if (!counts) return [];
   const total = counts.active + counts.closed + counts.archived;
   const pages = Math.max(1, Math.ceil(total / PAGE));
   const query = filters();
@@ -160,7 +158,9 @@ function render(episodes) {
   const tags = new Set(episodes.flatMap((e) => e.tags || []));
   fillChoices($("f-tag"), tags);
   if (state.hasProject) fillChoices($("f-project"), new Set(episodes.map((e) => e.project).filter(Boolean)));
-  $("summary-line").textContent = `${episodes.length} episodes in ${count} lanes, ${links.length} chain links`;
+  $("summary-line").textContent = state.episodesOff
+    ? "Episodes are off on this daemon (episodes.enabled: false)."
+    : `${episodes.length} episodes in ${count} lanes, ${links.length} chain links`;
 }
 
 function zoom(days) {
