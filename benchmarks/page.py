@@ -173,18 +173,20 @@ def report(rows: list[dict[str, float]], seconds: float, episodes: int) -> str:
     drawn = [r["drawn"] for r in rows]
     verdict = "meets" if statistics.median(drawn) <= TARGET_MS else "misses"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    count, lanes = int(rows[0]["episodes"]), int(rows[0]["lanes"])
+    mid, top = statistics.median(drawn), max(drawn)
     return f"""## Page first paint ({episodes:,} episodes)
 
 `python benchmarks/page.py --episodes {episodes}` on {platform.machine()}, {os.cpu_count()} CPUs,
 load average {load:.1f} at the end (other jobs shared the machine); a real `tribalmemory serve`
 on loopback, headless Debian Chromium through Playwright, {len(rows)} loads in fresh tabs.
-{rows[0]["episodes"]:,} episodes (two memories each, 30 min to 6 days apart, over 2025) in {rows[0]["lanes"]} lanes;
+{count:,} episodes (two memories each, 30 min to 6 days apart, over 2025) in {lanes} lanes;
 storing them took {seconds:.0f} s.
 
 | Measure (ms since navigation) | median | max |
 |---|---:|---:|
 | first contentful paint (page frame) | {statistics.median(fcp):.0f} | {max(fcp):.0f} |
-| timeline drawn (all episodes fetched, lanes packed, bars and arrows drawn) | {statistics.median(drawn):.0f} | {max(drawn):.0f} |
+| timeline drawn (episodes fetched, lanes packed, bars and arrows drawn) | {mid:.0f} | {top:.0f} |
 
 The page fetches `/v1/stats`, then all `/v1/episodes` pages (100 each) in parallel, packs the
 lanes and hands the bars to vis-timeline. The median "timeline drawn" {verdict} the issue's
