@@ -141,6 +141,12 @@ def test_timeline_lanes_episode_view_and_rename(
     assert page.evaluate("tribalPage.arrows") == [list(link) for link in links]
     page.screenshot(path=str(tmp_path / "timeline.png"), full_page=True)
 
+    # Search lists the matching episodes and selects them on the timeline.
+    page.fill("#search", "Elasticsearch reindex mapping")
+    page.press("#search", "Enter")
+    expect(page.locator("#search-results li").first).to_contain_text("Elasticsearch")
+    assert page.locator(".vis-item.vis-selected").count() >= 1
+
     # Open an episode by clicking its bar, then rename it from the episode view.
     target = max(episodes, key=lambda ep: ep["memory_count"])
     page.locator(".vis-item.vis-range", has_text=target["title"][:30]).first.click()
@@ -160,10 +166,10 @@ def test_timeline_lanes_episode_view_and_rename(
     page.click("#episode-close")
     page.click("#tab-health")
     expect(page.locator("#queue")).to_contain_text("jobs waiting", timeout=WAIT_MS)
-    assert page.locator("#llm-state").inner_text().startswith("no_api_key")
-    assert "no ceiling" in page.locator("#spend-total").inner_text() or "ceiling" in (
-        page.locator("#spend-total").inner_text()
-    )
+    llm = httpx.get(f"{daemon.url}/v1/health", trust_env=False).json()["llm"]
+    assert page.locator("#llm-state").inner_text().startswith(f"{llm['state']}: {llm['reason']}")
+    expect(page.locator("#spend-total")).to_contain_text("$5.0000 ceiling")  # the default
+    assert page.locator("#spend-chart .vis-graph-group0").count() > 0  # the chart is drawn
     page.screenshot(path=str(tmp_path / "health.png"), full_page=True)
     assert problems == []
     page.close()
