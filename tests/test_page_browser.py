@@ -141,6 +141,18 @@ def test_timeline_lanes_episode_view_and_rename(
     assert page.evaluate("tribalPage.arrows") == [list(link) for link in links]
     page.screenshot(path=str(tmp_path / "timeline.png"), full_page=True)
 
+    # A filter is the list route's query parameter: the timeline shows what the API answers.
+    failed = httpx.get(
+        f"{daemon.url}/v1/episodes", params={"outcome": "failure"}, trust_env=False
+    ).json()["count"]
+    assert 0 < failed < len(episodes)
+    page.select_option("#f-outcome", "failure")
+    page.click("#filters button[type=submit]")
+    expect(page.locator(".vis-item.vis-range")).to_have_count(failed, timeout=WAIT_MS)
+    page.select_option("#f-outcome", "")
+    page.click("#filters button[type=submit]")
+    expect(page.locator(".vis-item.vis-range")).to_have_count(len(episodes), timeout=WAIT_MS)
+
     # Search lists the matching episodes and selects them on the timeline.
     page.fill("#search", "Elasticsearch reindex mapping")
     page.press("#search", "Enter")
@@ -154,6 +166,7 @@ def test_timeline_lanes_episode_view_and_rename(
     assert page.locator("#ep-title").inner_text() == target["title"]
     memories = page.locator("#ep-memories li")
     assert memories.count() == target["memory_count"]
+    page.mouse.move(5, 790)  # no tooltip in the screenshot
     page.screenshot(path=str(tmp_path / "episode.png"), full_page=True)
     page.fill("#ep-rename", "Renamed from the page")
     page.click("#ep-rename-go")
