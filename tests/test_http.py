@@ -382,7 +382,7 @@ def test_without_episodes_plugin_keys_are_null(client_no_episodes: TestClient) -
 
 def test_unknown_route_and_wrong_method(client: TestClient) -> None:
     error(client.get("/v1/nothing"), 404, "no route")
-    error(client.get("/"), 404)
+    error(client.get("/nothing"), 404)  # "/" is the page (tests/test_page.py)
     error(client.post("/v1/remember/", json={"content": "x"}), 404)
     wrong = client.put("/v1/remember", json={"content": "x"})
     error(wrong, 405, "PUT")
