@@ -37,6 +37,7 @@ ApiProvider = Callable[[], Any]
 HINTS = {
     "invalid_input": "Correct that argument and call the tool again.",
     "bad_query": "Correct that argument and call the tool again.",
+    "bad_name": "Correct that argument and call the tool again.",
     "not_found": "Check the id: tribal_recall returns memory ids, tribal_episodes_list "
     "returns episode ids.",
     "conflict": "Get the episode again (tribal_episode_get) and retry with what it lists now.",
