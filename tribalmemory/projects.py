@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 DEFAULT_PROJECT = "default"
@@ -60,3 +61,14 @@ def from_directory(folder: Path) -> str:
     name, else the folder's own name (see :func:`slug`)."""
     top = git_toplevel(folder)
     return slug((top or folder).name)
+
+
+def choose(given: str | None, environ: Mapping[str, str], folder: Path) -> str:
+    """The project of a CLI or stdio MCP call: ``given`` (``--project``), else
+    ``TRIBAL_MEMORY_PROJECT``, else the working directory's (:func:`from_directory`).
+    ValueError when the one given or set is not a valid name."""
+    if given:
+        return normalise(given)
+    if environ.get(ENV_VAR, "").strip():
+        return normalise(environ[ENV_VAR])
+    return from_directory(folder)

@@ -41,6 +41,7 @@ class MemoryFilter:
     exclude_superseded: bool = False  # leave out memories a correction superseded
     project: str | None = None  # this project's memories ...
     include_shared: bool = True  # ... plus the shared ones of every project (when project)
+    shared_only: bool = False  # only shared memories
 
 
 @dataclass
@@ -98,6 +99,9 @@ class MemoryStore(Protocol):
         """Up to ``limit`` matching memories, newest ``created_at`` first (memories with the
         same ``created_at`` in no particular order)."""
 
+    def project_counts(self) -> dict[str, int]:
+        """Memories by project (shared ones counted in their own project)."""
+
     def optimize(self) -> bool:
         """Build the search indexes now (may block for minutes); True if work was done."""
 
@@ -141,14 +145,20 @@ def to_payload(memory: Memory) -> dict[str, Any]:
     return payload
 
 
-def project_condition(where: MemoryFilter) -> tuple[str, list[str]] | None:
-    """The keyword field and values a filter's project scoping matches, or None."""
-    if where.project is None:
-        return None
-    if where.include_shared:
-        return "scope", [where.project, SHARED_SCOPE]
-    return "project", [where.project]
+def project_conditions(where: MemoryFilter) -> list[tuple[str, list[str]]]:
+    """The keyword conditions (field, any of values) of a filter's project scoping."""
+    found: list[tuple[str, list[str]]] = []
+    if where.project is not None:
+        if where.include_shared:
+            found.append(("scope", [where.project, SHARED_SCOPE]))
+        else:
+            found.append(("project", [where.project]))
+    if where.shared_only:
+        found.append(("scope", [SHARED_SCOPE]))
+    return found
 
+
+MAX_PROJECTS = 100_000  # distinct projects a facet query counts (far more than anyone has)
 
 UNSCOPED_DEFAULTS = {"project": "default", "shared": False, "scope": "default"}
 """What a memory stored before projects existed gets (the migration sets it at open)."""

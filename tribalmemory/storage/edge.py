@@ -49,6 +49,7 @@ from .base import (
     FLOAT_FIELDS,
     HNSW_EF,
     KEYWORD_FIELDS,
+    MAX_PROJECTS,
     SPARSE,
     UNSCOPED_DEFAULTS,
     MemoryFilter,
@@ -61,7 +62,7 @@ from .base import (
     metadata_field,
     point_id,
     point_ids,
-    project_condition,
+    project_conditions,
     rrf_fuse,
     search_depth,
     source_values,
@@ -312,9 +313,8 @@ def edge_filter(where: MemoryFilter | None) -> qe.Filter | None:
         must.append(qe.FieldCondition(metadata_field(key), match=qe.MatchValue(value)))
     if where.exclude_superseded:
         must.append(qe.IsEmptyCondition("superseded_by"))
-    scoped = project_condition(where)
-    if scoped is not None:
-        must.append(qe.FieldCondition(scoped[0], match=qe.MatchAny(scoped[1])))
+    for key, values in project_conditions(where):
+        must.append(qe.FieldCondition(key, match=qe.MatchAny(values)))
     if not must and not must_not:
         return None
     return qe.Filter(must=must or None, must_not=must_not or None)
@@ -589,6 +589,12 @@ class EdgeStore:
         with self._lock:
             records, _ = self._live().scroll(request)
         return [from_payload(record.payload) for record in records]
+
+    def project_counts(self) -> dict[str, int]:
+        request = qe.FacetRequest(key="project", limit=MAX_PROJECTS, exact=True)
+        with self._lock:
+            hits = self._live().facet(request).hits
+        return {str(h.value): int(h.count) for h in hits}
 
     def needs_maintenance(self, idle_seconds: float) -> bool:
         """Whether optimize() is worth calling now.

@@ -27,6 +27,7 @@ from .base import (
     FLOAT_FIELDS,
     HNSW_EF,
     KEYWORD_FIELDS,
+    MAX_PROJECTS,
     SPARSE,
     UNSCOPED_DEFAULTS,
     MemoryFilter,
@@ -39,7 +40,7 @@ from .base import (
     metadata_field,
     point_id,
     point_ids,
-    project_condition,
+    project_conditions,
     rrf_fuse,
     search_depth,
     source_values,
@@ -94,9 +95,8 @@ def server_filter(where: MemoryFilter | None) -> models.Filter | None:
         )
     if where.exclude_superseded:
         must.append(models.IsEmptyCondition(is_empty=models.PayloadField(key="superseded_by")))
-    scoped = project_condition(where)
-    if scoped is not None:
-        must.append(models.FieldCondition(key=scoped[0], match=models.MatchAny(any=scoped[1])))
+    for key, values in project_conditions(where):
+        must.append(models.FieldCondition(key=key, match=models.MatchAny(any=values)))
     if not must and not must_not:
         return None
     return models.Filter(must=must or None, must_not=must_not or None)
@@ -442,6 +442,12 @@ class ServerStore:
                 yield from_payload(record.payload)
             if offset is None:
                 return
+
+    def project_counts(self) -> dict[str, int]:
+        with self._lock:
+            self._check_open()
+            found = self._client.facet(self._name, "project", limit=MAX_PROJECTS, exact=True)
+        return {str(h.value): int(h.count) for h in found.hits}
 
     def newest(self, where: MemoryFilter | None, limit: int) -> list[Memory]:
         with self._lock:
