@@ -258,10 +258,13 @@ class DaemonClient:
 
     # -- portability (streamed routes, not in the route table) ------------------------------
 
-    async def export_stream(self, since: str | None, vectors: bool) -> AsyncIterator[bytes]:
-        """``GET /v1/export``: the export's bytes as they arrive."""
+    async def export_stream(
+        self, since: str | None, vectors: bool, project: str | None = None
+    ) -> AsyncIterator[bytes]:
+        """``GET /v1/export``: the export's bytes as they arrive (of one project, if given)."""
         await self._identify_async()
         params = {"vectors": "true" if vectors else "false"} | ({"since": since} if since else {})
+        params |= {"project": project} if project else {}
         try:
             async with self._async_client().stream(
                 "GET", "/v1/export", params=params, headers=self._auth(), timeout=None
