@@ -33,9 +33,9 @@ def normalise(name: str) -> str:
 def slug(text: str) -> str:
     """A valid project name made from any text (a folder name): lower-cased, each run of
     other characters replaced by ``-``, cut to 64; ``default`` when nothing is left."""
-    name = _INVALID_RUN.sub("-", text.strip().lower()).strip("-")[:MAX_PROJECT_CHARS]
-    name = name.strip("-")
-    return name if name and name not in (".", "..") else DEFAULT_PROJECT
+    name = _INVALID_RUN.sub("-", text.strip().lower()).strip("-.")[:MAX_PROJECT_CHARS]
+    name = name.strip("-.")
+    return name or DEFAULT_PROJECT
 
 
 def git_toplevel(folder: Path) -> Path | None:
