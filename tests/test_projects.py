@@ -472,3 +472,27 @@ def test_cli_takes_the_project_of_the_working_directory(
     assert [p["name"] for p in listed["projects"]] == ["billing"]
     code, _, err = run_cli(capsys, "recall", "x", "--project", "bad name", "--config", config)
     assert code == 2 and "project 'bad name' is not a valid name" in err
+
+
+async def test_a_verdict_naming_another_projects_episode_is_not_carried_out(rt: Runtime) -> None:
+    """The LLM's batch mixes projects; a verdict that names another project's episode (or
+    seed) is turned into a new seed where it is carried out."""
+    from tribalmemory.episodes.matching import Decision
+
+    await store_threads(rt)
+    alpha = next(iter(await episode_members(rt, "alpha")))
+    stored = await rt.api.remember(
+        "Refresh token grace window is 10 seconds in the gamma service too.",
+        project="gamma",
+        created_at="2025-03-06T10:00:00Z",
+    )
+    await settle(rt)
+    engine = rt.episodes.engine
+    memory = (await engine.state.host.get_memories([stored["memory_id"]]))[0]
+    vector = (await engine.state.host.get_vectors([memory.id]))[memory.id]
+    features = engine.state.matcher.memory(memory, vector)
+    assert not engine.state.same_project(memory, "join", alpha)
+    async with engine.state.detect_lock:
+        await engine.detection._apply(memory, features, Decision("join", alpha, 1.0, 1.0))
+    assert engine.state.store.episode_of(memory.id) is None
+    assert len((await rt.api.episode_get(alpha))["memory_ids"]) == 4
