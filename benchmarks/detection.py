@@ -2,7 +2,7 @@
 
     python benchmarks/detection.py STREAM.jsonl [STREAM.jsonl ...]
         [--strategies embedding,oracle-100,oracle-90,oracle-75] [--imported embedding]
-        [--no-write]
+        [--no-write] [--mixed] [--mixed-strategies embedding,oracle-100]
 
 Replays each labelled stream (see detector_sim.py for the format) through ``remember()`` with
 each memory's own timestamp, lets the episode work settle, then scores the episodes found
@@ -19,6 +19,10 @@ would be live (memories minutes or hours apart), not as a fast replay would allo
 ``created_at`` values sent now, the engine on the wall clock, the scheduler's tick between
 writes (as the daemon's would run), so the episodes and chain links of an import can be
 compared with the live replay's.
+``--mixed`` also replays the streams interleaved by time (each shifted to start at the same
+moment), each stream its own project, and scores each stream's memories on their own: an
+episode never spans two projects, so the per-project F1 should match the stream alone. The
+same interleaving stored in one project shows what the projects protect against.
 Writes the "detection" section of docs/benchmarks.md.
 """
 
@@ -40,7 +44,9 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from detector_sim import load_stream, scores  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from detector_sim import Record, load_stream, scores  # noqa: E402
 from fakellm import (  # noqa: E402
     EPISODE_RE,
     MEMORY_RE,
@@ -125,14 +131,34 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
     return respond
 
 
+def interleave(paths: list[str]) -> tuple[list[Record], list[str]]:
+    """The streams merged by time, each shifted to start when the earliest one starts, with
+    gold labels kept apart per stream; and each record's stream name (its project)."""
+    streams = {Path(p).stem: load_stream(p) for p in paths}
+    start = min(records[0].created_at for records in streams.values())
+    merged: list[tuple[Record, str]] = []
+    for name, records in streams.items():
+        shift = start - records[0].created_at
+        for r in records:
+            gold = f"{name}/{r.gold}" if r.gold else None
+            parent = f"{name}/{r.parent}" if r.parent else None
+            moved = replace(r, created_at=r.created_at + shift, gold=gold, parent=parent)
+            merged.append((moved, name))
+    merged.sort(key=lambda pair: (pair[0].created_at, pair[1]))
+    return [r for r, _ in merged], [n for _, n in merged]
+
+
 async def replay(
     path: str,
     strategy: str,
     base_url: str | None,
     gold_of: dict[str, str | None],
     imported: bool = False,
+    mixed: tuple[list[Record], list[str]] | None = None,
 ) -> dict[str, Any]:
-    records = load_stream(path)
+    """One replay; ``mixed``: interleaved records and the project of each (one row per
+    project is then in the result's ``per_project``)."""
+    records, projects = mixed if mixed is not None else (load_stream(path), [])
     with tempfile.TemporaryDirectory() as data:
         name = "hybrid" if strategy.startswith("oracle") else strategy
         settings: dict[str, Any] = {"detector_strategy": name}
@@ -146,7 +172,7 @@ async def replay(
             await plugin.summariser.check()
         started = time.perf_counter()
         ids = []
-        for record in records:
+        for index, record in enumerate(records):
             if isinstance(clock, StreamClock):
                 clock.now = record.created_at.timestamp()  # the engine lives in stream time
                 # the work that falls due between two memories happens before the next one,
@@ -160,6 +186,7 @@ async def replay(
                 source_instance=record.source_instance or None,
                 created_at=record.created_at,
                 skip_dedup=True,
+                project=projects[index] if projects else None,
             )
             ids.append(result["memory_id"])
             gold_of[result["memory_id"]] = record.gold
@@ -177,6 +204,13 @@ async def replay(
         settled = await plugin.worker.drain(600) and settled
         elapsed = time.perf_counter() - started
         links = chain_links(records, predicted, plugin.store)
+        per_project = {
+            name: scores(
+                [p for p, n in zip(predicted, projects, strict=True) if n == name],
+                [r.gold for r, n in zip(records, projects, strict=True) if n == name],
+            )
+            for name in dict.fromkeys(projects)
+        }
         costs = plugin.summariser.costs()
         episodes = sum(plugin.store.status_counts().values())
         await runtime.stop()
@@ -194,6 +228,8 @@ async def replay(
         "usd": costs.get("spend_usd", 0.0),
         "by_purpose": costs.get("by_purpose", {}),
         **links,
+        "per_project": per_project,
+        "predicted": predicted,
     }
 
 
@@ -226,7 +262,8 @@ def chain_links(records: list[Any], predicted: list[str | None], store: Any) -> 
     return {"links_expected": expected, "links_found": found, "links_wrong": wrong}
 
 
-def render(rows: list[dict[str, Any]]) -> str:
+def render(every: list[dict[str, Any]]) -> str:
+    rows = [r for r in every if r["stream"] != "mixed"]
     streams = list(dict.fromkeys(r["stream"] for r in rows))
     strategies = list(dict.fromkeys(r["strategy"] for r in rows))
     cell = {(r["stream"], r["strategy"]): r for r in rows}
@@ -266,8 +303,38 @@ def render(rows: list[dict[str, Any]]) -> str:
             f"{r['v']:.3f} | {r['links_found']} / {r['links_expected']} ({r['links_wrong']}) | "
             f"{r['calls'] / r['memories']:.2f} | {r['usd'] / r['memories']:.6f} |"
         )
+    mixed = [r for r in every if r["stream"] == "mixed"]
+    if mixed:
+        lines += ["", *render_mixed(rows, mixed)]
     lines += ["", NOTES]
     return "\n".join(lines)
+
+
+def render_mixed(rows: list[dict[str, Any]], mixed: list[dict[str, Any]]) -> list[str]:
+    """Per-stream F1 alone, interleaved with a project per stream, interleaved in one."""
+    alone = {(r["stream"], r["strategy"]): r["f1"] for r in rows if r["stream"] != "mixed"}
+    streams = list(mixed[0]["per_project"])
+    lines = [
+        "### Several projects at once",
+        "",
+        "`--mixed`: the streams interleaved by time (each shifted to start at the same "
+        "moment), every stream its own project, scored per stream. Pairwise F1 of each "
+        "stream: alone / interleaved, a project per stream / interleaved, all in one project:",
+        "",
+        "| strategy | " + " | ".join(streams) + " |",
+        "|---|" + "---:|" * len(streams),
+    ]
+    by_kind = {(r["strategy"], r["projects"]): r for r in mixed}
+    for strategy in dict.fromkeys(r["strategy"] for r in mixed):
+        own, one = by_kind.get((strategy, "own")), by_kind.get((strategy, "one"))
+        cells = []
+        for stream in streams:
+            parts = [f"{alone[(stream, strategy)]:.3f}" if (stream, strategy) in alone else "–"]
+            for run in (own, one):
+                parts.append(f"{run['per_project'][stream]['f1']:.3f}" if run else "–")
+            cells.append(" / ".join(parts))
+        lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
+    return lines
 
 
 NOTES = """How to read this:
@@ -297,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         help="strategies also replayed as imported history (comma-separated; '' for none)",
     )
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--mixed", action="store_true", help="also replay the streams interleaved, by project"
+    )
+    parser.add_argument("--mixed-strategies", default="embedding,oracle-100")
     args = parser.parse_args(argv)
     rows = []
     imported = {s for s in args.imported.split(",") if s}
@@ -306,30 +377,80 @@ def main(argv: list[str] | None = None) -> int:
         for stream in args.streams:
             for strategy, as_import in runs:
                 base = fake.base_url if strategy != "embedding" else None
-                if strategy == "embedding":
-                    os.environ.pop("OPENAI_API_KEY", None)
-                else:
-                    os.environ["OPENAI_API_KEY"] = "x"
+                setup(fake, strategy)
                 gold_of: dict[str, str | None] = {}
-                fake.responder = default_reply
                 if strategy.startswith("oracle"):
-                    accuracy = int(strategy.split("-")[1]) / 100
-                    fake.responder = oracle_responder(gold_of, accuracy)
+                    fake.responder = oracle_responder(gold_of, oracle_accuracy(strategy))
                 row = asyncio.run(replay(stream, strategy, base, gold_of, as_import))
                 rows.append(row)
-                print(
-                    f"{row['stream']} {row['strategy']}: F1 {row['f1']:.3f} classify "
-                    f"{row['classify_calls']} calls {row['calls']} ${row['usd']:.5f} links "
-                    f"{row['links_found']}/{row['links_expected']} ({row['links_wrong']} wrong) "
-                    f"({row['seconds']:.1f} s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                report(row)
+        if args.mixed:
+            for strategy in args.mixed_strategies.split(","):
+                for kind in ("own", "one"):
+                    records, names = interleave(args.streams)
+                    projects = names if kind == "own" else ["one"] * len(names)
+                    setup(fake, strategy)
+                    gold_of.clear()
+                    if strategy.startswith("oracle"):
+                        fake.responder = oracle_responder(gold_of, oracle_accuracy(strategy))
+                    base = fake.base_url if strategy != "embedding" else None
+                    row = asyncio.run(
+                        replay("mixed", strategy, base, gold_of, mixed=(records, projects))
+                    )
+                    # scored per stream in both cases; "one" stores them all in one project
+                    row["per_project"] = per_stream(row, records, names, kind)
+                    row["stream"], row["projects"] = "mixed", kind
+                    rows.append(row)
+                    report(row)
     text = render(rows)
     print(text)
     if not args.no_write:
         write_section("detection", text)
     return 0
+
+
+def report(row: dict[str, Any]) -> None:
+    extra = ""
+    if row.get("projects"):
+        f1s = ", ".join(f"{n} {s['f1']:.3f}" for n, s in row["per_project"].items())
+        extra = f" [{row['projects']}: {f1s}]"
+    print(
+        f"{row['stream']} {row['strategy']}: F1 {row['f1']:.3f} classify "
+        f"{row['classify_calls']} calls {row['calls']} ${row['usd']:.5f} links "
+        f"{row['links_found']}/{row['links_expected']} ({row['links_wrong']} wrong) "
+        f"({row['seconds']:.1f} s){extra}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def setup(fake: FakeLLM, strategy: str) -> None:
+    if strategy == "embedding":
+        os.environ.pop("OPENAI_API_KEY", None)
+    else:
+        os.environ["OPENAI_API_KEY"] = "x"
+    fake.responder = default_reply
+
+
+def oracle_accuracy(strategy: str) -> float:
+    return int(strategy.split("-")[1]) / 100
+
+
+def per_stream(
+    row: dict[str, Any], records: list[Record], names: list[str], kind: str
+) -> dict[str, dict[str, float]]:
+    """The run's scores of each stream's memories (the replay keyed them by project: with
+    one project for all, they are split by stream here)."""
+    if kind == "own":
+        return dict(row["per_project"])
+    predicted = row["predicted"]
+    return {
+        name: scores(
+            [p for p, n in zip(predicted, names, strict=True) if n == name],
+            [r.gold for r, n in zip(records, names, strict=True) if n == name],
+        )
+        for name in dict.fromkeys(names)
+    }
 
 
 if __name__ == "__main__":

@@ -35,7 +35,13 @@ from tribalmemory.service import MemoryService
 
 BASE_URL = "http://127.0.0.1:18790"
 START_DEADLINE = 90.0
-ISOLATED_ENV = ("TRIBAL_MEMORY_TOKEN", "TRIBAL_MEMORY_CONFIG", "CODEX_HOME", "XDG_CONFIG_HOME")
+ISOLATED_ENV = (
+    "TRIBAL_MEMORY_TOKEN",
+    "TRIBAL_MEMORY_CONFIG",
+    "TRIBAL_MEMORY_PROJECT",
+    "CODEX_HOME",
+    "XDG_CONFIG_HOME",
+)
 
 
 def write_config(home: Path, **sections: Any) -> Path:

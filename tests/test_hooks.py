@@ -346,9 +346,13 @@ async def test_the_host_writes_and_deletes_only_plugin_owned_memories(make_runti
     await host.write_owned(owned)
     assert [m.id for m in await host.memories_of_type(SourceType.EPISODE_SUMMARY)] == [owned.id]
     with pytest.raises(ValueError, match="source types"):
-        await host.search("staging", [], limit=5, min_relevance=0.0)
+        await host.search("staging", [], limit=5, min_relevance=0.0, project="default")
     hits = await host.search(
-        "staging deploys", [SourceType.EPISODE_SUMMARY], limit=5, min_relevance=0.0
+        "staging deploys",
+        [SourceType.EPISODE_SUMMARY],
+        limit=5,
+        min_relevance=0.0,
+        project="default",
     )
     assert [h.memory.id for h in hits] == [owned.id]  # the user memory is not searched
     await host.delete_owned([owned.id])

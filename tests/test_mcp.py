@@ -33,6 +33,7 @@ from tribalmemory.config import Config
 from tribalmemory.errors import FeatureDisabled, InvalidInput, NotFound, Unavailable
 from tribalmemory.interfaces.mcp_server import build_mcp_server
 from tribalmemory.interfaces.mcp_tools import INTERNAL_ERROR
+from tribalmemory.projects import from_directory
 
 TOOLS = {
     "tribal_remember",
@@ -60,6 +61,7 @@ TOOLS = {
     "tribal_episode_decisions",
     "tribal_context",
     "tribal_patterns",
+    "tribal_projects",
 }
 EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episodes_list": {},
@@ -247,6 +249,8 @@ async def test_arguments_reach_the_api_unchanged(fake: FakeAPI) -> None:
             "context": '{"file": "deploy.sh"}',
             "tags": ["deploy", "aws"],
             "skip_dedup": None,  # left out: the API applies its default
+            "project": None,  # the daemon's /mcp names no project: the API's default
+            "shared": None,
         }
 
 
@@ -334,6 +338,7 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_episode_decisions": shapes.EpisodeDecisions,
         "tribal_context": shapes.Context,
         "tribal_patterns": shapes.Patterns,
+        "tribal_projects": shapes.ProjectList,
     }
     async with connect(fake) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -1033,12 +1038,16 @@ async def test_stdio_agent_and_http_agent_share_one_memory(
         )
         assert "limit must be from 1 to 50" in out_of_range
 
+        # the stdio agent's memories are in its working directory's project; an HTTP agent
+        # names it (without one it reads the default project, which holds nothing)
+        project = from_directory(home)
         async with Client(f"http://127.0.0.1:{port}/mcp") as http_agent:
-            found = ok(
-                await http_agent.call_tool("tribal_recall", {"query": "how are release notes made"})
-            )
+            query = {"query": "how are release notes made"}
+            assert ok(await http_agent.call_tool("tribal_recall", query))["results"] == []
+            found = ok(await http_agent.call_tool("tribal_recall", query | {"project": project}))
             assert found["results"][0]["memory_id"] == stored["memory_id"]
             assert found["results"][0]["memory"]["tags"] == ["release"]
+            assert found["results"][0]["memory"]["project"] == project
             gone = ok(
                 await http_agent.call_tool("tribal_forget", {"memory_id": stored["memory_id"]})
             )
@@ -1158,9 +1167,8 @@ async def test_tribalmemory_mcp_starts_the_daemon_when_none_runs(tmp_path: Path)
             )
             assert stored["success"] is True
         async with Client(f"http://127.0.0.1:{port}/mcp") as http_agent:
-            found = ok(
-                await http_agent.call_tool("tribal_recall", {"query": "when are API keys rotated"})
-            )
+            query = {"query": "when are API keys rotated", "project": from_directory(tmp_path)}
+            found = ok(await http_agent.call_tool("tribal_recall", query))
             assert found["results"][0]["memory_id"] == stored["memory_id"]
         assert _processes_in(home), "the daemon should outlive the stdio server"
     finally:

@@ -34,13 +34,16 @@ def test_the_docs_examples_run(
 ) -> None:
     monkeypatch.setenv("TRIBAL_MEMORY_CONFIG", str(daemon.config_path))
     blocks = examples()
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), {"__name__": "__main__"})
     out = capsys.readouterr().out
     assert "Staging Postgres listens on port 6543" in out
     assert "1 memories tagged postgres" in out
     assert "not found: no episode with id ep-doesnotexist" in out
+    assert "web sees the invoice memory: False" in out  # another project's memory
+    assert "web sees the shared rule: True" in out
+    assert "billing-api 2 1" in out
 
 
 def test_results_are_typed_and_errors_are_the_clis(daemon: Daemon) -> None:

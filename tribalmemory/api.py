@@ -18,7 +18,7 @@ from .models import Memory
 from .retrievability import ACCESS
 from .service import MemoryService
 from .shapes import EPISODE_STATUSES
-from .timeutil import parse_iso
+from .timeutil import from_epoch, parse_iso, to_iso
 
 __all__ = ["EPISODES_DISABLED", "EPISODE_STATUSES", "EpisodeOperations", "TribalAPI"]
 
@@ -52,15 +52,18 @@ class EpisodeOperations(Protocol):
         self, episode_id: str, memory_ids: list[str], title: str | None
     ) -> dict[str, Any]: ...
     def member_ids(self, episode_id: str) -> list[str]: ...
-    async def start_episode(self, topic: str, session: str) -> dict[str, Any]: ...
+    async def start_episode(self, topic: str, session: str, project: str) -> dict[str, Any]: ...
     async def current_episode(self, session: str) -> dict[str, Any]: ...
     async def update_structured(self, episode_id: str, patch: dict[str, Any]) -> None: ...
     async def decisions(self, episode_id: str) -> dict[str, Any]: ...
-    async def context(self, query: str | None, budget: int) -> dict[str, Any]: ...
-    async def patterns(self, kind: str | None, query: str | None, limit: int) -> dict[str, Any]: ...
+    async def context(self, query: str | None, budget: int, project: str) -> dict[str, Any]: ...
+    async def patterns(
+        self, kind: str | None, query: str | None, limit: int, project: str
+    ) -> dict[str, Any]: ...
+    def project_stats(self) -> dict[str, tuple[int, float | None]]: ...
     def costs(self) -> dict[str, Any]: ...
     async def chain(self, episode_id: str) -> dict[str, Any]: ...
-    async def replay(self, topic: str, limit: int) -> dict[str, Any]: ...
+    async def replay(self, topic: str, limit: int, project: str) -> dict[str, Any]: ...
     async def search(
         self,
         query: str,
@@ -68,6 +71,7 @@ class EpisodeOperations(Protocol):
         time_end: float | None,
         status: str | None,
         limit: int,
+        project: str,
     ) -> dict[str, Any]: ...
 
 
@@ -122,9 +126,20 @@ class TribalAPI:
         created_at: Any = None,
         skip_dedup: Any = None,
         session: Any = None,
+        project: Any = None,
+        shared: Any = None,
     ) -> dict[str, Any]:
         result = await self.service.remember(
-            content, source_type, source_instance, tags, context, created_at, skip_dedup, session
+            content,
+            source_type,
+            source_instance,
+            tags,
+            context,
+            created_at,
+            skip_dedup,
+            session,
+            project,
+            shared,
         )
         return shapes.RememberResult.model_validate(result.to_json()).to_json()
 
@@ -147,6 +162,7 @@ class TribalAPI:
         before: Any = None,
         include_superseded: Any = None,
         episode_id: Any = None,
+        project: Any = None,
     ) -> dict[str, Any]:
         ids = self._members(episode_id)
         hits = await self.service.recall(
@@ -159,6 +175,7 @@ class TribalAPI:
             before,
             include_superseded,
             ids,
+            project=project,
         )
         memories = [h.memory for h in hits]
         plugins = self.service.annotate(memories)
@@ -190,10 +207,11 @@ class TribalAPI:
         episode_id: Any = None,
         limit: Any = None,
         cursor: Any = None,
+        project: Any = None,
     ) -> dict[str, Any]:
         ids = self._members(episode_id)
         found, next_cursor = await self.service.list_memories(
-            tag, source_type, since, until, limit, cursor, ids
+            tag, source_type, since, until, limit, cursor, ids, project
         )
         extra = self._annotate(found)
         memories = [self._memory(m, extra) for m in found]
@@ -232,6 +250,28 @@ class TribalAPI:
     def health(self) -> dict[str, Any]:
         return shapes.Health.model_validate(self.service.health()).to_json()
 
+    async def projects(self) -> dict[str, Any]:
+        """Every project with its memory and episode counts, most recently active first."""
+        found = {p["name"]: p for p in await self.service.projects()}
+        episodes = self.episodes.project_stats() if self.episodes is not None else {}
+        items = []
+        for name in sorted(set(found) | set(episodes)):
+            memories = found.get(name, {})
+            count, episode_activity = episodes.get(name, (0, None))
+            newest = [t.timestamp() for t in [memories.get("last_activity")] if t is not None]
+            newest += [episode_activity] if episode_activity is not None else []
+            items.append(
+                shapes.ProjectInfo(
+                    name=name,
+                    memories=memories.get("memories", 0),
+                    shared_memories=memories.get("shared_memories", 0),
+                    episodes=count,
+                    last_activity_at=to_iso(from_epoch(max(newest))) if newest else None,
+                )
+            )
+        items.sort(key=lambda p: (p.last_activity_at or "", p.name), reverse=True)
+        return shapes.ProjectList(projects=items, count=len(items)).to_json()
+
     # -- episodes ---------------------------------------------------------------------------
 
     def _engine(self) -> EpisodeOperations:
@@ -255,12 +295,13 @@ class TribalAPI:
         entity: Any = None,
         since: Any = None,
         until: Any = None,
+        project: Any = None,
     ) -> dict[str, Any]:
         engine = self._engine()
         state = check.episode_status(status)
         size = check.integer("limit", limit, shapes.EPISODES_LIMIT)
         start = check.integer("offset", offset, shapes.EPISODES_OFFSET)
-        filters: dict[str, Any] = {}
+        filters: dict[str, Any] = {"project": check.project(project)}
         given = {"tag": tag, "participant": participant, "task": task, "tool": tool}
         given["entity"] = entity
         for name, value in given.items():
@@ -374,12 +415,13 @@ class TribalAPI:
         split = await engine.split_episode(eid, ids, name.strip() if name else None)
         return shapes.EpisodeSplitResult(success=True, **split).to_json()
 
-    async def episode_start(self, topic: Any, session: Any) -> dict[str, Any]:
+    async def episode_start(self, topic: Any, session: Any, project: Any = None) -> dict[str, Any]:
         engine = self._engine()
         text = check.text("topic", topic, shapes.MAX_TITLE_CHARS)
         key = check.text("session", session, shapes.MAX_SESSION_CHARS)
+        scope = check.project(project)
         assert text is not None and key is not None
-        started = await engine.start_episode(text.strip(), key.strip())
+        started = await engine.start_episode(text.strip(), key.strip(), scope)
         return shapes.EpisodeStartResult(success=True, **started).to_json()
 
     async def episode_current(self, session: Any = None) -> dict[str, Any]:
@@ -396,20 +438,24 @@ class TribalAPI:
         found = await engine.decisions(check.episode_id(episode_id))
         return shapes.EpisodeDecisions.model_validate(found).to_json()
 
-    async def context(self, query: Any = None, budget_tokens: Any = None) -> dict[str, Any]:
+    async def context(
+        self, query: Any = None, budget_tokens: Any = None, project: Any = None
+    ) -> dict[str, Any]:
         engine = self._engine()
         text = check.text("query", query, shapes.MAX_EPISODE_QUERY_CHARS, required=False)
         budget = check.integer("budget_tokens", budget_tokens, shapes.CONTEXT_BUDGET)
-        return shapes.Context.model_validate(await engine.context(text, budget)).to_json()
+        scope = check.project(project)
+        return shapes.Context.model_validate(await engine.context(text, budget, scope)).to_json()
 
     async def patterns(
-        self, kind: Any = None, query: Any = None, limit: Any = None
+        self, kind: Any = None, query: Any = None, limit: Any = None, project: Any = None
     ) -> dict[str, Any]:
         engine = self._engine()
         which = check.choice("kind", kind, shapes.PATTERN_KINDS)
         text = check.text("query", query, shapes.MAX_EPISODE_QUERY_CHARS, required=False)
         size = check.integer("limit", limit, shapes.PATTERNS_LIMIT)
-        return shapes.Patterns.model_validate(await engine.patterns(which, text, size)).to_json()
+        found = await engine.patterns(which, text, size, check.project(project))
+        return shapes.Patterns.model_validate(found).to_json()
 
     async def episode_costs(self) -> dict[str, Any]:
         return shapes.Costs.model_validate(self._engine().costs()).to_json()
@@ -420,11 +466,14 @@ class TribalAPI:
         found["chain"] = self._with_access(found["chain"])
         return shapes.EpisodeChain.model_validate(found).to_json()
 
-    async def episodes_replay(self, topic: Any, limit: Any = None) -> dict[str, Any]:
+    async def episodes_replay(
+        self, topic: Any, limit: Any = None, project: Any = None
+    ) -> dict[str, Any]:
         engine = self._engine()
         text = check.text("topic", topic, shapes.MAX_TOPIC_CHARS)
         assert text is not None
-        found = await engine.replay(text, check.integer("limit", limit, shapes.REPLAY_LIMIT))
+        size = check.integer("limit", limit, shapes.REPLAY_LIMIT)
+        found = await engine.replay(text, size, check.project(project))
         return shapes.Replay.model_validate(found).to_json()
 
     async def episodes_search(
@@ -434,6 +483,7 @@ class TribalAPI:
         time_end: Any = None,
         status: Any = None,
         limit: Any = None,
+        project: Any = None,
     ) -> dict[str, Any]:
         engine = self._engine()
         text = check.text("query", query, shapes.MAX_EPISODE_QUERY_CHARS)
@@ -449,6 +499,7 @@ class TribalAPI:
             end.timestamp() if end else None,
             state,
             check.integer("limit", limit, shapes.SEARCH_LIMIT),
+            check.project(project),
         )
         found["episodes"] = self._with_access(found["episodes"])
         return shapes.EpisodeSearch.model_validate(found).to_json()

@@ -258,10 +258,13 @@ class DaemonClient:
 
     # -- portability (streamed routes, not in the route table) ------------------------------
 
-    async def export_stream(self, since: str | None, vectors: bool) -> AsyncIterator[bytes]:
-        """``GET /v1/export``: the export's bytes as they arrive."""
+    async def export_stream(
+        self, since: str | None, vectors: bool, project: str | None = None
+    ) -> AsyncIterator[bytes]:
+        """``GET /v1/export``: the export's bytes as they arrive (of one project, if given)."""
         await self._identify_async()
         params = {"vectors": "true" if vectors else "false"} | ({"since": since} if since else {})
+        params |= {"project": project} if project else {}
         try:
             async with self._async_client().stream(
                 "GET", "/v1/export", params=params, headers=self._auth(), timeout=None
@@ -324,6 +327,8 @@ class DaemonClient:
         created_at: Any = None,
         skip_dedup: Any = None,
         session: Any = None,
+        project: Any = None,
+        shared: Any = None,
     ) -> dict[str, Any]:
         return await self._call(
             "remember",
@@ -335,6 +340,8 @@ class DaemonClient:
             created_at=created_at,
             skip_dedup=skip_dedup,
             session=session,
+            project=project,
+            shared=shared,
         )
 
     async def remember_batch(self, memories: Any) -> dict[str, Any]:
@@ -351,6 +358,7 @@ class DaemonClient:
         before: Any = None,
         include_superseded: Any = None,
         episode_id: Any = None,
+        project: Any = None,
     ) -> dict[str, Any]:
         return await self._call(
             "recall",
@@ -363,6 +371,7 @@ class DaemonClient:
             before=before,
             include_superseded=include_superseded,
             episode_id=episode_id,
+            project=project,
         )
 
     async def memories_list(
@@ -374,6 +383,7 @@ class DaemonClient:
         episode_id: Any = None,
         limit: Any = None,
         cursor: Any = None,
+        project: Any = None,
     ) -> dict[str, Any]:
         return await self._call(
             "memories_list",
@@ -384,6 +394,7 @@ class DaemonClient:
             episode_id=episode_id,
             limit=limit,
             cursor=cursor,
+            project=project,
         )
 
     async def get_memory(self, memory_id: Any) -> dict[str, Any]:
@@ -415,6 +426,9 @@ class DaemonClient:
     async def stats(self) -> dict[str, Any]:
         return await self._call("stats")
 
+    async def projects(self) -> dict[str, Any]:
+        return await self._call("projects")
+
     async def episodes_list(
         self,
         status: Any = None,
@@ -428,6 +442,7 @@ class DaemonClient:
         entity: Any = None,
         since: Any = None,
         until: Any = None,
+        project: Any = None,
     ) -> dict[str, Any]:
         return await self._call(
             "episodes_list",
@@ -442,6 +457,7 @@ class DaemonClient:
             entity=entity,
             since=since,
             until=until,
+            project=project,
         )
 
     async def episode_get(self, episode_id: Any, include_timeline: Any = None) -> dict[str, Any]:
@@ -491,8 +507,8 @@ class DaemonClient:
             structured=structured,
         )
 
-    async def episode_start(self, topic: Any, session: Any) -> dict[str, Any]:
-        return await self._call("episode_start", topic=topic, session=session)
+    async def episode_start(self, topic: Any, session: Any, project: Any = None) -> dict[str, Any]:
+        return await self._call("episode_start", topic=topic, session=session, project=project)
 
     async def episode_current(self, session: Any = None) -> dict[str, Any]:
         return await self._call("episode_current", session=session)
@@ -510,13 +526,17 @@ class DaemonClient:
     async def episode_decisions(self, episode_id: Any) -> dict[str, Any]:
         return await self._call("episode_decisions", episode_id=episode_id)
 
-    async def context(self, query: Any = None, budget_tokens: Any = None) -> dict[str, Any]:
-        return await self._call("context", query=query, budget_tokens=budget_tokens)
+    async def context(
+        self, query: Any = None, budget_tokens: Any = None, project: Any = None
+    ) -> dict[str, Any]:
+        return await self._call(
+            "context", query=query, budget_tokens=budget_tokens, project=project
+        )
 
     async def patterns(
-        self, kind: Any = None, query: Any = None, limit: Any = None
+        self, kind: Any = None, query: Any = None, limit: Any = None, project: Any = None
     ) -> dict[str, Any]:
-        return await self._call("patterns", kind=kind, query=query, limit=limit)
+        return await self._call("patterns", kind=kind, query=query, limit=limit, project=project)
 
     async def episode_costs(self) -> dict[str, Any]:
         return await self._call("episode_costs")
@@ -524,8 +544,10 @@ class DaemonClient:
     async def episode_chain(self, episode_id: Any) -> dict[str, Any]:
         return await self._call("episode_chain", episode_id=episode_id)
 
-    async def episodes_replay(self, topic: Any, limit: Any = None) -> dict[str, Any]:
-        return await self._call("episodes_replay", topic=topic, limit=limit)
+    async def episodes_replay(
+        self, topic: Any, limit: Any = None, project: Any = None
+    ) -> dict[str, Any]:
+        return await self._call("episodes_replay", topic=topic, limit=limit, project=project)
 
     async def episodes_search(
         self,
@@ -534,6 +556,7 @@ class DaemonClient:
         time_end: Any = None,
         status: Any = None,
         limit: Any = None,
+        project: Any = None,
     ) -> dict[str, Any]:
         return await self._call(
             "episodes_search",
@@ -542,6 +565,7 @@ class DaemonClient:
             time_end=time_end,
             status=status,
             limit=limit,
+            project=project,
         )
 
 

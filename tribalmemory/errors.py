@@ -29,6 +29,14 @@ class BadQuery(TribalError):
     code = "bad_query"
 
 
+class BadName(TribalError):
+    """A name (such as a project) has characters or a length that is not allowed: 400 in a
+    body too, like a malformed id."""
+
+    status = 400
+    code = "bad_name"
+
+
 class NotFound(TribalError):
     status = 404
     code = "not_found"

@@ -11,6 +11,7 @@ the daemon's own (:func:`~tribalmemory.interfaces.mcp_server.build_mcp_server`).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import anyio
 import anyio.to_thread
 
 from . import client as daemon_client
+from . import projects
 from .config import Config
 from .errors import TribalError, Unavailable
 from .interfaces.mcp_server import build_mcp_server
@@ -92,11 +94,18 @@ def _log_to_stderr(level: str) -> None:
         logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
-def run_stdio(config: Config, config_path: str | Path | None = None) -> None:
-    """``tribalmemory mcp``: serve the tools over stdin/stdout, backed by the daemon."""
+def run_stdio(
+    config: Config, config_path: str | Path | None = None, project: str | None = None
+) -> None:
+    """``tribalmemory mcp``: serve the tools over stdin/stdout, backed by the daemon.
+    ``project``: the project of calls that name none (default: the working directory's,
+    see :func:`tribalmemory.projects.choose`)."""
     _log_to_stderr(config.server.log_level)
+    if project is None:
+        project = projects.choose(None, os.environ, Path.cwd())
+    log.info("MCP calls that name no project use project %s", project)
     connection = DaemonConnection(config, config_path)
-    server = build_mcp_server(connection.get, on_unavailable=connection.reset)
+    server = build_mcp_server(connection.get, on_unavailable=connection.reset, project=project)
 
     async def serve() -> None:
         try:

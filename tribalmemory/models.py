@@ -8,6 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from .projects import DEFAULT_PROJECT
 from .timeutil import parse_iso, to_iso
 
 
@@ -65,6 +66,8 @@ class Memory:
     supersedes: str | None = None
     superseded_by: str | None = None  # set by correct(): recall leaves it out by default
     metadata: dict[str, Any] = field(default_factory=dict)
+    project: str = DEFAULT_PROJECT  # scoped reads see their project's memories ...
+    shared: bool = False  # ... and the shared ones of every project
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +82,8 @@ class Memory:
             "supersedes": self.supersedes,
             "superseded_by": self.superseded_by,
             "metadata": dict(self.metadata),
+            "project": self.project,
+            "shared": self.shared,
         }
 
     @classmethod
@@ -95,6 +100,8 @@ class Memory:
             supersedes=data.get("supersedes"),
             superseded_by=data.get("superseded_by"),
             metadata=dict(data.get("metadata") or {}),
+            project=data.get("project") or DEFAULT_PROJECT,  # stored before projects existed
+            shared=bool(data.get("shared", False)),
         )
 
 

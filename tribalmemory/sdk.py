@@ -49,7 +49,9 @@ class AsyncClient:
     """Typed asyncio client of the daemon. ``config``: a :class:`~tribalmemory.config.Config`,
     a path to a ``config.yaml``, or None for the default (``TRIBAL_MEMORY_CONFIG``, else
     ``~/.tribal-memory/config.yaml``); ``token``: the API token (default
-    ``TRIBAL_MEMORY_TOKEN``); ``start``: start the daemon when none is running."""
+    ``TRIBAL_MEMORY_TOKEN``); ``start``: start the daemon when none is running; ``project``:
+    the project of every call that takes one and is given none (default: the API's,
+    ``default``)."""
 
     def __init__(
         self,
@@ -57,8 +59,10 @@ class AsyncClient:
         *,
         token: str | None = None,
         start: bool = False,
+        project: str | None = None,
     ) -> None:
         self._daemon = _connect(config, token, start)
+        self.project = project
 
     @property
     def base_url(self) -> str:
@@ -72,7 +76,11 @@ class AsyncClient:
         if op is None or method is None:
             raise AttributeError(f"{type(self).__name__} has no operation {name!r}")
 
+        scoped = self.project is not None and "project" in inspect.signature(method).parameters
+
         async def call(*args: Any, **kwargs: Any) -> BaseModel:
+            if scoped and kwargs.get("project") is None:
+                kwargs["project"] = self.project
             result = method(*args, **kwargs)
             if inspect.isawaitable(result):
                 result = await result
@@ -110,9 +118,10 @@ class Client:
         *,
         token: str | None = None,
         start: bool = False,
+        project: str | None = None,
     ) -> None:
         self._loop = asyncio.new_event_loop()
-        self._async = AsyncClient(config, token=token, start=start)
+        self._async = AsyncClient(config, token=token, start=start, project=project)
 
     @property
     def base_url(self) -> str:

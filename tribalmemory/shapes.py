@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from .models import ENGINE_WRITTEN, SourceType
+from .projects import DEFAULT_PROJECT, MAX_PROJECT_CHARS, PROJECT_PATTERN
 
 # -- limits ------------------------------------------------------------------------------------
 
@@ -112,6 +113,19 @@ SourceTypeName = Annotated[str, WithJsonSchema({"type": "string", "enum": list(S
 WritableSourceType = Annotated[
     str, WithJsonSchema({"type": "string", "enum": list(WRITABLE_SOURCE_TYPES)})
 ]
+ProjectName = Annotated[
+    str,
+    WithJsonSchema({"type": "string", "pattern": PROJECT_PATTERN, "maxLength": MAX_PROJECT_CHARS}),
+]
+PROJECT_DOC = (
+    f"The project (a short name: letters, digits, '-', '_', '.'; at most {MAX_PROJECT_CHARS}; "
+    f"any case, kept lower-case); default: {DEFAULT_PROJECT}."
+)
+SCOPED_DOC = (
+    "Only this project's memories and the shared ones (shared: true) of every project; "
+    f"default: {DEFAULT_PROJECT}."
+)
+EPISODES_SCOPED_DOC = f"Only this project's episodes; default: {DEFAULT_PROJECT}."
 Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 
@@ -236,6 +250,12 @@ class RememberRequest(Request):
         f"{MAX_SESSION_CHARS} characters): it joins the episode the session declared with "
         "POST /v1/episodes/start when it fits. Kept in the memory's metadata.session.",
     )
+    project: ProjectName | None = Field(None, description=PROJECT_DOC)
+    shared: bool = Field(
+        False,
+        description="Every project sees it (a team-wide convention, a user preference); it "
+        "still belongs to its own project's episodes.",
+    )
 
 
 class RememberBatchRequest(Request):
@@ -274,6 +294,7 @@ class RecallRequest(Request):
     episode_id: EpisodeId | None = Field(
         None, description="Only the members of this episode (404 when it does not exist)."
     )
+    project: ProjectName | None = Field(None, description=SCOPED_DOC)
 
 
 class MemoriesListQuery(Request):
@@ -296,6 +317,7 @@ class MemoriesListQuery(Request):
         max_length=200,
         description="next_cursor of the previous page; omit for the newest memories.",
     )
+    project: ProjectName | None = Field(None, description=SCOPED_DOC)
 
 
 class CorrectRequest(Request):
@@ -352,6 +374,7 @@ class EpisodesListQuery(Request):
     until: Timestamp | None = Field(
         None, description=f"Only episodes with memories at or before this time: {WHEN}."
     )
+    project: ProjectName | None = Field(None, description=EPISODES_SCOPED_DOC)
 
 
 class EpisodeRef(Request):
@@ -431,6 +454,7 @@ class ContextQuery(Request):
     budget_tokens: int = bounded(
         CONTEXT_BUDGET, "At most this many tokens of text (the configured model's tokenizer)."
     )
+    project: ProjectName | None = Field(None, description=EPISODES_SCOPED_DOC)
 
 
 class PatternsQuery(Request):
@@ -445,6 +469,7 @@ class PatternsQuery(Request):
         description="Only patterns relevant to this, most relevant first.",
     )
     limit: int = bounded(PATTERNS_LIMIT, "Maximum number of patterns.")
+    project: ProjectName | None = Field(None, description=EPISODES_SCOPED_DOC)
 
 
 class EpisodeUpdateRequest(Request):
@@ -503,6 +528,7 @@ class EpisodeStartRequest(Request):
         description="Your client session: the memories you then store with this session "
         "join the episode when they fit.",
     )
+    project: ProjectName | None = Field(None, description=PROJECT_DOC)
 
 
 class EpisodeCurrentQuery(Request):
@@ -526,6 +552,7 @@ class EpisodesSearchRequest(Request):
     )
     status: EpisodeStatus | None = Field(None, description="Only episodes in this state.")
     limit: int = bounded(SEARCH_LIMIT, "Maximum number of episodes.")
+    project: ProjectName | None = Field(None, description=EPISODES_SCOPED_DOC)
 
 
 class EpisodesReplayRequest(Request):
@@ -535,6 +562,7 @@ class EpisodesReplayRequest(Request):
         "'the Postgres migration'.",
     )
     limit: int = bounded(REPLAY_LIMIT, "Maximum number of episodes.")
+    project: ProjectName | None = Field(None, description=EPISODES_SCOPED_DOC)
 
 
 # -- responses: memories -----------------------------------------------------------------------
@@ -561,6 +589,8 @@ class Memory(OpenResponse):
         "include_superseded is true.",
     )
     metadata: dict[str, Any]
+    project: str = Field(description="The project it belongs to.")
+    shared: bool = Field(description="Every project sees it.")
     episode_id: str | None = Field(
         None, description="The episode the memory belongs to (null without the episode engine)."
     )
@@ -750,6 +780,7 @@ class Episode(Response):
     title: str
     summary: str
     status: EpisodeStatus
+    project: str = Field(description="The project of every memory in it.")
     memory_count: int
     created_at: Timestamp
     updated_at: Timestamp
@@ -1073,4 +1104,19 @@ class Patterns(Response):
     kind: PatternKind | None
     query: str | None
     patterns: list[Pattern]
+    count: int
+
+
+class ProjectInfo(Response):
+    name: str
+    memories: int = Field(description="Memories stored in it (shared ones included).")
+    shared_memories: int = Field(description="Of those, the ones every project sees.")
+    episodes: int = Field(description="Its episodes (0 when the episode engine is off).")
+    last_activity_at: Timestamp | None = Field(
+        description="The newest created_at of its memories (memory time)."
+    )
+
+
+class ProjectList(Response):
+    projects: list[ProjectInfo] = Field(description="Most recently active first.")
     count: int

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from .errors import InvalidInput, PayloadTooLarge
+from . import projects
+from .errors import BadName, InvalidInput, PayloadTooLarge
 from .models import SourceType
 from .shapes import (
     EPISODE_ID_PATTERN,
@@ -292,3 +293,20 @@ def metadata_patch(value: Any, field: str = "metadata") -> dict[str, Any] | None
             f"{field} has {size} characters as JSON; the limit is {MAX_METADATA_CHARS}"
         )
     return value
+
+
+def project(value: Any, field: str = "project") -> str:
+    """A project name, lower-cased (``default`` when ``None``); a malformed one is BadName."""
+    if value is None:
+        return projects.DEFAULT_PROJECT
+    if not isinstance(value, str):
+        raise BadName(f"{field} must be a string: a project name such as 'billing-api'")
+    try:
+        return projects.normalise(value)
+    except ValueError as exc:
+        raise BadName(f"{field}: {exc}") from None
+
+
+def project_filter(value: Any, field: str = "project") -> str | None:
+    """A project to scope a read to, or None (every project) when not given."""
+    return None if value is None else project(value, field)

@@ -57,6 +57,8 @@ async def remember(api: Api, args: argparse.Namespace) -> int:
         tags=args.tag or None,
         context=args.context,
         skip_dedup=args.force or None,
+        project=args.project,
+        shared=args.shared or None,
     )
     if args.json:
         print_json(result)
@@ -74,6 +76,7 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
         limit=args.limit,
         tags=args.tag or None,
         include_superseded=args.include_superseded or None,
+        project=args.project,
     )
     if args.json:
         print_json(result)
@@ -134,6 +137,28 @@ async def correct(api: Api, args: argparse.Namespace) -> int:
 async def stats(api: Api, args: argparse.Namespace) -> int:
     result = await api.stats()
     print_json(result) if args.json else print_mapping(result)
+    return 0
+
+
+async def projects(api: Api, args: argparse.Namespace) -> int:
+    result = await api.projects()
+    if args.json:
+        print_json(result)
+        return 0
+    if not result["projects"]:
+        print("No projects yet.")
+        return 0
+    rows = [
+        [
+            p["name"],
+            p["memories"],
+            p["shared_memories"],
+            p["episodes"],
+            (p["last_activity_at"] or "")[:16],
+        ]
+        for p in result["projects"]
+    ]
+    print(table(["PROJECT", "MEMORIES", "SHARED", "EPISODES", "LAST ACTIVE"], rows))
     return 0
 
 
@@ -201,6 +226,7 @@ async def episodes_list(api: Api, args: argparse.Namespace) -> int:
         outcome=args.outcome,
         tag=args.tag,
         participant=args.participant,
+        project=args.project,
     )
     print_json(result) if args.json else print_episodes(result["episodes"])
     return 0
@@ -225,14 +251,19 @@ def print_episodes(episodes: list[dict[str, Any]]) -> None:
 
 async def episodes_search(api: Api, args: argparse.Namespace) -> int:
     result = await api.episodes_search(
-        args.query, time_start=args.since, time_end=args.until, status=args.status, limit=args.limit
+        args.query,
+        time_start=args.since,
+        time_end=args.until,
+        status=args.status,
+        limit=args.limit,
+        project=args.project,
     )
     print_json(result) if args.json else print_episodes(result["episodes"])
     return 0
 
 
 async def episodes_replay(api: Api, args: argparse.Namespace) -> int:
-    result = await api.episodes_replay(args.topic, limit=args.limit)
+    result = await api.episodes_replay(args.topic, limit=args.limit, project=args.project)
     print_json(result) if args.json else print(clean(result["text"]))
     return 0
 

@@ -76,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     output = argparse.ArgumentParser(add_help=False, parents=[common])
     output.add_argument("--json", action="store_true", help="print JSON")
+    scoped = argparse.ArgumentParser(add_help=False, parents=[output])
+    scoped.add_argument(
+        "--project",
+        metavar="NAME",
+        default=None,
+        help="the project (default: $TRIBAL_MEMORY_PROJECT, else the git repository's or "
+        "folder's name of the working directory)",
+    )
 
     parser = argparse.ArgumentParser(
         prog="tribalmemory", description="Shared memory for AI agents."
@@ -105,15 +113,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="log to the log file only (used when started by a client)",
     )
 
-    cmd = add("remember", _api("remember"), "store a memory")
+    cmd = add("remember", _api("remember"), "store a memory", [scoped])
     cmd.add_argument("text", help="the memory; '-' reads standard input")
     cmd.add_argument("--tag", action="append", help="a tag (repeatable)")
     cmd.add_argument("--source-type", help="USER_EXPLICIT (default), AUTO_CAPTURE, ...")
     cmd.add_argument("--source-instance", help="who stores it (default: memory config)")
     cmd.add_argument("--context", help="where it came from")
     cmd.add_argument("--force", action="store_true", help="store even a near-duplicate")
+    cmd.add_argument("--shared", action="store_true", help="every project sees it")
 
-    cmd = add("recall", _api("recall"), "search memories")
+    cmd = add("recall", _api("recall"), "search memories", [scoped])
     cmd.add_argument("query")
     cmd.add_argument("--limit", type=_positive, help="results (1-50, default 5)")
     cmd.add_argument("--tag", action="append", help="only memories with this tag (repeatable)")
@@ -143,18 +152,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmd.set_defaults(tolerates_config_error=True)
     add("stats", _api("stats"), "memory counts")
+    add("projects", _api("projects"), "projects with their memory and episode counts")
     add("costs", _api("costs"), "LLM spend of the episode engine")
 
     episodes = sub.add_parser("episodes", help="list and edit episodes").add_subparsers(
         title="actions", metavar="ACTION", required=True
     )
 
-    def action(name: str, text: str) -> argparse.ArgumentParser:
-        command = episodes.add_parser(name, help=text, description=text, parents=[output])
+    def action(name: str, text: str, scope: bool = False) -> argparse.ArgumentParser:
+        parents = [scoped if scope else output]
+        command = episodes.add_parser(name, help=text, description=text, parents=parents)
         command.set_defaults(handler=_api("episodes"), action=name)
         return command
 
-    cmd = action("list", "episodes, most recently active first")
+    cmd = action("list", "episodes, most recently active first", scope=True)
     cmd.add_argument("--status", choices=("active", "closed", "archived"))
     cmd.add_argument("--limit", type=_positive)
     cmd.add_argument("--offset", type=_positive)
@@ -164,13 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmd = action("show", "one episode")
     cmd.add_argument("id")
     cmd.add_argument("--timeline", action="store_true", help="include the member memories")
-    cmd = action("search", "episodes matching a query (recent ones first among equals)")
+    cmd = action("search", "episodes matching a query (recent ones first among equals)", scope=True)
     cmd.add_argument("query")
     cmd.add_argument("--since", metavar="TIME", help="active at or after (ISO 8601)")
     cmd.add_argument("--until", metavar="TIME", help="started at or before (ISO 8601)")
     cmd.add_argument("--status", choices=("active", "closed", "archived"))
     cmd.add_argument("--limit", type=_positive)
-    cmd = action("replay", "the episodes about a topic, oldest first")
+    cmd = action("replay", "the episodes about a topic, oldest first", scope=True)
     cmd.add_argument("topic")
     cmd.add_argument("--limit", type=_positive)
     cmd = action("chain", "the chain of episodes one belongs to, root first")
@@ -228,7 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
         "start the daemon, store and recall a memory, show what is next",
         [common],
     )
-    add("mcp", _lazy("service", "mcp"), "MCP server on stdio (for agent clients)", [common])
+    cmd = add("mcp", _lazy("service", "mcp"), "MCP server on stdio (for agent clients)", [common])
+    cmd.add_argument(
+        "--project",
+        metavar="NAME",
+        default=None,
+        help="the project of tool calls that name none (default: $TRIBAL_MEMORY_PROJECT, else "
+        "the git repository's or folder's name of the working directory)",
+    )
     add(
         "reembed",
         _lazy("service", "reembed"),
@@ -243,6 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmd.add_argument("--since", metavar="TIME", help="memories created at or after (ISO 8601)")
     cmd.add_argument("--vectors", action="store_true", help="include each memory's vector")
+    cmd.add_argument(
+        "--project", metavar="NAME", default=None, help="only this project (default: all)"
+    )
+    cmd.set_defaults(project_given_only=True)
     cmd = add("import", _lazy("portability", "import_"), "import an export file (by memory id)")
     cmd.add_argument("file", help="a file written by `tribalmemory export`")
     cmd.add_argument("--dry-run", action="store_true", help="check it and say what would change")
@@ -300,6 +322,24 @@ def main(argv: list[str] | None = None) -> int:
         os.umask(previous)
 
 
+def _choose_project(args: argparse.Namespace) -> None:
+    """``--project``, else ``TRIBAL_MEMORY_PROJECT``, else the working directory's project, for
+    the commands that take one (``export`` takes only what is given: default all)."""
+    from pathlib import Path
+
+    from .. import projects
+
+    if not hasattr(args, "project"):
+        return
+    try:
+        if getattr(args, "project_given_only", False):
+            args.project = None if args.project is None else projects.normalise(args.project)
+        else:
+            args.project = projects.choose(args.project, os.environ, Path.cwd())
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
 def _run(args: argparse.Namespace) -> int:
     from ..embeddings import EmbeddingModelError
     from ..errors import TribalError
@@ -309,6 +349,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         load_env()
         config = _config(args)
+        _choose_project(args)
         return int(args.handler(args, config))
     except ConfigError as exc:
         _fail(f"configuration error: {exc}")

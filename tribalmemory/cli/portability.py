@@ -40,7 +40,7 @@ async def _export(args: argparse.Namespace, config: Config, since: Any) -> int:
         try:
             total = (await client.stats())["total_memories"]
             with bar("export", total, show) as advance:
-                async for chunk in client.export_stream(args.since, args.vectors):
+                async for chunk in client.export_stream(args.since, args.vectors, args.project):
                     out.write(chunk)
                     advance(chunk.count(b"\n"))
         finally:
@@ -53,7 +53,10 @@ async def _export(args: argparse.Namespace, config: Config, since: Any) -> int:
     try:
         total = await asyncio.to_thread(runtime.service.store.count)
         with bar("export", total, show) as advance:
-            async for line in exporter.export_lines(runtime.api, since, args.vectors, advance):
+            lines = exporter.export_lines(
+                runtime.api, since, args.vectors, advance, project=args.project
+            )
+            async for line in lines:
                 out.write(line.encode("utf-8"))
     finally:
         await runtime.stop()

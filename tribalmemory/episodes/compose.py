@@ -59,7 +59,9 @@ class Compose:
             horizon = lifecycle.chain_horizon(
                 row.first_activity, settings.active_window_days, settings.chain_window_hours
             )
-            candidates = self.store.chain_candidates(horizon, row.first_activity)
+            candidates = self.store.chain_candidates(
+                horizon, row.first_activity, project=row.project
+            )
         if not candidates:
             return None
         await state.host.background_turn()  # reading and scoring them uses the CPU
@@ -123,22 +125,30 @@ class Compose:
     # -- replay and search ------------------------------------------------------------------
 
     async def _relevant(
-        self, query: str, fetch: int, floor: float
+        self, query: str, fetch: int, floor: float, project: str
     ) -> list[tuple[EpisodeRow, float]]:
-        """Episodes whose summary memory matches ``query`` (hybrid search), best first."""
+        """Episodes of ``project`` whose summary memory matches ``query`` (hybrid search),
+        best first."""
         hits = await self.state.host.search(
-            query, [SourceType.EPISODE_SUMMARY], limit=min(50, fetch), min_relevance=floor
+            query,
+            [SourceType.EPISODE_SUMMARY],
+            limit=min(50, fetch),
+            min_relevance=floor,
+            project=project,
         )
         found: list[tuple[EpisodeRow, float]] = []
         for hit in hits:
             row = self.store.episode(str(hit.memory.metadata.get("episode_id", "")))
-            if row is not None and all(row.id != r.id for r, _ in found):
+            if row is None or row.project != project:
+                continue
+            if all(row.id != r.id for r, _ in found):
                 found.append((row, hit.similarity_score))
         return found
 
-    async def replay(self, topic: str, limit: int) -> dict[str, Any]:
-        """The episodes relevant to ``topic`` in chronological order, as JSON and as text."""
-        found = (await self._relevant(topic, limit * 3, REPLAY_MIN_RELEVANCE))[:limit]
+    async def replay(self, topic: str, limit: int, project: str) -> dict[str, Any]:
+        """The episodes of ``project`` relevant to ``topic`` in chronological order, as JSON
+        and as text."""
+        found = (await self._relevant(topic, limit * 3, REPLAY_MIN_RELEVANCE, project))[:limit]
         found.sort(key=lambda pair: pair[0].first_activity or pair[0].created_at)
         items = []
         lines = (
@@ -178,8 +188,10 @@ class Compose:
         time_end: float | None,
         status: str | None,
         limit: int,
+        project: str,
     ) -> dict[str, Any]:
-        """Hybrid search over episode summaries and titles with time and status filters.
+        """Hybrid search over the summaries and titles of ``project``'s episodes with time
+        and status filters.
 
         An episode matches the time range when its memories' span overlaps it. Ranking:
         ``relevance × (0.8 + 0.2 × 2^(−days since last activity / 14))`` — a recency boost
@@ -187,7 +199,7 @@ class Compose:
         """
         now = self.state.clock()
         results = []
-        for row, relevance in await self._relevant(query, 50, 0.0):
+        for row, relevance in await self._relevant(query, 50, 0.0, project):
             start = row.first_activity or row.created_at
             if status is not None and row.status != status:
                 continue

@@ -182,7 +182,9 @@ class Context:
         lit = self._litellm
         return (lambda text: int(lit.token_counter(model=model, text=text))), model
 
-    def _lessons(self, hits: list[RecallHit] | None) -> list[tuple[str, str, str, float | None]]:
+    def _lessons(
+        self, hits: list[RecallHit] | None, project: str
+    ) -> list[tuple[str, str, str, float | None]]:
         """The lessons among the search hits (best first), or the most recent lessons."""
         out: list[tuple[str, str, str, float | None]] = []
         if hits is not None:
@@ -196,24 +198,27 @@ class Context:
                 if row is not None and lesson is not None:
                     out.append((lesson, row.id, row.title, round(hit.similarity_score, 4)))
             return out
-        for row in self.store.episodes(None, 20, 0, {}):
+        for row in self.store.episodes(None, 20, 0, {"project": project}):
             for lesson in (row.structured or {}).get("lessons") or []:
                 out.append((lesson["text"], row.id, row.title, None))
                 if len(out) >= MAX_LESSONS:
                     return out
         return out
 
-    async def build(self, query: str | None, budget: int) -> dict[str, Any]:
+    async def build(self, query: str | None, budget: int, project: str) -> dict[str, Any]:
+        """What to read before starting work in ``project``."""
         count, model = await self.counter()
-        active = self.store.active_episodes()
-        failed = self.store.episodes(None, MAX_FAILED, 0, {"outcome": "failure"})
-        hits = await self.patterns.search(query) if query else None  # one search for both
-        patterns = await self.patterns.query(None, query, MAX_PATTERNS, hits)
+        active = self.store.active_episodes(project)
+        failed = self.store.episodes(
+            None, MAX_FAILED, 0, {"outcome": "failure", "project": project}
+        )
+        hits = await self.patterns.search(query, project) if query else None  # one search
+        patterns = await self.patterns.query(None, query, MAX_PATTERNS, project, hits)
         sections = [
             active_section(active),
             failed_section(failed),
             patterns_section(patterns["patterns"]),
-            lessons_section(self._lessons(hits)),
+            lessons_section(self._lessons(hits, project)),
         ]
         text, shown, used, truncated = assemble(sections, budget, count)
         return {

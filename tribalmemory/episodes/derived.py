@@ -86,6 +86,7 @@ def memories(
                         "episode_id": row.id,
                         "memory_ids": list(item.get("memory_ids", [])),
                     },
+                    project=row.project,
                 )
             )
     return out

@@ -100,7 +100,7 @@ class Detection:
                 return self.status_of(memory.id)  # joined its session's declared episode
             decision = state.matcher.decide(
                 features,
-                list(state.active.values()),
+                state.active_for(features),
                 state.seed_pool(features),
                 doubt_share=self.doubt_share(),
                 learn=True,
@@ -187,6 +187,8 @@ class Detection:
         now = state.clock()
         if decision.kind == "join" and not self._pins_allow(memory.id, decision.target):
             decision = Decision.new_seed()  # the user took it out of that episode
+        if not state.same_project(memory, decision.kind, decision.target):
+            decision = Decision.new_seed()  # an episode never spans two projects
         kind = decision.kind
         if kind == "join" and decision.target in state.active:
             episode_id = decision.target
@@ -361,7 +363,7 @@ class Detection:
         (its own without it) and the seeds. The caller holds the detect lock."""
         state = self.state
         current = self.store.episode_of(features.id)
-        episodes = [e for eid, e in state.active.items() if eid != current]
+        episodes = [e for e in state.active_for(features) if e.id != current]
         if current in state.active:
             others = [m for m in self.store.member_ids(current) if m != features.id]
             rest = await state.features(others)
@@ -450,7 +452,7 @@ class Detection:
     def _decide(self, features: MemoryFeatures, *, doubt_share: float) -> Decision:
         return self.state.matcher.decide(
             features,
-            list(self.state.active.values()),
+            self.state.active_for(features),
             self.state.seed_pool(features),
             doubt_share=doubt_share,
         )

@@ -132,8 +132,8 @@ class EpisodeEngine:
     def member_ids(self, episode_id: str) -> list[str]:
         return self.operations.member_ids(episode_id)
 
-    async def start_episode(self, topic: str, session: str) -> dict[str, Any]:
-        return await self.sessions.start(topic, session)
+    async def start_episode(self, topic: str, session: str, project: str) -> dict[str, Any]:
+        return await self.sessions.start(topic, session, project)
 
     async def current_episode(self, session: str) -> dict[str, Any]:
         return self.sessions.current(session)
@@ -144,11 +144,16 @@ class EpisodeEngine:
     async def decisions(self, episode_id: str) -> dict[str, Any]:
         return self.records.decisions(episode_id)
 
-    async def context(self, query: str | None, budget: int) -> dict[str, Any]:
-        return await self.context_builder.build(query, budget)
+    async def context(self, query: str | None, budget: int, project: str) -> dict[str, Any]:
+        return await self.context_builder.build(query, budget, project)
 
-    async def patterns(self, kind: str | None, query: str | None, limit: int) -> dict[str, Any]:
-        return await self.pattern_finder.query(kind, query, limit)
+    async def patterns(
+        self, kind: str | None, query: str | None, limit: int, project: str
+    ) -> dict[str, Any]:
+        return await self.pattern_finder.query(kind, query, limit, project)
+
+    def project_stats(self) -> dict[str, tuple[int, float | None]]:
+        return self.state.store.project_stats()
 
     def costs(self) -> dict[str, Any]:
         return self.operations.costs()
@@ -156,8 +161,8 @@ class EpisodeEngine:
     async def chain(self, episode_id: str) -> dict[str, Any]:
         return await self.compose.chain(episode_id)
 
-    async def replay(self, topic: str, limit: int) -> dict[str, Any]:
-        return await self.compose.replay(topic, limit)
+    async def replay(self, topic: str, limit: int, project: str) -> dict[str, Any]:
+        return await self.compose.replay(topic, limit, project)
 
     async def search(
         self,
@@ -166,5 +171,6 @@ class EpisodeEngine:
         time_end: float | None,
         status: str | None,
         limit: int,
+        project: str,
     ) -> dict[str, Any]:
-        return await self.compose.search(query, time_start, time_end, status, limit)
+        return await self.compose.search(query, time_start, time_end, status, limit, project)

@@ -12,7 +12,7 @@ import logging
 
 import numpy as np
 
-from ..errors import InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound
 from ..models import ENGINE_WRITTEN, Memory, new_memory_id
 from ..timeutil import to_epoch
 from . import derived, extractive, lifecycle
@@ -111,7 +111,8 @@ class Membership:
             for previous in moved_from:
                 state.queue_summary(db, previous, now, trigger=None, delay=0.0)
             if parent_episode_id is None:  # looked for by a job, off the request path
-                self.store.enqueue(db, "link", episode_id, now, payload=self._start(features))
+                start = self._start(features, row.project)
+                self.store.enqueue(db, "link", episode_id, now, payload=start)
         for memory in memories:
             state.seeds.pop(memory.id, None)
         state.active[episode_id] = state.matcher.episode(episode_id, features)
@@ -122,7 +123,7 @@ class Membership:
         log.info("episode %s created with %d memories", episode_id, len(memories))
         return created
 
-    def _start(self, features: list[MemoryFeatures]) -> dict[str, list[str]]:
+    def _start(self, features: list[MemoryFeatures], project: str) -> dict[str, list[str]]:
         """A new episode as it starts, for its link job: its first memories, and the episodes
         it may continue as they stand now (memory time; see :func:`.lifecycle.chain_horizon`).
         Taken now so that a link job that runs late (a fast import) neither sees the episode
@@ -135,7 +136,7 @@ class Membership:
         )
         return {
             "members": [f.id for f in ordered[: lifecycle.CHAIN_MEMBERS]],
-            "candidates": self.store.chain_candidates(horizon, first),
+            "candidates": self.store.chain_candidates(horizon, first, project=project),
         }
 
     async def add(self, episode_id: str, memory_id: str) -> None:
@@ -156,6 +157,11 @@ class Membership:
                 raise InvalidInput(
                     f"{memory.source_type.json_name} memories are written by the episode engine "
                     "and cannot be members of an episode"
+                )
+            if memory.project != row.project:
+                raise Conflict(
+                    f"memory {memory_id} belongs to project {memory.project}, episode "
+                    f"{episode_id} to {row.project}; an episode never spans two projects"
                 )
             if self.store.episode_of(memory_id) == episode_id:
                 return
@@ -322,6 +328,7 @@ def _new_row(
         summary_memory_id=new_memory_id(),
         last_activity=max(when(f) for f in features),
         parent_episode_id=parent_episode_id,
+        project=memories[0].project,  # the callers give memories of one project
     )
     row.first_activity = min(when(f) for f in features)
     return row

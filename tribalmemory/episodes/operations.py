@@ -124,6 +124,12 @@ class Operations:
                     "episode summaries, lessons and decisions cannot be members: "
                     + ", ".join(summaries)
                 )
+            projects = sorted({m.project for m in memories})
+            if len(projects) > 1:
+                raise Conflict(
+                    f"the memories belong to several projects ({', '.join(projects)}); an "
+                    "episode belongs to one project: create one episode per project"
+                )
             if parent_episode_id is not None:
                 state.episode(parent_episode_id)
             memories.sort(key=lambda m: m.created_at)
@@ -233,6 +239,11 @@ class Operations:
         state = self.state
         async with state.detect_lock:
             first, second = state.episode(episode_id), state.episode(other_id)
+            if first.project != second.project:
+                raise Conflict(
+                    f"episode {first.id} belongs to project {first.project} and {second.id} to "
+                    f"{second.project}; an episode never spans two projects"
+                )
             survivor, absorbed = edits.merge_roles(
                 first.id, first.memory_count, second.id, second.memory_count
             )

@@ -138,13 +138,15 @@ class Patterns:
     def __init__(self, state: EngineState) -> None:
         self.state = state
         self.store = state.store
-        self._cache: tuple[Any, list[dict[str, Any]]] | None = None
+        self._cache: dict[str, tuple[Any, list[dict[str, Any]]]] = {}  # by project
 
-    async def all(self) -> list[dict[str, Any]]:
+    async def all(self, project: str) -> list[dict[str, Any]]:
+        """The patterns of one project's closed episodes."""
         version = self.store.closed_version()
-        if self._cache is not None and self._cache[0] == version:
-            return self._cache[1]
-        rows = {r.id: r for r in self.store.closed_with_records()}
+        cached = self._cache.get(project)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        rows = {r.id: r for r in self.store.closed_with_records(project)}
         wanted = [(row, *it) for row in rows.values() for it in items_of(row)]
         vectors = await self.state.host.get_vectors([w[1] for w in wanted])
         await self.state.host.background_turn()
@@ -163,13 +165,19 @@ class Patterns:
         patterns = [p for p in found if p is not None]
         patterns.sort(key=lambda p: (-len(p["episodes"]), p["id"]))
         if len(vectors) == len(wanted):  # else a rewrite is under way: compute again next time
-            self._cache = (version, patterns)
+            self._cache = {k: v for k, v in self._cache.items() if v[0] == version}
+            self._cache[project] = (version, patterns)
         return patterns
 
-    async def search(self, query: str) -> list[RecallHit]:
-        """LESSON / DECISION memories relevant to ``query`` (hybrid search, best 50)."""
+    async def search(self, query: str, project: str) -> list[RecallHit]:
+        """LESSON / DECISION memories of ``project`` relevant to ``query`` (hybrid search,
+        best 50)."""
         return await self.state.host.search(
-            query, [SourceType.LESSON, SourceType.DECISION], limit=50, min_relevance=0.0
+            query,
+            [SourceType.LESSON, SourceType.DECISION],
+            limit=50,
+            min_relevance=0.0,
+            project=project,
         )
 
     async def query(
@@ -177,13 +185,14 @@ class Patterns:
         kind: str | None,
         query: str | None,
         limit: int,
+        project: str,
         hits: list[RecallHit] | None = None,
     ) -> dict[str, Any]:
         """``hits``: the result of :meth:`search` for ``query``, when the caller has it."""
-        patterns = [p for p in await self.all() if kind is None or p["kind"] == kind]
+        patterns = [p for p in await self.all(project) if kind is None or p["kind"] == kind]
         if query:
             if hits is None:
-                hits = await self.search(query)
+                hits = await self.search(query, project)
             relevance = {h.memory.id: h.similarity_score for h in hits}
             scored = []
             for p in patterns:

@@ -93,6 +93,7 @@ class EpisodePlugin:
         if memory.source_type in ENGINE_WRITTEN:
             return
         self.worker.inflight.add(memory.id)  # the worker leaves its detect job alone
+        self.engine.state.note_projects([memory])
         self.engine.detection.register_pending(memory)
 
     @hookimpl
@@ -110,6 +111,8 @@ class EpisodePlugin:
             raise
         finally:
             self.worker.inflight.discard(memory.id)
+            if memory.id not in self.engine.state.seeds:  # decided: no longer a candidate
+                self.engine.state.memory_projects.pop(memory.id, None)
 
     @hookimpl
     def check_forget(self, memory: Memory) -> None:

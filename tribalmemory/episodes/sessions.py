@@ -39,13 +39,13 @@ class Sessions:
         self.summariser = summariser
         self._topics: dict[str, np.ndarray] = {}  # episode id -> unit topic vector
 
-    async def start(self, topic: str, session: str) -> dict[str, Any]:
+    async def start(self, topic: str, session: str, project: str) -> dict[str, Any]:
         state = self.state
         vector = await self._embed(topic)
         async with state.detect_lock:
             await self.upkeep.make_room(adding=1)
             now = state.clock()
-            row = _empty_row(topic, now)
+            row = _empty_row(topic, now, project)
             with self.store.transaction() as db:
                 self.store.insert_episode(db, row)
                 self.store.start_session(db, session, row.id, topic, now)
@@ -72,6 +72,8 @@ class Sessions:
         found = self.store.session(session) if isinstance(session, str) else None
         row = self.store.episode(found["episode_id"]) if found else None
         if found is None or row is None or row.status != "active":
+            return False
+        if row.project != memory.project:  # an episode never spans two projects
             return False
         pins = [Pin.from_row(r) for r in self.store.pins_of([memory.id])]
         if not may_join(pins, memory.id, row.id) or self.store.episode_of(memory.id):
@@ -111,6 +113,6 @@ class Sessions:
         return vector / norm if norm > 0 else vector
 
 
-def _empty_row(topic: str, now: float) -> EpisodeRow:
-    """A new active episode with no members yet, titled with the topic."""
-    return EpisodeRow.new(topic, "user", now)
+def _empty_row(topic: str, now: float, project: str) -> EpisodeRow:
+    """A new active episode of ``project`` with no members yet, titled with the topic."""
+    return EpisodeRow.new(topic, "user", now, project=project)

@@ -19,6 +19,7 @@ def episode_summary_json(row: EpisodeRow, cost_usd: float) -> dict[str, Any]:
         "title": row.title,
         "summary": row.summary,
         "status": row.status,
+        "project": row.project,
         "memory_count": row.memory_count,
         "created_at": _iso(row.created_at),
         "updated_at": _iso(row.updated_at),

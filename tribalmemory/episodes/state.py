@@ -17,16 +17,36 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ..config import EpisodesConfig
 from ..errors import NotFound
+from ..models import Memory
+from ..projects import DEFAULT_PROJECT
 from ..service.host import PluginHost
 from . import lifecycle
 from .matching import EpisodeFeatures, Matcher, MemoryFeatures, when
 from .store import EpisodeRow, EpisodeStore
 
 DETECTOR_SAVE_EVERY = 25
+MAX_NOTED = 50_000  # memory projects kept in mind beyond the seeds'
+
+
+class ProjectNotingHost:
+    """The plugin host, noting the project of every memory the engine reads through it:
+    detection offers a memory only its own project's candidates."""
+
+    def __init__(self, host: PluginHost, note: Callable[[list[Memory]], None]) -> None:
+        self._inner = host
+        self._note = note
+
+    async def get_memories(self, memory_ids: list[str]) -> list[Memory]:
+        found = await self._inner.get_memories(memory_ids)
+        self._note(found)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 class EngineState:
@@ -48,16 +68,23 @@ class EngineState:
         self.wake: Callable[..., None] = lambda due=None: None  # set by the worker
         self._host: PluginHost | None = None
         self._episode_locks: dict[str, asyncio.Lock] = {}
+        # Detection offers a memory only the candidates of its own project (an episode never
+        # spans two): the project of each memory the detector may still decide or seed with,
+        # and of each episode (never changes), looked up once.
+        self.memory_projects: dict[str, str] = {}
+        self._older_projects: dict[str, str] = {}
+        self._episode_projects: dict[str, str] = {}
 
     @property
     def host(self) -> PluginHost:
+        """The plugin host; the memories read through it have their project noted."""
         if self._host is None:
             raise RuntimeError("the episode engine is used before the plugin started")
         return self._host
 
     async def load(self, host: PluginHost) -> None:
         """Rebuild the features of active episodes and seeds from stored vectors."""
-        self._host = host
+        self._host = cast(PluginHost, ProjectNotingHost(host, self.note_projects))
         self.matcher.load_state(self.store.get_meta("detector_context"))
         self.active.clear()
         self.seeds.clear()
@@ -75,7 +102,7 @@ class EngineState:
 
     async def features(self, memory_ids: list[str]) -> list[MemoryFeatures]:
         """Features of the stored memories among ``memory_ids``, in the store's order."""
-        memories = await self.host.get_memories(memory_ids)
+        memories = await self.host.get_memories(memory_ids)  # notes their projects
         vectors = await self.host.get_vectors([m.id for m in memories])
         return [self.matcher.memory(m, vectors[m.id]) for m in memories if m.id in vectors]
 
@@ -93,12 +120,60 @@ class EngineState:
     def drop_lock(self, episode_id: str) -> None:
         self._episode_locks.pop(episode_id, None)
 
+    def note_projects(self, memories: list[Memory]) -> None:
+        """Remember the project of memories the detector is about to see. Bounded: past
+        :data:`MAX_NOTED` notes the older ones are forgotten a generation later (a memory is
+        noted again whenever it is read; seeds are always kept)."""
+        if len(self.memory_projects) > MAX_NOTED:
+            older = self.memory_projects
+            self.memory_projects = {k: older[k] for k in self.seeds if k in older}
+            self._older_projects = older
+        for memory in memories:
+            self.memory_projects[memory.id] = memory.project
+
+    def project_of_memory(self, memory_id: str) -> str:
+        found = self.memory_projects.get(memory_id) or self._older_projects.get(memory_id)
+        return found or DEFAULT_PROJECT
+
+    def project_of_episode(self, episode_id: str) -> str:
+        found = self._episode_projects.get(episode_id)
+        if found is None:
+            row = self.store.episode(episode_id)
+            found = row.project if row is not None else DEFAULT_PROJECT
+            if len(self._episode_projects) > 4 * len(self.active) + 256:
+                self._episode_projects = {
+                    k: v for k, v in self._episode_projects.items() if k in self.active
+                }
+            self._episode_projects[episode_id] = found
+        return found
+
+    def same_project(self, memory: Memory, kind: str, target: str | None) -> bool:
+        """Whether a decision keeps ``memory`` in its project: a join names an episode of
+        its project, a seed a memory of it (other decisions always do)."""
+        if kind == "join" and target:
+            return self.project_of_episode(target) == memory.project
+        if kind == "seed" and target:
+            return self.project_of_memory(target) == memory.project
+        return True
+
+    def active_for(self, features: MemoryFeatures) -> list[EpisodeFeatures]:
+        """The active episodes a memory may join: those of its own project."""
+        project = self.project_of_memory(features.id)
+        return [e for k, e in self.active.items() if self.project_of_episode(k) == project]
+
     def seed_pool(self, features: MemoryFeatures) -> list[MemoryFeatures]:
-        """Seeds young enough to start an episode with ``features`` (older ones are dropped)."""
+        """Seeds of the memory's project young enough to start an episode with ``features``
+        (older ones are dropped)."""
         horizon = when(features) - self.settings.active_window_days * lifecycle.DAY
         for memory_id in [k for k, s in self.seeds.items() if when(s) < horizon]:
             self.seeds.pop(memory_id)
-        return [s for k, s in self.seeds.items() if k != features.id]
+            self.memory_projects.pop(memory_id, None)
+        project = self.project_of_memory(features.id)
+        return [
+            s
+            for k, s in self.seeds.items()
+            if k != features.id and self.project_of_memory(k) == project
+        ]
 
     def save_detector(self, force: bool = False) -> None:
         """Persist the detector's running statistics every 25 decisions (and at stop)."""

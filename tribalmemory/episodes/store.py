@@ -40,9 +40,11 @@ CREATE TABLE IF NOT EXISTS episodes (
     parent_episode_id TEXT,
     metadata TEXT NOT NULL DEFAULT '{}',
     user_metadata TEXT NOT NULL DEFAULT '{}',  -- fields set by PATCH: kept over engine metadata
-    structured TEXT NOT NULL DEFAULT '{}'  -- task, outcome, decisions, events, lessons, metrics
+    structured TEXT NOT NULL DEFAULT '{}', -- task, outcome, decisions, events, lessons, metrics
+    project TEXT NOT NULL DEFAULT 'default' -- the project of every member
 );
 CREATE INDEX IF NOT EXISTS episodes_status ON episodes(status, last_activity);
+CREATE INDEX IF NOT EXISTS episodes_project ON episodes(project, last_activity);
 CREATE TABLE IF NOT EXISTS memberships (
     memory_id TEXT PRIMARY KEY,            -- a memory is in at most one episode
     episode_id TEXT NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
@@ -100,6 +102,7 @@ ADDED_COLUMNS = {
     "episodes": {
         "user_metadata": "TEXT NOT NULL DEFAULT '{}'",
         "structured": "TEXT NOT NULL DEFAULT '{}'",
+        "project": "TEXT NOT NULL DEFAULT 'default'",  # episodes from before projects
     },
 }
 """Columns added after the first release: a database that lacks one gets it at open
@@ -108,7 +111,7 @@ ADDED_COLUMNS = {
 EPISODE_COLUMNS = (
     "id, title, title_source, summary, summary_kind, summary_status, summary_memory_id, "
     "llm_summary, llm_summary_mark, needs_full, since_regen, status, created_at, updated_at, "
-    "closed_at, last_activity, parent_episode_id, metadata, user_metadata, structured"
+    "closed_at, last_activity, parent_episode_id, metadata, user_metadata, structured, project"
 )
 
 
@@ -138,6 +141,7 @@ class EpisodeRow:
     metadata: dict[str, Any] = field(default_factory=dict)
     user_metadata: dict[str, Any] = field(default_factory=dict)
     structured: dict[str, Any] = field(default_factory=dict)
+    project: str = "default"
     memory_count: int = 0
     first_activity: float | None = None
 
@@ -257,7 +261,7 @@ class EpisodeStore:
         offset: int = 0,
         filters: dict[str, Any] | None = None,
     ) -> list[EpisodeRow]:
-        """Newest activity first. ``filters``: outcome (the structured record's, else the
+        """Newest activity first. ``filters``: project, outcome (the structured record's, else the
         metadata's), task (substring, any case), tag / participant / tool / entity (an item of
         that metadata list), since / until (epoch seconds: the members' time span overlaps)."""
         clauses: list[str] = []
@@ -281,6 +285,8 @@ class EpisodeStore:
                     f"EXISTS (SELECT 1 FROM json_each(e.metadata, '$.{lists[name]}') "
                     "WHERE value = ?)"
                 )
+            elif name == "project":
+                clauses.append("e.project = ?")
             elif name == "since":
                 clauses.append("e.last_activity >= ?")
             elif name == "until":
@@ -305,32 +311,52 @@ class EpisodeStore:
         ).fetchone()
         return int(row[0]), row[1], int(row[2])
 
-    def closed_with_records(self) -> list[EpisodeRow]:
-        """Closed and archived episodes that have lessons or decisions, oldest first."""
+    def closed_with_records(self, project: str | None = None) -> list[EpisodeRow]:
+        """Closed and archived episodes (of ``project``, when given) that have lessons or
+        decisions, oldest first."""
         return self._select(
             "WHERE e.status != 'active' AND (json_array_length(e.structured, '$.lessons') > 0 "
-            "OR json_array_length(e.structured, '$.decisions') > 0)",
-            (),
+            "OR json_array_length(e.structured, '$.decisions') > 0)"
+            + (" AND e.project = ?" if project is not None else ""),
+            (project,) if project is not None else (),
             "ORDER BY e.last_activity, e.id",
         )
 
-    def chain_candidates(self, since: float, ended_by: float, limit: int = 50) -> list[str]:
-        """Ids of closed or archived episodes whose last memory is from ``since`` to
-        ``ended_by`` (memory time), the most recently active first."""
+    def chain_candidates(
+        self, since: float, ended_by: float, limit: int = 50, project: str | None = None
+    ) -> list[str]:
+        """Ids of closed or archived episodes (of ``project``, when given) whose last memory
+        is from ``since`` to ``ended_by`` (memory time), the most recently active first."""
+        scoped = "AND project = ? " if project is not None else ""
+        args = (since, ended_by, *([project] if project is not None else []), limit)
         return [
             r[0]
             for r in self.db.execute(
                 "SELECT id FROM episodes WHERE status != 'active' AND last_activity >= ? "
-                "AND last_activity <= ? ORDER BY last_activity DESC, id LIMIT ?",
-                (since, ended_by, limit),
+                f"AND last_activity <= ? {scoped}ORDER BY last_activity DESC, id LIMIT ?",
+                args,
             )
         ]
+
+    def project_stats(self) -> dict[str, tuple[int, float | None]]:
+        """(episodes, newest last_activity) by project."""
+        rows = self.db.execute(
+            "SELECT project, COUNT(*), MAX(last_activity) FROM episodes GROUP BY project"
+        )
+        return {r[0]: (int(r[1]), r[2]) for r in rows}
 
     def children(self, episode_id: str) -> list[EpisodeRow]:
         return self._select("WHERE e.parent_episode_id = ?", (episode_id,))
 
-    def active_episodes(self) -> list[EpisodeRow]:
-        return self._select("WHERE e.status = 'active'", (), "ORDER BY e.last_activity DESC")
+    def active_episodes(self, project: str | None = None) -> list[EpisodeRow]:
+        """Active episodes (of ``project``, when given), most recently active first."""
+        if project is None:
+            return self._select("WHERE e.status = 'active'", (), "ORDER BY e.last_activity DESC")
+        return self._select(
+            "WHERE e.status = 'active' AND e.project = ?",
+            (project,),
+            "ORDER BY e.last_activity DESC",
+        )
 
     def active_activity(self) -> list[tuple[str, float]]:
         """(id, last_activity) of the active episodes: the cheap query the write path needs."""
@@ -393,6 +419,7 @@ class EpisodeStore:
                 json.dumps(row.metadata),
                 json.dumps(row.user_metadata),
                 json.dumps(row.structured),
+                row.project,
             ),
         )
 

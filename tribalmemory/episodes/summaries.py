@@ -198,6 +198,7 @@ def summary_memory(
         created_at=from_epoch(row.first_activity or row.created_at),
         updated_at=now,
         metadata={"episode_id": row.id, "summary_kind": kind},
+        project=row.project,
     )
 
 

@@ -32,6 +32,7 @@ def build_mcp_server(
     *,
     on_unavailable: Callable[[], None] | None = None,
     one_session: bool = True,
+    project: str | None = None,
 ) -> ToolServer:
     """The MCP server with every tool; each call runs one method of ``api_provider()``.
 
@@ -40,10 +41,12 @@ def build_mcp_server(
     ``one_session``: the server serves one agent (stdio), whose session (for
     ``tribal_episode_start``) is named once here; the daemon's HTTP server serves many and
     passes False (its clients' sessions are their Streamable HTTP session ids).
+    ``project``: the project of calls that name none (stdio: the working directory's; the
+    daemon's /mcp passes None, which the API takes as ``default``).
     """
     server = ToolServer(
         name="tribal-memory", title="Tribal Memory", instructions=INSTRUCTIONS, version=__version__
     )
     session = f"mcp-{uuid.uuid4().hex}" if one_session else None
-    register_tools(server, ApiCaller(api_provider, on_unavailable), session)
+    register_tools(server, ApiCaller(api_provider, on_unavailable), session, project)
     return server

@@ -37,6 +37,7 @@ ApiProvider = Callable[[], Any]
 HINTS = {
     "invalid_input": "Correct that argument and call the tool again.",
     "bad_query": "Correct that argument and call the tool again.",
+    "bad_name": "Correct that argument and call the tool again.",
     "not_found": "Check the id: tribal_recall returns memory ids, tribal_episodes_list "
     "returns episode ids.",
     "conflict": "Get the episode again (tribal_episode_get) and retry with what it lists now.",
@@ -203,6 +204,16 @@ SESSION_DOC = (
     "tribal_remember)."
 )
 
+PROJECT_DOC = (
+    "The project this belongs to (a short name: letters, digits, '-', '_', '.'). Leave it out: "
+    "the server picks the project of your working directory (stdio) or 'default'. Give one "
+    "only to work on another project."
+)
+PROJECT_READ_DOC = (
+    "Only this project's memories (and the shared ones) or episodes. Leave it out: the "
+    "server picks the project of your working directory (stdio) or 'default'."
+)
+
 # -- tools ----------------------------------------------------------------------------------
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -214,9 +225,13 @@ DELETE = ToolAnnotations(
 Caller = Callable[..., Awaitable[Any]]
 
 
-def register_tools(server: ToolServer, call: Caller, session: str | None = None) -> None:
+def register_tools(
+    server: ToolServer, call: Caller, session: str | None = None, project: str | None = None
+) -> None:
     """Add every Tribal Memory tool to ``server``; ``call(method, **args)`` runs the API.
-    ``session`` names the agent's session when the transport has no session id."""
+    ``session`` names the agent's session when the transport has no session id; ``project``
+    is the project of calls that give none (stdio: the agent's working directory; None: the
+    API's default)."""
 
     def tool(name: str, annotations: ToolAnnotations) -> Callable[[Any], Any]:
         def add(fn: Any) -> Any:
@@ -233,6 +248,12 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
 
     remember_arg = shapes.RememberRequest
     default_session = session
+    default_project = project
+
+    def scope(given: str) -> str | None:
+        """The call's project, else the server's."""
+        return given if given else default_project
+
     recall_arg = shapes.RecallRequest
     search_arg = shapes.EpisodesSearchRequest
 
@@ -244,6 +265,8 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
         tags: Annotated[list[str] | None, RAW, arg(remember_arg, "tags")] = None,
         skip_dedup: Annotated[bool | None, RAW, arg(remember_arg, "skip_dedup")] = None,
         session: Annotated[str, RAW, arg(remember_arg, "session", SESSION_DOC)] = "",
+        project: Annotated[str, RAW, arg(remember_arg, "project", PROJECT_DOC)] = "",
+        shared: Annotated[bool | None, RAW, arg(remember_arg, "shared")] = None,
         ctx: Context[Any, Any] | None = None,
     ) -> shapes.RememberResult:
         """Save one durable piece of knowledge to the memory shared by every agent of the team.
@@ -267,6 +290,8 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
             tags=tags,
             skip_dedup=skip_dedup,
             session=session_key(ctx, session, default_session),
+            project=scope(project),
+            shared=shared,
         )
 
     @tool("tribal_recall", READ)
@@ -281,6 +306,7 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
             bool | None, RAW, arg(recall_arg, "include_superseded")
         ] = None,
         episode_id: Annotated[str | None, RAW, arg(recall_arg, "episode_id")] = None,
+        project: Annotated[str, RAW, arg(recall_arg, "project", PROJECT_READ_DOC)] = "",
     ) -> shapes.RecallResult:
         """Search the team's shared memory: what other agents and earlier sessions learned.
 
@@ -301,6 +327,7 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
             before=before,
             include_superseded=include_superseded,
             episode_id=episode_id,
+            project=scope(project),
         )
 
     @tool("tribal_forget", DELETE)
@@ -360,6 +387,7 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
         tag: Annotated[str | None, RAW, arg(list_arg, "tag")] = None,
         since: Annotated[str | None, RAW, arg(list_arg, "since")] = None,
         until: Annotated[str | None, RAW, arg(list_arg, "until")] = None,
+        project: Annotated[str, RAW, arg(list_arg, "project", PROJECT_READ_DOC)] = "",
     ) -> shapes.EpisodeList:
         """List episodes: threads of related memories (one bug hunt, one feature, one migration).
 
@@ -379,6 +407,7 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
             tag=tag,
             since=since,
             until=until,
+            project=scope(project),
         )
 
     @tool("tribal_episode_get", READ)
@@ -398,24 +427,30 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
     async def context(
         query: Annotated[str, RAW, arg(shapes.ContextQuery, "query")] = "",
         budget_tokens: Annotated[int | None, RAW, arg(shapes.ContextQuery, "budget_tokens")] = None,
+        project: Annotated[str, RAW, arg(shapes.ContextQuery, "project", PROJECT_READ_DOC)] = "",
     ) -> shapes.Context:
         """Read this at the start of a session: the team's active threads of work (with their
         last decision), recently failed episodes with their lessons, and the lessons most
         relevant to what you are about to do (query), within budget_tokens. `text` is the
         readable form; the lists hold the same items."""
-        return await call("context", query=query or None, budget_tokens=budget_tokens)
+        return await call(
+            "context", query=query or None, budget_tokens=budget_tokens, project=scope(project)
+        )
 
     @tool("tribal_patterns", READ)
     async def patterns(
         kind: Annotated[str | None, RAW, arg(shapes.PatternsQuery, "kind")] = None,
         query: Annotated[str, RAW, arg(shapes.PatternsQuery, "query")] = "",
         limit: Annotated[int | None, RAW, arg(shapes.PatternsQuery, "limit")] = None,
+        project: Annotated[str, RAW, arg(shapes.PatternsQuery, "project", PROJECT_READ_DOC)] = "",
     ) -> shapes.Patterns:
         """What the team's closed episodes teach: recurring lessons and decisions grouped into
         patterns (what mostly worked) and anti-patterns (what mostly failed), each with its
         trigger, action, success rate and the episodes it rests on. Check it before choosing
         an approach."""
-        return await call("patterns", kind=kind, query=query or None, limit=limit)
+        return await call(
+            "patterns", kind=kind, query=query or None, limit=limit, project=scope(project)
+        )
 
     @tool("tribal_episode_decisions", READ)
     async def episode_decisions(episode_id: EpisodeId) -> shapes.EpisodeDecisions:
@@ -459,6 +494,7 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
     async def episode_start(
         topic: Annotated[str, RAW, arg(shapes.EpisodeStartRequest, "topic")],
         session: Annotated[str, RAW, arg(shapes.EpisodeStartRequest, "session", SESSION_DOC)] = "",
+        project: Annotated[str, RAW, arg(shapes.EpisodeStartRequest, "project", PROJECT_DOC)] = "",
         ctx: Context[Any, Any] | None = None,
     ) -> shapes.EpisodeStartResult:
         """Declare the thread of work you are starting (e.g. "Fix the multi-tab logout").
@@ -468,7 +504,10 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
         Starting another topic replaces it for the memories that follow.
         """
         return await call(
-            "episode_start", topic=topic, session=session_key(ctx, session, default_session)
+            "episode_start",
+            topic=topic,
+            session=session_key(ctx, session, default_session),
+            project=scope(project),
         )
 
     @tool("tribal_episode_current", READ)
@@ -550,6 +589,9 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
     async def episode_replay(
         topic: Annotated[str, RAW, arg(shapes.EpisodesReplayRequest, "topic")],
         limit: Annotated[int | None, RAW, arg(shapes.EpisodesReplayRequest, "limit")] = None,
+        project: Annotated[
+            str, RAW, arg(shapes.EpisodesReplayRequest, "project", PROJECT_READ_DOC)
+        ] = "",
     ) -> shapes.Replay:
         """Replay the history of a topic: the relevant episodes in chronological order.
 
@@ -557,7 +599,7 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
         comes with its date range, title, a marker when it continues an earlier episode, a
         short summary, tags and outcome; `text` is the same as a readable story.
         """
-        return await call("episodes_replay", topic=topic, limit=limit)
+        return await call("episodes_replay", topic=topic, limit=limit, project=scope(project))
 
     @tool("tribal_episodes_search", READ)
     async def episodes_search(
@@ -566,6 +608,7 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
         time_end: Annotated[str | None, RAW, arg(search_arg, "time_end")] = None,
         status: Annotated[str | None, RAW, arg(search_arg, "status")] = None,
         limit: Annotated[int | None, RAW, arg(search_arg, "limit")] = None,
+        project: Annotated[str, RAW, arg(search_arg, "project", PROJECT_READ_DOC)] = "",
     ) -> shapes.EpisodeSearch:
         """Search episodes (threads of work) by meaning and keywords, optionally in a time range.
 
@@ -579,4 +622,11 @@ def register_tools(server: ToolServer, call: Caller, session: str | None = None)
             time_end=time_end,
             status=status,
             limit=limit,
+            project=scope(project),
         )
+
+    @tool("tribal_projects", READ)
+    async def projects() -> shapes.ProjectList:
+        """The projects memories are kept in (one per repository or folder the agents work
+        in), with their memory and episode counts and last activity, most recent first."""
+        return await call("projects")

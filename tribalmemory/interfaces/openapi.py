@@ -135,6 +135,13 @@ ROUTES: list[Op] = [
     Op("GET", "/v1/stats", "stats", "Memory counts by source type", shapes.Stats),
     Op(
         "GET",
+        "/v1/projects",
+        "projects",
+        "Every project with its memory and episode counts, most recently active first",
+        shapes.ProjectList,
+    ),
+    Op(
+        "GET",
         "/v1/episodes",
         "episodes_list",
         "List episodes, most recently active first",
@@ -291,6 +298,9 @@ ROUTES: list[Op] = [
 OPERATIONS: dict[str, Op] = {op.call: op for op in ROUTES}
 CONFLICTS = {
     "episode_split": "A memory is not a member of the episode, or the split would empty it",
+    "episode_create": "The memories belong to several projects",
+    "episode_add": "The memory belongs to another project than the episode",
+    "episode_merge": "The episodes belong to different projects",
 }
 """The routes that answer 409, and why."""
 PUBLIC_PATHS = frozenset(op.path for op in ROUTES if not op.auth)

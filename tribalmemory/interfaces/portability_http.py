@@ -63,12 +63,13 @@ def _guarded(
 
 
 async def export(request: Request, api: Any) -> Response:
-    _only(request, {"since", "vectors"})
+    _only(request, {"since", "vectors", "project"})
     try:
         since = check.timestamp("since", request.query_params.get("since"))
+        project = check.project_filter(request.query_params.get("project"))
     except InvalidInput as exc:
         raise BadQuery(exc.message) from None
-    lines = exporter.export_lines(api, since, _flag(request, "vectors"))
+    lines = exporter.export_lines(api, since, _flag(request, "vectors"), project=project)
     return StreamingResponse(lines, media_type="application/x-ndjson")
 
 

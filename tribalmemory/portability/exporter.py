@@ -1,4 +1,5 @@
-"""Export: the header, every memory (in the store's order), then every episode.
+"""Export: the header, every memory (in the store's order), then every episode; of every
+project, or of one (its own memories, shared ones included, and its episodes).
 
 Lines are produced one page at a time, so an export of any size streams in bounded memory.
 Summary memories of episodes are left out (they are the episodes' ``summary``).
@@ -27,8 +28,10 @@ async def export_lines(
     since: datetime | None = None,
     vectors: bool = False,
     progress: Callable[[int], None] | None = None,
+    project: str | None = None,
 ) -> AsyncIterator[str]:
-    """The export as JSON lines; ``progress(n)`` after every ``n`` memories written."""
+    """The export as JSON lines (of ``project`` only, when given); ``progress(n)`` after
+    every ``n`` memories written."""
     service = api.service
     yield records.dumps(
         records.header(
@@ -37,10 +40,16 @@ async def export_lines(
             to_iso(utc_now()),
             to_iso(since) if since else None,
             vectors,
+            project,
         )
     )
     memories = episodes = 0
-    where = MemoryFilter(after=since, exclude_source_types=list(ENGINE_WRITTEN))
+    where = MemoryFilter(
+        after=since,
+        exclude_source_types=list(ENGINE_WRITTEN),
+        project=project,
+        include_shared=False,  # another project's shared memories are that project's
+    )
     pages = service.store.scroll(where, batch_size=PAGE)
     while True:
         page = await asyncio.to_thread(lambda: list(itertools.islice(pages, PAGE)))
@@ -60,21 +69,30 @@ async def export_lines(
         if progress is not None:
             progress(len(page))
     if api.episodes is not None:
-        async for detail in _episodes(api, since):
+        async for detail in _episodes(api, since, project):
             episodes += 1
             yield records.dumps(records.episode_record(detail))
     yield records.dumps(records.end(memories, episodes))
 
 
-async def _episodes(api: TribalAPI, since: datetime | None) -> AsyncIterator[dict[str, Any]]:
-    offset = 0
-    while True:
-        page = (await api.episodes_list(limit=EPISODE_PAGE, offset=offset))["episodes"]
-        for episode in page:
-            last = episode.get("last_activity_at")
-            if since is not None and last is not None and last < to_iso(since):
-                continue
-            yield await api.episode_get(episode["id"])
-        if len(page) < EPISODE_PAGE:
-            return
-        offset += EPISODE_PAGE
+async def _episodes(
+    api: TribalAPI, since: datetime | None, project: str | None
+) -> AsyncIterator[dict[str, Any]]:
+    """The episodes of ``project``, or of every project that has any."""
+    if project is not None:
+        names = [project]
+    else:
+        names = [p["name"] for p in (await api.projects())["projects"] if p["episodes"]]
+    for name in sorted(names):
+        offset = 0
+        while True:
+            listed = await api.episodes_list(limit=EPISODE_PAGE, offset=offset, project=name)
+            page = listed["episodes"]
+            for episode in page:
+                last = episode.get("last_activity_at")
+                if since is not None and last is not None and last < to_iso(since):
+                    continue
+                yield await api.episode_get(episode["id"])
+            if len(page) < EPISODE_PAGE:
+                break
+            offset += EPISODE_PAGE

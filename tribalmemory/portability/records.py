@@ -25,7 +25,15 @@ MAX_LINE_BYTES = 4 * 1024 * 1024  # one memory with its vector is a few kB
 TYPES = ("header", "memory", "episode", "end")
 
 
-def header(model: str, dim: int, exported_at: str, since: str | None, vectors: bool) -> dict:
+def header(
+    model: str,
+    dim: int,
+    exported_at: str,
+    since: str | None,
+    vectors: bool,
+    project: str | None = None,
+) -> dict:
+    """``project``: the one project exported (null: every project)."""
     return {
         "type": "header",
         "format": FORMAT,
@@ -35,6 +43,7 @@ def header(model: str, dim: int, exported_at: str, since: str | None, vectors: b
         "dim": dim,
         "since": since,
         "vectors": vectors,
+        "project": project,
     }
 
 
@@ -133,6 +142,8 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
         instance = check.text("source_instance", data.get("source_instance"), 200)
         created = check.timestamp("created_at", _time(data, "created_at"))
         updated = check.timestamp("updated_at", _time(data, "updated_at"))
+        project = check.project(data.get("project"))  # absent: exported before projects
+        shared = check.boolean("shared", data.get("shared"))
     except TribalError as exc:
         raise _bad(line, exc.message) from None
     metadata = data.get("metadata") or {}
@@ -157,6 +168,8 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
         supersedes=supersedes,
         superseded_by=superseded_by,
         metadata=metadata,
+        project=project,
+        shared=shared,
     )
     return ImportedMemory(memory, vector)
 

@@ -46,9 +46,15 @@ class PluginHost(Protocol):
         ...
 
     async def search(
-        self, query: str, source_types: list[SourceType], limit: int, min_relevance: float
+        self,
+        query: str,
+        source_types: list[SourceType],
+        limit: int,
+        min_relevance: float,
+        project: str,
     ) -> list[RecallHit]:
-        """Hybrid search (as ``recall``) restricted to ``source_types``, best first."""
+        """Hybrid search (as ``recall``) restricted to ``source_types`` and to what
+        ``project`` sees, best first."""
         ...
 
     async def write_owned(self, memory: Memory) -> None:
@@ -96,7 +102,12 @@ class ServiceHost:
         return gone
 
     async def search(
-        self, query: str, source_types: list[SourceType], limit: int, min_relevance: float
+        self,
+        query: str,
+        source_types: list[SourceType],
+        limit: int,
+        min_relevance: float,
+        project: str,
     ) -> list[RecallHit]:
         if not source_types:
             raise ValueError("a plugin's search names the source types it searches")
@@ -106,6 +117,7 @@ class ServiceHost:
             min_relevance=min_relevance,
             source_types=list(source_types),
             rerank=False,  # the plugin's own searches are not re-ranked by access statistics
+            project=project,
         )
 
     async def write_owned(self, memory: Memory) -> None:

@@ -87,6 +87,8 @@ class NewMemory:
     created_at: datetime | None
     skip_dedup: bool
     session: str | None = None
+    project: str = "default"
+    shared: bool = False
 
 
 def write_estimate(text: str) -> int:
@@ -144,6 +146,8 @@ class MemoryService:
         created_at: Any = None,
         skip_dedup: Any = None,
         session: Any = None,
+        project: Any = None,
+        shared: Any = None,
     ) -> NewMemory:
         limit = self.config.server.max_content_chars
         text = check.text("content", content, limit, setting="server.max_content_chars")
@@ -165,6 +169,8 @@ class MemoryService:
             created_at=check.memory_time("created_at", created_at),
             skip_dedup=check.boolean("skip_dedup", skip_dedup),
             session=check.text("session", session, MAX_SESSION_CHARS, required=False),
+            project=check.project(project),
+            shared=check.boolean("shared", shared),
         )
 
     # -- writes -----------------------------------------------------------------------------
@@ -200,13 +206,25 @@ class MemoryService:
         created_at: Any = None,
         skip_dedup: Any = None,
         session: Any = None,
+        project: Any = None,
+        shared: Any = None,
     ) -> RememberResult:
         """Store one memory (unless it restates a near-duplicate, see :mod:`.dedup`) and run
         the write-time hooks. A near-duplicate that changes a number, version, date, name or
         negation is an updated fact: stored, superseding the nearest such memory. ``session``
-        (a client session) is kept in its ``metadata.session``."""
+        (a client session) is kept in its ``metadata.session``. ``project`` (default
+        ``default``) scopes it; ``shared`` makes every project see it."""
         new = self._parse_new(
-            content, source_type, source_instance, tags, context, created_at, skip_dedup, session
+            content,
+            source_type,
+            source_instance,
+            tags,
+            context,
+            created_at,
+            skip_dedup,
+            session,
+            project,
+            shared,
         )
         self.check_space([new.content])
         with self.activity.request():
@@ -251,7 +269,7 @@ class MemoryService:
         supersedes = corrects.id if corrects is not None else None
         async with self._write_lock:
             if not new.skip_dedup:
-                candidates = await asyncio.to_thread(self._near_duplicates, vector)
+                candidates = await asyncio.to_thread(self._near_duplicates, vector, new.project)
                 decision = dedup.decide(new.content, candidates)
                 if decision.duplicate_of is not None:
                     return RememberResult(
@@ -273,6 +291,8 @@ class MemoryService:
                 updated_at=now,
                 supersedes=supersedes,
                 metadata={"session": new.session.strip()} if new.session else {},
+                project=new.project,
+                shared=new.shared,
             )
             try:
                 await self.hooks.before_remember(memory)  # durable intent: failing fails the write
@@ -288,9 +308,10 @@ class MemoryService:
         episode_id = extra.pop("episode_id", None)
         return RememberResult(success=True, memory_id=memory.id, episode_id=episode_id, extra=extra)
 
-    def _near_duplicates(self, vector: np.ndarray) -> list[dedup.Candidate]:
+    def _near_duplicates(self, vector: np.ndarray, project: str) -> list[dedup.Candidate]:
         """Memories (not episode summaries, not superseded by a correction) at or above
-        ``memory.dedup_threshold``, nearest first: restating a corrected fact stores it again.
+        ``memory.dedup_threshold`` that ``project`` sees, nearest first: restating a corrected
+        fact stores it again, and so does stating in one project what another one holds.
 
         Among the unfiltered nearest neighbours the non-summaries are those memories; an
         unfiltered query is much cheaper than a must_not filter, which the engine checks point
@@ -298,9 +319,14 @@ class MemoryService:
         """
         threshold = self.config.memory.dedup_threshold
         hits = self.store.dense_search(vector, DEDUP_PROBE)
-        found = [h for h in hits if h.memory.source_type not in ENGINE_WRITTEN]
+        found = [
+            h
+            for h in hits
+            if h.memory.source_type not in ENGINE_WRITTEN
+            and (h.memory.project == project or h.memory.shared)
+        ]
         if not found and len(hits) == DEDUP_PROBE:
-            where = MemoryFilter(exclude_source_types=sorted(ENGINE_WRITTEN))
+            where = MemoryFilter(exclude_source_types=sorted(ENGINE_WRITTEN), project=project)
             found = self.store.dense_search(vector, 1, where)
         return [
             dedup.Candidate(h.memory.id, h.memory.content)
@@ -337,6 +363,8 @@ class MemoryService:
             context,
             None,
             True,
+            project=old.project,
+            shared=old.shared,
         )
         self.check_space([new.content, old.content])
         with self.activity.request():
@@ -465,6 +493,7 @@ class MemoryService:
         include_superseded: Any = None,
         ids: list[str] | None = None,
         rerank: bool = True,
+        project: Any = None,
     ) -> list[RecallHit]:
         """Hybrid search: the ``limit`` memories that dense + BM25 rank best (reciprocal rank
         fusion), ordered by the score shown.
@@ -477,7 +506,8 @@ class MemoryService:
         ``min_relevance`` drops results scored below it. ``ids`` restricts the search to
         those memories (an episode's members). With ``recall.rerank: retrievability`` (and
         ``rerank``), :data:`RERANK_POOL` × ``limit`` candidates are re-ordered by
-        :func:`.access.reranked` and the first ``limit`` kept.
+        :func:`.access.reranked` and the first ``limit`` kept. ``project`` (default
+        ``default``): only its memories and the shared ones.
         """
         text = check.text(
             "query", query, self.config.server.max_content_chars, setting="server.max_content_chars"
@@ -490,6 +520,7 @@ class MemoryService:
             before=check.timestamp("before", before),
             exclude_superseded=not check.boolean("include_superseded", include_superseded),
             ids=ids,
+            project=check.project(project),
         )
         size = check.integer("limit", limit, RECALL_LIMIT)
         floor = check.number("min_relevance", min_relevance, MIN_RELEVANCE)
@@ -518,6 +549,7 @@ class MemoryService:
         limit: Any = None,
         cursor: Any = None,
         ids: list[str] | None = None,
+        project: Any = None,
     ) -> tuple[list[Memory], str | None]:
         """Memories without a query, newest first, a page at a time (see :mod:`.listing`);
         ``ids`` restricts the listing to those memories (an episode's members). Episode
@@ -531,6 +563,7 @@ class MemoryService:
             after=check.timestamp("since", since),
             before=check.timestamp("until", until),
             ids=ids,
+            project=check.project(project),
         )
         size = check.integer("limit", limit, MEMORIES_LIMIT)
         start = None if cursor is None else listing.decode_cursor(cursor)
@@ -590,6 +623,28 @@ class MemoryService:
         self.record_access([memory], {memory.id: episode_id}, fsrs.USED)
         fields = self.access_fields([(memory.id, memory.created_at)])[memory.id]
         return {"memory_id": memory.id, "episode_id": episode_id, **fields}
+
+    async def projects(self) -> list[dict[str, Any]]:
+        """Every project that holds memories: how many, how many of them are shared, and
+        its newest memory's ``created_at`` (episode counts come from the episode engine)."""
+
+        def read() -> list[dict[str, Any]]:
+            out = []
+            for name, count in self.store.project_counts().items():
+                own = MemoryFilter(project=name, include_shared=False)
+                newest = self.store.newest(own, 1)
+                shared = MemoryFilter(project=name, include_shared=False, shared_only=True)
+                out.append(
+                    {
+                        "name": name,
+                        "memories": count,
+                        "shared_memories": self.store.count(shared),
+                        "last_activity": newest[0].created_at if newest else None,
+                    }
+                )
+            return out
+
+        return await asyncio.to_thread(read)
 
     def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
         """Extra per-memory fields from plugins (e.g. ``episode_id``) for JSON output."""

@@ -39,6 +39,9 @@ class MemoryFilter:
     before: datetime | None = None  # created_at < before
     metadata_equals: dict[str, str] = field(default_factory=dict)  # e.g. {"episode_id": "ep-1"}
     exclude_superseded: bool = False  # leave out memories a correction superseded
+    project: str | None = None  # this project's memories ...
+    include_shared: bool = True  # ... plus the shared ones of every project (when project)
+    shared_only: bool = False  # only shared memories
 
 
 @dataclass
@@ -96,6 +99,9 @@ class MemoryStore(Protocol):
         """Up to ``limit`` matching memories, newest ``created_at`` first (memories with the
         same ``created_at`` in no particular order)."""
 
+    def project_counts(self) -> dict[str, int]:
+        """Memories by project (shared ones counted in their own project)."""
+
     def optimize(self) -> bool:
         """Build the search indexes now (may block for minutes); True if work was done."""
 
@@ -108,17 +114,54 @@ DENSE = "dense"  # named dense vector (cosine)
 SPARSE = "bm25"  # named sparse vector (BM25 term weights, IDF modifier)
 RRF_K = 60  # reciprocal rank fusion constant: score = sum of 1 / (RRF_K + rank)
 HNSW_EF = 128  # HNSW search breadth, once an index is built (see docs/storage.md)
-KEYWORD_FIELDS = ("tags", "source_type", "metadata.episode_id", "superseded_by")
+KEYWORD_FIELDS = (
+    "tags",
+    "source_type",
+    "metadata.episode_id",
+    "superseded_by",
+    "project",
+    "scope",
+)
 FLOAT_FIELDS = ("created_ts",)
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+SHARED_SCOPE = "*"
+"""``scope`` of a shared memory; any other memory's scope is its project. One keyword
+condition (scope is P or ``*``) then finds what project P sees."""
+
+
+def scope_of(memory: Memory) -> str:
+    return SHARED_SCOPE if memory.shared else memory.project
+
+
 def to_payload(memory: Memory) -> dict[str, Any]:
-    """Every Memory field, plus ``created_ts`` (epoch seconds); source_type lower-case."""
+    """Every Memory field, plus ``created_ts`` (epoch seconds) and ``scope``; source_type
+    lower-case."""
     payload = memory.to_json()
     payload["source_type"] = memory.source_type.value
     payload["created_ts"] = to_epoch(memory.created_at)
+    payload["scope"] = scope_of(memory)
     return payload
+
+
+def project_conditions(where: MemoryFilter) -> list[tuple[str, list[str]]]:
+    """The keyword conditions (field, any of values) of a filter's project scoping."""
+    found: list[tuple[str, list[str]]] = []
+    if where.project is not None:
+        if where.include_shared:
+            found.append(("scope", [where.project, SHARED_SCOPE]))
+        else:
+            found.append(("project", [where.project]))
+    if where.shared_only:
+        found.append(("scope", [SHARED_SCOPE]))
+    return found
+
+
+MAX_PROJECTS = 100_000  # distinct projects a facet query counts (far more than anyone has)
+
+UNSCOPED_DEFAULTS = {"project": "default", "shared": False, "scope": "default"}
+"""What a memory stored before projects existed gets (the migration sets it at open)."""
 
 
 def from_payload(payload: dict[str, Any] | None) -> Memory:

@@ -49,7 +49,9 @@ from .base import (
     FLOAT_FIELDS,
     HNSW_EF,
     KEYWORD_FIELDS,
+    MAX_PROJECTS,
     SPARSE,
+    UNSCOPED_DEFAULTS,
     MemoryFilter,
     SearchHit,
     StorageError,
@@ -60,6 +62,7 @@ from .base import (
     metadata_field,
     point_id,
     point_ids,
+    project_conditions,
     rrf_fuse,
     search_depth,
     source_values,
@@ -310,6 +313,8 @@ def edge_filter(where: MemoryFilter | None) -> qe.Filter | None:
         must.append(qe.FieldCondition(metadata_field(key), match=qe.MatchValue(value)))
     if where.exclude_superseded:
         must.append(qe.IsEmptyCondition("superseded_by"))
+    for key, values in project_conditions(where):
+        must.append(qe.FieldCondition(key, match=qe.MatchAny(values)))
     if not must and not must_not:
         return None
     return qe.Filter(must=must or None, must_not=must_not or None)
@@ -391,6 +396,7 @@ class EdgeStore:
             )
             store = cls(root, shard, meta["shard"], info, folder_lock)
             store._ensure_indexes()
+            store._migrate_projects()
             store._record_state(in_use=True, points=points)
             return store
         except BaseException:
@@ -434,6 +440,19 @@ class EdgeStore:
             for name, schema in wanted:
                 if name not in existing:
                     shard.update(qe.UpdateOperation.create_field_index(name, schema))
+
+    def _migrate_projects(self) -> None:
+        """Memories stored before projects existed go into ``default`` (not shared). One
+        update of the points that have no ``scope``: written to the WAL before it returns, so
+        a crash replays it, and running it again finds nothing left to change."""
+        with self._lock:
+            shard = self._live(touch=False)
+            unscoped = qe.Filter(must=[qe.IsEmptyCondition("scope")])
+            if shard.count(qe.CountRequest(exact=True, filter=unscoped)):
+                shard.update(
+                    qe.UpdateOperation.set_payload_by_filter(unscoped, dict(UNSCOPED_DEFAULTS))
+                )
+                self._maintenance_due = True
 
     # -- the MemoryStore contract ---------------------------------------------------------
 
@@ -570,6 +589,12 @@ class EdgeStore:
         with self._lock:
             records, _ = self._live().scroll(request)
         return [from_payload(record.payload) for record in records]
+
+    def project_counts(self) -> dict[str, int]:
+        request = qe.FacetRequest(key="project", limit=MAX_PROJECTS, exact=True)
+        with self._lock:
+            hits = self._live().facet(request).hits
+        return {str(h.value): int(h.count) for h in hits}
 
     def needs_maintenance(self, idle_seconds: float) -> bool:
         """Whether optimize() is worth calling now.

@@ -27,7 +27,9 @@ from .base import (
     FLOAT_FIELDS,
     HNSW_EF,
     KEYWORD_FIELDS,
+    MAX_PROJECTS,
     SPARSE,
+    UNSCOPED_DEFAULTS,
     MemoryFilter,
     SearchHit,
     StorageError,
@@ -38,6 +40,7 @@ from .base import (
     metadata_field,
     point_id,
     point_ids,
+    project_conditions,
     rrf_fuse,
     search_depth,
     source_values,
@@ -92,6 +95,8 @@ def server_filter(where: MemoryFilter | None) -> models.Filter | None:
         )
     if where.exclude_superseded:
         must.append(models.IsEmptyCondition(is_empty=models.PayloadField(key="superseded_by")))
+    for key, values in project_conditions(where):
+        must.append(models.FieldCondition(key=key, match=models.MatchAny(any=values)))
     if not must and not must_not:
         return None
     return models.Filter(must=must or None, must_not=must_not or None)
@@ -135,12 +140,31 @@ def _create(client: QdrantClient, name: str, model_name: str, dim: int, local: b
         sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
         metadata={META_KEY: meta},
     )
-    if not local:  # the in-process mode ignores payload indexes (and warns)
-        for field in KEYWORD_FIELDS:
-            client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD)
-        for field in FLOAT_FIELDS:
-            client.create_payload_index(name, field, models.PayloadSchemaType.FLOAT)
+    ensure_indexes(client, name, local)
     return name
+
+
+def ensure_indexes(client: QdrantClient, name: str, local: bool) -> None:
+    """Create the payload indexes the collection lacks (a collection made by an older
+    version lacks ``project`` and ``scope``)."""
+    if local:  # the in-process mode ignores payload indexes (and warns)
+        return
+    existing = client.get_collection(name).payload_schema or {}
+    wanted = [(f, models.PayloadSchemaType.KEYWORD) for f in KEYWORD_FIELDS]
+    wanted += [(f, models.PayloadSchemaType.FLOAT) for f in FLOAT_FIELDS]
+    for field, schema in wanted:
+        if field not in existing:
+            client.create_payload_index(name, field, schema, wait=True)
+
+
+def migrate_projects(client: QdrantClient, name: str) -> None:
+    """Memories stored before projects existed go into ``default`` (not shared): one
+    set-payload of the points without ``scope``, which a re-run after a crash finishes."""
+    unscoped = models.Filter(
+        must=[models.IsEmptyCondition(is_empty=models.PayloadField(key="scope"))]
+    )
+    if client.count(name, count_filter=unscoped, exact=True).count:
+        client.set_payload(name, dict(UNSCOPED_DEFAULTS), points=unscoped, wait=True)
 
 
 def _dense(vector: Any) -> np.ndarray:
@@ -213,6 +237,8 @@ class ServerStore:
             name, meta = found
             if check_model:
                 ensure_same_model(location, meta["model_name"], meta["dim"], model_name, dim)
+            ensure_indexes(client, name, local)
+            migrate_projects(client, name)
         info = StoreInfo(
             model_name=meta["model_name"], dim=int(meta["dim"]), backend="qdrant", location=location
         )
@@ -416,6 +442,12 @@ class ServerStore:
                 yield from_payload(record.payload)
             if offset is None:
                 return
+
+    def project_counts(self) -> dict[str, int]:
+        with self._lock:
+            self._check_open()
+            found = self._client.facet(self._name, "project", limit=MAX_PROJECTS, exact=True)
+        return {str(h.value): int(h.count) for h in found.hits}
 
     def newest(self, where: MemoryFilter | None, limit: int) -> list[Memory]:
         with self._lock:
