@@ -549,3 +549,25 @@ def test_leave_one_out_chooses_on_the_other_streams():
     # hold out a: b, c worst 0.2 / 0.1 / 0.7 -> x=3; b: a, c -> 0.5 / 0.1 / 0.1 -> x=1;
     # c: a, b -> 0.2 / 0.6 / 0.1 -> x=2
     assert picks == {"a": (3.0, 0.1), "b": (1.0, 0.2), "c": (2.0, 0.1)}
+
+
+def test_each_project_is_its_own_stream():
+    """Two projects interleaved, one writing hourly and one every minute: each project's pace
+    and word counts are its own, and a store from before projects loads as `default`'s."""
+    from tribalmemory.episodes.matching import Matcher
+
+    matcher = Matcher(EpisodesConfig())
+    for k in range(12):
+        for project, gap in (("slow", 3600), ("fast", 60)):
+            when = T0 + timedelta(seconds=gap * k)
+            terms = frozenset({project})
+            memory = MemoryFeatures(f"{project}{k}", vec_at(0.5), frozenset(), "x", when, terms)
+            matcher.decide(memory, [], [], doubt_share=0.0, learn=True, project=project)
+    assert matcher.context("slow").pace == 3600 and matcher.context("fast").pace == 60
+    assert matcher.context("slow").doc_freq == {"slow": 12}
+    legacy = matcher.context("slow").to_json()  # the one context an older store kept
+    again = Matcher(EpisodesConfig())
+    again.load_state(legacy)
+    assert again.context("default").pace == 3600 and again.context("slow").doc_count == 0
+    again.load_state(matcher.state())
+    assert again.context("fast").to_json() == matcher.context("fast").to_json()

@@ -76,7 +76,10 @@ class Compose:
             members = await state.features(newest)
             if not members:  # deleted meanwhile, or its memories forgotten
                 continue
-            score = state.matcher.chain_score(new, state.matcher.episode(candidate, members))
+            project = state.project_of_episode(episode_id)
+            score = state.matcher.chain_score(
+                new, state.matcher.episode(candidate, members), project
+            )
             if score >= settings.chain_similarity_threshold and (best is None or score > best[1]):
                 best = (candidate, score)
         return best

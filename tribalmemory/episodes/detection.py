@@ -104,6 +104,7 @@ class Detection:
                 state.seed_pool(features),
                 doubt_share=self.doubt_share(),
                 learn=True,
+                project=memory.project,
             )
             self._count(memories=1)
             await self._apply(memory, features, decision)
@@ -212,7 +213,7 @@ class Detection:
             await self._start_from_seed(memory, features, seed, decision, title_hint)
         elif kind == "ambiguous":  # decided by embeddings now, reviewed by the LLM later
             await self._apply(memory, features, self._decide(features, doubt_share=0.0))
-            self._queue_review(memory.id, now)
+            self._queue_review(memory.id, memory.project, now)
         else:
             detection = "standalone" if kind == "none" else "seed"
             with self.store.transaction() as db:
@@ -223,14 +224,14 @@ class Detection:
             else:
                 state.seeds.pop(memory.id, None)
 
-    def _queue_review(self, memory_id: str, now: float) -> None:
+    def _queue_review(self, memory_id: str, project: str, now: float) -> None:
         """Queue the LLM's review of a doubtful memory: it waits up to
         ``classify_batch_wait_paces`` of the stream's own pace (at most
         ``classify_batch_wait_seconds``) for others to share the call; a full batch asks now."""
         settings = self.state.settings
         wait = min(
             settings.classify_batch_wait_seconds,
-            settings.classify_batch_wait_paces * self.state.matcher.context.pace,
+            settings.classify_batch_wait_paces * self.state.matcher.context(project).pace,
         )
         with self.store.transaction() as db:
             self.store.enqueue(db, "classify", memory_id, now, wait)
@@ -369,7 +370,10 @@ class Detection:
             rest = await state.features(others)
             if rest:
                 episodes.append(state.matcher.episode(current, rest))
-        return state.matcher.decide(features, episodes, state.seed_pool(features), doubt_share=1.0)
+        project = state.project_of_memory(features.id)
+        return state.matcher.decide(
+            features, episodes, state.seed_pool(features), doubt_share=1.0, project=project
+        )
 
     async def _move(
         self,
@@ -455,6 +459,7 @@ class Detection:
             self.state.active_for(features),
             self.state.seed_pool(features),
             doubt_share=doubt_share,
+            project=self.state.project_of_memory(features.id),
         )
 
     def _pins_allow(self, memory_id: str, episode_id: str | None) -> bool:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..config import EpisodesConfig
 from ..models import Memory
+from ..projects import DEFAULT_PROJECT
 from . import detector
 from .detector import DetectorContext, DetectorParams, EpisodeFeatures, MemoryFeatures
 
@@ -76,8 +77,17 @@ class Matcher:
 
     def __init__(self, settings: EpisodesConfig) -> None:
         self.settings = settings
-        self.context = DetectorContext()
+        self.contexts: dict[str, DetectorContext] = {}
         self.updates = 0
+
+    def context(self, project: str = DEFAULT_PROJECT) -> DetectorContext:
+        """The running statistics of one project's stream: each project is its own stream
+        (its pace, its rare words, its similarity background), so interleaved projects do not
+        blur each other's."""
+        found = self.contexts.get(project)
+        if found is None:
+            found = self.contexts[project] = DetectorContext()
+        return found
 
     def memory(self, memory: Memory, vector: np.ndarray) -> MemoryFeatures:
         return MemoryFeatures.from_text(
@@ -107,19 +117,19 @@ class Matcher:
         *,
         doubt_share: float,
         learn: bool = False,
+        project: str = DEFAULT_PROJECT,
     ) -> Decision:
         """The detector's decision; ``doubt_share`` is the share of decisions the LLM may take
         (0: the embedding path decides; ignored unless the strategy is ``hybrid``); ``learn``
-        folds this memory and the decision's confidence into the running statistics (once per
-        memory, at its first decision)."""
+        folds this memory and the decision's confidence into its ``project``'s running
+        statistics (once per memory, at its first decision)."""
         strategy = self.settings.detector_strategy if doubt_share > 0 else "embedding"
         params = DetectorParams.from_config(self.settings, doubt_share=doubt_share)
         params = DetectorParams(**{**params.__dict__, "strategy": strategy})
-        raw = detector.decide(memory, episodes, seeds, self.context, params)
+        context = self.context(project)
+        raw = detector.decide(memory, episodes, seeds, context, params)
         if learn:
-            self.context = detector.update_context(
-                self.context, memory, raw.background, confidence=raw.confidence
-            )
+            detector.update_context(context, memory, raw.background, confidence=raw.confidence)
             self.updates += 1
         by_id = {e.id: e for e in episodes}
         sure = raw.confidence
@@ -141,17 +151,26 @@ class Matcher:
             return Decision("ambiguous", None, best.score, best.similarity, options, sure)
         return Decision("new_seed", score=raw.best_score, confidence=sure)
 
-    def chain_score(self, new: EpisodeFeatures, closed: EpisodeFeatures) -> float:
-        return detector.chain_score(new, closed, self.context)
+    def chain_score(
+        self, new: EpisodeFeatures, closed: EpisodeFeatures, project: str = DEFAULT_PROJECT
+    ) -> float:
+        return detector.chain_score(new, closed, self.context(project))
 
     def unlearn(self, memory: Memory) -> None:
         """Take a forgotten memory (learned at its first decision) out of the statistics."""
         terms = detector.terms_of(memory.content, memory.source_instance)
-        self.context = detector.forget_terms(self.context, terms)
+        detector.forget_terms(self.context(memory.project), terms)
 
     def state(self) -> dict[str, Any]:
-        return self.context.to_json()
+        return {"projects": {name: c.to_json() for name, c in self.contexts.items()}}
 
     def load_state(self, data: dict[str, Any] | None) -> None:
-        if data:
-            self.context = DetectorContext.from_json(data)
+        """From :meth:`state`; a store from before projects kept one context, which is the
+        ``default`` project's (every older memory is in it)."""
+        if not data:
+            return
+        if "projects" not in data:
+            data = {"projects": {DEFAULT_PROJECT: data}}
+        self.contexts = {
+            str(name): DetectorContext.from_json(c) for name, c in data["projects"].items()
+        }
