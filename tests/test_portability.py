@@ -142,6 +142,9 @@ def test_import_is_validated_first_then_idempotent_by_id(
             "stored": 0,
             "vectors_used": True,
             "dry_run": True,
+            "episodes_new": 1,
+            "episodes_existing": 0,
+            "episodes_created": 0,
         }
         assert fresh.get("/v1/stats").json()["total_memories"] == 0
         done = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
@@ -152,9 +155,8 @@ def test_import_is_validated_first_then_idempotent_by_id(
             keys = ("content", "tags", "source_type", "source_instance", "created_at")
             for key in (*keys, "supersedes", "superseded_by"):
                 assert got[key] == memory[key], key
-        # Every imported memory went through the episode engine (none left pending). Which
-        # episode it lands in is the engine's decision on the file's order (the store's, not
-        # time order), so the grouping is not compared: a backup keeps episodes exactly.
+        # Every imported memory is placed (none left pending): the episode's members by the
+        # import, the others by the engine (see the test below for the episodes themselves).
         for memory in stored:
             got = fresh.get(f"/v1/memory/{memory['id']}").json()
             assert got["episode_status"] != "pending", got
@@ -262,7 +264,7 @@ def test_cli_export_import_locally_and_through_the_daemon(
     total = len(by_id)
     assert out.strip() == (
         f"Would import {total} new memories (0 already stored, {total} in the file, "
-        "embedding them); 0 episodes in the file"
+        "embedding them); 0 episodes to recreate (0 already stored, 0 in the file)"
     )
     code, out, _ = run(capsys, "import", str(file), "--config", str(local))
     assert code == 0 and out.startswith(f"Imported {total} new memories")
@@ -352,3 +354,99 @@ def test_progress_bars_only_at_a_terminal_and_never_with_json(
     assert "import" in drawn and "4/4" in drawn  # count done / expected, after the last step
     monkeypatch.setattr("sys.stderr", io.StringIO())  # a pipe or a file: nothing drawn
     assert wanted(False) is False
+
+
+def episodes_of(client: TestClient) -> dict[str, dict[str, Any]]:
+    """Every episode (any status) with its member ids and history, by id."""
+    listed = client.get("/v1/episodes", params={"limit": 100}).json()["episodes"]
+    return {e["id"]: client.get(f"/v1/episodes/{e['id']}").json() for e in listed}
+
+
+def test_import_recreates_the_exported_episodes_without_detection(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored = store_some(client)
+    thread = stored[0]["episode_id"]
+    assert thread and all(m["episode_id"] == thread for m in stored[:3])
+    # A second episode, made by hand, chained to the thread: a chain link and a user title.
+    child = client.post(
+        "/v1/episodes",
+        json={
+            "title": "Coffee machine care",
+            "memory_ids": [stored[3]["id"]],
+            "parent_episode_id": thread,
+        },
+    )
+    assert child.status_code == 200, child.text
+    client.post(f"/v1/episodes/{thread}/close")
+    settle(client)
+    before = episodes_of(client)
+    assert len(before) == 2
+    export = client.get("/v1/export", params={"vectors": "true"}).text
+
+    other = tmp_path / "other"
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(other))
+    config = load_config(write_config(other, episodes=EPISODES))
+    from tribalmemory.interfaces.http import create_app
+
+    with TestClient(create_app(config), base_url=str(client.base_url)) as fresh:
+        bad = export.splitlines()
+        at = next(i for i, line in enumerate(bad) if line.startswith('{"type":"episode"'))
+        bad[at] = bad[at].replace('"status":"', '"status":"sleeping-', 1)
+        refused = fresh.post("/v1/import", headers=NDJSON, content="\n".join(bad).encode())
+        assert refused.status_code == 422
+        status = json.loads(bad[at])["status"]
+        assert refused.json()["detail"] == [
+            f"line {at + 1}: status must be one of active, closed, archived, got {status!r}"
+        ]
+        twice = export.splitlines()
+        episode_lines = [i for i, line in enumerate(twice) if line.startswith('{"type":"episode"')]
+        first, second = (json.loads(twice[i]) for i in episode_lines)
+        second["memory_ids"].append(first["memory_ids"][0])
+        twice[episode_lines[1]] = json.dumps(second)
+        refused = fresh.post("/v1/import", headers=NDJSON, content="\n".join(twice).encode())
+        assert refused.status_code == 422
+        assert refused.json()["detail"][0].startswith(
+            f"line {episode_lines[1] + 1}: memory {first['memory_ids'][0]} is in the episode of "
+            f"line {episode_lines[0] + 1} already"
+        )
+        assert fresh.get("/v1/stats").json()["total_memories"] == 0
+        planned = fresh.post(
+            "/v1/import", headers=NDJSON, params={"dry_run": "true"}, content=export.encode()
+        ).json()
+        assert (planned["episodes_new"], planned["episodes_existing"]) == (2, 0)
+        assert planned["episodes_created"] == 0 and fresh.get("/v1/episodes").json()["count"] == 0
+        done = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
+        assert (done["stored"], done["episodes_created"]) == (4, 2), done
+        runtime = fresh.app.state.runtime  # type: ignore[attr-defined]
+        # Members were joined by the import, not detected: no detect job was ever queued.
+        assert runtime.episodes.store.count_jobs("detect") == 0
+        settle(fresh)
+        after = episodes_of(fresh)
+        assert set(after) == set(before)
+        for eid, old in before.items():
+            new = after[eid]
+            assert new["memory_ids"] == old["memory_ids"]
+            keys = ("title", "title_source", "status", "summary", "summary_kind", "closed_at")
+            for key in (*keys, "parent_episode_id", "summary_memory_id", "structured"):
+                assert new["episode"][key] == old["episode"][key], (eid, key)
+            # The exported history, then one entry for the import itself.
+            assert new["history"][: len(old["history"])] == old["history"]
+            assert new["history"][-1]["action"] == "imported"
+        assert after[child.json()["episode_id"]]["episode"]["parent_episode_id"] == thread
+        for memory in stored:
+            got = fresh.get(f"/v1/memory/{memory['id']}").json()
+            assert got["episode_id"] == next(
+                e for e, d in after.items() if memory["id"] in d["memory_ids"]
+            )
+        # The summary is the EPISODE_SUMMARY memory again: recall finds it.
+        summary_id = after[thread]["episode"]["summary_memory_id"]
+        found = fresh.post(
+            "/v1/recall",
+            json={"query": after[thread]["episode"]["title"], "source_types": ["EPISODE_SUMMARY"]},
+        ).json()
+        assert summary_id in [r["memory"]["id"] for r in found["results"]], found
+
+        again = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
+        assert (again["stored"], again["episodes_created"], again["episodes_existing"]) == (0, 0, 2)
+        assert episodes_of(fresh) == after

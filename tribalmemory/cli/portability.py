@@ -87,12 +87,15 @@ def describe(report: dict[str, Any]) -> str:
     """One line for people: what was (or would be) imported."""
     if report["dry_run"]:
         head = f"Would import {report['new']} new memories"
+        episodes = f"{report['episodes_new']} episodes to recreate"
     else:
         head = f"Imported {report['stored']} new memories"
+        episodes = f"{report['episodes_created']} episodes recreated"
     vectors = "their vectors" if report["vectors_used"] else "embedding them"
     return (
         f"{head} ({report['existing']} already stored, {report['memories']} in the file, "
-        f"{vectors}); {report['episodes']} episodes in the file"
+        f"{vectors}); {episodes} ({report['episodes_existing']} already stored, "
+        f"{report['episodes']} in the file)"
     )
 
 

@@ -31,6 +31,7 @@ from .membership import Membership
 from .operations import Operations
 from .patterns import Patterns
 from .records import Records
+from .restore import Restore
 from .sessions import Sessions
 from .state import EngineState
 from .store import EpisodeStore, Job
@@ -61,6 +62,7 @@ class EpisodeEngine:
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
         self.records = Records(self.state, self.summaries)
+        self.restorer = Restore(self.state, self.summaries, self.upkeep)
         self.pattern_finder = Patterns(self.state)
         self.context_builder = Context(self.state, summariser, self.pattern_finder)
 
@@ -120,6 +122,12 @@ class EpisodeEngine:
         metadata: dict[str, Any] | None,
     ) -> None:
         await self.operations.update_episode(episode_id, title, status, metadata)
+
+    def existing_episodes(self, episode_ids: list[str]) -> set[str]:
+        return self.restorer.existing(episode_ids)
+
+    async def restore_episode(self, record: dict[str, Any], chain_ids: set[str]) -> dict[str, Any]:
+        return (await self.restorer.restore(record, chain_ids)).to_json()
 
     async def merge_episodes(self, episode_id: str, other_id: str) -> dict[str, Any]:
         return await self.operations.merge_episodes(episode_id, other_id)

@@ -378,6 +378,16 @@ class EpisodeStore:
             ).fetchall()
         )
 
+    def existing_episode_ids(self, episode_ids: list[str]) -> set[str]:
+        """Those of ``episode_ids`` that are stored."""
+        found: set[str] = set()
+        for start in range(0, len(episode_ids), 500):
+            part = episode_ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(f"SELECT id FROM episodes WHERE id IN ({marks})", part)
+            found.update(r[0] for r in rows)
+        return found
+
     def all_episode_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM episodes")]
 

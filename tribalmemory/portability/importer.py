@@ -1,10 +1,12 @@
-"""Import: validate every line first, report what would change, then store the new memories.
+"""Import: validate every line first, report what would change, then store what is new.
 
-Importing is idempotent by memory id: a memory whose id is stored already is left as it is,
-so importing the same file twice adds nothing. New memories go through the write-time hooks,
-so the episode engine places them as it places any memory (exported episodes are checked
-and counted; the engine forms its own from the imported memories). The exported vectors are
-used when the file was written with the same embedding model, else the memories are embedded.
+Importing is idempotent by id: a memory or an episode whose id is stored already is left as
+it is, so importing the same file twice adds nothing. The file's episodes are recreated as
+exported (the episode engine's ``restore_episode``): their memories are stored without the
+write-time hooks (no detection, no LLM call) and joined to them. Memories of no episode in
+the file go through the write-time hooks, so the engine places them as it places any memory.
+The exported vectors are used when the file was written with the same embedding model, else
+the memories are embedded.
 """
 
 from __future__ import annotations
@@ -36,7 +38,11 @@ class Report:
     stored: int = 0
     vectors_used: bool = False
     dry_run: bool = True
-    errors: list[str] = field(default_factory=list)
+    episodes_new: int = 0
+    episodes_existing: int = 0
+    episodes_created: int = 0
+    placed: set[str] = field(default_factory=set)  # memories of the file's episodes
+    chain_ids: set[str] = field(default_factory=set)  # the file's episode ids
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +53,9 @@ class Report:
             "stored": self.stored,
             "vectors_used": self.vectors_used,
             "dry_run": self.dry_run,
+            "episodes_new": self.episodes_new,
+            "episodes_existing": self.episodes_existing,
+            "episodes_created": self.episodes_created,
         }
 
 
@@ -63,6 +72,7 @@ def parse_all(
     head: records.Header | None = None
     counts = {"memory": 0, "episode": 0}
     ended: dict[str, Any] | None = None
+    member_line: dict[str, int] = {}  # a memory is in at most one episode
     for number, raw in enumerate(lines, start=1):
         try:
             data = records.parse_line(raw, number)
@@ -78,7 +88,15 @@ def parse_all(
                 if data["type"] == "memory":
                     yield records.parse_memory(data, number, head, max_chars)
                 else:
-                    yield records.parse_episode(data, number)
+                    episode = records.parse_episode(data, number)
+                    for memory_id in episode.memory_ids:
+                        first = member_line.setdefault(memory_id, number)
+                        if first != number:
+                            raise InvalidInput(
+                                f"line {number}: memory {memory_id} is in the episode of "
+                                f"line {first} already (a memory is in one episode)"
+                            )
+                    yield episode
             elif data["type"] == "end":
                 ended = data
             else:
@@ -109,12 +127,20 @@ async def plan(api: TribalAPI, path: Path) -> Report:
     service = api.service
     pending: list[str] = []
     seen: set[str] = set()
+    episodes: list[str] = []
 
     async def flush() -> None:
         found = {m.id for m in await service.get_many(pending)}
         report.existing += len(found)
         report.new += len(pending) - len(found)
         pending.clear()
+
+    def flush_episodes() -> None:
+        if api.episodes is not None:
+            known = api.episodes.existing_episodes(episodes)
+            report.episodes_existing += len(known)
+            report.episodes_new += len(episodes) - len(known)
+        episodes.clear()
 
     for item in parse_all(read_lines(path), service.config.server.max_content_chars):
         if isinstance(item, records.Header):
@@ -133,21 +159,29 @@ async def plan(api: TribalAPI, path: Path) -> Report:
                 await flush()
         else:
             report.episodes += 1
+            report.chain_ids.add(item.id)
+            report.placed.update(item.memory_ids)
+            episodes.append(item.id)
+            if len(episodes) >= CHECK_PAGE:
+                flush_episodes()
     if pending:
         await flush()
+    flush_episodes()
     return report
 
 
 async def apply(
     api: TribalAPI, path: Path, progress: Callable[[int], None] | None = None
 ) -> Report:
-    """Validate (:func:`plan`), then store every memory whose id is not stored yet.
+    """Validate (:func:`plan`), then store every memory whose id is not stored yet and
+    recreate every episode whose id is not stored yet.
 
     Memories without a usable vector are embedded a page at a time (one model run per page)."""
     report = await plan(api, path)
     report.dry_run = False
     service = api.service
     max_chars = service.config.server.max_content_chars
+    placed = report.placed if api.episodes is not None else set()
     page: list[records.ImportedMemory] = []
 
     async def store_page() -> None:
@@ -159,7 +193,7 @@ async def apply(
         for item in todo:
             given = vectors.get(id(item))
             vector = given if given is not None else np.asarray(item.vector, dtype=np.float32)
-            if await service.import_memory(item.memory, vector):
+            if await service.import_memory(item.memory, vector, item.memory.id in placed):
                 report.stored += 1
         if progress is not None:
             progress(len(page))
@@ -170,6 +204,11 @@ async def apply(
             page.append(item)
             if len(page) >= EMBED_PAGE:
                 await store_page()
+        elif isinstance(item, records.ImportedEpisode) and api.episodes is not None:
+            if page:
+                await store_page()
+            done = await api.episodes.restore_episode(item.as_record(), report.chain_ids)
+            report.episodes_created += int(done["created"])
     if page:
         await store_page()
     return report

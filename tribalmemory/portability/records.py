@@ -12,17 +12,24 @@ from __future__ import annotations
 
 import json
 import math
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import validation as check
+from ..episodes import structured
 from ..errors import InvalidInput, TribalError
 from ..models import ENGINE_WRITTEN, Memory
+from ..shapes import EPISODE_STATUSES, HistoryActor
 
 FORMAT = "tribalmemory-export"
 VERSION = 1
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one memory with its vector is a few kB
 TYPES = ("header", "memory", "episode", "end")
+TITLE_SOURCES = ("keyword", "llm", "user")
+SUMMARY_KINDS = ("extractive", "llm")
+MAX_IMPORTED_TITLE = 2000  # a bound against garbage: the engine's own titles are far shorter
+HISTORY_ACTORS: tuple[str, ...] = typing.get_args(HistoryActor)
 
 
 def header(
@@ -65,10 +72,15 @@ ACCESS_FIELDS = ("access_count", "last_accessed_at", "retrievability")
 
 
 def episode_record(detail: dict[str, Any]) -> dict[str, Any]:
-    """An episode line from ``TribalAPI.episode_get``'s answer, without its access
-    statistics."""
+    """An episode line from ``TribalAPI.episode_get``'s answer (with its history), without
+    its access statistics."""
     episode = {k: v for k, v in detail["episode"].items() if k not in ACCESS_FIELDS}
-    return {"type": "episode", **episode, "memory_ids": list(detail["memory_ids"])}
+    return {
+        "type": "episode",
+        **episode,
+        "memory_ids": list(detail["memory_ids"]),
+        "history": list(detail.get("history") or []),
+    }
 
 
 def dumps(record: dict[str, Any]) -> str:
@@ -90,9 +102,28 @@ class ImportedMemory:
 
 @dataclass
 class ImportedEpisode:
+    """An episode line, checked; times are epoch seconds (as the episode store keeps them).
+    ``as_record()`` is what the episode engine's ``restore_episode`` takes."""
+
     id: str
     title: str
+    title_source: str
+    summary: str
+    summary_kind: str
+    summary_memory_id: str | None
+    status: str
+    created_at: float
+    updated_at: float
+    closed_at: float | None
+    last_activity: float | None
+    parent_episode_id: str | None
+    metadata: dict[str, Any]
+    structured: dict[str, Any]
     memory_ids: list[str] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_record(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 def _bad(line: int, message: str) -> InvalidInput:
@@ -175,12 +206,110 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
 
 
 def parse_episode(data: dict[str, Any], line: int) -> ImportedEpisode:
-    eid, title, members = data.get("id"), data.get("title"), data.get("memory_ids")
+    """An episode line, checked field by field (the first problem names the line)."""
+    try:
+        return _episode(data)
+    except TribalError as exc:
+        raise _bad(line, exc.message) from None
+
+
+def _episode(data: dict[str, Any]) -> ImportedEpisode:
+    eid = data.get("id")
     if not isinstance(eid, str) or not eid.startswith("ep-"):
-        raise _bad(line, "an episode needs its id (ep-...)")
-    if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
-        raise _bad(line, "memory_ids must be a list of memory ids")
-    return ImportedEpisode(eid, title if isinstance(title, str) else "", members)
+        raise InvalidInput("an episode needs its id (ep-...)")
+    eid = check.episode_id(eid, "id")
+    title = check.text("title", data.get("title"), MAX_IMPORTED_TITLE)
+    summary = data.get("summary")
+    if not isinstance(summary, str):
+        raise InvalidInput("summary must be a string (empty when there is none)")
+    summary_id = data.get("summary_memory_id")
+    members = data.get("memory_ids")
+    if not isinstance(members, list):
+        raise InvalidInput("memory_ids must be a list of memory ids")
+    ids = [check.memory_id(m, "memory_ids") for m in members]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("memory_ids lists a memory twice")
+    parent = data.get("parent_episode_id")
+    structured = data.get("structured")
+    metadata = data.get("metadata")
+    if structured is not None and not isinstance(structured, dict):
+        raise InvalidInput("structured must be an object or null")
+    _check_structured(structured or {}, ids)
+    if not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be an object")
+    created = _epoch("created_at", data.get("created_at"), required=True)
+    assert title is not None and created is not None
+    return ImportedEpisode(
+        id=eid,
+        title=title,
+        title_source=_one_of("title_source", data.get("title_source"), TITLE_SOURCES),
+        summary=summary,
+        summary_kind=_one_of("summary_kind", data.get("summary_kind"), SUMMARY_KINDS),
+        summary_memory_id=None
+        if summary_id is None
+        else check.memory_id(summary_id, "summary_memory_id"),
+        status=_one_of("status", data.get("status"), EPISODE_STATUSES),
+        created_at=created,
+        updated_at=_epoch("updated_at", data.get("updated_at"), required=True) or created,
+        closed_at=_epoch("closed_at", data.get("closed_at")),
+        last_activity=_epoch("last_activity_at", data.get("last_activity_at")),
+        parent_episode_id=None if parent is None else check.episode_id(parent, "parent_episode_id"),
+        metadata=metadata,
+        structured=structured or {},
+        memory_ids=ids,
+        history=_history(data.get("history")),
+    )
+
+
+def _check_structured(record: dict[str, Any], members: list[str]) -> None:
+    """The record's editable fields pass the checks a user's edit passes (the rest, metrics
+    and bookkeeping, is recomputed by the engine when the episode next changes)."""
+    editable = {k: record[k] for k in structured.EDITABLE if record.get(k) is not None}
+    if not editable:
+        return
+    try:
+        structured.from_user(editable, members)
+    except structured.InvalidPart as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def _one_of(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise InvalidInput(f"{name} must be one of {', '.join(allowed)}, got {str(value)[:40]!r}")
+    return value
+
+
+def _epoch(name: str, value: Any, required: bool = False) -> float | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be an ISO 8601 time")
+    stamp = check.timestamp(name, value)
+    assert stamp is not None
+    return stamp.timestamp()
+
+
+def _history(value: Any) -> list[dict[str, Any]]:
+    """The episode's history entries (an export written before they were exported has none)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidInput("history must be a list of entries")
+    out = []
+    for n, entry in enumerate(value):
+        where = f"history[{n}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("details", {}), dict):
+            raise InvalidInput(f"{where} must be an object with at, actor, action, details")
+        action = check.text(f"{where}.action", entry.get("action"), 100)
+        out.append(
+            {
+                "at": _epoch(f"{where}.at", entry.get("at"), required=True),
+                "actor": _one_of(f"{where}.actor", entry.get("actor"), HISTORY_ACTORS),
+                "action": action,
+                "details": entry.get("details") or {},
+            }
+        )
+    return out
 
 
 def _time(data: dict[str, Any], key: str) -> str:

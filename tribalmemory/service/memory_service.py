@@ -426,15 +426,23 @@ class MemoryService:
         """Held while a memory is written: holding it pauses every write (e.g. for a backup)."""
         return self._write_lock
 
-    async def import_memory(self, memory: Memory, vector: np.ndarray | None) -> bool:
+    async def import_memory(
+        self, memory: Memory, vector: np.ndarray | None, placed: bool = False
+    ) -> bool:
         """Store an exported memory under its own id, with the write-time hooks (so the
-        episode engine places it), unless a memory with that id exists: then False."""
+        episode engine places it), unless a memory with that id exists: then False.
+
+        ``placed``: the import recreates the memory's episode itself, so no plugin sees it
+        as a new memory (no hooks: no detection)."""
         if vector is None:
             vector = (await self.embed([memory.content]))[0]
         async with self._write_lock:
             if await asyncio.to_thread(self.store.get, [memory.id]):
                 return False
             self.check_space([memory.content])
+            if placed:
+                await self._upsert([memory], np.asarray(vector, dtype=np.float32)[None, :])
+                return True
             try:
                 await self.hooks.before_remember(memory)
                 await self._upsert([memory], np.asarray(vector, dtype=np.float32)[None, :])
