@@ -266,7 +266,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmd.set_defaults(project_given_only=True)
     cmd = add("import", _lazy("portability", "import_"), "import an export file (by memory id)")
-    cmd.add_argument("file", help="a file written by `tribalmemory export`")
+    cmd.add_argument(
+        "file", help="a file written by `tribalmemory export` (or, with --from, a data folder)"
+    )
+    cmd.add_argument(
+        "--from",
+        dest="source",
+        choices=["export", "tribalmemory-0.9"],
+        default="export",
+        help="what FILE is: an export (default) or a tribalmemory 0.9 data folder",
+    )
     cmd.add_argument("--dry-run", action="store_true", help="check it and say what would change")
     cmd = add("backup", _lazy("portability", "backup"), "back up the data folder into DIR")
     cmd.add_argument("dir", metavar="DIR", help="a new or empty folder")

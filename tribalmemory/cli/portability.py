@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from ..client import find_daemon
 from ..config import Config
 from ..errors import InvalidInput
 from ..portability import backup as backups
-from ..portability import exporter, importer
+from ..portability import exporter, importer, legacy09
 from ..portability.progress import bar, wanted
 from .output import CliError, print_json
 
@@ -73,6 +75,8 @@ async def _file_chunks(path: Path, advance: Any) -> AsyncIterator[bytes]:
 
 def import_(args: argparse.Namespace, config: Config) -> int:
     path = Path(args.file)
+    if getattr(args, "source", "export") == legacy09.SOURCE:
+        return _import_09(args, config, path)
     if not path.is_file():
         raise CliError(f"{path} is not a file", 1)
     report = asyncio.run(_import(args, config, path))
@@ -80,6 +84,33 @@ def import_(args: argparse.Namespace, config: Config) -> int:
         print_json(report)
     else:
         print(describe(report))
+    return 0
+
+
+def _import_09(args: argparse.Namespace, config: Config, path: Path) -> int:
+    """A 0.9 data folder: converted into a temporary export file, which is imported."""
+    fd, name = tempfile.mkstemp(prefix="tribalmemory-0.9-", suffix=".jsonl")
+    os.close(fd)
+    converted = Path(name)
+    try:
+        try:
+            counts = legacy09.write_export(path, converted, legacy09.SOURCE, 0)
+        except InvalidInput as exc:
+            raise CliError(exc.message, 1) from None
+        report = asyncio.run(_import(args, config, converted))
+    finally:
+        converted.unlink(missing_ok=True)
+    report["from"] = legacy09.SOURCE
+    report["deleted_in_0_9"] = counts.deleted
+    report["memberships_dropped"] = counts.memberships_dropped
+    if args.json:
+        print_json(report)
+    else:
+        print(describe(report))
+        print(
+            f"From tribalmemory 0.9 at {path}: {counts.deleted} memories it had deleted were "
+            f"left out; {counts.memberships_dropped} second memberships of a memory dropped"
+        )
     return 0
 
 

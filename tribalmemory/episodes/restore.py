@@ -56,7 +56,9 @@ def episode_row(record: dict[str, Any], members: list[Memory], parent: str | Non
         status=record["status"],
         updated_at=record["updated_at"],
         closed_at=record["closed_at"] if record["status"] != "active" else None,
-        last_activity=max([*times, record["last_activity"] or record["created_at"]]),
+        last_activity=max([*times, *([record["last_activity"]] if record["last_activity"] else [])])
+        if times
+        else record["last_activity"] or record["created_at"],
         parent_episode_id=parent,
         metadata=record["metadata"],
         structured=record["structured"],
@@ -136,6 +138,8 @@ class Restore:
                     if row.summary_kind == "llm"
                     else None,
                 )
+                if not row.summary:  # exported before its first summary: write one now
+                    state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
             memories = sorted(members, key=lambda m: m.created_at)
             await self.summaries.write_memory(
                 row, memories, row.title, row.summary, row.summary_kind
