@@ -450,3 +450,40 @@ def test_import_recreates_the_exported_episodes_without_detection(
         again = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
         assert (again["stored"], again["episodes_created"], again["episodes_existing"]) == (0, 0, 2)
         assert episodes_of(fresh) == after
+
+
+def test_new_memories_of_an_episode_imported_before_go_through_detection(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later export of the same episode (one memory more): the episode exists, so the new
+    memory is not taken as placed by the import; the engine's detection places it."""
+    stored = store_some(client)
+    export = client.get("/v1/export", params={"vectors": "true"}).text
+    late = stored[2]["id"]
+    earlier = []
+    for line in export.splitlines():
+        record = json.loads(line)
+        if record["type"] == "memory" and record["id"] == late:
+            continue
+        if record["type"] == "episode":
+            record["memory_ids"] = [m for m in record["memory_ids"] if m != late]
+            record["structured"] = None  # it cites the memory left out
+        if record["type"] == "end":
+            record["memories"] -= 1
+        earlier.append(json.dumps(record))
+
+    other = tmp_path / "other"
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(other))
+    config = load_config(write_config(other, episodes=EPISODES))
+    from tribalmemory.interfaces.http import create_app
+
+    with TestClient(create_app(config), base_url=str(client.base_url)) as fresh:
+        first = fresh.post("/v1/import", headers=NDJSON, content="\n".join(earlier).encode())
+        assert first.status_code == 200 and first.json()["episodes_created"] == 1, first.text
+        runtime = fresh.app.state.runtime  # type: ignore[attr-defined]
+        assert runtime.episodes.store.detection(late) is None
+        second = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
+        assert (second["stored"], second["episodes_existing"]) == (1, 1), second
+        settle(fresh)
+        assert runtime.episodes.store.detection(late) is not None  # detection saw it
+        assert fresh.get(f"/v1/memory/{late}").json()["episode_status"] != "pending"

@@ -41,7 +41,7 @@ class Report:
     episodes_new: int = 0
     episodes_existing: int = 0
     episodes_created: int = 0
-    placed: set[str] = field(default_factory=set)  # memories of the file's episodes
+    placed: set[str] = field(default_factory=set)  # memories of the episodes to recreate
     chain_ids: set[str] = field(default_factory=set)  # the file's episode ids
 
     def to_json(self) -> dict[str, Any]:
@@ -127,7 +127,7 @@ async def plan(api: TribalAPI, path: Path) -> Report:
     service = api.service
     pending: list[str] = []
     seen: set[str] = set()
-    episodes: list[str] = []
+    episodes: dict[str, list[str]] = {}  # a page of episode ids and their members
 
     async def flush() -> None:
         found = {m.id for m in await service.get_many(pending)}
@@ -137,9 +137,12 @@ async def plan(api: TribalAPI, path: Path) -> Report:
 
     def flush_episodes() -> None:
         if api.episodes is not None:
-            known = api.episodes.existing_episodes(episodes)
+            known = api.episodes.existing_episodes(list(episodes))
             report.episodes_existing += len(known)
             report.episodes_new += len(episodes) - len(known)
+            for episode_id, members in episodes.items():
+                if episode_id not in known:  # else its new memories go through detection
+                    report.placed.update(members)
         episodes.clear()
 
     for item in parse_all(read_lines(path), service.config.server.max_content_chars):
@@ -160,8 +163,7 @@ async def plan(api: TribalAPI, path: Path) -> Report:
         else:
             report.episodes += 1
             report.chain_ids.add(item.id)
-            report.placed.update(item.memory_ids)
-            episodes.append(item.id)
+            episodes[item.id] = item.memory_ids
             if len(episodes) >= CHECK_PAGE:
                 flush_episodes()
     if pending:
