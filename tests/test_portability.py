@@ -421,6 +421,8 @@ def test_import_recreates_the_exported_episodes_without_detection(
         runtime = fresh.app.state.runtime  # type: ignore[attr-defined]
         # Members were joined by the import, not detected: no detect job was ever queued.
         assert runtime.episodes.store.count_jobs("detect") == 0
+        # Nor summarised again (the summary job is what calls the LLM): none is queued.
+        assert runtime.episodes.store.count_jobs("summary") == 0
         settle(fresh)
         after = episodes_of(fresh)
         assert set(after) == set(before)
