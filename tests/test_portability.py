@@ -489,3 +489,36 @@ def test_new_memories_of_an_episode_imported_before_go_through_detection(
         settle(fresh)
         assert runtime.episodes.store.detection(late) is not None  # detection saw it
         assert fresh.get(f"/v1/memory/{late}").json()["episode_status"] != "pending"
+
+
+def test_an_import_cut_after_the_memories_is_completed_by_importing_again(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state a kill leaves between storing an episode's memories (without hooks) and
+    recreating the episode: the next import of the same file recreates it with them."""
+    stored = store_some(client)
+    export = client.get("/v1/export", params={"vectors": "true"}).text
+    episode = next(json.loads(x) for x in export.splitlines() if '"type":"episode"' in x)
+    vectors = {
+        r["id"]: r["vector"] for r in map(json.loads, export.splitlines()) if r["type"] == "memory"
+    }
+
+    other = tmp_path / "other"
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(other))
+    config = load_config(write_config(other, episodes=EPISODES))
+    from tribalmemory.interfaces.http import create_app
+    from tribalmemory.models import Memory
+
+    with TestClient(create_app(config), base_url=str(client.base_url)) as fresh:
+        runtime = fresh.app.state.runtime  # type: ignore[attr-defined]
+        assert fresh.portal is not None
+        for memory in stored:
+            if memory["id"] in episode["memory_ids"]:
+                as_stored = Memory.from_json(client.get(f"/v1/memory/{memory['id']}").json())
+                store = runtime.service.import_memory
+                assert fresh.portal.call(store, as_stored, vectors[memory["id"]], True)
+        assert fresh.get("/v1/episodes").json()["count"] == 0
+        done = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
+        assert (done["existing"], done["episodes_created"]) == (3, 1), done
+        got = fresh.get(f"/v1/episodes/{episode['id']}").json()
+        assert got["memory_ids"] == episode["memory_ids"]
