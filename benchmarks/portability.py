@@ -29,6 +29,7 @@ import random
 import tempfile
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,9 @@ from report import write_section
 from tribalmemory.config import load_config
 from tribalmemory.portability import backup, exporter, importer, records
 from tribalmemory.runtime import start_runtime
+from tribalmemory.timeutil import to_iso
 
+START = datetime(2025, 1, 1, tzinfo=UTC)
 EPISODES = {"enabled": True, "detector_strategy": "embedding", "summary_debounce_seconds": 30}
 TOPICS = [f"service-{k}" for k in range(20)]
 PROBLEMS = ["times out", "returns stale data", "drops messages", "leaks memory", "fails health"]
@@ -59,12 +62,8 @@ def sentence(rng: random.Random) -> tuple[str, str]:
 
 
 def stamp(i: int) -> str:
-    minute = 5 * i
-    year, minute = 2025 + minute // 518400, minute % 518400  # 12 months of 30 days
-    return (
-        f"{year}-{1 + minute // 43200:02d}-{1 + minute % 43200 // 1440:02d}"
-        f"T{minute % 1440 // 60:02d}:{minute % 60:02d}:00Z"
-    )
+    """Memory ``i``'s time: one every 5 minutes from 2025-01-01 (a year is 105,120)."""
+    return to_iso(START + timedelta(minutes=5 * i))
 
 
 def items(count: int) -> list[dict[str, Any]]:
