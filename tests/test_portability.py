@@ -529,3 +529,33 @@ def test_an_import_cut_after_the_memories_is_completed_by_importing_again(
         assert (done["existing"], done["episodes_created"]) == (3, 1), done
         got = fresh.get(f"/v1/episodes/{episode['id']}").json()
         assert got["memory_ids"] == episode["memory_ids"]
+
+
+def test_a_recreated_episode_is_in_its_members_project() -> None:
+    """The row of an imported episode takes its members' project (an episode never spans
+    two), also from a file written before episodes carried one."""
+    from datetime import UTC, datetime
+
+    from tribalmemory.episodes.restore import episode_row
+    from tribalmemory.models import Memory, SourceType
+
+    at = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+    member = Memory("m1", "text", SourceType.USER_EXPLICIT, "x", [], None, at, at, project="alpha")
+    record = {
+        "id": "ep-0123456789ab",
+        "title": "T",
+        "title_source": "user",
+        "created_at": at.timestamp(),
+        "summary": "S",
+        "summary_kind": "extractive",
+        "summary_memory_id": None,
+        "status": "closed",
+        "updated_at": at.timestamp(),
+        "closed_at": at.timestamp(),
+        "last_activity": at.timestamp(),
+        "metadata": {},
+        "structured": {},
+    }
+    assert episode_row(record, [member], None).project == "alpha"
+    assert episode_row({**record, "project": "beta"}, [], None).project == "beta"
+    assert episode_row(record, [], None).project == "default"

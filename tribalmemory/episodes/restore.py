@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models import ENGINE_WRITTEN, Memory
+from ..projects import DEFAULT_PROJECT
 from ..timeutil import to_epoch
 from .state import EngineState
 from .store import EpisodeRow
@@ -41,7 +42,8 @@ class Restored:
 
 
 def episode_row(record: dict[str, Any], members: list[Memory], parent: str | None) -> EpisodeRow:
-    """The episode's row as exported, over the members found here (pure)."""
+    """The episode's row as exported, over the members found here (pure); its project is its
+    members' (an episode never spans two)."""
     times = [to_epoch(m.created_at) for m in members]
     llm = record["summary_kind"] == "llm"
     row = EpisodeRow.new(
@@ -62,6 +64,7 @@ def episode_row(record: dict[str, Any], members: list[Memory], parent: str | Non
         parent_episode_id=parent,
         metadata=record["metadata"],
         structured=record["structured"],
+        project=members[0].project if members else record.get("project") or DEFAULT_PROJECT,
     )
     row.first_activity = min(times) if times else None
     return row
