@@ -496,3 +496,32 @@ async def test_a_verdict_naming_another_projects_episode_is_not_carried_out(rt: 
         await engine.detection._apply(memory, features, Decision("join", alpha, 1.0, 1.0))
     assert engine.state.store.episode_of(memory.id) is None
     assert len((await rt.api.episode_get(alpha))["memory_ids"]) == 4
+
+
+async def test_the_active_cap_counts_each_project_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With room for one active episode, a new thread in beta closes beta's older one and
+    leaves alpha's open."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings = {
+        "detector_strategy": "embedding",
+        "summary_debounce_seconds": 0,
+        "max_active_episodes": 1,
+    }
+    config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
+    runtime = await start_runtime(config, clock=Clock(), run_scheduler=False)
+    try:
+        for project, texts in (("alpha", AUTH[:2]), ("beta", AUTH[:2]), ("beta", DB[:2])):
+            for i, text in enumerate(texts):
+                await runtime.api.remember(
+                    text, created_at=f"2025-03-03T{10 + i}:00:00Z", project=project
+                )
+            await settle(runtime)
+        status = {
+            p: sorted(e["status"] for e in (await runtime.api.episodes_list(project=p))["episodes"])
+            for p in ("alpha", "beta")
+        }
+        assert status == {"alpha": ["active"], "beta": ["active", "closed"]}
+    finally:
+        await runtime.stop()

@@ -214,7 +214,7 @@ class EpisodesConfig:
     )
     max_active_episodes: int = setting(
         20,
-        "At most this many active episodes; the least recently active is closed.",
+        "At most this many active episodes per project; the least recently active is closed.",
         minimum=1,
         maximum=10000,
     )

@@ -67,7 +67,7 @@ class Membership:
         now = state.clock()
         row = _new_row(memories, features, title, title_source, parent_episode_id, now)
         episode_id = row.id
-        await self.upkeep.make_room(adding=1)
+        await self.upkeep.make_room(adding=1, project=row.project)
         if summary_now:
             await self.summaries.write_memory(row, memories, row.title, row.summary, "extractive")
         moved_from: set[str] = set()

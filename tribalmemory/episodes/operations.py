@@ -204,7 +204,7 @@ class Operations:
         async with state.detect_lock:
             row = state.episode(episode_id)
             if status == "active" and row.status != "active":
-                await self.upkeep.make_room(adding=1)
+                await self.upkeep.make_room(adding=1, project=row.project)
             async with state.lock(episode_id):
                 now = state.clock()
                 with self.store.transaction() as db:

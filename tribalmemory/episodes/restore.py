@@ -113,7 +113,7 @@ class Restore:
                 parent = None
             row = episode_row(record, members, parent)
             if row.status == "active":
-                await self.upkeep.make_room(adding=1)
+                await self.upkeep.make_room(adding=1, project=row.project)
             now = state.clock()
             with self.store.transaction() as db:
                 self.store.insert_episode(db, row)

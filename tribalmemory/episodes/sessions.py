@@ -43,7 +43,7 @@ class Sessions:
         state = self.state
         vector = await self._embed(topic)
         async with state.detect_lock:
-            await self.upkeep.make_room(adding=1)
+            await self.upkeep.make_room(adding=1, project=project)
             now = state.clock()
             row = _empty_row(topic, now, project)
             with self.store.transaction() as db:

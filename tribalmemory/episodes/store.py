@@ -358,12 +358,15 @@ class EpisodeStore:
             "ORDER BY e.last_activity DESC",
         )
 
-    def active_activity(self) -> list[tuple[str, float]]:
-        """(id, last_activity) of the active episodes: the cheap query the write path needs."""
+    def active_activity(self, project: str | None = None) -> list[tuple[str, float]]:
+        """(id, last_activity) of the active episodes (of ``project``, when given): the cheap
+        query the write path needs."""
+        scoped = " AND project = ?" if project is not None else ""
+        args = (project,) if project is not None else ()
         return [
             (r[0], r[1])
             for r in self.db.execute(
-                "SELECT id, last_activity FROM episodes WHERE status = 'active'"
+                "SELECT id, last_activity FROM episodes WHERE status = 'active'" + scoped, args
             )
         ]
 

@@ -55,12 +55,14 @@ class Upkeep:
         for episode_id in lifecycle.idle_on_tick(active, now, window):
             await self.close(episode_id, reason="idle")
 
-    async def make_room(self, adding: int) -> None:
-        """Close the least recently active episodes so that ``adding`` new ones fit the cap."""
+    async def make_room(self, adding: int, project: str) -> None:
+        """Close the least recently active episodes of ``project`` so that ``adding`` new ones
+        fit the cap (``max_active_episodes`` is per project: a busy project never closes a
+        quiet one's threads)."""
         cap = self.state.settings.max_active_episodes
         active = [
             lifecycle.Activity(episode_id, "active", last)
-            for episode_id, last in self.store.active_activity()
+            for episode_id, last in self.store.active_activity(project)
         ]
         for episode_id in lifecycle.over_cap(active, cap, adding):
             log.info(
