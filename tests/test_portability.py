@@ -559,3 +559,26 @@ def test_a_recreated_episode_is_in_its_members_project() -> None:
     assert episode_row(record, [member], None).project == "alpha"
     assert episode_row({**record, "project": "beta"}, [], None).project == "beta"
     assert episode_row(record, [], None).project == "default"
+
+
+def test_a_vector_must_be_finite_numbers_of_the_header_dimension() -> None:
+    from tribalmemory.errors import TribalError
+    from tribalmemory.portability.records import Header, parse_memory
+
+    head = Header(BUNDLED_MODEL, 4, True)
+    line = {
+        "type": "memory",
+        "id": "0b4f2a8e-5a3e-4c1f-9d0e-2a6b7c8d9e0f",
+        "content": "a memory",
+        "source_type": "AUTO_CAPTURE",
+        "source_instance": "x",
+        "tags": [],
+        "context": None,
+        "created_at": "2025-03-03T09:00:00Z",
+        "updated_at": "2025-03-03T09:00:00Z",
+        "metadata": {},
+    }
+    assert parse_memory({**line, "vector": [0.5, 1, -2.0, 0.0]}, 2, head, 1000).vector
+    for bad in ([0.5, True, 0.1, 0.2], [0.5, float("nan"), 0.1, 0.2], [0.5, "1", 0.1, 0.2], [0.5]):
+        with pytest.raises(TribalError, match="line 2: vector must be 4 finite numbers"):
+            parse_memory({**line, "vector": bad}, 2, head, 1000)
