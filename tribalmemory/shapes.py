@@ -198,6 +198,29 @@ class Response(BaseModel):
         return self.model_dump(mode="json")
 
 
+AccessCount = Annotated[
+    int | None,
+    Field(
+        description="Times a recall returned it or a client marked it used (null: access "
+        "statistics unavailable, see /v1/health access)."
+    ),
+]
+LastAccessed = Annotated[
+    Timestamp | None,
+    Field(description="When it was last returned by a recall or marked used (null: never)."),
+]
+Retrievability = Annotated[
+    float | None,
+    Field(
+        ge=0.0,
+        le=1.0,
+        description="FSRS-style probability that it is still fresh now, 0–1: decays with time "
+        "since the last access, more slowly the more often it was recalled and used.",
+    ),
+]
+"""Access statistics of a memory or an episode (see docs/http.md#retrievability)."""
+
+
 class OpenResponse(Response):
     """A response that plugins extend: their keys pass through after the declared ones."""
 
@@ -602,21 +625,9 @@ class Memory(OpenResponse):
         "lesson, decision (the memory is an episode's summary, one of its lessons or one of "
         "its decisions); null without the episode engine.",
     )
-    access_count: int | None = Field(
-        None,
-        description="Times a recall returned it or a client marked it used (null: access "
-        "statistics unavailable, see /v1/health access).",
-    )
-    last_accessed_at: Timestamp | None = Field(
-        None, description="When it was last returned by a recall or marked used (null: never)."
-    )
-    retrievability: float | None = Field(
-        None,
-        ge=0.0,
-        le=1.0,
-        description="FSRS-style probability that it is still fresh now, 0–1: decays with time "
-        "since the last access, more slowly the more often it was recalled and used.",
-    )
+    access_count: AccessCount = None
+    last_accessed_at: LastAccessed = None
+    retrievability: Retrievability = None
 
 
 class RememberResult(OpenResponse):
@@ -794,21 +805,9 @@ class Episode(Response):
     task: str | None = Field(description="What the episode set out to do (one line).")
     tags: list[str]
     cost_usd: float
-    access_count: int | None = Field(
-        None,
-        description="Times a recall returned it or a client marked it used (null: access "
-        "statistics unavailable, see /v1/health access).",
-    )
-    last_accessed_at: Timestamp | None = Field(
-        None, description="When it was last returned by a recall or marked used (null: never)."
-    )
-    retrievability: float | None = Field(
-        None,
-        ge=0.0,
-        le=1.0,
-        description="FSRS-style probability that it is still fresh now, 0–1: decays with time "
-        "since the last access, more slowly the more often it was recalled and used.",
-    )
+    access_count: AccessCount = None
+    last_accessed_at: LastAccessed = None
+    retrievability: Retrievability = None
 
 
 class Decision(Response):
