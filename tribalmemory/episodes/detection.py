@@ -391,9 +391,9 @@ class Detection:
         current = self.store.episode_of(memory.id)
         if decision.kind == "join" and decision.target == current:
             return  # confirmed
-        if current is None and decision.kind == "new_seed" and memory.id in state.seeds:
-            if not title:
-                return  # confirmed: it stays a seed
+        seed_confirmed = decision.kind == "new_seed" and not title and memory.id in state.seeds
+        if current is None and seed_confirmed:
+            return  # confirmed: it stays a seed (a title would start a named thread)
         if current is not None:
             if current not in state.active or not self._pins_allow(memory.id, None):
                 return  # closed meanwhile, or placed by the user
