@@ -9,6 +9,7 @@ memory is forgotten. An episode left with no members is deleted, with its summar
 from __future__ import annotations
 
 import logging
+from contextlib import AsyncExitStack
 
 import numpy as np
 
@@ -219,6 +220,33 @@ class Membership:
                     )
         if removed:
             await self.left(episode_id)
+
+    async def merge(self, survivor: str, absorbed: str, actor: str) -> None:
+        """Move every member of ``absorbed`` into ``survivor`` and drop ``absorbed`` (its
+        history ends with ``merged_into``; its summary memory is deleted); the survivor's
+        summary is rewritten. A user's merge pins the moved memories (see :mod:`.edits`); the
+        detector's does not. The caller holds the detect lock."""
+        state = self.state
+        gone = state.episode(absorbed)
+        async with AsyncExitStack() as stack:
+            for key in sorted((survivor, absorbed)):
+                await stack.enter_async_context(state.lock(key))
+            now = state.clock()
+            with self.store.transaction() as db:
+                moved = self.store.absorb_episode(db, survivor, absorbed, now)
+                if actor == "user":
+                    for memory_id in moved:
+                        self.store.pin(db, memory_id, survivor, "in", now)
+                details = {"absorbed": absorbed, "memory_ids": moved}
+                state.record(db, survivor, actor, "merge", details)
+                state.record(db, absorbed, actor, "merged_into", {"episode_id": survivor})
+                state.queue_summary(db, survivor, now, trigger=None, delay=0.0)
+            state.active.pop(absorbed, None)
+            if gone.summary_memory_id:
+                await state.host.delete_owned([gone.summary_memory_id])
+        state.drop_lock(absorbed)
+        if survivor in state.active or state.episode(survivor).status == "active":
+            await state.rebuild(survivor)
 
     async def left(self, episode_id: str) -> None:
         """Members left ``episode_id`` (its summary job is queued): delete it when it has none

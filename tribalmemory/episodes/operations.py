@@ -13,7 +13,6 @@ Values arrive validated by :class:`~tribalmemory.api.TribalAPI`; unknown ids rai
 from __future__ import annotations
 
 import json
-from contextlib import AsyncExitStack
 from typing import Any
 
 from ..errors import Conflict, InvalidInput, NotFound
@@ -247,25 +246,7 @@ class Operations:
             survivor, absorbed = edits.merge_roles(
                 first.id, first.memory_count, second.id, second.memory_count
             )
-            gone = first if absorbed == first.id else second
-            async with AsyncExitStack() as stack:
-                for key in sorted((survivor, absorbed)):
-                    await stack.enter_async_context(state.lock(key))
-                now = state.clock()
-                with self.store.transaction() as db:
-                    moved = self.store.absorb_episode(db, survivor, absorbed, now)
-                    for memory_id in moved:
-                        self.store.pin(db, memory_id, survivor, "in", now)
-                    details = {"memory_ids": moved}
-                    state.record(db, survivor, "user", "merge", {"absorbed": absorbed} | details)
-                    state.record(db, absorbed, "user", "merged_into", {"episode_id": survivor})
-                    state.queue_summary(db, survivor, now, trigger=None, delay=0.0)
-                state.active.pop(absorbed, None)
-                if gone.summary_memory_id:
-                    await state.host.delete_owned([gone.summary_memory_id])
-            state.drop_lock(absorbed)
-            if survivor in state.active or self.state.episode(survivor).status == "active":
-                await state.rebuild(survivor)
+            await self.membership.merge(survivor, absorbed, actor="user")
         merged = state.episode(survivor)
         return {
             "episode_id": survivor,
