@@ -195,6 +195,19 @@ def decisions(*items: dict[str, Any]) -> dict[str, Any]:
     return {"decisions": list(items)}
 
 
+CHECK_RE = re.compile(r'<check episode_id="([^"]+)">')
+
+
+def merge_checks(user: str) -> list[str]:
+    """The checked episode ids of a merge prompt, in order."""
+    return CHECK_RE.findall(user)
+
+
+def merges(*pairs: tuple[str, str | None]) -> dict[str, Any]:
+    """A scripted merge answer: ``merges(("ep-new", "ep-old"), ("ep-x", None))``."""
+    return {"merges": [{"episode_id": e, "same_as": other} for e, other in pairs]}
+
+
 def _metadata(memories: list[tuple[str, str]]) -> dict[str, Any]:
     counts = collections.Counter(w for _, c in memories for w in _words(c))
     tags = [w for w, _ in counts.most_common(5)]
@@ -261,6 +274,8 @@ def default_answer(purpose: str | None, user: str, system: str = "") -> dict[str
     mems = _memories(user)
     if purpose == "classify":
         return _classify(user)
+    if purpose == "merge":  # a careful model: no merge unless told (scripted by a test)
+        return merges(*((e, None) for e in merge_checks(user)))
     title = _title_in(user) or _title_from(mems[0][1] if mems else user)
     if purpose == "title":
         return {"title": title}

@@ -36,10 +36,36 @@ def user_text(prompt: p.Prompt) -> str:
     return prompt.messages[1]["content"]
 
 
+def merge_check() -> p.MergeCheck:
+    checked = p.Candidate("ep-new", "Logout bug again", recent=(p.MemoryText("m7", "logged out"),))
+    return p.MergeCheck(checked, tuple(p.as_candidate(c) for c in CANDIDATES))
+
+
+def test_merge_prompt_shows_each_check_and_accepts_only_its_candidates() -> None:
+    prompt = p.build_merge([merge_check()])
+    text = user_text(prompt)
+    assert '<check episode_id="ep-new">' in text and '<episode id="ep-auth">' in text
+    assert prompt.validate({"merges": [{"episode_id": "ep-new", "same_as": "ep-auth"}]}) == {
+        "ep-new": "ep-auth"
+    }
+    assert prompt.validate({"merges": [{"episode_id": "ep-new", "same_as": None}]}) == {
+        "ep-new": None
+    }
+    for bad in (
+        {"merges": [{"episode_id": "ep-new", "same_as": "ep-new"}]},  # not its candidate
+        {"merges": [{"episode_id": "ep-auth", "same_as": None}]},  # not a checked episode
+        {"merges": []},  # no answer for ep-new
+        {"merges": [{"episode_id": "ep-new"}]},
+    ):
+        with pytest.raises(ValueError):
+            prompt.validate(bad)
+
+
 def all_builders() -> list[p.Prompt]:
     mems = [{"id": "m1", "content": "Fixed the race with a grace window", "time": "t1"}]
     return [
         p.build_classify(mems, CANDIDATES),
+        p.build_merge([merge_check()]),
         p.build_update("Auth", "Old summary", mems),
         p.build_regenerate("Auth", mems),
         p.build_final("Auth", mems),
@@ -48,8 +74,9 @@ def all_builders() -> list[p.Prompt]:
 
 def test_every_prompt_carries_its_purpose_marker_and_json_instruction() -> None:
     prompts = all_builders()
-    assert [x.purpose for x in prompts] == ["classify", "update", "regenerate", "final"]
-    assert p.PURPOSES == ("classify", "update", "regenerate", "final")
+    purposes = ["classify", "merge", "update", "regenerate", "final"]
+    assert [x.purpose for x in prompts] == purposes
+    assert p.PURPOSES == tuple(purposes)
     for prompt in prompts:
         system = prompt.messages[0]
         assert system["role"] == "system"
@@ -276,6 +303,6 @@ def test_a_user_title_the_api_accepts_passes_summary_validation() -> None:
 
 def test_prompts_ask_for_short_titles() -> None:
     for prompt in all_builders():
-        if prompt.purpose != "classify":
+        if prompt.purpose not in ("classify", "merge"):  # they write no title
             assert f"at most {p.TITLE_TARGET} characters" in prompt.messages[0]["content"]
     assert p.TITLE_TARGET == 80 < p.TITLE_MAX == 200

@@ -84,7 +84,7 @@ async def test_closing_extracts_the_record_in_the_final_summary_call(
     episode_id, ids = await closed_episode(rt)
     # No extra call: every request is one of the summary purposes, one final for the close.
     purposes = [r.purpose for r in fake_llm_env.requests]
-    assert set(purposes) <= {"classify", "update", "regenerate", "final"}
+    assert set(purposes) <= {"classify", "merge", "update", "regenerate", "final"}
     assert purposes.count("final") == 1
     final = fake_llm_env.by_purpose("final")[0]
     assert '"structured"' in final.messages[0]["content"]

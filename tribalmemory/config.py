@@ -209,6 +209,14 @@ class EpisodesConfig:
         minimum=0.0,
         maximum=604800,
     )
+    merge_checks: bool = setting(
+        False,
+        "hybrid/llm: when the detector grows an episode to 4 and to 16 memories, ask the LLM "
+        "whether it is the same thread as one of its 3 most similar active episodes, and merge "
+        "them if so (one call for up to 4 checks, within classify_calls_per_memory). Off by "
+        "default: it helps with a model that is right nearly always and hurts with a weaker "
+        "one (docs/detection.md).",
+    )
     active_window_days: float = setting(
         14, "An episode with no new memory for this long is closed.", minimum=0.01, maximum=3650
     )

@@ -711,13 +711,19 @@ class EpisodeQueue(OpenResponse):
     oldest_pending_age_seconds: float
     active_episodes: int
     detector_strategy: str
-    classify_calls: int = Field(description="Classification calls made to the LLM so far.")
+    classify_calls: int = Field(
+        description="Detector calls made to the LLM so far: reviews and merge checks."
+    )
     classified_memories: int = Field(description="Memories those calls decided (batched).")
     classify_calls_per_memory: float = Field(
         description="Classification calls per memory decided (the budget is "
         "episodes.classify_calls_per_memory)."
     )
     classify_waiting: int = Field(description="Doubtful memories waiting for the LLM.")
+    merge_waiting: int = Field(
+        description="Episodes waiting for the LLM's check that they are not one thread with "
+        "another (episodes.merge_checks)."
+    )
     classify_budget_left: int = Field(
         description="Calls the budget allows now; at 0 the embedding decision stands."
     )

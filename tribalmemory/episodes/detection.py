@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -77,6 +77,9 @@ class Detection:
         self.upkeep = upkeep
         self._asking: dict[str, asyncio.Event] = {}  # memory -> its batch's call is done
         self.sessions: Sessions | None = None  # declared episodes (set by the engine)
+        self.grown: Callable[[str, int, int, float], None] = lambda *_: None
+        """Told when a join grows an episode (episode, old and new count, now): the
+        consolidation queues its merge checks (set by the engine)."""
 
     def register_pending(self, memory: Memory) -> None:
         """Before the memory is stored: record a durable detect job for it."""
@@ -145,6 +148,17 @@ class Detection:
         with self.store.transaction() as db:
             self.store.set_meta(db, BUDGET_KEY, counts)
 
+    def spend_call(self) -> bool:
+        """Count one LLM call of the detector (a review or a merge check) if the budget
+        allows it; False when it is spent. Checked and counted with no await in between, so
+        concurrent callers never overspend."""
+        counts = self.budget()
+        per_memory = self.state.settings.classify_calls_per_memory
+        if not within_budget(counts["memories"], counts["calls"], per_memory):
+            return False
+        self._count(calls=1)
+        return True
+
     def doubt_share(self) -> float:
         """The share of decisions the LLM may take now: ``llm_doubt_share`` (1 for the ``llm``
         strategy), capped by what the call budget pays for at the memories per call seen so
@@ -193,6 +207,7 @@ class Detection:
         kind = decision.kind
         if kind == "join" and decision.target in state.active:
             episode_id = decision.target
+            old_count = state.active[episode_id].memory_count
             with self.store.transaction() as db:
                 self.store.add_member(
                     db,
@@ -208,6 +223,7 @@ class Detection:
                 state.queue_summary(db, episode_id, now, trigger=memory.id)
             state.active[episode_id] = state.matcher.add(state.active[episode_id], features)
             state.seeds.pop(memory.id, None)
+            self.grown(episode_id, old_count, old_count + 1, now)
         elif kind == "seed" and decision.target in state.seeds:
             seed = state.seeds[decision.target]
             await self._start_from_seed(memory, features, seed, decision, title_hint)

@@ -728,3 +728,36 @@ def chain_score(
     bag_terms = frozenset(new_episode.term_counts)
     lex = lexical_overlap(bag_terms, closed_episode.term_counts, context)
     return _sigmoid(z + model.lexical_weight * lex - model.midpoint)
+
+
+# --------------------------------------------------------------------------------------------
+# Consolidation: one thread split in two
+# --------------------------------------------------------------------------------------------
+
+MERGE_CHECK_SIZES = (4, 16)
+"""An episode is checked for a twin when the detector grows it to one of these sizes: by 4
+members it says what it is about, and a second look at 16 catches a twin that grew since."""
+MERGE_CANDIDATES = 3
+"""Candidates shown to the LLM per check."""
+
+
+def merge_affinity(
+    episode: EpisodeFeatures, other: EpisodeFeatures, context: DetectorContext
+) -> float:
+    """How alike two episodes are, to rank merge candidates: centroid cosine plus the share of
+    the episode's rare-term mass the other one shares (both 0..1). Only a ranking: the LLM
+    decides whether they are one thread."""
+    cosine = float(episode.centroid @ other.centroid)
+    return cosine + lexical_overlap(episode.term_counts, other.term_counts, context)
+
+
+def merge_candidates(
+    episode: EpisodeFeatures,
+    others: Iterable[EpisodeFeatures],
+    context: DetectorContext,
+    k: int = MERGE_CANDIDATES,
+) -> list[EpisodeFeatures]:
+    """The ``k`` episodes most like ``episode`` (:func:`merge_affinity`), best first."""
+    pool = [o for o in others if o.id != episode.id]
+    pool.sort(key=lambda o: merge_affinity(episode, o, context), reverse=True)
+    return pool[:k]

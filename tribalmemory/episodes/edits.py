@@ -52,6 +52,12 @@ def may_move(pins: Iterable[Pin], memory_id: str, current_episode_id: str | None
     )
 
 
+def may_merge(pins: Iterable[Pin], first: str, second: str) -> bool:
+    """May an automatic pass merge two episodes? Not when the user edited either one (any pin
+    names it): the user's shape of an episode stands."""
+    return not any(p.episode_id in (first, second) for p in pins)
+
+
 def pinned(pins: Iterable[Pin], episode_id: str) -> dict[str, str]:
     """The pinned memories of an episode: memory id → ``in`` or ``out``."""
     return {p.memory_id: p.kind for p in pins if p.episode_id == episode_id}

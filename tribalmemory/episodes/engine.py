@@ -2,6 +2,7 @@
 
 - :mod:`.state`: features of active episodes and seeds, the locks, loading at start;
 - :mod:`.detection`: the write-time decision and the classify job;
+- :mod:`.consolidation`: the merge check of two episodes that are one thread;
 - :mod:`.membership`: creating episodes, adding, moving and removing members;
 - :mod:`.summaries`: the summary job and the summary memory;
 - :mod:`.upkeep`: auto-close, the active cap, archiving, reconcile after a crash;
@@ -25,6 +26,7 @@ from typing import Any
 
 from ..config import Config
 from .compose import Compose
+from .consolidation import Consolidation
 from .context import Context
 from .detection import Detection
 from .membership import Membership
@@ -59,6 +61,8 @@ class EpisodeEngine:
         self.detection = Detection(self.state, summariser, self.membership, self.upkeep)
         self.sessions = Sessions(self.state, self.upkeep, summariser)
         self.detection.sessions = self.sessions
+        self.consolidation = Consolidation(self.state, summariser, self.membership, self.detection)
+        self.detection.grown = self.consolidation.grown
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
         self.records = Records(self.state, self.summaries)
@@ -76,13 +80,18 @@ class EpisodeEngine:
         return {
             "detect": lambda job: self.detection.run_job(job.key),
             "classify": lambda job: self.detection.classify(job.key),
+            "merge": lambda job: self.consolidation.run(job.key),
             "summary": lambda job: self.summaries.run(job.key, job.payload.get("trigger")),
             "link": lambda job: self.compose.link_parent(job.key, job.payload),
         }
 
     def health(self) -> dict[str, Any]:
         """The episode part of ``/v1/health``: the queue and the classification budget."""
-        return {**self.operations.health(), **self.detection.health()}
+        return {
+            **self.operations.health(),
+            **self.detection.health(),
+            **self.consolidation.health(),
+        }
 
     # -- the API's episode operations -------------------------------------------------------
 

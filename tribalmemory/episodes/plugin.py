@@ -53,7 +53,13 @@ class EpisodePlugin:
         self.summariser = Summariser(LLMClient(settings, self.ledger, **(llm_options or {})))
         self.engine = EpisodeEngine(config, self.store, self.summariser, clock)
         state = self.engine.state
-        self.worker = Worker(self.store, clock, self.engine.job_handlers(), self.engine.tick)
+        self.worker = Worker(
+            self.store,
+            clock,
+            self.engine.job_handlers(),
+            self.engine.tick,
+            flushable=("classify", "merge"),
+        )
         state.wake = self.worker.wake
         self._scheduler_interval = settings.scheduler_interval_seconds if run_scheduler else None
         self._check: asyncio.Task[Any] | None = None

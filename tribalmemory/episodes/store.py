@@ -498,7 +498,9 @@ class EpisodeStore:
             "UPDATE OR REPLACE pins SET episode_id = ? WHERE episode_id = ?", (survivor, absorbed)
         )
         db.execute("UPDATE sessions SET episode_id = ? WHERE episode_id = ?", (survivor, absorbed))
-        db.execute("DELETE FROM jobs WHERE kind IN ('summary', 'link') AND key = ?", (absorbed,))
+        db.execute(
+            "DELETE FROM jobs WHERE kind IN ('summary', 'link', 'merge') AND key = ?", (absorbed,)
+        )
         db.execute("DELETE FROM episodes WHERE id = ?", (absorbed,))
         return moved
 
@@ -519,7 +521,10 @@ class EpisodeStore:
             "UPDATE detections SET state = 'standalone' WHERE memory_id = ?",
             [(m,) for m in members],
         )
-        db.execute("DELETE FROM jobs WHERE kind IN ('summary', 'link') AND key = ?", (episode_id,))
+        db.execute(
+            "DELETE FROM jobs WHERE kind IN ('summary', 'link', 'merge') AND key = ?",
+            (episode_id,),
+        )
         db.execute(
             "UPDATE episodes SET parent_episode_id = NULL WHERE parent_episode_id = ?",
             (episode_id,),
@@ -850,6 +855,16 @@ class EpisodeStore:
             "INSERT INTO pins VALUES (?,?,?,?) ON CONFLICT(memory_id, episode_id) DO UPDATE "
             "SET kind = excluded.kind, at = excluded.at",
             (memory_id, episode_id, kind, at),
+        )
+
+    def pins_on(self, episode_ids: list[str]) -> list[sqlite3.Row]:
+        """The pins that name any of ``episode_ids``."""
+        marks = ",".join("?" * len(episode_ids))
+        return list(
+            self.db.execute(
+                f"SELECT memory_id, episode_id, kind FROM pins WHERE episode_id IN ({marks})",
+                episode_ids,
+            )
         )
 
     def pins_of(self, memory_ids: list[str]) -> list[sqlite3.Row]:

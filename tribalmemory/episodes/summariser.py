@@ -19,8 +19,10 @@ from ..llm import (
     LLMClient,
     LLMUnavailable,
     MemoryText,
+    MergeCheck,
     build_classify,
     build_final,
+    build_merge,
     build_regenerate,
     build_update,
 )
@@ -117,6 +119,19 @@ class Summariser:
         except LLMUnavailable as exc:
             ids = ", ".join(m.id for m in memories)
             log.info("classification of %s falls back to embeddings: %s", ids, exc)
+            return None
+
+    async def merge(self, checks: list[MergeCheck]) -> dict[str, str | None] | None:
+        """For each checked episode, the candidate it is the same thread as (or ``None``);
+        ``None`` overall when the LLM cannot answer."""
+        if self.client is None or not checks:
+            return None
+        await self.check()
+        try:
+            return await self.client.run(build_merge(checks), episode_id=checks[0].episode.id)
+        except LLMUnavailable as exc:
+            ids = ", ".join(c.episode.id for c in checks)
+            log.info("merge check of %s skipped: %s", ids, exc)
             return None
 
     async def summarise(

@@ -26,7 +26,7 @@ from ..timeutil import to_iso
 
 T = TypeVar("T")
 
-PURPOSES = ("classify", "update", "regenerate", "final")
+PURPOSES = ("classify", "merge", "update", "regenerate", "final")
 MARKER = "tm-purpose: {purpose}"
 
 #: The longest title accepted: what the API accepts for a user's title (``episode_create``),
@@ -54,7 +54,7 @@ MAX_NEW_MEMORIES = 10
 
 #: The structured part (task, outcome, decisions, events, lessons) rides in the same answer as
 #: the summary of ``regenerate`` and ``final``: no extra call, more output tokens.
-MAX_TOKENS = {"classify": 80, "update": 450, "regenerate": 1200, "final": 1500}
+MAX_TOKENS = {"classify": 80, "merge": 40, "update": 450, "regenerate": 1200, "final": 1500}
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -263,6 +263,14 @@ _TASKS = {
         '{"action": "create", "title": "<title>"}\n'
         '{"action": "none"}'
     ),
+    "merge": (
+        "Task: the episode log may have split one thread of work in two. For each <check>, "
+        "decide whether its episode is the same thread as one of the candidate episodes listed "
+        "after it (same goal, bug, feature, conversation or investigation, even in other "
+        "words), or none of them. Say none unless you are sure.\n"
+        'Answer {"merges": [{"episode_id": "<checked episode id>", "same_as": "<candidate '
+        'id>" or null}, ...]} with one item for every check.'
+    ),
     "update": (
         "Task: update the episode summary with the new memories. Keep what still matters, drop "
         "what became obsolete, keep the title unless it no longer fits.\n"
@@ -309,6 +317,12 @@ def _episode_head(
 # ---------------------------------------------------------------- builders
 
 
+def _episode_block(cand: Candidate) -> str:
+    recent = [render_memory(m, SNIPPET_CHARS) for m in cand.recent[-SNIPPETS_PER_CANDIDATE:]]
+    head = _episode_head(cand.title, cand.summary, CANDIDATE_SUMMARY_CHARS)
+    return f'<episode id="{_attr(cand.id)}">\n' + "\n".join([head, *recent]) + "\n</episode>"
+
+
 def build_classify(
     memories: Sequence[Any], candidates: Sequence[Any]
 ) -> Prompt[dict[str, Classification]]:
@@ -318,12 +332,7 @@ def build_classify(
     if not news:
         raise ValueError("classify needs at least one memory")
     cands = [as_candidate(c) for c in candidates][:MAX_CANDIDATES]
-    blocks = []
-    for cand in cands:
-        recent = [render_memory(m, SNIPPET_CHARS) for m in cand.recent[-SNIPPETS_PER_CANDIDATE:]]
-        head = _episode_head(cand.title, cand.summary, CANDIDATE_SUMMARY_CHARS)
-        body = "\n".join([head, *recent])
-        blocks.append(f'<episode id="{_attr(cand.id)}">\n{body}\n</episode>')
+    blocks = [_episode_block(cand) for cand in cands]
     limit = max(500, NEW_MEMORY_CHARS // len(news))
     user = (
         "New memories:\n<new>\n"
@@ -339,6 +348,40 @@ def build_classify(
         _messages("classify", user),
         lambda data: validate_classify(data, ids, memory_ids),
         MAX_TOKENS["classify"] * len(news),
+    )
+
+
+@dataclass(frozen=True)
+class MergeCheck:
+    """One episode and the candidates it may be the same thread as (``merge``)."""
+
+    episode: Candidate
+    candidates: tuple[Candidate, ...]
+
+
+def build_merge(checks: Sequence[MergeCheck]) -> Prompt[dict[str, str | None]]:
+    """Is each checked episode the same thread as one of its candidates? One call for several
+    checks; an answer may only name one of that check's own candidates."""
+    checks = list(checks)[:MAX_BATCH]
+    if not checks:
+        raise ValueError("merge needs at least one check")
+    blocks = []
+    for check in checks:
+        shown = [_episode_block(c) for c in check.candidates[:MAX_CANDIDATES]]
+        blocks.append(
+            f'<check episode_id="{_attr(check.episode.id)}">\n'
+            + _episode_block(check.episode)
+            + "\n<candidates>\n"
+            + "\n".join(shown)
+            + "\n</candidates>\n</check>"
+        )
+    user = "Checks:\n" + "\n".join(blocks)
+    allowed = {c.episode.id: frozenset(x.id for x in c.candidates) for c in checks}
+    return Prompt(
+        "merge",
+        _messages("merge", user),
+        lambda data: validate_merge(data, allowed),
+        MAX_TOKENS["merge"] * len(checks),
     )
 
 
@@ -463,6 +506,28 @@ def validate_classify(
     missing = [m for m in memory_ids if m not in out]
     if missing:
         raise ValueError(f"no decision for memories {missing}")
+    return out
+
+
+def validate_merge(data: Any, allowed: dict[str, frozenset[str]]) -> dict[str, str | None]:
+    """``{"merges": [...]}``: for each checked episode, one of its candidates or null."""
+    items = _keys(data, {"merges"})["merges"]
+    if not isinstance(items, list):
+        raise ValueError("merges must be a list")
+    out: dict[str, str | None] = {}
+    for item in items:
+        item = _keys(item, {"episode_id", "same_as"})
+        episode_id, same_as = item["episode_id"], item["same_as"]
+        if episode_id not in allowed:
+            raise ValueError(f"episode_id {episode_id!r} is not one of the checked episodes")
+        if episode_id in out:
+            raise ValueError(f"two answers for episode {episode_id!r}")
+        if same_as is not None and same_as not in allowed[episode_id]:
+            raise ValueError(f"same_as {same_as!r} is not a candidate of {episode_id!r}")
+        out[episode_id] = same_as
+    missing = [e for e in allowed if e not in out]
+    if missing:
+        raise ValueError(f"no answer for episodes {missing}")
     return out
 
 
