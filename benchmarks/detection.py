@@ -12,7 +12,9 @@ fake OpenAI-compatible server of the test suite on 127.0.0.1, whose classifier a
 gold labels and is right N % of the time (wrong answers pick another option at random), priced
 as ``gpt-4o-mini`` by litellm, so classification calls per memory, tokens and USD are real
 numbers of this pipeline (batches, budget, retries included). ``hybrid`` uses the fake's
-word-overlap heuristic instead (plumbing, not model quality).
+word-overlap heuristic instead (plumbing, not model quality). ``oracle-N+merge`` also turns
+on ``episodes.merge_checks``; the fake answers each check from the gold labels of the memories
+the prompt shows, right N % of the time.
 The engine's clock follows the stream's timestamps, so summary updates are coalesced as they
 would be live (memories minutes or hours apart), not as a fast replay would allow.
 ``--imported`` strategies are replayed a second time as imported history: the same
@@ -86,6 +88,7 @@ class WallClock:
 
 
 ID_ATTR = re.compile(r'id="([^"]+)"')
+CHECK_BLOCK_RE = re.compile(r"<check [^>]*>(.*?)</check>", re.S)
 
 
 def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed: int = 0) -> Any:
@@ -115,12 +118,36 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
         options += [{"action": "none"}, {"action": "create", "title": f"other {memory_id}"}]
         return rng.choice([o for o in options if o != right])
 
+    def label_of(body: str) -> str | None:
+        """The majority gold label of the memories an episode block shows."""
+        labels = [
+            gold_of.get(i) for attrs, _ in MEMORY_RE.findall(body) for i in ID_ATTR.findall(attrs)
+        ]
+        return max(set(labels), key=labels.count) if labels else None
+
+    def merge_answer(user: str) -> dict[str, Any]:
+        """Each check: the first candidate whose shown memories' majority label is the
+        checked episode's, else none; right with probability ``accuracy``."""
+        answers = []
+        for block in CHECK_BLOCK_RE.findall(user):
+            episodes = EPISODE_RE.findall(block)
+            (checked, body), candidates = episodes[0], episodes[1:]
+            label = label_of(body)
+            right = next((c for c, b in candidates if label and label_of(b) == label), None)
+            same_as = right
+            if rng.random() >= accuracy:
+                same_as = rng.choice([o for o in [c for c, _ in candidates] + [None] if o != right])
+            answers.append({"episode_id": checked, "same_as": same_as})
+        return {"merges": answers}
+
     def respond(request: Recorded) -> Reply:
-        if request.purpose != "classify":
-            return default_reply(request)
         user = "\n".join(
             str(m.get("content") or "") for m in request.messages if m.get("role") != "system"
         )
+        if request.purpose == "merge":
+            return Reply.json(merge_answer(user))
+        if request.purpose != "classify":
+            return default_reply(request)
         episodes = EPISODE_RE.findall(user.partition("<candidates>")[2])
         decisions = [
             {"memory_id": memory_id, **answer(memory_id, episodes)}
@@ -162,6 +189,8 @@ async def replay(
     with tempfile.TemporaryDirectory() as data:
         name = "hybrid" if strategy.startswith("oracle") else strategy
         settings: dict[str, Any] = {"detector_strategy": name}
+        if strategy.endswith("+merge"):
+            settings["merge_checks"] = True
         if base_url:
             settings["api_base"] = base_url
         config = config_from_dict({"data_dir": data, "episodes": settings})
@@ -433,7 +462,7 @@ def setup(fake: FakeLLM, strategy: str) -> None:
 
 
 def oracle_accuracy(strategy: str) -> float:
-    return int(strategy.split("-")[1]) / 100
+    return int(strategy.split("-")[1].removesuffix("+merge")) / 100
 
 
 def per_stream(

@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from tribalmemory.episodes.consolidation import BATCH as MERGE_BATCH
+from tribalmemory.episodes.consolidation import wants_check
 from tribalmemory.episodes.detection import within_budget
 from tribalmemory.episodes.detector import (
     Ambiguous,
@@ -55,6 +57,7 @@ from tribalmemory.episodes.detector import (
     add_member,
     build_episode,
     decide,
+    merge_candidates,
     terms_of,
     update_context,
 )
@@ -270,6 +273,7 @@ class Review:
     batch_size: int = 2
     wait_paces: float = 4.0
     max_wait_seconds: float = 86400.0
+    merge_checks: bool = False
 
 
 class Replay:
@@ -295,6 +299,8 @@ class Replay:
         self.queue: list[tuple[int, datetime]] = []  # (memory, due)
         self.calls = self.classified = self.decided = 0
         self.counter = 0
+        self.checks: list[tuple[str, datetime]] = []  # (episode, due) waiting for a merge check
+        self.merges = 0
 
     def run(self) -> SimResult:
         window = timedelta(days=self.params.active_window_days)
@@ -303,6 +309,8 @@ class Replay:
             now = mem.created_at
             while self.queue and self.queue[0][1] <= now:
                 self._review()
+            while self.checks and self.checks[0][1] <= now:
+                self._check()
             for eid in sorted(self.active):
                 if now - self.episodes[eid].last_activity > window:
                     self.active.discard(eid)
@@ -326,6 +334,8 @@ class Replay:
                 self._review()
         while self.queue:
             self._review()
+        while self.checks:
+            self._check()
         return SimResult(self.assign, self.calls, dict(self.episodes))
 
     def _active(self) -> list[EpisodeFeatures]:
@@ -349,6 +359,7 @@ class Replay:
             self.episodes[eid] = add_member(self.episodes[eid], mem)
             self.assign[i] = eid
             self.seeds.pop(mem.id, None)
+            self._grown(eid, mem.created_at)
         elif isinstance(decision, StartFromSeed) and decision.seed_id in self.seeds:
             seed = self.seeds.pop(decision.seed_id)
             eid = f"ep{self.counter}"
@@ -362,6 +373,57 @@ class Replay:
                 self.active.discard(min(self.active, key=lambda e: self.episodes[e].last_activity))
         else:
             self.seeds[mem.id] = mem
+
+    def _grown(self, eid: str, now: datetime) -> None:
+        """As :meth:`.consolidation.Consolidation.grown`: queue a merge check at a check size."""
+        count = len(self.members[eid])
+        if not self.review.merge_checks or self.oracle is None:
+            return
+        if not wants_check(count - 1, count):
+            return
+        wait = min(self.review.max_wait_seconds, self.review.wait_paces * self.context.pace)
+        self.checks.append((eid, now + timedelta(seconds=wait)))
+        if len(self.checks) >= MERGE_BATCH:
+            self._check()
+
+    def _check(self) -> None:
+        """One merge-check call for up to :data:`MERGE_BATCH` waiting episodes, as the engine
+        makes it: each against its most similar active episodes; a "same as" answer merges."""
+        keys = list(dict.fromkeys(e for e, _ in self.checks[:MERGE_BATCH]))
+        del self.checks[:MERGE_BATCH]
+        proposals = {}
+        for eid in keys:
+            if eid in self.active:
+                others = [self.episodes[o] for o in self.active if o != eid]
+                found = merge_candidates(self.episodes[eid], others, self.context)
+                if found:
+                    proposals[eid] = [o.id for o in found]
+        if not proposals or self.oracle is None:
+            return
+        if not within_budget(self.decided, self.calls, self.review.calls_per_memory):
+            return
+        self.calls += 1
+        answers = {}  # the answer is about the episodes as the call showed them
+        for eid, candidates in proposals.items():
+            label = self._label("episode", eid)
+            right = next((c for c in candidates if self._label("episode", c) == label), None)
+            answers[eid] = self.oracle.choose([*candidates, None], right)
+        for eid, pick in answers.items():
+            if pick is not None and eid in self.active and pick in self.active:
+                self._merge(eid, pick)
+
+    def _merge(self, first: str, second: str) -> None:
+        big, small = (first, second)
+        if len(self.members[second]) > len(self.members[first]):
+            big, small = second, first
+        for m in self.members[small]:
+            self.assign[self.index[m]] = big
+        self.members[big] += self.members[small]
+        feats = [self.feats[self.index[m]] for m in self.members[big]]
+        self.episodes[big] = build_episode(big, feats)
+        del self.members[small], self.episodes[small]
+        self.active.discard(small)
+        self.merges += 1
 
     def _detach(self, i: int) -> None:
         """Take memory ``i`` out of its episode (or the seeds); dissolve a one-member rest."""
@@ -636,12 +698,20 @@ def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
         rows[label] = {
             s.name: run(s, hybrid, acc, budget, 1 if acc == 1.0 else ORACLE_SEEDS) for s in streams
         }
+    for acc in ACCURACIES[:2]:
+        label = f"hybrid + merge checks, oracle {acc:.0%}, budget {budget}"
+        merging = Review(calls_per_memory=budget, merge_checks=True)
+        seeds = 1 if acc == 1.0 else ORACLE_SEEDS
+        rows[label] = {s.name: run(s, hybrid, acc, budget, seeds, merging) for s in streams}
     lines = [
         "Pure detector replay (`benchmarks/detector_sim.py`), pairwise F1 (precision, recall, "
         "episodes found / gold, classification calls per memory). Hybrid: every memory is "
         f"placed at once; the least confident {hybrid.doubt_share:.0%} of decisions (capped by "
         f"the budget of {budget} calls per memory) are reviewed, in batches of "
-        f"{Review().batch_size}, by a simulated classifier that answers from the gold labels.",
+        f"{Review().batch_size}, by a simulated classifier that answers from the gold labels. "
+        "Merge checks (`episodes.merge_checks`, off by default): an episode grown to 4 and 16 "
+        "members is checked against its 3 most similar active episodes, up to 4 checks a call, "
+        "within the same budget.",
         "",
         *_table(streams, rows),
     ]
