@@ -148,11 +148,14 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
             return Reply.json(merge_answer(user))
         if request.purpose != "classify":
             return default_reply(request)
+        user, _, checks = user.partition("<checks>")
         episodes = EPISODE_RE.findall(user.partition("<candidates>")[2])
         decisions = [
             {"memory_id": memory_id, **answer(memory_id, episodes)}
             for memory_id, _ in new_memories(user)
         ]
+        if checks:
+            return Reply.json({"decisions": decisions, **merge_answer(checks)})
         return Reply.json({"decisions": decisions})
 
     return respond

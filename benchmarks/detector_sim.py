@@ -43,7 +43,7 @@ import numpy as np
 
 from tribalmemory.episodes.consolidation import BATCH as MERGE_BATCH
 from tribalmemory.episodes.consolidation import wants_check
-from tribalmemory.episodes.detection import within_budget
+from tribalmemory.episodes.detection import MAX_CHECKS_PER_REVIEW, within_budget
 from tribalmemory.episodes.detector import (
     Ambiguous,
     DetectorContext,
@@ -375,39 +375,43 @@ class Replay:
             self.seeds[mem.id] = mem
 
     def _grown(self, eid: str, now: datetime) -> None:
-        """As :meth:`.consolidation.Consolidation.grown`: queue a merge check at a check size."""
+        """As :meth:`.consolidation.Consolidation.grown`: queue a merge check at a check size;
+        it waits for a review call to carry it, at most ``max_wait_seconds``."""
         count = len(self.members[eid])
         if not self.review.merge_checks or self.oracle is None:
             return
-        if not wants_check(count - 1, count):
-            return
-        wait = min(self.review.max_wait_seconds, self.review.wait_paces * self.context.pace)
-        self.checks.append((eid, now + timedelta(seconds=wait)))
-        if len(self.checks) >= MERGE_BATCH:
-            self._check()
+        if wants_check(count - 1, count):
+            self.checks.append((eid, now + timedelta(seconds=self.review.max_wait_seconds)))
 
     def _check(self) -> None:
-        """One merge-check call for up to :data:`MERGE_BATCH` waiting episodes, as the engine
-        makes it: each against its most similar active episodes; a "same as" answer merges."""
-        keys = list(dict.fromkeys(e for e, _ in self.checks[:MERGE_BATCH]))
-        del self.checks[:MERGE_BATCH]
-        proposals = {}
-        for eid in keys:
-            if eid in self.active:
-                others = [self.episodes[o] for o in self.active if o != eid]
-                found = merge_candidates(self.episodes[eid], others, self.context)
-                if found:
-                    proposals[eid] = [o.id for o in found]
-        if not proposals or self.oracle is None:
-            return
-        if not within_budget(self.decided, self.calls, self.review.calls_per_memory):
+        """Merge checks no review call carried: up to :data:`MERGE_BATCH` in a call of their
+        own, within the budget."""
+        taken = self._take(MERGE_BATCH)
+        if not taken or not within_budget(self.decided, self.calls, self.review.calls_per_memory):
             return
         self.calls += 1
-        answers = {}  # the answer is about the episodes as the call showed them
-        for eid, candidates in proposals.items():
-            label = self._label("episode", eid)
-            right = next((c for c in candidates if self._label("episode", c) == label), None)
-            answers[eid] = self.oracle.choose([*candidates, None], right)
+        self._settle(taken)
+
+    def _take(self, limit: int) -> dict[str, str | None]:
+        """Claim up to ``limit`` waiting checks and answer them as the call would see them:
+        each checked episode against its most similar active episodes (empty: nothing to
+        ask)."""
+        keys = list(dict.fromkeys(e for e, _ in self.checks[:limit]))
+        del self.checks[:limit]
+        answers: dict[str, str | None] = {}
+        for eid in keys:
+            if eid not in self.active or self.oracle is None:
+                continue
+            others = [self.episodes[o] for o in self.active if o != eid]
+            candidates = [o.id for o in merge_candidates(self.episodes[eid], others, self.context)]
+            if candidates:
+                label = self._label("episode", eid)
+                right = next((c for c in candidates if self._label("episode", c) == label), None)
+                answers[eid] = self.oracle.choose([*candidates, None], right)
+        return answers
+
+    def _settle(self, answers: dict[str, str | None]) -> None:
+        """A "same as" answer merges the two, if both are still active."""
         for eid, pick in answers.items():
             if pick is not None and eid in self.active and pick in self.active:
                 self._merge(eid, pick)
@@ -458,6 +462,11 @@ class Replay:
             return  # spent: the embedding decisions stand
         self.calls += 1
         self.classified += len(batch)
+        riding = self._take(MAX_CHECKS_PER_REVIEW)  # waiting checks ride along in the call
+        self._review_batch(batch)
+        self._settle(riding)
+
+    def _review_batch(self, batch: list[int]) -> None:
         gold = self.stream.gold
         created: dict[Any, str] = {}  # one new thread per answer -> its first memory
         llm = replace(self.params, strategy="llm")
@@ -709,9 +718,9 @@ def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
         f"placed at once; the least confident {hybrid.doubt_share:.0%} of decisions (capped by "
         f"the budget of {budget} calls per memory) are reviewed, in batches of "
         f"{Review().batch_size}, by a simulated classifier that answers from the gold labels. "
-        "Merge checks (`episodes.merge_checks`, off by default): an episode grown to 4 and 16 "
-        "members is checked against its 3 most similar active episodes, up to 4 checks a call, "
-        "within the same budget.",
+        "Merge checks (`episodes.merge_checks`, off by default): an episode grown to 4 "
+        "members is checked against its 3 most similar active episodes; checks ride along in "
+        "the next review call.",
         "",
         *_table(streams, rows),
     ]

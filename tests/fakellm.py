@@ -184,10 +184,14 @@ def _classify_one(memory_id: str, content: str, episodes_part: str) -> dict[str,
 
 
 def _classify(user: str) -> dict[str, Any]:
-    """One heuristic decision per new memory: shared words join, preferences stand alone."""
-    episodes_part = user.partition("<candidates>")[2]
+    """One heuristic decision per new memory: shared words join, preferences stand alone;
+    merge checks riding along are answered "none" (a careful model)."""
+    episodes_part = user.partition("<candidates>")[2].partition("<checks>")[0]
     decisions = [_classify_one(i, c, episodes_part) for i, c in new_memories(user)]
-    return {"decisions": decisions}
+    answer: dict[str, Any] = {"decisions": decisions}
+    if "<checks>" in user:
+        answer["merges"] = merges(*((e, None) for e in merge_checks(user)))["merges"]
+    return answer
 
 
 def decisions(*items: dict[str, Any]) -> dict[str, Any]:

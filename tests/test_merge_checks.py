@@ -8,7 +8,7 @@ thread, which is what is tested: when a check is asked, what it shows, and what 
 
 from __future__ import annotations
 
-from fakellm import Recorded, Reply, default_reply, merge_checks, merges
+from fakellm import Recorded, Reply, default_reply, merge_checks, merges, new_memories
 from test_episodes_compose import runtime_factory  # noqa: F401
 from test_episodes_engine import AUTH, DB, remember, settle
 
@@ -21,7 +21,7 @@ SETTINGS = {
 
 
 async def two_threads(rt) -> tuple[list[str], list[str]]:  # noqa: ANN001
-    """Three auth notes, then four database notes (the fourth reaches the check size)."""
+    """Three auth notes, then four database notes (the fourth reaches the check size, 4)."""
     auth = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
     db = [(await remember(rt, text, 3, 12 + i))["memory_id"] for i, text in enumerate(DB)]
     await settle(rt)
@@ -125,7 +125,7 @@ async def test_llm_down_leaves_the_episodes_as_they_are(runtime_factory, fake_ll
 def test_a_check_is_wanted_when_growth_reaches_a_check_size() -> None:
     from tribalmemory.episodes.consolidation import wants_check
 
-    assert [n for n in range(1, 20) if wants_check(n - 1, n)] == [4, 16]
+    assert [n for n in range(1, 40) if wants_check(n - 1, n)] == [4]
     assert wants_check(3, 5) and not wants_check(4, 15)  # a jump over 4 counts once
 
 
@@ -156,3 +156,38 @@ def test_merge_candidates_rank_by_direction_and_shared_rare_terms() -> None:
     episodes = [new_episode(m.id, m) for m in (same_words, near, far)]
     ranked = merge_candidates(new_episode("a", base), episodes, context, k=2)
     assert [e.id for e in ranked] == ["c", "b"]  # cosine ~0.99 beats overlap ~0.67 alone
+
+
+async def test_a_waiting_check_rides_along_in_the_next_review_call(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """A check waits (up to classify_batch_wait_seconds) for a review call to carry it: no
+    call of its own, and the review call's answer merges the two episodes."""
+    rt = await runtime_factory(
+        merge_checks=True,
+        **{**SETTINGS, "classify_batch_wait_seconds": 3600, "classify_batch_size": 1},
+    )
+    auth_episode = ""
+
+    def answer(request: Recorded) -> Reply:
+        if request.purpose != "classify":
+            return default_reply(request)
+        decisions = [{"memory_id": m, "action": "none"} for m, _ in new_memories(request.text)]
+        checked = merge_checks(request.text)
+        return Reply.json({"decisions": decisions, **merges(*((e, auth_episode) for e in checked))})
+
+    fake_llm_env.responder = answer
+    auth = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
+    auth_episode = await episode_of(rt, auth[0])
+    db = [(await remember(rt, text, 3, 12 + i))["memory_id"] for i, text in enumerate(DB)]
+    assert rt.api.health()["episodes"]["merge_waiting"] == 1  # waiting for a review call
+    rt.episodes.engine.state.settings.llm_doubt_share = 1.0  # the next memory is reviewed
+    await remember(rt, "Lunch order for the team offsite: pizza.", 3, 17)
+    # run what is due (the review, its batch full); the check itself is not due for an hour
+    assert await rt.episodes.worker.drain(30, due_only=True)
+    assert fake_llm_env.by_purpose("merge") == []  # no call of its own
+    [call] = fake_llm_env.by_purpose("classify")
+    assert merge_checks(call.text) == [await episode_of(rt, db[0])]
+    assert await episode_of(rt, auth[0]) == await episode_of(rt, db[0])
+    assert rt.api.health()["episodes"]["merge_waiting"] == 0

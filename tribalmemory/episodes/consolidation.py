@@ -1,33 +1,47 @@
-"""Consolidation: merging two episodes that are one thread (the ``merge`` job).
+"""Consolidation: merging two episodes that are one thread (merge checks, the ``merge`` job).
 
 With ``merge_checks`` on (strategies ``hybrid`` and ``llm``), an episode the detector grows to
 one of :data:`.detector.MERGE_CHECK_SIZES` members is queued for a check: is it the same thread
 as one of its :data:`.detector.MERGE_CANDIDATES` most similar active episodes of its project?
-Checks wait for company like reviews do (up to :data:`BATCH` in one call, at most
-``classify_batch_wait_paces`` of the stream's pace) and spend the same budget
-(``classify_calls_per_memory``). A "same as" answer merges the two: the larger keeps its id, the
-other's history ends with ``merged_into``, the survivor's summary is rewritten. Episodes the
-user edited are never merged by it (see :mod:`.edits`). When the LLM cannot answer, or the budget
-is spent, nothing changes.
+A check rides along in the next review call (:meth:`Consolidation.take`, then
+:meth:`Consolidation.settle`): no call of its own, a few more tokens. A check that no review
+call has carried within ``classify_batch_wait_seconds`` runs on its own (the ``merge`` job, up
+to :data:`BATCH` checks a call, within ``classify_calls_per_memory``). A "same as" answer
+merges the two: the larger keeps its id, the other's history ends with ``merged_into``, the
+survivor's summary is rewritten. Episodes the user edited are never merged by it (see
+:mod:`.edits`). When the LLM cannot answer, or the budget is spent, nothing changes.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..llm import Candidate, MemoryText, MergeCheck
 from . import detector
-from .detection import Detection
 from .edits import Pin, may_merge, merge_roles
 from .matching import EpisodeFeatures
 from .membership import Membership
 from .state import EngineState
 from .summariser import Summariser
 
+if TYPE_CHECKING:
+    from .detection import Detection
+
 log = logging.getLogger("tribalmemory.episodes")
 
 BATCH = 4
-"""Checks answered in one call."""
+"""Checks answered in one call of their own."""
+
+
+@dataclass
+class Taken:
+    """Checks claimed for one call: their jobs, candidates and what the prompt shows."""
+
+    keys: list[str]
+    proposals: dict[str, list[str]] = field(default_factory=dict)
+    checks: list[MergeCheck] = field(default_factory=list)
 
 
 def wants_check(old_count: int, new_count: int) -> bool:
@@ -63,56 +77,59 @@ class Consolidation:
         """The detector grew an episode: queue its check when it reached a check size."""
         if not self.enabled() or not wants_check(old_count, new_count):
             return
-        settings = self.state.settings
-        project = self.state.project_of_episode(episode_id)
-        wait = min(
-            settings.classify_batch_wait_seconds,
-            settings.classify_batch_wait_paces * self.state.matcher.context(project).pace,
-        )
+        wait = self.state.settings.classify_batch_wait_seconds  # for a review call to carry it
         with self.store.transaction() as db:
             self.store.enqueue(db, "merge", episode_id, now, wait)
-            if self.store.count_jobs("merge") >= BATCH:
-                self.store.make_due(db, "merge", now)  # a full batch: ask now
         self.state.wake()
 
-    async def run(self, episode_id: str) -> None:
-        """The ``merge`` job: check this episode and others waiting, in one call."""
-        if episode_id in self._claimed or not self.store.has_job("merge", episode_id):
-            return  # in another call, or done by one
-        keys = [episode_id] + [
-            k for k in self.store.job_keys("merge") if k != episode_id and k not in self._claimed
-        ]
-        keys = keys[:BATCH]
-        self._claimed.update(keys)
+    async def take(self, limit: int = BATCH, first: str | None = None) -> Taken:
+        """Claim up to ``limit`` waiting checks (``first`` first) and prepare them: candidates
+        now, and each episode as the prompt shows it. Checks with no candidate are claimed
+        too (they are done). Always hand the result to :meth:`settle`."""
+        waiting = [k for k in self.store.job_keys("merge") if k not in self._claimed]
+        if first is not None:
+            waiting = [first] + [k for k in waiting if k != first]
+        taken = Taken(waiting[:limit])
+        self._claimed.update(taken.keys)
+        if not taken.keys or not self.enabled():
+            return taken
+        async with self.state.detect_lock:
+            for key in taken.keys:
+                candidates = self._candidates(key)
+                if candidates:
+                    taken.proposals[key] = candidates
+        for key, candidates in taken.proposals.items():
+            shown = tuple([await self._describe(c) for c in candidates])
+            taken.checks.append(MergeCheck(await self._describe(key), shown))
+        return taken
+
+    async def settle(self, taken: Taken, answers: dict[str, str | None] | None) -> None:
+        """Carry out the answers to the checks of :meth:`take` (``None``: the LLM did not
+        answer) and finish their jobs."""
         try:
-            await self._check(keys)
+            if answers:
+                async with self.state.detect_lock:
+                    for key, same_as in answers.items():
+                        if same_as is not None and same_as in taken.proposals.get(key, []):
+                            await self._merge(key, same_as)
         finally:
             with self.store.transaction() as db:
-                for key in keys:
+                for key in taken.keys:
                     self.store.delete_job(db, "merge", key)
-            self._claimed.difference_update(keys)
+            self._claimed.difference_update(taken.keys)
 
-    async def _check(self, keys: list[str]) -> None:
-        state = self.state
-        if not self.summariser.ready():
-            return  # the LLM is off or failing: no merge (its state is in /v1/health)
-        async with state.detect_lock:
-            proposals = {key: self._candidates(key) for key in keys}
-        proposals = {k: v for k, v in proposals.items() if v}
-        if not proposals or not self.detection.spend_call():
-            return
-        checks = [
-            MergeCheck(await self._describe(key), tuple([await self._describe(c) for c in cands]))
-            for key, cands in proposals.items()
-        ]
-        answer = await self.summariser.merge(checks)
-        if not answer:
-            return
-        await state.host.background_turn()
-        async with state.detect_lock:
-            for key, same_as in answer.items():
-                if same_as is not None and same_as in proposals.get(key, []):
-                    await self._merge(key, same_as)
+    async def run(self, episode_id: str) -> None:
+        """The ``merge`` job: checks no review call carried, asked in one call of their own."""
+        if episode_id in self._claimed or not self.store.has_job("merge", episode_id):
+            return  # in another call, or done by one
+        taken = await self.take(BATCH, first=episode_id)
+        answers = None
+        try:
+            if taken.checks and self.summariser.ready() and self.detection.spend_call():
+                answers = await self.summariser.merge(taken.checks)
+                await self.state.host.background_turn()
+        finally:
+            await self.settle(taken, answers)
 
     def _candidates(self, episode_id: str) -> list[str]:
         """The active episodes of the same project most like this one (none when it is not

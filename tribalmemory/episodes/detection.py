@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..llm import Classification
+from ..llm import Classification, Verdicts
 from ..models import Memory
 from ..timeutil import to_epoch
 from . import lifecycle
@@ -33,9 +33,14 @@ from .state import EngineState
 from .summariser import Summariser
 from .upkeep import Upkeep
 
+if TYPE_CHECKING:
+    from .consolidation import Consolidation
+
 EPISODE_STATUS = {"assigned": "assigned", "pending": "pending"}  # any other state: unassigned
 BUDGET_KEY = "classify_budget"
 """Meta key of the budget counters: memories decided, classification calls made."""
+MAX_CHECKS_PER_REVIEW = 8
+"""Waiting merge checks a review call carries at most (see :mod:`.consolidation`)."""
 MAX_BATCH_CANDIDATES = 12
 """At most this many candidates (the union over a batch) in one classification prompt."""
 BUDGET_BURST = 1.0
@@ -77,9 +82,9 @@ class Detection:
         self.upkeep = upkeep
         self._asking: dict[str, asyncio.Event] = {}  # memory -> its batch's call is done
         self.sessions: Sessions | None = None  # declared episodes (set by the engine)
-        self.grown: Callable[[str, int, int, float], None] = lambda *_: None
-        """Told when a join grows an episode (episode, old and new count, now): the
-        consolidation queues its merge checks (set by the engine)."""
+        self.consolidation: Consolidation | None = None
+        """Merge checks: told when a join grows an episode, and their waiting checks ride
+        along in review calls (set by the engine)."""
 
     def register_pending(self, memory: Memory) -> None:
         """Before the memory is stored: record a durable detect job for it."""
@@ -223,7 +228,8 @@ class Detection:
                 state.queue_summary(db, episode_id, now, trigger=memory.id)
             state.active[episode_id] = state.matcher.add(state.active[episode_id], features)
             state.seeds.pop(memory.id, None)
-            self.grown(episode_id, old_count, old_count + 1, now)
+            if self.consolidation is not None:
+                self.consolidation.grown(episode_id, old_count, old_count + 1, now)
         elif kind == "seed" and decision.target in state.seeds:
             seed = state.seeds[decision.target]
             await self._start_from_seed(memory, features, seed, decision, title_hint)
@@ -317,9 +323,27 @@ class Detection:
         self._count(calls=1, classified=len(batch))  # counted before any await: no overspend
         options = _union(decision for _, _, decision in batch)
         candidates = await self._describe_candidates(options, {m.id for m, _, _ in batch})
-        answer = await self.summariser.classify([m for m, _, _ in batch], candidates)
-        if not answer:  # LLM unavailable: the embedding decisions stand
-            return
+        rider = self.consolidation
+        taken = await rider.take(MAX_CHECKS_PER_REVIEW) if rider is not None else None
+        answer = None
+        try:
+            answer = await self.summariser.classify(
+                [m for m, _, _ in batch], candidates, taken.checks if taken else None
+            )
+            if answer:
+                await self._carry_out(batch, answer, options)
+        finally:
+            if rider is not None and taken is not None:
+                await rider.settle(taken, answer.merges if answer else None)
+
+    async def _carry_out(
+        self,
+        batch: list[tuple[Memory, MemoryFeatures, Decision]],
+        answer: Verdicts,
+        options: dict[str, Option],
+    ) -> None:
+        """Apply the LLM's verdicts on a reviewed batch, in memory time order."""
+        state = self.state
         await state.host.background_turn()  # applying it uses the CPU
         titles: dict[str, str] = {}  # title of a created thread -> its first memory
         async with state.detect_lock:

@@ -734,9 +734,10 @@ def chain_score(
 # Consolidation: one thread split in two
 # --------------------------------------------------------------------------------------------
 
-MERGE_CHECK_SIZES = (4, 16)
+MERGE_CHECK_SIZES = (4,)
 """An episode is checked for a twin when the detector grows it to one of these sizes: by 4
-members it says what it is about, and a second look at 16 catches a twin that grew since."""
+members it says what it is about. Chosen leave-one-stream-out among (4), (4, 16), (8) and
+(4, 8, 16, 32) with 2 or 3 candidates (docs/detection.md)."""
 MERGE_CANDIDATES = 3
 """Candidates shown to the LLM per check."""
 

@@ -62,7 +62,7 @@ class EpisodeEngine:
         self.sessions = Sessions(self.state, self.upkeep, summariser)
         self.detection.sessions = self.sessions
         self.consolidation = Consolidation(self.state, summariser, self.membership, self.detection)
-        self.detection.grown = self.consolidation.grown
+        self.detection.consolidation = self.consolidation
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
         self.records = Records(self.state, self.summaries)

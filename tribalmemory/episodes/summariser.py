@@ -15,11 +15,11 @@ from typing import Any
 
 from ..llm import (
     Candidate,
-    Classification,
     LLMClient,
     LLMUnavailable,
     MemoryText,
     MergeCheck,
+    Verdicts,
     build_classify,
     build_final,
     build_merge,
@@ -95,10 +95,13 @@ class Summariser:
         return status
 
     async def classify(
-        self, memories: list[Memory], candidates: list[dict[str, Any]]
-    ) -> dict[str, Classification] | None:
-        """Each memory's decision (one call for the batch), or ``None`` when the LLM cannot
-        answer."""
+        self,
+        memories: list[Memory],
+        candidates: list[dict[str, Any]],
+        checks: list[MergeCheck] | None = None,
+    ) -> Verdicts | None:
+        """Each memory's decision (one call for the batch), and the answers to the merge
+        ``checks`` riding along; ``None`` when the LLM cannot answer."""
         if self.client is None:
             return None
         await self.check()
@@ -113,6 +116,7 @@ class Summariser:
                 )
                 for c in candidates
             ],
+            checks or (),
         )
         try:
             return await self.client.run(prompt, memory_id=memories[0].id)

@@ -86,6 +86,20 @@ class Classification:
     title: str | None = None
 
 
+class Verdicts(dict[str, Classification]):
+    """A classify answer: each new memory's :class:`Classification` by memory id, and in
+    :attr:`merges` the answer to each merge check the call carried (checked episode id ->
+    the candidate it is the same thread as, or ``None``)."""
+
+    def __init__(
+        self,
+        decisions: dict[str, Classification] | None = None,
+        merges: dict[str, str | None] | None = None,
+    ) -> None:
+        super().__init__(decisions or {})
+        self.merges: dict[str, str | None] = dict(merges or {})
+
+
 @dataclass(frozen=True)
 class EpisodeMetadata:
     participants: tuple[str, ...]
@@ -262,6 +276,10 @@ _TASKS = {
         '{"action": "join", "episode_id": "<candidate id>"}\n'
         '{"action": "create", "title": "<title>"}\n'
         '{"action": "none"}'
+        "\nWhen the message also has <checks>, see whether each checked episode is the same "
+        "thread as one of the candidate episodes listed in its check (not the ones above), and "
+        'add "merges": [{"episode_id": "<checked episode id>", "same_as": "<candidate id>" or '
+        "null}] with one item for every check; say null unless you are sure."
     ),
     "merge": (
         "Task: the episode log may have split one thread of work in two. For each <check>, "
@@ -323,15 +341,36 @@ def _episode_block(cand: Candidate) -> str:
     return f'<episode id="{_attr(cand.id)}">\n' + "\n".join([head, *recent]) + "\n</episode>"
 
 
+def _check_blocks(checks: Sequence[MergeCheck]) -> str:
+    blocks = []
+    for check in checks:
+        shown = [_episode_block(c) for c in check.candidates[:MAX_CANDIDATES]]
+        blocks.append(
+            f'<check episode_id="{_attr(check.episode.id)}">\n'
+            + _episode_block(check.episode)
+            + "\n<candidates>\n"
+            + "\n".join(shown)
+            + "\n</candidates>\n</check>"
+        )
+    return "\n".join(blocks)
+
+
+def _merge_allowed(checks: Sequence[MergeCheck]) -> dict[str, frozenset[str]]:
+    return {c.episode.id: frozenset(x.id for x in c.candidates) for c in checks}
+
+
 def build_classify(
-    memories: Sequence[Any], candidates: Sequence[Any]
-) -> Prompt[dict[str, Classification]]:
+    memories: Sequence[Any], candidates: Sequence[Any], checks: Sequence[MergeCheck] = ()
+) -> Prompt[Verdicts]:
     """Where each new memory belongs: join a candidate, create a thread, or none; one call for
-    several memories that share candidates. Only the memories' ids and candidate ids validate."""
+    several memories that share candidates. Merge ``checks`` waiting at the time ride along in
+    the same call (see :func:`build_merge`). Only the memories', candidates' and checks' own
+    ids validate."""
     news = [as_memory(m) for m in memories][:MAX_BATCH]
     if not news:
         raise ValueError("classify needs at least one memory")
     cands = [as_candidate(c) for c in candidates][:MAX_CANDIDATES]
+    checks = list(checks)[:MAX_BATCH]
     blocks = [_episode_block(cand) for cand in cands]
     limit = max(500, NEW_MEMORY_CHARS // len(news))
     user = (
@@ -341,13 +380,16 @@ def build_classify(
         + ("\n".join(blocks) if blocks else "(none)")
         + "\n</candidates>"
     )
+    if checks:
+        user += "\n\nMerge checks:\n<checks>\n" + _check_blocks(checks) + "\n</checks>"
     ids = frozenset(c.id for c in cands)
     memory_ids = tuple(m.id for m in news)
+    allowed = _merge_allowed(checks)
     return Prompt(
         "classify",
         _messages("classify", user),
-        lambda data: validate_classify(data, ids, memory_ids),
-        MAX_TOKENS["classify"] * len(news),
+        lambda data: validate_classify(data, ids, memory_ids, allowed),
+        MAX_TOKENS["classify"] * len(news) + MAX_TOKENS["merge"] * len(checks),
     )
 
 
@@ -361,22 +403,13 @@ class MergeCheck:
 
 def build_merge(checks: Sequence[MergeCheck]) -> Prompt[dict[str, str | None]]:
     """Is each checked episode the same thread as one of its candidates? One call for several
-    checks; an answer may only name one of that check's own candidates."""
+    checks (when no review call comes to carry them); an answer may only name one of that
+    check's own candidates."""
     checks = list(checks)[:MAX_BATCH]
     if not checks:
         raise ValueError("merge needs at least one check")
-    blocks = []
-    for check in checks:
-        shown = [_episode_block(c) for c in check.candidates[:MAX_CANDIDATES]]
-        blocks.append(
-            f'<check episode_id="{_attr(check.episode.id)}">\n'
-            + _episode_block(check.episode)
-            + "\n<candidates>\n"
-            + "\n".join(shown)
-            + "\n</candidates>\n</check>"
-        )
-    user = "Checks:\n" + "\n".join(blocks)
-    allowed = {c.episode.id: frozenset(x.id for x in c.candidates) for c in checks}
+    user = "Checks:\n" + _check_blocks(checks)
+    allowed = _merge_allowed(checks)
     return Prompt(
         "merge",
         _messages("merge", user),
@@ -488,10 +521,14 @@ def validate_classification(data: Any, candidate_ids: Iterable[str]) -> Classifi
 
 
 def validate_classify(
-    data: Any, candidate_ids: Iterable[str], memory_ids: Sequence[str]
-) -> dict[str, Classification]:
-    """``{"decisions": [...]}``: one valid decision for each of ``memory_ids``, no other."""
-    data = _keys(data, {"decisions"})
+    data: Any,
+    candidate_ids: Iterable[str],
+    memory_ids: Sequence[str],
+    checks: dict[str, frozenset[str]] | None = None,
+) -> Verdicts:
+    """``{"decisions": [...]}``: one valid decision for each of ``memory_ids``, no other; with
+    ``checks``, also ``"merges"`` as :func:`validate_merge` checks them."""
+    data = _keys(data, {"decisions", "merges"} if checks else {"decisions"})
     decisions = data["decisions"]
     if not isinstance(decisions, list):
         raise ValueError("decisions must be a list")
@@ -506,7 +543,8 @@ def validate_classify(
     missing = [m for m in memory_ids if m not in out]
     if missing:
         raise ValueError(f"no decision for memories {missing}")
-    return out
+    merges = validate_merge({"merges": data["merges"]}, checks) if checks else {}
+    return Verdicts(out, merges)
 
 
 def validate_merge(data: Any, allowed: dict[str, frozenset[str]]) -> dict[str, str | None]:
