@@ -42,9 +42,10 @@ from typing import Any
 import numpy as np
 
 from tribalmemory.episodes.consolidation import BATCH as MERGE_BATCH
-from tribalmemory.episodes.consolidation import wants_check
 from tribalmemory.episodes.detection import MAX_CHECKS_PER_REVIEW, within_budget
 from tribalmemory.episodes.detector import (
+    MERGE_CANDIDATES,
+    MERGE_CHECK_SIZES,
     Ambiguous,
     DetectorContext,
     DetectorParams,
@@ -274,6 +275,8 @@ class Review:
     wait_paces: float = 4.0
     max_wait_seconds: float = 86400.0
     merge_checks: bool = False
+    merge_sizes: tuple[int, ...] = MERGE_CHECK_SIZES
+    merge_candidates: int = MERGE_CANDIDATES
 
 
 class Replay:
@@ -380,7 +383,7 @@ class Replay:
         count = len(self.members[eid])
         if not self.review.merge_checks or self.oracle is None:
             return
-        if wants_check(count - 1, count):
+        if any(count - 1 < size <= count for size in self.review.merge_sizes):
             self.checks.append((eid, now + timedelta(seconds=self.review.max_wait_seconds)))
 
     def _check(self) -> None:
@@ -403,7 +406,10 @@ class Replay:
             if eid not in self.active or self.oracle is None:
                 continue
             others = [self.episodes[o] for o in self.active if o != eid]
-            candidates = [o.id for o in merge_candidates(self.episodes[eid], others, self.context)]
+            found = merge_candidates(
+                self.episodes[eid], others, self.context, self.review.merge_candidates
+            )
+            candidates = [o.id for o in found]
             if candidates:
                 label = self._label("episode", eid)
                 right = next((c for c in candidates if self._label("episode", c) == label), None)
@@ -645,6 +651,37 @@ def calibrate_review(streams: Sequence[Stream]) -> list[dict[str, Any]]:
     return rows
 
 
+MERGE_GRID: dict[str, list[float]] = {
+    "first_size": [4, 8],
+    "doublings": [0, 1, 3],
+    "candidates": [2, 3],
+}
+"""Merge checks at ``first_size`` and its next ``doublings`` doublings, with ``candidates``
+candidates each; chosen leave-one-stream-out on the perfect classifier (the setting is for
+strong models; docs/detection.md)."""
+
+
+def merge_review(point: Point) -> Review:
+    sizes = tuple(int(point["first_size"]) * 2**i for i in range(int(point["doublings"]) + 1))
+    return Review(merge_checks=True, merge_sizes=sizes, merge_candidates=int(point["candidates"]))
+
+
+def merge_f1(point: Point, stream: Stream, accuracy: float = 1.0, seeds: int = 1) -> float:
+    """Hybrid F1 with merge checks at ``point``, at the default review and budget."""
+    return run(
+        stream, DetectorParams(strategy="hybrid"), accuracy, 0.3, seeds, merge_review(point)
+    )["f1"]
+
+
+def calibrate_merge(streams: Sequence[Stream]) -> list[dict[str, Any]]:
+    """Leave-one-stream-out choice of the merge-check constants, scored with a perfect
+    classifier; the held-out stream also gets the 90 % classifier's F1 (``extra``)."""
+    rows = leave_one_out(streams, MERGE_GRID, merge_f1)
+    for row in rows:
+        row["extra"] = merge_f1(row["point"], row["held_out"], 0.9, ORACLE_SEEDS)
+    return rows
+
+
 def loso_table(intro: str, rows: list[dict[str, Any]], extra: str | None = None) -> list[str]:
     """A leave-one-stream-out result as Markdown: one row per held-out stream."""
     head = "| held out | chosen on the other two | their F1 | held-out F1 |"
@@ -732,6 +769,14 @@ def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
             "Leave-one-stream-out choice of the review constants (hybrid, perfect classifier, "
             f"budget 0.3) over {grid}; the held-out stream also with the 90 % classifier:",
             calibrate_review(streams),
+            extra="held-out F1, 90 %",
+        )
+        grid = ", ".join(f"`{k}` {v}" for k, v in MERGE_GRID.items())
+        lines += loso_table(
+            "Leave-one-stream-out choice of the merge-check constants (hybrid + merge checks, "
+            f"perfect classifier, budget 0.3) over {grid}; the held-out stream also with the "
+            "90 % classifier:",
+            calibrate_merge(streams),
             extra="held-out F1, 90 %",
         )
     return "\n".join(lines)

@@ -10,9 +10,9 @@
    search returns.
 2. Real daemons (``python -m tribalmemory serve``, fresh data folder): time from spawning the
    process to the first answered request (``/v1/health``), empty and with the largest store
-   from step 1; ``remember`` p50/p95 over HTTP with episodes off and on (hybrid detection,
-   a fake OpenAI-compatible LLM from ``tests/fakellm.py`` answering after --llm-delay
-   seconds), both daemons running, measured in alternating blocks with the other one paused;
+   from step 1; ``remember`` p50/p95 over HTTP with episodes off and on (hybrid detection
+   with its reviews and merge checks, a fake OpenAI-compatible LLM from ``tests/fakellm.py``
+   answering after --llm-delay seconds), both daemons running, measured in alternating blocks with the other one paused;
    sustained ``remember`` throughput from --clients concurrent HTTP clients.
 
 Prints the tables and writes section "latency" of docs/benchmarks.md (unless --no-write).
@@ -702,7 +702,7 @@ def run_http(
 ) -> tuple[Column, Column, list[str]]:
     daemon_log = root / "daemons.log"
     off = Column("episodes off")
-    on = Column("episodes on (hybrid, fake LLM)")
+    on = Column("episodes on (hybrid + merge checks, fake LLM)")
     notes: list[str] = []
 
     log("daemon start-up ...")
@@ -734,6 +734,7 @@ def run_http(
         "summarizer_provider": "openai",
         "summarizer_model": "gpt-4o-mini",
         "summary_debounce_seconds": 2.0,
+        "merge_checks": True,  # consolidation running: reviews and merge checks
     }
     daemons: list[Daemon] = []
     try:

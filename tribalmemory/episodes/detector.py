@@ -734,10 +734,12 @@ def chain_score(
 # Consolidation: one thread split in two
 # --------------------------------------------------------------------------------------------
 
-MERGE_CHECK_SIZES = (4,)
+MERGE_CHECK_SIZES = (4, 8, 16, 32)
 """An episode is checked for a twin when the detector grows it to one of these sizes: by 4
-members it says what it is about. Chosen leave-one-stream-out among (4), (4, 16), (8) and
-(4, 8, 16, 32) with 2 or 3 candidates (docs/detection.md)."""
+members it says what it is about, and each doubling is a new look at a twin that grew since.
+Chosen leave-one-stream-out with a perfect classifier among (4), (4, 16), (8) and
+(4, 8, 16, 32) with 2 or 3 candidates (docs/detection.md): every fold picks these sizes and 3
+candidates."""
 MERGE_CANDIDATES = 3
 """Candidates shown to the LLM per check."""
 
