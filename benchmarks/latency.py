@@ -12,8 +12,8 @@
    process to the first answered request (``/v1/health``), empty and with the largest store
    from step 1; ``remember`` p50/p95 over HTTP with episodes off and on (hybrid detection
    with its reviews and merge checks, a fake OpenAI-compatible LLM from ``tests/fakellm.py``
-   answering after --llm-delay seconds), both daemons running, measured in alternating blocks with the other one paused;
-   sustained ``remember`` throughput from --clients concurrent HTTP clients.
+   answering after --llm-delay seconds), both daemons running, measured in alternating blocks
+   with the other one paused; sustained ``remember`` throughput from --clients concurrent HTTP clients.
 
 Prints the tables and writes section "latency" of docs/benchmarks.md (unless --no-write).
 """
