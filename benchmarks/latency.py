@@ -13,7 +13,8 @@
    from step 1; ``remember`` p50/p95 over HTTP with episodes off and on (hybrid detection
    with its reviews and merge checks, a fake OpenAI-compatible LLM from ``tests/fakellm.py``
    answering after --llm-delay seconds), both daemons running, measured in alternating blocks
-   with the other one paused; sustained ``remember`` throughput from --clients concurrent HTTP clients.
+   with the other one paused; sustained ``remember`` throughput from --clients concurrent HTTP
+   clients.
 
 Prints the tables and writes section "latency" of docs/benchmarks.md (unless --no-write).
 """
