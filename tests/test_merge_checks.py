@@ -125,7 +125,7 @@ async def test_llm_down_leaves_the_episodes_as_they_are(runtime_factory, fake_ll
 def test_a_check_is_wanted_when_growth_reaches_a_check_size() -> None:
     from tribalmemory.episodes.consolidation import wants_check
 
-    assert [n for n in range(1, 40) if wants_check(n - 1, n)] == [4, 8, 16, 32]
+    assert [n for n in range(1, 40) if wants_check(n - 1, n)] == [4, 8]
     assert wants_check(3, 5) and not wants_check(4, 7)  # a jump over a size counts once
 
 

@@ -211,8 +211,8 @@ class EpisodesConfig:
     )
     merge_checks: bool = setting(
         False,
-        "hybrid/llm: when the detector grows an episode to 4, 8, 16 and 32 memories, ask the "
-        "LLM whether it is the same thread as one of its 3 most similar active episodes, and "
+        "hybrid/llm: when the detector grows an episode to 4 and to 8 memories, ask the LLM "
+        "whether it is the same thread as one of its 3 most similar active episodes, and "
         "merge them if so. The check rides along in the next review call (on its own, within "
         "classify_calls_per_memory, if none comes within classify_batch_wait_seconds). Off by "
         "default: it helps with a model that is nearly always right and hurts with a weaker one "

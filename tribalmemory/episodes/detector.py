@@ -734,14 +734,14 @@ def chain_score(
 # Consolidation: one thread split in two
 # --------------------------------------------------------------------------------------------
 
-MERGE_CHECK_SIZES = (4, 8, 16, 32)
+MERGE_CHECK_SIZES = (4, 8)
 """An episode is checked for a twin when the detector grows it to one of these sizes: by 4
-members it says what it is about, and each doubling is a new look at a twin that grew since.
-Chosen leave-one-stream-out with a perfect classifier among (4), (4, 16), (8) and
-(4, 8, 16, 32) with 2 or 3 candidates (docs/detection.md): every fold picks these sizes and 3
-candidates."""
+members it says what it is about, and at 8 a twin that grew since gets a second look. Chosen
+leave-one-stream-out with a perfect classifier (``detector_sim.MERGE_GRID``: first check at 4
+or 8, then 0, 1 or 3 doublings, 2 or 3 candidates; docs/detection.md): every fold picks 4 and
+one doubling."""
 MERGE_CANDIDATES = 3
-"""Candidates shown to the LLM per check."""
+"""Candidates shown to the LLM per check (two folds of three pick 3, one picks 2)."""
 
 
 def merge_affinity(
