@@ -755,9 +755,10 @@ def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
         f"placed at once; the least confident {hybrid.doubt_share:.0%} of decisions (capped by "
         f"the budget of {budget} calls per memory) are reviewed, in batches of "
         f"{Review().batch_size}, by a simulated classifier that answers from the gold labels. "
-        "Merge checks (`episodes.merge_checks`, off by default): an episode grown to 4 "
-        "members is checked against its 3 most similar active episodes; checks ride along in "
-        "the next review call.",
+        "Merge checks (`episodes.merge_checks`, off by default): an episode grown to "
+        f"{' and '.join(map(str, MERGE_CHECK_SIZES))} members is checked against its "
+        f"{MERGE_CANDIDATES} most similar active episodes; checks ride along in the next "
+        "review call.",
         "",
         *_table(streams, rows),
     ]
