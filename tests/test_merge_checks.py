@@ -191,3 +191,14 @@ async def test_a_waiting_check_rides_along_in_the_next_review_call(
     assert merge_checks(call.text) == [await episode_of(rt, db[0])]
     assert await episode_of(rt, auth[0]) == await episode_of(rt, db[0])
     assert rt.api.health()["episodes"]["merge_waiting"] == 0
+
+
+def test_representatives_are_the_members_nearest_the_centroid_in_their_order() -> None:
+    import numpy as np
+
+    from tribalmemory.episodes.detector import representatives
+
+    core = [(f"m{i}", np.array([1.0, 0.1 * i, 0.0])) for i in range(4)]
+    drifted = [("late", np.array([0.0, 0.0, 1.0]))]  # the latest member, off the thread
+    assert representatives(core + drifted, 3) == ["m0", "m1", "m2"]
+    assert representatives(core[:2], 3) == ["m0", "m1"]  # fewer than k: all of them

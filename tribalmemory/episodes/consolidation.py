@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..llm import Candidate, MemoryText, MergeCheck
+from ..llm.prompts import SNIPPETS_PER_CHECK
 from . import detector
 from .edits import Pin, may_merge, merge_roles
 from .matching import EpisodeFeatures
@@ -33,6 +34,8 @@ log = logging.getLogger("tribalmemory.episodes")
 
 BATCH = 4
 """Checks answered in one call of their own."""
+REPRESENTATIVE_POOL = 64
+"""The latest members among which a check's representative members are chosen."""
 
 
 @dataclass
@@ -152,14 +155,22 @@ class Consolidation:
         return [e.id for e in detector.merge_candidates(episode, others, context)]
 
     async def _describe(self, episode_id: str) -> Candidate:
+        """The episode as a check shows it: its title, summary and its most representative
+        members (nearest its centroid, in time order), not merely the latest ones: an
+        episode whose latest members drifted must not pass for the thread they drifted to."""
         row = self.store.episode(episode_id)
-        members = self.store.member_ids(episode_id)
-        recent = await self.state.host.get_memories(members[-3:])
+        members = self.store.member_ids(episode_id)[-REPRESENTATIVE_POOL:]
+        vectors = await self.state.host.get_vectors(members)
+        chosen = detector.representatives(
+            [(m, vectors[m]) for m in members if m in vectors], SNIPPETS_PER_CHECK
+        )
+        shown = await self.state.host.get_memories(chosen)
+        shown.sort(key=lambda m: m.created_at)
         return Candidate(
             id=episode_id,
             title=row.title if row else "",
             summary=(row.llm_summary or row.summary) if row else "",
-            recent=tuple(MemoryText(id=m.id, content=m.content) for m in recent),
+            recent=tuple(MemoryText(id=m.id, content=m.content) for m in shown),
         )
 
     async def _merge(self, first: str, second: str) -> None:

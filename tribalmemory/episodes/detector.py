@@ -764,3 +764,14 @@ def merge_candidates(
     pool = [o for o in others if o.id != episode.id]
     pool.sort(key=lambda o: merge_affinity(episode, o, context), reverse=True)
     return pool[:k]
+
+
+def representatives(members: Sequence[tuple[str, Any]], k: int) -> list[str]:
+    """The ids of the ``k`` members (id, vector) nearest their centroid: what an episode is
+    mostly about, for a prompt that must judge the whole episode."""
+    if len(members) <= k:
+        return [m for m, _ in members]
+    vectors = np.stack([_unit(v) for _, v in members])
+    closeness = vectors @ _unit(vectors.sum(axis=0))
+    best = np.argsort(-closeness, kind="stable")[:k]
+    return [members[i][0] for i in sorted(best.tolist())]

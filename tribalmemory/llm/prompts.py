@@ -46,6 +46,7 @@ MEMORY_CHARS = 1500
 SNIPPET_CHARS = 300
 CANDIDATE_SUMMARY_CHARS = 600
 SNIPPETS_PER_CANDIDATE = 3
+SNIPPETS_PER_CHECK = 6  # a merge check judges two whole episodes: show more of each
 MAX_CANDIDATES = 20
 MAX_BATCH = 8  # new memories in one classify call
 MAX_MEMORIES = 40
@@ -335,8 +336,8 @@ def _episode_head(
 # ---------------------------------------------------------------- builders
 
 
-def _episode_block(cand: Candidate) -> str:
-    recent = [render_memory(m, SNIPPET_CHARS) for m in cand.recent[-SNIPPETS_PER_CANDIDATE:]]
+def _episode_block(cand: Candidate, snippets: int = SNIPPETS_PER_CANDIDATE) -> str:
+    recent = [render_memory(m, SNIPPET_CHARS) for m in cand.recent[-snippets:]]
     head = _episode_head(cand.title, cand.summary, CANDIDATE_SUMMARY_CHARS)
     return f'<episode id="{_attr(cand.id)}">\n' + "\n".join([head, *recent]) + "\n</episode>"
 
@@ -344,10 +345,10 @@ def _episode_block(cand: Candidate) -> str:
 def _check_blocks(checks: Sequence[MergeCheck]) -> str:
     blocks = []
     for check in checks:
-        shown = [_episode_block(c) for c in check.candidates[:MAX_CANDIDATES]]
+        shown = [_episode_block(c, SNIPPETS_PER_CHECK) for c in check.candidates[:MAX_CANDIDATES]]
         blocks.append(
             f'<check episode_id="{_attr(check.episode.id)}">\n'
-            + _episode_block(check.episode)
+            + _episode_block(check.episode, SNIPPETS_PER_CHECK)
             + "\n<candidates>\n"
             + "\n".join(shown)
             + "\n</candidates>\n</check>"
