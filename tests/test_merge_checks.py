@@ -200,5 +200,6 @@ def test_representatives_are_the_members_nearest_the_centroid_in_their_order() -
 
     core = [(f"m{i}", np.array([1.0, 0.1 * i, 0.0])) for i in range(4)]
     drifted = [("late", np.array([0.0, 0.0, 1.0]))]  # the latest member, off the thread
-    assert representatives(core + drifted, 3) == ["m0", "m1", "m2"]
+    assert representatives(core + drifted, 4) == ["m0", "m1", "m2", "m3"]
+    assert representatives(drifted + core, 2) == ["m1", "m2"]  # the two nearest, in order
     assert representatives(core[:2], 3) == ["m0", "m1"]  # fewer than k: all of them
