@@ -52,6 +52,8 @@ async def test_an_episode_the_llm_finds_to_be_one_thread_with_another_is_merged(
     auth_episode = ""
     auth = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
     auth_episode = await episode_of(rt, auth[0])
+    await rt.api.memory_used(auth[0])  # access statistics of the memory and of its episode
+    assert auth_episode in rt.service.access.get([auth_episode])
     db = [(await remember(rt, text, 3, 12 + i))["memory_id"] for i, text in enumerate(DB)]
     await settle(rt)
     db_episode_before = await episode_of(rt, db[0])
@@ -72,6 +74,7 @@ async def test_an_episode_the_llm_finds_to_be_one_thread_with_another_is_merged(
     assert len(found["results"]) <= 1
     health = rt.api.health()["episodes"]
     assert (health["classify_calls"], health["merge_waiting"]) == (1, 0)
+    assert rt.service.access.get([auth_episode]) == {}  # merged away: its statistics go too
 
 
 async def test_a_none_answer_keeps_both_episodes(runtime_factory, fake_llm_env) -> None:  # noqa: F811

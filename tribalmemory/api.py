@@ -405,8 +405,7 @@ class TribalAPI:
         engine = self._engine()
         eid = check.episode_id(episode_id)
         other = check.episode_id(other_id, "other_id")
-        merged = await engine.merge_episodes(eid, other)
-        self.service.forget_access([merged["absorbed_id"]])
+        merged = await engine.merge_episodes(eid, other)  # forgets the absorbed one's access
         return shapes.EpisodeMergeResult(success=True, **merged).to_json()
 
     async def episode_split(

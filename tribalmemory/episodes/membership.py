@@ -244,6 +244,7 @@ class Membership:
             state.active.pop(absorbed, None)
             if gone.summary_memory_id:
                 await state.host.delete_owned([gone.summary_memory_id])
+            state.host.episodes_gone([absorbed])
         state.drop_lock(absorbed)
         if survivor in state.active or state.episode(survivor).status == "active":
             await state.rebuild(survivor)
@@ -275,6 +276,7 @@ class Membership:
             owned.append(row.summary_memory_id)
         if owned:
             await self.state.host.delete_owned(owned)
+        self.state.host.episodes_gone([episode_id])
         log.info("episode %s deleted: no members left", episode_id)
         return True
 

@@ -69,6 +69,11 @@ class PluginHost(Protocol):
         """Wait until background work may use the CPU (requests go first)."""
         ...
 
+    def episodes_gone(self, episode_ids: list[str]) -> None:
+        """These episodes no longer exist (merged away, emptied): drop what the host keeps
+        about them (their access statistics)."""
+        ...
+
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors of ``texts`` with the store's model (on the request path: keep it short)."""
         ...
@@ -130,6 +135,9 @@ class ServiceHost:
 
     async def background_turn(self) -> None:
         await self._service.activity.background_turn()
+
+    def episodes_gone(self, episode_ids: list[str]) -> None:
+        self._service.forget_access(episode_ids)
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         return await self._service.embed(texts)
