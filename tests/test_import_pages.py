@@ -5,6 +5,7 @@ completed by importing the file again, without duplicates."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -237,3 +238,42 @@ def test_a_record_is_read_back_at_its_line_offset(tmp_path: Path) -> None:
         offsets.append(lines.offset)
     with path.open("rb") as handle:
         assert [importer.read_at(handle, o) for o in offsets] == rows
+
+
+async def test_memories_remembered_during_an_import_keep_every_invariant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three memories remembered while the first pages of a file are imported (the writes
+    take turns on the write lock, the decisions on the detect lock): all are stored once and
+    decided, and no memory is in two episodes."""
+    source = tmp_path / "export.jsonl"
+    lines = await write_file(source, monkeypatch)
+    monkeypatch.setattr(importer, "PAGE", 4)
+    runtime = await open_runtime(tmp_path / "target", monkeypatch)
+    try:
+        original = runtime.service.import_page
+        writers: list[asyncio.Future[dict[str, Any]]] = []
+
+        async def import_page(page: list[Any]) -> list[str]:
+            """Each of the first three pages starts a remember() that runs while it is
+            stored and decided."""
+            if len(writers) < 3:
+                text = f"Release train {len(writers)}: the iOS build is signed"
+                writers.append(asyncio.ensure_future(runtime.api.remember(text)))
+            return await original(page)
+
+        monkeypatch.setattr(runtime.service, "import_page", import_page)
+        report = await importer.apply(runtime.api, source)
+        results = await asyncio.gather(*writers)
+        assert all(r["success"] for r in results), results
+        remembered = [r["memory_id"] for r in results]
+        assert report.stored == len(lines)
+        assert await runtime.episodes.worker.drain(60)
+        ids = [line["id"] for line in lines] + remembered
+        assert len(await runtime.service.get_many(ids)) == len(ids)
+        states = runtime.episodes.store.detection_states(ids)
+        assert set(states) == set(ids) and "pending" not in states.values()
+        members = runtime.episodes.store.all_member_ids()
+        assert len(members) == len(set(members))
+    finally:
+        await runtime.stop()
