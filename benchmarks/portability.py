@@ -161,12 +161,17 @@ async def timed_backup(folder: Path, target: Path) -> float:
         await runtime.stop()
 
 
-async def timed_import(folder: Path, source: Path) -> tuple[float, importer.Report]:
+async def timed_import(folder: Path, source: Path) -> tuple[float, importer.Report, float]:
+    """Seconds of the import, its report, and the seconds the engine's queued work (episode
+    summaries, waiting for quiet moments during the import) took after it."""
     runtime = await start_runtime(config_at(folder))
     try:
         started = time.perf_counter()
         report = await importer.apply(runtime.api, source)
-        return time.perf_counter() - started, report
+        seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        await runtime.episodes.worker.drain(7200)
+        return seconds, report, time.perf_counter() - started
     finally:
         await runtime.stop()
 
@@ -191,19 +196,22 @@ def measure(root: Path, n: int, embed: bool) -> tuple[list[tuple[str, str, str, 
         asyncio.run(timed_backup(root / "source", root / "backup")),
         rate=False,
     )
-    seconds, report = asyncio.run(timed_import(root / "copy", full))
+    seconds, report, _ = asyncio.run(timed_import(root / "copy", full))
     assert report.stored == n and report.episodes_created == report.episodes, report
-    row(f"import with vectors, {report.episodes:,} episodes recreated", seconds)
+    episodes = report.episodes
+    row(f"import with vectors, {episodes:,} episodes recreated", seconds)
     without_episodes(full, bare)
-    seconds, report = asyncio.run(timed_import(root / "detect", bare))
+    seconds, report, after = asyncio.run(timed_import(root / "detect", bare))
     assert report.stored == n, report
     row("import with vectors, no episodes in the file (detection on)", seconds)
+    row("… then its episode summaries (queued work, after the import)", after, rate=False)
     if embed:
         without_episodes(plain, bare)
-        seconds, report = asyncio.run(timed_import(root / "embed", bare))
+        seconds, report, after = asyncio.run(timed_import(root / "embed", bare))
         assert report.stored == n, report
         row("import, embedding, no episodes in the file (detection on)", seconds)
-    return rows, report.episodes
+        row("… then its episode summaries (queued work, after the import)", after, rate=False)
+    return rows, episodes
 
 
 def table(n: int, rows: list[tuple[str, str, str, Any]], embed: bool) -> list[str]:
@@ -255,11 +263,15 @@ def main() -> None:
         *body,
         "An export's episodes are recreated as they were: their memories are stored without "
         "detection and joined to them; each episode's summary memory is embedded. Memories of "
-        "no episode in the file go through the write-time hooks one at a time (the episode "
-        "engine places each), so that import is bounded by detection and, without vectors, by "
-        "embedding (64 texts per model run). The issue's target of 200 memories/s with "
-        'detection is compared against the "no episodes in the file" rows. Backup pauses '
-        "writes (and the store's queries) only while the store folder is copied.",
+        "no episode in the file are stored in memory time order (the export lists them in the "
+        "store's order), 256 per durable write, and the episode engine places each in that "
+        "order, so that import is bounded by detection and, without vectors, by embedding (a "
+        "page per model call, overlapped with storing the page before). Episode summaries "
+        "wait for quiet moments during an import (one turn a second) and catch up after it: "
+        'the "then its episode summaries" rows. The issue\'s target '
+        'of 200 memories/s with detection is compared against the "no episodes in the file" '
+        "rows. Backup pauses writes (and the store's queries) only while the store folder is "
+        "copied.",
     ]
     text = "\n".join(lines)
     print(text)

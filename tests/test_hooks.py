@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -223,6 +224,71 @@ async def test_a_failing_before_remember_fails_the_write_and_stores_nothing(
     assert runtime.api.health()["episodes"]["queue_depth"] == 0
     assert await runtime.episodes.worker.drain(10)
     assert (await runtime.api.episodes_list())["count"] == 0
+
+
+async def import_items(runtime: Runtime, count: int) -> list[Any]:
+    from tribalmemory.service.memory_service import ImportItem
+
+    texts = [unique(f"imported memory {k}") for k in range(count)]
+    vectors = await runtime.service.embed(texts)
+    now = utc_now()
+    return [
+        ImportItem(
+            Memory(str(uuid.uuid4()), t, SourceType.AUTO_CAPTURE, "x", [], None, now, now), v
+        )
+        for t, v in zip(texts, vectors, strict=True)
+    ]
+
+
+async def test_a_page_import_runs_before_remember_for_each_memory_without_a_batch_hook(
+    make_runtime,
+) -> None:
+    """A plugin without ``before_remember_batch`` sees ``before_remember`` for each memory of
+    a page, then ``after_remember`` for each in the page's order; the episode plugin (which
+    has the batch hook) decides each."""
+    plugin = Broken()
+    runtime = await make_runtime(plugin)
+    page = await import_items(runtime, 3)
+    ids = [item.memory.id for item in page]
+    assert await runtime.service.import_page(page) == ids
+    assert plugin.seen[1:] == [("before_remember", m) for m in ids] + [
+        ("after_remember", m) for m in ids
+    ]
+    states = runtime.episodes.store.detection_states(ids)
+    assert set(states) == set(ids) and "pending" not in states.values()
+    assert await runtime.service.import_page(page) == []  # stored already: nothing again
+
+
+class BrokenBatch:
+    name = "broken-batch"
+
+    def __init__(self) -> None:
+        self.failed: list[str] = []
+
+    @hookimpl
+    async def before_remember_batch(self, memories: list[Memory]) -> None:
+        raise RuntimeError("no room")
+
+    @hookimpl
+    async def store_failed(self, memory: Memory) -> None:
+        self.failed.append(memory.id)
+
+
+async def test_a_failing_before_remember_batch_stores_no_memory_of_the_page(
+    make_runtime,
+) -> None:
+    """The episode plugin records its intent for the page first; the other plugin's batch hook
+    fails: nothing is stored, every plugin hears ``store_failed`` for each memory, and the
+    episode plugin's intent is dropped (nothing pending)."""
+    plugin = BrokenBatch()
+    runtime = await make_runtime(plugin)  # registered first: called after the episode plugin
+    page = await import_items(runtime, 3)
+    with pytest.raises(Unavailable, match="plugin 'broken-batch' failed in before_remember_batch"):
+        await runtime.service.import_page(page)
+    assert (await runtime.api.stats())["total_memories"] == 0
+    assert plugin.failed == [item.memory.id for item in page]
+    assert runtime.api.health()["episodes"]["queue_depth"] == 0
+    assert runtime.episodes.store.detection_states(plugin.failed) == {}
 
 
 async def test_failing_after_hooks_are_logged_and_never_lose_the_memory(

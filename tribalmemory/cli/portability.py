@@ -147,7 +147,7 @@ async def _import(args: argparse.Namespace, config: Config, path: Path) -> dict[
             return (await importer.plan(runtime.api, path)).to_json()
         planned = await importer.plan(runtime.api, path)
         with bar("import", planned.memories, show) as advance:
-            return (await importer.apply(runtime.api, path, advance)).to_json()
+            return (await importer.apply(runtime.api, path, advance, planned)).to_json()
     finally:
         await runtime.stop()
 

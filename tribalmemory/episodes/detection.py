@@ -88,9 +88,16 @@ class Detection:
 
     def register_pending(self, memory: Memory) -> None:
         """Before the memory is stored: record a durable detect job for it."""
+        self.register_pending_many([memory])
+
+    def register_pending_many(self, memories: list[Memory]) -> None:
+        """Before a page of memories is stored (an import): their detect jobs, in one
+        transaction."""
+        now = self.state.clock()
         with self.store.transaction() as db:
-            self.store.set_detection(db, memory.id, "pending", to_epoch(memory.created_at))
-            self.store.enqueue(db, "detect", memory.id, self.state.clock())
+            for memory in memories:
+                self.store.set_detection(db, memory.id, "pending", to_epoch(memory.created_at))
+                self.store.enqueue(db, "detect", memory.id, now)
 
     async def detect(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
         """Decide the memory's episode now when the embedding path can; else queue the LLM."""

@@ -103,6 +103,13 @@ class EpisodePlugin:
         self.engine.detection.register_pending(memory)
 
     @hookimpl
+    async def before_remember_batch(self, memories: list[Memory]) -> None:
+        mine = [m for m in memories if m.source_type not in ENGINE_WRITTEN]
+        self.worker.inflight.update(m.id for m in mine)
+        self.engine.state.note_projects(mine)
+        self.engine.detection.register_pending_many(mine)
+
+    @hookimpl
     async def store_failed(self, memory: Memory) -> None:
         self.worker.inflight.discard(memory.id)
         with self.store.transaction() as db:

@@ -1,30 +1,36 @@
 """Import: validate every line first, report what would change, then store what is new.
 
 Importing is idempotent by id: a memory or an episode whose id is stored already is left as
-it is, so importing the same file twice adds nothing. The file's episodes are recreated as
-exported (the episode engine's ``restore_episode``): their memories are stored without the
-write-time hooks (no detection, no LLM call) and joined to them. Memories of no episode in
-the file go through the write-time hooks, so the engine places them as it places any memory.
-The exported vectors are used when the file was written with the same embedding model, else
-the memories are embedded.
+it is, so importing the same file twice adds nothing, and an import cut short (a kill, a full
+disk) is completed by importing the file again. The new memories are stored in memory time
+order, a page at a time: one durable write per page, then the write-time hooks of each memory
+in that order, so the episode engine places them as it would have placed them remembered one
+at a time. The file's episodes are recreated as exported (the episode engine's
+``restore_episode``): their memories are stored without the write-time hooks (no detection,
+no LLM call) and joined to them. The exported vectors are used when the file was written with
+the same embedding model, else the memories are embedded (a page per model call, while the
+page before is stored).
 """
 
 from __future__ import annotations
 
+import asyncio
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from ..api import TribalAPI
 from ..errors import InvalidInput
+from ..service.memory_service import ImportItem
 from . import records
 
 MAX_ERRORS = 20  # reported at once; the rest are counted
-CHECK_PAGE = 256
-EMBED_PAGE = 64  # memories embedded in one model run
+CHECK_PAGE = 256  # memory ids checked against the store at once
+PAGE = 256  # memories stored at once, in one durable write (and embedded in one call)
 
 
 @dataclass
@@ -43,6 +49,7 @@ class Report:
     episodes_created: int = 0
     placed: set[str] = field(default_factory=set)  # memories of the episodes to recreate
     chain_ids: set[str] = field(default_factory=set)  # the file's episode ids
+    index: Index = field(default_factory=lambda: Index())  # where apply() reads from
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,11 +64,6 @@ class Report:
             "episodes_existing": self.episodes_existing,
             "episodes_created": self.episodes_created,
         }
-
-
-def read_lines(path: Path) -> Iterator[bytes]:
-    with path.open("rb") as handle:
-        yield from handle
 
 
 def parse_all(
@@ -121,18 +123,58 @@ def parse_all(
         raise InvalidInput(f"{len(errors)} {noun} in the file; nothing was imported{more}", shown)
 
 
+class OffsetLines:
+    """The lines of a file; ``offset`` is where the line given last starts. :func:`parse_all`
+    yields a record as soon as it has read its line, so a consumer reads a record's offset
+    here when it gets the record."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        position = 0
+        with self.path.open("rb") as handle:
+            for raw in handle:
+                self.offset = position
+                yield raw
+                position += len(raw)
+
+
+@dataclass
+class Index:
+    """Where the new memories and the episodes are in a file: the memories' times and line
+    offsets (compact arrays: 16 bytes a memory), the episode lines' offsets in file order."""
+
+    header: records.Header | None = None
+    times: array = field(default_factory=lambda: array("d"))
+    offsets: array = field(default_factory=lambda: array("q"))
+    episodes: list[int] = field(default_factory=list)
+
+    def time_order(self) -> list[int]:
+        """The memory offsets by memory time, equal times in file order."""
+        times = np.frombuffer(self.times, dtype=np.float64)
+        offsets = np.frombuffer(self.offsets, dtype=np.int64)
+        return offsets[np.lexsort((offsets, times))].tolist()
+
+
 async def plan(api: TribalAPI, path: Path) -> Report:
     """Validate the whole file and count what an import would add (stores nothing)."""
     report = Report()
     service = api.service
-    pending: list[str] = []
+    pending: list[tuple[str, float, int]] = []  # new memory candidates: id, time, offset
     seen: set[str] = set()
     episodes: dict[str, list[str]] = {}  # a page of episode ids and their members
+    index = report.index
 
     async def flush() -> None:
-        found = {m.id for m in await service.get_many(pending)}
+        found = {m.id for m in await service.get_many([p[0] for p in pending])}
         report.existing += len(found)
         report.new += len(pending) - len(found)
+        for memory_id, at, offset in pending:
+            if memory_id not in found:
+                index.times.append(at)
+                index.offsets.append(offset)
         pending.clear()
 
     def flush_episodes() -> None:
@@ -145,8 +187,10 @@ async def plan(api: TribalAPI, path: Path) -> Report:
                     report.placed.update(members)
         episodes.clear()
 
-    for item in parse_all(read_lines(path), service.config.server.max_content_chars):
+    lines = OffsetLines(path)
+    for item in parse_all(lines, service.config.server.max_content_chars):
         if isinstance(item, records.Header):
+            index.header = item
             report.vectors_used = item.vectors and (item.model, item.dim) == (
                 service.embedder.model_name,
                 service.embedder.dim,
@@ -157,12 +201,13 @@ async def plan(api: TribalAPI, path: Path) -> Report:
                 report.existing += 1  # twice in the file: stored once
                 continue
             seen.add(item.memory.id)
-            pending.append(item.memory.id)
+            pending.append((item.memory.id, item.memory.created_at.timestamp(), lines.offset))
             if len(pending) >= CHECK_PAGE:
                 await flush()
         else:
             report.episodes += 1
             report.chain_ids.add(item.id)
+            index.episodes.append(lines.offset)
             episodes[item.id] = item.memory_ids
             if len(episodes) >= CHECK_PAGE:
                 flush_episodes()
@@ -172,45 +217,81 @@ async def plan(api: TribalAPI, path: Path) -> Report:
     return report
 
 
-async def apply(
-    api: TribalAPI, path: Path, progress: Callable[[int], None] | None = None
-) -> Report:
-    """Validate (:func:`plan`), then store every memory whose id is not stored yet and
-    recreate every episode whose id is not stored yet.
+def read_at(handle: BinaryIO, offset: int) -> dict[str, Any]:
+    """The JSON object of the line at ``offset`` (validated by :func:`plan` already)."""
+    handle.seek(offset)
+    data = records.parse_line(handle.readline(), 0)
+    if data is None:  # the file changed since it was validated
+        raise InvalidInput("the file changed while it was imported; nothing more was imported")
+    return data
 
-    Memories without a usable vector are embedded a page at a time (one model run per page)."""
-    report = await plan(api, path)
+
+async def apply(
+    api: TribalAPI,
+    path: Path,
+    progress: Callable[[int], None] | None = None,
+    planned: Report | None = None,
+) -> Report:
+    """Validate (:func:`plan`, unless ``planned`` is its report of this file), then store
+    every memory whose id is not stored yet and recreate every episode whose id is not
+    stored yet.
+
+    The new memories are stored in memory time order (equal times in file order), whatever
+    the file's order, a page of :data:`PAGE` at a time (:meth:`MemoryService.import_page`:
+    one durable write per page; the episode engine decides each memory in that order, as if
+    they had been remembered one at a time). Memories without a usable vector are embedded,
+    one model run per page, while the page before is stored. Then the file's episodes are
+    recreated, in file order."""
+    report = planned if planned is not None else await plan(api, path)
     report.dry_run = False
     service = api.service
     max_chars = service.config.server.max_content_chars
     placed = report.placed if api.episodes is not None else set()
-    page: list[records.ImportedMemory] = []
+    index = report.index
+    head = index.header
+    assert head is not None  # plan raised otherwise
+    order = index.time_order()
+    if progress is not None and report.memories > len(order):
+        progress(report.memories - len(order))  # stored already, or twice in the file
 
-    async def store_page() -> None:
-        known = {m.id for m in await service.get_many([i.memory.id for i in page])}
-        todo = [i for i in page if i.memory.id not in known]
-        missing = [i for i in todo if not (report.vectors_used and i.vector is not None)]
+    async def prepare(items: list[records.ImportedMemory]) -> list[ImportItem]:
+        missing = [i for i in items if not (report.vectors_used and i.vector is not None)]
         embedded = await service.embed([i.memory.content for i in missing]) if missing else []
         vectors = {id(i): v for i, v in zip(missing, embedded, strict=True)}
-        for item in todo:
+        out = []
+        for item in items:
             given = vectors.get(id(item))
             vector = given if given is not None else np.asarray(item.vector, dtype=np.float32)
-            if await service.import_memory(item.memory, vector, item.memory.id in placed):
-                report.stored += 1
-        if progress is not None:
-            progress(len(page))
-        page.clear()
+            out.append(ImportItem(item.memory, vector, item.memory.id in placed))
+        return out
 
-    for item in parse_all(read_lines(path), max_chars):
-        if isinstance(item, records.ImportedMemory):
-            page.append(item)
-            if len(page) >= EMBED_PAGE:
-                await store_page()
-        elif isinstance(item, records.ImportedEpisode) and api.episodes is not None:
-            if page:
-                await store_page()
-            done = await api.episodes.restore_episode(item.as_record(), report.chain_ids)
-            report.episodes_created += int(done["created"])
-    if page:
-        await store_page()
+    with path.open("rb") as handle:
+
+        def load(start: int) -> list[records.ImportedMemory]:
+            return [
+                records.parse_memory(read_at(handle, offset), 0, head, max_chars)
+                for offset in order[start : start + PAGE]
+            ]
+
+        ahead = asyncio.ensure_future(prepare(load(0))) if order else None
+        for start in range(0, len(order), PAGE):
+            assert ahead is not None
+            page = await ahead
+            following = start + PAGE
+            ahead = (
+                asyncio.ensure_future(prepare(load(following))) if following < len(order) else None
+            )
+            try:
+                report.stored += len(await service.import_page(page))
+            except BaseException:
+                if ahead is not None:
+                    ahead.cancel()
+                raise
+            if progress is not None:
+                progress(len(page))
+        if api.episodes is not None:
+            for offset in index.episodes:
+                episode = records.parse_episode(read_at(handle, offset), 0)
+                done = await api.episodes.restore_episode(episode.as_record(), report.chain_ids)
+                report.episodes_created += int(done["created"])
     return report

@@ -184,6 +184,23 @@ class HookRegistry:
     async def before_remember(self, memory: Memory) -> None:
         await self._call("before_remember", memory=memory)
 
+    async def before_remember_batch(self, memories: list[Memory]) -> None:
+        """``before_remember`` for each memory on the plugins without a batch hook, then
+        ``before_remember_batch`` on the plugins that implement it."""
+        batched = {impl.plugin_name for impl in self._impls("before_remember_batch")}
+        for impl in self._impls("before_remember"):
+            if impl.plugin_name in batched:
+                continue
+            for memory in memories:
+                try:
+                    await self._invoke(impl, {"memory": memory})
+                except Exception as exc:
+                    self._failed("before_remember", impl.plugin_name, exc)
+                else:
+                    self._succeeded("before_remember", impl.plugin_name)
+        if batched and memories:
+            await self._call("before_remember_batch", memories=memories)
+
     async def store_failed(self, memory: Memory) -> None:
         await self._call("store_failed", memory=memory)
 

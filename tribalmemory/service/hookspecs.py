@@ -64,6 +64,14 @@ async def before_remember(memory: Memory) -> None:
 
 
 @hookspec
+async def before_remember_batch(memories: list[Memory]) -> None:
+    """A page of new memories (an import) is about to be stored at once: record durable intent
+    for all of them together, as ``before_remember`` does for one. Optional: a plugin without
+    it gets ``before_remember`` for each memory. ``after_remember`` follows for each memory,
+    in the order given."""
+
+
+@hookspec
 async def store_failed(memory: Memory) -> None:
     """``memory`` was not stored after ``before_remember`` ran: drop the intent recorded."""
 
@@ -115,6 +123,7 @@ ON_ERROR: dict[str, OnError] = {
     "start": OnError.FAIL,
     "stop": OnError.LOG,
     "before_remember": OnError.FAIL,
+    "before_remember_batch": OnError.FAIL,
     "store_failed": OnError.LOG,
     "after_remember": OnError.LOG,
     "check_forget": OnError.FAIL,

@@ -91,6 +91,16 @@ class NewMemory:
     shared: bool = False
 
 
+@dataclass
+class ImportItem:
+    """An exported memory to store under its own id, with its vector. ``placed``: the import
+    recreates its episode itself, so no plugin sees it as new (no hooks, no detection)."""
+
+    memory: Memory
+    vector: np.ndarray
+    placed: bool = False
+
+
 def write_estimate(text: str) -> int:
     """Disk a stored memory may take before the store compacts it (WAL entry, payload, vectors
     and indexes of the plain segment), generously: 4 bytes per character plus 16 KB."""
@@ -436,21 +446,43 @@ class MemoryService:
         as a new memory (no hooks: no detection)."""
         if vector is None:
             vector = (await self.embed([memory.content]))[0]
-        async with self._write_lock:
-            if await asyncio.to_thread(self.store.get, [memory.id]):
-                return False
-            self.check_space([memory.content])
-            if placed:
-                await self._upsert([memory], np.asarray(vector, dtype=np.float32)[None, :])
-                return True
-            try:
-                await self.hooks.before_remember(memory)
-                await self._upsert([memory], np.asarray(vector, dtype=np.float32)[None, :])
-            except BaseException:
-                await self.hooks.store_failed(memory)
-                raise
-        await self.hooks.after_remember(memory, vector)
-        return True
+        item = ImportItem(memory, np.asarray(vector, dtype=np.float32), placed)
+        return bool(await self.import_page([item]))
+
+    async def import_page(self, page: list[ImportItem]) -> list[str]:
+        """Store a page of exported memories at once (an import), each under its own id,
+        unless a memory with that id exists; returns the ids stored.
+
+        One existence check, one durable upsert and one ``before_remember_batch`` for the
+        page; then ``after_remember`` for each memory not ``placed``, in the page's order
+        (the importer orders by memory time, so the episode engine decides as it would
+        for the memories remembered one at a time). Marked as a request: background work
+        (summaries) waits for quiet moments as during other requests."""
+        with self.activity.request():
+            async with self._write_lock:
+                ids = [item.memory.id for item in page]
+                known = {m.id for m in await asyncio.to_thread(self.store.get, ids)}
+                todo: list[ImportItem] = []
+                for item in page:
+                    if item.memory.id not in known:
+                        known.add(item.memory.id)  # twice in a page: stored once
+                        todo.append(item)
+                if not todo:
+                    return []
+                self.check_space([item.memory.content for item in todo])
+                hooked = [item.memory for item in todo if not item.placed]
+                vectors = np.stack([np.asarray(i.vector, dtype=np.float32) for i in todo])
+                try:
+                    await self.hooks.before_remember_batch(hooked)
+                    await self._upsert([item.memory for item in todo], vectors)
+                except BaseException:
+                    for memory in hooked:
+                        await self.hooks.store_failed(memory)
+                    raise
+            for item in todo:
+                if not item.placed:
+                    await self.hooks.after_remember(item.memory, item.vector)
+        return [item.memory.id for item in todo]
 
     # -- internal writes for plugins (no hooks, no dedup) -----------------------------------
 
