@@ -231,6 +231,8 @@ class DetectorContext:
     newest: datetime | None = None
     gaps: list[float] = field(default_factory=list)
     confidences: list[float] = field(default_factory=list)
+    _pace: float | None = field(default=None, compare=False, repr=False)
+    """:attr:`pace` cached until :func:`update_context` changes ``gaps``."""
 
     @property
     def cos_std(self) -> float:
@@ -243,9 +245,10 @@ class DetectorContext:
         :data:`MIN_GAPS` gaps are known, never below one second. Only memories newer than all
         before them count (concurrent writers and imports deliver some out of order; equal
         timestamps say nothing about the pace either)."""
-        if len(self.gaps) < MIN_GAPS:
-            return PRIOR_PACE
-        return max(float(np.median(self.gaps)), 1.0)
+        if self._pace is None:
+            enough = len(self.gaps) >= MIN_GAPS
+            self._pace = max(float(np.median(self.gaps)), 1.0) if enough else PRIOR_PACE
+        return self._pace
 
     def doubt_threshold(self, share: float) -> float:
         """The confidence below which a decision is doubtful, chosen so that about ``share`` of
@@ -336,6 +339,7 @@ def update_context(
         if context.newest is not None:  # a memory older than the newest tells no pace
             context.gaps.append((memory.created_at - context.newest).total_seconds())
             del context.gaps[:-PACE_WINDOW]
+            context._pace = None
         context.newest = memory.created_at
     if confidence is not None:
         context.confidences.append(confidence)
