@@ -541,8 +541,8 @@ class Detection:
         self, options: dict[str, Option], reviewed: set[str]
     ) -> list[dict[str, Any]]:
         """The candidates as the classification prompt shows them: an episode by its title,
-        summary and three most recent members other than the ``reviewed`` memories (a memory
-        is judged against its episode without it)."""
+        summary and the three of its members nearest its centroid, in time order, other than
+        the ``reviewed`` memories (a memory is judged against its episode without it)."""
         host = self.state.host
         described = []
         for option in options.values():
