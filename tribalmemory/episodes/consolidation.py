@@ -34,8 +34,6 @@ log = logging.getLogger("tribalmemory.episodes")
 
 BATCH = 4
 """Checks answered in one call of their own."""
-REPRESENTATIVE_POOL = 64
-"""The latest members among which a check's representative members are chosen."""
 
 
 @dataclass
@@ -159,13 +157,8 @@ class Consolidation:
         members (nearest its centroid, in time order), not merely the latest ones: an
         episode whose latest members drifted must not pass for the thread they drifted to."""
         row = self.store.episode(episode_id)
-        members = self.store.member_ids(episode_id)[-REPRESENTATIVE_POOL:]
-        vectors = await self.state.host.get_vectors(members)
-        chosen = detector.representatives(
-            [(m, vectors[m]) for m in members if m in vectors], SNIPPETS_PER_CHECK
-        )
-        shown = await self.state.host.get_memories(chosen)
-        shown.sort(key=lambda m: m.created_at)
+        members = self.store.member_ids(episode_id)
+        shown = await self.state.representatives(members, SNIPPETS_PER_CHECK)
         return Candidate(
             id=episode_id,
             title=row.title if row else "",

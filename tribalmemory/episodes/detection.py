@@ -25,7 +25,7 @@ from ..llm import Classification, Verdicts
 from ..llm.prompts import SNIPPETS_PER_CANDIDATE
 from ..models import Memory
 from ..timeutil import to_epoch
-from . import detector, lifecycle
+from . import lifecycle
 from .edits import Pin, may_join, may_move
 from .matching import Decision, MemoryFeatures, Option, when
 from .membership import Membership
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
 EPISODE_STATUS = {"assigned": "assigned", "pending": "pending"}  # any other state: unassigned
 BUDGET_KEY = "classify_budget"
 """Meta key of the budget counters: memories decided, classification calls made."""
-SHOWN_POOL = 64
-"""The latest members of a candidate episode among which the prompt's are chosen."""
 MAX_CHECKS_PER_REVIEW = 8
 """Waiting merge checks a review call carries at most (see :mod:`.consolidation`)."""
 MAX_BATCH_CANDIDATES = 12
@@ -529,14 +527,6 @@ class Detection:
             return False
         return not queued or self.store.has_job("classify", memory_id)
 
-    async def _shown(self, members: list[str]) -> list[str]:
-        """The members a prompt shows for a candidate episode: the ones nearest its centroid
-        (what it is mostly about), among its latest :data:`SHOWN_POOL`."""
-        pool = members[-SHOWN_POOL:]
-        vectors = await self.state.host.get_vectors(pool)
-        pairs = [(m, vectors[m]) for m in pool if m in vectors]
-        return detector.representatives(pairs, SNIPPETS_PER_CANDIDATE)
-
     async def _describe_candidates(
         self, options: dict[str, Option], reviewed: set[str]
     ) -> list[dict[str, Any]]:
@@ -551,8 +541,7 @@ class Detection:
                 if row is None or row.status != "active":
                     continue
                 others = [m for m in self.store.member_ids(row.id) if m not in reviewed]
-                recent = await host.get_memories(await self._shown(others))
-                recent.sort(key=lambda m: m.created_at)
+                recent = await self.state.representatives(others, SNIPPETS_PER_CANDIDATE)
                 described.append(
                     {
                         "id": option.target,

@@ -24,12 +24,14 @@ from ..errors import NotFound
 from ..models import Memory
 from ..projects import DEFAULT_PROJECT
 from ..service.host import PluginHost
-from . import lifecycle
+from . import detector, lifecycle
 from .matching import EpisodeFeatures, Matcher, MemoryFeatures, when
 from .store import EpisodeRow, EpisodeStore
 
 DETECTOR_SAVE_EVERY = 25
 MAX_NOTED = 50_000  # memory projects kept in mind beyond the seeds'
+REPRESENTATIVE_POOL = 64
+"""The latest members of an episode among which a prompt's are chosen."""
 
 
 class ProjectNotingHost:
@@ -105,6 +107,17 @@ class EngineState:
         memories = await self.host.get_memories(memory_ids)  # notes their projects
         vectors = await self.host.get_vectors([m.id for m in memories])
         return [self.matcher.memory(m, vectors[m.id]) for m in memories if m.id in vectors]
+
+    async def representatives(self, member_ids: list[str], k: int) -> list[Memory]:
+        """What a prompt shows of an episode: the ``k`` of its latest
+        :data:`REPRESENTATIVE_POOL` members ``member_ids`` nearest their centroid, in time
+        order (what it is mostly about: an episode whose latest members drifted must not pass
+        for the thread they drifted to)."""
+        pool = member_ids[-REPRESENTATIVE_POOL:]
+        vectors = await self.host.get_vectors(pool)
+        chosen = detector.representatives([(m, vectors[m]) for m in pool if m in vectors], k)
+        shown = await self.host.get_memories(chosen)
+        return sorted(shown, key=lambda m: m.created_at)
 
     async def rebuild(self, episode_id: str) -> None:
         """Recompute an active episode's features from its members (after a removal)."""
