@@ -206,3 +206,44 @@ def test_representatives_are_the_members_nearest_the_centroid_in_their_order() -
     assert representatives(core + drifted, 4) == ["m0", "m1", "m2", "m3"]
     assert representatives(drifted + core, 2) == ["m1", "m2"]  # the two nearest, in order
     assert representatives(core[:2], 3) == ["m0", "m1"]  # fewer than k: all of them
+
+
+async def test_a_check_that_cannot_be_prepared_waits_for_the_next_call(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+    caplog,
+) -> None:
+    """Preparing the checks fails once (a read error): the review call goes on without them,
+    a WARNING says why, and the check waits, unclaimed, for the next review call."""
+    rt = await runtime_factory(
+        merge_checks=True,
+        **{**SETTINGS, "classify_batch_wait_seconds": 3600, "classify_batch_size": 1},
+    )
+    for i, text in enumerate(AUTH[:3]):
+        await remember(rt, text, 3, 9 + i)
+    for i, text in enumerate(DB):
+        await remember(rt, text, 3, 12 + i)
+    assert rt.api.health()["episodes"]["merge_waiting"] == 1  # waits for a review call
+    consolidation = rt.episodes.engine.consolidation
+    real = consolidation._describe
+    failures = [RuntimeError("disk read failed")]
+
+    async def flaky(episode_id: str):  # noqa: ANN202
+        if failures:
+            raise failures.pop()
+        return await real(episode_id)
+
+    consolidation._describe = flaky  # fault injection into the real engine
+    state = rt.episodes.engine.state
+    state.settings.llm_doubt_share = 1.0  # the next memories are reviewed
+    await remember(rt, "Lunch order for the team offsite: pizza.", 3, 17)
+    assert await rt.episodes.worker.drain(30, due_only=True)
+    [first] = fake_llm_env.by_purpose("classify")
+    assert merge_checks(first.text) == []  # reviewed without the check
+    assert "merge checks not prepared" in caplog.text
+    assert rt.api.health()["episodes"]["merge_waiting"] == 1  # still waiting
+    await remember(rt, "Dessert order for the team offsite: ice cream.", 3, 18)
+    assert await rt.episodes.worker.drain(30, due_only=True)
+    second = fake_llm_env.by_purpose("classify")[-1]
+    assert len(merge_checks(second.text)) == 1  # carried by the next review call
+    assert rt.api.health()["episodes"]["merge_waiting"] == 0

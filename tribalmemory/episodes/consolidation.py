@@ -94,14 +94,18 @@ class Consolidation:
         self._claimed.update(taken.keys)
         if not taken.keys or not self.enabled():
             return taken
-        async with self.state.detect_lock:
-            for key in taken.keys:
-                candidates = self._candidates(key)
-                if candidates:
-                    taken.proposals[key] = candidates
-        for key, candidates in taken.proposals.items():
-            shown = tuple([await self._describe(c) for c in candidates])
-            taken.checks.append(MergeCheck(await self._describe(key), shown))
+        try:
+            async with self.state.detect_lock:
+                for key in taken.keys:
+                    candidates = self._candidates(key)
+                    if candidates:
+                        taken.proposals[key] = candidates
+            for key, candidates in taken.proposals.items():
+                shown = tuple([await self._describe(c) for c in candidates])
+                taken.checks.append(MergeCheck(await self._describe(key), shown))
+        except BaseException:
+            self._claimed.difference_update(taken.keys)  # their jobs stay: retried later
+            raise
         return taken
 
     async def settle(self, taken: Taken, answers: dict[str, str | None] | None) -> None:

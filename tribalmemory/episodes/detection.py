@@ -15,6 +15,7 @@ hold ``detect_lock``, so concurrent writers decide as a sequential run would.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ from .upkeep import Upkeep
 
 if TYPE_CHECKING:
     from .consolidation import Consolidation
+
+log = logging.getLogger("tribalmemory.episodes")
 
 EPISODE_STATUS = {"assigned": "assigned", "pending": "pending"}  # any other state: unassigned
 BUDGET_KEY = "classify_budget"
@@ -332,7 +335,12 @@ class Detection:
         options = _union(decision for _, _, decision in batch)
         candidates = await self._describe_candidates(options, {m.id for m, _, _ in batch})
         rider = self.consolidation
-        taken = await rider.take(MAX_CHECKS_PER_REVIEW) if rider is not None else None
+        taken = None
+        if rider is not None:
+            try:
+                taken = await rider.take(MAX_CHECKS_PER_REVIEW)
+            except Exception as exc:  # the review goes on; the checks wait for another call
+                log.warning("merge checks not prepared for this review call: %s", exc)
         answer = None
         try:
             answer = await self.summariser.classify(
