@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..llm import Candidate, MemoryText, MergeCheck
+from ..llm import Candidate, MergeCheck
 from ..llm.prompts import SNIPPETS_PER_CHECK
 from . import detector
 from .edits import Pin, may_merge, merge_roles
@@ -101,8 +101,10 @@ class Consolidation:
                     if candidates:
                         taken.proposals[key] = candidates
             for key, candidates in taken.proposals.items():
-                shown = tuple([await self._describe(c) for c in candidates])
-                taken.checks.append(MergeCheck(await self._describe(key), shown))
+                checked = await self._describe(key)
+                shown = [c for c in [await self._describe(c) for c in candidates] if c]
+                if checked is not None and shown:  # none gone meanwhile
+                    taken.checks.append(MergeCheck(checked, tuple(shown)))
         except BaseException:
             self._claimed.difference_update(taken.keys)  # their jobs stay: retried later
             raise
@@ -151,24 +153,16 @@ class Consolidation:
         ]
         pins = [Pin.from_row(r) for r in self.store.pins_on([episode_id, *(e.id for e in others)])]
         others = [e for e in others if may_merge(pins, episode_id, e.id)]
-        if not others or not may_merge(pins, episode_id, episode_id):
+        if not others:  # none left, or the user edited this one
             return []
         context = state.matcher.context(project)
         return [e.id for e in detector.merge_candidates(episode, others, context)]
 
-    async def _describe(self, episode_id: str) -> Candidate:
-        """The episode as a check shows it: its title, summary and its most representative
-        members (nearest its centroid, in time order), not merely the latest ones: an
-        episode whose latest members drifted must not pass for the thread they drifted to."""
+    async def _describe(self, episode_id: str) -> Candidate | None:
+        """An episode as a check shows it (:meth:`.state.EngineState.describe`); None when it
+        is gone."""
         row = self.store.episode(episode_id)
-        members = self.store.member_ids(episode_id)
-        shown = await self.state.representatives(members, SNIPPETS_PER_CHECK)
-        return Candidate(
-            id=episode_id,
-            title=row.title if row else "",
-            summary=(row.llm_summary or row.summary) if row else "",
-            recent=tuple(MemoryText(id=m.id, content=m.content) for m in shown),
-        )
+        return await self.state.describe(row, SNIPPETS_PER_CHECK) if row else None
 
     async def _merge(self, first: str, second: str) -> None:
         """Merge two episodes the LLM found to be one thread, if both are still active, in

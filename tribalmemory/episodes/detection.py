@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..llm import Classification, Verdicts
+from ..llm import Candidate, Classification, MemoryText, Verdicts
 from ..llm.prompts import SNIPPETS_PER_CANDIDATE
 from ..models import Memory
 from ..timeutil import to_epoch
@@ -164,15 +164,15 @@ class Detection:
         with self.store.transaction() as db:
             self.store.set_meta(db, BUDGET_KEY, counts)
 
-    def spend_call(self) -> bool:
-        """Count one LLM call of the detector (a review or a merge check) if the budget
-        allows it; False when it is spent. Checked and counted with no await in between, so
-        concurrent callers never overspend."""
+    def spend_call(self, classified: int = 0) -> bool:
+        """Count one LLM call of the detector (a review of ``classified`` memories, or merge
+        checks alone) if the budget allows it; False when it is spent. Checked and counted
+        with no await in between, so concurrent callers never overspend."""
         counts = self.budget()
         per_memory = self.state.settings.classify_calls_per_memory
         if not within_budget(counts["memories"], counts["calls"], per_memory):
             return False
-        self._count(calls=1)
+        self._count(calls=1, classified=classified)
         return True
 
     def doubt_share(self) -> float:
@@ -326,12 +326,8 @@ class Detection:
         """One classification call for the batch; carry out each answer (or keep the
         provisional decision). The budget is checked again here, as a hard cap: batches that
         split more than the routing expected must not overspend it."""
-        state = self.state
-        counts = self.budget()
-        per_memory = state.settings.classify_calls_per_memory
-        if not within_budget(counts["memories"], counts["calls"], per_memory):
+        if not self.spend_call(classified=len(batch)):
             return  # spent: the embedding decisions stand
-        self._count(calls=1, classified=len(batch))  # counted before any await: no overspend
         options = _union(decision for _, _, decision in batch)
         candidates = await self._describe_candidates(options, {m.id for m, _, _ in batch})
         rider = self.consolidation
@@ -537,36 +533,20 @@ class Detection:
 
     async def _describe_candidates(
         self, options: dict[str, Option], reviewed: set[str]
-    ) -> list[dict[str, Any]]:
-        """The candidates as the classification prompt shows them: an episode by its title,
-        summary and the three of its members nearest its centroid, in time order, other than
-        the ``reviewed`` memories (a memory is judged against its episode without it)."""
-        host = self.state.host
+    ) -> list[Candidate]:
+        """The candidates as the classification prompt shows them: an active episode as
+        :meth:`.state.EngineState.describe` does, without the ``reviewed`` memories (a memory is
+        judged against its episode without it); a seed as a new thread of its one memory."""
         described = []
         for option in options.values():
             if option.kind == "join":
                 row = self.store.episode(option.target or "")
-                if row is None or row.status != "active":
-                    continue
-                others = [m for m in self.store.member_ids(row.id) if m not in reviewed]
-                recent = await self.state.representatives(others, SNIPPETS_PER_CANDIDATE)
-                described.append(
-                    {
-                        "id": option.target,
-                        "title": row.title,
-                        "summary": row.llm_summary or row.summary,
-                        "recent": [(m.id, m.content) for m in recent],
-                    }
-                )
-            else:
-                seed = await host.get_memories([option.target or ""])
-                if seed:
-                    described.append(
-                        {
-                            "id": option.candidate_id,
-                            "title": "(new thread)",
-                            "summary": "",
-                            "recent": [(seed[0].id, seed[0].content)],
-                        }
-                    )
+                if row is not None and row.status == "active":
+                    shown = await self.state.describe(row, SNIPPETS_PER_CANDIDATE, reviewed)
+                    described.append(shown)
+                continue
+            seed = await self.state.host.get_memories([option.target or ""])
+            if seed:
+                memory = MemoryText(id=seed[0].id, content=seed[0].content)
+                described.append(Candidate(option.candidate_id, "(new thread)", "", (memory,)))
         return described

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from ..config import EpisodesConfig
 from ..errors import NotFound
+from ..llm import Candidate, MemoryText
 from ..models import Memory
 from ..projects import DEFAULT_PROJECT
 from ..service.host import PluginHost
@@ -108,16 +109,24 @@ class EngineState:
         vectors = await self.host.get_vectors([m.id for m in memories])
         return [self.matcher.memory(m, vectors[m.id]) for m in memories if m.id in vectors]
 
-    async def representatives(self, member_ids: list[str], k: int) -> list[Memory]:
-        """What a prompt shows of an episode: the ``k`` of its latest
-        :data:`REPRESENTATIVE_POOL` members ``member_ids`` nearest their centroid, in time
-        order (what it is mostly about: an episode whose latest members drifted must not pass
-        for the thread they drifted to)."""
-        pool = member_ids[-REPRESENTATIVE_POOL:]
+    async def describe(
+        self, row: EpisodeRow, k: int, leave_out: set[str] | frozenset[str] = frozenset()
+    ) -> Candidate:
+        """An episode as a prompt shows it: title, summary and the ``k`` of its latest
+        :data:`REPRESENTATIVE_POOL` members nearest their centroid, in time order (what it is
+        mostly about: an episode whose latest members drifted must not pass for the thread
+        they drifted to). ``leave_out``: members not to count (a memory under review)."""
+        members = [m for m in self.store.member_ids(row.id) if m not in leave_out]
+        pool = members[-REPRESENTATIVE_POOL:]
         vectors = await self.host.get_vectors(pool)
         chosen = detector.representatives([(m, vectors[m]) for m in pool if m in vectors], k)
-        shown = await self.host.get_memories(chosen)
-        return sorted(shown, key=lambda m: m.created_at)
+        shown = sorted(await self.host.get_memories(chosen), key=lambda m: m.created_at)
+        return Candidate(
+            id=row.id,
+            title=row.title,
+            summary=row.llm_summary or row.summary,
+            recent=tuple(MemoryText(id=m.id, content=m.content) for m in shown),
+        )
 
     async def rebuild(self, episode_id: str) -> None:
         """Recompute an active episode's features from its members (after a removal)."""

@@ -97,7 +97,7 @@ class Summariser:
     async def classify(
         self,
         memories: list[Memory],
-        candidates: list[dict[str, Any]],
+        candidates: list[Candidate],
         checks: list[MergeCheck] | None = None,
     ) -> Verdicts | None:
         """Each memory's decision (one call for the batch), and the answers to the merge
@@ -105,19 +105,7 @@ class Summariser:
         if self.client is None:
             return None
         await self.check()
-        prompt = build_classify(
-            [memory_text(m) for m in memories],
-            [
-                Candidate(
-                    id=c["id"],
-                    title=c["title"],
-                    summary=c["summary"],
-                    recent=tuple(MemoryText(id=i, content=t) for i, t in c["recent"]),
-                )
-                for c in candidates
-            ],
-            checks or (),
-        )
+        prompt = build_classify([memory_text(m) for m in memories], candidates, checks or ())
         try:
             return await self.client.run(prompt, memory_id=memories[0].id)
         except LLMUnavailable as exc:
