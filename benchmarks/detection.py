@@ -12,9 +12,9 @@ fake OpenAI-compatible server of the test suite on 127.0.0.1, whose classifier a
 gold labels and is right N % of the time (wrong answers pick another option at random), priced
 as ``gpt-4o-mini`` by litellm, so classification calls per memory, tokens and USD are real
 numbers of this pipeline (batches, budget, retries included). ``hybrid`` uses the fake's
-word-overlap heuristic instead (plumbing, not model quality). ``oracle-N+merge`` also turns
-on ``episodes.merge_checks``; the fake answers each check from the gold labels of the memories
-the prompt shows, right N % of the time.
+word-overlap heuristic instead (plumbing, not model quality). The fake answers merge checks
+(on by default) from the gold labels of the memories the prompt shows, right N % of the time;
+``oracle-N-nomerge`` turns ``episodes.merge_checks`` off.
 The engine's clock follows the stream's timestamps, so summary updates are coalesced as they
 would be live (memories minutes or hours apart), not as a fast replay would allow.
 ``--imported`` strategies are replayed a second time as imported history: the same
@@ -192,8 +192,8 @@ async def replay(
     with tempfile.TemporaryDirectory() as data:
         name = "hybrid" if strategy.startswith("oracle") else strategy
         settings: dict[str, Any] = {"detector_strategy": name}
-        if strategy.endswith("+merge"):
-            settings["merge_checks"] = True
+        if strategy.endswith("-nomerge"):
+            settings["merge_checks"] = False
         if base_url:
             settings["api_base"] = base_url
         config = config_from_dict({"data_dir": data, "episodes": settings})
@@ -374,9 +374,11 @@ NOTES = """How to read this:
   stream; hybrid with a perfect classifier ≥ 0.85 at ≤ 0.3 classification calls per memory,
   with a 90 %-accurate one ≥ 0.75. [detection.md](detection.md) has the leave-one-stream-out
   calibration and the pure replay of the same detector.
-- Every memory is placed at once; the doubtful ones are reviewed by the LLM in batches
-  (`classify_batch_size` 2, waiting up to `classify_batch_wait_paces` 4 of the stream's own
-  pace), capped by `classify_calls_per_memory` (0.3).
+- Every memory is placed at once; the doubtful ones (`llm_doubt_share` 0.45) are reviewed by
+  the LLM in batches (`classify_batch_size` 2, waiting up to `classify_batch_wait_paces` 4 of
+  the stream's own pace), capped by `classify_calls_per_memory` (0.3). Merge checks ride along
+  (an episode grown to 4, 8, 16 or 32 memories against its 3 most similar; a merge needs a
+  second, confirming answer); `-nomerge` rows turn them off.
 - LLM calls (all purposes) count each episode's whole life: the replay runs in the stream's
   own time (so summary coalescing sees the real gaps) and closes every episode at the end, so
   final summaries are included. Costs are litellm's gpt-4o-mini prices applied to the token
@@ -465,7 +467,7 @@ def setup(fake: FakeLLM, strategy: str) -> None:
 
 
 def oracle_accuracy(strategy: str) -> float:
-    return int(strategy.split("-")[1].removesuffix("+merge")) / 100
+    return int(strategy.split("-")[1]) / 100
 
 
 def per_stream(

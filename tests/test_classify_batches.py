@@ -125,6 +125,7 @@ async def test_the_budget_caps_classification_calls(runtime_factory, fake_llm_en
         classify_calls_per_memory=0.3,
         classify_batch_size=1,
         classify_batch_wait_seconds=0,
+        merge_checks=False,  # reviews alone: a merge check would spend the same budget
     )
     texts = [AUTH[0], DB[0], AUTH[1], DB[1], AUTH[2], DB[2], AUTH[3], DB[3], *IOS]
     ids = []

@@ -399,7 +399,7 @@ def test_lower_threshold_joins_more():
 
 def test_params_from_config():
     p = DetectorParams.from_config(EpisodesConfig())
-    assert (p.threshold, p.doubt_share, p.strategy) == (0.75, 0.6, "hybrid")
+    assert (p.threshold, p.doubt_share, p.strategy) == (0.75, 0.45, "hybrid")
     assert DetectorParams.from_config(EpisodesConfig(), doubt_share=0.1).doubt_share == 0.1
     assert (p.active_window_days, p.max_active_episodes) == (14, 20)
     assert (p.chain_window_hours, p.chain_threshold) == (48.0, 0.85)

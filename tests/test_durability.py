@@ -205,6 +205,8 @@ def test_kill_9_during_llm_calls_loses_nothing(tmp_path, fake_llm_process, monke
         "api_base": fake_llm_process,
         "summary_debounce_seconds": 0,
         "request_timeout_seconds": 20,
+        # reviews and merge checks at once: none waits a day for company, all can be cut
+        "classify_batch_wait_seconds": 0,
     }
     daemon = start_daemon(tmp_path, episodes=episodes)
     acked = []

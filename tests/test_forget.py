@@ -48,6 +48,7 @@ def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Da
             "detector_strategy": "llm",
             "summary_debounce_seconds": 0,
             "llm_update_every": 1,
+            "merge_checks": False,  # a check would wait a day for a review call to carry it
         }
         running = start_daemon(tmp_path, episodes=episodes)
         try:

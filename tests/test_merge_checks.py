@@ -1,4 +1,4 @@
-"""Two episodes that are one thread are merged when the LLM says so (``episodes.merge_checks``).
+"""Two episodes that are one thread are merged when the LLM says so twice (``merge_checks``).
 
 Through the real engine, model and litellm client against the fake LLM server. Reviews are off
 (``llm_doubt_share`` 0), so the only LLM calls of the detector are merge checks. The auth and
@@ -34,32 +34,46 @@ async def episode_of(rt, memory_id: str) -> str:  # noqa: ANN001
     return found
 
 
-async def test_an_episode_the_llm_finds_to_be_one_thread_with_another_is_merged(
-    runtime_factory,  # noqa: F811
-    fake_llm_env,
-) -> None:
-    rt = await runtime_factory(merge_checks=True, **SETTINGS)
-    asked: list[list[str]] = []
+def one_thread(pair: list[str]):  # noqa: ANN201
+    """A merge responder that finds the two episodes of ``pair`` to be one thread (either way
+    round) and answers "none" for any other check."""
 
     def answer(request: Recorded) -> Reply:
         if request.purpose != "merge":
             return default_reply(request)
-        checked = merge_checks(request.text)
-        asked.append(checked)
-        return Reply.json(merges(*((e, auth_episode) for e in checked)))
+        found = []
+        for checked in merge_checks(request.text):
+            other = pair[1] if checked == pair[0] else pair[0] if checked == pair[1] else None
+            found.append((checked, other))
+        return Reply.json(merges(*found))
 
-    fake_llm_env.responder = answer
-    auth_episode = ""
+    return answer
+
+
+async def test_two_episodes_the_llm_finds_to_be_one_thread_twice_are_merged(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """The database episode reaches 4 members and is checked: "same as the auth episode". That
+    answer is asked again from the auth episode's side, against the database episode alone, and
+    the second "same" merges them."""
+    rt = await runtime_factory(merge_checks=True, **SETTINGS)
+    pair: list[str] = []
+    fake_llm_env.responder = one_thread(pair)
     auth = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
     auth_episode = await episode_of(rt, auth[0])
+    pair.append(auth_episode)
     await rt.api.memory_used(auth[0])  # access statistics of the memory and of its episode
     assert auth_episode in rt.service.access.get([auth_episode])
     db = [(await remember(rt, text, 3, 12 + i))["memory_id"] for i, text in enumerate(DB)]
+    db_episode_before = await episode_of(rt, db[-1])
+    pair.append(db_episode_before)
     await settle(rt)
-    db_episode_before = await episode_of(rt, db[0])
-    assert asked == [[db_episode_before]]  # checked once, when it reached 4 members
-    [call] = fake_llm_env.by_purpose("merge")
-    assert f'<episode id="{auth_episode}">' in call.text  # the auth episode was a candidate
+    first, second = fake_llm_env.by_purpose("merge")
+    assert merge_checks(first.text) == [db_episode_before]  # checked when it reached 4
+    assert f'<episode id="{auth_episode}">' in first.text  # the auth episode was a candidate
+    assert merge_checks(second.text) == [auth_episode]  # the confirmation, from the other side
+    assert f'<episode id="{db_episode_before}">' in second.text
     # the larger episode (4 database notes) keeps its id; the auth notes moved into it
     for memory_id in auth + db:
         assert await episode_of(rt, memory_id) == db_episode_before
@@ -73,8 +87,50 @@ async def test_an_episode_the_llm_finds_to_be_one_thread_with_another_is_merged(
     found = await rt.api.recall("refresh token logout", limit=50, source_types=["episode_summary"])
     assert len(found["results"]) <= 1
     health = rt.api.health()["episodes"]
-    assert (health["classify_calls"], health["merge_waiting"]) == (1, 0)
+    assert (health["classify_calls"], health["merge_waiting"]) == (2, 0)
     assert rt.service.access.get([auth_episode]) == {}  # merged away: its statistics go too
+
+
+async def test_a_same_answer_that_the_confirmation_denies_merges_nothing(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """One mistaken "same" is not enough: the confirmation says "none", both episodes stay."""
+    rt = await runtime_factory(merge_checks=True, **SETTINGS)
+    auth_episode = ""
+
+    def answer(request: Recorded) -> Reply:
+        if request.purpose != "merge":
+            return default_reply(request)
+        checked = merge_checks(request.text)  # "same" from the database side only
+        return Reply.json(
+            merges(*((e, auth_episode if e != auth_episode else None) for e in checked))
+        )
+
+    fake_llm_env.responder = answer
+    auth = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
+    auth_episode = await episode_of(rt, auth[0])
+    db = [(await remember(rt, text, 3, 12 + i))["memory_id"] for i, text in enumerate(DB)]
+    await settle(rt)
+    first, second = fake_llm_env.by_purpose("merge")
+    assert merge_checks(second.text) == [auth_episode]  # asked again, and denied
+    assert await episode_of(rt, auth[0]) == auth_episode != await episode_of(rt, db[0])
+    assert len((await rt.api.episodes_list())["episodes"]) == 2
+    assert rt.api.health()["episodes"]["merge_waiting"] == 0
+
+
+def test_a_merge_needs_two_answers_that_agree() -> None:
+    from tribalmemory.episodes.consolidation import Taken, agreed
+
+    taken = Taken(["a", "b", "c"], proposals={"a": ["x", "y"], "b": ["c"], "c": ["b"]})
+    # a first "same" asks the other side; two checks of one call that name each other merge
+    assert agreed(taken, {"a": "x", "b": "c", "c": "b"}) == ([("b", "c")], {"x": "a"})
+    # an answer that names no candidate of its check, or "none", does nothing
+    assert agreed(taken, {"a": "z", "b": None}) == ([], {})
+    # a confirmation that agrees merges
+    confirming = Taken(["x"], proposals={"x": ["a"]}, confirming={"x": "a"})
+    assert agreed(confirming, {"x": "a"}) == ([("x", "a")], {})
+    assert agreed(confirming, {"x": None}) == ([], {})
 
 
 async def test_a_none_answer_keeps_both_episodes(runtime_factory, fake_llm_env) -> None:  # noqa: F811
@@ -85,8 +141,14 @@ async def test_a_none_answer_keeps_both_episodes(runtime_factory, fake_llm_env) 
     assert len((await rt.api.episodes_list())["episodes"]) == 2
 
 
-async def test_merge_checks_are_off_by_default(runtime_factory, fake_llm_env) -> None:  # noqa: F811
+async def test_merge_checks_are_on_by_default(runtime_factory, fake_llm_env) -> None:  # noqa: F811
     rt = await runtime_factory(**SETTINGS)
+    await two_threads(rt)
+    assert len(fake_llm_env.by_purpose("merge")) == 1
+
+
+async def test_merge_checks_can_be_turned_off(runtime_factory, fake_llm_env) -> None:  # noqa: F811
+    rt = await runtime_factory(merge_checks=False, **SETTINGS)
     await two_threads(rt)
     assert fake_llm_env.by_purpose("merge") == []
     assert rt.api.health()["episodes"]["merge_waiting"] == 0
@@ -128,7 +190,7 @@ async def test_llm_down_leaves_the_episodes_as_they_are(runtime_factory, fake_ll
 def test_a_check_is_wanted_when_growth_reaches_a_check_size() -> None:
     from tribalmemory.episodes.consolidation import wants_check
 
-    assert [n for n in range(1, 40) if wants_check(n - 1, n)] == [4, 8]
+    assert [n for n in range(1, 40) if wants_check(n - 1, n)] == [4, 8, 16, 32]
     assert wants_check(3, 5) and not wants_check(4, 7)  # a jump over a size counts once
 
 
@@ -171,27 +233,34 @@ async def test_a_waiting_check_rides_along_in_the_next_review_call(
         merge_checks=True,
         **{**SETTINGS, "classify_batch_wait_seconds": 3600, "classify_batch_size": 1},
     )
-    auth_episode = ""
+    pair: list[str] = []
 
     def answer(request: Recorded) -> Reply:
         if request.purpose != "classify":
             return default_reply(request)
         decisions = [{"memory_id": m, "action": "none"} for m, _ in new_memories(request.text)]
-        checked = merge_checks(request.text)
-        return Reply.json({"decisions": decisions, **merges(*((e, auth_episode) for e in checked))})
+        found = [(e, next(p for p in pair if p != e)) for e in merge_checks(request.text)]
+        return Reply.json({"decisions": decisions, **merges(*found)})
 
     fake_llm_env.responder = answer
     auth = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
-    auth_episode = await episode_of(rt, auth[0])
+    pair.append(await episode_of(rt, auth[0]))
     db = [(await remember(rt, text, 3, 12 + i))["memory_id"] for i, text in enumerate(DB)]
+    pair.append(await episode_of(rt, db[-1]))
     assert rt.api.health()["episodes"]["merge_waiting"] == 1  # waiting for a review call
-    rt.episodes.engine.state.settings.llm_doubt_share = 1.0  # the next memory is reviewed
+    rt.episodes.engine.state.settings.llm_doubt_share = 1.0  # the next memories are reviewed
     await remember(rt, "Lunch order for the team offsite: pizza.", 3, 17)
     # run what is due (the review, its batch full); the check itself is not due for an hour
     assert await rt.episodes.worker.drain(30, due_only=True)
-    assert fake_llm_env.by_purpose("merge") == []  # no call of its own
     [call] = fake_llm_env.by_purpose("classify")
-    assert merge_checks(call.text) == [await episode_of(rt, db[0])]
+    assert merge_checks(call.text) == [pair[1]]
+    assert rt.api.health()["episodes"]["merge_waiting"] == 1  # its confirmation waits
+    assert await episode_of(rt, auth[0]) != await episode_of(rt, db[0])
+    await remember(rt, "Dessert order for the team offsite: ice cream.", 3, 18)
+    assert await rt.episodes.worker.drain(30, due_only=True)
+    second = fake_llm_env.by_purpose("classify")[-1]
+    assert merge_checks(second.text) == [pair[0]]  # the confirmation rode along too
+    assert fake_llm_env.by_purpose("merge") == []  # no call of their own
     assert await episode_of(rt, auth[0]) == await episode_of(rt, db[0])
     assert rt.api.health()["episodes"]["merge_waiting"] == 0
 

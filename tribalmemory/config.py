@@ -177,7 +177,7 @@ class EpisodesConfig:
         maximum=1.0,
     )
     llm_doubt_share: float = setting(
-        0.6,
+        0.45,
         "hybrid: about this share of memories, the least confident decisions, are reviewed "
         "by the LLM (0 asks none); capped by classify_calls_per_memory.",
         minimum=0.0,
@@ -210,13 +210,12 @@ class EpisodesConfig:
         maximum=604800,
     )
     merge_checks: bool = setting(
-        False,
-        "hybrid/llm: when the detector grows an episode to 4 and to 8 memories, ask the LLM "
-        "whether it is the same thread as one of its 3 most similar active episodes, and "
-        "merge them if so. The check rides along in the next review call (on its own, within "
-        "classify_calls_per_memory, if none comes within classify_batch_wait_seconds). Off by "
-        "default: it helps with a model that is nearly always right and hurts with a weaker one "
-        "(docs/detection.md).",
+        True,
+        "hybrid/llm: when the detector grows an episode to 4, 8, 16 and 32 memories, ask the LLM "
+        "whether it is the same thread as one of its 3 most similar active episodes; a yes is "
+        "asked again from the other episode's side, and two yeses merge them. The check rides "
+        "along in the next review call (on its own, within classify_calls_per_memory, if none "
+        "comes within classify_batch_wait_seconds).",
     )
     active_window_days: float = setting(
         14, "An episode with no new memory for this long is closed.", minimum=0.01, maximum=3650

@@ -6,15 +6,22 @@ as one of its :data:`.detector.MERGE_CANDIDATES` most similar active episodes of
 A check rides along in the next review call (:meth:`Consolidation.take`, then
 :meth:`Consolidation.settle`): no call of its own, a few more tokens. A check that no review
 call has carried within ``classify_batch_wait_seconds`` runs on its own (the ``merge`` job, up
-to :data:`BATCH` checks a call, within ``classify_calls_per_memory``). A "same as" answer
-merges the two: the larger keeps its id, the other's history ends with ``merged_into``, the
-survivor's summary is rewritten. Episodes the user edited are never merged by it (see
-:mod:`.edits`). When the LLM cannot answer, or the budget is spent, nothing changes.
+to :data:`BATCH` checks a call, within ``classify_calls_per_memory``).
+
+A merge needs two answers that agree. "A is the same thread as B" queues a *confirmation*: B
+is checked against A alone, in a later call, and only a second "same" merges them (the larger
+keeps its id, the other's history ends with ``merged_into``, the survivor's summary is
+rewritten). A wrong merge mixes two threads in every summary, recall and replay, and is far
+dearer than a merge that comes one call later; one mistaken answer no longer makes one.
+
+Episodes the user edited are never merged by it (see :mod:`.edits`). When the LLM cannot
+answer, or the budget is spent, nothing changes.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -43,6 +50,27 @@ class Taken:
     keys: list[str]
     proposals: dict[str, list[str]] = field(default_factory=dict)
     checks: list[MergeCheck] = field(default_factory=list)
+    confirming: dict[str, str] = field(default_factory=dict)
+    """Checks that confirm an earlier answer: episode -> the one episode it was said to be."""
+
+
+def agreed(
+    taken: Taken, answers: Mapping[str, str | None]
+) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """Which answers merge and which need confirming: a "same as" that confirms an earlier
+    one, or that two checks of one call give of each other, merges; any other asks the named
+    episode about the checked one alone (twin -> checked episode). Pure."""
+    merges: list[tuple[str, str]] = []
+    confirms: dict[str, str] = {}
+    for key, same_as in answers.items():
+        if same_as is None or same_as not in taken.proposals.get(key, []):
+            continue
+        if taken.confirming.get(key) == same_as or answers.get(same_as) == key:
+            if (same_as, key) not in merges:
+                merges.append((key, same_as))
+        else:
+            confirms[same_as] = key
+    return merges, confirms
 
 
 def wants_check(old_count: int, new_count: int) -> bool:
@@ -75,8 +103,11 @@ class Consolidation:
         return {"merge_waiting": self.store.count_jobs("merge")}
 
     def grown(self, episode_id: str, old_count: int, new_count: int, now: float) -> None:
-        """The detector grew an episode: queue its check when it reached a check size."""
+        """The detector grew an episode: queue its check when it reached a check size (unless
+        a check of it already waits: a confirmation is not overwritten)."""
         if not self.enabled() or not wants_check(old_count, new_count):
+            return
+        if self.store.has_job("merge", episode_id):
             return
         wait = self.state.settings.classify_batch_wait_seconds  # for a review call to carry it
         with self.store.transaction() as db:
@@ -97,7 +128,10 @@ class Consolidation:
         try:
             async with self.state.detect_lock:
                 for key in taken.keys:
-                    candidates = self._candidates(key)
+                    twin = self.store.job_payload("merge", key).get("confirm")
+                    if twin is not None:
+                        taken.confirming[key] = str(twin)
+                    candidates = self._candidates(key, taken.confirming.get(key))
                     if candidates:
                         taken.proposals[key] = candidates
             for key, candidates in taken.proposals.items():
@@ -112,18 +146,30 @@ class Consolidation:
 
     async def settle(self, taken: Taken, answers: dict[str, str | None] | None) -> None:
         """Carry out the answers to the checks of :meth:`take` (``None``: the LLM did not
-        answer) and finish their jobs."""
+        answer) and finish their jobs; an answer that needs confirming queues its
+        confirmation (:func:`agreed`)."""
+        confirms: dict[str, str] = {}
         try:
             if answers:
+                merges, confirms = agreed(taken, answers)
+                if merges:
+                    await self.state.host.background_turn()  # a merge uses the CPU
                 async with self.state.detect_lock:
-                    for key, same_as in answers.items():
-                        if same_as is not None and same_as in taken.proposals.get(key, []):
-                            await self._merge(key, same_as)
+                    for first, second in merges:
+                        await self._merge(first, second)
+                for twin, checked in confirms.items():
+                    log.info("episode %s may be the same thread as %s: asking again", checked, twin)
         finally:
+            now = self.state.clock()
+            wait = self.state.settings.classify_batch_wait_seconds
             with self.store.transaction() as db:
                 for key in taken.keys:
                     self.store.delete_job(db, "merge", key)
+                for twin, checked in confirms.items():
+                    self.store.enqueue(db, "merge", twin, now, wait, {"confirm": checked})
             self._claimed.difference_update(taken.keys)
+            if confirms:
+                self.state.wake()
 
     async def run(self, episode_id: str) -> None:
         """The ``merge`` job: checks no review call carried, asked in one call of their own."""
@@ -138,9 +184,10 @@ class Consolidation:
         finally:
             await self.settle(taken, answers)
 
-    def _candidates(self, episode_id: str) -> list[str]:
-        """The active episodes of the same project most like this one (none when it is not
-        active or the user edited it). The caller holds the detect lock."""
+    def _candidates(self, episode_id: str, only: str | None = None) -> list[str]:
+        """The active episodes of the same project most like this one, or ``only`` that one
+        (a confirmation); none when it is not active or the user edited it. The caller holds
+        the detect lock."""
         state = self.state
         episode = state.active.get(episode_id)
         if episode is None:
@@ -149,7 +196,9 @@ class Consolidation:
         others: list[EpisodeFeatures] = [
             e
             for e in state.active.values()
-            if e.id != episode_id and state.project_of_episode(e.id) == project
+            if e.id != episode_id
+            and state.project_of_episode(e.id) == project
+            and (only is None or e.id == only)
         ]
         pins = [Pin.from_row(r) for r in self.store.pins_on([episode_id, *(e.id for e in others)])]
         others = [e for e in others if may_merge(pins, episode_id, e.id)]

@@ -497,7 +497,7 @@ class DetectorParams:
     and go to the LLM; 0 sends none."""
 
     threshold: float = 0.75
-    doubt_share: float = 0.6
+    doubt_share: float = 0.45
     strategy: str = "hybrid"
     active_window_days: float = 14.0
     max_active_episodes: int = 20
@@ -738,12 +738,13 @@ def chain_score(
 # Consolidation: one thread split in two
 # --------------------------------------------------------------------------------------------
 
-MERGE_CHECK_SIZES = (4, 8)
+MERGE_CHECK_SIZES = (4, 8, 16, 32)
 """An episode is checked for a twin when the detector grows it to one of these sizes: by 4
-members it says what it is about, and at 8 a twin that grew since gets a second look. Chosen
-leave-one-stream-out with a perfect classifier (``detector_sim.MERGE_GRID``: first check at 4
-or 8, then 0, 1 or 3 doublings, 2 or 3 candidates; docs/detection.md): every fold picks 4 and
-one doubling."""
+members it says what it is about, and each doubling gives a twin that grew since another look.
+Chosen leave-one-stream-out with a perfect classifier (``detector_sim.MERGE_GRID``: first check
+at 4 or 8, then 0, 1 or 3 doublings, 2 or 3 candidates; docs/detection.md): every fold starts at
+4; two of three folds, and the fit on all three (tied worst F1 with one doubling, better mean),
+take three doublings."""
 MERGE_CANDIDATES = 3
 """Candidates shown to the LLM per check (two folds of three pick 3, one picks 2)."""
 

@@ -789,6 +789,13 @@ class EpisodeStore:
         row = self.db.execute("SELECT 1 FROM jobs WHERE kind = ? AND key = ?", (kind, key))
         return row.fetchone() is not None
 
+    def job_payload(self, kind: str, key: str) -> dict[str, Any]:
+        """The payload of a waiting job (empty when there is none)."""
+        row = self.db.execute(
+            "SELECT payload FROM jobs WHERE kind = ? AND key = ?", (kind, key)
+        ).fetchone()
+        return json.loads(row[0]) if row else {}
+
     def count_jobs(self, kind: str) -> int:
         return self.db.execute("SELECT COUNT(*) FROM jobs WHERE kind = ?", (kind,)).fetchone()[0]
 
