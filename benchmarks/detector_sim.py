@@ -675,8 +675,8 @@ MERGE_GRID: dict[str, list[float]] = {
     "candidates": [2, 3],
 }
 """Merge checks at ``first_size`` and its next ``doublings`` doublings, with ``candidates``
-candidates each; chosen leave-one-stream-out on the perfect classifier (the setting is for
-strong models; docs/detection.md)."""
+candidates each; chosen leave-one-stream-out on the perfect classifier, as the review's
+constants are (docs/detection.md)."""
 
 
 def merge_review(point: Point) -> Review:
