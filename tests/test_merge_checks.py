@@ -316,3 +316,27 @@ async def test_a_check_that_cannot_be_prepared_waits_for_the_next_call(
     second = fake_llm_env.by_purpose("classify")[-1]
     assert len(merge_checks(second.text)) == 1  # carried by the next review call
     assert rt.api.health()["episodes"]["merge_waiting"] == 0
+
+
+async def test_a_confirmation_queued_while_its_episode_is_in_another_call_is_kept(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """The database episode's own check is in a call when another answer asks to confirm it:
+    finishing that call must not drop the confirmation queued meanwhile."""
+    from tribalmemory.episodes.consolidation import Taken
+
+    rt = await runtime_factory(
+        merge_checks=True, **{**SETTINGS, "classify_batch_wait_seconds": 3600}
+    )
+    auth, db = await two_threads(rt)
+    auth_episode, db_episode = await episode_of(rt, auth[0]), await episode_of(rt, db[0])
+    consolidation = rt.episodes.engine.consolidation
+    store = rt.episodes.engine.state.store
+    in_call = await consolidation.take(first=db_episode)  # its check, claimed by a call
+    assert db_episode in in_call.keys
+    other = Taken([auth_episode], proposals={auth_episode: [db_episode]})
+    await consolidation.settle(other, {auth_episode: db_episode})  # "same": confirm from db
+    await consolidation.settle(in_call, None)  # the first call ends without an answer
+    job = store.job("merge", db_episode)
+    assert job is not None and job.payload == {"confirm": auth_episode}

@@ -32,6 +32,7 @@ from .edits import Pin, may_merge, merge_roles
 from .matching import EpisodeFeatures
 from .membership import Membership
 from .state import EngineState
+from .store import Job
 from .summariser import Summariser
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ class Taken:
     checks: list[MergeCheck] = field(default_factory=list)
     confirming: dict[str, str] = field(default_factory=dict)
     """Checks that confirm an earlier answer: episode -> the one episode it was said to be."""
+    jobs: list[Job] = field(default_factory=list)
+    """The claimed jobs as they were read (one re-armed meanwhile is not finished)."""
 
 
 def agreed(
@@ -128,9 +131,11 @@ class Consolidation:
         try:
             async with self.state.detect_lock:
                 for key in taken.keys:
-                    twin = self.store.job_payload("merge", key).get("confirm")
-                    if twin is not None:
-                        taken.confirming[key] = str(twin)
+                    job = self.store.job("merge", key)
+                    if job is not None:
+                        taken.jobs.append(job)
+                        if "confirm" in job.payload:
+                            taken.confirming[key] = str(job.payload["confirm"])
                     candidates = self._candidates(key, taken.confirming.get(key))
                     if candidates:
                         taken.proposals[key] = candidates
@@ -154,17 +159,17 @@ class Consolidation:
                 merges, confirms = agreed(taken, answers)
                 if merges:
                     await self.state.host.background_turn()  # a merge uses the CPU
-                async with self.state.detect_lock:
-                    for first, second in merges:
-                        await self._merge(first, second)
+                    async with self.state.detect_lock:
+                        for first, second in merges:
+                            await self._merge(first, second)
                 for twin, checked in confirms.items():
                     log.info("episode %s may be the same thread as %s: asking again", checked, twin)
         finally:
             now = self.state.clock()
             wait = self.state.settings.classify_batch_wait_seconds
             with self.store.transaction() as db:
-                for key in taken.keys:
-                    self.store.delete_job(db, "merge", key)
+                for job in taken.jobs:  # a confirmation queued meanwhile (re-armed) stays
+                    self.store.finish_job(db, job)
                 for twin, checked in confirms.items():
                     self.store.enqueue(db, "merge", twin, now, wait, {"confirm": checked})
             self._claimed.difference_update(taken.keys)

@@ -190,6 +190,19 @@ class Job:
     gen: int = 0
 
 
+def _job(row: sqlite3.Row) -> Job:
+    return Job(
+        id=row["id"],
+        kind=row["kind"],
+        key=row["key"],
+        payload=json.loads(row["payload"]),
+        not_before=row["not_before"],
+        created_at=row["created_at"],
+        attempts=row["attempts"],
+        gen=row["gen"],
+    )
+
+
 def migrate(db: sqlite3.Connection) -> None:
     """Add the :data:`ADDED_COLUMNS` an older database lacks (its tables exist already)."""
     for table, columns in ADDED_COLUMNS.items():
@@ -749,19 +762,7 @@ class EpisodeStore:
             "SELECT * FROM jobs WHERE not_before <= ? ORDER BY id LIMIT ?",
             (now, limit + len(exclude_keys)),
         ).fetchall()
-        jobs = [
-            Job(
-                id=r["id"],
-                kind=r["kind"],
-                key=r["key"],
-                payload=json.loads(r["payload"]),
-                not_before=r["not_before"],
-                created_at=r["created_at"],
-                attempts=r["attempts"],
-                gen=r["gen"],
-            )
-            for r in rows
-        ]
+        jobs = [_job(r) for r in rows]
         return [j for j in jobs if j.key not in exclude_keys][:limit]
 
     def next_due(self) -> float | None:
@@ -789,12 +790,11 @@ class EpisodeStore:
         row = self.db.execute("SELECT 1 FROM jobs WHERE kind = ? AND key = ?", (kind, key))
         return row.fetchone() is not None
 
-    def job_payload(self, kind: str, key: str) -> dict[str, Any]:
-        """The payload of a waiting job (empty when there is none)."""
-        row = self.db.execute(
-            "SELECT payload FROM jobs WHERE kind = ? AND key = ?", (kind, key)
-        ).fetchone()
-        return json.loads(row[0]) if row else {}
+    def job(self, kind: str, key: str) -> Job | None:
+        """The waiting job of this kind and key, if any."""
+        row = self.db.execute("SELECT * FROM jobs WHERE kind = ? AND key = ?", (kind, key))
+        found = row.fetchone()
+        return _job(found) if found else None
 
     def count_jobs(self, kind: str) -> int:
         return self.db.execute("SELECT COUNT(*) FROM jobs WHERE kind = ?", (kind,)).fetchone()[0]
