@@ -434,10 +434,10 @@ class Replay:
         for first, second in merges:
             if first in self.active and second in self.active:
                 self._merge(first, second)
-        for twin, checked in confirms.items():
+        for twin, checked in confirms.items():  # a waiting check of the twin becomes it
             self.confirms[twin] = checked
-            self.checks = [c for c in self.checks if c[0] != twin]
-            self.checks.append((twin, now + timedelta(seconds=self.review.max_wait_seconds)))
+            if not any(e == twin for e, _ in self.checks):
+                self.checks.append((twin, now + timedelta(seconds=self.review.max_wait_seconds)))
 
     def _merge(self, first: str, second: str) -> None:
         big, small = (first, second)
