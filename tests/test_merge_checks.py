@@ -329,8 +329,10 @@ async def test_a_confirmation_queued_while_its_episode_is_in_another_call_is_kep
     rt = await runtime_factory(
         merge_checks=True, **{**SETTINGS, "classify_batch_wait_seconds": 3600}
     )
-    auth, db = await two_threads(rt)
+    auth = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
+    db = [(await remember(rt, text, 3, 12 + i))["memory_id"] for i, text in enumerate(DB)]
     auth_episode, db_episode = await episode_of(rt, auth[0]), await episode_of(rt, db[0])
+    assert rt.api.health()["episodes"]["merge_waiting"] == 1  # its check waits (an hour)
     consolidation = rt.episodes.engine.consolidation
     store = rt.episodes.engine.state.store
     in_call = await consolidation.take(first=db_episode)  # its check, claimed by a call
@@ -338,5 +340,5 @@ async def test_a_confirmation_queued_while_its_episode_is_in_another_call_is_kep
     other = Taken([auth_episode], proposals={auth_episode: [db_episode]})
     await consolidation.settle(other, {auth_episode: db_episode})  # "same": confirm from db
     await consolidation.settle(in_call, None)  # the first call ends without an answer
-    job = store.job("merge", db_episode)
-    assert job is not None and job.payload == {"confirm": auth_episode}
+    [job] = [j for j in store.jobs("merge") if j.key == db_episode]
+    assert job.payload == {"confirm": auth_episode}

@@ -121,21 +121,19 @@ class Consolidation:
         """Claim up to ``limit`` waiting checks (``first`` first) and prepare them: candidates
         now, and each episode as the prompt shows it. Checks with no candidate are claimed
         too (they are done). Always hand the result to :meth:`settle`."""
-        waiting = [k for k in self.store.job_keys("merge") if k not in self._claimed]
-        if first is not None:
-            waiting = [first] + [k for k in waiting if k != first]
-        taken = Taken(waiting[:limit])
+        waiting = [j for j in self.store.jobs("merge") if j.key not in self._claimed]
+        waiting.sort(key=lambda job: job.key != first)  # stable: ``first`` first, then oldest
+        jobs = waiting[:limit]
+        taken = Taken([job.key for job in jobs], jobs=jobs)
+        for job in jobs:
+            if "confirm" in job.payload:
+                taken.confirming[job.key] = str(job.payload["confirm"])
         self._claimed.update(taken.keys)
         if not taken.keys or not self.enabled():
             return taken
         try:
             async with self.state.detect_lock:
                 for key in taken.keys:
-                    job = self.store.job("merge", key)
-                    if job is not None:
-                        taken.jobs.append(job)
-                        if "confirm" in job.payload:
-                            taken.confirming[key] = str(job.payload["confirm"])
                     candidates = self._candidates(key, taken.confirming.get(key))
                     if candidates:
                         taken.proposals[key] = candidates

@@ -790,21 +790,19 @@ class EpisodeStore:
         row = self.db.execute("SELECT 1 FROM jobs WHERE kind = ? AND key = ?", (kind, key))
         return row.fetchone() is not None
 
-    def job(self, kind: str, key: str) -> Job | None:
-        """The waiting job of this kind and key, if any."""
-        row = self.db.execute("SELECT * FROM jobs WHERE kind = ? AND key = ?", (kind, key))
-        found = row.fetchone()
-        return _job(found) if found else None
-
     def count_jobs(self, kind: str) -> int:
         return self.db.execute("SELECT COUNT(*) FROM jobs WHERE kind = ?", (kind,)).fetchone()[0]
 
+    def jobs(self, kind: str, limit: int = 64) -> list[Job]:
+        """The jobs of one kind, oldest first."""
+        rows = self.db.execute(
+            "SELECT * FROM jobs WHERE kind = ? ORDER BY created_at, id LIMIT ?", (kind, limit)
+        ).fetchall()
+        return [_job(r) for r in rows]
+
     def job_keys(self, kind: str, limit: int = 64) -> list[str]:
         """Keys of the jobs of one kind, oldest first."""
-        rows = self.db.execute(
-            "SELECT key FROM jobs WHERE kind = ? ORDER BY created_at, id LIMIT ?", (kind, limit)
-        ).fetchall()
-        return [r[0] for r in rows]
+        return [job.key for job in self.jobs(kind, limit)]
 
     def make_due(self, db: sqlite3.Connection, kind: str, now: float) -> None:
         """Jobs of one kind that wait for later fall due now."""
