@@ -44,6 +44,7 @@ class Worker:
         self._tasks: list[asyncio.Task[None]] = []
         self._failures: dict[int, str] = {}
         self._looks: dict[int, float] = {}  # sleeping loop -> when it looks again (engine clock)
+        self._stopping = False
 
     def wake(self, due: float | None = None) -> None:
         """Make sleeping loops look for work now. With ``due`` (when a new job falls due), a
@@ -61,11 +62,19 @@ class Worker:
             )
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with suppress(asyncio.CancelledError, Exception):
-                await task
+        """Stop every loop. On Python 3.11 ``asyncio.wait_for`` drops a cancel that lands as its
+        inner call completes (a job's LLM call, say), so a loop also ends by itself once it sees
+        the flag, and the cancel is sent again each second until every task is done."""
+        self._stopping = True
+        self._event.set()
+        pending = set(self._tasks)
+        while pending:
+            for task in pending:
+                task.cancel()
+            done, pending = await asyncio.wait(pending, timeout=1.0)
+            for task in done:
+                with suppress(asyncio.CancelledError, Exception):
+                    task.result()
         self._tasks.clear()
 
     def _claim(self) -> Job | None:
@@ -76,7 +85,7 @@ class Worker:
         return jobs[0]
 
     async def _loop(self) -> None:
-        while True:
+        while not self._stopping:
             job = self._claim()
             if job is None:
                 self._idle.set()
@@ -134,7 +143,7 @@ class Worker:
             self.store.retry_job(job, self.clock() + delay)
 
     async def _schedule(self, interval: float) -> None:
-        while True:
+        while not self._stopping:
             await asyncio.sleep(interval)
             try:
                 await self.tick()
