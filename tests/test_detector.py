@@ -569,5 +569,32 @@ def test_each_project_is_its_own_stream():
     again = Matcher(EpisodesConfig())
     again.load_state(legacy)
     assert again.context("default").pace == 3600 and again.context("slow").doc_count == 0
-    again.load_state(matcher.state())
+    again.load_state(matcher.state(), matcher.changed_terms())
     assert again.context("fast").to_json() == matcher.context("fast").to_json()
+
+
+def test_word_counts_are_saved_by_the_change():
+    """Only the words counted or forgotten since the last save are handed out to be saved;
+    the rest of the statistics leave the vocabulary out."""
+    from tribalmemory.episodes.matching import Matcher
+    from tribalmemory.models import Memory, SourceType
+
+    matcher = Matcher(EpisodesConfig())
+
+    def learn(mid: str, words: set[str], minutes: int) -> MemoryFeatures:
+        memory = MemoryFeatures(
+            mid, vec_at(0.5), frozenset(), "x", T0 + timedelta(minutes=minutes), frozenset(words)
+        )
+        matcher.decide(memory, [], [], doubt_share=0.0, learn=True)
+        return memory
+
+    learn("m1", {"alpha", "beta"}, 0)
+    assert matcher.changed_terms() == {"default": {"alpha": 1, "beta": 1}}
+    matcher.terms_saved()
+    learn("m2", {"beta", "gamma"}, 1)
+    assert matcher.changed_terms() == {"default": {"beta": 2, "gamma": 1}}
+    assert "doc_freq" not in matcher.state()["projects"]["default"]
+    matcher.terms_saved()
+    gone = Memory("m2", "beta gamma", SourceType.USER_EXPLICIT, "", [], None, T0, T0)
+    matcher.unlearn(gone)  # as forget does
+    assert matcher.changed_terms() == {"default": {"beta": 1, "gamma": 0}}

@@ -270,17 +270,21 @@ class DetectorContext:
     def idf(self, term: str) -> float:
         return math.log((self.doc_count + 1.0) / (self.doc_freq.get(term, 0) + 0.5))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, terms: bool = True) -> dict[str, Any]:
+        """Everything, or without ``doc_freq`` (``terms=False``: the engine keeps the term
+        counts in a table of their own, written by the change)."""
+        out: dict[str, Any] = {
             "cos_count": self.cos_count,
             "cos_mean": self.cos_mean,
             "cos_m2": self.cos_m2,
             "doc_count": self.doc_count,
-            "doc_freq": dict(self.doc_freq),
             "newest": to_iso(self.newest) if self.newest else None,
             "gaps": list(self.gaps),
             "confidences": list(self.confidences),
         }
+        if terms:
+            out["doc_freq"] = dict(self.doc_freq)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DetectorContext:
@@ -289,7 +293,7 @@ class DetectorContext:
             float(data["cos_mean"]),
             float(data["cos_m2"]),
             int(data["doc_count"]),
-            {str(k): int(v) for k, v in data["doc_freq"].items()},
+            {str(k): int(v) for k, v in data.get("doc_freq", {}).items()},
             parse_iso(data["newest"]) if data.get("newest") else None,
             [float(g) for g in data.get("gaps", ())],
             [float(c) for c in data.get("confidences", ())],

@@ -3,7 +3,8 @@
 The engine talks only to :class:`Matcher`; scoring lives in :mod:`.detector`. The matcher
 also owns the detector's running statistics (:class:`~.detector.DetectorContext`), which the
 engine persists in its database now and then (they are statistics: losing the last few
-updates in a crash changes nothing that matters).
+updates in a crash changes nothing that matters). The word counts, which grow with the
+vocabulary, are saved by the change (:meth:`Matcher.changed_terms`), not whole each time.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ class Matcher:
         self.settings = settings
         self.contexts: dict[str, DetectorContext] = {}
         self.updates = 0
+        self._changed: dict[str, set[str]] = {}  # project -> terms counted since the last save
 
     def context(self, project: str = DEFAULT_PROJECT) -> DetectorContext:
         """The running statistics of one project's stream: each project is its own stream
@@ -130,6 +132,7 @@ class Matcher:
         raw = detector.decide(memory, episodes, seeds, context, params)
         if learn:
             detector.update_context(context, memory, raw.background, confidence=raw.confidence)
+            self._changed.setdefault(project, set()).update(memory.terms)
             self.updates += 1
         by_id = {e.id: e for e in episodes}
         sure = raw.confidence
@@ -160,17 +163,39 @@ class Matcher:
         """Take a forgotten memory (learned at its first decision) out of the statistics."""
         terms = detector.terms_of(memory.content, memory.source_instance)
         detector.forget_terms(self.context(memory.project), terms)
+        self._changed.setdefault(memory.project, set()).update(terms)
 
     def state(self) -> dict[str, Any]:
-        return {"projects": {name: c.to_json() for name, c in self.contexts.items()}}
+        """The statistics without the word counts (see :meth:`changed_terms`): a few KB
+        whatever the vocabulary."""
+        return {"projects": {name: c.to_json(terms=False) for name, c in self.contexts.items()}}
 
-    def load_state(self, data: dict[str, Any] | None) -> None:
-        """From :meth:`state`; a store from before projects kept one context, which is the
-        ``default`` project's (every older memory is in it)."""
+    def changed_terms(self) -> dict[str, dict[str, int]]:
+        """Per project, the count of each word counted or forgotten since :meth:`terms_saved`
+        (0: the word left the stream)."""
+        return {
+            project: {t: self.context(project).doc_freq.get(t, 0) for t in terms}
+            for project, terms in self._changed.items()
+        }
+
+    def terms_saved(self) -> None:
+        self._changed.clear()
+
+    def load_state(
+        self, data: dict[str, Any] | None, terms: dict[str, dict[str, int]] | None = None
+    ) -> None:
+        """From :meth:`state` and the saved word counts (project -> word -> count). A store
+        from before projects kept one context, which is the ``default`` project's (every older
+        memory is in it); one from before the counts had a table of their own kept them in
+        the context: they are all saved again at the next save."""
         if not data:
             return
         if "projects" not in data:
             data = {"projects": {DEFAULT_PROJECT: data}}
-        self.contexts = {
-            str(name): DetectorContext.from_json(c) for name, c in data["projects"].items()
-        }
+        self.contexts = {}
+        for name, saved in data["projects"].items():
+            context = self.contexts[str(name)] = DetectorContext.from_json(saved)
+            if "doc_freq" in saved:
+                self._changed[str(name)] = set(context.doc_freq)
+            else:
+                context.doc_freq = dict((terms or {}).get(str(name), {}))

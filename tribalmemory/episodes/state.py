@@ -88,7 +88,7 @@ class EngineState:
     async def load(self, host: PluginHost) -> None:
         """Rebuild the features of active episodes and seeds from stored vectors."""
         self._host = cast(PluginHost, ProjectNotingHost(host, self.note_projects))
-        self.matcher.load_state(self.store.get_meta("detector_context"))
+        self.matcher.load_state(self.store.get_meta("detector_context"), self.store.term_counts())
         self.active.clear()
         self.seeds.clear()
         for row in self.store.active_episodes():
@@ -198,10 +198,15 @@ class EngineState:
         ]
 
     def save_detector(self, force: bool = False) -> None:
-        """Persist the detector's running statistics every 25 decisions (and at stop)."""
+        """Persist the detector's running statistics every 25 decisions (and at stop): the
+        small part whole, the word counts by the change (O(words of those decisions), not
+        O(vocabulary), on the request path)."""
         if force or self.matcher.updates % DETECTOR_SAVE_EVERY == 0:
             with self.store.transaction() as db:
                 self.store.set_meta(db, "detector_context", self.matcher.state())
+                for project, counts in self.matcher.changed_terms().items():
+                    self.store.set_term_counts(db, project, counts)
+            self.matcher.terms_saved()
 
     def queue_summary(
         self,

@@ -13,7 +13,7 @@ import json
 import re
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +73,12 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique ON jobs(kind, key);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS term_counts (   -- the detector's word counts (online IDF)
+    project TEXT NOT NULL,
+    term TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (project, term)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS history (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     episode_id TEXT NOT NULL,              -- kept after the episode is merged or deleted
@@ -915,4 +921,26 @@ class EpisodeStore:
         db.execute(
             "INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value)),
+        )
+
+    def term_counts(self) -> dict[str, dict[str, int]]:
+        """The detector's word counts: project -> word -> count."""
+        out: dict[str, dict[str, int]] = {}
+        for project, term, count in self.db.execute("SELECT project, term, count FROM term_counts"):
+            out.setdefault(project, {})[term] = count
+        return out
+
+    def set_term_counts(
+        self, db: sqlite3.Connection, project: str, counts: Mapping[str, int]
+    ) -> None:
+        """Write these words' counts; a word counted 0 times is deleted (a forgotten memory's
+        rare words leave the file)."""
+        db.executemany(
+            "INSERT INTO term_counts VALUES (?, ?, ?) "
+            "ON CONFLICT(project, term) DO UPDATE SET count = excluded.count",
+            [(project, t, n) for t, n in counts.items() if n > 0],
+        )
+        db.executemany(
+            "DELETE FROM term_counts WHERE project = ? AND term = ?",
+            [(project, t) for t, n in counts.items() if n <= 0],
         )
