@@ -377,7 +377,7 @@ NOTES = """How to read this:
 - Every memory is placed at once; the doubtful ones (`llm_doubt_share` 0.45) are reviewed by
   the LLM in batches (`classify_batch_size` 2, waiting up to `classify_batch_wait_paces` 4 of
   the stream's own pace), capped by `classify_calls_per_memory` (0.3). Merge checks ride along
-  (an episode grown to 4, 8, 16 or 32 memories against its 3 most similar; a merge needs a
+  (an episode grown to 4, 8, 16 or 32 memories against its 4 most similar; a merge needs a
   second, confirming answer); `-nomerge` rows turn them off.
 - LLM calls (all purposes) count each episode's whole life: the replay runs in the stream's
   own time (so summary coalescing sees the real gaps) and closes every episode at the end, so

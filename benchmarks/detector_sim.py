@@ -672,7 +672,7 @@ def calibrate_review(streams: Sequence[Stream]) -> list[dict[str, Any]]:
 MERGE_GRID: dict[str, list[float]] = {
     "first_size": [4, 8],
     "doublings": [0, 1, 3],
-    "candidates": [2, 3],
+    "candidates": [2, 3, 4, 5],
 }
 """Merge checks at ``first_size`` and its next ``doublings`` doublings, with ``candidates``
 candidates each; chosen leave-one-stream-out on the perfect classifier, as the review's

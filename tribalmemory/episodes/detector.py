@@ -746,11 +746,11 @@ MERGE_CHECK_SIZES = (4, 8, 16, 32)
 """An episode is checked for a twin when the detector grows it to one of these sizes: by 4
 members it says what it is about, and each doubling gives a twin that grew since another look.
 Chosen leave-one-stream-out with a perfect classifier (``detector_sim.MERGE_GRID``: first check
-at 4 or 8, then 0, 1 or 3 doublings, 2 or 3 candidates; docs/detection.md): every fold starts at
-4; two of three folds, and the fit on all three (tied worst F1 with one doubling, better mean),
-take three doublings."""
-MERGE_CANDIDATES = 3
-"""Candidates shown to the LLM per check (two folds of three pick 3, one picks 2)."""
+at 4 or 8, then 0, 1 or 3 doublings, 2 to 5 candidates; docs/detection.md): every fold and the
+fit on all three start at 4 and take three doublings."""
+MERGE_CANDIDATES = 4
+"""Candidates shown to the LLM per check: two folds of three, and the fit on all three, pick 4
+(the third ties 3 and 4 on its two streams and takes the first)."""
 
 
 def merge_affinity(
