@@ -187,7 +187,8 @@ class Matcher:
         """From :meth:`state` and the saved word counts (project -> word -> count). A store
         from before projects kept one context, which is the ``default`` project's (every older
         memory is in it); one from before the counts had a table of their own kept them in
-        the context: they are all saved again at the next save."""
+        the context: they are all saved again at the next save (and words of the table the
+        context lacks are deleted then)."""
         if not data:
             return
         if "projects" not in data:
@@ -195,7 +196,8 @@ class Matcher:
         self.contexts = {}
         for name, saved in data["projects"].items():
             context = self.contexts[str(name)] = DetectorContext.from_json(saved)
+            table = (terms or {}).get(str(name), {})
             if "doc_freq" in saved:
-                self._changed[str(name)] = set(context.doc_freq)
+                self._changed[str(name)] = set(context.doc_freq) | set(table)
             else:
-                context.doc_freq = dict((terms or {}).get(str(name), {}))
+                context.doc_freq = dict(table)
