@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import re
@@ -57,6 +58,7 @@ from fakellm import (  # noqa: E402
     Reply,
     default_reply,
     new_memories,
+    split_parts,
 )
 from report import write_section  # noqa: E402
 
@@ -95,6 +97,7 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
     """A classifier that knows the gold labels and is right with probability ``accuracy``
     (else another option at random: another candidate, a new thread or none)."""
     rng = random.Random(seed)
+    split_rng = random.Random(seed + 1_000)  # its own draws: other answers stay as they were
 
     def right_answer(memory_id: str, episodes: list[tuple[str, str]]) -> dict[str, Any]:
         label = gold_of.get(memory_id)
@@ -140,12 +143,28 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
             answers.append({"episode_id": checked, "same_as": same_as})
         return {"merges": answers}
 
+    def split_answer(user: str) -> dict[str, Any]:
+        """Each check: two threads when its parts' shown memories have different majority
+        labels, else one; right with probability ``accuracy``."""
+        answers = []
+        for checked, (first, second) in split_parts(user).items():
+            labels = [
+                max(set(found), key=found.count) if found else None
+                for found in ([gold_of.get(i) for i in part] for part in (first, second))
+            ]
+            right = labels[0] is not None and labels[1] is not None and labels[0] != labels[1]
+            two = right if split_rng.random() < accuracy else not right
+            answers.append({"episode_id": checked, "two_threads": two})
+        return {"splits": answers}
+
     def respond(request: Recorded) -> Reply:
         user = "\n".join(
             str(m.get("content") or "") for m in request.messages if m.get("role") != "system"
         )
         if request.purpose == "merge":
             return Reply.json(merge_answer(user))
+        if request.purpose == "split":
+            return Reply.json(split_answer(user))
         if request.purpose != "classify":
             return default_reply(request)
         user, _, checks = user.partition("<checks>")
@@ -236,6 +255,7 @@ async def replay(
         settled = await plugin.worker.drain(600) and settled
         elapsed = time.perf_counter() - started
         links = chain_links(records, predicted, plugin.store)
+        split = splits_made(records, ids, predicted, plugin.store)
         per_project = {
             name: scores(
                 [p for p, n in zip(predicted, projects, strict=True) if n == name],
@@ -260,6 +280,7 @@ async def replay(
         "usd": costs.get("spend_usd", 0.0),
         "by_purpose": costs.get("by_purpose", {}),
         **links,
+        **split,
         "per_project": per_project,
         "predicted": predicted,
     }
@@ -294,6 +315,33 @@ def chain_links(records: list[Any], predicted: list[str | None], store: Any) -> 
     return {"links_expected": expected, "links_found": found, "links_wrong": wrong}
 
 
+def splits_made(
+    records: list[Any], ids: list[str], predicted: list[str | None], store: Any
+) -> dict[str, int]:
+    """Split checks that split an episode, and those that were right: the part moved out has
+    another majority gold label than the episode it left has at the end."""
+    gold = {memory_id: r.gold for memory_id, r in zip(ids, records, strict=True)}
+    members: dict[str, list[str | None]] = {}
+    for memory_id, episode in zip(ids, predicted, strict=True):
+        if episode:
+            members.setdefault(episode, []).append(gold[memory_id])
+
+    def majority(labels: list[str | None]) -> str | None:
+        known = [label for label in labels if label]
+        return max(set(known), key=known.count) if known else None
+
+    made = right = 0
+    for row in store.episodes(limit=len(records) + 1):
+        for entry in store.history(row.id):
+            if entry["action"] != "split" or entry["actor"] != "consolidation":
+                continue
+            made += 1
+            moved = json.loads(entry["details"])["memory_ids"]
+            left = majority(members.get(row.id, []))
+            right += int(majority([gold.get(m) for m in moved]) != left)
+    return {"splits": made, "splits_right": right}
+
+
 def render(every: list[dict[str, Any]]) -> str:
     rows = [r for r in every if r["stream"] != "mixed"]
     streams = list(dict.fromkeys(r["stream"] for r in rows))
@@ -325,15 +373,20 @@ def render(every: list[dict[str, Any]]) -> str:
     lines += [
         "",
         "| stream | strategy | episodes found / gold | P | R | F1 | ARI | V | parent links "
-        "found / expected (wrong) | LLM calls / memory (all purposes) | USD / memory |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "found / expected (wrong) | split calls: splits (right) | LLM calls / memory (all "
+        "purposes) | "
+        "USD / memory |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
+        split_calls = r["by_purpose"].get("split", {}).get("calls", 0)
         lines.append(
             f"| {r['stream']} | {r['strategy']} | {r['found']} / {r['gold']} | "
             f"{r['precision']:.3f} | {r['recall']:.3f} | {r['f1']:.3f} | {r['ari']:.3f} | "
             f"{r['v']:.3f} | {r['links_found']} / {r['links_expected']} ({r['links_wrong']}) | "
-            f"{r['calls'] / r['memories']:.2f} | {r['usd'] / r['memories']:.6f} |"
+            f"{split_calls}: {r['splits']} ({r['splits_right']}) | "
+            f"{r['calls'] / r['memories']:.2f} | "
+            f"{r['usd'] / r['memories']:.6f} |"
         )
     mixed = [r for r in every if r["stream"] == "mixed"]
     if mixed:

@@ -63,6 +63,7 @@ from tribalmemory.episodes.detector import (
     terms_of,
     update_context,
 )
+from tribalmemory.episodes.splitting import SPLIT_CHECK_SIZES, split_proposal
 from tribalmemory.timeutil import parse_iso
 
 # --------------------------------------------------------------------------------------------
@@ -749,6 +750,70 @@ def _table(streams: Sequence[Stream], rows: dict[str, dict[str, dict[str, float]
     return lines
 
 
+SPLIT_MIXTURE_SIZES = (4, 8)
+"""Members each of two gold threads bring to a made-up mixture (the first ones of each)."""
+
+
+def split_probe(stream: Stream) -> dict[str, int]:
+    """The split-check rule (:func:`.splitting.split_proposal`, with the stream's context after
+    an embedding replay) on gold threads and on made-up mixtures of two: gold threads seen at
+    the check sizes (their first 8, 16, 32, 64 members) should not be proposed; mixtures of
+    the first 4 or 8 members of two threads, in time order, should, cut along the threads
+    (at least 90 % of the members on their own thread's side)."""
+    replay = Replay(stream, DetectorParams(strategy="embedding"), None, Review())
+    replay.run()
+    context = replay.context
+    threads: dict[str, list[int]] = {}
+    for index, label in enumerate(stream.gold):
+        if label:
+            threads.setdefault(label, []).append(index)
+
+    def proposal(indices: list[int]) -> Any:
+        members = [(str(i), stream.vectors[i]) for i in sorted(indices)]
+        return split_proposal(members, context)
+
+    out = {"threads": 0, "threads_proposed": 0, "mixtures": 0, "proposed": 0, "cut_right": 0}
+    for members in threads.values():
+        for size in SPLIT_CHECK_SIZES:
+            if len(members) >= size:
+                out["threads"] += 1
+                out["threads_proposed"] += proposal(members[:size]) is not None
+    for first, second in itertools.combinations(threads.values(), 2):
+        for a, b in itertools.product(SPLIT_MIXTURE_SIZES, repeat=2):
+            if len(first) < a or len(second) < b:
+                continue
+            out["mixtures"] += 1
+            found = proposal(first[:a] + second[:b])
+            if found is None:
+                continue
+            out["proposed"] += 1
+            side = {int(m): 0 for m in found.keep} | {int(m): 1 for m in found.move}
+            agree = sum(side[i] == side[first[0]] for i in first[:a])
+            agree += sum(side[i] != side[first[0]] for i in second[:b])
+            out["cut_right"] += agree >= 0.9 * (a + b)
+    return out
+
+
+def split_table(streams: Sequence[Stream]) -> list[str]:
+    probes = {s.name: split_probe(s) for s in streams}
+    lines = [
+        "",
+        "Split checks (`episodes.split_checks`): the rule that decides whether an episode's "
+        "two-means parts are put to the LLM, on gold threads seen at the check sizes and on "
+        f"mixtures of the first {' or '.join(map(str, SPLIT_MIXTURE_SIZES))} members of two "
+        "gold threads (every pair of threads):",
+        "",
+        "| stream | gold threads proposed | mixtures proposed | of those, cut along the threads |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, p in probes.items():
+        lines.append(
+            f"| {name} | {p['threads_proposed']} / {p['threads']} | "
+            f"{p['proposed']} / {p['mixtures']} | {p['cut_right']} |"
+        )
+    return lines
+
+
 def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
     defaults = DetectorParams(strategy="embedding")
     hybrid = DetectorParams(strategy="hybrid")
@@ -779,6 +844,7 @@ def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
         "review call, and a merge needs a second answer that confirms the first.",
         "",
         *_table(streams, rows),
+        *split_table(streams),
     ]
     if with_calibration:
         grid = ", ".join(f"`{k}` {v}" for k, v in GRID.items())

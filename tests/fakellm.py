@@ -203,13 +203,28 @@ CHECK_RE = re.compile(r'<check episode_id="([^"]+)">')
 
 
 def merge_checks(user: str) -> list[str]:
-    """The checked episode ids of a merge prompt, in order."""
+    """The checked episode ids of a merge or split prompt, in order."""
     return CHECK_RE.findall(user)
 
 
 def merges(*pairs: tuple[str, str | None]) -> dict[str, Any]:
     """A scripted merge answer: ``merges(("ep-new", "ep-old"), ("ep-x", None))``."""
     return {"merges": [{"episode_id": e, "same_as": other} for e, other in pairs]}
+
+
+def split_parts(user: str) -> dict[str, tuple[list[str], list[str]]]:
+    """The memory ids each split check shows in its parts a and b, by checked episode id."""
+    out = {}
+    for episode_id, body in re.findall(r'<check episode_id="([^"]+)">(.*?)</check>', user, re.S):
+        parts = dict(re.findall(r'<part id="([ab])">(.*?)</part>', body, re.S))
+        ids = {k: re.findall(r'<memory id="([^"]+)"', v) for k, v in parts.items()}
+        out[episode_id] = (ids.get("a", []), ids.get("b", []))
+    return out
+
+
+def splits(*pairs: tuple[str, bool]) -> dict[str, Any]:
+    """A scripted split answer: ``splits(("ep-mixed", True), ("ep-x", False))``."""
+    return {"splits": [{"episode_id": e, "two_threads": two} for e, two in pairs]}
 
 
 def _metadata(memories: list[tuple[str, str]]) -> dict[str, Any]:
@@ -280,6 +295,8 @@ def default_answer(purpose: str | None, user: str, system: str = "") -> dict[str
         return _classify(user)
     if purpose == "merge":  # a careful model: no merge unless told (scripted by a test)
         return merges(*((e, None) for e in merge_checks(user)))
+    if purpose == "split":  # a careful model: one thread unless told (scripted by a test)
+        return splits(*((e, False) for e in merge_checks(user)))
     title = _title_in(user) or _title_from(mems[0][1] if mems else user)
     if purpose == "title":
         return {"title": title}

@@ -61,11 +61,40 @@ def test_merge_prompt_shows_each_check_and_accepts_only_its_candidates() -> None
             prompt.validate(bad)
 
 
+def split_check() -> p.SplitCheck:
+    auth = (p.MemoryText("m1", "Refresh tokens rotate on every use"),)
+    db = (p.MemoryText("m2", "pgloader rehearsal of the Postgres migration"),)
+    return p.SplitCheck("ep-mixed", "Auth and <db>", auth, db)
+
+
+def test_split_prompt_shows_both_parts_and_accepts_one_answer_per_check() -> None:
+    prompt = p.build_split([split_check()])
+    user = prompt.messages[1]["content"]
+    assert '<check episode_id="ep-mixed">' in user
+    assert '<part id="a">\n<memory id="m1">Refresh tokens' in user
+    assert '<part id="b">\n<memory id="m2">pgloader' in user
+    assert "Auth and &lt;db&gt;" in user  # data, escaped
+    answer = {"splits": [{"episode_id": "ep-mixed", "two_threads": True}]}
+    assert prompt.validate(answer) == {"ep-mixed": True}
+    for bad in [
+        {"splits": []},  # no answer for ep-mixed
+        {"splits": [{"episode_id": "ep-other", "two_threads": True}]},  # not a checked episode
+        {"splits": [{"episode_id": "ep-mixed", "two_threads": "yes"}]},  # not a boolean
+        {"splits": [answer["splits"][0], answer["splits"][0]]},  # two answers
+        {"splits": [{"episode_id": "ep-mixed"}]},
+    ]:
+        with pytest.raises(ValueError):
+            prompt.validate(bad)
+    with pytest.raises(ValueError):
+        p.build_split([])
+
+
 def all_builders() -> list[p.Prompt]:
     mems = [{"id": "m1", "content": "Fixed the race with a grace window", "time": "t1"}]
     return [
         p.build_classify(mems, CANDIDATES),
         p.build_merge([merge_check()]),
+        p.build_split([split_check()]),
         p.build_update("Auth", "Old summary", mems),
         p.build_regenerate("Auth", mems),
         p.build_final("Auth", mems),
@@ -74,7 +103,7 @@ def all_builders() -> list[p.Prompt]:
 
 def test_every_prompt_carries_its_purpose_marker_and_json_instruction() -> None:
     prompts = all_builders()
-    purposes = ["classify", "merge", "update", "regenerate", "final"]
+    purposes = ["classify", "merge", "split", "update", "regenerate", "final"]
     assert [x.purpose for x in prompts] == purposes
     assert p.PURPOSES == tuple(purposes)
     for prompt in prompts:
@@ -303,6 +332,6 @@ def test_a_user_title_the_api_accepts_passes_summary_validation() -> None:
 
 def test_prompts_ask_for_short_titles() -> None:
     for prompt in all_builders():
-        if prompt.purpose not in ("classify", "merge"):  # they write no title
+        if prompt.purpose not in ("classify", "merge", "split"):  # they write no title
             assert f"at most {p.TITLE_TARGET} characters" in prompt.messages[0]["content"]
     assert p.TITLE_TARGET == 80 < p.TITLE_MAX == 200

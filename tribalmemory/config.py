@@ -217,6 +217,15 @@ class EpisodesConfig:
         "along in the next review call (on its own, within classify_calls_per_memory, if none "
         "comes within classify_batch_wait_seconds).",
     )
+    split_checks: bool = setting(
+        True,
+        "hybrid/llm: when the detector grows an episode to 8, 16, 32 and 64 memories, cut its "
+        "members in two by their embeddings; when the parts look like two threads of the stream "
+        "(as unlike each other as its background, each as tight as a thread), ask the LLM "
+        "whether they are two threads, in a call of its own within classify_calls_per_memory. A "
+        "yes is asked again in a later call, and two yeses split the episode: the larger part "
+        "keeps its id.",
+    )
     active_window_days: float = setting(
         14, "An episode with no new memory for this long is closed.", minimum=0.01, maximum=3650
     )

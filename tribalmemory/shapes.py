@@ -712,7 +712,7 @@ class EpisodeQueue(OpenResponse):
     active_episodes: int
     detector_strategy: str
     classify_calls: int = Field(
-        description="Detector calls made to the LLM so far: reviews and merge checks."
+        description="Detector calls made to the LLM so far: reviews, merge and split checks."
     )
     classified_memories: int = Field(description="Memories those calls decided (batched).")
     classify_calls_per_memory: float = Field(
@@ -723,6 +723,10 @@ class EpisodeQueue(OpenResponse):
     merge_waiting: int = Field(
         description="Episodes waiting for the LLM's check that they are not one thread with "
         "another (episodes.merge_checks)."
+    )
+    split_waiting: int = Field(
+        description="Episodes waiting for a look at whether they mix two threads "
+        "(episodes.split_checks)."
     )
     classify_budget_left: int = Field(
         description="Calls the budget allows now; at 0 the embedding decision stands."

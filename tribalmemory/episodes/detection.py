@@ -37,6 +37,7 @@ from .upkeep import Upkeep
 
 if TYPE_CHECKING:
     from .consolidation import Consolidation
+    from .splitting import Splitting
 
 log = logging.getLogger("tribalmemory.episodes")
 
@@ -87,6 +88,7 @@ class Detection:
         self._asking: dict[str, asyncio.Event] = {}  # memory -> its batch's call is done
         self.sessions: Sessions | None = None  # declared episodes (set by the engine)
         self.consolidation: Consolidation | None = None
+        self.splitting: Splitting | None = None
         """Merge checks: told when a join grows an episode, and their waiting checks ride
         along in review calls (set by the engine)."""
 
@@ -241,6 +243,8 @@ class Detection:
             state.seeds.pop(memory.id, None)
             if self.consolidation is not None:
                 self.consolidation.grown(episode_id, old_count, old_count + 1, now)
+            if self.splitting is not None:
+                self.splitting.grown(episode_id, old_count, old_count + 1, now)
         elif kind == "seed" and decision.target in state.seeds:
             seed = state.seeds[decision.target]
             await self._start_from_seed(memory, features, seed, decision, title_hint)

@@ -3,6 +3,7 @@
 - :mod:`.state`: features of active episodes and seeds, the locks, loading at start;
 - :mod:`.detection`: the write-time decision and the classify job;
 - :mod:`.consolidation`: the merge check of two episodes that are one thread;
+- :mod:`.splitting`: the split check of an episode that mixes two threads;
 - :mod:`.membership`: creating episodes, adding, moving and removing members;
 - :mod:`.summaries`: the summary job and the summary memory;
 - :mod:`.upkeep`: auto-close, the active cap, archiving, reconcile after a crash;
@@ -35,6 +36,7 @@ from .patterns import Patterns
 from .records import Records
 from .restore import Restore
 from .sessions import Sessions
+from .splitting import Splitting
 from .state import EngineState
 from .store import EpisodeStore, Job
 from .summaries import Summaries
@@ -63,6 +65,8 @@ class EpisodeEngine:
         self.detection.sessions = self.sessions
         self.consolidation = Consolidation(self.state, summariser, self.membership, self.detection)
         self.detection.consolidation = self.consolidation
+        self.splitting = Splitting(self.state, summariser, self.membership, self.detection)
+        self.detection.splitting = self.splitting
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
         self.records = Records(self.state, self.summaries)
@@ -81,6 +85,7 @@ class EpisodeEngine:
             "detect": lambda job: self.detection.run_job(job.key),
             "classify": lambda job: self.detection.classify(job.key),
             "merge": lambda job: self.consolidation.run(job.key),
+            "split": lambda job: self.splitting.run(job.key),
             "summary": lambda job: self.summaries.run(job.key, job.payload.get("trigger")),
             "link": lambda job: self.compose.link_parent(job.key, job.payload),
         }
@@ -91,6 +96,7 @@ class EpisodeEngine:
             **self.operations.health(),
             **self.detection.health(),
             **self.consolidation.health(),
+            **self.splitting.health(),
         }
 
     # -- the API's episode operations -------------------------------------------------------

@@ -58,7 +58,7 @@ class EpisodePlugin:
             clock,
             self.engine.job_handlers(),
             self.engine.tick,
-            flushable=("classify", "merge"),
+            flushable=("classify", "merge", "split"),
         )
         state.wake = self.worker.wake
         self._scheduler_interval = settings.scheduler_interval_seconds if run_scheduler else None

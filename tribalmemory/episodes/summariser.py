@@ -19,11 +19,13 @@ from ..llm import (
     LLMUnavailable,
     MemoryText,
     MergeCheck,
+    SplitCheck,
     Verdicts,
     build_classify,
     build_final,
     build_merge,
     build_regenerate,
+    build_split,
     build_update,
 )
 from ..models import Memory
@@ -124,6 +126,19 @@ class Summariser:
         except LLMUnavailable as exc:
             ids = ", ".join(c.episode.id for c in checks)
             log.info("merge check of %s skipped: %s", ids, exc)
+            return None
+
+    async def split(self, checks: list[SplitCheck]) -> dict[str, bool] | None:
+        """For each checked episode, whether its two parts are two threads; ``None`` when the
+        LLM cannot answer."""
+        if self.client is None or not checks:
+            return None
+        await self.check()
+        try:
+            return await self.client.run(build_split(checks), episode_id=checks[0].episode_id)
+        except LLMUnavailable as exc:
+            ids = ", ".join(c.episode_id for c in checks)
+            log.info("split check of %s skipped: %s", ids, exc)
             return None
 
     async def summarise(

@@ -159,14 +159,15 @@ class Worker:
 
     async def drain(self, timeout: float = 60.0, due_only: bool = False) -> bool:
         """Wait until no job is queued or running (for tests, benchmarks and the CLI). Jobs that
-        wait only to be batched (``flushable``) are made due at once. ``due_only``: wait only
-        for the jobs due now by the engine's clock, flush nothing (a replay in the stream's own
-        time lets the work of the time between two memories happen)."""
-        if not due_only:
-            self.flush()
+        wait only to be batched (``flushable``) are made due at once, those queued meanwhile
+        too (a confirmation). ``due_only``: wait only for the jobs due now by the engine's
+        clock, flush nothing (a replay in the stream's own time lets the work of the time
+        between two memories happen)."""
         horizon = 0.0 if due_only else 3600 * 24 * 365
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if not due_only:
+                self.flush()
             due = self.store.due_jobs(self.clock() + horizon, set(), limit=1)
             if not due and not self.inflight:
                 return True

@@ -12,12 +12,14 @@ from .prompts import (
     MemoryText,
     MergeCheck,
     Prompt,
+    SplitCheck,
     SummaryResult,
     Verdicts,
     build_classify,
     build_final,
     build_merge,
     build_regenerate,
+    build_split,
     build_update,
 )
 
@@ -32,11 +34,13 @@ __all__ = [
     "MergeCheck",
     "Prompt",
     "Reservation",
+    "SplitCheck",
     "SummaryResult",
     "Verdicts",
     "build_classify",
     "build_final",
     "build_merge",
     "build_regenerate",
+    "build_split",
     "build_update",
 ]

@@ -26,7 +26,7 @@ from ..timeutil import to_iso
 
 T = TypeVar("T")
 
-PURPOSES = ("classify", "merge", "update", "regenerate", "final")
+PURPOSES = ("classify", "merge", "split", "update", "regenerate", "final")
 MARKER = "tm-purpose: {purpose}"
 
 #: The longest title accepted: what the API accepts for a user's title (``episode_create``),
@@ -55,7 +55,14 @@ MAX_NEW_MEMORIES = 10
 
 #: The structured part (task, outcome, decisions, events, lessons) rides in the same answer as
 #: the summary of ``regenerate`` and ``final``: no extra call, more output tokens.
-MAX_TOKENS = {"classify": 80, "merge": 40, "update": 450, "regenerate": 1200, "final": 1500}
+MAX_TOKENS = {
+    "classify": 80,
+    "merge": 40,
+    "split": 30,
+    "update": 450,
+    "regenerate": 1200,
+    "final": 1500,
+}
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -290,6 +297,15 @@ _TASKS = {
         'Answer {"merges": [{"episode_id": "<checked episode id>", "same_as": "<candidate '
         'id>" or null}, ...]} with one item for every check.'
     ),
+    "split": (
+        "Task: the episode log may have put two threads of work in one episode. Each <check> "
+        'shows two groups of one episode\'s memories, <part id="a"> and <part id="b">. Decide '
+        "whether the two groups are two different threads (different goals, bugs, features, "
+        "conversations or investigations) or one thread seen from two sides. Say one thread "
+        "unless you are sure.\n"
+        'Answer {"splits": [{"episode_id": "<checked episode id>", "two_threads": true or '
+        "false}, ...]} with one item for every check."
+    ),
     "update": (
         "Task: update the episode summary with the new memories. Keep what still matters, drop "
         "what became obsolete, keep the title unless it no longer fits.\n"
@@ -416,6 +432,44 @@ def build_merge(checks: Sequence[MergeCheck]) -> Prompt[dict[str, str | None]]:
         _messages("merge", user),
         lambda data: validate_merge(data, allowed),
         MAX_TOKENS["merge"] * len(checks),
+    )
+
+
+@dataclass(frozen=True)
+class SplitCheck:
+    """Two parts of one episode that may be two threads (``split``): what each shows."""
+
+    episode_id: str
+    title: str
+    first: tuple[MemoryText, ...]
+    second: tuple[MemoryText, ...]
+
+
+def build_split(checks: Sequence[SplitCheck]) -> Prompt[dict[str, bool]]:
+    """Are the two parts of each checked episode two threads? One call for several checks."""
+    checks = list(checks)[:MAX_BATCH]
+    if not checks:
+        raise ValueError("split needs at least one check")
+    blocks = []
+    for check in checks:
+        parts = [
+            f'<part id="{name}">\n{_render_all(part[:SNIPPETS_PER_CHECK], SNIPPET_CHARS)}\n</part>'
+            for name, part in (("a", check.first), ("b", check.second))
+        ]
+        blocks.append(
+            f'<check episode_id="{_attr(check.episode_id)}">\n'
+            + _episode_head(check.title)
+            + "\n"
+            + "\n".join(parts)
+            + "\n</check>"
+        )
+    user = "Checks:\n" + "\n".join(blocks)
+    ids = frozenset(c.episode_id for c in checks)
+    return Prompt(
+        "split",
+        _messages("split", user),
+        lambda data: validate_split(data, ids),
+        MAX_TOKENS["split"] * len(checks),
     )
 
 
@@ -565,6 +619,28 @@ def validate_merge(data: Any, allowed: dict[str, frozenset[str]]) -> dict[str, s
             raise ValueError(f"same_as {same_as!r} is not a candidate of {episode_id!r}")
         out[episode_id] = same_as
     missing = [e for e in allowed if e not in out]
+    if missing:
+        raise ValueError(f"no answer for episodes {missing}")
+    return out
+
+
+def validate_split(data: Any, checked: frozenset[str]) -> dict[str, bool]:
+    """``{"splits": [...]}``: for each checked episode, whether its parts are two threads."""
+    items = _keys(data, {"splits"})["splits"]
+    if not isinstance(items, list):
+        raise ValueError("splits must be a list")
+    out: dict[str, bool] = {}
+    for item in items:
+        item = _keys(item, {"episode_id", "two_threads"})
+        episode_id, two = item["episode_id"], item["two_threads"]
+        if episode_id not in checked:
+            raise ValueError(f"episode_id {episode_id!r} is not one of the checked episodes")
+        if episode_id in out:
+            raise ValueError(f"two answers for episode {episode_id!r}")
+        if not isinstance(two, bool):
+            raise ValueError(f"two_threads of {episode_id!r} must be true or false")
+        out[episode_id] = two
+    missing = sorted(checked - out.keys())
     if missing:
         raise ValueError(f"no answer for episodes {missing}")
     return out
