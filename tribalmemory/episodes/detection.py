@@ -88,9 +88,10 @@ class Detection:
         self._asking: dict[str, asyncio.Event] = {}  # memory -> its batch's call is done
         self.sessions: Sessions | None = None  # declared episodes (set by the engine)
         self.consolidation: Consolidation | None = None
-        self.splitting: Splitting | None = None
         """Merge checks: told when a join grows an episode, and their waiting checks ride
         along in review calls (set by the engine)."""
+        self.splitting: Splitting | None = None
+        """Split checks: told when a join grows an episode (set by the engine)."""
 
     def register_pending(self, memory: Memory) -> None:
         """Before the memory is stored: record a durable detect job for it."""

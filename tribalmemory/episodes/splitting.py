@@ -191,8 +191,8 @@ class Splitting:
                 await self.state.host.background_turn()
             if answers:
                 await self._settle(jobs, proposals, answers)
-        finally:
             self._finish(jobs, proposals, answers or {})
+        finally:  # on an error the jobs stay, and the worker runs them again later
             self._claimed.difference_update(job.key for job in jobs)
 
     async def _settle(

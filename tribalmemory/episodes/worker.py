@@ -18,6 +18,7 @@ from .store import EpisodeStore, Job
 log = logging.getLogger("tribalmemory.episodes")
 
 MAX_BACKOFF = 300.0
+DRAIN_POLL = 0.05
 
 
 class Worker:
@@ -158,24 +159,28 @@ class Worker:
         self.wake()
 
     async def drain(self, timeout: float = 60.0, due_only: bool = False) -> bool:
-        """Wait until no job is queued or running (for tests, benchmarks and the CLI). Jobs that
-        wait only to be batched (``flushable``) are made due at once, those queued meanwhile
-        too (a confirmation). ``due_only``: wait only for the jobs due now by the engine's
-        clock, flush nothing (a replay in the stream's own time lets the work of the time
-        between two memories happen)."""
+        """Wait until no job is queued or running (for tests and benchmarks). Jobs that wait
+        only to be batched (``flushable``) are made due at once, those queued meanwhile too (a
+        confirmation). ``due_only``: wait only for the jobs due now by the engine's clock,
+        flush nothing (a replay in the stream's own time lets the work of the time between
+        two memories happen). Jobs due later (debounced) are waited for by polling every
+        :data:`DRAIN_POLL` seconds, until ``timeout``."""
         horizon = 0.0 if due_only else 3600 * 24 * 365
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not due_only:
                 self.flush()
-            due = self.store.due_jobs(self.clock() + horizon, set(), limit=1)
-            if not due and not self.inflight:
+            if (
+                not self.store.due_jobs(self.clock() + horizon, set(), limit=1)
+                and not self.inflight
+            ):
                 return True
+            if not self.inflight and not self.store.due_jobs(self.clock(), set(), limit=1):
+                await asyncio.sleep(DRAIN_POLL)  # only jobs due later: nothing to wake for
+                continue
             self._event.set()
             self._idle.clear()
             with suppress(TimeoutError):
                 async with asyncio.timeout(max(0.01, min(1.0, deadline - time.monotonic()))):
                     await self._idle.wait()
-            if not due:
-                continue
         return False
