@@ -10,8 +10,8 @@ default responder reads the ``tm-purpose: <name>`` marker in the system prompt a
 valid JSON for that purpose, so engine tests work without scripting. Every request is recorded
 in ``fake.requests`` (:class:`Recorded`).
 
-Standalone: ``python -m tests.fakellm --port 8099 --delay 0.5`` serves until killed and prints
-``READY <base_url>`` on stdout once listening.
+Standalone: ``python -m tests.fakellm --port 8099 --delay 0.5 [--agree]`` serves until killed
+and prints ``READY <base_url>`` on stdout once listening (``--agree``: :func:`agreeing_reply`).
 """
 
 from __future__ import annotations
@@ -577,9 +577,36 @@ def fake_llm_env(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
     return fake_llm
 
 
-def run_forever(host: str = "127.0.0.1", port: int = 0, delay: float = 0.0) -> None:
+def agreeing_reply(request: Recorded) -> Reply:
+    """A model that agrees with every check (for crash drills of consolidation): a checked
+    episode is the same thread as its first candidate, a split check's parts are two threads;
+    other purposes as :func:`default_reply`."""
+    if request.purpose not in ("merge", "split", "classify"):
+        return default_reply(request)
+    user = "\n".join(
+        str(m.get("content") or "") for m in request.messages if m.get("role") != "system"
+    )
+    same = []
+    for checked, body in re.findall(r'<check episode_id="([^"]+)">(.*?)</check>', user, re.S):
+        candidates = EPISODE_RE.findall(body.partition("<candidates>")[2])
+        same.append((checked, candidates[0][0] if candidates else None))
+    if request.purpose == "merge":
+        return Reply.json(merges(*same))
+    if request.purpose == "split":
+        return Reply.json(splits(*((e, True) for e in merge_checks(user))))
+    answer = _classify(user)
+    if same:
+        answer["merges"] = merges(*same)["merges"]
+    return Reply.json(answer)
+
+
+def run_forever(
+    host: str = "127.0.0.1", port: int = 0, delay: float = 0.0, agree: bool = False
+) -> None:
     """Serve until the process is killed; prints ``READY <base_url>`` once listening."""
     fake = FakeLLM(host, port, default_delay=delay).start()
+    if agree:
+        fake.responder = agreeing_reply
     print(f"READY {fake.base_url}", flush=True)
     try:
         while True:
@@ -593,8 +620,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument(
+        "--agree", action="store_true", help="agree with every merge and split check"
+    )
     args = parser.parse_args(argv)
-    run_forever(args.host, args.port, args.delay)
+    run_forever(args.host, args.port, args.delay, args.agree)
 
 
 if __name__ == "__main__":

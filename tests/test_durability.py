@@ -103,11 +103,10 @@ def stream(count: int, seed: int = 7) -> list[dict[str, Any]]:
     return out
 
 
-@pytest.fixture
-def fake_llm_process(tmp_path: Path) -> Iterator[str]:
+def fake_process(*options: str) -> Iterator[str]:
     """The fake LLM as a separate process answering after 1.5 s; yields its base URL."""
     process = subprocess.Popen(
-        [sys.executable, str(TESTS / "fakellm.py"), "--delay", "1.5"],
+        [sys.executable, str(TESTS / "fakellm.py"), "--delay", "1.5", *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -120,9 +119,27 @@ def fake_llm_process(tmp_path: Path) -> Iterator[str]:
     process.wait(10)
 
 
+@pytest.fixture
+def fake_llm_process() -> Iterator[str]:
+    yield from fake_process()
+
+
+@pytest.fixture
+def agreeing_llm_process() -> Iterator[str]:
+    """A fake LLM that finds every checked episode the same thread as its first candidate
+    (and every split check's parts two threads): consolidation changes episodes."""
+    yield from fake_process("--agree")
+
+
 def fake_requests(base_url: str) -> int:
     root = base_url.rsplit("/v1", 1)[0]
     return int(httpx.get(f"{root}/stats", timeout=5).json()["requests"])
+
+
+def fake_purposes(base_url: str) -> dict[str, int]:
+    """Requests the fake LLM received, by prompt purpose."""
+    root = base_url.rsplit("/v1", 1)[0]
+    return dict(httpx.get(f"{root}/stats", timeout=5).json()["by_purpose"])
 
 
 def wait_for(predicate: Any, deadline: float, what: str) -> None:
@@ -226,6 +243,48 @@ def test_kill_9_during_llm_calls_loses_nothing(tmp_path, fake_llm_process, monke
         costs = httpx.get(f"{restarted.url}/v1/episodes/costs", timeout=10).json()
         recorded = costs["calls"] + costs["open_reservations"]
         assert recorded == fake_requests(fake_llm_process)
+    finally:
+        restarted.stop()
+
+
+def test_kill_9_during_consolidation_loses_nothing(tmp_path, agreeing_llm_process, monkeypatch):
+    """Merge checks whose answers merge episodes are under way when the daemon is killed:
+    after the restart every invariant holds (no duplicate, lost or orphaned episode, membership
+    or summary) and consolidation went on (episodes were merged)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    episodes = {
+        "detector_strategy": "hybrid",
+        "api_base": agreeing_llm_process,
+        "summary_debounce_seconds": 0,
+        "request_timeout_seconds": 20,
+        "llm_doubt_share": 0.0,  # the detector's calls are merge and split checks only
+        "classify_batch_wait_seconds": 0,  # checks run at once: all can be cut
+    }
+    daemon = start_daemon(tmp_path, episodes=episodes)
+    acked = []
+    with httpx.Client(base_url=daemon.url, timeout=30) as client:
+        for item in stream(24):
+            response = client.post("/v1/remember", json=item)
+            assert response.status_code == 200
+            acked.append(response.json()["memory_id"])
+
+    def confirming() -> bool:  # the second merge call confirms the first: it may merge
+        return fake_purposes(agreeing_llm_process).get("merge", 0) >= 2
+
+    wait_for(confirming, 60, "a merge check and its confirmation asked")
+    daemon.process.kill()  # SIGKILL: no shutdown code runs
+    daemon.process.wait(10)
+    restarted = start_daemon(tmp_path, episodes=episodes)
+    try:
+        wait_for(lambda: settled(restarted), 180, "the episode queue to drain")
+        found = check_invariants(restarted, acked)
+        client = httpx.Client(base_url=restarted.url, timeout=10)
+        history = [
+            entry["action"]
+            for episode in found
+            for entry in client.get(f"/v1/episodes/{episode['id']}").json()["history"]
+        ]
+        assert "merge" in history, "no merge was carried out"
     finally:
         restarted.stop()
 
