@@ -202,6 +202,16 @@ def check_invariants(daemon: Daemon, memory_ids: list[str]) -> list[dict[str, An
     return episodes
 
 
+def actions(daemon: Daemon, episodes: list[dict[str, Any]]) -> list[str]:
+    """Every action in the histories of ``episodes``."""
+    with httpx.Client(base_url=daemon.url, timeout=10) as client:
+        return [
+            entry["action"]
+            for episode in episodes
+            for entry in client.get(f"/v1/episodes/{episode['id']}").json()["history"]
+        ]
+
+
 def composition(daemon: Daemon, memory_ids: list[str], items: list[dict[str, Any]]) -> list:
     """Per non-empty episode, how many of its memories come from each thread (sorted);
     ``memory_ids[k]`` is the id of ``items[k]``."""
@@ -278,15 +288,50 @@ def test_kill_9_during_consolidation_loses_nothing(tmp_path, agreeing_llm_proces
     try:
         wait_for(lambda: settled(restarted), 180, "the episode queue to drain")
         found = check_invariants(restarted, acked)
-        client = httpx.Client(base_url=restarted.url, timeout=10)
-        history = [
-            entry["action"]
-            for episode in found
-            for entry in client.get(f"/v1/episodes/{episode['id']}").json()["history"]
-        ]
-        assert "merge" in history, "no merge was carried out"
+        assert "merge" in actions(restarted, found), "no merge was carried out"
     finally:
         restarted.stop()
+
+
+def test_concurrent_writers_during_consolidation_keep_every_invariant(
+    tmp_path, agreeing_llm_process, monkeypatch
+):
+    """Eight clients write while merge checks (answered "same" by the fake LLM) merge the
+    episodes they write to: every acknowledged memory ends in exactly one episode with an
+    exact count and one summary memory, and the merges were carried out."""
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    episodes = {
+        "detector_strategy": "hybrid",
+        "api_base": agreeing_llm_process,
+        "summary_debounce_seconds": 0,
+        "llm_doubt_share": 0.0,  # the detector's calls are merge and split checks only
+        "classify_batch_wait_seconds": 0,
+    }
+    items = stream(96)
+    daemon = start_daemon(tmp_path, episodes=episodes)
+    try:
+
+        def client_run(chunk: list[dict[str, Any]]) -> list[str]:
+            with httpx.Client(base_url=daemon.url, timeout=60) as client:
+                out = []
+                for item in chunk:
+                    response = client.post("/v1/remember", json=item)
+                    assert response.status_code == 200, response.text
+                    out.append(response.json()["memory_id"])
+                return out
+
+        with ThreadPoolExecutor(8) as pool:
+            ids = [
+                mid
+                for chunk in pool.map(client_run, [items[k::8] for k in range(8)])
+                for mid in chunk
+            ]
+        assert len(ids) == len(set(ids)) == len(items)
+        wait_for(lambda: settled(daemon), 180, "the episode queue to drain")
+        found = check_invariants(daemon, ids)
+        assert "merge" in actions(daemon, found), "no merge was carried out"
+    finally:
+        daemon.stop()
 
 
 def test_concurrent_writers_keep_invariants_and_match_sequential(tmp_path):
