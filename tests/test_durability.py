@@ -202,6 +202,24 @@ def check_invariants(daemon: Daemon, memory_ids: list[str]) -> list[dict[str, An
     return episodes
 
 
+def write_concurrently(daemon: Daemon, items: list[dict[str, Any]], clients: int = 8) -> list[str]:
+    """``items`` remembered by ``clients`` concurrent clients, client ``k`` sending
+    ``items[k::clients]`` in order; the memory ids, client by client."""
+
+    def client_run(chunk: list[dict[str, Any]]) -> list[str]:
+        with httpx.Client(base_url=daemon.url, timeout=60) as client:
+            out = []
+            for item in chunk:
+                response = client.post("/v1/remember", json=item)
+                assert response.status_code == 200, response.text
+                out.append(response.json()["memory_id"])
+            return out
+
+    chunks = [items[k::clients] for k in range(clients)]
+    with ThreadPoolExecutor(clients) as pool:
+        return [mid for ids in pool.map(client_run, chunks) for mid in ids]
+
+
 def actions(daemon: Daemon, episodes: list[dict[str, Any]]) -> list[str]:
     """Every action in the histories of ``episodes``."""
     with httpx.Client(base_url=daemon.url, timeout=10) as client:
@@ -310,22 +328,7 @@ def test_concurrent_writers_during_consolidation_keep_every_invariant(
     items = stream(96)
     daemon = start_daemon(tmp_path, episodes=episodes)
     try:
-
-        def client_run(chunk: list[dict[str, Any]]) -> list[str]:
-            with httpx.Client(base_url=daemon.url, timeout=60) as client:
-                out = []
-                for item in chunk:
-                    response = client.post("/v1/remember", json=item)
-                    assert response.status_code == 200, response.text
-                    out.append(response.json()["memory_id"])
-                return out
-
-        with ThreadPoolExecutor(8) as pool:
-            ids = [
-                mid
-                for chunk in pool.map(client_run, [items[k::8] for k in range(8)])
-                for mid in chunk
-            ]
+        ids = write_concurrently(daemon, items)
         assert len(ids) == len(set(ids)) == len(items)
         wait_for(lambda: settled(daemon), 180, "the episode queue to drain")
         found = check_invariants(daemon, ids)
@@ -349,19 +352,7 @@ def test_concurrent_writers_keep_invariants_and_match_sequential(tmp_path):
 
     concurrent = start_daemon(tmp_path / "conc", episodes=episodes)
     try:
-        chunks = [items[k::8] for k in range(8)]
-
-        def client_run(chunk: list[dict[str, Any]]) -> list[str]:
-            with httpx.Client(base_url=concurrent.url, timeout=60) as client:
-                out = []
-                for item in chunk:
-                    response = client.post("/v1/remember", json=item)
-                    assert response.status_code == 200, response.text
-                    out.append(response.json()["memory_id"])
-                return out
-
-        with ThreadPoolExecutor(8) as pool:
-            conc_ids = [mid for ids in pool.map(client_run, chunks) for mid in ids]
+        conc_ids = write_concurrently(concurrent, items)
         order = [k for c in range(8) for k in range(c, len(items), 8)]  # item index per id
         assert len(conc_ids) == len(set(conc_ids)) == 800
         wait_for(lambda: settled(concurrent), 120, "concurrent run to settle")

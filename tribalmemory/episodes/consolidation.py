@@ -23,20 +23,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..llm import Candidate, MergeCheck
 from ..llm.prompts import SNIPPETS_PER_CHECK
 from . import detector
+from .checks import GrowthChecks, reached
 from .edits import Pin, may_merge, merge_roles
 from .matching import EpisodeFeatures
-from .membership import Membership
-from .state import EngineState
 from .store import Job
-from .summariser import Summariser
-
-if TYPE_CHECKING:
-    from .detection import Detection
 
 log = logging.getLogger("tribalmemory.episodes")
 
@@ -78,44 +72,21 @@ def agreed(
 
 def wants_check(old_count: int, new_count: int) -> bool:
     """Did growing an episode from ``old_count`` to ``new_count`` members reach a check size?"""
-    return any(old_count < size <= new_count for size in detector.MERGE_CHECK_SIZES)
+    return reached(old_count, new_count, detector.MERGE_CHECK_SIZES)
 
 
-class Consolidation:
+class Consolidation(GrowthChecks):
     """Queues and runs the merge checks."""
 
-    def __init__(
-        self,
-        state: EngineState,
-        summariser: Summariser,
-        membership: Membership,
-        detection: Detection,
-    ) -> None:
-        self.state = state
-        self.store = state.store
-        self.summariser = summariser
-        self.membership = membership
-        self.detection = detection
-        self._claimed: set[str] = set()  # episodes in a check call now
+    kind = "merge"
+    sizes = detector.MERGE_CHECK_SIZES
 
     def enabled(self) -> bool:
         settings = self.state.settings
         return settings.merge_checks and settings.detector_strategy != "embedding"
 
-    def health(self) -> dict[str, int]:
-        return {"merge_waiting": self.store.count_jobs("merge")}
-
-    def grown(self, episode_id: str, old_count: int, new_count: int, now: float) -> None:
-        """The detector grew an episode: queue its check when it reached a check size (unless
-        a check of it already waits: a confirmation is not overwritten)."""
-        if not self.enabled() or not wants_check(old_count, new_count):
-            return
-        if self.store.has_job("merge", episode_id):
-            return
-        wait = self.state.settings.classify_batch_wait_seconds  # for a review call to carry it
-        with self.store.transaction() as db:
-            self.store.enqueue(db, "merge", episode_id, now, wait)
-        self.state.wake()
+    def first_wait(self) -> float:
+        return self.state.settings.classify_batch_wait_seconds  # for a review call to carry it
 
     async def take(self, limit: int = BATCH, first: str | None = None) -> Taken:
         """Claim up to ``limit`` waiting checks (``first`` first) and prepare them: candidates

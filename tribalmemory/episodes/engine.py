@@ -3,7 +3,8 @@
 - :mod:`.state`: features of active episodes and seeds, the locks, loading at start;
 - :mod:`.detection`: the write-time decision and the classify job;
 - :mod:`.consolidation`: the merge check of two episodes that are one thread;
-- :mod:`.splitting`: the split check of an episode that mixes two threads;
+- :mod:`.splitting`: the split check of an episode that mixes two threads (:mod:`.checks`:
+  what the two kinds of check share);
 - :mod:`.membership`: creating episodes, adding, moving and removing members;
 - :mod:`.summaries`: the summary job and the summary memory;
 - :mod:`.upkeep`: auto-close, the active cap, archiving, reconcile after a crash;

@@ -20,21 +20,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..llm import MemoryText, SplitCheck
 from ..llm.prompts import SNIPPETS_PER_CHECK
 from . import detector
+from .checks import GrowthChecks, reached
 from .detector import DetectorContext
-from .membership import Membership
-from .state import EngineState
 from .store import Job
-from .summariser import Summariser
-
-if TYPE_CHECKING:
-    from .detection import Detection
 
 log = logging.getLogger("tribalmemory.episodes")
 
@@ -128,43 +123,18 @@ def confirms(asked: Any, proposal: Proposal) -> bool:
 
 def wants_split_check(old_count: int, new_count: int) -> bool:
     """Did growing an episode from ``old_count`` to ``new_count`` members reach a check size?"""
-    return any(old_count < size <= new_count for size in SPLIT_CHECK_SIZES)
+    return reached(old_count, new_count, SPLIT_CHECK_SIZES)
 
 
-class Splitting:
+class Splitting(GrowthChecks):
     """Queues and runs the split checks."""
 
-    def __init__(
-        self,
-        state: EngineState,
-        summariser: Summariser,
-        membership: Membership,
-        detection: Detection,
-    ) -> None:
-        self.state = state
-        self.store = state.store
-        self.summariser = summariser
-        self.membership = membership
-        self.detection = detection
-        self._claimed: set[str] = set()  # episodes in a check call now
+    kind = "split"
+    sizes = SPLIT_CHECK_SIZES
 
     def enabled(self) -> bool:
         settings = self.state.settings
         return settings.split_checks and settings.detector_strategy != "embedding"
-
-    def health(self) -> dict[str, int]:
-        return {"split_waiting": self.store.count_jobs("split")}
-
-    def grown(self, episode_id: str, old_count: int, new_count: int, now: float) -> None:
-        """The detector grew an episode: queue a look at it when it reached a check size
-        (unless one waits: a confirmation is not overwritten)."""
-        if not self.enabled() or not wants_split_check(old_count, new_count):
-            return
-        if self.store.has_job("split", episode_id):
-            return
-        with self.store.transaction() as db:
-            self.store.enqueue(db, "split", episode_id, now)
-        self.state.wake()
 
     async def run(self, episode_id: str) -> None:
         """The ``split`` job: this episode's proposal and those of other waiting checks, asked
