@@ -703,7 +703,7 @@ def run_http(
 ) -> tuple[Column, Column, list[str]]:
     daemon_log = root / "daemons.log"
     off = Column("episodes off")
-    on = Column("episodes on (hybrid + merge checks, fake LLM)")
+    on = Column("episodes on (hybrid + merge and split checks, fake LLM)")
     notes: list[str] = []
 
     log("daemon start-up ...")
@@ -735,7 +735,8 @@ def run_http(
         "summarizer_provider": "openai",
         "summarizer_model": "gpt-4o-mini",
         "summary_debounce_seconds": 2.0,
-        "merge_checks": True,  # consolidation running: reviews and merge checks
+        "merge_checks": True,  # consolidation running: reviews, merge and split checks
+        "split_checks": True,
     }
     daemons: list[Daemon] = []
     try:
