@@ -202,9 +202,22 @@ def check_invariants(daemon: Daemon, memory_ids: list[str]) -> list[dict[str, An
     return episodes
 
 
-def write_concurrently(daemon: Daemon, items: list[dict[str, Any]], clients: int = 8) -> list[str]:
+def consolidating(api_base: str) -> dict[str, Any]:
+    """Episode settings under which the detector's only LLM calls are merge and split checks,
+    each asked at once (none waits a day for a review call: all can be cut)."""
+    return {
+        "detector_strategy": "hybrid",
+        "api_base": api_base,
+        "summary_debounce_seconds": 0,
+        "request_timeout_seconds": 20,
+        "llm_doubt_share": 0.0,
+        "classify_batch_wait_seconds": 0,
+    }
+
+
+def remember_all(daemon: Daemon, items: list[dict[str, Any]], clients: int = 1) -> list[str]:
     """``items`` remembered by ``clients`` concurrent clients, client ``k`` sending
-    ``items[k::clients]`` in order; the memory ids, client by client."""
+    ``items[k::clients]`` in order, each answered 200; the memory ids, client by client."""
 
     def client_run(chunk: list[dict[str, Any]]) -> list[str]:
         with httpx.Client(base_url=daemon.url, timeout=60) as client:
@@ -254,12 +267,7 @@ def test_kill_9_during_llm_calls_loses_nothing(tmp_path, fake_llm_process, monke
         "classify_batch_wait_seconds": 0,
     }
     daemon = start_daemon(tmp_path, episodes=episodes)
-    acked = []
-    with httpx.Client(base_url=daemon.url, timeout=30) as client:
-        for item in stream(24):
-            response = client.post("/v1/remember", json=item)
-            assert response.status_code == 200
-            acked.append(response.json()["memory_id"])
+    acked = remember_all(daemon, stream(24))
     wait_for(lambda: fake_requests(fake_llm_process) >= 2, 60, "LLM calls in flight")
     daemon.process.kill()  # SIGKILL: no shutdown code runs
     daemon.process.wait(10)
@@ -280,21 +288,9 @@ def test_kill_9_during_consolidation_loses_nothing(tmp_path, agreeing_llm_proces
     after the restart every invariant holds (no duplicate, lost or orphaned episode, membership
     or summary) and consolidation went on (episodes were merged)."""
     monkeypatch.setenv("OPENAI_API_KEY", "x")
-    episodes = {
-        "detector_strategy": "hybrid",
-        "api_base": agreeing_llm_process,
-        "summary_debounce_seconds": 0,
-        "request_timeout_seconds": 20,
-        "llm_doubt_share": 0.0,  # the detector's calls are merge and split checks only
-        "classify_batch_wait_seconds": 0,  # checks run at once: all can be cut
-    }
+    episodes = consolidating(agreeing_llm_process)
     daemon = start_daemon(tmp_path, episodes=episodes)
-    acked = []
-    with httpx.Client(base_url=daemon.url, timeout=30) as client:
-        for item in stream(24):
-            response = client.post("/v1/remember", json=item)
-            assert response.status_code == 200
-            acked.append(response.json()["memory_id"])
+    acked = remember_all(daemon, stream(24))
 
     def confirming() -> bool:  # the second merge call confirms the first: it may merge
         return fake_purposes(agreeing_llm_process).get("merge", 0) >= 2
@@ -318,17 +314,11 @@ def test_concurrent_writers_during_consolidation_keep_every_invariant(
     episodes they write to: every acknowledged memory ends in exactly one episode with an
     exact count and one summary memory, and the merges were carried out."""
     monkeypatch.setenv("OPENAI_API_KEY", "x")
-    episodes = {
-        "detector_strategy": "hybrid",
-        "api_base": agreeing_llm_process,
-        "summary_debounce_seconds": 0,
-        "llm_doubt_share": 0.0,  # the detector's calls are merge and split checks only
-        "classify_batch_wait_seconds": 0,
-    }
+    episodes = consolidating(agreeing_llm_process)
     items = stream(96)
     daemon = start_daemon(tmp_path, episodes=episodes)
     try:
-        ids = write_concurrently(daemon, items)
+        ids = remember_all(daemon, items, clients=8)
         assert len(ids) == len(set(ids)) == len(items)
         wait_for(lambda: settled(daemon), 180, "the episode queue to drain")
         found = check_invariants(daemon, ids)
@@ -352,7 +342,7 @@ def test_concurrent_writers_keep_invariants_and_match_sequential(tmp_path):
 
     concurrent = start_daemon(tmp_path / "conc", episodes=episodes)
     try:
-        conc_ids = write_concurrently(concurrent, items)
+        conc_ids = remember_all(concurrent, items, clients=8)
         order = [k for c in range(8) for k in range(c, len(items), 8)]  # item index per id
         assert len(conc_ids) == len(set(conc_ids)) == 800
         wait_for(lambda: settled(concurrent), 120, "concurrent run to settle")

@@ -78,23 +78,34 @@ class Script:
         return default_reply(request)
 
 
-async def merged_then_grown(rt, script: Script) -> str:  # noqa: ANN001
+async def merged_early(rt, script: Script) -> tuple[str, list[str]]:  # noqa: ANN001
     """Three auth notes and four database notes, merged into one episode by the merge check
-    when the database episode reaches 4; then both threads grow in it. The merged episode."""
+    when the database episode reaches 4. The merged episode and the database notes."""
     for i, text in enumerate(AUTH[:3]):
         script.auth.add((await remember(rt, text, 3, 9 + i))["memory_id"])
     script.pair.append((await rt.api.get_memory(next(iter(script.auth))))["episode_id"])
-    for i, text in enumerate(DB[:4]):
-        script.db.add((await remember(rt, text, 3, 12 + i))["memory_id"])
-    db_episode = (await rt.api.get_memory(next(iter(script.db))))["episode_id"]
+    db = [(await remember(rt, text, 3, 12 + i))["memory_id"] for i, text in enumerate(DB[:4])]
+    script.db.update(db)
+    db_episode = (await rt.api.get_memory(db[0]))["episode_id"]
     script.pair.append(db_episode)
     await settle(rt)
     episodes = (await rt.api.episodes_list())["episodes"]
     assert [(e["id"], e["memory_count"]) for e in episodes] == [(db_episode, 7)]  # merged
+    return db_episode, db
+
+
+async def both_grow(rt, script: Script) -> None:  # noqa: ANN001
+    """Two more auth notes and two more database notes, interleaved, the same day."""
     for i, (auth, db) in enumerate(zip(AUTH[3:], DB[4:], strict=True)):
         script.auth.add((await remember(rt, auth, 3, 16 + 2 * i))["memory_id"])
         script.db.add((await remember(rt, db, 3, 17 + 2 * i))["memory_id"])
-    return db_episode
+
+
+async def merged_then_grown(rt, script: Script) -> str:  # noqa: ANN001
+    """Both threads merged early, then both grow in the merged episode. The merged episode."""
+    merged, _ = await merged_early(rt, script)
+    await both_grow(rt, script)
+    return merged
 
 
 async def test_two_threads_merged_early_are_split_once_both_have_grown(
@@ -170,21 +181,13 @@ async def test_an_episode_the_user_edited_is_never_split(
     rt = await runtime_factory(**SETTINGS)
     script = Script()
     fake_llm_env.responder = script
-    for i, text in enumerate(AUTH[:3]):
-        script.auth.add((await remember(rt, text, 3, 9 + i))["memory_id"])
-    script.pair.append((await rt.api.get_memory(next(iter(script.auth))))["episode_id"])
-    db = [(await remember(rt, text, 3, 12 + i))["memory_id"] for i, text in enumerate(DB[:4])]
-    script.db.update(db[:3])
-    script.pair.append((await rt.api.get_memory(db[0]))["episode_id"])
-    await settle(rt)
-    (episode,) = (await rt.api.episodes_list())["episodes"]
-    await rt.api.episode_remove(episode["id"], db[3])  # the user's edit
-    for i, (auth, db_note) in enumerate(zip(AUTH[3:], DB[4:], strict=True)):
-        script.auth.add((await remember(rt, auth, 3, 16 + 2 * i))["memory_id"])
-        script.db.add((await remember(rt, db_note, 3, 17 + 2 * i))["memory_id"])
+    merged, db = await merged_early(rt, script)
+    await rt.api.episode_remove(merged, db[3])  # the user's edit
+    script.db.discard(db[3])
+    await both_grow(rt, script)
     await settle(rt)
     (grown,) = (await rt.api.episodes_list())["episodes"]
-    assert (grown["id"], grown["memory_count"]) == (episode["id"], 10)
+    assert (grown["id"], grown["memory_count"]) == (merged, 10)
     assert fake_llm_env.by_purpose("split") == []
 
 
@@ -198,16 +201,8 @@ async def test_a_confirmation_waiting_at_a_restart_is_asked_after_it(
     rt = await runtime_factory(**settings)
     script = Script()
     fake_llm_env.responder = script
-    for i, text in enumerate(AUTH[:3]):
-        script.auth.add((await remember(rt, text, 3, 9 + i))["memory_id"])
-    script.pair.append((await rt.api.get_memory(next(iter(script.auth))))["episode_id"])
-    for i, text in enumerate(DB[:4]):
-        script.db.add((await remember(rt, text, 3, 12 + i))["memory_id"])
-    script.pair.append((await rt.api.get_memory(next(iter(script.db))))["episode_id"])
-    await settle(rt)  # the merge check and its confirmation are flushed: merged
-    for i, (auth, db) in enumerate(zip(AUTH[3:], DB[4:], strict=True)):
-        script.auth.add((await remember(rt, auth, 3, 16 + 2 * i))["memory_id"])
-        script.db.add((await remember(rt, db, 3, 17 + 2 * i))["memory_id"])
+    await merged_early(rt, script)  # its settle flushes the merge check and its confirmation
+    await both_grow(rt, script)
     assert await rt.episodes.worker.drain(30, due_only=True)
     assert len(fake_llm_env.by_purpose("split")) == 1  # the first answer
     assert rt.api.health()["episodes"]["split_waiting"] == 1  # its confirmation waits an hour

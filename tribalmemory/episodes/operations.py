@@ -111,10 +111,10 @@ class Operations:
         # Checked under the detect lock, which forget and episode deletion hold too: what is
         # forgotten or deleted meanwhile is NotFound, never a membership of nothing.
         async with state.detect_lock:
-            memories = await state.host.get_memories(memory_ids)
-            vectors = await state.host.get_vectors(memory_ids)
-            found = {m.id for m in memories if m.id in vectors}
-            missing = [m for m in memory_ids if m not in found]
+            found = await state.in_time_order(memory_ids)
+            memories = [m for m, _ in found]
+            present = {m.id for m in memories}
+            missing = [i for i in memory_ids if i not in present]
             if missing:
                 raise NotFound(f"unknown memory id(s): {', '.join(missing)}; nothing was created")
             summaries = [m.id for m in memories if m.source_type in ENGINE_WRITTEN]
@@ -131,11 +131,9 @@ class Operations:
                 )
             if parent_episode_id is not None:
                 state.episode(parent_episode_id)
-            memories.sort(key=lambda m: m.created_at)
-            features = [state.matcher.memory(m, vectors[m.id]) for m in memories]
             row = await self.membership.create(
                 memories,
-                features,
+                [f for _, f in found],
                 title=title,
                 title_source="user",
                 finish_detection_of=memory_ids,
@@ -265,17 +263,14 @@ class Operations:
             problem = edits.split_problem(self.store.member_ids(episode_id), memory_ids)
             if problem:
                 raise Conflict(f"cannot split episode {episode_id}: {problem}")
-            memories = await state.host.get_memories(memory_ids)
-            vectors = await state.host.get_vectors(memory_ids)
-            memories = sorted((m for m in memories if m.id in vectors), key=lambda m: m.created_at)
-            if len(memories) != len(memory_ids):
+            found = await state.in_time_order(memory_ids)
+            if len(found) != len(memory_ids):
                 raise Conflict(
                     "some of memory_ids were forgotten meanwhile; list the episode again"
                 )
-            features = [state.matcher.memory(m, vectors[m.id]) for m in memories]
             new = await self.membership.create(
-                memories,
-                features,
+                [m for m, _ in found],
+                [f for _, f in found],
                 title=title,
                 title_source="user" if title else "keyword",
                 summary_now=True,

@@ -151,11 +151,11 @@ class Splitting(GrowthChecks):
         try:
             if self.enabled():
                 for job in jobs:
-                    proposal = await self._proposal(job.key)
+                    proposal, vectors = await self._proposal(job.key)
                     if proposal is not None:
                         proposals[job.key] = proposal
                         second_look = "confirm" in job.payload
-                        checks.append(await self._check(job.key, proposal, second_look))
+                        checks.append(await self._check(job.key, proposal, vectors, second_look))
             if checks and self.summariser.ready() and self.detection.spend_call():
                 answers = await self.summariser.split(checks)
                 await self.state.host.background_turn()
@@ -202,19 +202,25 @@ class Splitting(GrowthChecks):
         if again:
             self.state.wake()
 
-    async def _proposal(self, episode_id: str) -> Proposal | None:
-        """The proposal for an active episode no user edited, as its members stand now."""
+    async def _proposal(self, episode_id: str) -> tuple[Proposal | None, dict[str, np.ndarray]]:
+        """The proposal for an active episode no user edited, as its members stand now, and
+        the members' vectors."""
         state = self.state
-        if episode_id not in state.active:
-            return None
+        if episode_id not in state.active or self.store.pins_on([episode_id]):
+            return None, {}  # closed, merged, or the user's shape of an episode stands
         members = self.store.member_ids(episode_id)
-        if self.store.pins_on([episode_id]):
-            return None  # the user's shape of an episode stands
         vectors = await state.host.get_vectors(members)
         present = [(m, vectors[m]) for m in members if m in vectors]
-        return split_proposal(present, state.matcher.context(state.project_of_episode(episode_id)))
+        context = state.matcher.context(state.project_of_episode(episode_id))
+        return split_proposal(present, context), vectors
 
-    async def _check(self, episode_id: str, proposal: Proposal, second_look: bool) -> SplitCheck:
+    async def _check(
+        self,
+        episode_id: str,
+        proposal: Proposal,
+        vectors: dict[str, np.ndarray],
+        second_look: bool,
+    ) -> SplitCheck:
         """A proposal as the prompt shows it: each part by its members nearest its centroid;
         a confirmation (``second_look``) shows the parts the other way round, each by its
         latest members, so that it is not the first question asked again word for word."""
@@ -226,7 +232,6 @@ class Splitting(GrowthChecks):
             if second_look:
                 chosen = list(ids[-SNIPPETS_PER_CHECK:])
             else:
-                vectors = await self.state.host.get_vectors(list(ids))
                 pool = [(m, vectors[m]) for m in ids if m in vectors]
                 chosen = detector.representatives(pool, SNIPPETS_PER_CHECK)
             shown = sorted(await self.state.host.get_memories(chosen), key=lambda m: m.created_at)
@@ -246,13 +251,11 @@ class Splitting(GrowthChecks):
         move = [m for m in proposal.move if m in members]
         if len(move) < MIN_PART or len(members) - len(move) < MIN_PART:
             return
-        features = sorted(await state.features(move), key=lambda f: f.created_at)
-        memories = {m.id: m for m in await state.host.get_memories([f.id for f in features])}
-        features = [f for f in features if f.id in memories]
-        log.info("episode %s mixes two threads: %d memories split off", episode_id, len(features))
+        found = await state.in_time_order(move)
+        log.info("episode %s mixes two threads: %d memories split off", episode_id, len(found))
         await self.membership.create(
-            [memories[f.id] for f in features],
-            features,
+            [m for m, _ in found],
+            [f for _, f in found],
             title=None,
             title_source="keyword",
             actor="consolidation",

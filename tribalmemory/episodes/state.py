@@ -109,6 +109,14 @@ class EngineState:
         vectors = await self.host.get_vectors([m.id for m in memories])
         return [self.matcher.memory(m, vectors[m.id]) for m in memories if m.id in vectors]
 
+    async def in_time_order(self, memory_ids: list[str]) -> list[tuple[Memory, MemoryFeatures]]:
+        """The stored memories among ``memory_ids`` (those with a vector) with their features,
+        oldest first: what creating an episode from them needs."""
+        memories = await self.host.get_memories(memory_ids)
+        vectors = await self.host.get_vectors([m.id for m in memories])
+        found = sorted((m for m in memories if m.id in vectors), key=lambda m: m.created_at)
+        return [(m, self.matcher.memory(m, vectors[m.id])) for m in found]
+
     async def describe(
         self, row: EpisodeRow, k: int, leave_out: set[str] | frozenset[str] = frozenset()
     ) -> Candidate:

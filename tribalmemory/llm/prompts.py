@@ -602,48 +602,50 @@ def validate_classify(
     return Verdicts(out, merges)
 
 
-def validate_merge(data: Any, allowed: dict[str, frozenset[str]]) -> dict[str, str | None]:
-    """``{"merges": [...]}``: for each checked episode, one of its candidates or null."""
-    items = _keys(data, {"merges"})["merges"]
+def _per_check(
+    data: Any, name: str, field: str, checked: Iterable[str], value: Callable[[str, Any], T]
+) -> dict[str, T]:
+    """``{name: [{"episode_id", field}, ...]}`` with one item for every checked episode:
+    ``value(episode_id, answer)`` of each (it raises ``ValueError`` for a wrong answer)."""
+    items = _keys(data, {name})[name]
     if not isinstance(items, list):
-        raise ValueError("merges must be a list")
-    out: dict[str, str | None] = {}
+        raise ValueError(f"{name} must be a list")
+    wanted = list(checked)
+    out: dict[str, T] = {}
     for item in items:
-        item = _keys(item, {"episode_id", "same_as"})
-        episode_id, same_as = item["episode_id"], item["same_as"]
-        if episode_id not in allowed:
+        item = _keys(item, {"episode_id", field})
+        episode_id = item["episode_id"]
+        if episode_id not in wanted:
             raise ValueError(f"episode_id {episode_id!r} is not one of the checked episodes")
         if episode_id in out:
             raise ValueError(f"two answers for episode {episode_id!r}")
-        if same_as is not None and same_as not in allowed[episode_id]:
-            raise ValueError(f"same_as {same_as!r} is not a candidate of {episode_id!r}")
-        out[episode_id] = same_as
-    missing = [e for e in allowed if e not in out]
+        out[episode_id] = value(episode_id, item[field])
+    missing = [e for e in wanted if e not in out]
     if missing:
         raise ValueError(f"no answer for episodes {missing}")
     return out
+
+
+def validate_merge(data: Any, allowed: dict[str, frozenset[str]]) -> dict[str, str | None]:
+    """``{"merges": [...]}``: for each checked episode, one of its candidates or null."""
+
+    def same_as(episode_id: str, answer: Any) -> str | None:
+        if answer is not None and answer not in allowed[episode_id]:
+            raise ValueError(f"same_as {answer!r} is not a candidate of {episode_id!r}")
+        return answer
+
+    return _per_check(data, "merges", "same_as", allowed, same_as)
 
 
 def validate_split(data: Any, checked: frozenset[str]) -> dict[str, bool]:
     """``{"splits": [...]}``: for each checked episode, whether its parts are two threads."""
-    items = _keys(data, {"splits"})["splits"]
-    if not isinstance(items, list):
-        raise ValueError("splits must be a list")
-    out: dict[str, bool] = {}
-    for item in items:
-        item = _keys(item, {"episode_id", "two_threads"})
-        episode_id, two = item["episode_id"], item["two_threads"]
-        if episode_id not in checked:
-            raise ValueError(f"episode_id {episode_id!r} is not one of the checked episodes")
-        if episode_id in out:
-            raise ValueError(f"two answers for episode {episode_id!r}")
-        if not isinstance(two, bool):
+
+    def two_threads(episode_id: str, answer: Any) -> bool:
+        if not isinstance(answer, bool):
             raise ValueError(f"two_threads of {episode_id!r} must be true or false")
-        out[episode_id] = two
-    missing = sorted(checked - out.keys())
-    if missing:
-        raise ValueError(f"no answer for episodes {missing}")
-    return out
+        return answer
+
+    return _per_check(data, "splits", "two_threads", sorted(checked), two_threads)
 
 
 def _str_list(value: Any, name: str) -> tuple[str, ...]:
