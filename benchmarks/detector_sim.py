@@ -43,7 +43,11 @@ import numpy as np
 
 from tribalmemory.episodes.consolidation import BATCH as MERGE_BATCH
 from tribalmemory.episodes.consolidation import Taken, agreed
-from tribalmemory.episodes.detection import MAX_CHECKS_PER_REVIEW, within_budget
+from tribalmemory.episodes.detection import (
+    MAX_CHECKS_PER_REVIEW,
+    memories_per_review,
+    within_budget,
+)
 from tribalmemory.episodes.detector import (
     MERGE_CANDIDATES,
     MERGE_CHECK_SIZES,
@@ -302,7 +306,7 @@ class Replay:
         self.seeds: dict[str, MemoryFeatures] = {}
         self.context = DetectorContext()
         self.queue: list[tuple[int, datetime]] = []  # (memory, due)
-        self.calls = self.classified = self.decided = 0
+        self.calls = self.reviews = self.classified = self.decided = 0
         self.counter = 0
         self.checks: list[tuple[str, datetime]] = []  # (episode, due) waiting for a merge check
         self.confirms: dict[str, str] = {}  # episode -> the episode its check confirms
@@ -355,7 +359,8 @@ class Replay:
         committed = self.calls + math.ceil(len(self.queue) / size)
         if not within_budget(self.decided, committed, self.review.calls_per_memory):
             return 0.0
-        per_call = self.classified / self.calls if self.calls else 1.0
+        counts = {"classified": self.classified, "reviews": self.reviews}
+        per_call = memories_per_review(counts)
         return min(self.params.doubt_share, self.review.calls_per_memory * per_call)
 
     def _apply(self, i: int, decision: Any) -> None:
@@ -485,6 +490,7 @@ class Replay:
         if not within_budget(self.decided, self.calls, self.review.calls_per_memory):
             return  # spent: the embedding decisions stand
         self.calls += 1
+        self.reviews += 1
         self.classified += len(batch)
         riding, answers = self._take(MAX_CHECKS_PER_REVIEW)  # checks ride along in the call
         self._review_batch(batch)
@@ -750,6 +756,73 @@ def _table(streams: Sequence[Stream], rows: dict[str, dict[str, dict[str, float]
     return lines
 
 
+SUBSAMPLE_KEEP = 0.9
+"""Share of a stream's memories each perturbed copy keeps (:func:`subsample`)."""
+SUBSAMPLES = 10
+"""Perturbed copies per stream: enough for the mean to move by less than about 0.02."""
+
+
+def subsample(stream: Stream, seed: int, keep: float = SUBSAMPLE_KEEP) -> Stream:
+    """A copy of ``stream`` without a random (seeded) ``1 - keep`` share of its memories, in
+    the same order: another sample of the same source. A detector whose F1 holds on such
+    copies holds on streams it has not seen; one whose F1 falls sits on a spike of the
+    stream it was measured on."""
+    rng = random.Random(seed)
+    kept = [i for i in range(len(stream.records)) if rng.random() < keep]
+    return Stream(stream.name, [stream.records[i] for i in kept], stream.vectors[kept])
+
+
+def robustness(
+    stream: Stream, params: DetectorParams, accuracy: float | None = None, copies: int = SUBSAMPLES
+) -> tuple[float, float, float]:
+    """F1 over ``copies`` perturbed copies of ``stream`` (:func:`subsample`, seeds
+    0..copies-1): mean, lowest, highest."""
+    f1s = []
+    for seed in range(copies):
+        copy = subsample(stream, seed)
+        f1s.append(run(copy, params, accuracy, 0.3)["f1"])
+    return float(np.mean(f1s)), min(f1s), max(f1s)
+
+
+def robustness_table(streams: Sequence[Stream]) -> list[str]:
+    """The default embedding detector, its two neighbouring thresholds and the hybrid with a
+    perfect classifier, on each full stream and on its perturbed copies."""
+    base = DetectorParams(strategy="embedding")
+    runs: dict[str, tuple[DetectorParams, float | None]] = {
+        f"embedding (default, threshold {base.threshold})": (base, None),
+        f"embedding, threshold {base.threshold - 0.05:.2f}": (
+            replace(base, threshold=base.threshold - 0.05),
+            None,
+        ),
+        f"embedding, threshold {base.threshold + 0.05:.2f}": (
+            replace(base, threshold=base.threshold + 0.05),
+            None,
+        ),
+        "hybrid (default), oracle 100%, budget 0.3": (DetectorParams(strategy="hybrid"), 1.0),
+    }
+    names = [s.name for s in streams]
+    lines = [
+        "",
+        f"Robustness: pairwise F1 on each full stream and, after the arrow, the mean (lowest"
+        f"-highest) over {SUBSAMPLES} copies that each keep a random {SUBSAMPLE_KEEP:.0%} of its "
+        "memories (`subsample`, seeds 0..9). Worst: of the full streams, and of the means.",
+        "",
+        "| run | " + " | ".join(names) + " | worst (full → copies) |",
+        "|---|" + "---:|" * (len(names) + 1),
+    ]
+    for label, (params, accuracy) in runs.items():
+        cells, full, means = [], [], []
+        for stream in streams:
+            f1 = run(stream, params, accuracy, 0.3)["f1"]
+            mean, low, high = robustness(stream, params, accuracy)
+            full.append(f1)
+            means.append(mean)
+            cells.append(f"{f1:.3f} → {mean:.3f} ({low:.2f}-{high:.2f})")
+        worst = f"{min(full):.3f} → {min(means):.3f}"
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {worst} |")
+    return lines
+
+
 SPLIT_MIXTURE_SIZES = (4, 8)
 """Members each of two gold threads bring to a made-up mixture (the first ones of each)."""
 
@@ -844,6 +917,7 @@ def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
         "review call, and a merge needs a second answer that confirms the first.",
         "",
         *_table(streams, rows),
+        *robustness_table(streams),
         *split_table(streams),
     ]
     if with_calibration:

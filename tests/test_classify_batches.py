@@ -209,3 +209,35 @@ async def test_concurrent_writers_while_reviews_move_memories_keep_every_invaria
     listed = (await rt.api.episodes_list())["episodes"]
     assert all(e["memory_count"] >= 1 for e in listed)
     assert "Moved" in {e["title"] for e in listed}  # the reviews' thread exists
+
+
+async def test_checks_in_calls_of_their_own_do_not_starve_the_reviews(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """Merge and split checks asked in calls of their own spend the budget but classify no
+    memory. The share of memories reviewed is paid for by the memories a *review* call
+    carries: when such checks were the store's first calls, reviews must still be queued (they
+    used to count as reviews of nothing, the share fell to 0 and no memory was reviewed
+    again)."""
+    rt = await runtime_factory(
+        detector_strategy="hybrid",
+        llm_doubt_share=0.0,  # no review while the store fills: the calls below are the first
+        classify_calls_per_memory=0.3,
+        classify_batch_size=2,
+        merge_checks=False,
+        split_checks=False,
+    )
+    for i, text in enumerate([*DB[:4], *AUTH[:4], *IOS][:10]):
+        await remember(rt, text, 3, 9 + i)
+    await settle(rt)
+    rt.episodes.engine.state.settings.llm_doubt_share = 0.45
+    detection = rt.episodes.engine.detection
+    assert detection.budget() == {"memories": 10, "calls": 0, "reviews": 0, "classified": 0}
+    assert detection.spend_call()  # a check alone: a call, no memory classified
+    assert detection.doubt_share() == 0.3  # 0.3 calls a memory x 1 memory a call, not 0
+    assert detection.spend_call(classified=2)  # a review of two
+    assert detection.doubt_share() == 0.45  # 0.3 x 2 = 0.6, capped by the doubt share
+    assert detection.spend_call()  # another check alone: still two memories a review
+    assert detection.budget() == {"memories": 10, "calls": 3, "reviews": 1, "classified": 2}
+    assert detection.doubt_share() == 0.45

@@ -69,6 +69,15 @@ def within_budget(memories: int, committed: int, calls_per_memory: float) -> boo
     return committed + 1 <= calls_per_memory * memories + BUDGET_BURST
 
 
+def memories_per_review(counts: dict[str, int]) -> float:
+    """Memories one review call has classified on average, 1 before any has. Checks asked in
+    calls of their own classify no memory and do not count: counted, a store whose first calls
+    were checks would take the reviews to carry none, and never queue one again."""
+    if not counts["classified"] or not counts["reviews"]:
+        return 1.0
+    return counts["classified"] / counts["reviews"]
+
+
 def episode_status(detection_state: str | None) -> str:
     """``episode_status`` of a memory (assigned, pending, unassigned) from its detection."""
     return EPISODE_STATUS.get(detection_state or "", "unassigned")
@@ -154,15 +163,19 @@ class Detection:
         return self.state.settings.detector_strategy != "embedding" and self.summariser.ready()
 
     def budget(self) -> dict[str, int]:
-        """``memories`` decided, classification ``calls`` made and the memories they
-        ``classified``, since the store began."""
+        """``memories`` decided, classification ``calls`` made (reviews and checks alone), the
+        ``reviews`` among them and the memories they ``classified``, since the store began. A
+        store from before reviews were counted apart counts every call as one."""
         data = self.store.get_meta(BUDGET_KEY) or {}
-        return {k: int(data.get(k, 0)) for k in ("memories", "calls", "classified")}
+        counts = {k: int(data.get(k, 0)) for k in ("memories", "calls", "classified")}
+        counts["reviews"] = int(data.get("reviews", counts["calls"]))
+        return counts
 
     def _count(self, *, memories: int = 0, calls: int = 0, classified: int = 0) -> None:
         counts = self.budget()
         counts["memories"] += memories
         counts["calls"] += calls
+        counts["reviews"] += 1 if classified else 0
         counts["classified"] += classified
         with self.store.transaction() as db:
             self.store.set_meta(db, BUDGET_KEY, counts)
@@ -192,8 +205,7 @@ class Detection:
         if not within_budget(counts["memories"], committed, settings.classify_calls_per_memory):
             return 0.0
         share = 1.0 if settings.detector_strategy == "llm" else settings.llm_doubt_share
-        per_call = counts["classified"] / counts["calls"] if counts["calls"] else 1.0
-        return min(share, settings.classify_calls_per_memory * per_call)
+        return min(share, settings.classify_calls_per_memory * memories_per_review(counts))
 
     def health(self) -> dict[str, Any]:
         """Budget figures for ``/v1/health``."""
