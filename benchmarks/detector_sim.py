@@ -359,9 +359,8 @@ class Replay:
         committed = self.calls + math.ceil(len(self.queue) / size)
         if not within_budget(self.decided, committed, self.review.calls_per_memory):
             return 0.0
-        counts = {"classified": self.classified, "reviews": self.reviews}
-        per_call = memories_per_review(counts)
-        return min(self.params.doubt_share, self.review.calls_per_memory * per_call)
+        per_review = memories_per_review(self.classified, self.reviews)
+        return min(self.params.doubt_share, self.review.calls_per_memory * per_review)
 
     def _apply(self, i: int, decision: Any) -> None:
         mem = self.feats[i]
@@ -789,17 +788,11 @@ def robustness_table(streams: Sequence[Stream]) -> list[str]:
     perfect classifier, on each full stream and on its perturbed copies."""
     base = DetectorParams(strategy="embedding")
     runs: dict[str, tuple[DetectorParams, float | None]] = {
-        f"embedding (default, threshold {base.threshold})": (base, None),
-        f"embedding, threshold {base.threshold - 0.05:.2f}": (
-            replace(base, threshold=base.threshold - 0.05),
-            None,
-        ),
-        f"embedding, threshold {base.threshold + 0.05:.2f}": (
-            replace(base, threshold=base.threshold + 0.05),
-            None,
-        ),
-        "hybrid (default), oracle 100%, budget 0.3": (DetectorParams(strategy="hybrid"), 1.0),
+        f"embedding (default, threshold {base.threshold})": (base, None)
     }
+    for threshold in (base.threshold - 0.05, base.threshold + 0.05):
+        runs[f"embedding, threshold {threshold:.2f}"] = (replace(base, threshold=threshold), None)
+    runs["hybrid (default), oracle 100%, budget 0.3"] = (DetectorParams(strategy="hybrid"), 1.0)
     names = [s.name for s in streams]
     lines = [
         "",

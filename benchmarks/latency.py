@@ -704,6 +704,17 @@ def ratios(off: list[float], on: list[float]) -> tuple[float, float]:
     return pct(on, 50) / pct(off, 50), pct(on, 95) / pct(off, 95)
 
 
+def start_pair(
+    root: Path, daemon_log: Path, episodes: dict[str, Any], started: list[Daemon]
+) -> tuple[Daemon, Daemon, str]:
+    """Fresh daemons, episodes off and on (appended to ``started`` for the caller to stop),
+    and the LLM state of the second once it is ready."""
+    started.append(start_daemon(root / "http-off", daemon_log, {"enabled": False}))
+    env = {"OPENAI_API_KEY": "x", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    started.append(start_daemon(root / "http-on", daemon_log, episodes, env=env))
+    return started[-2], started[-1], wait_llm_ready(started[-1].url)
+
+
 def extra_round(
     root: Path, daemon_log: Path, episodes: dict[str, Any], llm_url: str, args: argparse.Namespace
 ) -> tuple[float, float]:
@@ -711,15 +722,12 @@ def extra_round(
     its p50 and p95 ratios."""
     pair: list[Daemon] = []
     try:
-        pair.append(start_daemon(root / "off", daemon_log, {"enabled": False}))
-        env = {"OPENAI_API_KEY": "x", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        pair.append(start_daemon(root / "on", daemon_log, episodes, env=env))
-        wait_llm_ready(pair[1].url)
-        off, on = interleaved_remember(pair[0], pair[1], llm_url, args.http_runs, args.block)
+        off, on, _ = start_pair(root, daemon_log, episodes, pair)
+        samples = interleaved_remember(off, on, llm_url, args.http_runs, args.block)
     finally:
         for daemon in pair:
             daemon.stop()
-    return ratios(off, on)
+    return ratios(*samples)
 
 
 def run_http(
@@ -768,16 +776,7 @@ def run_http(
         rounds.append(extra_round(root / f"round-{index}", daemon_log, episodes, base_url, args))
     daemons: list[Daemon] = []
     try:
-        daemon_off = start_daemon(root / "http-off", daemon_log, {"enabled": False})
-        daemons.append(daemon_off)
-        daemon_on = start_daemon(
-            root / "http-on",
-            daemon_log,
-            episodes,
-            env={"OPENAI_API_KEY": "x", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        )
-        daemons.append(daemon_on)
-        state = wait_llm_ready(daemon_on.url)
+        daemon_off, daemon_on, state = start_pair(root, daemon_log, episodes, daemons)
         remember_off, remember_on = interleaved_remember(
             daemon_off, daemon_on, base_url, args.http_runs, args.block
         )

@@ -10,25 +10,29 @@ import subprocess
 import sys
 
 PROBE = """
-import json, numpy
+import json, sys
 from threadpoolctl import threadpool_info
-before = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
-from tribalmemory.cli.service import limit_blas_threads
-limit_blas_threads()
-after = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
-print(json.dumps([before, after]))
+if sys.argv[1] == "limit":  # first thing, as `serve` does, before this probe touches numpy
+    from tribalmemory.cli.service import limit_blas_threads
+    limit_blas_threads()
+import numpy
+print(json.dumps([p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]))
 """
 
 
-def test_the_daemon_limits_blas_to_one_thread() -> None:
-    # In a process of its own: the limit is process-wide. BLAS starts with a thread per core
-    # (unless told otherwise), so on a machine of two cores or more the call has to change it.
+def blas_threads(limit: bool) -> list[int]:
+    """BLAS pools' thread counts in a fresh process (the limit is process-wide)."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
-    )
-    before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    argv = [sys.executable, "-c", PROBE, "limit" if limit else "default"]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_daemon_limits_blas_to_one_thread() -> None:
+    # BLAS starts with a thread per core (unless told otherwise), so on a machine of two cores
+    # or more the call has to change it.
+    before = blas_threads(limit=False)
     assert before  # numpy's BLAS was found
     if (os.cpu_count() or 1) >= 2:
         assert max(before) >= 2
-    assert after == [1] * len(before)
+    assert blas_threads(limit=True) == [1] * len(before)

@@ -65,7 +65,9 @@ at a time: the request's embedding p95 9-10 -> 5.7 ms, remember p95 over HTTP 13
 
 
 def limit_blas_threads() -> None:
-    """Keep numpy's BLAS on :data:`BLAS_THREADS` thread(s) in this process."""
+    """Keep numpy's BLAS on :data:`BLAS_THREADS` thread(s) in this process. numpy is imported
+    first: threadpoolctl limits only the libraries already loaded."""
+    import numpy  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(BLAS_THREADS, user_api="blas")

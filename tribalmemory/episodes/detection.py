@@ -69,13 +69,11 @@ def within_budget(memories: int, committed: int, calls_per_memory: float) -> boo
     return committed + 1 <= calls_per_memory * memories + BUDGET_BURST
 
 
-def memories_per_review(counts: dict[str, int]) -> float:
+def memories_per_review(classified: int, reviews: int) -> float:
     """Memories one review call has classified on average, 1 before any has. Checks asked in
     calls of their own classify no memory and do not count: counted, a store whose first calls
     were checks would take the reviews to carry none, and never queue one again."""
-    if not counts["classified"] or not counts["reviews"]:
-        return 1.0
-    return counts["classified"] / counts["reviews"]
+    return classified / reviews if classified and reviews else 1.0
 
 
 def episode_status(detection_state: str | None) -> str:
@@ -205,7 +203,8 @@ class Detection:
         if not within_budget(counts["memories"], committed, settings.classify_calls_per_memory):
             return 0.0
         share = 1.0 if settings.detector_strategy == "llm" else settings.llm_doubt_share
-        return min(share, settings.classify_calls_per_memory * memories_per_review(counts))
+        per_review = memories_per_review(counts["classified"], counts["reviews"])
+        return min(share, settings.classify_calls_per_memory * per_review)
 
     def health(self) -> dict[str, Any]:
         """Budget figures for ``/v1/health``."""
