@@ -245,6 +245,47 @@ def test_classify_validator() -> None:
             check(bad_batch)
 
 
+def test_classify_answers_in_the_form_its_prompt_shows_validate() -> None:
+    """The system prompt states the answer form; an LLM that follows it to the letter must
+    pass the validator (batched prompts once asked for a single bare decision, which failed
+    validation on every real call)."""
+    prompt = p.build_classify(
+        [{"id": "m1", "content": "a"}, {"id": "m2", "content": "b"}],
+        CANDIDATES,
+        [merge_check()],
+    )
+    system = prompt.messages[0]["content"]
+    assert p.CLASSIFY_ANSWER in system and p.CLASSIFY_ITEMS in system
+    join, create, _ = p.CLASSIFY_ITEMS.splitlines()
+    filled = [
+        join.replace("<new memory id>", "m1").replace("<candidate id>", "ep-ci"),
+        create.replace("<new memory id>", "m2").replace("<title>", "Other work"),
+    ]
+    example = system.partition('add "merges" beside "decisions"')[2]
+    merges = re.search(r'"merges": (\[.*?\])', example)
+    assert merges is not None
+    merges_text = merges.group(1).replace("<checked episode id>", "ep-new")
+    merges_text = merges_text.replace('"<candidate id>" or null', '"ep-auth"')
+    answer = '{"decisions": [' + ", ".join(filled) + '], "merges": ' + merges_text + "}"
+    verdicts = prompt.validate(p.parse_json_object(answer))
+    assert verdicts["m1"] == p.Classification("join", episode_id="ep-ci")
+    assert verdicts["m2"] == p.Classification("create", title="Other work")
+    assert verdicts.merges == {"ep-new": "ep-auth"}
+
+
+def test_a_bare_decision_is_taken_for_a_single_memory_only() -> None:
+    single = p.build_classify([{"id": "m1", "content": "a"}], CANDIDATES).validate
+    assert single({"action": "join", "episode_id": "ep-ci"})["m1"].episode_id == "ep-ci"
+    with_check = p.build_classify([{"id": "m1", "content": "a"}], CANDIDATES, [merge_check()])
+    answer = with_check.validate(
+        {"action": "none", "merges": [{"episode_id": "ep-new", "same_as": None}]}
+    )
+    assert answer["m1"].action == "none" and answer.merges == {"ep-new": None}
+    two = p.build_classify([{"id": "m1", "content": "a"}, {"id": "m2", "content": "b"}], CANDIDATES)
+    with pytest.raises(ValueError, match="wrong keys"):  # which memory would it be?
+        two.validate({"action": "none"})
+
+
 def metadata(**over: object) -> dict[str, object]:
     base: dict[str, object] = {
         "participants": ["codex"],

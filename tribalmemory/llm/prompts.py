@@ -272,22 +272,30 @@ _STRUCTURED_RULE = (
     "events, 12 lessons; [] when there are none"
 )
 
+CLASSIFY_ANSWER = 'Answer {"decisions": [...]}'
+CLASSIFY_ITEMS = (
+    '{"memory_id": "<new memory id>", "action": "join", "episode_id": "<candidate id>"}\n'
+    '{"memory_id": "<new memory id>", "action": "create", "title": "<title>"}\n'
+    '{"memory_id": "<new memory id>", "action": "none"}'
+)
+"""The answer ``classify`` asks for, as its system prompt shows it (tests fill it in)."""
+
 _TASKS = {
     "classify": (
-        "Task: decide where the NEW memory belongs.\n"
+        "Task: decide where each NEW memory belongs (<new> holds one or more).\n"
         '- "join": it continues one candidate episode (same goal, bug, feature or '
         "investigation, even in other words). Use that episode's exact id.\n"
         '- "create": it starts a new thread of work likely to get follow-up memories; give a '
-        f"title (at most {TITLE_TARGET} characters).\n"
+        f"title (at most {TITLE_TARGET} characters). New memories that start the same thread "
+        "get the same title.\n"
         '- "none": it stands alone: a preference, a convention, a one-off fact.\n'
-        "Answer exactly one of:\n"
-        '{"action": "join", "episode_id": "<candidate id>"}\n'
-        '{"action": "create", "title": "<title>"}\n'
-        '{"action": "none"}'
-        "\nWhen the message also has <checks>, see whether each checked episode is the same "
-        "thread as one of the candidate episodes listed in its check (not the ones above), and "
-        'add "merges": [{"episode_id": "<checked episode id>", "same_as": "<candidate id>" or '
-        "null}] with one item for every check; say null unless you are sure."
+        f"{CLASSIFY_ANSWER} with one item for every new memory, each one of:\n"
+        f"{CLASSIFY_ITEMS}"
+        '\nWhen the message also has <checks>, add "merges" beside "decisions": for each '
+        "check, whether its episode is the same thread as one of the candidate episodes listed "
+        'in that check (not the ones above): "merges": [{"episode_id": "<checked episode id>", '
+        '"same_as": "<candidate id>" or null}] with one item for every check; say null unless '
+        "you are sure."
     ),
     "merge": (
         "Task: the episode log may have split one thread of work in two. For each <check>, "
@@ -582,7 +590,12 @@ def validate_classify(
     checks: dict[str, frozenset[str]] | None = None,
 ) -> Verdicts:
     """``{"decisions": [...]}``: one valid decision for each of ``memory_ids``, no other; with
-    ``checks``, also ``"merges"`` as :func:`validate_merge` checks them."""
+    ``checks``, also ``"merges"`` as :func:`validate_merge` checks them. For a single memory,
+    a bare decision (``{"action": ...}``, the form of a one-memory prompt) is taken as its."""
+    if isinstance(data, dict) and "action" in data and len(memory_ids) == 1:
+        merges = {"merges": data["merges"]} if "merges" in data else {}
+        bare = {k: v for k, v in data.items() if k != "merges"}
+        data = {"decisions": [{"memory_id": memory_ids[0], **bare}], **merges}
     data = _keys(data, {"decisions", "merges"} if checks else {"decisions"})
     decisions = data["decisions"]
     if not isinstance(decisions, list):
