@@ -499,10 +499,11 @@ class Replay:
         gold = self.stream.gold
         created: dict[Any, str] = {}  # one new thread per answer -> its first memory
         llm = replace(self.params, strategy="llm")
+        reviewed = {self.feats[i].id for i in batch}  # not candidates (as the engine's union)
         for i in batch:
             mem = self.feats[i]
             self._detach(i)
-            seeds = [s for s in self.seeds.values() if s.id != mem.id]
+            seeds = [s for s in self.seeds.values() if s.id not in reviewed]
             decision = decide(mem, self._active(), seeds, self.context, llm)
             if not isinstance(decision, Ambiguous):
                 self._apply(i, decision)

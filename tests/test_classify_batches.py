@@ -10,6 +10,8 @@ memories.
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 from typing import Any
 
 from fakellm import Recorded, Reply, default_reply, new_memories
@@ -241,3 +243,84 @@ async def test_checks_in_calls_of_their_own_do_not_starve_the_reviews(
     assert detection.spend_call()  # another check alone: still two memories a review
     assert detection.budget() == {"memories": 10, "calls": 3, "reviews": 1, "classified": 2}
     assert detection.doubt_share() == 0.45
+
+
+async def test_a_memory_under_review_is_never_shown_as_a_candidate(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """Two doubtful memories reviewed in one call, the first still a seed: the prompt's
+    candidates are a union over the batch, and the seed is a candidate of the second. Shown, it
+    is also a candidate of itself, with its own text, and an LLM "joins" it (the memory stays
+    alone). It is left out; memories of one call that start a thread together share a
+    ``create`` title, and end in one episode."""
+    rt = await runtime_factory(
+        detector_strategy="llm",  # every memory with a candidate is doubtful
+        classify_calls_per_memory=1.0,
+        classify_batch_size=2,
+        classify_batch_wait_seconds=3600,
+    )
+    await remember(rt, DB[0], 3, 9)  # no candidate: a seed, no review
+    fake_llm_env.responder = create_all("Refresh tokens")
+    # unrelated to each other and to the first: each stays a seed until the review
+    ids = [
+        (await remember(rt, text, 3, 10 + i))["memory_id"]
+        for i, text in enumerate([AUTH[0], UNRELATED])
+    ]
+    await settle(rt)
+    [call] = fake_llm_env.by_purpose("classify")
+    assert [m for m, _ in new_memories(call.text)] == ids
+    shown = set(candidate_ids(call.text))
+    assert shown and not shown & {"thread-" + m for m in ids}  # the first seed only
+    a, b = [await rt.api.get_memory(m) for m in ids]
+    assert a["episode_id"] is not None and a["episode_id"] == b["episode_id"]
+    episode = (await rt.api.episode_get(a["episode_id"]))["episode"]
+    assert (episode["title"], episode["memory_count"]) == ("Refresh tokens", 2)
+
+
+UNRELATED = "Team lunch moved to Thursday; the ficus by the office window needs water on Fridays."
+
+
+def create_all(title: str):
+    def answer(request: Recorded) -> Reply:
+        if request.purpose != "classify":
+            return default_reply(request)
+        decisions = [
+            {"memory_id": m, "action": "create", "title": title}
+            for m, _ in new_memories(request.text)
+        ]
+        return Reply.json({"decisions": decisions})
+
+    return answer
+
+
+def candidate_ids(text: str) -> list[str]:
+    candidates = text.partition("<candidates>")[2].partition("</candidates>")[0]
+    return re.findall(r'<episode id="([^"]+)">', candidates)
+
+
+async def test_a_reviewed_memory_is_judged_against_its_episode_without_it(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """Two doubtful memories placed together at once, then reviewed in one call: their episode
+    is a candidate, shown without them: neither their text (its summary was written with
+    them) nor their ids appear among the candidates."""
+    rt = await runtime_factory(
+        detector_strategy="llm",
+        classify_calls_per_memory=1.0,
+        classify_batch_size=2,
+        classify_batch_wait_seconds=3600,
+    )
+    await remember(rt, DB[0], 3, 9)
+    fake_llm_env.responder = create_all("Logouts")
+    texts = [AUTH[0], IOS[0]]
+    ids = [(await remember(rt, t, 3, 10 + i))["memory_id"] for i, t in enumerate(texts)]
+    provisional = (await rt.api.get_memory(ids[1]))["episode_id"]
+    assert provisional is not None  # the embeddings put the two logout notes together
+    await settle(rt)
+    [call] = fake_llm_env.by_purpose("classify")
+    shown = call.text.partition("<candidates>")[2].partition("</candidates>")[0]
+    assert provisional in candidate_ids(call.text)
+    for memory_id, text in zip(ids, texts, strict=True):
+        assert memory_id not in shown and html.escape(text, quote=False)[:60] not in shown

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,12 +52,16 @@ BUDGET_BURST = 1.0
 """Calls allowed ahead of the budget, so the first doubtful memory of a stream can be asked."""
 
 
-def _union(decisions: Iterable[Decision]) -> dict[str, Option]:
+def _union(decisions: Iterable[Decision], reviewed: Collection[str] = ()) -> dict[str, Option]:
     """The candidates of several decisions by candidate id, best first per decision, at most
-    :data:`MAX_BATCH_CANDIDATES`."""
+    :data:`MAX_BATCH_CANDIDATES`; not the seeds among the ``reviewed`` memories (shown as a
+    candidate, a memory's own text is one it would "join"; memories of one call that start a
+    thread together say so with one ``create`` title)."""
     out: dict[str, Option] = {}
     for decision in decisions:
         for option in decision.candidates:
+            if option.kind == "seed" and option.target in reviewed:
+                continue
             if len(out) < MAX_BATCH_CANDIDATES:
                 out.setdefault(option.candidate_id, option)
     return out
@@ -344,8 +348,9 @@ class Detection:
         split more than the routing expected must not overspend it."""
         if not self.spend_call(classified=len(batch)):
             return  # spent: the embedding decisions stand
-        options = _union(decision for _, _, decision in batch)
-        candidates = await self._describe_candidates(options, {m.id for m, _, _ in batch})
+        reviewed = {m.id for m, _, _ in batch}
+        options = _union((decision for _, _, decision in batch), reviewed)
+        candidates = await self._describe_candidates(options, reviewed)
         rider = self.consolidation
         taken = None
         if rider is not None:

@@ -123,8 +123,10 @@ class EngineState:
         """An episode as a prompt shows it: title, summary and the ``k`` of its latest
         :data:`REPRESENTATIVE_POOL` members nearest their centroid, in time order (what it is
         mostly about: an episode whose latest members drifted must not pass for the thread
-        they drifted to). ``leave_out``: members not to count (a memory under review)."""
-        members = [m for m in self.store.member_ids(row.id) if m not in leave_out]
+        they drifted to). ``leave_out``: members not to count (a memory under review); an
+        episode that had one is shown without its summary, which was written with it."""
+        every = self.store.member_ids(row.id)
+        members = [m for m in every if m not in leave_out]
         pool = members[-REPRESENTATIVE_POOL:]
         vectors = await self.host.get_vectors(pool)
         chosen = detector.representatives([(m, vectors[m]) for m in pool if m in vectors], k)
@@ -132,7 +134,7 @@ class EngineState:
         return Candidate(
             id=row.id,
             title=row.title,
-            summary=row.llm_summary or row.summary,
+            summary=(row.llm_summary or row.summary) if len(members) == len(every) else "",
             recent=tuple(MemoryText(id=m.id, content=m.content) for m in shown),
         )
 
