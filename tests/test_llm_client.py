@@ -144,7 +144,7 @@ async def test_classify_round_trip_sends_delimited_memory(fake: FakeLLM, tmp_pat
     assert answer == {"m5": p.Classification("join", episode_id="ep-auth")}
     [request] = fake.requests
     assert request.purpose == "classify" and request.model == "gpt-4o-mini"
-    assert request.max_tokens == p.MAX_TOKENS["classify"]
+    assert request.max_tokens == p.LIST_ANSWER_TOKENS + p.MAX_TOKENS["classify"]
     assert request.response_format == {"type": "json_object"}
     assert (
         '<memory id="m5" time="2026-11-03T09:00:00Z">Two tabs call /auth/refresh; the '

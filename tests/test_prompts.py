@@ -192,7 +192,7 @@ def test_long_inputs_are_clipped_and_long_episodes_sampled() -> None:
     new_part = user_text(batch).split("<candidates>")[0]
     assert re.findall(r'<memory id="(n\d+)"', new_part) == [f"n{i}" for i in range(p.MAX_BATCH)]
     assert all(len(b) <= 500 for b in re.findall(r"<memory[^>]*>(.*?)</memory>", new_part))
-    assert batch.max_tokens == p.MAX_TOKENS["classify"] * p.MAX_BATCH
+    assert batch.max_tokens == p.LIST_ANSWER_TOKENS + p.MAX_TOKENS["classify"] * p.MAX_BATCH
 
 
 def test_parse_json_object() -> None:
@@ -284,6 +284,46 @@ def test_a_bare_decision_is_taken_for_a_single_memory_only() -> None:
     two = p.build_classify([{"id": "m1", "content": "a"}, {"id": "m2", "content": "b"}], CANDIDATES)
     with pytest.raises(ValueError, match="wrong keys"):  # which memory would it be?
         two.validate({"action": "none"})
+
+
+def test_the_longest_list_answers_fit_their_token_cap_even_indented() -> None:
+    """The cap is sent as ``max_tokens``: a provider cuts the answer there, and cut JSON is
+    lost whole. The longest valid items (uuid-length ids, an 80-character title), printed with
+    indents as some models do, counted with litellm's tokenizer for the default model."""
+    import json
+    import uuid
+
+    import litellm
+
+    def tokens(answer: dict[str, object]) -> int:
+        return litellm.token_counter(model="gpt-4o-mini", text=json.dumps(answer, indent=2))
+
+    def mem() -> str:
+        return str(uuid.uuid4())
+
+    def ep() -> str:
+        return "ep-" + uuid.uuid4().hex[:16]
+
+    title = "Fix the refresh-token rotation race that logs users out of several open tabs now"
+    assert len(title) == p.TITLE_TARGET
+    for n in (1, 2, p.MAX_BATCH):
+        memories = [{"id": mem(), "content": "x"} for _ in range(n)]
+        seeds = [{"id": f"thread-{mem()}", "title": "(new thread)"} for _ in range(n)]
+        checks = [p.MergeCheck(p.Candidate(ep(), "t"), (p.Candidate(ep(), "u"),)) for _ in range(n)]
+        joins = [
+            {"memory_id": m["id"], "action": "join", "episode_id": s["id"]}
+            for m, s in zip(memories, seeds, strict=True)
+        ]
+        creates = [{"memory_id": m["id"], "action": "create", "title": title} for m in memories]
+        merges = [{"episode_id": c.episode.id, "same_as": c.candidates[0].id} for c in checks]
+        splits = [{"episode_id": c.episode.id, "two_threads": True} for c in checks]
+        classify = p.build_classify(memories, seeds, checks)
+        assert tokens({"decisions": joins, "merges": merges}) <= classify.max_tokens
+        assert tokens({"decisions": creates, "merges": merges}) <= classify.max_tokens
+        assert tokens({"decisions": joins}) <= p.build_classify(memories, seeds).max_tokens
+        assert tokens({"merges": merges}) <= p.build_merge(checks).max_tokens
+        split_checks = [p.SplitCheck(s["episode_id"], "t", (), ()) for s in splits]
+        assert tokens({"splits": splits}) <= p.build_split(split_checks).max_tokens
 
 
 def metadata(**over: object) -> dict[str, object]:

@@ -55,14 +55,19 @@ MAX_NEW_MEMORIES = 10
 
 #: The structured part (task, outcome, decisions, events, lessons) rides in the same answer as
 #: the summary of ``regenerate`` and ``final``: no extra call, more output tokens.
+#: ``classify``, ``merge`` and ``split`` answer a list: these are tokens an item, plus
+#: :data:`LIST_ANSWER_TOKENS` for the list around them. Sized on the longest valid items
+#: (ids of uuid length, an 80-character title) printed with indents, as a model may: a cap
+#: that is too tight truncates the JSON, and the whole answer is lost (tests/test_prompts.py).
 MAX_TOKENS = {
-    "classify": 80,
-    "merge": 40,
-    "split": 30,
+    "classify": 95,
+    "merge": 50,
+    "split": 40,
     "update": 450,
     "regenerate": 1200,
     "final": 1500,
 }
+LIST_ANSWER_TOKENS = 25
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -414,7 +419,9 @@ def build_classify(
         "classify",
         _messages("classify", user),
         lambda data: validate_classify(data, ids, memory_ids, allowed),
-        MAX_TOKENS["classify"] * len(news) + MAX_TOKENS["merge"] * len(checks),
+        LIST_ANSWER_TOKENS * (2 if checks else 1)
+        + MAX_TOKENS["classify"] * len(news)
+        + MAX_TOKENS["merge"] * len(checks),
     )
 
 
@@ -439,7 +446,7 @@ def build_merge(checks: Sequence[MergeCheck]) -> Prompt[dict[str, str | None]]:
         "merge",
         _messages("merge", user),
         lambda data: validate_merge(data, allowed),
-        MAX_TOKENS["merge"] * len(checks),
+        LIST_ANSWER_TOKENS + MAX_TOKENS["merge"] * len(checks),
     )
 
 
@@ -477,7 +484,7 @@ def build_split(checks: Sequence[SplitCheck]) -> Prompt[dict[str, bool]]:
         "split",
         _messages("split", user),
         lambda data: validate_split(data, ids),
-        MAX_TOKENS["split"] * len(checks),
+        LIST_ANSWER_TOKENS + MAX_TOKENS["split"] * len(checks),
     )
 
 
