@@ -62,6 +62,7 @@ from tribalmemory.episodes.detector import (
     StartFromSeed,
     add_member,
     build_episode,
+    confirm_candidates,
     decide,
     merge_candidates,
     terms_of,
@@ -416,15 +417,17 @@ class Replay:
             twin = self.confirms.pop(eid, None)
             if eid not in self.active or self.oracle is None:
                 continue
+            others = [self.episodes[o] for o in self.active if o != eid]
             if twin is not None:
                 taken.confirming[eid] = twin
-                candidates = [twin] if twin in self.active else []
+                found = confirm_candidates(
+                    self.episodes[eid], others, twin, self.context, self.review.merge_candidates
+                )
             else:
-                others = [self.episodes[o] for o in self.active if o != eid]
                 found = merge_candidates(
                     self.episodes[eid], others, self.context, self.review.merge_candidates
                 )
-                candidates = [o.id for o in found]
+            candidates = [o.id for o in found]
             if candidates:
                 taken.proposals[eid] = candidates
                 label = self._label("episode", eid)

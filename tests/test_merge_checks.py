@@ -8,6 +8,8 @@ thread, which is what is tested: when a check is asked, what it shows, and what 
 
 from __future__ import annotations
 
+import re
+
 from fakellm import Recorded, Reply, default_reply, merge_checks, merges, new_memories
 from test_episodes_compose import runtime_factory  # noqa: F401
 from test_episodes_engine import AUTH, DB, remember, settle
@@ -55,8 +57,8 @@ async def test_two_episodes_the_llm_finds_to_be_one_thread_twice_are_merged(
     fake_llm_env,
 ) -> None:
     """The database episode reaches 4 members and is checked: "same as the auth episode". That
-    answer is asked again from the auth episode's side, against the database episode alone, and
-    the second "same" merges them."""
+    answer is asked again from the auth episode's side, against its most similar episodes (only
+    the database one here), and the second "same" merges them."""
     rt = await runtime_factory(merge_checks=True, **SETTINGS)
     pair: list[str] = []
     fake_llm_env.responder = one_thread(pair)
@@ -89,6 +91,40 @@ async def test_two_episodes_the_llm_finds_to_be_one_thread_twice_are_merged(
     health = rt.api.health()["episodes"]
     assert (health["classify_calls"], health["merge_waiting"]) == (2, 0)
     assert rt.service.access.get([auth_episode]) == {}  # merged away: its statistics go too
+
+
+OFFICE = [
+    "Office move: the Berlin team moves to the new floor on 14 March; desks are labelled by team.",
+    "Office move: the movers come at 8:00 on 14 March; pack your monitors and label the boxes.",
+]
+
+
+async def test_the_confirmation_is_asked_among_the_nearest_episodes_not_alone(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """A "yes" to a single named episode is what a wrong answer most often is: the second
+    answer is asked of the auth episode among its most similar episodes (the office one too),
+    and it merges only because it names the database episode again."""
+    rt = await runtime_factory(merge_checks=True, **SETTINGS)
+    pair: list[str] = []
+    fake_llm_env.responder = one_thread(pair)
+    office = [(await remember(rt, t, 3, 7 + i))["memory_id"] for i, t in enumerate(OFFICE)]
+    auth = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
+    pair.append(await episode_of(rt, auth[0]))
+    office_episode = await episode_of(rt, office[0])
+    assert office_episode != pair[0]
+    db = [(await remember(rt, text, 3, 12 + i))["memory_id"] for i, text in enumerate(DB)]
+    pair.append(await episode_of(rt, db[-1]))
+    await settle(rt)
+    first, second = fake_llm_env.by_purpose("merge")
+    assert merge_checks(first.text) == [pair[1]]
+    assert merge_checks(second.text) == [pair[0]]  # the confirmation, among others
+    shown = set(re.findall(r'<episode id="([^"]+)">', second.text)) - {pair[0]}
+    assert shown == {pair[1], office_episode}
+    for memory_id in auth + db:
+        assert await episode_of(rt, memory_id) == pair[1]
+    assert await episode_of(rt, office[0]) == office_episode
 
 
 async def test_a_same_answer_that_the_confirmation_denies_merges_nothing(
@@ -221,6 +257,39 @@ def test_merge_candidates_rank_by_direction_and_shared_rare_terms() -> None:
     episodes = [new_episode(m.id, m) for m in (same_words, near, far)]
     ranked = merge_candidates(new_episode("a", base), episodes, context, k=2)
     assert [e.id for e in ranked] == ["c", "b"]  # cosine ~0.99 beats overlap ~0.67 alone
+
+
+def test_a_confirmation_asks_among_the_nearest_with_the_twin_in_place_of_the_last() -> None:
+    import numpy as np
+
+    from tribalmemory.episodes.detector import (
+        DetectorContext,
+        MemoryFeatures,
+        confirm_candidates,
+        new_episode,
+        update_context,
+    )
+    from tribalmemory.timeutil import parse_iso
+
+    at = parse_iso("2025-03-03T10:00:00Z")
+    context = DetectorContext()
+    vectors = {"a": [1, 0, 0], "b": [0.9, 0.1, 0], "c": [0.7, 0.3, 0], "d": [0, 0, 1]}
+    memories = {
+        k: MemoryFeatures.from_text(k, np.array(v), f"note {k}", created_at=at)
+        for k, v in vectors.items()
+    }
+    for m in memories.values():
+        update_context(context, m)
+    checked = new_episode("a", memories["a"])
+    others = [new_episode(k, memories[k]) for k in "bcd"]
+
+    def ids(twin: str, k: int) -> list[str]:
+        return [e.id for e in confirm_candidates(checked, others, twin, context, k)]
+
+    assert ids("b", 2) == ["b", "c"]  # already among the nearest: as a merge check
+    assert ids("d", 2) == ["b", "d"]  # the far twin replaces the last, best first still
+    assert ids("d", 1) == ["d"]
+    assert ids("gone", 2) == []  # merged or closed meanwhile: nothing to confirm
 
 
 async def test_a_waiting_check_rides_along_in_the_next_review_call(

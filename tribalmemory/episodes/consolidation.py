@@ -9,10 +9,12 @@ call has carried within ``classify_batch_wait_seconds`` runs on its own (the ``m
 to :data:`BATCH` checks a call, within ``classify_calls_per_memory``).
 
 A merge needs two answers that agree. "A is the same thread as B" queues a *confirmation*: B
-is checked against A alone, in a later call, and only a second "same" merges them (the larger
-keeps its id, the other's history ends with ``merged_into``, the survivor's summary is
-rewritten). A wrong merge mixes two threads in every summary, recall and replay, and is far
-dearer than a merge that comes one call later; one mistaken answer no longer makes one.
+is checked in a later call against its own most similar episodes with A among them (not
+against A alone: a "yes" to one named episode is what a wrong answer most often is), and only
+when that answer names A are they merged (the larger keeps its id, the other's history ends
+with ``merged_into``, the survivor's summary is rewritten). A wrong merge mixes two threads in
+every summary, recall and replay, and is far dearer than a merge that comes one call later;
+one mistaken answer does not make one.
 
 Episodes the user edited are never merged by it (see :mod:`.edits`). When the LLM cannot
 answer, or the budget is spent, nothing changes.
@@ -158,10 +160,10 @@ class Consolidation(GrowthChecks):
         finally:
             await self.settle(taken, answers)
 
-    def _candidates(self, episode_id: str, only: str | None = None) -> list[str]:
-        """The active episodes of the same project most like this one, or ``only`` that one
-        (a confirmation); none when it is not active or the user edited it. The caller holds
-        the detect lock."""
+    def _candidates(self, episode_id: str, twin: str | None = None) -> list[str]:
+        """The active episodes of the same project most like this one, with ``twin`` among
+        them for a confirmation (:func:`.detector.confirm_candidates`); none when it is not
+        active or the user edited it. The caller holds the detect lock."""
         state = self.state
         episode = state.active.get(episode_id)
         if episode is None:
@@ -170,15 +172,15 @@ class Consolidation(GrowthChecks):
         others: list[EpisodeFeatures] = [
             e
             for e in state.active.values()
-            if e.id != episode_id
-            and state.project_of_episode(e.id) == project
-            and (only is None or e.id == only)
+            if e.id != episode_id and state.project_of_episode(e.id) == project
         ]
         pins = [Pin.from_row(r) for r in self.store.pins_on([episode_id, *(e.id for e in others)])]
         others = [e for e in others if may_merge(pins, episode_id, e.id)]
         if not others:  # none left, or the user edited this one
             return []
         context = state.matcher.context(project)
+        if twin is not None:
+            return [e.id for e in detector.confirm_candidates(episode, others, twin, context)]
         return [e.id for e in detector.merge_candidates(episode, others, context)]
 
     async def _describe(self, episode_id: str) -> Candidate | None:

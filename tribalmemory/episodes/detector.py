@@ -775,6 +775,29 @@ def merge_candidates(
     return pool[:k]
 
 
+def confirm_candidates(
+    episode: EpisodeFeatures,
+    others: Iterable[EpisodeFeatures],
+    twin: str,
+    context: DetectorContext,
+    k: int = MERGE_CANDIDATES,
+) -> list[EpisodeFeatures]:
+    """A confirming check's candidates: as :func:`merge_candidates`, with ``twin`` (the episode
+    an earlier answer said this one is) among them in place of the least like one. Asked among
+    others, not alone, the second answer is a check of its own: a "yes" to a single named
+    episode is the answer a wrong one most often is."""
+    pool = [o for o in others if o.id != episode.id]
+    best = merge_candidates(episode, pool, context, k)
+    if twin in {o.id for o in best}:
+        return best
+    found = [o for o in pool if o.id == twin]
+    if not found:
+        return []
+    chosen = [*best[: max(k - 1, 0)], found[0]]
+    chosen.sort(key=lambda o: merge_affinity(episode, o, context), reverse=True)
+    return chosen
+
+
 def representatives(members: Sequence[tuple[str, Any]], k: int) -> list[str]:
     """The ids of the ``k`` members (id, vector) nearest their centroid: what an episode is
     mostly about, for a prompt that must judge the whole episode."""
