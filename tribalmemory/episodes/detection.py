@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..llm import Candidate, Classification, MemoryText, Verdicts
-from ..llm.prompts import SNIPPETS_PER_CANDIDATE
+from ..llm.prompts import SEED_TITLE, SNIPPETS_PER_CANDIDATE
 from ..models import Memory
 from ..timeutil import to_epoch
 from . import lifecycle
@@ -569,5 +569,5 @@ class Detection:
             seed = await self.state.host.get_memories([option.target or ""])
             if seed:
                 memory = MemoryText(id=seed[0].id, content=seed[0].content)
-                described.append(Candidate(option.candidate_id, "(new thread)", "", (memory,)))
+                described.append(Candidate(option.candidate_id, SEED_TITLE, "", (memory,)))
         return described

@@ -277,6 +277,8 @@ _STRUCTURED_RULE = (
     "events, 12 lessons; [] when there are none"
 )
 
+SEED_TITLE = "(new thread)"
+"""The title a classify prompt shows for a candidate that is one earlier memory (a seed)."""
 CLASSIFY_ANSWER = 'Answer {"decisions": [...]}'
 CLASSIFY_ITEMS = (
     '{"memory_id": "<new memory id>", "action": "join", "episode_id": "<candidate id>"}\n'
@@ -289,7 +291,9 @@ _TASKS = {
     "classify": (
         "Task: decide where each NEW memory belongs (<new> holds one or more).\n"
         '- "join": it continues one candidate episode (same goal, bug, feature or '
-        "investigation, even in other words). Use that episode's exact id.\n"
+        "investigation, even in other words). Use that episode's exact id. A candidate titled "
+        f'"{SEED_TITLE}" is one earlier memory: join it when the new memory continues it (the '
+        "two start a thread).\n"
         '- "create": it starts a new thread of work likely to get follow-up memories; give a '
         f"title (at most {TITLE_TARGET} characters). New memories that start the same thread "
         "get the same title.\n"
