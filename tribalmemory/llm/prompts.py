@@ -602,7 +602,8 @@ def validate_classify(
 ) -> Verdicts:
     """``{"decisions": [...]}``: one valid decision for each of ``memory_ids``, no other; with
     ``checks``, also ``"merges"`` as :func:`validate_merge` checks them. For a single memory,
-    a bare decision (``{"action": ...}``, the form of a one-memory prompt) is taken as its."""
+    a bare decision (``{"action": ...}``, the form of a one-memory prompt) is taken as that
+    memory's decision."""
     if isinstance(data, dict) and "action" in data and len(memory_ids) == 1:
         merges = {"merges": data["merges"]} if "merges" in data else {}
         bare = {k: v for k, v in data.items() if k != "merges"}
