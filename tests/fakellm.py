@@ -187,16 +187,20 @@ def _classify(user: str) -> dict[str, Any]:
     """One heuristic decision per new memory: shared words join, preferences stand alone;
     merge checks riding along are answered "none" (a careful model)."""
     episodes_part = user.partition("<candidates>")[2].partition("<checks>")[0]
-    decisions = [_classify_one(i, c, episodes_part) for i, c in new_memories(user)]
-    answer: dict[str, Any] = {"decisions": decisions}
-    if "<checks>" in user:
-        answer["merges"] = merges(*((e, None) for e in merge_checks(user)))["merges"]
+    return decisions(
+        *(_classify_one(i, c, episodes_part) for i, c in new_memories(user)), user=user
+    )
+
+
+def decisions(*items: dict[str, Any], user: str = "") -> dict[str, Any]:
+    """A scripted classify answer: ``decisions({"memory_id": ..., "action": ...}, ...)``. Merge
+    checks riding along in the prompt ``user`` are answered "none" (a careful model): an
+    answer without them is invalid, and all of the call's decisions would be dropped."""
+    answer: dict[str, Any] = {"decisions": list(items)}
+    checks = merge_checks(user)
+    if checks:
+        answer["merges"] = merges(*((e, None) for e in checks))["merges"]
     return answer
-
-
-def decisions(*items: dict[str, Any]) -> dict[str, Any]:
-    """A scripted classify answer: ``decisions({"memory_id": ..., "action": ...}, ...)``."""
-    return {"decisions": list(items)}
 
 
 CHECK_RE = re.compile(r'<check episode_id="([^"]+)">')

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import html
-import re
 from typing import Any
 
-from fakellm import Recorded, Reply, default_reply, merge_checks, merges, new_memories
+from fakellm import EPISODE_RE, Recorded, Reply, default_reply, new_memories
+from fakellm import decisions as classify_answer
 from test_episodes_compose import IOS, runtime_factory  # noqa: F401
 from test_episodes_engine import AUTH, DB, remember, settle
 
@@ -41,7 +41,7 @@ async def test_doubtful_memories_are_placed_at_once_and_reviewed_in_one_call(
                 decisions.append({"memory_id": memory_id, "action": "none"})
             else:  # and puts the other two in a new thread of their own
                 decisions.append({"memory_id": memory_id, "action": "create", "title": "Tabs"})
-        return verdicts(request, decisions)
+        return Reply.json(classify_answer(*decisions, user=request.text))
 
     fake_llm_env.responder = answer
     for i, text in enumerate(AUTH[:2]):
@@ -193,7 +193,7 @@ async def test_concurrent_writers_while_reviews_move_memories_keep_every_invaria
             else {"memory_id": m, "action": "none"}
             for m, _ in new_memories(request.text)
         ]
-        return verdicts(request, decisions)
+        return Reply.json(classify_answer(*decisions, user=request.text))
 
     fake_llm_env.responder = answer
     texts = [*AUTH, *DB, *IOS]
@@ -289,14 +289,14 @@ def create_all(title: str):
             {"memory_id": m, "action": "create", "title": title}
             for m, _ in new_memories(request.text)
         ]
-        return verdicts(request, decisions)
+        return Reply.json(classify_answer(*decisions, user=request.text))
 
     return answer
 
 
 def candidate_ids(text: str) -> list[str]:
     candidates = text.partition("<candidates>")[2].partition("</candidates>")[0]
-    return re.findall(r'<episode id="([^"]+)">', candidates)
+    return [episode_id for episode_id, _ in EPISODE_RE.findall(candidates)]
 
 
 async def test_a_reviewed_memory_is_judged_against_its_episode_without_it(
@@ -324,13 +324,3 @@ async def test_a_reviewed_memory_is_judged_against_its_episode_without_it(
     assert provisional in candidate_ids(call.text)
     for memory_id, text in zip(ids, texts, strict=True):
         assert memory_id not in shown and html.escape(text, quote=False)[:60] not in shown
-
-
-def verdicts(request: Recorded, decisions: list[dict[str, Any]]) -> Reply:
-    """The scripted decisions, with a "none" for each merge check riding along (an answer
-    without them is invalid, and the whole call's verdicts would be dropped: checks ride along
-    whenever an episode reached a check size, which concurrent writers make a matter of
-    timing)."""
-    checks = merge_checks(request.text)
-    extra = merges(*((e, None) for e in checks)) if checks else {}
-    return Reply.json({"decisions": decisions, **extra})

@@ -8,9 +8,7 @@ thread, which is what is tested: when a check is asked, what it shows, and what 
 
 from __future__ import annotations
 
-import re
-
-from fakellm import Recorded, Reply, default_reply, merge_checks, merges, new_memories
+from fakellm import EPISODE_RE, Recorded, Reply, default_reply, merge_checks, merges, new_memories
 from test_episodes_compose import runtime_factory  # noqa: F401
 from test_episodes_engine import AUTH, DB, remember, settle
 
@@ -120,7 +118,7 @@ async def test_the_confirmation_is_asked_among_the_nearest_episodes_not_alone(
     first, second = fake_llm_env.by_purpose("merge")
     assert merge_checks(first.text) == [pair[1]]
     assert merge_checks(second.text) == [pair[0]]  # the confirmation, among others
-    shown = set(re.findall(r'<episode id="([^"]+)">', second.text)) - {pair[0]}
+    shown = {e for e, _ in EPISODE_RE.findall(second.text)} - {pair[0]}
     assert shown == {pair[1], office_episode}
     for memory_id in auth + db:
         assert await episode_of(rt, memory_id) == pair[1]

@@ -52,7 +52,7 @@ BUDGET_BURST = 1.0
 """Calls allowed ahead of the budget, so the first doubtful memory of a stream can be asked."""
 
 
-def _union(decisions: Iterable[Decision], reviewed: Collection[str] = ()) -> dict[str, Option]:
+def _union(decisions: Iterable[Decision], reviewed: Collection[str]) -> dict[str, Option]:
     """The candidates of several decisions by candidate id, best first per decision, at most
     :data:`MAX_BATCH_CANDIDATES`; not the seeds among the ``reviewed`` memories (shown as a
     candidate, a memory's own text is one it would "join"; memories of one call that start a

@@ -777,7 +777,7 @@ def merge_candidates(
 
 def confirm_candidates(
     episode: EpisodeFeatures,
-    others: Iterable[EpisodeFeatures],
+    others: Sequence[EpisodeFeatures],
     twin: str,
     context: DetectorContext,
     k: int = MERGE_CANDIDATES,
@@ -786,16 +786,11 @@ def confirm_candidates(
     an earlier answer said this one is) among them in place of the least like one. Asked among
     others, not alone, the second answer is a check of its own: a "yes" to a single named
     episode is the answer a wrong one most often is."""
-    pool = [o for o in others if o.id != episode.id]
-    best = merge_candidates(episode, pool, context, k)
-    if twin in {o.id for o in best}:
-        return best
-    found = [o for o in pool if o.id == twin]
-    if not found:
+    ranked = merge_candidates(episode, others, context, k=len(others))
+    rank = next((i for i, o in enumerate(ranked) if o.id == twin), None)
+    if rank is None:  # merged, closed or edited meanwhile: nothing to confirm
         return []
-    chosen = [*best[: max(k - 1, 0)], found[0]]
-    chosen.sort(key=lambda o: merge_affinity(episode, o, context), reverse=True)
-    return chosen
+    return ranked[:k] if rank < k else [*ranked[: max(k - 1, 0)], ranked[rank]]
 
 
 def representatives(members: Sequence[tuple[str, Any]], k: int) -> list[str]:

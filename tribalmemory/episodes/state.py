@@ -127,6 +127,7 @@ class EngineState:
         episode that had one is shown without its summary, which was written with it."""
         every = self.store.member_ids(row.id)
         members = [m for m in every if m not in leave_out]
+        summary = (row.llm_summary or row.summary) if leave_out.isdisjoint(every) else ""
         pool = members[-REPRESENTATIVE_POOL:]
         vectors = await self.host.get_vectors(pool)
         chosen = detector.representatives([(m, vectors[m]) for m in pool if m in vectors], k)
@@ -134,7 +135,7 @@ class EngineState:
         return Candidate(
             id=row.id,
             title=row.title,
-            summary=(row.llm_summary or row.summary) if len(members) == len(every) else "",
+            summary=summary,
             recent=tuple(MemoryText(id=m.id, content=m.content) for m in shown),
         )
 
