@@ -10,7 +10,9 @@ memories.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import html
+import threading
 from typing import Any
 
 from fakellm import EPISODE_RE, Recorded, Reply, default_reply, new_memories
@@ -324,3 +326,98 @@ async def test_a_reviewed_memory_is_judged_against_its_episode_without_it(
     assert provisional in candidate_ids(call.text)
     for memory_id, text in zip(ids, texts, strict=True):
         assert memory_id not in shown and html.escape(text, quote=False)[:60] not in shown
+
+
+class HeldCall:
+    """A store where two doubtful memories filled a batch whose call is out (the fake LLM
+    holds its answer until :meth:`release`), and a third was queued meanwhile."""
+
+    def __init__(self, rt: Any, fake: Any) -> None:
+        self.rt, self.fake = rt, fake
+        self.out, self.released = threading.Event(), threading.Event()
+        self.first: list[str] = []
+        self.late = ""
+
+    def answer(self, request: Recorded) -> Reply:
+        if request.purpose != "classify":
+            return default_reply(request)
+        self.out.set()
+        self.released.wait(30)  # the call stays out until the test lets it answer
+        decisions = [{"memory_id": m, "action": "none"} for m, _ in new_memories(request.text)]
+        return Reply.json(classify_answer(*decisions, user=request.text))
+
+    async def start(self) -> None:
+        self.fake.responder = self.answer
+        await remember(self.rt, DB[0], 3, 9)  # no candidate: a seed, no review
+        for i, text in enumerate(AUTH[:2]):
+            self.first.append((await remember(self.rt, text, 3, 10 + i))["memory_id"])
+        assert await asyncio.to_thread(self.out.wait, 30), "the full batch was not asked"
+        self.late = (await remember(self.rt, AUTH[2], 3, 12))["memory_id"]
+
+    async def release(self) -> None:
+        """Let the call answer and wait for the work due now (the clock stands still)."""
+        self.released.set()
+        assert await self.rt.episodes.worker.drain(30, due_only=True)
+
+    def asked(self) -> list[list[str]]:
+        return [[m for m, _ in new_memories(c.text)] for c in self.fake.by_purpose("classify")]
+
+
+async def held_call(runtime_factory: Any, fake: Any) -> HeldCall:  # noqa: F811
+    rt = await runtime_factory(
+        detector_strategy="llm",  # every memory with a candidate is doubtful
+        classify_calls_per_memory=1.0,
+        classify_batch_size=2,
+        classify_batch_wait_seconds=3600,  # the clock stands still: only a full batch asks
+    )
+    held = HeldCall(rt, fake)
+    await held.start()
+    return held
+
+
+async def test_a_memory_queued_while_a_call_is_out_waits_for_company(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """The two memories of the call out hold their jobs until it is over, but they are not
+    company for a third queued meanwhile: counted, the batch looked full and the third was
+    asked alone, which spends the budget twice as fast."""
+    held = await held_call(runtime_factory, fake_llm_env)
+    await held.release()
+    assert held.asked() == [held.first]
+    assert held.rt.api.health()["episodes"]["classify_waiting"] == 1  # the late one waits
+    await settle(held.rt)  # flushed: asked now, in a call of its own (nothing else waits)
+    assert held.asked() == [held.first, [held.late]]
+
+
+async def test_a_job_whose_memory_a_call_reviewed_meanwhile_asks_nothing(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+    monkeypatch,
+) -> None:
+    """The second memory's job fell due with the full batch, but the first memory's job took
+    both into its call. Started while that call is out and slow to read the memories, the
+    second job must find its memory reviewed when it gets on, not ask for the waiting third
+    alone (it did when the call was over by then)."""
+    held = await held_call(runtime_factory, fake_llm_env)
+    detection = held.rt.episodes.engine.detection
+    slow = contextvars.ContextVar("slow", default=False)  # set in this test's job only
+    reading, go_on = asyncio.Event(), asyncio.Event()
+    read = detection.state.host.get_memories
+
+    async def get_memories(ids: list[str]) -> Any:
+        if slow.get():
+            reading.set()
+            await go_on.wait()
+        return await read(ids)
+
+    monkeypatch.setattr(detection.state.host, "get_memories", get_memories)
+    context = contextvars.copy_context()
+    context.run(slow.set, True)
+    job = asyncio.create_task(detection.classify(held.first[1]), context=context)
+    await reading.wait()  # the job has started and is reading the memories
+    await held.release()  # meanwhile the call answers and is over
+    go_on.set()
+    await job
+    assert held.asked() == [held.first]
+    assert held.rt.api.health()["episodes"]["classify_waiting"] == 1  # the late one waits

@@ -280,7 +280,8 @@ class Detection:
     def _queue_review(self, memory_id: str, project: str, now: float) -> None:
         """Queue the LLM's review of a doubtful memory: it waits up to
         ``classify_batch_wait_paces`` of the stream's own pace (at most
-        ``classify_batch_wait_seconds``) for others to share the call; a full batch asks now."""
+        ``classify_batch_wait_seconds``) for others to share the call; a full batch asks now.
+        Memories whose call is out are not counted: a memory queued then would be asked alone."""
         settings = self.state.settings
         wait = min(
             settings.classify_batch_wait_seconds,
@@ -288,7 +289,9 @@ class Detection:
         )
         with self.store.transaction() as db:
             self.store.enqueue(db, "classify", memory_id, now, wait)
-            if self.store.count_jobs("classify") >= settings.classify_batch_size:
+            # memories already in a call keep their jobs until it is over: not company
+            waiting = self.store.count_jobs("classify") - len(self._asking)
+            if waiting >= settings.classify_batch_size:
                 self.store.make_due(db, "classify", now)  # a full batch: ask now
         self.state.wake()
 
@@ -408,6 +411,8 @@ class Detection:
         shared: set[str] = set()
         async with state.detect_lock:
             claimed = self._asking.get(memory_id)
+            if claimed is None and not self._reviewable(memory_id):
+                return []  # a call that was out while this job waited reviewed it: done
             for key in keys if claimed is None else ():
                 if key not in memories or key not in vectors or not self._reviewable(key):
                     continue
