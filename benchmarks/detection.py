@@ -42,6 +42,8 @@ import re
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -98,26 +100,41 @@ CHECK_BLOCK_RE = re.compile(r"<check [^>]*>(.*?)</check>", re.S)
 
 def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed: int = 0) -> Any:
     """A classifier that knows the gold labels and is right with probability ``accuracy``
-    (else another option at random: another candidate, a new thread or none)."""
-    rng = random.Random(seed)
-    split_rng = random.Random(seed + 1_000)  # its own draws: other answers stay as they were
+    (else another option at random: another candidate, a new thread or none).
+
+    Each question gets a draw of its own, keyed by the seed and what is asked (the memory's or
+    the shown members' places in the stream; ids are fresh each run), not by when it is asked:
+    concurrent calls reach the server in an order that varies between runs, and with one
+    shared sequence of draws the same seed gave different answers (and F1) run to run."""
+    asked: Counter[str] = Counter()
+    places: dict[str, int] = {}
+
+    def place(memory_id: str) -> str:
+        if memory_id not in places:  # gold_of is filled in stream order
+            places.update((m, i) for i, m in enumerate(gold_of))
+        return str(places.get(memory_id, memory_id))
+
+    def draw(kind: str, memory_ids: Iterable[str]) -> random.Random:
+        key = "|".join([str(seed), kind, *sorted(place(m) for m in memory_ids)])
+        asked[key] += 1  # the same question again (a retry) is a new draw
+        return random.Random(f"{key}|{asked[key]}")
+
+    def shown(body: str) -> list[str]:
+        return [i for attrs, _ in MEMORY_RE.findall(body) for i in ID_ATTR.findall(attrs)]
 
     def right_answer(memory_id: str, episodes: list[tuple[str, str]]) -> dict[str, Any]:
         label = gold_of.get(memory_id)
         if label is None:
             return {"action": "none"}
         for candidate, body in episodes:
-            labels = [
-                gold_of.get(i)
-                for attrs, _ in MEMORY_RE.findall(body)
-                for i in ID_ATTR.findall(attrs)
-            ]
+            labels = [gold_of.get(i) for i in shown(body)]
             if labels and max(set(labels), key=labels.count) == label:
                 return {"action": "join", "episode_id": candidate}
         return {"action": "create", "title": label}
 
     def answer(memory_id: str, episodes: list[tuple[str, str]]) -> dict[str, Any]:
         right = right_answer(memory_id, episodes)
+        rng = draw("classify", [memory_id])
         if rng.random() < accuracy:
             return right
         options = [{"action": "join", "episode_id": c} for c, _ in episodes]
@@ -126,9 +143,7 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
 
     def label_of(body: str) -> str | None:
         """The majority gold label of the memories an episode block shows."""
-        labels = [
-            gold_of.get(i) for attrs, _ in MEMORY_RE.findall(body) for i in ID_ATTR.findall(attrs)
-        ]
+        labels = [gold_of.get(i) for i in shown(body)]
         return max(set(labels), key=labels.count) if labels else None
 
     def merge_answer(user: str) -> dict[str, Any]:
@@ -141,6 +156,7 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
             label = label_of(body)
             right = next((c for c, b in candidates if label and label_of(b) == label), None)
             same_as = right
+            rng = draw("merge", shown(body))
             if rng.random() >= accuracy:
                 same_as = rng.choice([o for o in [c for c, _ in candidates] + [None] if o != right])
             answers.append({"episode_id": checked, "same_as": same_as})
@@ -156,7 +172,7 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
                 for found in ([gold_of.get(i) for i in part] for part in (first, second))
             ]
             right = labels[0] is not None and labels[1] is not None and labels[0] != labels[1]
-            two = right if split_rng.random() < accuracy else not right
+            two = right if draw("split", first + second).random() < accuracy else not right
             answers.append({"episode_id": checked, "two_threads": two})
         return {"splits": answers}
 
