@@ -332,6 +332,44 @@ async def test_a_waiting_check_rides_along_in_the_next_review_call(
     assert rt.api.health()["episodes"]["merge_waiting"] == 0
 
 
+async def test_a_review_answer_that_leaves_out_its_checks_still_places_its_memories(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+    caplog,
+) -> None:
+    """The review call carries waiting checks, and the LLM answers the memory's decision but
+    not the checks: the decision is carried out (one call, no retry), the checks are over, and
+    the health and a WARNING say that they went unanswered."""
+    rt = await runtime_factory(
+        merge_checks=True,
+        **{**SETTINGS, "classify_batch_wait_seconds": 3600, "classify_batch_size": 1},
+    )
+
+    def answer(request: Recorded) -> Reply:
+        if request.purpose != "classify":
+            return default_reply(request)
+        decisions = [{"memory_id": m, "action": "none"} for m, _ in new_memories(request.text)]
+        return Reply.json({"decisions": decisions})  # no "merges"
+
+    fake_llm_env.responder = answer
+    auth = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
+    for i, text in enumerate(DB):
+        await remember(rt, text, 3, 12 + i)
+    assert rt.api.health()["episodes"]["merge_waiting"] == 1  # waiting for a review call
+    rt.episodes.engine.state.settings.llm_doubt_share = 1.0  # the next memory is reviewed
+    late = (await remember(rt, AUTH[3], 3, 17))["memory_id"]
+    assert (await rt.api.get_memory(late))["episode_id"] == await episode_of(rt, auth[0])
+    with caplog.at_level("WARNING", logger="tribalmemory.episodes"):
+        assert await rt.episodes.worker.drain(30, due_only=True)
+    [call] = fake_llm_env.by_purpose("classify")
+    # the database episode's check and the auth episode's (the late memory made it four)
+    assert len(merge_checks(call.text)) == 2
+    assert (await rt.api.get_memory(late))["episode_id"] is None  # "none": moved out
+    health = rt.api.health()["episodes"]
+    assert (health["merge_waiting"], health["merge_unanswered"]) == (0, 2)
+    assert any("no valid answer" in r.getMessage() for r in caplog.records)
+
+
 def test_representatives_are_the_members_nearest_the_centroid_in_their_order() -> None:
     import numpy as np
 

@@ -286,6 +286,27 @@ def test_a_bare_decision_is_taken_for_a_single_memory_only() -> None:
         two.validate({"action": "none"})
 
 
+def test_a_review_answer_without_valid_merges_keeps_its_decisions() -> None:
+    """The decisions are the review call's purpose; the merge checks riding along only add to
+    it. An answer that leaves them out, or answers them wrongly, keeps its decisions and says
+    why the checks have no answer (it used to be invalid as a whole: retried, and on a second
+    such answer every decision of the call was lost)."""
+    prompt = p.build_classify([{"id": "m1", "content": "a"}], CANDIDATES, [merge_check()])
+    decided = {"decisions": [{"memory_id": "m1", "action": "join", "episode_id": "ep-ci"}]}
+    for answer, reason in (
+        (decided, "no merges"),
+        ({**decided, "merges": [{"episode_id": "ep-new", "same_as": "ep-x"}]}, "not a candidate"),
+        ({**decided, "merges": "none"}, "must be a list"),
+    ):
+        verdicts = prompt.validate(answer)
+        assert verdicts["m1"] == p.Classification("join", episode_id="ep-ci")
+        assert verdicts.merges == {} and reason in (verdicts.checks_error or "")
+    answered = prompt.validate({**decided, "merges": [{"episode_id": "ep-new", "same_as": None}]})
+    assert (answered.merges, answered.checks_error) == ({"ep-new": None}, None)
+    with pytest.raises(ValueError, match="no decision"):  # the decisions themselves must hold
+        prompt.validate({"decisions": [], "merges": []})
+
+
 def test_the_longest_list_answers_fit_their_token_cap_even_indented() -> None:
     """The cap is sent as ``max_tokens``: a provider cuts the answer there, and cut JSON is
     lost whole. The longest valid items (uuid-length ids, an 80-character title), printed with

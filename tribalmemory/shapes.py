@@ -724,6 +724,12 @@ class EpisodeQueue(OpenResponse):
         description="Episodes waiting for the LLM's check that they are not one thread with "
         "another (episodes.merge_checks)."
     )
+    merge_unanswered: int = Field(
+        0,
+        description="Merge checks that rode along in a review call whose answer placed its "
+        "memories but left the checks out or invalid, since the daemon started (a WARNING "
+        "says why; they are asked again when their episodes reach the next check size).",
+    )
     split_waiting: int = Field(
         description="Episodes waiting for a look at whether they mix two threads "
         "(episodes.split_checks)."

@@ -82,6 +82,8 @@ class Consolidation(GrowthChecks):
 
     kind = "merge"
     sizes = detector.MERGE_CHECK_SIZES
+    unanswered = 0
+    """Checks that rode along in a review call whose answer left them out (since start)."""
 
     def enabled(self) -> bool:
         settings = self.state.settings
@@ -120,11 +122,26 @@ class Consolidation(GrowthChecks):
             raise
         return taken
 
-    async def settle(self, taken: Taken, answers: dict[str, str | None] | None) -> None:
+    def health(self) -> dict[str, int]:
+        return {**super().health(), "merge_unanswered": self.unanswered}
+
+    async def settle(
+        self, taken: Taken, answers: dict[str, str | None] | None, error: str | None = None
+    ) -> None:
         """Carry out the answers to the checks of :meth:`take` (``None``: the LLM did not
-        answer) and finish their jobs; an answer that needs confirming queues its
-        confirmation (:func:`agreed`)."""
+        answer; ``error``: the review call that carried them answered its memories but not
+        them) and finish their jobs; an answer that needs confirming queues its confirmation
+        (:func:`agreed`)."""
         confirms: dict[str, str] = {}
+        if error is not None and taken.checks:
+            self.unanswered += len(taken.checks)
+            log.warning(
+                "%d merge check(s) riding along in a review call got no valid answer (%s): the "
+                "review's decisions stand; the checks are asked again when their episodes "
+                "reach the next check size",
+                len(taken.checks),
+                error,
+            )
         try:
             if answers:
                 merges, confirms = agreed(taken, answers)

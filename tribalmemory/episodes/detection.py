@@ -370,7 +370,11 @@ class Detection:
                 await self._carry_out(batch, answer, options)
         finally:
             if rider is not None and taken is not None:
-                await rider.settle(taken, answer.merges if answer else None)
+                await rider.settle(
+                    taken,
+                    answer.merges if answer else None,
+                    answer.checks_error if answer else None,
+                )
 
     async def _carry_out(
         self,

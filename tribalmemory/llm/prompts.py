@@ -102,15 +102,19 @@ class Classification:
 class Verdicts(dict[str, Classification]):
     """A classify answer: each new memory's :class:`Classification` by memory id, and in
     :attr:`merges` the answer to each merge check the call carried (checked episode id ->
-    the candidate it is the same thread as, or ``None``)."""
+    the candidate it is the same thread as, or ``None``). :attr:`checks_error`: why the
+    answer's ``"merges"`` were missing or invalid (the decisions stand; the checks have no
+    answer)."""
 
     def __init__(
         self,
         decisions: dict[str, Classification] | None = None,
         merges: dict[str, str | None] | None = None,
+        checks_error: str | None = None,
     ) -> None:
         super().__init__(decisions or {})
         self.merges: dict[str, str | None] = dict(merges or {})
+        self.checks_error = checks_error
 
 
 @dataclass(frozen=True)
@@ -601,14 +605,16 @@ def validate_classify(
     checks: dict[str, frozenset[str]] | None = None,
 ) -> Verdicts:
     """``{"decisions": [...]}``: one valid decision for each of ``memory_ids``, no other; with
-    ``checks``, also ``"merges"`` as :func:`validate_merge` checks them. For a single memory,
-    a bare decision (``{"action": ...}``, the form of a one-memory prompt) is taken as that
-    memory's decision."""
+    ``checks``, also ``"merges"`` as :func:`validate_merge` checks them; missing or invalid
+    ones leave the checks unanswered (:attr:`Verdicts.checks_error`), not the decisions, which
+    are the call's purpose (a retry for the checks' sake would cost a second call). For a
+    single memory, a bare decision (``{"action": ...}``, the form of a one-memory prompt) is
+    taken as that memory's decision."""
     if isinstance(data, dict) and "action" in data and len(memory_ids) == 1:
         merges = {"merges": data["merges"]} if "merges" in data else {}
         bare = {k: v for k, v in data.items() if k != "merges"}
         data = {"decisions": [{"memory_id": memory_ids[0], **bare}], **merges}
-    data = _keys(data, {"decisions", "merges"} if checks else {"decisions"})
+    data = _keys(data, {"decisions"}, frozenset({"merges"}) if checks else frozenset())
     decisions = data["decisions"]
     if not isinstance(decisions, list):
         raise ValueError("decisions must be a list")
@@ -623,8 +629,14 @@ def validate_classify(
     missing = [m for m in memory_ids if m not in out]
     if missing:
         raise ValueError(f"no decision for memories {missing}")
-    merges = validate_merge({"merges": data["merges"]}, checks) if checks else {}
-    return Verdicts(out, merges)
+    if not checks:
+        return Verdicts(out)
+    if "merges" not in data:
+        return Verdicts(out, checks_error="the answer has no merges")
+    try:
+        return Verdicts(out, validate_merge({"merges": data["merges"]}, checks))
+    except ValueError as exc:
+        return Verdicts(out, checks_error=str(exc))
 
 
 def _per_check(
