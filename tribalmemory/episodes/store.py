@@ -810,11 +810,11 @@ class EpisodeStore:
         """Keys of the jobs of one kind, oldest first."""
         return [job.key for job in self.jobs(kind, limit)]
 
-    def make_due(self, db: sqlite3.Connection, kind: str, now: float) -> None:
-        """Jobs of one kind that wait for later fall due now."""
-        db.execute(
+    def make_due(self, db: sqlite3.Connection, kind: str, now: float) -> int:
+        """Jobs of one kind that wait for later fall due now; how many did."""
+        return db.execute(
             "UPDATE jobs SET not_before = ? WHERE kind = ? AND not_before > ?", (now, kind, now)
-        )
+        ).rowcount
 
     def queue_stats(self, now: float) -> dict[str, Any]:
         row = self.db.execute("SELECT COUNT(*), MIN(created_at) FROM jobs").fetchone()

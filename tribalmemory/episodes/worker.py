@@ -152,11 +152,12 @@ class Worker:
                 log.warning("episode lifecycle tick failed: %s", exc, exc_info=True)
 
     def flush(self) -> None:
-        """Jobs that wait only to be batched (``flushable``) fall due now."""
+        """Jobs that wait only to be batched (``flushable``) fall due now (and the loops are
+        woken if any did)."""
         with self.store.transaction() as db:
-            for kind in self.flushable:
-                self.store.make_due(db, kind, self.clock())
-        self.wake()
+            made = sum(self.store.make_due(db, kind, self.clock()) for kind in self.flushable)
+        if made:
+            self.wake()
 
     async def drain(self, timeout: float = 60.0, due_only: bool = False) -> bool:
         """Wait until no job is queued or running (for tests and benchmarks). Jobs that wait
@@ -178,7 +179,11 @@ class Worker:
             if not self.inflight and not self.store.due_jobs(self.clock(), set(), limit=1):
                 await asyncio.sleep(DRAIN_POLL)  # only jobs due later: nothing to wake for
                 continue
-            self._event.set()
+            if self.store.due_jobs(self.clock(), set(self.inflight), limit=1):
+                self._event.set()  # work a loop can take now
+            # else every due job waits for a running one with its key: the loop that runs it
+            # wakes the others when it is done (poking them meanwhile was a busy loop that
+            # starved the low-priority embedder a summary job waits for)
             self._idle.clear()
             with suppress(TimeoutError):
                 async with asyncio.timeout(max(0.01, min(1.0, deadline - time.monotonic()))):

@@ -1,0 +1,60 @@
+"""``Worker.drain`` waits for running jobs without keeping the event loop busy."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from tribalmemory.episodes.store import EpisodeStore, Job
+from tribalmemory.episodes.worker import Worker
+
+
+async def test_drain_does_not_spin_while_a_due_job_waits_for_a_running_one(
+    tmp_path: Path,
+) -> None:
+    """A due job cannot be taken while a job with its key runs. drain used to wake the idle
+    loops meanwhile; each found nothing, said it was idle and was woken again: a busy loop for
+    as long as the running job took (it starved the low-priority embedder a summary job waits
+    for, and a detection benchmark ran many times slower)."""
+    store = EpisodeStore(tmp_path / "episodes.db")
+    started, release = asyncio.Event(), asyncio.Event()
+    ran: list[str] = []
+
+    async def run(job: Job) -> None:
+        ran.append(job.kind)
+        if job.kind == "summary":
+            started.set()
+            await release.wait()
+
+    async def tick() -> None:
+        return None
+
+    worker = Worker(store, time.time, {"summary": run, "split": run}, tick, concurrency=2)
+    looked: list[Job | None] = []
+    claim = worker._claim
+
+    def counted() -> Job | None:
+        looked.append(claim())
+        return looked[-1]
+
+    worker._claim = counted  # type: ignore[method-assign]
+    with store.transaction() as db:
+        store.enqueue(db, "summary", "ep-1", time.time())
+    worker.start(scheduler_interval=None)
+    try:
+        await started.wait()
+        with store.transaction() as db:  # due now, but its episode's summary is running
+            store.enqueue(db, "split", "ep-1", time.time())
+        before = len(looked)
+        draining = asyncio.create_task(worker.drain(30))
+        for _ in range(200):  # turns of the event loop, not time
+            await asyncio.sleep(0)
+        # the spinning drain made the idle loop look about once every two turns
+        assert len(looked) - before <= 2
+        release.set()
+        assert await draining
+        assert ran == ["summary", "split"]
+    finally:
+        release.set()
+        await worker.stop()
