@@ -458,6 +458,10 @@ NOTES = """How to read this:
   the stream's own pace), capped by `classify_calls_per_memory` (0.3). Merge checks ride along
   (an episode grown to 4, 8, 16 or 32 memories against its 4 most similar; a merge needs a
   second, confirming answer); `-nomerge` rows turn them off.
+- An imperfect classifier draws for each question by what is asked (the seed, the kind of
+  question, the stream places of the memories shown), not by when, so a seed answers alike in
+  every run; a seed's share of wrong answers still varies around the nominal rate (on the
+  team stream, seeds 0–9 of the 90 % one: 8.9 % of memory decisions).
 - LLM calls (all purposes) count each episode's whole life: the replay runs in the stream's
   own time (so summary coalescing sees the real gaps) and closes every episode at the end, so
   final summaries are included. Costs are litellm's gpt-4o-mini prices applied to the token
