@@ -415,7 +415,8 @@ async def test_a_job_whose_memory_a_call_reviewed_meanwhile_asks_nothing(
     context = contextvars.copy_context()
     context.run(slow.set, True)
     job = asyncio.create_task(detection.classify(held.first[1]), context=context)
-    await reading.wait()  # the job has started and is reading the memories
+    # the job has started and is reading the memories (the bound turns a hang into a failure)
+    await asyncio.wait_for(reading.wait(), 30)
     await held.release()  # meanwhile the call answers and is over
     go_on.set()
     await job

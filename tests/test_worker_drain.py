@@ -43,7 +43,7 @@ async def test_drain_does_not_spin_while_a_due_job_waits_for_a_running_one(
         store.enqueue(db, "summary", "ep-1", time.time())
     worker.start(scheduler_interval=None)
     try:
-        await started.wait()
+        await asyncio.wait_for(started.wait(), 30)  # the bound turns a hang into a failure
         with store.transaction() as db:  # due now, but its episode's summary is running
             store.enqueue(db, "split", "ep-1", time.time())
         before = len(looked)
