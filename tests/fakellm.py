@@ -194,8 +194,8 @@ def _classify(user: str) -> dict[str, Any]:
 
 def decisions(*items: dict[str, Any], user: str = "") -> dict[str, Any]:
     """A scripted classify answer: ``decisions({"memory_id": ..., "action": ...}, ...)``. Merge
-    checks riding along in the prompt ``user`` are answered "none" (a careful model): an
-    answer without them is invalid, and all of the call's decisions would be dropped."""
+    checks riding along in the prompt ``user`` are answered "none" (a careful model; an answer
+    without them keeps its decisions but leaves the checks unanswered, with a WARNING)."""
     answer: dict[str, Any] = {"decisions": list(items)}
     checks = merge_checks(user)
     if checks:

@@ -176,10 +176,11 @@ class Worker:
                 and not self.inflight
             ):
                 return True
-            if not self.inflight and not self.store.due_jobs(self.clock(), set(), limit=1):
+            takeable = self.store.due_jobs(self.clock(), set(self.inflight), limit=1)
+            if not self.inflight and not takeable:
                 await asyncio.sleep(DRAIN_POLL)  # only jobs due later: nothing to wake for
                 continue
-            if self.store.due_jobs(self.clock(), set(self.inflight), limit=1):
+            if takeable:
                 self._event.set()  # work a loop can take now
             # else every due job waits for a running one with its key: the loop that runs it
             # wakes the others when it is done (poking them meanwhile was a busy loop that
