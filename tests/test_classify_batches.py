@@ -20,6 +20,8 @@ from fakellm import decisions as classify_answer
 from test_episodes_compose import IOS, runtime_factory  # noqa: F401
 from test_episodes_engine import AUTH, DB, remember, settle
 
+from tribalmemory.episodes.detection import BUDGET_KEY
+
 
 async def test_doubtful_memories_are_placed_at_once_and_reviewed_in_one_call(
     runtime_factory,  # noqa: F811
@@ -422,3 +424,28 @@ async def test_a_job_whose_memory_a_call_reviewed_meanwhile_asks_nothing(
     await job
     assert held.asked() == [held.first]
     assert held.rt.api.health()["episodes"]["classify_waiting"] == 1  # the late one waits
+
+
+async def test_the_budget_saves_a_call_at_once_and_decisions_every_25(
+    runtime_factory,  # noqa: F811
+):
+    """Decisions are counted in memory and saved every 25 (a crash forgets at most 24, which
+    only lowers the budget); a call is saved at once, so no crash lets it be overspent."""
+    rt = await runtime_factory(detector_strategy="embedding")
+    detection = rt.episodes.engine.detection
+    store = rt.episodes.store
+
+    def saved() -> dict:
+        return store.get_meta(BUDGET_KEY) or {}
+
+    areas = ["billing", "search", "shipping", "profile", "reports"]
+    changes = ["timeouts 30 s", "retries capped", "cache warmed", "JSON logs", "on-call alerts"]
+    texts = [f"The {a} service now has {c}." for a in areas for c in changes]
+    for i, text in enumerate(texts[:24]):
+        await rt.api.remember(text, created_at=f"2025-03-03T{i:02d}:00:00Z", skip_dedup=True)
+    assert detection.budget()["memories"] == 24
+    assert saved().get("memories", 0) == 0  # not one transaction per memory
+    await remember(rt, texts[24], 4)
+    assert saved()["memories"] == 25
+    assert detection.spend_call()
+    assert saved() == {"memories": 25, "calls": 1, "reviews": 0, "classified": 0}

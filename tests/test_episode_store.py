@@ -1,5 +1,8 @@
 """The episode database: membership invariants, counts, the durable job queue, filters."""
 
+import asyncio
+import threading
+
 import pytest
 
 from tribalmemory.episodes.store import EpisodeRow, EpisodeStore, new_episode_id
@@ -174,3 +177,71 @@ def test_active_last_added_is_the_newest_join_of_each_active_episode(store):
         store.add_member(db, "ep-a", "m2", 2.0, now=300.0)
         store.add_member(db, "ep-shut", "m3", 3.0, now=400.0)
     assert store.active_last_added() == {"ep-a": 300.0, "ep-empty": 150.0}
+
+
+def write_episodes(store: EpisodeStore, count: int, prefix: str = "ep") -> None:
+    for i in range(count):  # one transaction each, as detection commits
+        with store.transaction() as db:
+            store.insert_episode(db, row(f"{prefix}-{i}", last=float(i), summary="x" * 500))
+
+
+def test_commits_leave_the_wal_to_the_checkpoint(store):
+    """A commit on the event loop does not copy the WAL into the database (SQLite's default
+    does it every 1,000 pages, fsyncs included): checkpoint() does, on its own connection."""
+    write_episodes(store, 1500)  # well over 1,000 pages of WAL
+    pages, copied = store.checkpoint()
+    assert pages > 1000  # no commit checkpointed (it would have restarted the WAL)
+    assert copied == pages
+    assert store.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 20_000  # backstop
+
+
+def test_a_checkpoint_on_a_thread_runs_beside_the_writes(store):
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def checkpoints():
+        while not done.is_set():
+            try:
+                store.checkpoint()
+            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(exc)
+                return
+
+    thread = threading.Thread(target=checkpoints)
+    thread.start()
+    try:
+        write_episodes(store, 400)
+    finally:
+        done.set()
+        thread.join(30)
+    assert errors == []
+    assert len(store.active_episodes()) == 400
+    pages, copied = store.checkpoint()
+    assert copied == pages
+
+
+async def test_the_running_engine_checkpoints_its_database_on_a_thread(tmp_path, monkeypatch):
+    from tribalmemory.config import config_from_dict
+    from tribalmemory.episodes import plugin
+    from tribalmemory.runtime import start_runtime
+
+    checkpointed = threading.Event()
+    threads: list[threading.Thread] = []
+    original = EpisodeStore.checkpoint
+
+    def checkpoint(self):
+        threads.append(threading.current_thread())
+        result = original(self)
+        checkpointed.set()
+        return result
+
+    monkeypatch.setattr(EpisodeStore, "checkpoint", checkpoint)
+    monkeypatch.setattr(plugin, "CHECKPOINT_SECONDS", 0.01)
+    config = config_from_dict({"data_dir": str(tmp_path / "data")})
+    runtime = await start_runtime(config, run_scheduler=False)
+    try:
+        await runtime.service.remember("the checkpoint thread copies the WAL")
+        assert await asyncio.to_thread(checkpointed.wait, 30)  # bounded: a hang fails
+        assert threads[0] is not threading.main_thread()
+    finally:
+        await runtime.stop()

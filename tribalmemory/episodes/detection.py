@@ -43,6 +43,8 @@ log = logging.getLogger("tribalmemory.episodes")
 
 EPISODE_STATUS = {"assigned": "assigned", "pending": "pending"}  # any other state: unassigned
 BUDGET_KEY = "classify_budget"
+BUDGET_SAVE_EVERY = 25
+"""Decisions counted between two saves of the budget's counts (a call is saved at once)."""
 """Meta key of the budget counters: memories decided, classification calls made."""
 MAX_CHECKS_PER_REVIEW = 8
 """Waiting merge checks a review call carries at most (see :mod:`.consolidation`)."""
@@ -97,6 +99,7 @@ class Detection:
         self.membership = membership
         self.upkeep = upkeep
         self._asking: dict[str, asyncio.Event] = {}  # memory -> its batch's call is done
+        self._budget: dict[str, int] | None = None  # budget(), read once from the database
         self.sessions: Sessions | None = None  # declared episodes (set by the engine)
         self.consolidation: Consolidation | None = None
         """Merge checks: told when a join grows an episode, and their waiting checks ride
@@ -168,19 +171,33 @@ class Detection:
         """``memories`` decided, classification ``calls`` made (reviews and checks alone), the
         ``reviews`` among them and the memories they ``classified``, since the store began. A
         store from before reviews were counted apart counts every call as one."""
-        data = self.store.get_meta(BUDGET_KEY) or {}
-        counts = {k: int(data.get(k, 0)) for k in ("memories", "calls", "classified")}
-        counts["reviews"] = int(data.get("reviews", counts["calls"]))
-        return counts
+        if self._budget is None:
+            data = self.store.get_meta(BUDGET_KEY) or {}
+            counts = {k: int(data.get(k, 0)) for k in ("memories", "calls", "classified")}
+            counts["reviews"] = int(data.get("reviews", counts["calls"]))
+            self._budget = counts
+        return dict(self._budget)
 
     def _count(self, *, memories: int = 0, calls: int = 0, classified: int = 0) -> None:
+        """Count decisions and calls (kept in memory, read by :meth:`budget`). A call is saved
+        at once, so that no crash lets the budget be overspent; decisions are saved every
+        :data:`BUDGET_SAVE_EVERY` and at stop (:meth:`save_budget`): a crash forgets at most
+        a few, which only lowers the budget a little, and the request path is spared a
+        transaction per memory."""
         counts = self.budget()
         counts["memories"] += memories
         counts["calls"] += calls
         counts["reviews"] += 1 if classified else 0
         counts["classified"] += classified
-        with self.store.transaction() as db:
-            self.store.set_meta(db, BUDGET_KEY, counts)
+        self._budget = counts
+        if calls or counts["memories"] % BUDGET_SAVE_EVERY == 0:
+            self.save_budget()
+
+    def save_budget(self) -> None:
+        """Write the counts of :meth:`budget` to the database."""
+        if self._budget is not None:
+            with self.store.transaction() as db:
+                self.store.set_meta(db, BUDGET_KEY, self._budget)
 
     def spend_call(self, classified: int = 0) -> bool:
         """Count one LLM call of the detector (a review of ``classified`` memories, or merge
@@ -265,7 +282,8 @@ class Detection:
             seed = state.seeds[decision.target]
             await self._start_from_seed(memory, features, seed, decision, title_hint)
         elif kind == "ambiguous":  # decided by embeddings now, reviewed by the LLM later
-            await self._apply(memory, features, self._decide(features, doubt_share=0.0))
+            embedded = decision.embedded or self._decide(features, doubt_share=0.0)
+            await self._apply(memory, features, embedded)
             self._queue_review(memory.id, memory.project, now)
         else:
             detection = "standalone" if kind == "none" else "seed"

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -131,8 +133,9 @@ class EpisodeFeatures:
     member_ids: tuple[str, ...] = ()
     max_recent: int = 32
 
-    @property
+    @cached_property
     def centroid(self) -> np.ndarray:
+        """The unit mean of the members (computed once per object: features never change)."""
         return _unit(self.vector_sum)
 
 
@@ -209,6 +212,18 @@ CONFIDENCE_WINDOW = 200
 MIN_CONFIDENCES = 20
 
 
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` by linear interpolation (numpy's default method),
+    in plain Python: for the few hundred values of a window, numpy's call overhead is most
+    of the cost (~65 µs against ~10 µs)."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    a, b, t = ordered[low], ordered[high], position - low
+    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
+
+
 @dataclass(eq=True)
 class DetectorContext:
     """Running statistics of the stream, updated after every memory with :func:`update_context`.
@@ -247,7 +262,7 @@ class DetectorContext:
         timestamps say nothing about the pace either)."""
         if self._pace is None:
             enough = len(self.gaps) >= MIN_GAPS
-            self._pace = max(float(np.median(self.gaps)), 1.0) if enough else PRIOR_PACE
+            self._pace = max(statistics.median(self.gaps), 1.0) if enough else PRIOR_PACE
         return self._pace
 
     def doubt_threshold(self, share: float) -> float:
@@ -261,7 +276,7 @@ class DetectorContext:
             return math.inf
         if len(self.confidences) < MIN_CONFIDENCES:
             return share
-        return float(np.quantile(self.confidences, share))
+        return quantile(self.confidences, share)
 
     def paces(self, earlier: datetime, later: datetime) -> float:
         """The time from ``earlier`` to ``later`` in units of :attr:`pace` (0 if not later)."""
@@ -427,10 +442,15 @@ def lexical_overlap(
     """Rare-term coverage (0..1): the share of the memory's IDF mass (its content terms) that
     also occurs in the candidate's term bag. Common words weigh ~0, rare shared terms dominate.
     O(terms of the memory)."""
+    return weighted_overlap({t: context.idf(t) for t in terms}, bag)
+
+
+def weighted_overlap(weights: Mapping[str, float], bag: Mapping[str, int] | Iterable[str]) -> float:
+    """:func:`lexical_overlap` with the memory's term weights (IDF) computed once, for
+    scoring one memory against many candidates."""
     total = 0.0
     shared = 0.0
-    for t in terms:
-        w = context.idf(t)
+    for t, w in weights.items():
         total += w
         if t in bag:
             shared += w
@@ -467,11 +487,17 @@ def evidence(
     context: DetectorContext,
     model: ScoreModel = DEFAULT_MODEL,
     is_seed: bool = False,
+    *,
+    cos: np.ndarray | None = None,
+    idf: Mapping[str, float] | None = None,
 ) -> Evidence:
     """All evidence for "``memory`` continues ``episode``" and the resulting (stand-alone)
     score. ``is_seed``: ``episode`` is a seed (a one-member episode), which costs
-    ``seed_penalty``."""
-    cos = episode.vectors @ memory.vector
+    ``seed_penalty``. A caller scoring one memory against many candidates may pass what does
+    not depend on the candidate: ``cos`` (the memory against ``episode.vectors``) and ``idf``
+    (the memory's term weights)."""
+    if cos is None:
+        cos = episode.vectors @ memory.vector
     s_max = float(cos.max())
     s_cent = float(episode.centroid @ memory.vector)
     s_last = float(cos[-1])
@@ -479,7 +505,9 @@ def evidence(
         1.0 + model.w_centroid + model.w_last
     )
     z = (sim - context.cos_mean) / context.cos_std
-    lex = lexical_overlap(memory.terms, episode.term_counts, context)
+    if idf is None:
+        idf = {t: context.idf(t) for t in memory.terms}
+    lex = weighted_overlap(idf, episode.term_counts)
     hours = hours_between(episode.last_activity, memory.created_at)
     paces = context.paces(episode.last_activity, memory.created_at)
     shares_tag = any(t in episode.tag_counts for t in memory.tags)
@@ -558,6 +586,8 @@ class Ambiguous:
     candidates: tuple[Candidate, ...]  # best first; kind tells episode or seed
     background: tuple[float, ...] = ()
     confidence: float = 0.0
+    embedded: Join | StartFromSeed | NewSeed | None = None
+    """What the embedding path decides (the decision that stands until the LLM answers)."""
 
 
 @dataclass(frozen=True)
@@ -630,17 +660,18 @@ def rank_candidates(
     seeds = [s for s in seeds if s.id != memory.id]
     evs: list[tuple[str, str, Evidence]] = []
     background: list[np.ndarray] = []
+    mterms = memory.terms
+    idf = {t: context.idf(t) for t in mterms}
     for ep in episodes:
-        ev = evidence(memory, ep, context, model)
+        episode_cos = ep.vectors @ memory.vector
+        ev = evidence(memory, ep, context, model, cos=episode_cos, idf=idf)
         evs.append(("episode", ep.id, ev))
-        background.append(ep.vectors @ memory.vector)
+        background.append(episode_cos)
     if seeds:
         mat = np.stack([s.vector for s in seeds])
         cos = mat @ memory.vector
         background.append(cos)
         z = (cos.astype(np.float64) - context.cos_mean) / context.cos_std
-        mterms = memory.terms
-        idf = {t: context.idf(t) for t in mterms}
         total = sum(idf.values())
         now = memory.created_at
         shortlist = range(len(seeds))
@@ -695,15 +726,17 @@ def decide(
     best = ranked[0]
     sure = confidence(ranked, params.threshold)
     top = tuple(ranked[: params.max_llm_candidates])
+    embedded: Join | StartFromSeed | NewSeed = NewSeed(best.score, bg, sure)
+    if best.score >= params.threshold:
+        if best.kind == "episode":
+            embedded = Join(best.id, best.score, bg, sure)
+        else:
+            embedded = StartFromSeed(best.id, best.score, bg, sure)
     if params.strategy == "llm" or (
         params.strategy == "hybrid" and sure < context.doubt_threshold(params.doubt_share)
     ):
-        return Ambiguous(top, bg, sure)
-    if best.score >= params.threshold:
-        if best.kind == "episode":
-            return Join(best.id, best.score, bg, sure)
-        return StartFromSeed(best.id, best.score, bg, sure)
-    return NewSeed(best.score, bg, sure)
+        return Ambiguous(top, bg, sure, embedded)
+    return embedded
 
 
 # --------------------------------------------------------------------------------------------

@@ -52,6 +52,8 @@ class Decision:
     similarity: float = 0.0
     candidates: list[Option] = field(default_factory=list)
     confidence: float = 1.0
+    embedded: Decision | None = None
+    """Of an ``ambiguous`` decision: what the embedding path decides meanwhile."""
 
     @classmethod
     def new_seed(cls) -> Decision:
@@ -134,10 +136,20 @@ class Matcher:
             detector.update_context(context, memory, raw.background, confidence=raw.confidence)
             self._changed.setdefault(project, set()).update(memory.terms)
             self.updates += 1
-        by_id = {e.id: e for e in episodes}
+        return self._decision(raw, memory, episodes, seeds)
+
+    def _decision(
+        self,
+        raw: detector.Decision,
+        memory: MemoryFeatures,
+        episodes: list[EpisodeFeatures],
+        seeds: list[MemoryFeatures],
+    ) -> Decision:
+        """The engine's :class:`Decision` for the detector's ``raw`` one."""
         sure = raw.confidence
         if isinstance(raw, detector.Join):
-            similarity = self.similarity(memory, by_id[raw.episode_id])
+            episode = next(e for e in episodes if e.id == raw.episode_id)
+            similarity = self.similarity(memory, episode)
             return Decision("join", raw.episode_id, raw.score, similarity, confidence=sure)
         if isinstance(raw, detector.StartFromSeed):
             seed = next(s for s in seeds if s.id == raw.seed_id)
@@ -151,7 +163,10 @@ class Matcher:
                 for c in raw.candidates
             ]
             best = options[0]
-            return Decision("ambiguous", None, best.score, best.similarity, options, sure)
+            embedded = None
+            if raw.embedded is not None:
+                embedded = self._decision(raw.embedded, memory, episodes, seeds)
+            return Decision("ambiguous", None, best.score, best.similarity, options, sure, embedded)
         return Decision("new_seed", score=raw.best_score, confidence=sure)
 
     def chain_score(

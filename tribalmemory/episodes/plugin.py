@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,11 +19,14 @@ from ..service.hookspecs import hookimpl
 from ..service.host import PluginHost
 from . import lifecycle
 from .engine import EpisodeEngine
-from .store import EpisodeStore
+from .store import BACKSTOP_CHECKPOINT_PAGES, EpisodeStore
 from .summariser import Summariser
 from .worker import Worker
 
 log = logging.getLogger("tribalmemory.episodes")
+
+CHECKPOINT_SECONDS = 1.0
+"""How often the episode database's WAL is checkpointed on a thread."""
 
 
 class EpisodePlugin:
@@ -63,6 +67,7 @@ class EpisodePlugin:
         state.wake = self.worker.wake
         self._scheduler_interval = settings.scheduler_interval_seconds if run_scheduler else None
         self._check: asyncio.Task[Any] | None = None
+        self._checkpoints: asyncio.Task[Any] | None = None
 
     @hookimpl
     async def start(self, host: PluginHost) -> None:
@@ -71,6 +76,7 @@ class EpisodePlugin:
         await self.engine.membership.prune_dangling()
         self.worker.start(self._scheduler_interval)
         self._check = asyncio.create_task(self._check_llm())
+        self._checkpoints = asyncio.create_task(self._checkpoint_loop())
 
     async def _check_llm(self) -> None:
         status = await self.summariser.check()
@@ -83,12 +89,34 @@ class EpisodePlugin:
             )
         self.worker.wake()
 
+    async def _checkpoint_loop(self) -> None:
+        """Checkpoint the episode database on a thread every :data:`CHECKPOINT_SECONDS`, so
+        that commits on the request path never do it (see :meth:`EpisodeStore.checkpoint`)."""
+        failing = False
+        while True:
+            await asyncio.sleep(CHECKPOINT_SECONDS)
+            try:
+                await asyncio.to_thread(self.store.checkpoint)
+            except sqlite3.Error as exc:
+                if not failing:
+                    log.warning(
+                        "checkpointing the episode database failed (%s); commits will do it "
+                        "once its WAL has %d pages",
+                        exc,
+                        BACKSTOP_CHECKPOINT_PAGES,
+                    )
+                failing = True
+            else:
+                failing = False
+
     @hookimpl
     async def stop(self) -> None:
-        if self._check is not None:
-            self._check.cancel()
+        for task in (self._check, self._checkpoints):
+            if task is not None:
+                task.cancel()
         await self.worker.stop()
         self.engine.state.save_detector(force=True)
+        self.engine.detection.save_budget()
         self.store.close()
         self.ledger.close()
 

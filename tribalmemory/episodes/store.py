@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -209,6 +210,11 @@ def _job(row: sqlite3.Row) -> Job:
     )
 
 
+BACKSTOP_CHECKPOINT_PAGES = 20_000
+"""WAL pages (4 KiB each) after which a commit checkpoints by itself: only when
+:meth:`EpisodeStore.checkpoint` has not run for a long while."""
+
+
 def migrate(db: sqlite3.Connection) -> None:
     """Add the :data:`ADDED_COLUMNS` an older database lacks (its tables exist already)."""
     for table, columns in ADDED_COLUMNS.items():
@@ -234,11 +240,36 @@ class EpisodeStore:
         self.db.execute("PRAGMA busy_timeout=5000")
         # Deleted and overwritten rows are zeroed on disk, not left in free pages (forget).
         self.db.execute("PRAGMA secure_delete=ON")
+        # The WAL is copied into the database by checkpoint(), on a thread; a commit on the
+        # event loop does it only as a backstop, when the WAL is much longer than usual.
+        self.db.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_CHECKPOINT_PAGES}")
         migrate(self.db)
         self.db.executescript(SCHEMA)
+        self._checkpointer: sqlite3.Connection | None = None
+        self._checkpoint_lock = threading.Lock()
 
     def close(self) -> None:
+        with self._checkpoint_lock:
+            if self._checkpointer is not None:
+                self._checkpointer.close()
+                self._checkpointer = None
         self.db.close()
+
+    def checkpoint(self) -> tuple[int, int]:
+        """Copy the WAL's committed pages into the database file (``PASSIVE``: it never waits
+        for a writer), on a connection of its own so that it can run on a thread while the
+        event loop writes. Returns the pages in the WAL and how many of them are copied now. A
+        checkpoint fsyncs both files; run by a commit on the event loop (SQLite's default,
+        every 1,000 pages), it held about one request in 60 for 4-5 ms."""
+        with self._checkpoint_lock:
+            if self._checkpointer is None:
+                self._checkpointer = sqlite3.connect(
+                    str(self.path), isolation_level=None, check_same_thread=False
+                )
+            _, pages, copied = self._checkpointer.execute(
+                "PRAGMA wal_checkpoint(PASSIVE)"
+            ).fetchone()
+        return pages, copied
 
     def wipe_freed(self) -> None:
         """Checkpoint the WAL into the database and truncate it, so that older versions of
