@@ -330,6 +330,19 @@ def test_decide_new_seed_when_nothing_matches():
     assert isinstance(decide(mem("m", basis(7)), [], [], CTX, EMB), NewSeed)
 
 
+def test_a_doubtful_decision_carries_what_the_embedding_path_decides():
+    """The memory is placed at once by the embedding path and reviewed later: the Ambiguous
+    decision carries that placement, equal to what the embedding strategy decides."""
+    e0, e1 = episode_on(0, "E0"), episode_on(3, "E1")
+    m = mem("m", vec_at(0.95, 3, 4), hours=1)
+    doubtful = decide(m, [e0, e1], [], CTX, DetectorParams(strategy="llm"))
+    assert isinstance(doubtful, Ambiguous)
+    assert doubtful.embedded == decide(m, [e0, e1], [], CTX, EMB)
+    assert isinstance(doubtful.embedded, Join) and doubtful.embedded.episode_id == "E1"
+    alone = decide(mem("n", basis(7), hours=1), [e0], [], CTX, DetectorParams(strategy="llm"))
+    assert isinstance(alone, Ambiguous) and isinstance(alone.embedded, NewSeed)
+
+
 def test_confidence_is_low_for_close_calls():
     """Two near-equal candidates, or one right at the threshold, leave the decision in doubt;
     one clear winner, or nothing near, does not."""

@@ -58,3 +58,39 @@ async def test_drain_does_not_spin_while_a_due_job_waits_for_a_running_one(
     finally:
         release.set()
         await worker.stop()
+
+
+async def test_a_job_waits_for_its_turn_before_it_runs(tmp_path: Path) -> None:
+    """Requests go first: a claimed job starts only once the host gives background work a
+    turn (in the daemon, a quiet moment or one turn a second under load)."""
+    store = EpisodeStore(tmp_path / "episodes.db")
+    asked, turn = asyncio.Event(), asyncio.Event()
+    ran: list[str] = []
+
+    async def run(job: Job) -> None:
+        ran.append(job.key)
+
+    async def background_turn() -> None:
+        asked.set()
+        await turn.wait()
+
+    async def tick() -> None:
+        return None
+
+    worker = Worker(store, time.time, {"summary": run}, tick, concurrency=1)
+    worker.turn = background_turn
+    with store.transaction() as db:
+        store.enqueue(db, "summary", "ep-1", time.time())
+    worker.start(scheduler_interval=None)
+    try:
+        await asyncio.wait_for(asked.wait(), 30)  # the bound turns a hang into a failure
+        for _ in range(50):  # turns of the event loop, not time
+            await asyncio.sleep(0)
+        assert ran == []  # claimed, waiting for its turn
+        turn.set()
+        assert await worker.drain(30)
+        assert ran == ["ep-1"]
+    finally:
+        turn.set()
+        await worker.stop()
+        store.close()

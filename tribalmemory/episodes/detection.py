@@ -309,9 +309,10 @@ class Detection:
             self.store.enqueue(db, "classify", memory_id, now, wait)
             # memories already in a call keep their jobs until it is over: not company
             waiting = self.store.count_jobs("classify") - len(self._asking)
-            if waiting >= settings.classify_batch_size:
+            full = waiting >= settings.classify_batch_size
+            if full:
                 self.store.make_due(db, "classify", now)  # a full batch: ask now
-        self.state.wake()
+        self.state.wake(None if full else now + wait)  # a loop looking by then is left asleep
 
     async def _start_from_seed(
         self,

@@ -71,6 +71,7 @@ class EpisodePlugin:
 
     @hookimpl
     async def start(self, host: PluginHost) -> None:
+        self.worker.turn = host.background_turn
         await self.engine.state.load(host)
         await self.engine.upkeep.reconcile()
         await self.engine.membership.prune_dangling()

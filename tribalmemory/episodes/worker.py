@@ -2,7 +2,9 @@
 
 Jobs live in SQLite, so work pending at a crash resumes on restart. A job is deleted only after
 its effect is committed; a job re-armed while it ran (a new memory joined during a summary)
-runs again. Jobs with the same key never run at once.
+runs again. Jobs with the same key never run at once. Requests go first: a claimed job waits
+for its turn (``turn``, the host's ``background_turn``: a quiet moment, or under sustained load
+one turn a second) before it starts.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Worker:
         self.concurrency = concurrency
         self.flushable = flushable  # job kinds that wait for company: drain runs them at once
         self.inflight: set[str] = set()
+        self.turn: Callable[[], Awaitable[None]] | None = None  # set by the plugin at start
         self._event = asyncio.Event()
         self._idle = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -95,6 +98,8 @@ class Worker:
                 continue
             self._idle.clear()
             try:
+                if self.turn is not None:
+                    await self.turn()  # requests first
                 await self._run(job)
             finally:
                 self.inflight.discard(job.key)
