@@ -21,6 +21,7 @@ from tribalmemory.episodes.detector import (
     MemoryFeatures,
     NewSeed,
     ScoreModel,
+    SeedRows,
     StartFromSeed,
     add_member,
     build_episode,
@@ -611,3 +612,37 @@ def test_word_counts_are_saved_by_the_change():
     gone = Memory("m2", "beta gamma", SourceType.USER_EXPLICIT, "", [], None, T0, T0)
     matcher.unlearn(gone)  # as forget does
     assert matcher.changed_terms() == {"default": {"beta": 1, "gamma": 0}}
+
+
+def test_seed_rows_give_the_cosines_of_a_fresh_stack_as_seeds_come_and_go():
+    """The seeds' vectors kept between decisions give what stacking them anew gives, whatever
+    joined, left or was rebuilt (a new features object for the same memory) in between."""
+    rng = np.random.default_rng(7)
+    rows = SeedRows()
+
+    def seed(i: int) -> MemoryFeatures:
+        return mem(f"s{i}", rng.normal(size=DIM))
+
+    seeds = [seed(i) for i in range(40)]
+    for step in range(300):
+        memory = mem("m", rng.normal(size=DIM))
+        kept = rows.cosines(memory.vector, seeds)
+        fresh = np.stack([s.vector for s in seeds]) @ memory.vector
+        assert kept.shape == fresh.shape
+        np.testing.assert_allclose(kept, fresh, rtol=0, atol=1e-6)  # float32 sums, any order
+        seeds.pop(int(rng.integers(len(seeds))))  # one joined an episode
+        seeds.append(seed(1000 + step))  # a new one
+        j = int(rng.integers(len(seeds)))
+        seeds[j] = mem(seeds[j].id, rng.normal(size=DIM))  # rebuilt: same memory, new object
+    assert len(rows._owner) <= 2 * len(seeds) + 1024 + 1  # dropped rows do not pile up
+
+
+def test_decide_is_the_same_with_kept_seed_rows():
+    rng = np.random.default_rng(3)
+    seeds = [mem(f"s{i}", vec_at(0.9, i % 6, 7) + rng.normal(size=DIM) * 0.05) for i in range(30)]
+    rows = SeedRows()
+    for i in range(20):
+        memory = mem(f"m{i}", vec_at(0.93, i % 6, 6), hours=1)
+        assert decide(memory, [episode_on(0)], seeds, CTX, HYB, rows) == decide(
+            memory, [episode_on(0)], seeds, CTX, HYB
+        )

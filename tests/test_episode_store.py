@@ -245,3 +245,16 @@ async def test_the_running_engine_checkpoints_its_database_on_a_thread(tmp_path,
         assert threads[0] is not threading.main_thread()
     finally:
         await runtime.stop()
+
+
+def test_next_due_leaves_out_the_jobs_of_keys_in_flight(store):
+    """A sleeping worker loop wakes when the next job it could take falls due: a detect job
+    decided by its request meanwhile (its key in flight) does not count."""
+    with store.transaction() as db:
+        store.enqueue(db, "detect", "m-1", 100.0)
+        store.enqueue(db, "summary", "ep-1", 100.0, 30.0)
+        store.enqueue(db, "summary", "ep-2", 100.0, 60.0)
+    assert store.next_due() == 100.0
+    assert store.next_due({"m-1"}) == 130.0
+    assert store.next_due({"m-1", "ep-1"}) == 160.0
+    assert store.next_due({"m-1", "ep-1", "ep-2"}) is None

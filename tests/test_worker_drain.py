@@ -94,3 +94,51 @@ async def test_a_job_waits_for_its_turn_before_it_runs(tmp_path: Path) -> None:
         turn.set()
         await worker.stop()
         store.close()
+
+
+async def test_a_request_in_flight_does_not_make_each_debounced_job_wake_the_loops(
+    tmp_path: Path,
+) -> None:
+    """Each remember leaves a detect job (due at once, decided by the request, its key in
+    flight) and re-arms a debounced summary job. A loop used to sleep 5 s past the detect job
+    and so was woken by every re-armed summary due sooner than that: a look at the job table
+    on the event loop during every request."""
+    store = EpisodeStore(tmp_path / "episodes.db")
+
+    async def run(job: Job) -> None:
+        return None
+
+    async def tick() -> None:
+        return None
+
+    worker = Worker(store, time.time, {"summary": run, "detect": run}, tick, concurrency=1)
+    looked: list[Job | None] = []
+    claim = worker._claim
+
+    def counted() -> Job | None:
+        looked.append(claim())
+        return looked[-1]
+
+    worker._claim = counted  # type: ignore[method-assign]
+    worker.inflight.add("m-1")  # a request is deciding memory m-1
+    with store.transaction() as db:
+        store.enqueue(db, "detect", "m-1", time.time())
+        store.enqueue(db, "summary", "ep-1", time.time(), 2.0)
+    worker.start(scheduler_interval=None)
+    try:
+        for _ in range(1000):  # turns of the event loop until the loop sleeps
+            if worker._looks:
+                break
+            await asyncio.sleep(0)
+        assert worker._looks, "the loop never went to sleep"
+        before = len(looked)
+        for _ in range(5):  # five more memories join ep-1: its summary is re-armed each time
+            with store.transaction() as db:
+                store.enqueue(db, "summary", "ep-1", time.time(), 2.0)
+            worker.wake(time.time() + 2.0)
+            for _ in range(20):  # turns of the event loop, not time
+                await asyncio.sleep(0)
+        assert len(looked) == before
+    finally:
+        await worker.stop()
+        store.close()

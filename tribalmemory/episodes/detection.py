@@ -43,9 +43,9 @@ log = logging.getLogger("tribalmemory.episodes")
 
 EPISODE_STATUS = {"assigned": "assigned", "pending": "pending"}  # any other state: unassigned
 BUDGET_KEY = "classify_budget"
+"""Meta key of the budget counters: memories decided, classification calls made."""
 BUDGET_SAVE_EVERY = 25
 """Decisions counted between two saves of the budget's counts (a call is saved at once)."""
-"""Meta key of the budget counters: memories decided, classification calls made."""
 MAX_CHECKS_PER_REVIEW = 8
 """Waiting merge checks a review call carries at most (see :mod:`.consolidation`)."""
 MAX_BATCH_CANDIDATES = 12

@@ -82,6 +82,7 @@ class Matcher:
         self.settings = settings
         self.contexts: dict[str, DetectorContext] = {}
         self.updates = 0
+        self.seed_rows = detector.SeedRows()  # the seeds' vectors, kept between decisions
         self._changed: dict[str, set[str]] = {}  # project -> terms counted since the last save
 
     def context(self, project: str = DEFAULT_PROJECT) -> DetectorContext:
@@ -131,7 +132,7 @@ class Matcher:
         params = DetectorParams.from_config(self.settings, doubt_share=doubt_share)
         params = DetectorParams(**{**params.__dict__, "strategy": strategy})
         context = self.context(project)
-        raw = detector.decide(memory, episodes, seeds, context, params)
+        raw = detector.decide(memory, episodes, seeds, context, params, self.seed_rows)
         if learn:
             detector.update_context(context, memory, raw.background, confidence=raw.confidence)
             self._changed.setdefault(project, set()).update(memory.terms)

@@ -14,7 +14,7 @@ import re
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +73,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     gen INTEGER NOT NULL DEFAULT 0         -- bumped when the job is re-armed while queued
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique ON jobs(kind, key);
+CREATE INDEX IF NOT EXISTS jobs_due ON jobs(not_before);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS term_counts (   -- the detector's word counts (online IDF)
     project TEXT NOT NULL,
@@ -247,9 +248,11 @@ class EpisodeStore:
         self.db.executescript(SCHEMA)
         self._checkpointer: sqlite3.Connection | None = None
         self._checkpoint_lock = threading.Lock()
+        self._closed = False
 
     def close(self) -> None:
         with self._checkpoint_lock:
+            self._closed = True
             if self._checkpointer is not None:
                 self._checkpointer.close()
                 self._checkpointer = None
@@ -262,6 +265,8 @@ class EpisodeStore:
         checkpoint fsyncs both files; run by a commit on the event loop (SQLite's default,
         every 1,000 pages), it held about one request in 60 for 4-5 ms."""
         with self._checkpoint_lock:
+            if self._closed:  # a late call from a thread: nothing to do
+                return 0, 0
             if self._checkpointer is None:
                 self._checkpointer = sqlite3.connect(
                     str(self.path), isolation_level=None, check_same_thread=False
@@ -802,9 +807,14 @@ class EpisodeStore:
         jobs = [_job(r) for r in rows]
         return [j for j in jobs if j.key not in exclude_keys][:limit]
 
-    def next_due(self) -> float | None:
-        row = self.db.execute("SELECT MIN(not_before) FROM jobs").fetchone()
-        return row[0] if row else None
+    def next_due(self, exclude_keys: Collection[str] = ()) -> float | None:
+        """When the next job falls due, leaving out the jobs of ``exclude_keys`` (running, or a
+        memory's detect job while its request decides it): a loop sleeps until then."""
+        rows = self.db.execute("SELECT not_before, key FROM jobs ORDER BY not_before")
+        for not_before, key in rows:
+            if key not in exclude_keys:
+                return float(not_before)
+        return None
 
     def finish_job(self, db: sqlite3.Connection, job: Job) -> None:
         """Delete the job unless it was re-armed while it ran (then it runs again). A

@@ -106,8 +106,11 @@ class Worker:
                 self._event.set()
 
     async def _wait_for_work(self) -> None:
-        """Sleep until woken (new job, job finished) or the next job falls due (≤ 5 s)."""
-        due = self.store.next_due()
+        """Sleep until woken (new job, job finished) or the next job falls due (≤ 5 s). Jobs of
+        keys in flight are left out: each request's detect job, due at once but decided by the
+        request, used to keep the loops' wake-up 5 s away, so that every debounced summary job
+        queued after it woke them all for nothing."""
+        due = self.store.next_due(self.inflight)
         wait = 5.0
         if due is not None and due > self.clock():  # else: due but busy; wait for wake
             wait = min(wait, due - self.clock())
