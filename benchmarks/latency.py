@@ -1,6 +1,6 @@
 """Latency and throughput of the embedded default: Qdrant Edge + the bundled MiniLM model.
 
-    python benchmarks/latency.py [--sizes 10000,100000] [--rounds 3] [--no-write] [--quick]
+    python benchmarks/latency.py [--sizes 10000,100000] [--rounds 5] [--no-write] [--quick]
 
 1. In process, at each size: a store of generated, varied memories (real MiniLM embeddings;
    see --real), sealed chunk by chunk as the daemon's maintenance task would do it, then the
@@ -880,7 +880,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=3,
+        default=5,
         help="on/off comparisons, each between two fresh daemons (one run's p95 ratio moves "
         "by about ±0.3): the ratios' median and range are reported",
     )
