@@ -104,6 +104,9 @@ async def test_a_request_in_flight_does_not_make_each_debounced_job_wake_the_loo
     and so was woken by every re-armed summary due sooner than that: a look at the job table
     on the event loop during every request."""
     store = EpisodeStore(tmp_path / "episodes.db")
+    # Shorter than the 5 s a loop used to sleep past the detect job (so that each re-armed
+    # summary woke it), long enough that no real wait ends during the test.
+    debounce = 4.0
 
     async def run(job: Job) -> None:
         return None
@@ -123,7 +126,7 @@ async def test_a_request_in_flight_does_not_make_each_debounced_job_wake_the_loo
     worker.inflight.add("m-1")  # a request is deciding memory m-1
     with store.transaction() as db:
         store.enqueue(db, "detect", "m-1", time.time())
-        store.enqueue(db, "summary", "ep-1", time.time(), 2.0)
+        store.enqueue(db, "summary", "ep-1", time.time(), debounce)
     worker.start(scheduler_interval=None)
     try:
         for _ in range(1000):  # turns of the event loop until the loop sleeps
@@ -134,8 +137,8 @@ async def test_a_request_in_flight_does_not_make_each_debounced_job_wake_the_loo
         before = len(looked)
         for _ in range(5):  # five more memories join ep-1: its summary is re-armed each time
             with store.transaction() as db:
-                store.enqueue(db, "summary", "ep-1", time.time(), 2.0)
-            worker.wake(time.time() + 2.0)
+                store.enqueue(db, "summary", "ep-1", time.time(), debounce)
+            worker.wake(time.time() + debounce)
             for _ in range(20):  # turns of the event loop, not time
                 await asyncio.sleep(0)
         assert len(looked) == before
