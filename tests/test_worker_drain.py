@@ -10,6 +10,23 @@ from tribalmemory.episodes.store import EpisodeStore, Job
 from tribalmemory.episodes.worker import Worker
 
 
+async def no_tick() -> None:
+    return None
+
+
+def count_claims(worker: Worker) -> list[Job | None]:
+    """Each look the worker's loops take at the job table (what it found)."""
+    looked: list[Job | None] = []
+    claim = worker._claim
+
+    def counted() -> Job | None:
+        looked.append(claim())
+        return looked[-1]
+
+    worker._claim = counted  # type: ignore[method-assign]
+    return looked
+
+
 async def test_drain_does_not_spin_while_a_due_job_waits_for_a_running_one(
     tmp_path: Path,
 ) -> None:
@@ -27,18 +44,8 @@ async def test_drain_does_not_spin_while_a_due_job_waits_for_a_running_one(
             started.set()
             await release.wait()
 
-    async def tick() -> None:
-        return None
-
-    worker = Worker(store, time.time, {"summary": run, "split": run}, tick, concurrency=2)
-    looked: list[Job | None] = []
-    claim = worker._claim
-
-    def counted() -> Job | None:
-        looked.append(claim())
-        return looked[-1]
-
-    worker._claim = counted  # type: ignore[method-assign]
+    worker = Worker(store, time.time, {"summary": run, "split": run}, no_tick, concurrency=2)
+    looked = count_claims(worker)
     with store.transaction() as db:
         store.enqueue(db, "summary", "ep-1", time.time())
     worker.start(scheduler_interval=None)
@@ -74,10 +81,7 @@ async def test_a_job_waits_for_its_turn_before_it_runs(tmp_path: Path) -> None:
         asked.set()
         await turn.wait()
 
-    async def tick() -> None:
-        return None
-
-    worker = Worker(store, time.time, {"summary": run}, tick, concurrency=1)
+    worker = Worker(store, time.time, {"summary": run}, no_tick, concurrency=1)
     worker.turn = background_turn
     with store.transaction() as db:
         store.enqueue(db, "summary", "ep-1", time.time())
@@ -111,18 +115,8 @@ async def test_a_request_in_flight_does_not_make_each_debounced_job_wake_the_loo
     async def run(job: Job) -> None:
         return None
 
-    async def tick() -> None:
-        return None
-
-    worker = Worker(store, time.time, {"summary": run, "detect": run}, tick, concurrency=1)
-    looked: list[Job | None] = []
-    claim = worker._claim
-
-    def counted() -> Job | None:
-        looked.append(claim())
-        return looked[-1]
-
-    worker._claim = counted  # type: ignore[method-assign]
+    worker = Worker(store, time.time, {"summary": run, "detect": run}, no_tick, concurrency=1)
+    looked = count_claims(worker)
     worker.inflight.add("m-1")  # a request is deciding memory m-1
     with store.transaction() as db:
         store.enqueue(db, "detect", "m-1", time.time())
