@@ -749,6 +749,26 @@ async def test_cancelled_call_settles_its_reservation(fake: FakeLLM, tmp_path: P
     assert row["outcome"] == "error:cancelled" and row["cost_usd"] == row["reserved_usd"]
 
 
+async def test_tokens_are_counted_off_the_event_loop(
+    fake: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a long prompt's tokens (and the answer's) takes milliseconds: it runs on a
+    thread, so requests are not held behind it. The real counter runs; this only notes where."""
+    client, _ = make(fake, tmp_path)
+    lit = load_litellm()
+    counter = lit.token_counter
+    threads: list[threading.Thread] = []
+
+    def noted(*args: Any, **kwargs: Any) -> int:
+        threads.append(threading.current_thread())
+        return counter(*args, **kwargs)
+
+    monkeypatch.setattr(lit, "token_counter", noted)
+    await client.run(summary_prompt())
+    assert len(threads) >= 2  # the prompt, the answer (and any count litellm makes itself)
+    assert threading.main_thread() not in threads
+
+
 def test_importing_the_llm_layer_does_not_import_litellm(tmp_path: Path) -> None:
     code = (
         "import sys\nfrom tribalmemory.config import EpisodesConfig\n"

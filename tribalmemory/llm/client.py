@@ -581,7 +581,7 @@ class LLMClient:
             if max_tokens is None
             else max(1, min(max_tokens, cfg.max_output_tokens))
         )
-        counted = self._count_tokens(lit, messages)
+        counted = await asyncio.to_thread(self._count_tokens, lit, messages)  # off the loop
         worst = lm.worst_case_cost_usd(counted, out_cap, *self._prices)
         call_id = uuid.uuid4().hex
         kind, detail, wait_hint = "other", "", None
@@ -714,8 +714,16 @@ class LLMClient:
                 self._settle, res.id, outcome=f"error:{kind}", cost_usd=cost, detail=_short(exc)
             )
             return False, None, kind, _short(exc), _retry_after(exc)
-        try:
-            read = self._read(lit, response, counted, max_tokens, validate)
+        try:  # counting the answer's tokens can take milliseconds: off the event loop
+            read = await asyncio.to_thread(self._read, lit, response, counted, max_tokens, validate)
+        except asyncio.CancelledError:
+            self._settle(
+                res.id,
+                outcome="error:cancelled",
+                cost_usd=res.reserved_usd,
+                detail="cancelled by the caller",
+            )
+            raise
         except Exception as exc:  # noqa: BLE001 - an answer of an unexpected shape
             worst = lm.Charge(lm.worst_case_prompt_tokens(counted), max_tokens)
             read = _Read("invalid_response", f"unreadable answer: {_short(exc)}", None, worst)
