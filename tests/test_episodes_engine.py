@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -265,3 +266,31 @@ async def test_state_survives_restart(make_runtime):
     assert got["memory_ids"] == [a[0]["memory_id"], a[1]["memory_id"]]
     joined = await remember(again, AUTH[2], 6)
     assert joined["episode_id"] == episode_id
+
+
+async def test_features_of_many_members_are_built_off_the_event_loop(make_runtime, monkeypatch):
+    """Tokenising a large episode's members takes milliseconds: on a thread, the event loop
+    gets the GIL back every millisecond instead of waiting for the whole."""
+    rt = await make_runtime()
+    texts = [
+        *AUTH,
+        *DB,
+        "The iOS build now signs with the new distribution certificate.",
+        "Release notes for 4.2 list the offline mode and the faster sync.",
+    ]
+    ids = [(await remember(rt, text, 3, 8 + i))["memory_id"] for i, text in enumerate(texts)]
+    state = rt.episodes.engine.state
+    threads: list[threading.Thread] = []
+    build = state.matcher.memory
+
+    def noted(memory, vector):
+        threads.append(threading.current_thread())
+        return build(memory, vector)
+
+    monkeypatch.setattr(state.matcher, "memory", noted)
+    features = await state.features(ids)
+    assert [f.id for f in features] == ids and len(ids) > 8
+    assert threading.main_thread() not in threads
+    threads.clear()
+    await state.features(ids[:2])  # a few: inline, no thread hop
+    assert threads == [threading.main_thread()] * 2

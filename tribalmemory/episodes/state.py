@@ -30,6 +30,7 @@ from .matching import EpisodeFeatures, Matcher, MemoryFeatures, when
 from .store import EpisodeRow, EpisodeStore
 
 DETECTOR_SAVE_EVERY = 25
+FEATURES_INLINE = 8  # features of at most this many memories are built on the event loop
 MAX_NOTED = 50_000  # memory projects kept in mind beyond the seeds'
 REPRESENTATIVE_POOL = 64
 """The latest members of an episode among which a prompt's are chosen."""
@@ -104,10 +105,17 @@ class EngineState:
             self.seeds[features.id] = features
 
     async def features(self, memory_ids: list[str]) -> list[MemoryFeatures]:
-        """Features of the stored memories among ``memory_ids``, in the store's order."""
+        """Features of the stored memories among ``memory_ids``, in the store's order. Built on
+        a thread (tokenising a few hundred memories takes milliseconds; there the event loop
+        gets the GIL back every millisecond, so a request waits that long, not the whole)."""
         memories = await self.host.get_memories(memory_ids)  # notes their projects
         vectors = await self.host.get_vectors([m.id for m in memories])
-        return [self.matcher.memory(m, vectors[m.id]) for m in memories if m.id in vectors]
+        found = [m for m in memories if m.id in vectors]
+        if len(found) <= FEATURES_INLINE:
+            return [self.matcher.memory(m, vectors[m.id]) for m in found]
+        return await asyncio.to_thread(
+            lambda: [self.matcher.memory(m, vectors[m.id]) for m in found]
+        )
 
     async def in_time_order(self, memory_ids: list[str]) -> list[tuple[Memory, MemoryFeatures]]:
         """The stored memories among ``memory_ids`` (those with a vector) with their features,
