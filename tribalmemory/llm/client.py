@@ -698,12 +698,7 @@ class LLMClient:
                 self.config.request_timeout_seconds + TIMEOUT_GRACE_SECONDS,
             )
         except asyncio.CancelledError:
-            self._settle(
-                res.id,
-                outcome="error:cancelled",
-                cost_usd=res.reserved_usd,
-                detail="cancelled by the caller",
-            )
+            self._settle_cancelled(res)
             raise
         except Exception as exc:  # noqa: BLE001 - every provider error is classified
             kind = classify_error(lit, exc)
@@ -717,12 +712,7 @@ class LLMClient:
         try:  # counting the answer's tokens can take milliseconds: off the event loop
             read = await asyncio.to_thread(self._read, lit, response, counted, max_tokens, validate)
         except asyncio.CancelledError:
-            self._settle(
-                res.id,
-                outcome="error:cancelled",
-                cost_usd=res.reserved_usd,
-                detail="cancelled by the caller",
-            )
+            self._settle_cancelled(res)
             raise
         except Exception as exc:  # noqa: BLE001 - an answer of an unexpected shape
             worst = lm.Charge(lm.worst_case_prompt_tokens(counted), max_tokens)
@@ -746,6 +736,17 @@ class LLMClient:
         if read.kind != "ok":
             return False, None, read.kind, read.detail[:300], None
         return True, read.value, "ok", "", None
+
+    def _settle_cancelled(self, res: Reservation) -> None:
+        """Settle the row of a call its caller cancelled, at its reservation (a request that
+        was sent may be billed)."""
+        assert res.id is not None
+        self._settle(
+            res.id,
+            outcome="error:cancelled",
+            cost_usd=res.reserved_usd,
+            detail="cancelled by the caller",
+        )
 
     def _read(
         self,
