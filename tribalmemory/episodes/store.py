@@ -811,10 +811,13 @@ class EpisodeStore:
         """When the next job falls due, leaving out the jobs of ``exclude_keys`` (running, or a
         memory's detect job while its request decides it): a loop sleeps until then."""
         rows = self.db.execute("SELECT not_before, key FROM jobs ORDER BY not_before")
-        for not_before, key in rows:
-            if key not in exclude_keys:
-                return float(not_before)
-        return None
+        try:
+            for not_before, key in rows:
+                if key not in exclude_keys:
+                    return float(not_before)
+            return None
+        finally:
+            rows.close()  # read no further than the first job that counts
 
     def finish_job(self, db: sqlite3.Connection, job: Job) -> None:
         """Delete the job unless it was re-armed while it ran (then it runs again). A
