@@ -285,6 +285,10 @@ class DetectorContext:
     def idf(self, term: str) -> float:
         return math.log((self.doc_count + 1.0) / (self.doc_freq.get(term, 0) + 0.5))
 
+    def idf_weights(self, terms: Iterable[str]) -> dict[str, float]:
+        """:meth:`idf` of each of ``terms`` (a memory's, weighed once for many candidates)."""
+        return {t: self.idf(t) for t in terms}
+
     def to_json(self, terms: bool = True) -> dict[str, Any]:
         """Everything, or without ``doc_freq`` (``terms=False``: the engine keeps the term
         counts in a table of their own, written by the change)."""
@@ -442,7 +446,7 @@ def lexical_overlap(
     """Rare-term coverage (0..1): the share of the memory's IDF mass (its content terms) that
     also occurs in the candidate's term bag. Common words weigh ~0, rare shared terms dominate.
     O(terms of the memory)."""
-    return weighted_overlap({t: context.idf(t) for t in terms}, bag)
+    return weighted_overlap(context.idf_weights(terms), bag)
 
 
 def weighted_overlap(weights: Mapping[str, float], bag: Mapping[str, int] | Iterable[str]) -> float:
@@ -506,7 +510,7 @@ def evidence(
     )
     z = (sim - context.cos_mean) / context.cos_std
     if idf is None:
-        idf = {t: context.idf(t) for t in memory.terms}
+        idf = context.idf_weights(memory.terms)
     lex = weighted_overlap(idf, episode.term_counts)
     hours = hours_between(episode.last_activity, memory.created_at)
     paces = context.paces(episode.last_activity, memory.created_at)
@@ -703,7 +707,7 @@ def rank_candidates(
     evs: list[tuple[str, str, Evidence]] = []
     background: list[np.ndarray] = []
     mterms = memory.terms
-    idf = {t: context.idf(t) for t in mterms}
+    idf = context.idf_weights(mterms)
     for ep in episodes:
         episode_cos = ep.vectors @ memory.vector
         ev = evidence(memory, ep, context, model, cos=episode_cos, idf=idf)

@@ -111,11 +111,11 @@ class EngineState:
         memories = await self.host.get_memories(memory_ids)  # notes their projects
         vectors = await self.host.get_vectors([m.id for m in memories])
         found = [m for m in memories if m.id in vectors]
-        if len(found) <= FEATURES_INLINE:
+
+        def build() -> list[MemoryFeatures]:
             return [self.matcher.memory(m, vectors[m.id]) for m in found]
-        return await asyncio.to_thread(
-            lambda: [self.matcher.memory(m, vectors[m.id]) for m in found]
-        )
+
+        return build() if len(found) <= FEATURES_INLINE else await asyncio.to_thread(build)
 
     async def in_time_order(self, memory_ids: list[str]) -> list[tuple[Memory, MemoryFeatures]]:
         """The stored memories among ``memory_ids`` (those with a vector) with their features,
