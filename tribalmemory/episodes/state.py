@@ -53,6 +53,21 @@ class ProjectNotingHost:
         return getattr(self._inner, name)
 
 
+class EpisodeLock(asyncio.Lock):
+    """An episode's lock, counting how often it was taken. Work that waits long (a summary
+    job's LLM call) runs without it, since the detect lock's holders wait for it and every
+    ``remember`` for them; it then writes only if nobody took the lock meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.taken = 0
+
+    async def acquire(self) -> bool:
+        await super().acquire()
+        self.taken += 1
+        return True
+
+
 class EngineState:
     """Settings, stores, clock, in-memory features and locks of one episode engine."""
 
@@ -71,7 +86,7 @@ class EngineState:
         self.seeds: dict[str, MemoryFeatures] = {}  # unassigned memory id -> features
         self.wake: Callable[..., None] = lambda due=None: None  # set by the worker
         self._host: PluginHost | None = None
-        self._episode_locks: dict[str, asyncio.Lock] = {}
+        self._episode_locks: dict[str, EpisodeLock] = {}
         # Detection offers a memory only the candidates of its own project (an episode never
         # spans two): the project of each memory the detector may still decide or seed with,
         # and of each episode (never changes), looked up once.
@@ -155,8 +170,8 @@ class EngineState:
         else:
             self.active.pop(episode_id, None)
 
-    def lock(self, episode_id: str) -> asyncio.Lock:
-        return self._episode_locks.setdefault(episode_id, asyncio.Lock())
+    def lock(self, episode_id: str) -> EpisodeLock:
+        return self._episode_locks.setdefault(episode_id, EpisodeLock())
 
     def drop_lock(self, episode_id: str) -> None:
         self._episode_locks.pop(episode_id, None)

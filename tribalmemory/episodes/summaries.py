@@ -10,6 +10,7 @@ Everything here that writes an episode's summary holds that episode's lock.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +29,14 @@ EMPTY_TITLE = "Untitled episode"  # what an episode is called while nothing in i
 log = logging.getLogger("tribalmemory.episodes")
 
 
+@dataclass
+class DerivedWrites:
+    """The lesson and decision memories a new record changes, and those it no longer has."""
+
+    memories: list[Memory]
+    stale: list[str]
+
+
 class Summaries:
     """Writes episode summaries and their summary memories."""
 
@@ -37,9 +46,16 @@ class Summaries:
         self.summariser = summariser
 
     async def run(self, episode_id: str, trigger: str | None = None) -> None:
-        """The summary job: LLM summary of the planned kind, or the extractive fallback."""
+        """The summary job: LLM summary of the planned kind, or the extractive fallback.
+
+        The episode's lock is held to read the members and to write, not in between: the LLM
+        call, the background turn and the embeddings can take seconds, and moves, merges and
+        splits wait for the lock holding the detect lock, which every ``remember`` waits for.
+        What was computed is written only if nobody took the lock meanwhile (a member left,
+        a user edit); else the job is queued again."""
         settings = self.state.settings
-        async with self.state.lock(episode_id):
+        lock = self.state.lock(episode_id)
+        async with lock:
             live = await self._live_members(episode_id)
             if live is None:
                 return
@@ -64,32 +80,47 @@ class Summaries:
                 update_every=settings.llm_update_every,
             )
             interim = plan == "interim" and bool(row.llm_summary) and self.summariser.ready()
-            result = (
-                None
-                if plan == "interim"
-                else await self.summariser.summarise(plan, row, memories, new_memories, trigger)
+            taken = lock.taken
+        result = (
+            None
+            if plan == "interim"
+            else await self.summariser.summarise(plan, row, memories, new_memories, trigger)
+        )
+        # What follows uses the CPU (extractive summary, embedding): requests go first.
+        await self.state.host.background_turn()
+        values: dict[str, Any] = {"updated_at": self.state.clock()}
+        if interim:
+            values.update(
+                summary=extractive.interim_summary(row.llm_summary, new_memories),
+                summary_kind="llm",
             )
-            # What follows uses the CPU (extractive summary, embedding): requests go first.
-            await self.state.host.background_turn()
-            values: dict[str, Any] = {"updated_at": self.state.clock()}
-            if interim:
-                values.update(
-                    summary=extractive.interim_summary(row.llm_summary, new_memories),
-                    summary_kind="llm",
-                )
-            else:
-                values.update(summary_values(plan, row, memories, vectors, result, marker))
-            values["metadata"] = with_participants(
-                values.get("metadata", row.metadata), memories, result
-            )
-            values["structured"] = structured_record(row, memories, result)
-            title = values.get("title", row.title)
+        else:
+            values.update(summary_values(plan, row, memories, vectors, result, marker))
+        values["metadata"] = with_participants(
+            values.get("metadata", row.metadata), memories, result
+        )
+        values["structured"] = structured_record(row, memories, result)
+        title = values.get("title", row.title)
+        summary = self._summary_memory(
+            row, memories, title, values["summary"], values["summary_kind"]
+        )
+        writes = await self._derived_writes(row, values["structured"], memories, title)
+        embedded = await self._embedded([summary, *writes.memories], background=True)
+        async with lock:
             if self.store.episode(episode_id) is None:
                 return
-            await self.write_memory(row, memories, title, values["summary"], values["summary_kind"])
+            if lock.taken != taken + 1:
+                log.info("episode %s changed during its summary job: the job runs again", row.id)
+                with self.store.transaction() as db:
+                    self.state.queue_summary(
+                        db, episode_id, self.state.clock(), trigger=trigger, delay=0.0
+                    )
+                return
+            await self._put(embedded[:1])
             with self.store.transaction() as db:
                 self.store.update_episode(db, episode_id, **values)
-            await self.write_derived(row, values["structured"], memories, title)
+            await self._put(embedded[1:])
+            await self._delete_stale(writes)
 
     async def refresh_extractive(self, episode_id: str) -> None:
         """After a member left (removed, moved, forgotten or superseded): rewrite everything
@@ -113,26 +144,63 @@ class Summaries:
         self, row: EpisodeRow, record: dict[str, Any], memories: list[Memory], title: str
     ) -> None:
         """Insert or replace the episode's LESSON / DECISION memories and delete the ones its
-        shorter lists no longer have (the record is stored first: see :mod:`.derived`)."""
-        now = from_epoch(self.state.clock())
-        wanted = derived.memories(row, record, memories, title, now)
-        existing = {m.id: m for m in await self.state.host.get_memories([m.id for m in wanted])}
-        for memory in wanted:
-            old = existing.get(memory.id)
-            if old is None or not derived.unchanged(old, memory):
-                await self.state.host.write_owned(memory)
-        stale = derived.stale_ids(row.id, row.structured, record)
-        if stale:
-            await self.state.host.delete_owned(stale)
+        shorter lists no longer have (the record is stored first: see :mod:`.derived`). The
+        caller holds locks that requests may wait for: embedded at request priority."""
+        writes = await self._derived_writes(row, record, memories, title)
+        await self._put(await self._embedded(writes.memories, background=False))
+        await self._delete_stale(writes)
 
     async def write_memory(
         self, row: EpisodeRow, memories: list[Memory], title: str, summary: str, kind: str
     ) -> None:
-        """Insert or replace the episode's EPISODE_SUMMARY memory (same id every time)."""
+        """Insert or replace the episode's EPISODE_SUMMARY memory (same id every time). The
+        caller holds locks that requests may wait for: embedded at request priority."""
+        memory = self._summary_memory(row, memories, title, summary, kind)
+        await self._put(await self._embedded([memory], background=False))
+
+    def _summary_memory(
+        self, row: EpisodeRow, memories: list[Memory], title: str, summary: str, kind: str
+    ) -> Memory | None:
+        """The summary memory to write; None when the episode has none (no member left)."""
         if row.summary_memory_id is None:
-            return
+            return None
         now = from_epoch(self.state.clock())
-        await self.state.host.write_owned(summary_memory(row, memories, title, summary, kind, now))
+        return summary_memory(row, memories, title, summary, kind, now)
+
+    async def _derived_writes(
+        self, row: EpisodeRow, record: dict[str, Any], memories: list[Memory], title: str
+    ) -> DerivedWrites:
+        """The lesson and decision memories that ``record`` changes, and the stale ones."""
+        now = from_epoch(self.state.clock())
+        wanted = derived.memories(row, record, memories, title, now)
+        existing = {m.id: m for m in await self.state.host.get_memories([m.id for m in wanted])}
+        changed = [
+            m
+            for m in wanted
+            if (old := existing.get(m.id)) is None or not derived.unchanged(old, m)
+        ]
+        return DerivedWrites(changed, derived.stale_ids(row.id, row.structured, record))
+
+    async def _embedded(
+        self, memories: list[Memory | None], background: bool
+    ) -> list[tuple[Memory, np.ndarray] | None]:
+        """Each memory with its vector (None stays None): ``background`` at low priority,
+        else at request priority (for a caller holding what requests wait for)."""
+        texts = [m.content for m in memories if m is not None]
+        if not texts:
+            return [None for _ in memories]
+        host = self.state.host
+        vectors = iter(await (host.embed_background(texts) if background else host.embed(texts)))
+        return [None if m is None else (m, next(vectors)) for m in memories]
+
+    async def _put(self, embedded: list[tuple[Memory, np.ndarray] | None]) -> None:
+        for item in embedded:
+            if item is not None:
+                await self.state.host.write_owned(*item)
+
+    async def _delete_stale(self, writes: DerivedWrites) -> None:
+        if writes.stale:
+            await self.state.host.delete_owned(writes.stale)
 
     async def _live_members(
         self, episode_id: str

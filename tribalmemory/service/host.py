@@ -57,8 +57,9 @@ class PluginHost(Protocol):
         ``project`` sees, best first."""
         ...
 
-    async def write_owned(self, memory: Memory) -> None:
-        """Insert or replace a plugin-owned memory (embedded in the background)."""
+    async def write_owned(self, memory: Memory, vector: np.ndarray | None = None) -> None:
+        """Insert or replace a plugin-owned memory: with ``vector`` (from :meth:`embed` or
+        :meth:`embed_background`) as given, else embedded in the background."""
         ...
 
     async def delete_owned(self, memory_ids: list[str]) -> None:
@@ -76,6 +77,11 @@ class PluginHost(Protocol):
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors of ``texts`` with the store's model (on the request path: keep it short)."""
+        ...
+
+    async def embed_background(self, texts: list[str]) -> np.ndarray:
+        """Vectors of ``texts`` for background work: at low priority, so it may wait while
+        requests run (never call it holding what a request waits for)."""
         ...
 
 
@@ -125,9 +131,9 @@ class ServiceHost:
             project=project,
         )
 
-    async def write_owned(self, memory: Memory) -> None:
+    async def write_owned(self, memory: Memory, vector: np.ndarray | None = None) -> None:
         _check_owned([memory])
-        await self._service.put_internal(memory)
+        await self._service.put_internal(memory, vector)
 
     async def delete_owned(self, memory_ids: list[str]) -> None:
         _check_owned(await self._service.get_many(memory_ids))
@@ -141,6 +147,9 @@ class ServiceHost:
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         return await self._service.embed(texts)
+
+    async def embed_background(self, texts: list[str]) -> np.ndarray:
+        return await self._service.embed_background(texts)
 
 
 def _check_owned(memories: list[Memory]) -> None:

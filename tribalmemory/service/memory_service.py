@@ -492,10 +492,12 @@ class MemoryService:
             return await self.embed(texts)
         return await self.background.embed(texts)
 
-    async def put_internal(self, memory: Memory) -> None:
-        """Insert or replace a memory written by a plugin (e.g. an episode summary)."""
+    async def put_internal(self, memory: Memory, vector: np.ndarray | None = None) -> None:
+        """Insert or replace a memory written by a plugin (e.g. an episode summary), with its
+        ``vector`` if the plugin embedded it already."""
         self.check_space([memory.content])
-        vector = (await self.embed_background([memory.content]))[0]
+        if vector is None:
+            vector = (await self.embed_background([memory.content]))[0]
         async with self._write_lock:
             self.check_space([memory.content])
             await self._upsert([memory], vector[None, :])
