@@ -7,4 +7,4 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from fakellm import fake_llm, fake_llm_env  # noqa: E402,F401
 
-pytest_plugins = ["helpers_http"]
+pytest_plugins = ["helpers_http", "helpers_runtime"]

@@ -4,13 +4,12 @@ once, and the LLM's input), through the real service, episode engine and fake LL
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from fakellm import FakeLLM
 from helpers_http import unique
+from helpers_runtime import settle
 from starlette.testclient import TestClient
 
 from tribalmemory.config import config_from_dict
@@ -24,28 +23,6 @@ STAGING = [
     "Connect to staging Postgres through the bastion host with the ops VPN profile.",
 ]
 CORRECTION = "Staging Postgres listens on port 6543 since the legacy cluster was retired."
-
-
-@pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[Any]:
-    started: list[Runtime] = []
-
-    async def make(**episodes: Any) -> Runtime:
-        settings = {"detector_strategy": "embedding", "summary_debounce_seconds": 0}
-        settings.update(episodes)
-        config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
-        rt = await start_runtime(config, run_scheduler=False, llm_options={"backoff_base": 0.01})
-        started.append(rt)
-        await rt.episodes.summariser.check()
-        return rt
-
-    yield make
-    for rt in started:
-        await rt.stop()
-
-
-async def settle(rt: Runtime) -> None:
-    assert await rt.episodes.worker.drain(30), "episode work did not settle"
 
 
 def ids(found: dict[str, Any]) -> list[str]:

@@ -4,14 +4,12 @@ episodes with long user titles, and an explicit regenerate after an outage."""
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import pytest
 from fakellm import FakeLLM
+from helpers_runtime import settle
 
-from tribalmemory.config import config_from_dict
-from tribalmemory.runtime import Runtime, start_runtime
+from tribalmemory.runtime import Runtime
 
 AUTH = [
     "Support ticket: customers are logged out at random when the web app is open in several "
@@ -24,33 +22,6 @@ LONG_TITLE = (
     "Customers logged out of every open tab after the refresh-token rotation release: "
     "reuse detection revokes the token family when two tabs refresh at the same moment"
 )
-
-
-@pytest.fixture
-async def runtime(tmp_path) -> AsyncIterator[Callable[..., Any]]:
-    started: list[Runtime] = []
-
-    async def make(client_kw: dict[str, Any] | None = None, **episodes: Any) -> Runtime:
-        settings = {
-            "detector_strategy": "embedding",
-            "summary_debounce_seconds": 0,
-            "llm_update_every": 2,
-        }
-        settings.update(episodes)
-        config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
-        options = {"backoff_base": 0.01, **(client_kw or {})}
-        rt = await start_runtime(config, run_scheduler=False, llm_options=options)
-        started.append(rt)
-        await rt.episodes.summariser.check()
-        return rt
-
-    yield make
-    for rt in started:
-        await rt.stop()
-
-
-async def settle(rt: Runtime) -> None:
-    assert await rt.episodes.worker.drain(30), "episode work did not settle"
 
 
 async def episode_with_long_title(rt: Runtime) -> str:
@@ -71,7 +42,7 @@ async def test_an_episode_with_a_long_user_title_gets_its_llm_summary(
 ) -> None:
     """18.9: with a user title of 81-200 characters every LLM summary failed validation (the
     model keeps the title it is shown): three billed attempts, then an extractive summary."""
-    rt = await runtime()
+    rt = await runtime(llm_update_every=2)
     episode_id = await episode_with_long_title(rt)
     got = (await rt.api.episode_get(episode_id))["episode"]
     assert got["title"] == LONG_TITLE and got["summary_kind"] == "llm"
@@ -91,7 +62,11 @@ async def test_regenerate_after_an_outage_calls_the_provider_at_once(
         port = sock.getsockname()[1]
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     # The scheduled re-probe is an hour away: only the explicit regenerate can call now.
-    rt = await runtime(client_kw={"probe_first": 3600.0}, api_base=f"http://127.0.0.1:{port}/v1")
+    rt = await runtime(
+        client_kw={"probe_first": 3600.0},
+        api_base=f"http://127.0.0.1:{port}/v1",
+        llm_update_every=2,
+    )
     health = rt.api.health()["llm"]
     assert health["state"] == "unreachable" and health["next_probe"].endswith("Z")
     assert "fallback" in health

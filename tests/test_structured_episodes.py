@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 from fakellm import FakeLLM, Recorded, Reply, default_reply
+from helpers_runtime import settle
 
-from tribalmemory.config import config_from_dict
 from tribalmemory.episodes import derived
 from tribalmemory.errors import InvalidInput, NotFound, PayloadTooLarge
-from tribalmemory.runtime import Runtime, start_runtime
+from tribalmemory.runtime import Runtime
 from tribalmemory.timeutil import utc_now
 
 STORY = [
@@ -33,31 +32,9 @@ STORY = [
 
 
 @pytest.fixture
-async def runtime(tmp_path) -> AsyncIterator[Callable[..., Any]]:
-    started: list[Runtime] = []
-
-    async def make(**episodes: Any) -> Runtime:
-        settings = {"detector_strategy": "embedding", "summary_debounce_seconds": 0}
-        settings.update(episodes)
-        config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
-        rt = await start_runtime(config, run_scheduler=False, llm_options={"backoff_base": 0.01})
-        started.append(rt)
-        await rt.episodes.summariser.check()
-        return rt
-
-    yield make
-    for rt in started:
-        await rt.stop()
-
-
-@pytest.fixture
 def no_llm(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
         monkeypatch.delenv(name, raising=False)
-
-
-async def settle(rt: Runtime) -> None:
-    assert await rt.episodes.worker.drain(30), "episode work did not settle"
 
 
 async def closed_episode(rt: Runtime, source: str = "codex") -> tuple[str, list[str]]:

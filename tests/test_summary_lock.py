@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable
-from typing import Any
 
-import pytest
 from fakellm import FakeLLM, Recorded, Reply, default_reply
+from helpers_runtime import settle
 
-from tribalmemory.config import config_from_dict
 from tribalmemory.models import Memory
-from tribalmemory.runtime import Runtime, start_runtime
+from tribalmemory.runtime import Runtime
 
+SETTINGS = {"llm_update_every": 1, "merge_checks": False, "split_checks": False}
 HANG_GUARD = 30.0  # seconds: only bounds a hang of the old code; the fix answers in well under 1
 
 AUTH = [
@@ -51,33 +49,6 @@ class HeldAnswers:
         self.released.set()
 
 
-@pytest.fixture
-async def runtime(tmp_path, fake_llm_env: FakeLLM) -> AsyncIterator[Callable[..., Any]]:
-    started: list[Runtime] = []
-
-    async def make() -> Runtime:
-        settings = {
-            "detector_strategy": "embedding",
-            "summary_debounce_seconds": 0,
-            "llm_update_every": 1,
-            "merge_checks": False,
-            "split_checks": False,
-        }
-        config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": settings})
-        rt = await start_runtime(config, run_scheduler=False, llm_options={"backoff_base": 0.01})
-        started.append(rt)
-        await rt.episodes.summariser.check()
-        return rt
-
-    yield make
-    for rt in started:
-        await rt.stop()
-
-
-async def settle(rt: Runtime) -> None:
-    assert await rt.episodes.worker.drain(HANG_GUARD), "episode work did not settle"
-
-
 async def episode_of(rt: Runtime, title: str, texts: list[str]) -> tuple[str, list[str]]:
     ids = [(await rt.api.remember(t, skip_dedup=True))["memory_id"] for t in texts]
     created = await rt.api.episode_create(title, ids)
@@ -100,7 +71,7 @@ async def held_summary(rt: Runtime, fake: FakeLLM, episode_id: str) -> HeldAnswe
 async def test_remember_does_not_wait_for_a_summary_call_behind_a_merge(
     runtime, fake_llm_env: FakeLLM
 ) -> None:
-    rt = await runtime()
+    rt = await runtime(**SETTINGS)
     auth, _ = await episode_of(rt, "Mobile login refresh", AUTH)
     billing, _ = await episode_of(rt, "Billing export credit notes", BILLING)
     await settle(rt)
@@ -133,7 +104,7 @@ async def test_a_member_removed_during_the_call_is_not_in_the_summary_written_af
 ) -> None:
     """The held answer quotes every member it was shown, the removed one too: it is set
     aside, and the job runs again on the members that are left."""
-    rt = await runtime()
+    rt = await runtime(**SETTINGS)
     auth, ids = await episode_of(rt, "Mobile login refresh", [*AUTH, f"Mobile login: {SECRET}."])
     await settle(rt)
     held = await held_summary(rt, fake_llm_env, auth)
