@@ -1,5 +1,6 @@
-"""The in-process runtime fixture: a memory service with the episode engine on a temporary data
-folder, started without the scheduler and stopped after the test."""
+"""The in-process runtime fixture ``engine_runtime``: a memory service with the episode engine
+on a temporary data folder, started without the scheduler and stopped after the test. (The
+``runtime`` fixture of :mod:`helpers_http` is the runtime an HTTP test client started.)"""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ SETTLE_SECONDS = 30.0  # bounds a hang; the fake LLM answers at once
 
 
 @pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[Runtime]]]:
-    """``await runtime(**episodes)``: embedding detection and no summary debounce unless
+async def engine_runtime(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[Runtime]]]:
+    """``await engine_runtime(**episodes)``: embedding detection and no summary debounce unless
     ``episodes`` says otherwise; ``client_kw`` adds LLM client options (retries back off
     10 ms). The summariser has checked the LLM before it is returned."""
     started: list[Runtime] = []

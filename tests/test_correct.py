@@ -44,8 +44,8 @@ async def summary_texts(rt: Runtime, episode_id: str) -> list[str]:
     return [row.title, row.summary, row.llm_summary, str(row.metadata)] + [m.content for m in found]
 
 
-async def test_a_corrected_memory_leaves_recall_and_summaries(runtime: Any) -> None:
-    rt = await runtime()
+async def test_a_corrected_memory_leaves_recall_and_summaries(engine_runtime: Any) -> None:
+    rt = await engine_runtime()
     stored, episode_id = await staging_episode(rt)
     assert any("5433" in text for text in await summary_texts(rt, episode_id))
     old = stored[0]
@@ -69,9 +69,9 @@ async def test_a_corrected_memory_leaves_recall_and_summaries(runtime: Any) -> N
 
 
 async def test_the_llm_is_not_shown_the_corrected_memory(
-    runtime: Any, fake_llm_env: FakeLLM
+    engine_runtime: Any, fake_llm_env: FakeLLM
 ) -> None:
-    rt = await runtime(llm_update_every=1)
+    rt = await engine_runtime(llm_update_every=1)
     stored, episode_id = await staging_episode(rt)
     row = rt.episodes.store.episode(episode_id)
     assert row is not None and row.summary_kind == "llm" and "5433" in row.summary

@@ -38,11 +38,11 @@ def ledger_outcomes(rt: Runtime, episode_id: str) -> list[str]:
 
 
 async def test_an_episode_with_a_long_user_title_gets_its_llm_summary(
-    runtime, fake_llm_env: FakeLLM
+    engine_runtime, fake_llm_env: FakeLLM
 ) -> None:
     """18.9: with a user title of 81-200 characters every LLM summary failed validation (the
     model keeps the title it is shown): three billed attempts, then an extractive summary."""
-    rt = await runtime(llm_update_every=2)
+    rt = await engine_runtime(llm_update_every=2)
     episode_id = await episode_with_long_title(rt)
     got = (await rt.api.episode_get(episode_id))["episode"]
     assert got["title"] == LONG_TITLE and got["summary_kind"] == "llm"
@@ -54,7 +54,7 @@ async def test_an_episode_with_a_long_user_title_gets_its_llm_summary(
 
 
 async def test_regenerate_after_an_outage_calls_the_provider_at_once(
-    runtime, monkeypatch: pytest.MonkeyPatch
+    engine_runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """18.4: after an outage no LLM call was made again, not even on an explicit regenerate."""
     with socket.socket() as sock:  # the provider is down at start
@@ -62,7 +62,7 @@ async def test_regenerate_after_an_outage_calls_the_provider_at_once(
         port = sock.getsockname()[1]
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     # The scheduled re-probe is an hour away: only the explicit regenerate can call now.
-    rt = await runtime(
+    rt = await engine_runtime(
         client_kw={"probe_first": 3600.0},
         api_base=f"http://127.0.0.1:{port}/v1",
         llm_update_every=2,

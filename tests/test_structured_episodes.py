@@ -55,9 +55,9 @@ async def lesson_hits(rt: Runtime, query: str) -> list[dict[str, Any]]:
 
 
 async def test_closing_extracts_the_record_in_the_final_summary_call(
-    runtime, fake_llm_env: FakeLLM
+    engine_runtime, fake_llm_env: FakeLLM
 ) -> None:
-    rt = await runtime()
+    rt = await engine_runtime()
     episode_id, ids = await closed_episode(rt)
     # No extra call: every request is one of the summary purposes, one final for the close.
     purposes = [r.purpose for r in fake_llm_env.requests]
@@ -85,7 +85,7 @@ async def test_closing_extracts_the_record_in_the_final_summary_call(
 
 
 async def test_invalid_parts_of_the_answer_are_dropped_with_a_warning(
-    runtime, fake_llm_env: FakeLLM, caplog: pytest.LogCaptureFixture
+    engine_runtime, fake_llm_env: FakeLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
     def answer(request: Recorded) -> Reply:
         reply = default_reply(request)
@@ -98,7 +98,7 @@ async def test_invalid_parts_of_the_answer_are_dropped_with_a_warning(
         return Reply.json(data)
 
     fake_llm_env.responder = answer
-    rt = await runtime()
+    rt = await engine_runtime()
     with caplog.at_level(logging.WARNING, logger="tribalmemory.episodes"):
         episode_id, ids = await closed_episode(rt)
     record = (await rt.api.episode_get(episode_id))["episode"]["structured"]
@@ -114,8 +114,8 @@ async def test_invalid_parts_of_the_answer_are_dropped_with_a_warning(
     assert fake_llm_env.by_purpose("final") and len(fake_llm_env.by_purpose("final")) == 1
 
 
-async def test_without_an_llm_the_cue_rules_fill_the_record(runtime, no_llm) -> None:
-    rt = await runtime()
+async def test_without_an_llm_the_cue_rules_fill_the_record(engine_runtime, no_llm) -> None:
+    rt = await engine_runtime()
     assert rt.api.health()["llm"]["state"] != "ready"
     episode_id, ids = await closed_episode(rt)
     episode = (await rt.api.episode_get(episode_id))["episode"]
@@ -129,8 +129,8 @@ async def test_without_an_llm_the_cue_rules_fill_the_record(runtime, no_llm) -> 
     assert [e["id"] for e in listed["episodes"]] == [episode_id]
 
 
-async def test_user_edits_survive_regeneration(runtime, fake_llm_env: FakeLLM) -> None:
-    rt = await runtime()
+async def test_user_edits_survive_regeneration(engine_runtime, fake_llm_env: FakeLLM) -> None:
+    rt = await engine_runtime()
     episode_id, ids = await closed_episode(rt)
     edit = {
         "task": "Stop multi-tab logouts",
@@ -151,8 +151,8 @@ async def test_user_edits_survive_regeneration(runtime, fake_llm_env: FakeLLM) -
     assert not any("test multi-tab flows" in m["content"] for m in found)  # replaced
 
 
-async def test_bad_edits_are_refused(runtime, no_llm) -> None:
-    rt = await runtime()
+async def test_bad_edits_are_refused(engine_runtime, no_llm) -> None:
+    rt = await engine_runtime()
     episode_id, _ = await closed_episode(rt)
     with pytest.raises(InvalidInput, match="not in the episode"):
         await rt.api.episode_update(
@@ -165,9 +165,9 @@ async def test_bad_edits_are_refused(runtime, no_llm) -> None:
 
 
 async def test_lessons_and_decisions_are_recalled_and_go_with_their_episode(
-    runtime, no_llm
+    engine_runtime, no_llm
 ) -> None:
-    rt = await runtime()
+    rt = await engine_runtime()
     episode_id, ids = await closed_episode(rt)
     found = await lesson_hits(rt, "test multi-tab flows lesson")
     kinds = {m["source_type"] for m in found}
@@ -189,10 +189,10 @@ async def test_lessons_and_decisions_are_recalled_and_go_with_their_episode(
     assert await lesson_hits(rt, "grace window decided") == []
 
 
-async def test_a_crash_mid_rewrite_is_reconciled(runtime, no_llm) -> None:
+async def test_a_crash_mid_rewrite_is_reconciled(engine_runtime, no_llm) -> None:
     """A lesson memory no record accounts for (a crash between writing and recording) is
     deleted at start; a missing one is written again by a queued summary job."""
-    rt = await runtime()
+    rt = await engine_runtime()
     episode_id, _ = await closed_episode(rt)
     row = rt.episodes.store.episode(episode_id)
     expected = derived.expected_ids(episode_id, row.structured)
@@ -209,8 +209,8 @@ async def test_a_crash_mid_rewrite_is_reconciled(runtime, no_llm) -> None:
     assert present == set(expected)
 
 
-async def test_list_filters(runtime, no_llm) -> None:
-    rt = await runtime()
+async def test_list_filters(engine_runtime, no_llm) -> None:
+    rt = await engine_runtime()
     episode_id, _ = await closed_episode(rt)
 
     async def closed(**filters: Any) -> list[str]:
@@ -263,10 +263,10 @@ async def context_world(rt: Runtime) -> tuple[str, str, str]:
     return good, failed, active
 
 
-async def test_context_holds_active_failed_and_relevant_lessons(runtime, no_llm) -> None:
+async def test_context_holds_active_failed_and_relevant_lessons(engine_runtime, no_llm) -> None:
     from tribalmemory.llm.client import load_litellm
 
-    rt = await runtime()
+    rt = await engine_runtime()
     good, failed, active = await context_world(rt)
     found = await rt.api.context(query="copy job statement timeout", budget_tokens=2000)
     assert found["truncated"] is False and found["token_model"] == "openai/gpt-4o-mini"
@@ -283,10 +283,10 @@ async def test_context_holds_active_failed_and_relevant_lessons(runtime, no_llm)
     assert counted <= found["used_tokens"] <= 2000
 
 
-async def test_context_stays_within_a_tight_budget(runtime, no_llm) -> None:
+async def test_context_stays_within_a_tight_budget(engine_runtime, no_llm) -> None:
     from tribalmemory.llm.client import load_litellm
 
-    rt = await runtime()
+    rt = await engine_runtime()
     await context_world(rt)
     full = await rt.api.context(budget_tokens=2000)
     tight = await rt.api.context(budget_tokens=60)
@@ -331,8 +331,10 @@ async def pattern_world(rt: Runtime) -> dict[str, str]:
     return ids
 
 
-async def test_patterns_group_lessons_and_decisions_with_success_rates(runtime, no_llm) -> None:
-    rt = await runtime()
+async def test_patterns_group_lessons_and_decisions_with_success_rates(
+    engine_runtime, no_llm
+) -> None:
+    rt = await engine_runtime()
     ids = await pattern_world(rt)
     found = (await rt.api.patterns())["patterns"]
     by_titles = {frozenset(e["title"] for e in p["episodes"]): p for p in found}

@@ -69,9 +69,9 @@ async def held_summary(rt: Runtime, fake: FakeLLM, episode_id: str) -> HeldAnswe
 
 
 async def test_remember_does_not_wait_for_a_summary_call_behind_a_merge(
-    runtime, fake_llm_env: FakeLLM
+    engine_runtime, fake_llm_env: FakeLLM
 ) -> None:
-    rt = await runtime(**SETTINGS)
+    rt = await engine_runtime(**SETTINGS)
     auth, _ = await episode_of(rt, "Mobile login refresh", AUTH)
     billing, _ = await episode_of(rt, "Billing export credit notes", BILLING)
     await settle(rt)
@@ -100,11 +100,11 @@ async def test_remember_does_not_wait_for_a_summary_call_behind_a_merge(
 
 
 async def test_a_member_removed_during_the_call_is_not_in_the_summary_written_after_it(
-    runtime, fake_llm_env: FakeLLM
+    engine_runtime, fake_llm_env: FakeLLM
 ) -> None:
     """The held answer quotes every member it was shown, the removed one too: it is set
     aside, and the job runs again on the members that are left."""
-    rt = await runtime(**SETTINGS)
+    rt = await engine_runtime(**SETTINGS)
     auth, ids = await episode_of(rt, "Mobile login refresh", [*AUTH, f"Mobile login: {SECRET}."])
     await settle(rt)
     held = await held_summary(rt, fake_llm_env, auth)
