@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
+import pytest
 from fakellm import FakeLLM, Recorded, Reply, default_reply
 from helpers_runtime import settle
 
@@ -121,3 +123,26 @@ async def test_a_member_removed_during_the_call_is_not_in_the_summary_written_af
     assert summaries and all("quokka" not in m.content for m in summaries)
     last = fake_llm_env.by_purpose("regenerate")[-1]
     assert "quokka" not in last.text  # the job ran again without the removed member
+
+
+async def test_a_summary_rewritten_under_a_lock_does_not_wait_for_the_low_priority_embedder(
+    engine_runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A removal rewrites the episode's summary holding its lock (and a detector's move holds
+    the detect lock too): that embedding goes at request priority. The low-priority embedder
+    is starved here (it never answers, as on a machine kept busy by other processes until
+    its fallback deadline); the removal completes all the same, summary memory rewritten."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)  # extractive summaries: no LLM to wait for
+    rt = await engine_runtime(**SETTINGS)
+    auth, ids = await episode_of(rt, "Mobile login refresh", [*AUTH, f"Mobile login: {SECRET}."])
+    await settle(rt)
+    starved = asyncio.Event()
+
+    async def never(texts: list[str]) -> Any:
+        await starved.wait()  # never set: the low-priority thread gets no CPU
+
+    monkeypatch.setattr(rt.service, "embed_background", never)
+    await asyncio.wait_for(rt.api.episode_remove(auth, ids[-1]), HANG_GUARD)
+    summaries = [m for m in await summary_memories(rt) if m.metadata.get("episode_id") == auth]
+    assert len(summaries) == 1 and "quokka" not in summaries[0].content
