@@ -706,8 +706,7 @@ def rank_candidates(
     seeds = [s for s in seeds if s.id != memory.id]
     evs: list[tuple[str, str, Evidence]] = []
     background: list[np.ndarray] = []
-    mterms = memory.terms
-    idf = context.idf_weights(mterms)
+    idf = context.idf_weights(memory.terms)
     for ep in episodes:
         episode_cos = ep.vectors @ memory.vector
         ev = evidence(memory, ep, context, model, cos=episode_cos, idf=idf)
@@ -720,15 +719,13 @@ def rank_candidates(
             cos = np.stack([s.vector for s in seeds]) @ memory.vector
         background.append(cos)
         z = (cos.astype(np.float64) - context.cos_mean) / context.cos_std
-        total = sum(idf.values())
         now = memory.created_at
         shortlist = range(len(seeds))
         if len(seeds) > SEED_SHORTLIST:  # only the nearest seeds by cosine get full evidence
             shortlist = np.argpartition(-cos, SEED_SHORTLIST)[:SEED_SHORTLIST].tolist()
         for j in shortlist:
             seed = seeds[j]
-            shared = sum(idf[t] for t in mterms & seed.terms)
-            lex = shared / total if total > 0 else 0.0
+            lex = weighted_overlap(idf, seed.terms)
             hours = hours_between(seed.created_at, now)
             paces = context.paces(seed.created_at, now)
             c = float(cos[j])

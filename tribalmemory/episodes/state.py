@@ -120,25 +120,28 @@ class EngineState:
             self.seeds[features.id] = features
 
     async def features(self, memory_ids: list[str]) -> list[MemoryFeatures]:
-        """Features of the stored memories among ``memory_ids``, in the store's order. Built on
-        a thread (tokenising a few hundred memories takes milliseconds; there the event loop
-        gets the GIL back every millisecond, so a request waits that long, not the whole)."""
-        memories = await self.host.get_memories(memory_ids)  # notes their projects
-        vectors = await self.host.get_vectors([m.id for m in memories])
-        found = [m for m in memories if m.id in vectors]
-
-        def build() -> list[MemoryFeatures]:
-            return [self.matcher.memory(m, vectors[m.id]) for m in found]
-
-        return build() if len(found) <= FEATURES_INLINE else await asyncio.to_thread(build)
+        """Features of the stored memories among ``memory_ids``, in the store's order."""
+        return [features for _, features in await self._with_features(memory_ids)]
 
     async def in_time_order(self, memory_ids: list[str]) -> list[tuple[Memory, MemoryFeatures]]:
         """The stored memories among ``memory_ids`` (those with a vector) with their features,
         oldest first: what creating an episode from them needs."""
-        memories = await self.host.get_memories(memory_ids)
+        found = await self._with_features(memory_ids)
+        return sorted(found, key=lambda item: item[0].created_at)
+
+    async def _with_features(self, memory_ids: list[str]) -> list[tuple[Memory, MemoryFeatures]]:
+        """The stored memories among ``memory_ids`` that have a vector, with their features, in
+        the store's order. Built on a thread past :data:`FEATURES_INLINE` (tokenising a few
+        hundred memories takes milliseconds; there the event loop gets the GIL back every
+        millisecond, so a request waits that long, not the whole)."""
+        memories = await self.host.get_memories(memory_ids)  # notes their projects
         vectors = await self.host.get_vectors([m.id for m in memories])
-        found = sorted((m for m in memories if m.id in vectors), key=lambda m: m.created_at)
-        return [(m, self.matcher.memory(m, vectors[m.id])) for m in found]
+        found = [m for m in memories if m.id in vectors]
+
+        def build() -> list[tuple[Memory, MemoryFeatures]]:
+            return [(m, self.matcher.memory(m, vectors[m.id])) for m in found]
+
+        return build() if len(found) <= FEATURES_INLINE else await asyncio.to_thread(build)
 
     async def describe(
         self, row: EpisodeRow, k: int, leave_out: set[str] | frozenset[str] = frozenset()

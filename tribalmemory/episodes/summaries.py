@@ -105,7 +105,9 @@ class Summaries:
             row, memories, title, values["summary"], values["summary_kind"]
         )
         writes = await self._derived_writes(row, values["structured"], memories, title)
-        embedded = await self._embedded([summary, *writes.memories], background=True)
+        embedded_summary, *embedded_derived = await self._embedded(
+            [summary, *writes.memories], background=True
+        )
         async with lock:
             if self.store.episode(episode_id) is None:
                 return
@@ -116,10 +118,10 @@ class Summaries:
                         db, episode_id, self.state.clock(), trigger=trigger, delay=0.0
                     )
                 return
-            await self._put(embedded[:1])
+            await self._put([embedded_summary])
             with self.store.transaction() as db:
                 self.store.update_episode(db, episode_id, **values)
-            await self._put(embedded[1:])
+            await self._put(embedded_derived)
             await self._delete_stale(writes)
 
     async def refresh_extractive(self, episode_id: str) -> None:
