@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from tribalmemory.episodes import resumption
 from tribalmemory.episodes.consolidation import BATCH as MERGE_BATCH
 from tribalmemory.episodes.consolidation import Taken, agreed
 from tribalmemory.episodes.detection import (
@@ -65,7 +66,6 @@ from tribalmemory.episodes.detector import (
     confirm_candidates,
     decide,
     merge_candidates,
-    terms_of,
     update_context,
 )
 from tribalmemory.episodes.splitting import SPLIT_CHECK_SIZES, split_proposal
@@ -224,13 +224,8 @@ class Stream:
 
 def features(stream: Stream) -> list[MemoryFeatures]:
     return [
-        MemoryFeatures(
-            r.id,
-            stream.vectors[i],
-            r.tags,
-            r.source_instance,
-            r.created_at,
-            terms_of(r.content, r.source_instance),
+        MemoryFeatures.from_text(
+            r.id, stream.vectors[i], r.content, r.tags, r.source_instance, r.created_at
         )
         for i, r in enumerate(stream.records)
     ]
@@ -312,6 +307,7 @@ class Replay:
         self.checks: list[tuple[str, datetime]] = []  # (episode, due) waiting for a merge check
         self.confirms: dict[str, str] = {}  # episode -> the episode its check confirms
         self.merges = 0
+        self.resume_checked: dict[str, int] = {}  # episode -> its size when checked
         self.now = datetime.min  # memory time of the newest memory
 
     def run(self) -> SimResult:
@@ -328,6 +324,8 @@ class Replay:
                     self.active.discard(eid)
             for sid in [s for s, m in self.seeds.items() if now - m.created_at > window]:
                 del self.seeds[sid]
+            if self.oracle is None:
+                self._resume(now)
             share = self._doubt_share()
             params = replace(self.params, doubt_share=share) if share > 0 else embedding
             decision = decide(mem, self._active(), list(self.seeds.values()), self.context, params)
@@ -349,6 +347,22 @@ class Replay:
         while self.checks:
             self._check()
         return SimResult(self.assign, self.calls, dict(self.episodes))
+
+    def _resume(self, now: datetime) -> None:
+        """As :class:`.resumption.Resumption` (no LLM): each episode quiet at ``now`` is
+        checked once at its size, and merged into the older episode it resumes."""
+        for eid in sorted(self.active, key=lambda e: self.episodes[e].first_activity):
+            episode = self.episodes.get(eid)
+            if eid not in self.active or episode is None:
+                continue
+            if self.resume_checked.get(eid) == episode.memory_count:
+                continue
+            if not resumption.quiet(episode, now, self.context):
+                continue
+            self.resume_checked[eid] = episode.memory_count
+            target = resumption.resumed(episode, self._active(), self.context)
+            if target is not None:
+                self._merge(target, eid)
 
     def _active(self) -> list[EpisodeFeatures]:
         return [self.episodes[e] for e in self.active]

@@ -37,6 +37,7 @@ from .upkeep import Upkeep
 
 if TYPE_CHECKING:
     from .consolidation import Consolidation
+    from .resumption import Resumption
     from .splitting import Splitting
 
 log = logging.getLogger("tribalmemory.episodes")
@@ -106,6 +107,9 @@ class Detection:
         along in review calls (set by the engine)."""
         self.splitting: Splitting | None = None
         """Split checks: told when a join grows an episode (set by the engine)."""
+        self.resumption: Resumption | None = None
+        """Without an LLM: merges a quiet episode into the older one it resumes (set by the
+        engine)."""
 
     def register_pending(self, memory: Memory) -> None:
         """Before the memory is stored: record a durable detect job for it."""
@@ -131,6 +135,9 @@ class Detection:
                 return self.status_of(memory.id)
             features = state.matcher.memory(memory, vector)
             await self.upkeep.close_idle(reference=to_epoch(memory.created_at))
+            if self.resumption is not None:
+                resume = not self._llm_wanted()  # with an LLM, its answers merge instead
+                await self.resumption.check(memory.created_at, memory.project, resume)
             if self.sessions is not None and await self.sessions.claim(memory, features):
                 self._count(memories=1)
                 return self.status_of(memory.id)  # joined its session's declared episode

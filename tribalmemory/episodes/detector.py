@@ -59,6 +59,25 @@ def tokenize(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+_CAPITALISED = re.compile(r"[A-Z][A-Za-z0-9]{2,}")
+_SENTENCE_END = frozenset(".!?")
+
+
+def proper_names(content: str) -> frozenset[str]:
+    """The words of ``content`` written with a capital inside a sentence (not its first word):
+    the people, places and things it names, as :func:`tokenize` spells terms. Languages that
+    capitalise nouns or sentences only add words; text in lower case names none."""
+    out = set()
+    for match in _CAPITALISED.finditer(content):
+        before = content[: match.start()].rstrip()
+        if not before or before[-1] in _SENTENCE_END:
+            continue  # a sentence's first word is capitalised whatever it is
+        if match.start() and content[match.start() - 1].isalnum():
+            continue  # inside a word (camelCase)
+        out |= tokenize(match.group())
+    return frozenset(out)
+
+
 def terms_of(content: str, source_instance: str = "") -> frozenset[str]:
     """:func:`tokenize` of the content plus the tokens of its author (the source instance).
     Authorship is evidence like a rare word, and on purpose the same term as the name written in
@@ -85,11 +104,14 @@ class MemoryFeatures:
     source_instance: str
     created_at: datetime
     terms: frozenset[str] = frozenset()
+    names: frozenset[str] = frozenset()
+    """:func:`proper_names` of the content (a subset of ``terms``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "vector", _unit(self.vector))
         object.__setattr__(self, "tags", frozenset(self.tags))
         object.__setattr__(self, "terms", frozenset(self.terms))
+        object.__setattr__(self, "names", frozenset(self.names))
 
     @classmethod
     def from_text(
@@ -110,6 +132,7 @@ class MemoryFeatures:
             source_instance,
             created_at,
             terms_of(content, source_instance),
+            proper_names(content),
         )
 
 
@@ -132,6 +155,8 @@ class EpisodeFeatures:
     memory_count: int
     member_ids: tuple[str, ...] = ()
     max_recent: int = 32
+    name_counts: Mapping[str, int] = field(default_factory=dict)
+    """How many members name each proper name (:attr:`MemoryFeatures.names`)."""
 
     @cached_property
     def centroid(self) -> np.ndarray:
@@ -151,6 +176,9 @@ def add_member(episode: EpisodeFeatures, memory: MemoryFeatures) -> EpisodeFeatu
         terms[t] = terms.get(t, 0) + 1
     sources = dict(episode.source_counts)
     sources[memory.source_instance] = sources.get(memory.source_instance, 0) + 1
+    names = dict(episode.name_counts)
+    for n in memory.names:
+        names[n] = names.get(n, 0) + 1
     return replace(
         episode,
         vectors=vectors,
@@ -162,6 +190,7 @@ def add_member(episode: EpisodeFeatures, memory: MemoryFeatures) -> EpisodeFeatu
         last_activity=max(episode.last_activity, memory.created_at),
         memory_count=episode.memory_count + 1,
         member_ids=episode.member_ids + (memory.id,),
+        name_counts=names,
     )
 
 
@@ -179,6 +208,7 @@ def new_episode(id: str, first: MemoryFeatures, max_recent: int = 32) -> Episode
         memory_count=1,
         member_ids=(first.id,),
         max_recent=max_recent,
+        name_counts={n: 1 for n in first.names},
     )
 
 

@@ -36,6 +36,7 @@ from .operations import Operations
 from .patterns import Patterns
 from .records import Records
 from .restore import Restore
+from .resumption import Resumption
 from .sessions import Sessions
 from .splitting import Splitting
 from .state import EngineState
@@ -68,6 +69,8 @@ class EpisodeEngine:
         self.detection.consolidation = self.consolidation
         self.splitting = Splitting(self.state, summariser, self.membership, self.detection)
         self.detection.splitting = self.splitting
+        self.resumption = Resumption(self.state, self.membership)
+        self.detection.resumption = self.resumption
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
         self.records = Records(self.state, self.summaries)

@@ -1,0 +1,139 @@
+"""Resumption: an episode that takes up an older thread after a pause is merged into it.
+
+Without an LLM, a thread that pauses for days and resumes comes back as a new episode: its
+first memories after the pause are far in time from the old one and, in conversation, about
+something new (measured on the shared streams: conversations cut at their sittings, recall
+0.41). What ties the two parts together is whom and what they name. So, with the embedding
+strategy (or when the LLM is not available), once an episode has gone quiet for
+:data:`IDLE_PACES` of the stream's pace with at least :data:`MIN_MEMBERS` members, it is
+compared with the older active episodes of its project by the proper names its members use
+(:func:`.detector.proper_names`, weighted by how rare each is in the stream); when the most
+alike shares at least :data:`MIN_COSINE` of its weight, the two are merged (the larger keeps
+its id, as for any merge). Waiting until the episode is quiet keeps the merge out of the
+thread's own later decisions; an episode that names nobody is never merged by it.
+
+Episodes the user edited are never merged by it (see :mod:`.edits`). With an LLM, merges
+need its answers instead (:mod:`.consolidation`) and this rule is off.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from .detector import DetectorContext, EpisodeFeatures, ScoreModel
+from .edits import Pin, may_merge, merge_roles
+from .membership import Membership
+from .state import EngineState
+
+log = logging.getLogger("tribalmemory.episodes")
+
+IDLE_PACES = ScoreModel().recency_cap
+"""Quiet this long (in units of the stream's pace) before the check: the point from which the
+score no longer tells one pause from a longer one (:attr:`.detector.ScoreModel.recency_cap`)."""
+MIN_MEMBERS = 4
+"""As for merge checks: by 4 members an episode says what it is about."""
+MIN_COSINE = 0.5
+"""Half the name weight shared. Only the conversations stream merges anything at any value from
+0.3 to 0.7 (the team and IRC streams none), so leave-one-stream-out cannot choose it; every value
+from 0.4 up lifts the conversations (docs/detection.md, *Resumption*)."""
+
+
+def name_weights(episode: EpisodeFeatures, context: DetectorContext) -> dict[str, float]:
+    """The episode's proper names, each weighted by how many members use it times its IDF."""
+    return {n: c * context.idf(n) for n, c in episode.name_counts.items()}
+
+
+def name_cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    """Cosine of two weighted name bags (0 when either is empty)."""
+    dot = sum(w * b.get(n, 0.0) for n, w in a.items())
+    norms = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
+    return dot / norms if norms > 0 else 0.0
+
+
+def quiet(episode: EpisodeFeatures, now: datetime, context: DetectorContext) -> bool:
+    """Has ``episode`` been quiet for :data:`IDLE_PACES` at memory time ``now``, with at least
+    :data:`MIN_MEMBERS` members?"""
+    enough = episode.memory_count >= MIN_MEMBERS
+    return enough and context.paces(episode.last_activity, now) >= IDLE_PACES
+
+
+def resumed(
+    episode: EpisodeFeatures, others: Iterable[EpisodeFeatures], context: DetectorContext
+) -> str | None:
+    """The older episode (started before ``episode``) whose names are most like its own, if
+    they share at least :data:`MIN_COSINE`; else None. Pure."""
+    mine = name_weights(episode, context)
+    if not mine:
+        return None
+    best, best_cosine = None, MIN_COSINE
+    for other in others:
+        if other.id == episode.id or other.first_activity >= episode.first_activity:
+            continue
+        cosine = name_cosine(mine, name_weights(other, context))
+        if cosine >= best_cosine:
+            best, best_cosine = other.id, cosine
+    return best
+
+
+class Resumption:
+    """Checks each active episode once it has gone quiet (at its member count then), from the
+    detection of a later memory; merges it into the older episode it resumes."""
+
+    def __init__(self, state: EngineState, membership: Membership) -> None:
+        self.state = state
+        self.store = state.store
+        self.membership = membership
+        self._checked: dict[str, int] = {}  # episode -> members when it was checked
+
+    async def check(self, now: datetime, project: str, enabled: bool) -> None:
+        """Check the active episodes of ``project`` quiet at memory time ``now`` (the caller
+        holds the detect lock). ``enabled``: the rule applies (no LLM takes merges)."""
+        state = self.state
+        if not enabled:
+            return
+        context = state.matcher.context(project)
+        for episode_id in [k for k in state.active if state.project_of_episode(k) == project]:
+            episode = state.active.get(episode_id)  # a merge before may have taken or grown it
+            if episode is None or self._checked.get(episode_id) == episode.memory_count:
+                continue
+            if not quiet(episode, now, context):
+                continue
+            self._remember_checked(episode_id, episode.memory_count)
+            older = self._mergeable(episode_id, project)
+            target = resumed(episode, older, context) if older else None
+            if target is not None:
+                await self._merge(episode_id, target)
+
+    def _remember_checked(self, episode_id: str, members: int) -> None:
+        if len(self._checked) > 4 * len(self.state.active) + 256:  # closed ones: forget them
+            self._checked = {k: v for k, v in self._checked.items() if k in self.state.active}
+        self._checked[episode_id] = members
+
+    def _mergeable(self, episode_id: str, project: str) -> list[EpisodeFeatures]:
+        """The other active episodes of ``project`` the user's edits let ``episode_id`` merge
+        with."""
+        state = self.state
+        others = [
+            e
+            for k, e in state.active.items()
+            if k != episode_id and state.project_of_episode(k) == project
+        ]
+        pins = [Pin.from_row(r) for r in self.store.pins_on([episode_id, *(e.id for e in others)])]
+        return [e for e in others if may_merge(pins, episode_id, e.id)]
+
+    async def _merge(self, episode_id: str, older_id: str) -> None:
+        active = self.state.active
+        survivor, absorbed = merge_roles(
+            older_id, active[older_id].memory_count, episode_id, active[episode_id].memory_count
+        )
+        log.info(
+            "episode %s takes up the thread of %s (the same names): merged into %s",
+            episode_id,
+            older_id,
+            survivor,
+        )
+        self._checked.pop(absorbed, None)
+        await self.membership.merge(survivor, absorbed, actor="detector")
