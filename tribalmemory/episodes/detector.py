@@ -69,11 +69,14 @@ def proper_names(content: str) -> frozenset[str]:
     capitalise nouns or sentences only add words; text in lower case names none."""
     out = set()
     for match in _CAPITALISED.finditer(content):
-        before = content[: match.start()].rstrip()
-        if not before or before[-1] in _SENTENCE_END:
-            continue  # a sentence's first word is capitalised whatever it is
-        if match.start() and content[match.start() - 1].isalnum():
+        start = match.start()
+        if start and content[start - 1].isalnum():
             continue  # inside a word (camelCase)
+        before = start - 1
+        while before >= 0 and content[before].isspace():
+            before -= 1
+        if before < 0 or content[before] in _SENTENCE_END:
+            continue  # a sentence's first word is capitalised whatever it is
         out |= tokenize(match.group())
     return frozenset(out)
 
