@@ -18,6 +18,7 @@ from tribalmemory.episodes.detector import (
     update_context,
 )
 from tribalmemory.errors import NotFound
+from tribalmemory.timeutil import to_iso
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 
@@ -46,7 +47,7 @@ ELSEWHERE = "The release checklist gained a step for rotating the signing keys."
 
 
 def at(minutes: float) -> str:
-    return (T0 + timedelta(minutes=minutes)).isoformat().replace("+00:00", "Z")
+    return to_iso(T0 + timedelta(minutes=minutes))
 
 
 async def remember_at(rt, text: str, minutes: float) -> str:  # noqa: ANN001
