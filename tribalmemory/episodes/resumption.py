@@ -36,9 +36,10 @@ score no longer tells one pause from a longer one (:attr:`.detector.ScoreModel.r
 MIN_MEMBERS = 4
 """As for merge checks: by 4 members an episode says what it is about."""
 MIN_COSINE = 0.5
-"""Half the name weight shared. Only the conversations stream merges anything at any value from
-0.3 to 0.7 (the team and IRC streams none), so leave-one-stream-out cannot choose it; every value
-from 0.4 up lifts the conversations (docs/detection.md, *Resumption*)."""
+"""Half the name weight shared. At any value from 0.3 to 0.7 only the conversations stream
+merges anything (the team and IRC streams nothing, on the full streams and on 20 copies of
+each), so leave-one-stream-out cannot choose it; every one of those values lifts the
+conversations (docs/detection.md, *Resumption*)."""
 
 
 def name_weights(episode: EpisodeFeatures, context: DetectorContext) -> dict[str, float]:
