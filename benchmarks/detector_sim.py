@@ -351,14 +351,11 @@ class Replay:
     def _resume(self, now: datetime) -> None:
         """As :class:`.resumption.Resumption` (no LLM): each episode quiet at ``now`` is
         checked once at its size, and merged into the older episode it resumes."""
-        for eid in sorted(self.active, key=lambda e: self.episodes[e].first_activity):
-            episode = self.episodes.get(eid)
-            if eid not in self.active or episode is None:
+        active = sorted(self._active(), key=lambda e: e.first_activity)
+        for eid in resumption.due(active, self.resume_checked, now, self.context):
+            if eid not in self.active:  # a merge before took it
                 continue
-            if self.resume_checked.get(eid) == episode.memory_count:
-                continue
-            if not resumption.quiet(episode, now, self.context):
-                continue
+            episode = self.episodes[eid]
             self.resume_checked[eid] = episode.memory_count
             target = resumption.resumed(episode, self._active(), self.context)
             if target is not None:

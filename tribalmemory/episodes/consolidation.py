@@ -30,8 +30,6 @@ from ..llm import Candidate, MergeCheck
 from ..llm.prompts import SNIPPETS_PER_CHECK
 from . import detector
 from .checks import GrowthChecks, reached
-from .edits import Pin, may_merge, merge_roles
-from .matching import EpisodeFeatures
 from .store import Job
 
 log = logging.getLogger("tribalmemory.episodes")
@@ -185,17 +183,10 @@ class Consolidation(GrowthChecks):
         episode = state.active.get(episode_id)
         if episode is None:
             return []
-        project = state.project_of_episode(episode_id)
-        others: list[EpisodeFeatures] = [
-            e
-            for e in state.active.values()
-            if e.id != episode_id and state.project_of_episode(e.id) == project
-        ]
-        pins = [Pin.from_row(r) for r in self.store.pins_on([episode_id, *(e.id for e in others)])]
-        others = [e for e in others if may_merge(pins, episode_id, e.id)]
+        others = self.membership.merge_partners(episode_id)
         if not others:  # none left, or the user edited this one
             return []
-        context = state.matcher.context(project)
+        context = state.matcher.context(state.project_of_episode(episode_id))
         if twin is not None:
             return [e.id for e in detector.confirm_candidates(episode, others, twin, context)]
         return [e.id for e in detector.merge_candidates(episode, others, context)]
@@ -207,18 +198,9 @@ class Consolidation(GrowthChecks):
         return await self.state.describe(row, SNIPPETS_PER_CHECK) if row else None
 
     async def _merge(self, first: str, second: str) -> None:
-        """Merge two episodes the LLM found to be one thread, if both are still active, in
-        one project and unedited (the caller holds the detect lock)."""
-        state = self.state
-        if first not in state.active or second not in state.active:
-            return  # closed or merged meanwhile
-        if state.project_of_episode(first) != state.project_of_episode(second):
-            return
-        pins = [Pin.from_row(r) for r in self.store.pins_on([first, second])]
-        if not may_merge(pins, first, second):
-            return
-        survivor, absorbed = merge_roles(
-            first, state.active[first].memory_count, second, state.active[second].memory_count
-        )
-        log.info("episode %s is the same thread as %s: merged", absorbed, survivor)
-        await self.membership.merge(survivor, absorbed, actor="detector")
+        """Merge two episodes the LLM found to be one thread (see
+        :meth:`.membership.Membership.merge_found`; the caller holds the detect lock)."""
+        merged = await self.membership.merge_found(first, second)
+        if merged is not None:
+            survivor, absorbed = merged
+            log.info("episode %s is the same thread as %s: merged", absorbed, survivor)

@@ -135,9 +135,8 @@ class Detection:
                 return self.status_of(memory.id)
             features = state.matcher.memory(memory, vector)
             await self.upkeep.close_idle(reference=to_epoch(memory.created_at))
-            if self.resumption is not None:
-                resume = not self._llm_wanted()  # with an LLM, its answers merge instead
-                await self.resumption.check(memory.created_at, memory.project, resume)
+            if self.resumption is not None and not self._llm_wanted():  # else the LLM merges
+                await self.resumption.check(memory.created_at, memory.project)
             if self.sessions is not None and await self.sessions.claim(memory, features):
                 self._count(memories=1)
                 return self.status_of(memory.id)  # joined its session's declared episode

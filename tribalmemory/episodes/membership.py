@@ -17,7 +17,8 @@ from ..errors import Conflict, InvalidInput, NotFound
 from ..models import ENGINE_WRITTEN, Memory, new_memory_id
 from ..timeutil import to_epoch
 from . import derived, extractive, lifecycle
-from .matching import MemoryFeatures, when
+from .edits import Pin, may_merge, merge_roles
+from .matching import EpisodeFeatures, MemoryFeatures, when
 from .state import EngineState
 from .store import EpisodeRow
 from .summaries import Summaries
@@ -248,6 +249,39 @@ class Membership:
         state.drop_lock(absorbed)
         if survivor in state.active or state.episode(survivor).status == "active":
             await state.rebuild(survivor)
+
+    def merge_partners(self, episode_id: str) -> list[EpisodeFeatures]:
+        """The other active episodes of ``episode_id``'s project that an automatic merge may
+        join it with: none when the user edited it, and none the user edited (see
+        :mod:`.edits`). The caller holds the detect lock."""
+        state = self.state
+        project = state.project_of_episode(episode_id)
+        others = [
+            e
+            for k, e in state.active.items()
+            if k != episode_id and state.project_of_episode(k) == project
+        ]
+        pins = [Pin.from_row(r) for r in self.store.pins_on([episode_id, *(e.id for e in others)])]
+        return [e for e in others if may_merge(pins, episode_id, e.id)]
+
+    async def merge_found(self, first: str, second: str) -> tuple[str, str] | None:
+        """An automatic merge (merge checks, resumption): if both are still active, in one
+        project and unedited, the one with more members absorbs the other (actor
+        ``detector``). Returns (survivor, absorbed), or None when it was not made. The caller
+        holds the detect lock."""
+        state = self.state
+        if first not in state.active or second not in state.active:
+            return None  # closed or merged meanwhile
+        if state.project_of_episode(first) != state.project_of_episode(second):
+            return None
+        pins = [Pin.from_row(r) for r in self.store.pins_on([first, second])]
+        if not may_merge(pins, first, second):
+            return None
+        survivor, absorbed = merge_roles(
+            first, state.active[first].memory_count, second, state.active[second].memory_count
+        )
+        await self.merge(survivor, absorbed, actor="detector")
+        return survivor, absorbed
 
     async def left(self, episode_id: str) -> None:
         """Members left ``episode_id`` (its summary job is queued): delete it when it has none

@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from .detector import DetectorContext, EpisodeFeatures, ScoreModel
-from .edits import Pin, may_merge, merge_roles
 from .membership import Membership
 from .state import EngineState
 
@@ -61,6 +60,19 @@ def quiet(episode: EpisodeFeatures, now: datetime, context: DetectorContext) -> 
     return enough and context.paces(episode.last_activity, now) >= IDLE_PACES
 
 
+def due(
+    episodes: Iterable[EpisodeFeatures],
+    checked: Mapping[str, int],
+    now: datetime,
+    context: DetectorContext,
+) -> list[str]:
+    """The ids of ``episodes`` quiet at ``now`` and not checked yet at their size
+    (``checked``: episode -> its member count when it was checked)."""
+    return [
+        e.id for e in episodes if checked.get(e.id) != e.memory_count and quiet(e, now, context)
+    ]
+
+
 def resumed(
     episode: EpisodeFeatures, others: Iterable[EpisodeFeatures], context: DetectorContext
 ) -> str | None:
@@ -85,26 +97,21 @@ class Resumption:
 
     def __init__(self, state: EngineState, membership: Membership) -> None:
         self.state = state
-        self.store = state.store
         self.membership = membership
         self._checked: dict[str, int] = {}  # episode -> members when it was checked
 
-    async def check(self, now: datetime, project: str, enabled: bool) -> None:
+    async def check(self, now: datetime, project: str) -> None:
         """Check the active episodes of ``project`` quiet at memory time ``now`` (the caller
-        holds the detect lock). ``enabled``: the rule applies (no LLM takes merges)."""
+        holds the detect lock, and calls only when no LLM takes merges)."""
         state = self.state
-        if not enabled:
-            return
         context = state.matcher.context(project)
-        for episode_id in [k for k in state.active if state.project_of_episode(k) == project]:
-            episode = state.active.get(episode_id)  # a merge before may have taken or grown it
-            if episode is None or self._checked.get(episode_id) == episode.memory_count:
-                continue
-            if not quiet(episode, now, context):
+        mine = [e for k, e in state.active.items() if state.project_of_episode(k) == project]
+        for episode_id in due(mine, self._checked, now, context):
+            episode = state.active.get(episode_id)  # a merge before may have taken it
+            if episode is None:
                 continue
             self._remember_checked(episode_id, episode.memory_count)
-            older = self._mergeable(episode_id, project)
-            target = resumed(episode, older, context) if older else None
+            target = resumed(episode, self.membership.merge_partners(episode_id), context)
             if target is not None:
                 await self._merge(episode_id, target)
 
@@ -113,28 +120,14 @@ class Resumption:
             self._checked = {k: v for k, v in self._checked.items() if k in self.state.active}
         self._checked[episode_id] = members
 
-    def _mergeable(self, episode_id: str, project: str) -> list[EpisodeFeatures]:
-        """The other active episodes of ``project`` the user's edits let ``episode_id`` merge
-        with."""
-        state = self.state
-        others = [
-            e
-            for k, e in state.active.items()
-            if k != episode_id and state.project_of_episode(k) == project
-        ]
-        pins = [Pin.from_row(r) for r in self.store.pins_on([episode_id, *(e.id for e in others)])]
-        return [e for e in others if may_merge(pins, episode_id, e.id)]
-
     async def _merge(self, episode_id: str, older_id: str) -> None:
-        active = self.state.active
-        survivor, absorbed = merge_roles(
-            older_id, active[older_id].memory_count, episode_id, active[episode_id].memory_count
-        )
-        log.info(
-            "episode %s takes up the thread of %s (the same names): merged into %s",
-            episode_id,
-            older_id,
-            survivor,
-        )
-        self._checked.pop(absorbed, None)
-        await self.membership.merge(survivor, absorbed, actor="detector")
+        merged = await self.membership.merge_found(older_id, episode_id)
+        if merged is not None:
+            survivor, absorbed = merged
+            self._checked.pop(absorbed, None)
+            log.info(
+                "episode %s takes up the thread of %s (the same names): merged into %s",
+                episode_id,
+                older_id,
+                survivor,
+            )
