@@ -298,7 +298,7 @@ class Replay:
         self.assign: list[str | None] = [None] * len(self.feats)
         self.members: dict[str, list[str]] = {}
         self.episodes: dict[str, EpisodeFeatures] = {}
-        self.active: set[str] = set()
+        self.active: dict[str, None] = {}  # in the order they opened, as the engine's state
         self.seeds: dict[str, MemoryFeatures] = {}
         self.context = DetectorContext()
         self.queue: list[tuple[int, datetime]] = []  # (memory, due)
@@ -319,9 +319,9 @@ class Replay:
                 self._review()
             while self.checks and self.checks[0][1] <= now:
                 self._check()
-            for eid in sorted(self.active):
+            for eid in list(self.active):
                 if now - self.episodes[eid].last_activity > window:
-                    self.active.discard(eid)
+                    self.active.pop(eid, None)
             for sid in [s for s, m in self.seeds.items() if now - m.created_at > window]:
                 del self.seeds[sid]
             if self.oracle is None:
@@ -389,11 +389,13 @@ class Replay:
             self.counter += 1
             self.members[eid] = [seed.id, mem.id]
             self.episodes[eid] = build_episode(eid, [seed, mem])
-            self.active.add(eid)
+            self.active[eid] = None
             self.assign[self.index[seed.id]] = self.assign[i] = eid
             self.seeds.pop(mem.id, None)
             if len(self.active) > self.params.max_active_episodes:
-                self.active.discard(min(self.active, key=lambda e: self.episodes[e].last_activity))
+                self.active.pop(
+                    min(self.active, key=lambda e: self.episodes[e].last_activity), None
+                )
         else:
             self.seeds[mem.id] = mem
 
@@ -468,7 +470,7 @@ class Replay:
         feats = [self.feats[self.index[m]] for m in self.members[big]]
         self.episodes[big] = build_episode(big, feats)
         del self.members[small], self.episodes[small]
-        self.active.discard(small)
+        self.active.pop(small, None)
         self.merges += 1
 
     def _detach(self, i: int) -> None:
@@ -488,7 +490,7 @@ class Replay:
             self.assign[self.index[m]] = None
             self.seeds[m] = self.feats[self.index[m]]
         del self.members[eid], self.episodes[eid]
-        self.active.discard(eid)
+        self.active.pop(eid, None)
 
     def _label(self, kind: str, cid: str) -> str | None:
         gold = self.stream.gold

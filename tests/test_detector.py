@@ -14,6 +14,7 @@ import pytest
 
 from tribalmemory.config import EpisodesConfig
 from tribalmemory.episodes.detector import (
+    FEW_TERMS,
     Ambiguous,
     DetectorContext,
     DetectorParams,
@@ -69,6 +70,8 @@ def basis(i: int) -> np.ndarray:
 
 
 def mem(id: str, vector, hours: float = 0.0, tags=(), source="a", text="") -> MemoryFeatures:
+    """A memory whose vector stands for what it says: it says enough to be placed by it (not
+    a short reply, tests/test_short_replies.py), whatever ``text`` adds as terms."""
     return MemoryFeatures(
         id,
         np.asarray(vector, dtype=np.float32),
@@ -76,6 +79,7 @@ def mem(id: str, vector, hours: float = 0.0, tags=(), source="a", text="") -> Me
         source,
         T0 + timedelta(hours=hours),
         tokenize(text),
+        content_terms=FEW_TERMS + 1,
     )
 
 
@@ -137,6 +141,7 @@ def test_rebuild_equals_incremental():
     assert inc.tag_counts == rebuilt.tag_counts == {"t0": 20, "t1": 20}
     assert inc.term_counts == rebuilt.term_counts
     assert inc.source_counts == rebuilt.source_counts
+    assert inc.source_last == rebuilt.source_last
     assert (inc.first_activity, inc.last_activity, inc.memory_count) == (
         rebuilt.first_activity,
         rebuilt.last_activity,

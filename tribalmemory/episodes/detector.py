@@ -59,6 +59,13 @@ def tokenize(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+FEW_TERMS = 3
+"""A memory with at most this many content terms says too little to be placed by its words
+(:attr:`MemoryFeatures.says_little`); it continues its author's latest thread
+(:attr:`ScoreModel.author_weight`). Chosen on the IRC stream, the only shared one with such
+memories (docs/detection.md, *Short replies*)."""
+
+
 _CAPITALISED = re.compile(r"[A-Z][A-Za-z0-9]{2,}")
 _SENTENCE_END = frozenset(".!?")
 
@@ -109,8 +116,13 @@ class MemoryFeatures:
     terms: frozenset[str] = frozenset()
     names: frozenset[str] = frozenset()
     """:func:`proper_names` of the content (a subset of ``terms``)."""
+    content_terms: int = -1
+    """How many terms the content itself has (:func:`tokenize`, the author's left out); -1
+    (the default) takes ``len(terms)``."""
 
     def __post_init__(self) -> None:
+        if self.content_terms < 0:
+            object.__setattr__(self, "content_terms", len(self.terms))
         object.__setattr__(self, "vector", _unit(self.vector))
         object.__setattr__(self, "tags", frozenset(self.tags))
         object.__setattr__(self, "terms", frozenset(self.terms))
@@ -136,7 +148,14 @@ class MemoryFeatures:
             created_at,
             terms_of(content, source_instance),
             proper_names(content),
+            len(tokenize(content)),
         )
+
+    @property
+    def says_little(self) -> bool:
+        """Too few content terms (:data:`FEW_TERMS`) to be placed by its words: "ok", "yes,
+        thanks", "did that"."""
+        return self.content_terms <= FEW_TERMS
 
 
 @dataclass(frozen=True)
@@ -160,6 +179,8 @@ class EpisodeFeatures:
     max_recent: int = 32
     name_counts: Mapping[str, int] = field(default_factory=dict)
     """How many members name each proper name (:attr:`MemoryFeatures.names`)."""
+    source_last: Mapping[str, datetime] = field(default_factory=dict)
+    """When each source instance (author) last wrote in the episode."""
 
     @cached_property
     def centroid(self) -> np.ndarray:
@@ -182,6 +203,10 @@ def add_member(episode: EpisodeFeatures, memory: MemoryFeatures) -> EpisodeFeatu
     names = dict(episode.name_counts)
     for n in memory.names:
         names[n] = names.get(n, 0) + 1
+    last = dict(episode.source_last)
+    author = memory.source_instance
+    if author not in last or last[author] < memory.created_at:
+        last[author] = memory.created_at
     return replace(
         episode,
         vectors=vectors,
@@ -194,6 +219,7 @@ def add_member(episode: EpisodeFeatures, memory: MemoryFeatures) -> EpisodeFeatu
         memory_count=episode.memory_count + 1,
         member_ids=episode.member_ids + (memory.id,),
         name_counts=names,
+        source_last=last,
     )
 
 
@@ -212,6 +238,7 @@ def new_episode(id: str, first: MemoryFeatures, max_recent: int = 32) -> Episode
         member_ids=(first.id,),
         max_recent=max_recent,
         name_counts={n: 1 for n in first.names},
+        source_last={first.source_instance: first.created_at},
     )
 
 
@@ -430,12 +457,16 @@ class ScoreModel:
     + w_last * last-member cosine) / (1 + w_centroid + w_last)``
     ``z = (sim - background mean) / background std``
     ``u = z + lexical_weight * coverage - size_weight * ln|E| + tag_weight * [shared tag]
-    - recency_weight * ln(1 + min(paces, recency_cap)) - seed_penalty * [seed] + bias``
+    - recency_weight * ln(1 + min(paces, recency_cap)) - seed_penalty * [seed]
+    + author_weight * [own thread] + bias``
     where ``paces`` is the time since the candidate's last memory in units of the stream's own
     pace (:attr:`DetectorContext.pace`), so the same rule holds for a chat (a minute between
     messages) and a team's notes (hours between memories).
     ``score = sigmoid(u)``: each candidate is scored on its own (no softmax between
-    candidates); :func:`decide` takes the best one."""
+    candidates); :func:`decide` takes the best one. ``own thread``: the memory says little
+    (:attr:`MemoryFeatures.says_little`) and the candidate is the episode where its author
+    wrote last (:func:`own_thread`); ``author_weight`` equals ``lexical_weight``, so continuing
+    one's own latest thread counts as sharing every word."""
 
     w_centroid: float = 0.5
     w_last: float = 0.2
@@ -446,6 +477,7 @@ class ScoreModel:
     recency_cap: float = 100.0
     seed_penalty: float = 0.1
     bias: float = 0.6
+    author_weight: float = 1.75
 
 
 DEFAULT_MODEL = ScoreModel()
@@ -506,6 +538,7 @@ def _utility(
     shares_tag: bool,
     paces: float,
     is_seed: bool = False,
+    own_thread: bool = False,
 ) -> float:
     return (
         z
@@ -514,6 +547,7 @@ def _utility(
         + (model.tag_weight if shares_tag else 0.0)
         - model.recency_weight * math.log1p(min(paces, model.recency_cap))
         - (model.seed_penalty if is_seed else 0.0)
+        + (model.author_weight if own_thread else 0.0)
         + model.bias
     )
 
@@ -527,12 +561,14 @@ def evidence(
     *,
     cos: np.ndarray | None = None,
     idf: Mapping[str, float] | None = None,
+    own_thread: bool = False,
 ) -> Evidence:
     """All evidence for "``memory`` continues ``episode``" and the resulting (stand-alone)
     score. ``is_seed``: ``episode`` is a seed (a one-member episode), which costs
     ``seed_penalty``. A caller scoring one memory against many candidates may pass what does
     not depend on the candidate: ``cos`` (the memory against ``episode.vectors``) and ``idf``
-    (the memory's term weights)."""
+    (the memory's term weights). ``own_thread``: ``episode`` is where the memory's author
+    wrote last, and the memory says little (:class:`ScoreModel`)."""
     if cos is None:
         cos = episode.vectors @ memory.vector
     s_max = float(cos.max())
@@ -548,7 +584,7 @@ def evidence(
     hours = hours_between(episode.last_activity, memory.created_at)
     paces = context.paces(episode.last_activity, memory.created_at)
     shares_tag = any(t in episode.tag_counts for t in memory.tags)
-    u = _utility(model, z, lex, episode.memory_count, shares_tag, paces, is_seed)
+    u = _utility(model, z, lex, episode.memory_count, shares_tag, paces, is_seed, own_thread)
     return Evidence(s_max, s_cent, sim, z, lex, hours, paces, u, _sigmoid(u))
 
 
@@ -724,6 +760,22 @@ evidence (at most ~1.3 z) rarely lifts a seed past 32 closer ones, and this keep
 :func:`decide` at O(seeds) numpy work plus O(32) Python work."""
 
 
+def own_thread(memory: MemoryFeatures, episodes: Sequence[EpisodeFeatures]) -> str | None:
+    """The episode among ``episodes`` where the author of ``memory`` wrote last before it: the
+    thread a memory that says little continues. None if the memory says enough to be placed by
+    its words, or if its author wrote in none of them. Seeds do not count: the rule extends a
+    thread, it never makes one of two memories that share only their author."""
+    if not memory.says_little:
+        return None
+    author, now = memory.source_instance, memory.created_at
+    best: tuple[datetime, str] | None = None
+    for ep in episodes:
+        when = ep.source_last.get(author)
+        if when is not None and when <= now and (best is None or when > best[0]):
+            best = (when, ep.id)
+    return None if best is None else best[1]
+
+
 def rank_candidates(
     memory: MemoryFeatures,
     episodes: Sequence[EpisodeFeatures],
@@ -740,9 +792,10 @@ def rank_candidates(
     evs: list[tuple[str, str, Evidence]] = []
     background: list[np.ndarray] = []
     idf = context.idf_weights(memory.terms)
+    own = own_thread(memory, episodes)
     for ep in episodes:
         episode_cos = ep.vectors @ memory.vector
-        ev = evidence(memory, ep, context, model, cos=episode_cos, idf=idf)
+        ev = evidence(memory, ep, context, model, cos=episode_cos, idf=idf, own_thread=own == ep.id)
         evs.append(("episode", ep.id, ev))
         background.append(episode_cos)
     if seeds:

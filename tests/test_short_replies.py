@@ -1,0 +1,146 @@
+"""Short replies: a memory that says too little to be placed by its words ("ok, thanks") continues
+the thread its author wrote in last (tribalmemory.episodes.detector.own_thread)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from helpers_runtime import settle
+
+from tribalmemory.episodes.detector import (
+    FEW_TERMS,
+    DetectorContext,
+    MemoryFeatures,
+    add_member,
+    build_episode,
+    evidence,
+    new_episode,
+    own_thread,
+)
+from tribalmemory.timeutil import to_iso
+
+T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
+DIM = 8
+
+
+def feats(id: str, source: str, minutes: float, content: str, axis: int = 0) -> MemoryFeatures:
+    vector = np.zeros(DIM, dtype=np.float32)
+    vector[axis] = 1.0
+    return MemoryFeatures.from_text(
+        id, vector, content, source_instance=source, created_at=T0 + timedelta(minutes=minutes)
+    )
+
+
+# ---------------------------------------------------------------- pure
+
+
+def test_a_memory_says_little_up_to_few_terms_not_counting_its_author() -> None:
+    assert FEW_TERMS == 3
+    assert feats("m", "somebody-with-a-long-name", 0, "ok, thanks!").says_little
+    assert feats("m", "x", 0, "did that too").says_little  # did, that, too
+    assert not feats("m", "x", 0, "yes, I did that too").says_little  # yes, did, that, too
+    long = feats("m", "x", 0, "the replica lags behind after the vacuum")
+    assert not long.says_little and long.content_terms == 6
+
+
+def test_own_thread_is_the_episode_where_the_author_wrote_last() -> None:
+    a1 = feats("a1", "ana", 0, "replication lag on the standby keeps growing")
+    b1 = feats("b1", "ben", 1, "the flexbox layout breaks on narrow screens")
+    a2 = feats("a2", "ana", 2, "it got worse after the nightly vacuum ran")
+    c1 = feats("c1", "cho", 3, "which browser shows the broken layout")
+    thread_a = build_episode("A", [a1, b1])  # ana wrote here at minute 0
+    thread_b = build_episode("B", [a2, c1])  # and here at minute 2: her latest
+    reply = feats("r", "ana", 4, "ok, thanks!")
+    assert own_thread(reply, [thread_a, thread_b]) == "B"
+    assert thread_b.source_last == {"ana": a2.created_at, "cho": c1.created_at}
+    assert own_thread(feats("r", "dev", 4, "ok"), [thread_a, thread_b]) is None
+    said_enough = feats("r", "ana", 4, "the standby caught up once the vacuum finished")
+    assert own_thread(said_enough, [thread_a, thread_b]) is None
+    earlier = feats("r", "ana", 1, "ok")  # imported out of order: before her minute-2 message
+    assert own_thread(earlier, [thread_a, thread_b]) == "A"
+
+
+def test_source_last_is_the_same_built_at_once_or_member_by_member() -> None:
+    members = [feats(f"m{k}", f"s{k % 3}", 10 * k, f"word{k} shared") for k in range(7)]
+    grown = new_episode("E", members[0])
+    for m in members[1:]:
+        grown = add_member(grown, m)
+    rebuilt = build_episode("E", list(reversed(members)))
+    assert grown.source_last == rebuilt.source_last
+    assert rebuilt.source_last == {
+        "s0": members[6].created_at,
+        "s1": members[4].created_at,
+        "s2": members[5].created_at,
+    }
+
+
+def test_the_own_thread_adds_the_author_weight_to_the_score() -> None:
+    context = DetectorContext()
+    episode = build_episode("A", [feats("a1", "ana", 0, "replication lag on the standby")])
+    reply = feats("r", "ana", 1, "ok")
+    plain = evidence(reply, episode, context)
+    own = evidence(reply, episode, context, own_thread=True)
+    # ScoreModel.author_weight; the tolerance is float rounding of the sum's other terms
+    assert own.utility - plain.utility == pytest.approx(1.75, abs=1e-12)
+
+
+# ---------------------------------------------------------------- through the engine
+
+# Two threads interleaved minute by minute: ana and ben on a database, cho and dev on a web page.
+DATABASE = [
+    ("ana", "The Postgres standby replica lags twenty minutes behind the primary since Monday."),
+    ("ben", "Check whether the WAL sender on the primary is saturating its network link."),
+    ("ana", "The WAL sender shows steady throughput, but replay on the standby is slow."),
+]
+WEB_PAGE = [
+    ("cho", "The checkout page renders its price column off screen on narrow phones."),
+    ("dev", "The flexbox container has a fixed min-width; the price column overflows."),
+    ("cho", "Removing the min-width fixes phones but breaks the tablet layout instead."),
+]
+
+
+async def remember_at(rt, source: str, text: str, minutes: float) -> str:  # noqa: ANN001
+    result = await rt.api.remember(
+        text, source_instance=source, created_at=to_iso(T0 + timedelta(minutes=minutes))
+    )
+    assert result["success"], result
+    return result["memory_id"]
+
+
+async def episode_of(rt, memory_id: str) -> str | None:  # noqa: ANN001
+    return (await rt.api.get_memory(memory_id))["episode_id"]
+
+
+async def test_a_short_reply_joins_its_authors_thread_not_the_latest_one(engine_runtime) -> None:
+    rt = await engine_runtime()
+    database, web_page = [], []
+    for k in range(3):
+        database.append(await remember_at(rt, *DATABASE[k], 2 * k))
+        web_page.append(await remember_at(rt, *WEB_PAGE[k], 2 * k + 1))
+    await settle(rt)
+    db_episode = await episode_of(rt, database[-1])
+    web_episode = await episode_of(rt, web_page[-1])
+    assert db_episode and web_episode and db_episode != web_episode
+
+    # ana answers "ok" right after cho's message: the web page is the latest thread, hers is not.
+    reply = await remember_at(rt, "ana", "ok, will try that", 6.5)
+    await settle(rt)
+    assert await episode_of(rt, reply) == db_episode
+    # The same words from cho continue cho's thread.
+    other = await remember_at(rt, "cho", "ok, makes sense", 7)
+    await settle(rt)
+    assert await episode_of(rt, other) == web_episode
+
+
+async def test_a_short_memory_and_a_lone_one_of_its_author_make_no_episode(
+    engine_runtime,
+) -> None:
+    """The rule extends a thread; two memories that share only their author stay apart."""
+    rt = await engine_runtime()
+    first = await remember_at(rt, "ana", "Billing tests need the fixtures from make seed.", 0)
+    second = await remember_at(rt, "ana", "Lunch is at noon.", 1)
+    await settle(rt)
+    assert await episode_of(rt, first) is None
+    assert await episode_of(rt, second) is None
