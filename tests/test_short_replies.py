@@ -10,7 +10,6 @@ import pytest
 from helpers_runtime import settle
 
 from tribalmemory.episodes.detector import (
-    FEW_TERMS,
     DetectorContext,
     MemoryFeatures,
     add_member,
@@ -37,7 +36,6 @@ def feats(id: str, source: str, minutes: float, content: str, axis: int = 0) -> 
 
 
 def test_a_memory_says_little_up_to_few_terms_not_counting_its_author() -> None:
-    assert FEW_TERMS == 3
     assert feats("m", "somebody-with-a-long-name", 0, "ok, thanks!").says_little
     assert feats("m", "x", 0, "did that too").says_little  # did, that, too
     assert not feats("m", "x", 0, "yes, I did that too").says_little  # yes, did, that, too

@@ -17,7 +17,8 @@ The match score (:attr:`Evidence.score`) is calibrated to [0, 1]; see ``docs/det
 In short, the cosine evidence is turned into a z-score against the running background
 distribution of cosines between new memories and candidates (so it does not depend on the
 absolute cosine scale of the embedding model), rare-term overlap (authors included) and recency
-in units of the stream's own pace are added on the same scale, and a logistic map puts a
+in units of the stream's own pace are added on the same scale (and, for a memory that says
+little, the episode its author wrote in last), and a logistic map puts a
 *confident* match on the default model at 0.75. Each decision also has a :func:`confidence`; in
 ``hybrid`` the least confident share of decisions goes to the LLM.
 """
@@ -61,9 +62,9 @@ def tokenize(text: str) -> frozenset[str]:
 
 FEW_TERMS = 3
 """A memory with at most this many content terms says too little to be placed by its words
-(:attr:`MemoryFeatures.says_little`); it continues its author's latest thread
-(:attr:`ScoreModel.author_weight`). Chosen on the IRC stream, the only shared one with such
-memories (docs/detection.md, *Short replies*)."""
+(:attr:`MemoryFeatures.says_little`); it leans to the episode its author wrote in last
+(:func:`own_thread`, :attr:`ScoreModel.author_weight`). Chosen on the IRC stream, the only
+shared stream with such memories (docs/detection.md, *Short replies*)."""
 
 
 _CAPITALISED = re.compile(r"[A-Z][A-Za-z0-9]{2,}")
