@@ -14,6 +14,7 @@ from tribalmemory.episodes.detector import (
     MemoryFeatures,
     add_member,
     build_episode,
+    content_size,
     evidence,
     new_episode,
     own_thread,
@@ -35,12 +36,23 @@ def feats(id: str, source: str, minutes: float, content: str, axis: int = 0) -> 
 # ---------------------------------------------------------------- pure
 
 
-def test_a_memory_says_little_up_to_few_terms_not_counting_its_author() -> None:
+def test_a_memory_says_little_up_to_three_words_not_counting_its_author() -> None:
     assert feats("m", "somebody-with-a-long-name", 0, "ok, thanks!").says_little
     assert feats("m", "x", 0, "did that too").says_little  # did, that, too
     assert not feats("m", "x", 0, "yes, I did that too").says_little  # yes, did, that, too
     long = feats("m", "x", 0, "the replica lags behind after the vacuum")
-    assert not long.says_little and long.content_terms == 6
+    assert not long.says_little and long.content_terms == 7  # "the" twice
+
+
+def test_words_are_counted_in_any_script() -> None:
+    """A memory in Russian or Chinese is not short because it has no Latin letters: were it,
+    every memory of such a stream would lean to its author's last episode."""
+    assert content_size("Развёртывание на стейджинг упало из-за миграции") == 4
+    assert content_size("Le déploiement a échoué") == 2  # déploiement, échoué
+    assert content_size("数据库副本延迟了二十分钟") == 6  # a word per two characters
+    assert content_size("好的，谢谢") == 2
+    assert content_size("port 8080, ok") == 1  # numbers and two-letter words say nothing
+    assert not feats("m", "x", 0, "Развёртывание на стейджинг упало из-за миграции").says_little
 
 
 def test_own_thread_is_the_episode_where_the_author_wrote_last() -> None:

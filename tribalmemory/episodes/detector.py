@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -60,9 +61,26 @@ def tokenize(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+_RUN = re.compile(r"\w+")
+
+
+def content_size(content: str) -> int:
+    """How many words ``content`` has, in any script: runs of three or more letters or digits
+    that are not a number, and in scripts written without spaces (wide characters: Chinese,
+    Japanese) a word per two characters. What :attr:`MemoryFeatures.says_little` counts;
+    unlike :func:`tokenize`, which reads Latin letters only, it knows Cyrillic or Greek."""
+    size = 0
+    for run in _RUN.findall(content):
+        if run.isdigit():
+            continue
+        wide = sum(1 for ch in run if unicodedata.east_asian_width(ch) in "WF")
+        size += wide // 2 + (1 if len(run) - wide >= 3 else 0)
+    return size
+
+
 FEW_TERMS = 3
-"""A memory with at most this many content terms says too little to be placed by its words
-(:attr:`MemoryFeatures.says_little`); it leans to the episode its author wrote in last
+"""A memory with at most this many words (:func:`content_size`) says too little to be placed
+by them (:attr:`MemoryFeatures.says_little`); it leans to the episode its author wrote in last
 (:func:`own_thread`, :attr:`ScoreModel.author_weight`). Chosen on the IRC stream, the only
 shared stream with such memories (docs/detection.md, *Short replies*)."""
 
@@ -118,8 +136,8 @@ class MemoryFeatures:
     names: frozenset[str] = frozenset()
     """:func:`proper_names` of the content (a subset of ``terms``)."""
     content_terms: int = -1
-    """How many terms the content itself has (:func:`tokenize`, the author's left out); -1
-    (the default) takes ``len(terms)``."""
+    """How many words the content has (:func:`content_size`, the author left out); -1 (the
+    default) takes ``len(terms)``."""
 
     def __post_init__(self) -> None:
         if self.content_terms < 0:
@@ -149,13 +167,13 @@ class MemoryFeatures:
             created_at,
             terms_of(content, source_instance),
             proper_names(content),
-            len(tokenize(content)),
+            content_size(content),
         )
 
     @property
     def says_little(self) -> bool:
-        """Too few content terms (:data:`FEW_TERMS`) to be placed by its words: "ok", "yes,
-        thanks", "did that"."""
+        """Too few words (:data:`FEW_TERMS`) to be placed by them: "ok", "yes, thanks", "did
+        that"."""
         return self.content_terms <= FEW_TERMS
 
 
