@@ -14,7 +14,6 @@ import pytest
 
 from tribalmemory.config import EpisodesConfig
 from tribalmemory.episodes.detector import (
-    FEW_TERMS,
     Ambiguous,
     DetectorContext,
     DetectorParams,
@@ -70,8 +69,6 @@ def basis(i: int) -> np.ndarray:
 
 
 def mem(id: str, vector, hours: float = 0.0, tags=(), source="a", text="") -> MemoryFeatures:
-    """A memory whose vector stands for what it says: it says enough to be placed by it (not
-    a short reply, tests/test_short_replies.py), whatever ``text`` adds as terms."""
     return MemoryFeatures(
         id,
         np.asarray(vector, dtype=np.float32),
@@ -79,7 +76,6 @@ def mem(id: str, vector, hours: float = 0.0, tags=(), source="a", text="") -> Me
         source,
         T0 + timedelta(hours=hours),
         tokenize(text),
-        content_terms=FEW_TERMS + 1,
     )
 
 

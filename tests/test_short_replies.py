@@ -41,7 +41,7 @@ def test_a_memory_says_little_up_to_three_words_not_counting_its_author() -> Non
     assert feats("m", "x", 0, "did that too").says_little  # did, that, too
     assert not feats("m", "x", 0, "yes, I did that too").says_little  # yes, did, that, too
     long = feats("m", "x", 0, "the replica lags behind after the vacuum")
-    assert not long.says_little and long.content_terms == 7  # "the" twice
+    assert not long.says_little and long.words == 7  # "the" twice
 
 
 def test_words_are_counted_in_any_script() -> None:

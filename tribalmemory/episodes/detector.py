@@ -78,7 +78,7 @@ def content_size(content: str) -> int:
     return size
 
 
-FEW_TERMS = 3
+FEW_WORDS = 3
 """A memory with at most this many words (:func:`content_size`) says too little to be placed
 by them (:attr:`MemoryFeatures.says_little`); it leans to the episode its author wrote in last
 (:func:`own_thread`, :attr:`ScoreModel.author_weight`). Chosen on the IRC stream, the only
@@ -135,13 +135,11 @@ class MemoryFeatures:
     terms: frozenset[str] = frozenset()
     names: frozenset[str] = frozenset()
     """:func:`proper_names` of the content (a subset of ``terms``)."""
-    content_terms: int = -1
-    """How many words the content has (:func:`content_size`, the author left out); -1 (the
-    default) takes ``len(terms)``."""
+    words: int | None = None
+    """How many words the content has (:func:`content_size`); None: not known, so the memory
+    is not taken to say little."""
 
     def __post_init__(self) -> None:
-        if self.content_terms < 0:
-            object.__setattr__(self, "content_terms", len(self.terms))
         object.__setattr__(self, "vector", _unit(self.vector))
         object.__setattr__(self, "tags", frozenset(self.tags))
         object.__setattr__(self, "terms", frozenset(self.terms))
@@ -172,9 +170,9 @@ class MemoryFeatures:
 
     @property
     def says_little(self) -> bool:
-        """Too few words (:data:`FEW_TERMS`) to be placed by them: "ok", "yes, thanks", "did
+        """Too few words (:data:`FEW_WORDS`) to be placed by them: "ok", "yes, thanks", "did
         that"."""
-        return self.content_terms <= FEW_TERMS
+        return self.words is not None and self.words <= FEW_WORDS
 
 
 @dataclass(frozen=True)
