@@ -267,10 +267,40 @@ def build_episode(
     if not members:
         raise ValueError("an episode needs at least one member")
     ordered = sorted(members, key=lambda m: m.created_at)
-    episode = new_episode(id, ordered[0], max_recent)
+    # One pass with mutable counters: folding add_member copies every counter per member,
+    # quadratic in the episode's size (a rebuild runs under the detect lock).
+    first = ordered[0]
+    vector_sum = first.vector.astype(np.float64)
     for member in ordered[1:]:
-        episode = add_member(episode, member)
-    return episode
+        vector_sum = vector_sum + member.vector  # in add_member's order: the same sum, bit for bit
+    tags: dict[str, int] = {}
+    terms: dict[str, int] = {}
+    sources: dict[str, int] = {}
+    names: dict[str, int] = {}
+    last: dict[str, datetime] = {}
+    for member in ordered:
+        for counts, keys in ((tags, member.tags), (terms, member.terms), (names, member.names)):
+            for key in keys:
+                counts[key] = counts.get(key, 0) + 1
+        author = member.source_instance
+        sources[author] = sources.get(author, 0) + 1
+        if author not in last or last[author] < member.created_at:
+            last[author] = member.created_at
+    return EpisodeFeatures(
+        id=id,
+        vectors=np.vstack([m.vector[None, :] for m in ordered[-max_recent:]]),
+        vector_sum=vector_sum,
+        tag_counts=tags,
+        term_counts=terms,
+        source_counts=sources,
+        first_activity=first.created_at,
+        last_activity=ordered[-1].created_at,
+        memory_count=len(ordered),
+        member_ids=tuple(m.id for m in ordered),
+        max_recent=max_recent,
+        name_counts=names,
+        source_last=last,
+    )
 
 
 # --------------------------------------------------------------------------------------------
