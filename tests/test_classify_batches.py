@@ -121,6 +121,57 @@ async def test_a_review_move_is_in_the_history_and_a_confirmed_place_is_kept(
     assert [(h["actor"], h["details"]["memory_id"]) for h in moves] == [("detector", late)]
 
 
+async def test_a_review_rewrites_the_episode_a_memory_left_outside_the_detect_lock(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """Rewriting the episode a review moved a memory out of reads and embeds all of it: that
+    is done after the review lets go of the detect lock, which every ``remember`` waits for;
+    and not at all once the summary job has rewritten the episode in full."""
+    rt = await runtime_factory(
+        detector_strategy="hybrid",
+        llm_doubt_share=0.0,
+        classify_calls_per_memory=1.0,
+        classify_batch_size=1,
+        classify_batch_wait_seconds=0,
+    )
+    ids = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
+    await settle(rt)
+    episode_id = (await rt.api.get_memory(ids[0]))["episode_id"]
+    engine = rt.episodes.engine
+    rewrites: list[tuple[str, bool]] = []
+    refresh = engine.summaries.refresh_extractive
+
+    async def watched(episode: str) -> None:
+        rewrites.append((episode, engine.state.detect_lock.locked()))
+        await refresh(episode)
+
+    engine.summaries.refresh_extractive = watched  # type: ignore[method-assign]
+
+    def answer(request: Recorded) -> Reply:
+        if request.purpose != "classify":
+            return default_reply(request)
+        return Reply.json(
+            {
+                "decisions": [
+                    {"memory_id": m, "action": "none"} for m, _ in new_memories(request.text)
+                ]
+            }
+        )
+
+    fake_llm_env.responder = answer
+    engine.state.settings.llm_doubt_share = 1.0
+    late = (await remember(rt, AUTH[3], 3, 13))["memory_id"]
+    assert (await rt.api.get_memory(late))["episode_id"] == episode_id
+    await settle(rt)
+    assert (await rt.api.get_memory(late))["episode_id"] is None  # the review moved it out
+    assert rewrites == [(episode_id, False)]  # rewritten once, the detect lock free
+    row = engine.state.store.episode(episode_id)
+    assert row is not None and not row.needs_full  # the summary job then wrote it in full
+    await engine.membership.rewrite_left(episode_id)
+    assert rewrites == [(episode_id, False)]  # nothing left to rewrite: not read again
+
+
 async def test_the_budget_caps_classification_calls(runtime_factory, fake_llm_env) -> None:  # noqa: F811
     """At 0.3 calls per memory, memory k (k decided before it) may be asked only while the
     calls made or waiting stay <= 0.3 k: memories 1, 4 and 7 of ten, so exactly 3 calls. Each

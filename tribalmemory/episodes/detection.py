@@ -411,15 +411,19 @@ class Detection:
         state = self.state
         await state.host.background_turn()  # applying it uses the CPU
         titles: dict[str, str] = {}  # title of a created thread -> its first memory
+        left: dict[str, None] = {}  # episodes a memory moved out of, in order
         async with state.detect_lock:
             for memory, features, _ in sorted(batch, key=lambda item: when(item[1])):
                 verdict = answer.get(memory.id)
                 if verdict is None or not self._reviewable(memory.id, queued=False):
                     continue
                 decision, title = self._follow(verdict, features, options, titles)
-                await self._move(memory, features, decision, title)
+                if (gone_from := await self._move(memory, features, decision, title)) is not None:
+                    left[gone_from] = None
                 if verdict.action == "create" and verdict.title not in titles:
                     titles[verdict.title or ""] = memory.id
+        for episode_id in left:
+            await self.membership.rewrite_left(episode_id)
 
     async def _batch(
         self, memory_id: str, done: asyncio.Event
@@ -488,26 +492,29 @@ class Detection:
         features: MemoryFeatures,
         decision: Decision,
         title: str | None,
-    ) -> None:
+    ) -> str | None:
         """Carry out the LLM's verdict on a memory already decided (the caller holds the detect
         lock): nothing when it confirms the memory's place, else the memory leaves its episode
         (or the seeds) and the verdict is applied as a new decision. An episode left with one
         member by the detector is dissolved (its member becomes a seed again). A memory the
-        user placed is never moved (see :mod:`.edits`)."""
+        user placed is never moved (see :mod:`.edits`). Returns the episode the memory left,
+        whose summary the caller rewrites (:meth:`Membership.rewrite_left`) once it has let go
+        of the detect lock."""
         state = self.state
         current = self.store.episode_of(memory.id)
         if decision.kind == "join" and decision.target == current:
-            return  # confirmed
+            return None  # confirmed
         seed_confirmed = decision.kind == "new_seed" and not title and memory.id in state.seeds
         if current is None and seed_confirmed:
-            return  # confirmed: it stays a seed (a title would start a named thread)
+            return None  # confirmed: it stays a seed (a title would start a named thread)
         if current is not None:
             if current not in state.active or not self._pins_allow(memory.id, None):
-                return  # closed meanwhile, or placed by the user
-            await self.membership.remove(current, memory.id, actor="detector")
+                return None  # closed meanwhile, or placed by the user
+            await self.membership.remove(current, memory.id, actor="detector", rewrite=False)
             await self._dissolve_if_single(current)
         state.seeds.pop(memory.id, None)
         await self._apply(memory, features, decision, title_hint=title)
+        return current
 
     async def _dissolve_if_single(self, episode_id: str) -> None:
         """An episode the detector left with one member is no thread: the member becomes a

@@ -201,10 +201,13 @@ class Membership:
         if previous:
             await self.left(previous)
 
-    async def remove(self, episode_id: str, memory_id: str, actor: str = "user") -> None:
+    async def remove(
+        self, episode_id: str, memory_id: str, actor: str = "user", rewrite: bool = True
+    ) -> None:
         """Take a memory out of its episode; the summary forgets it at once. ``actor``: user,
         forget or detector (its review moved the memory). The user's removal is pinned: no
-        automatic pass puts the memory back (see :mod:`.edits`)."""
+        automatic pass puts the memory back (see :mod:`.edits`). ``rewrite=False``: the caller
+        holds the detect lock and calls :meth:`rewrite_left` once it has let go of it."""
         async with self.state.lock(episode_id):
             with self.store.transaction() as db:
                 now = self.state.clock()
@@ -220,7 +223,7 @@ class Membership:
                         db, episode_id, self.state.clock(), trigger=None, delay=0.0
                     )
         if removed:
-            await self.left(episode_id)
+            await self.left(episode_id, rewrite=rewrite)
 
     async def merge(self, survivor: str, absorbed: str, actor: str) -> None:
         """Move every member of ``absorbed`` into ``survivor`` and drop ``absorbed`` (its
@@ -283,16 +286,33 @@ class Membership:
         await self.merge(survivor, absorbed, actor="detector")
         return survivor, absorbed
 
-    async def left(self, episode_id: str) -> None:
+    async def left(self, episode_id: str, rewrite: bool = True) -> None:
         """Members left ``episode_id`` (its summary job is queued): delete it when it has none
-        left, else rewrite what may quote them at once and update its features."""
+        left, else rewrite what may quote them at once (unless ``rewrite`` is False) and update
+        its features."""
         state = self.state
         async with state.lock(episode_id):
             if await self.delete_if_empty(episode_id):
                 return
-            await self.summaries.refresh_extractive(episode_id)
+            if rewrite:
+                await self.summaries.refresh_extractive(episode_id)
         if episode_id in state.active:
             await state.rebuild(episode_id)
+
+    async def rewrite_left(self, episode_id: str) -> None:
+        """After a review moved members out of ``episode_id`` under the detect lock: rewrite
+        what may quote them now, outside that lock (every ``remember`` waits for it, and this
+        reads and embeds the whole episode). Nothing when the summary job has already rewritten
+        it in full (it clears ``needs_full``, which the removal set); else the job is queued
+        again, since this drops the LLM summary it may have written meanwhile."""
+        state = self.state
+        async with state.lock(episode_id):
+            row = self.store.episode(episode_id)
+            if row is None or not row.needs_full or await self.delete_if_empty(episode_id):
+                return
+            await self.summaries.refresh_extractive(episode_id)
+            with self.store.transaction() as db:
+                state.queue_summary(db, episode_id, state.clock(), trigger=None, delay=0.0)
 
     async def delete_if_empty(self, episode_id: str) -> bool:
         """Delete the episode, and its summary, lesson and decision memories, when it has no
