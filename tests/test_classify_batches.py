@@ -172,6 +172,37 @@ async def test_a_review_rewrites_the_episode_a_memory_left_outside_the_detect_lo
     assert rewrites == [(episode_id, False)]  # nothing left to rewrite: not read again
 
 
+async def test_a_batch_reads_each_member_once_for_its_options(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """Each memory of a review batch is judged against its episode without it; members read
+    for one memory's options are not read again for the next one's (all under the detect
+    lock), and the options are those of a fresh read."""
+    rt = await runtime_factory(detector_strategy="embedding")
+    ids = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
+    await settle(rt)
+    engine = rt.episodes.engine
+    state = engine.state
+    assert len({(await rt.api.get_memory(m))["episode_id"] for m in ids}) == 1
+    fresh = {f.id: f for f in await state.features(ids)}
+    asked: list[list[str]] = []
+    features = state.features
+
+    async def watched(memory_ids: list[str]) -> list[Any]:
+        asked.append(list(memory_ids))
+        return await features(memory_ids)
+
+    state.features = watched  # type: ignore[method-assign]
+    read: dict[str, Any] = {}
+    async with state.detect_lock:
+        first = await engine.detection._review_options(fresh[ids[0]], read)
+        second = await engine.detection._review_options(fresh[ids[1]], read)
+        assert asked == [[ids[1], ids[2]], [ids[0]]]
+        assert first == await engine.detection._review_options(fresh[ids[0]], {})
+        assert second == await engine.detection._review_options(fresh[ids[1]], {})
+
+
 async def test_the_budget_caps_classification_calls(runtime_factory, fake_llm_env) -> None:  # noqa: F811
     """At 0.3 calls per memory, memory k (k decided before it) may be asked only while the
     calls made or waiting stay <= 0.3 k: memories 1, 4 and 7 of ten, so exactly 3 calls. Each

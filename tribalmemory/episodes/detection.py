@@ -442,6 +442,7 @@ class Detection:
             return []
         batch: list[tuple[Memory, MemoryFeatures, Decision]] = []
         shared: set[str] = set()
+        read: dict[str, MemoryFeatures] = {}  # members read for one key's options, for the next
         async with state.detect_lock:
             claimed = self._asking.get(memory_id)
             if claimed is None and not self._reviewable(memory_id):
@@ -455,7 +456,7 @@ class Detection:
                 if self._still_pending(key):  # queued by an older version: decide it first
                     embedding = self._decide(features, doubt_share=0.0)
                     await self._apply(memories[key], features, embedding)
-                decision = await self._review_options(features)
+                decision = await self._review_options(features, read)
                 ids = set(decision.candidate_ids())
                 if decision.kind != "ambiguous" or not ids:
                     continue
@@ -470,15 +471,21 @@ class Detection:
             await claimed.wait()
         return batch
 
-    async def _review_options(self, features: MemoryFeatures) -> Decision:
+    async def _review_options(
+        self, features: MemoryFeatures, read: dict[str, MemoryFeatures]
+    ) -> Decision:
         """The memory's candidates as they are now, as if it were new: the active episodes
-        (its own without it) and the seeds. The caller holds the detect lock."""
+        (its own without it) and the seeds. The caller holds the detect lock. ``read`` keeps
+        the members' features read so far under it (a memory's features do not change while
+        it is held; several memories of a batch are often in one episode)."""
         state = self.state
         current = self.store.episode_of(features.id)
         episodes = [e for e in state.active_for(features) if e.id != current]
         if current in state.active:
             others = [m for m in self.store.member_ids(current) if m != features.id]
-            rest = await state.features(others)
+            if missing := [m for m in others if m not in read]:
+                read.update((f.id, f) for f in await state.features(missing))
+            rest = [read[m] for m in others if m in read]
             if rest:
                 episodes.append(state.matcher.episode(current, rest))
         project = state.project_of_memory(features.id)
