@@ -302,17 +302,13 @@ class Membership:
     async def rewrite_left(self, episode_id: str) -> None:
         """After a review moved members out of ``episode_id`` under the detect lock: rewrite
         what may quote them now, outside that lock (every ``remember`` waits for it, and this
-        reads and embeds the whole episode). Nothing when the summary job has already rewritten
-        it in full (it clears ``needs_full``, which the removal set); else the job is queued
-        again, since this drops the LLM summary it may have written meanwhile."""
-        state = self.state
-        async with state.lock(episode_id):
+        reads and embeds the whole episode). Nothing when the summary job the removal queued
+        has since rewritten it in full (it clears ``needs_full``, which the removal set)."""
+        async with self.state.lock(episode_id):
             row = self.store.episode(episode_id)
             if row is None or not row.needs_full or await self.delete_if_empty(episode_id):
                 return
             await self.summaries.refresh_extractive(episode_id)
-            with self.store.transaction() as db:
-                state.queue_summary(db, episode_id, state.clock(), trigger=None, delay=0.0)
 
     async def delete_if_empty(self, episode_id: str) -> bool:
         """Delete the episode, and its summary, lesson and decision memories, when it has no
