@@ -76,12 +76,9 @@ async def test_doubtful_memories_are_placed_at_once_and_reviewed_in_one_call(
     assert queue["classify_waiting"] == 0
 
 
-async def test_a_review_move_is_in_the_history_and_a_confirmed_place_is_kept(
-    runtime_factory,  # noqa: F811
-    fake_llm_env,
-) -> None:
-    """The LLM moves one member out of a three-member episode and confirms the others: the
-    episode keeps its id and records the move; confirmed members stay."""
+async def three_member_episode(runtime_factory: Any) -> tuple[Any, list[str], str]:  # noqa: F811
+    """A hybrid runtime that asks nothing yet (doubt share 0), with three auth notes in one
+    episode; reviews then go one memory a call, at once."""
     rt = await runtime_factory(
         detector_strategy="hybrid",
         llm_doubt_share=0.0,  # nothing doubtful while the thread forms
@@ -95,19 +92,25 @@ async def test_a_review_move_is_in_the_history_and_a_confirmed_place_is_kept(
     assert episode_id and all(
         [(await rt.api.get_memory(m))["episode_id"] == episode_id for m in ids]
     )
+    return rt, ids, episode_id
 
-    def answer(request: Recorded) -> Reply:
-        if request.purpose != "classify":
-            return default_reply(request)
-        return Reply.json(
-            {
-                "decisions": [
-                    {"memory_id": m, "action": "none"} for m, _ in new_memories(request.text)
-                ]
-            }
-        )
 
-    fake_llm_env.responder = answer
+def take_out_every_memory(request: Recorded) -> Reply:
+    """The fake LLM's reviews: every memory asked about belongs to no thread."""
+    if request.purpose != "classify":
+        return default_reply(request)
+    decisions = [{"memory_id": m, "action": "none"} for m, _ in new_memories(request.text)]
+    return Reply.json({"decisions": decisions})
+
+
+async def test_a_review_move_is_in_the_history_and_a_confirmed_place_is_kept(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """The LLM moves one member out of a three-member episode and confirms the others: the
+    episode keeps its id and records the move; confirmed members stay."""
+    rt, ids, episode_id = await three_member_episode(runtime_factory)
+    fake_llm_env.responder = take_out_every_memory
     rt.episodes.engine.state.settings.llm_doubt_share = 1.0  # now ask about the next one
     late = (await remember(rt, AUTH[3], 3, 13))["memory_id"]
     assert (await rt.api.get_memory(late))["episode_id"] == episode_id  # placed at once
@@ -128,16 +131,7 @@ async def test_a_review_rewrites_the_episode_a_memory_left_outside_the_detect_lo
     """Rewriting the episode a review moved a memory out of reads and embeds all of it: that
     is done after the review lets go of the detect lock, which every ``remember`` waits for;
     and not at all once the summary job has rewritten the episode in full."""
-    rt = await runtime_factory(
-        detector_strategy="hybrid",
-        llm_doubt_share=0.0,
-        classify_calls_per_memory=1.0,
-        classify_batch_size=1,
-        classify_batch_wait_seconds=0,
-    )
-    ids = [(await remember(rt, text, 3, 9 + i))["memory_id"] for i, text in enumerate(AUTH[:3])]
-    await settle(rt)
-    episode_id = (await rt.api.get_memory(ids[0]))["episode_id"]
+    rt, ids, episode_id = await three_member_episode(runtime_factory)
     engine = rt.episodes.engine
     rewrites: list[tuple[str, bool]] = []
     refresh = engine.summaries.refresh_extractive
@@ -147,19 +141,7 @@ async def test_a_review_rewrites_the_episode_a_memory_left_outside_the_detect_lo
         await refresh(episode)
 
     engine.summaries.refresh_extractive = watched  # type: ignore[method-assign]
-
-    def answer(request: Recorded) -> Reply:
-        if request.purpose != "classify":
-            return default_reply(request)
-        return Reply.json(
-            {
-                "decisions": [
-                    {"memory_id": m, "action": "none"} for m, _ in new_memories(request.text)
-                ]
-            }
-        )
-
-    fake_llm_env.responder = answer
+    fake_llm_env.responder = take_out_every_memory
     engine.state.settings.llm_doubt_share = 1.0
     late = (await remember(rt, AUTH[3], 3, 13))["memory_id"]
     assert (await rt.api.get_memory(late))["episode_id"] == episode_id
