@@ -86,6 +86,21 @@ class Reservation:
         return self.outcome == RESERVED
 
 
+def enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch the file to WAL. Connections opening a new ledger at once (threads, processes)
+    can get "database is locked" here without SQLite's busy handler waiting (the switch needs
+    the file to themselves): try again until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)  # another connection is switching it; it takes microseconds
+
+
 class Ledger:
     """The ledger file; safe to share between threads, tasks and processes."""
 
@@ -113,7 +128,7 @@ class Ledger:
         self._totals: tuple[str, int, int, float] | None = None
         self._writes = 0  # writes through this ledger: a read older than one is not cached
         with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
+            enable_wal(conn, self.busy_timeout_seconds)
             conn.executescript(SCHEMA)
         released = self.release_stale()
         if released:
