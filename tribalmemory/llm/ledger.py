@@ -89,7 +89,7 @@ class Reservation:
 def enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
     """Switch the file to WAL. Connections opening a new ledger at once (threads, processes)
     can get "database is locked" here without SQLite's busy handler waiting (the switch needs
-    the file to themselves): try again until ``timeout``."""
+    the file to itself): try again until ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
         try:
