@@ -205,25 +205,33 @@ class EpisodeFeatures:
         return _unit(self.vector_sum)
 
 
+def _count_in(
+    memory: MemoryFeatures,
+    tags: dict[str, int],
+    terms: dict[str, int],
+    sources: dict[str, int],
+    names: dict[str, int],
+    last: dict[str, datetime],
+) -> None:
+    """Add ``memory`` to an episode's counters, in place: its tags, terms, proper names and
+    author, and when its author last wrote."""
+    for counts, keys in ((tags, memory.tags), (terms, memory.terms), (names, memory.names)):
+        for key in keys:
+            counts[key] = counts.get(key, 0) + 1
+    author = memory.source_instance
+    sources[author] = sources.get(author, 0) + 1
+    if author not in last or last[author] < memory.created_at:
+        last[author] = memory.created_at
+
+
 def add_member(episode: EpisodeFeatures, memory: MemoryFeatures) -> EpisodeFeatures:
     """A new :class:`EpisodeFeatures` with ``memory`` added (the argument is not modified).
     Members are expected in time order; an out-of-order member only widens the time span."""
     vectors = np.vstack([episode.vectors, memory.vector[None, :]])[-episode.max_recent :]
-    tags = dict(episode.tag_counts)
-    for t in memory.tags:
-        tags[t] = tags.get(t, 0) + 1
-    terms = dict(episode.term_counts)
-    for t in memory.terms:
-        terms[t] = terms.get(t, 0) + 1
-    sources = dict(episode.source_counts)
-    sources[memory.source_instance] = sources.get(memory.source_instance, 0) + 1
-    names = dict(episode.name_counts)
-    for n in memory.names:
-        names[n] = names.get(n, 0) + 1
+    tags, terms = dict(episode.tag_counts), dict(episode.term_counts)
+    sources, names = dict(episode.source_counts), dict(episode.name_counts)
     last = dict(episode.source_last)
-    author = memory.source_instance
-    if author not in last or last[author] < memory.created_at:
-        last[author] = memory.created_at
+    _count_in(memory, tags, terms, sources, names, last)
     return replace(
         episode,
         vectors=vectors,
@@ -242,21 +250,7 @@ def add_member(episode: EpisodeFeatures, memory: MemoryFeatures) -> EpisodeFeatu
 
 def new_episode(id: str, first: MemoryFeatures, max_recent: int = 32) -> EpisodeFeatures:
     """A one-member episode (also how a seed is scored)."""
-    return EpisodeFeatures(
-        id=id,
-        vectors=first.vector[None, :].copy(),
-        vector_sum=first.vector.astype(np.float64),
-        tag_counts={t: 1 for t in first.tags},
-        term_counts={t: 1 for t in first.terms},
-        source_counts={first.source_instance: 1},
-        first_activity=first.created_at,
-        last_activity=first.created_at,
-        memory_count=1,
-        member_ids=(first.id,),
-        max_recent=max_recent,
-        name_counts={n: 1 for n in first.names},
-        source_last={first.source_instance: first.created_at},
-    )
+    return build_episode(id, [first], max_recent)
 
 
 def build_episode(
@@ -279,13 +273,7 @@ def build_episode(
     names: dict[str, int] = {}
     last: dict[str, datetime] = {}
     for member in ordered:
-        for counts, keys in ((tags, member.tags), (terms, member.terms), (names, member.names)):
-            for key in keys:
-                counts[key] = counts.get(key, 0) + 1
-        author = member.source_instance
-        sources[author] = sources.get(author, 0) + 1
-        if author not in last or last[author] < member.created_at:
-            last[author] = member.created_at
+        _count_in(member, tags, terms, sources, names, last)
     return EpisodeFeatures(
         id=id,
         vectors=np.vstack([m.vector[None, :] for m in ordered[-max_recent:]]),
