@@ -11,8 +11,9 @@ def test_wait_needed_arithmetic() -> None:
     now = [100.0]
     activity = RequestActivity(quiet=0.05, busy_interval=1.0, clock=lambda: now[0])
     assert activity.wait_needed(now[0]) == 0.0  # nothing ever ran: go
+    assert not activity.busy()
     with activity.request():
-        assert activity.in_flight == 1
+        assert activity.in_flight == 1 and activity.busy()
         assert activity.wait_needed(now[0]) == 0.0  # no turn given yet: the first is free
         activity._last_turn = now[0]
         assert abs(activity.wait_needed(now[0] + 0.4) - 0.6) < 1e-9  # busy
@@ -20,6 +21,10 @@ def test_wait_needed_arithmetic() -> None:
     assert activity.in_flight == 0 and activity.last_end == 100.0
     assert abs(activity.wait_needed(100.02) - 0.98) < 1e-9  # quiet for 0.02 s only: not yet
     assert activity.wait_needed(100.06) == 0.0  # quiet for 0.06 s >= 0.05 s
+    now[0] = 100.02
+    assert activity.busy()  # a request ended 0.02 s ago
+    now[0] = 100.06
+    assert not activity.busy()
 
 
 async def test_background_turn_waits_while_busy_then_is_forced() -> None:

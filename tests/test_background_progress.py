@@ -1,8 +1,8 @@
 """Background work progresses under any load (issue 16, point 6).
 
 Summary embeddings run on a low-priority thread (``SCHED_IDLE``) that may get no CPU while other
-processes keep every core busy; a text that waited ``DEADLINE_SECONDS`` is embedded at normal
-priority instead. The liveness test saturates every core with busy processes it spawns (one
+processes keep every core busy; a text that waited ``DEADLINE_SECONDS`` (time the daemon's own
+requests left the CPU free) is embedded at normal priority instead. The liveness test saturates every core with busy processes it spawns (one
 pinned to each CPU, each exiting by itself after ``BUSY_SECONDS``, killed at the end).
 """
 
@@ -88,6 +88,42 @@ async def test_a_starved_background_thread_hands_over_after_the_deadline() -> No
     await background.embed(["another summary"])
     assert len(calls) == 1 and background.status()["calls"] == 2
     background.close()
+
+
+async def test_time_our_own_requests_keep_the_cpu_does_not_count_toward_the_deadline() -> None:
+    embedder = load_embedder()
+    calls: list[list[str]] = []
+
+    async def fallback(texts: list[str]) -> np.ndarray:
+        calls.append(texts)
+        return await asyncio.to_thread(embedder.embed, texts)
+
+    requests_running = [True]
+    background = BackgroundEmbedder(
+        embedder.model_name,
+        fallback=fallback,
+        deadline=0.1,
+        busy=lambda: requests_running[0],
+        max_wait=0.5,
+    )
+    release = threading.Event()
+    background._executor.submit(release.wait, 60)  # the low-priority thread is held up
+    try:
+        started = time.monotonic()
+        await background.embed(["while our requests run"])
+        # Busy all along: handed over at max_wait, not at the deadline (the old rule: 0.1 s).
+        assert time.monotonic() - started >= 0.5
+        assert calls == [["while our requests run"]]
+        # Requests stopped: the deadline counts again. With max_wait out of reach, only the
+        # deadline can hand this text over before the 30 s bound.
+        requests_running[0] = False
+        background.max_wait = 600.0
+        await asyncio.wait_for(background.embed(["once they stopped"]), 30)
+        assert calls[-1] == ["once they stopped"]
+        assert background.status()["ran_at_normal_priority"] == 2
+    finally:
+        release.set()
+        background.close()
 
 
 async def test_pending_episode_work_settles_while_every_core_is_busy(

@@ -15,6 +15,7 @@ from .embeddings import load_embedder
 from .embeddings.background import BackgroundEmbedder
 from .service import MemoryService, ServiceHost
 from .service.access import ACCESS_FILE, AccessStats
+from .service.activity import RequestActivity
 from .service.maintenance import StoreMaintenance
 from .storage import integrity
 from .storage.base import StorageError
@@ -93,14 +94,18 @@ async def _start(
     embedder = load_embedder(config.embedding.model, config.embedding.cache_dir)
     store = open_store(config, embedder.model_name, embedder.dim)
     # Plugins' texts (episode summaries) are embedded at low priority (loaded on first use),
-    # or at normal priority by the request embedder when the machine is too busy for that.
+    # or at normal priority by the request embedder when other processes keep the CPU busy.
+    activity = RequestActivity()
     background = BackgroundEmbedder(
         embedder.model_name,
         config.embedding.cache_dir,
         fallback=lambda texts: asyncio.to_thread(embedder.embed, texts),
+        busy=activity.busy,
     )
     access = AccessStats(data / ACCESS_FILE)
-    service = MemoryService(config, store, embedder, background, disk_space(config), access)
+    service = MemoryService(
+        config, store, embedder, background, disk_space(config), access, activity
+    )
     episodes = None
     try:
         for extra in plugins:

@@ -756,10 +756,17 @@ class DiskInfo(Response):
 
 class BackgroundEmbeddings(Response):
     priority: str = Field(description="idle, nice 19, normal, or not started.")
-    deadline_seconds: float
+    deadline_seconds: float = Field(
+        description="Seconds a text waits for an idle core, while the daemon's own requests "
+        "leave the CPU free, before it runs at normal priority."
+    )
+    max_wait_seconds: float = Field(
+        description="Seconds a text waits in all, however busy the daemon's requests keep it."
+    )
     calls: int
     ran_at_normal_priority: int = Field(
-        description="Calls that waited deadline_seconds and ran at normal priority."
+        description="Calls that waited deadline_seconds (or max_wait_seconds) and ran at "
+        "normal priority."
     )
 
 

@@ -11,8 +11,13 @@ On a machine kept busy by other processes that thread may get no CPU for minutes
 the two cores and other load; 0.3 s at normal priority). An unprivileged thread cannot raise
 its priority again, so instead a text that waited :data:`DEADLINE_SECONDS` is embedded by the
 ``fallback`` (the request embedder, at normal priority) and the low-priority attempt is dropped
-(cancelled if it had not started, ignored if it had). Background work therefore always
-progresses: each embedding takes at most the deadline plus its time at normal priority.
+(cancelled if it had not started, ignored if it had).
+
+The wait that counts toward the deadline is the time the daemon's own requests left the CPU
+free (``busy``, the service's request activity): when our requests keep the cores busy,
+requests go first and the text waits for them, up to :data:`MAX_WAIT_SECONDS` in all. Only
+other processes' load makes a text run at normal priority after the deadline. Background work
+therefore always progresses: each embedding waits at most ``max_wait`` before it runs.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from .embedder import Embedder, load_embedder
 
 log = logging.getLogger("tribalmemory.embeddings")
 
-DEADLINE_SECONDS = 2.0
+DEADLINE_SECONDS = 2.0  # of CPU left free by our requests, before the fallback runs it
+MAX_WAIT_SECONDS = 30.0  # in all, however busy our requests keep the CPU
+LOOK_SECONDS = 0.05  # how often a waiting text looks whether our requests are running
 Fallback = Callable[[list[str]], Awaitable[np.ndarray]]
 
 
@@ -64,7 +71,8 @@ def _consume(future: asyncio.Future[Any]) -> None:
 
 class BackgroundEmbedder:
     """Single-threaded copy of ``model_name``, loaded on first use, on its own thread; texts
-    that wait longer than ``deadline`` go to ``fallback`` instead (when one is given)."""
+    that wait longer than ``deadline`` while ``busy()`` is false (our requests are not
+    running), or ``max_wait`` in all, go to ``fallback`` instead (when one is given)."""
 
     def __init__(
         self,
@@ -72,11 +80,15 @@ class BackgroundEmbedder:
         cache_dir: str | None = None,
         fallback: Fallback | None = None,
         deadline: float = DEADLINE_SECONDS,
+        busy: Callable[[], bool] | None = None,
+        max_wait: float = MAX_WAIT_SECONDS,
     ) -> None:
         self.model_name = model_name
         self.cache_dir = cache_dir
         self.fallback = fallback
         self.deadline = deadline
+        self.busy = busy
+        self.max_wait = max_wait
         self.priority = "not started"
         self.calls = 0
         self.fallbacks = 0  # calls that ran at normal priority after the deadline
@@ -95,28 +107,46 @@ class BackgroundEmbedder:
         self.calls += 1
         future = self._executor.submit(self._embed, texts)
         attempt = asyncio.wrap_future(future)
-        if self.fallback is None:
+        if self.fallback is None or await self._finished_in_time(attempt):
             return await attempt
-        try:
-            return await asyncio.wait_for(asyncio.shield(attempt), self.deadline)
-        except TimeoutError:
-            future.cancel()  # not started: dropped; already running: finishes, result ignored
-            attempt.add_done_callback(_consume)
-            self.fallbacks += 1
-            if self.fallbacks == 1 or self.fallbacks % 100 == 0:
-                log.info(
-                    "background embedding got no CPU for %.1f s (the machine is busy): "
-                    "running it at normal priority (%d times so far)",
-                    self.deadline,
-                    self.fallbacks,
-                )
-            return await self.fallback(texts)
+        future.cancel()  # not started: dropped; already running: finishes, result ignored
+        attempt.add_done_callback(_consume)
+        self.fallbacks += 1
+        if self.fallbacks == 1 or self.fallbacks % 100 == 0:
+            log.info(
+                "background embedding got no idle CPU for %.1f s (the machine is busy): "
+                "running it at normal priority (%d times so far)",
+                self.deadline,
+                self.fallbacks,
+            )
+        return await self.fallback(texts)
+
+    async def _finished_in_time(self, attempt: asyncio.Future[np.ndarray]) -> bool:
+        """Wait for ``attempt`` until the deadline passes. Only looks while ``busy()`` is
+        false count toward it (a look counts at most ``LOOK_SECONDS``, so a daemon stopped
+        and resumed does not count its stop); ``max_wait`` bounds the whole wait."""
+        if self.busy is None:
+            done, _ = await asyncio.wait({attempt}, timeout=self.deadline)
+            return bool(done)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        free = 0.0
+        while True:
+            look = min(LOOK_SECONDS, self.deadline - free)
+            done, _ = await asyncio.wait({attempt}, timeout=look)
+            if done:
+                return True
+            if not self.busy():
+                free += look
+            if free >= self.deadline or loop.time() - started >= self.max_wait:
+                return False
 
     def status(self) -> dict[str, Any]:
         """For /v1/health: the thread's priority and how often the deadline passed."""
         return {
             "priority": self.priority,
             "deadline_seconds": self.deadline,
+            "max_wait_seconds": self.max_wait,
             "calls": self.calls,
             "ran_at_normal_priority": self.fallbacks,
         }

@@ -51,6 +51,10 @@ class RequestActivity:
     def quiet_now(self, now: float) -> bool:
         return self.in_flight == 0 and now - self.last_end >= self.quiet
 
+    def busy(self) -> bool:
+        """A request is running, or one ended less than ``quiet`` seconds ago."""
+        return not self.quiet_now(self.clock())
+
     def wait_needed(self, now: float) -> float:
         """Seconds background work should still wait at ``now``; 0 means go."""
         if self.quiet_now(now):

@@ -131,6 +131,7 @@ class MemoryService:
         background: BackgroundEmbedder | None = None,
         space: DiskSpace | None = None,
         access: AccessStats | None = None,
+        activity: RequestActivity | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -139,7 +140,8 @@ class MemoryService:
         self.space = space  # refuses writes when the disk is nearly full, if given
         self.access = access  # access statistics (retrievability), if given
         self.hooks = HookRegistry()
-        self.activity = RequestActivity()  # requests first; plugins' background work waits
+        # requests first: plugins' background work (and ``background``) waits for them
+        self.activity = activity or RequestActivity()
         self.started_at = time.monotonic()
         self._write_lock = asyncio.Lock()
         self.batches_in_flight = 0
