@@ -2,8 +2,9 @@
 
 Summary embeddings run on a low-priority thread (``SCHED_IDLE``) that may get no CPU while other
 processes keep every core busy; a text that waited ``DEADLINE_SECONDS`` (time the daemon's own
-requests left the CPU free) is embedded at normal priority instead. The liveness test saturates every core with busy processes it spawns (one
-pinned to each CPU, each exiting by itself after ``BUSY_SECONDS``, killed at the end).
+requests left the CPU free) is embedded at normal priority instead. The liveness test
+saturates every core with busy processes it spawns (one pinned to each CPU, each exiting by
+itself after ``BUSY_SECONDS``, killed at the end).
 """
 
 from __future__ import annotations

@@ -404,12 +404,14 @@ async def test_the_host_writes_and_deletes_only_plugin_owned_memories(make_runti
     user_memory = (await host.get_memories([user["memory_id"]]))[0]
     with pytest.raises(PermissionError, match=user["memory_id"]):
         await host.delete_owned([user["memory_id"]])
+    beside = summary("00000000-0000-4000-8000-000000000002", "Episode: refused with its neighbour")
     with pytest.raises(PermissionError):
-        await host.write_owned(user_memory)
+        await host.write_owned([beside, user_memory])
     assert await host.get_memories([user["memory_id"]]) == [user_memory]
 
     owned = summary("00000000-0000-4000-8000-000000000001", "Episode: staging deploys")
-    await host.write_owned(owned)
+    assert await host.get_memories([beside.id]) == []  # nothing of a refused write is stored
+    await host.write_owned([owned])
     assert [m.id for m in await host.memories_of_type(SourceType.EPISODE_SUMMARY)] == [owned.id]
     with pytest.raises(ValueError, match="source types"):
         await host.search("staging", [], limit=5, min_relevance=0.0, project="default")

@@ -702,6 +702,39 @@ QUERIES = [
 ]
 
 
+def test_edge_reads_many_points_a_chunk_per_hold_of_its_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long read (a background job's 600 members) lets a request's call take the store's
+    lock between chunks; the result is the same as one read's."""
+    import tribalmemory.storage.edge as edge
+
+    monkeypatch.setattr(edge, "READ_CHUNK", 4)
+    store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
+    try:
+        memories = [memory(f"note {i}") for i in range(10)]
+        vectors = unit_vectors(10)
+        store.upsert(memories, vectors)
+        holds: list[int] = []
+        retrieve = store._shard.retrieve
+
+        def counted(*args: Any) -> Any:
+            assert store._lock._is_owned()  # every chunk under the lock
+            holds.append(len(args[0]))
+            return retrieve(*args)
+
+        monkeypatch.setattr(store, "_shard", type("S", (), {"retrieve": staticmethod(counted)}))
+        wanted = [m.id for m in reversed(memories)] + [str(uuid.uuid4())]
+        assert store.get(wanted) == list(reversed(memories))
+        assert holds == [4, 4, 3]  # 11 ids, at most 4 a hold of the lock
+        got = store.get_vectors(wanted)
+        assert list(got) == [m.id for m in reversed(memories)]
+        np.testing.assert_allclose(np.stack(list(got.values())), vectors[::-1], atol=1e-5)
+    finally:
+        monkeypatch.undo()
+        store.close()
+
+
 def test_edge_optimize_seals_segments_without_changing_results(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -201,7 +201,7 @@ async def test_a_crash_mid_rewrite_is_reconciled(engine_runtime, no_llm) -> None
     members = await host.get_memories(rt.episodes.store.member_ids(episode_id))
     stray_memory = derived.memories(row, row.structured, members, row.title, utc_now())[0]
     stray_memory.id = stray
-    await host.write_owned(stray_memory)
+    await host.write_owned([stray_memory])
     await host.delete_owned([expected[0]])
     await rt.episodes.engine.upkeep.reconcile()
     await settle(rt)

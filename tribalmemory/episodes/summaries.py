@@ -196,9 +196,13 @@ class Summaries:
         return [None if m is None else (m, next(vectors)) for m in memories]
 
     async def _put(self, embedded: list[tuple[Memory, np.ndarray] | None]) -> None:
-        for item in embedded:
-            if item is not None:
-                await self.state.host.write_owned(*item)
+        """One store write for all of them (a summary job writes up to ~20 lessons and
+        decisions: written one by one, each took the write lock a request waits for)."""
+        items = [item for item in embedded if item is not None]
+        if items:
+            await self.state.host.write_owned(
+                [m for m, _ in items], np.stack([v for _, v in items])
+            )
 
     async def _delete_stale(self, writes: DerivedWrites) -> None:
         if writes.stale:

@@ -57,9 +57,10 @@ class PluginHost(Protocol):
         ``project`` sees, best first."""
         ...
 
-    async def write_owned(self, memory: Memory, vector: np.ndarray | None = None) -> None:
-        """Insert or replace a plugin-owned memory: with ``vector`` (from :meth:`embed` or
-        :meth:`embed_background`) as given, else embedded in the background."""
+    async def write_owned(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
+        """Insert or replace plugin-owned memories in one write: with ``vectors`` (one row
+        each, from :meth:`embed` or :meth:`embed_background`) as given, else embedded in the
+        background. If any of them is not plugin-owned, none is written."""
         ...
 
     async def delete_owned(self, memory_ids: list[str]) -> None:
@@ -131,9 +132,9 @@ class ServiceHost:
             project=project,
         )
 
-    async def write_owned(self, memory: Memory, vector: np.ndarray | None = None) -> None:
-        _check_owned([memory])
-        await self._service.put_internal(memory, vector)
+    async def write_owned(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
+        _check_owned(memories)
+        await self._service.put_internal(memories, vectors)
 
     async def delete_owned(self, memory_ids: list[str]) -> None:
         _check_owned(await self._service.get_many(memory_ids))

@@ -494,15 +494,18 @@ class MemoryService:
             return await self.embed(texts)
         return await self.background.embed(texts)
 
-    async def put_internal(self, memory: Memory, vector: np.ndarray | None = None) -> None:
-        """Insert or replace a memory written by a plugin (e.g. an episode summary), with its
-        ``vector`` if the plugin embedded it already."""
-        self.check_space([memory.content])
-        if vector is None:
-            vector = (await self.embed_background([memory.content]))[0]
+    async def put_internal(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
+        """Insert or replace memories written by a plugin (episode summaries, lessons), in one
+        store write, with their ``vectors`` if the plugin embedded them already."""
+        if not memories:
+            return
+        texts = [m.content for m in memories]
+        self.check_space(texts)
+        if vectors is None:
+            vectors = await self.embed_background(texts)
         async with self._write_lock:
-            self.check_space([memory.content])
-            await self._upsert([memory], vector[None, :])
+            self.check_space(texts)
+            await self._upsert(memories, vectors)
 
     async def delete_internal(self, memory_ids: list[str]) -> None:
         async with self._write_lock:

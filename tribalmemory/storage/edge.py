@@ -78,6 +78,9 @@ META_FILE = "store.json"
 LOCK_FILE = "lock"
 FORMAT = 1
 UPSERT_CHUNK = 256
+# Points read per hold of the store's lock: a background job reading a 600-member episode held
+# it 3-5 ms at once, and a request's duplicate check and write waited that long behind it.
+READ_CHUNK = 64
 SEAL_SIZE = 10_000  # memories per sealed segment: what one optimize() has to convert
 FORCE_SEAL = 2 * SEAL_SIZE  # unsealed memories at which maintenance seals even when busy
 SEAL_BYTES_PER_MEMORY = 8192  # disk per sealed memory, generously (vectors, payload, indexes)
@@ -474,21 +477,24 @@ class EdgeStore:
             self._maintenance_due = True
 
     def get(self, ids: list[str]) -> list[Memory]:
-        wanted: list[Any] = point_ids(ids)
-        if not wanted:
-            return []
-        with self._lock:
-            records = self._live().retrieve(wanted, True, False)
+        records = self._retrieve(point_ids(ids), True, False)
         found = {str(r.id): from_payload(r.payload) for r in records}
         return [found[p] for p in map(point_id, ids) if p in found]
 
     def get_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
-        wanted: list[Any] = point_ids(ids)
-        if not wanted:
-            return {}
-        with self._lock:
-            records = self._live().retrieve(wanted, ["id"], [DENSE])
+        records = self._retrieve(point_ids(ids), ["id"], [DENSE])
         return {(r.payload or {}).get("id", str(r.id)): _dense(r.vector) for r in records}
+
+    def _retrieve(self, wanted: list[Any], payload: Any, vectors: Any) -> list[Any]:
+        """The points found, :data:`READ_CHUNK` at a time, so that a long read lets other
+        calls (a request's) take the lock in between."""
+        records: list[Any] = []
+        for start in range(0, len(wanted), READ_CHUNK):
+            with self._lock:
+                records += self._live().retrieve(
+                    wanted[start : start + READ_CHUNK], payload, vectors
+                )
+        return records
 
     def delete(self, ids: list[str]) -> None:
         wanted: list[Any] = point_ids(ids)
