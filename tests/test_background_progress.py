@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from test_episodes_engine import AUTH, DB, clock, make_runtime, remember  # noqa: F401 - fixtures
 
-from tribalmemory.embeddings import load_embedder
-from tribalmemory.embeddings.background import BackgroundEmbedder
+from tribalmemory.embeddings import Embedder, load_embedder
+from tribalmemory.embeddings.background import BackgroundEmbedder, Fallback
 
 BUSY_SECONDS = 150
 # Liveness bound for the whole episode backlog below (two episodes, about ten summary
@@ -64,14 +64,20 @@ def busy_cores() -> Iterator[int]:
             process.wait(10)
 
 
-async def test_a_starved_background_thread_hands_over_after_the_deadline() -> None:
-    embedder = load_embedder()
-    calls: list[list[str]] = []
+def recording_fallback(embedder: Embedder, calls: list[list[str]]) -> Fallback:
+    """The request embedder as a fallback, noting each call's texts in ``calls``."""
 
     async def fallback(texts: list[str]) -> np.ndarray:
         calls.append(texts)
         return await asyncio.to_thread(embedder.embed, texts)
 
+    return fallback
+
+
+async def test_a_starved_background_thread_hands_over_after_the_deadline() -> None:
+    embedder = load_embedder()
+    calls: list[list[str]] = []
+    fallback = recording_fallback(embedder, calls)
     background = BackgroundEmbedder(embedder.model_name, fallback=fallback, deadline=0.2)
     release = threading.Event()
     background._executor.submit(release.wait, 30)  # the low-priority thread is held up
@@ -94,11 +100,7 @@ async def test_a_starved_background_thread_hands_over_after_the_deadline() -> No
 async def test_time_our_own_requests_keep_the_cpu_does_not_count_toward_the_deadline() -> None:
     embedder = load_embedder()
     calls: list[list[str]] = []
-
-    async def fallback(texts: list[str]) -> np.ndarray:
-        calls.append(texts)
-        return await asyncio.to_thread(embedder.embed, texts)
-
+    fallback = recording_fallback(embedder, calls)
     requests_running = [True]
     background = BackgroundEmbedder(
         embedder.model_name,

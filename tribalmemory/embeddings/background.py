@@ -107,6 +107,7 @@ class BackgroundEmbedder:
         self.calls += 1
         future = self._executor.submit(self._embed, texts)
         attempt = asyncio.wrap_future(future)
+        started = asyncio.get_running_loop().time()
         if self.fallback is None or await self._finished_in_time(attempt):
             return await attempt
         future.cancel()  # not started: dropped; already running: finishes, result ignored
@@ -114,17 +115,17 @@ class BackgroundEmbedder:
         self.fallbacks += 1
         if self.fallbacks == 1 or self.fallbacks % 100 == 0:
             log.info(
-                "background embedding got no idle CPU for %.1f s (the machine is busy): "
+                "background embedding found no idle core in %.1f s (the machine is busy): "
                 "running it at normal priority (%d times so far)",
-                self.deadline,
+                asyncio.get_running_loop().time() - started,
                 self.fallbacks,
             )
         return await self.fallback(texts)
 
     async def _finished_in_time(self, attempt: asyncio.Future[np.ndarray]) -> bool:
-        """Wait for ``attempt`` until the deadline passes. Only looks while ``busy()`` is
-        false count toward it (a look counts at most ``LOOK_SECONDS``, so a daemon stopped
-        and resumed does not count its stop); ``max_wait`` bounds the whole wait."""
+        """Wait for ``attempt`` until the deadline passes. Only the looks during which
+        ``busy()`` is false count toward it, each at most ``LOOK_SECONDS`` (so that a daemon
+        stopped and resumed does not count its stop); ``max_wait`` bounds the whole wait."""
         if self.busy is None:
             done, _ = await asyncio.wait({attempt}, timeout=self.deadline)
             return bool(done)
