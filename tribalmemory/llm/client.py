@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 from ..config import EpisodesConfig
 from ..timeutil import to_iso, utc_now
 from . import ledger_math as lm
+from . import loop as llm_loop
 from .ledger import DENIED_CEILING, Ledger, Reservation
 from .prompts import PURPOSES, Prompt, parse_json_object
 from .recovery import FIRST_PROBE_SECONDS, MAX_PROBE_SECONDS, PROBE, WAIT, Recovery
@@ -694,7 +695,7 @@ class LLMClient:
         assert res.id is not None
         try:
             response = await asyncio.wait_for(
-                lit.acompletion(**self._request(messages, max_tokens)),
+                llm_loop.run(lambda: lit.acompletion(**self._request(messages, max_tokens))),
                 self.config.request_timeout_seconds + TIMEOUT_GRACE_SECONDS,
             )
         except asyncio.CancelledError:
