@@ -87,7 +87,7 @@ class BackgroundEmbedder:
         self.cache_dir = cache_dir
         self.fallback = fallback
         self.deadline = deadline
-        self.busy = busy
+        self.busy = busy or (lambda: False)  # without it, all waiting counts
         self.max_wait = max_wait
         self.priority = "not started"
         self.calls = 0
@@ -108,7 +108,7 @@ class BackgroundEmbedder:
         future = self._executor.submit(self._embed, texts)
         attempt = asyncio.wrap_future(future)
         started = asyncio.get_running_loop().time()
-        if self.fallback is None or await self._finished_in_time(attempt):
+        if self.fallback is None or await self._finished_in_time(attempt, started):
             return await attempt
         future.cancel()  # not started: dropped; already running: finishes, result ignored
         attempt.add_done_callback(_consume)
@@ -122,15 +122,12 @@ class BackgroundEmbedder:
             )
         return await self.fallback(texts)
 
-    async def _finished_in_time(self, attempt: asyncio.Future[np.ndarray]) -> bool:
+    async def _finished_in_time(self, attempt: asyncio.Future[np.ndarray], started: float) -> bool:
         """Wait for ``attempt`` until the deadline passes. Only the looks during which
         ``busy()`` is false count toward it, each at most ``LOOK_SECONDS`` (so that a daemon
-        stopped and resumed does not count its stop); ``max_wait`` bounds the whole wait."""
-        if self.busy is None:
-            done, _ = await asyncio.wait({attempt}, timeout=self.deadline)
-            return bool(done)
+        stopped and resumed does not count its stop); ``max_wait`` bounds the whole wait, counted
+        from ``started``."""
         loop = asyncio.get_running_loop()
-        started = loop.time()
         free = 0.0
         while True:
             look = min(LOOK_SECONDS, self.deadline - free)

@@ -157,17 +157,9 @@ class Summaries:
     ) -> None:
         """Insert or replace the episode's EPISODE_SUMMARY memory (same id every time). The
         caller holds locks that requests may wait for: embedded at request priority."""
-        memory = self._summary_memory(row, memories, title, summary, kind)
-        await self._put(await self._embedded([memory], background=False))
-
-    def _summary_memory(
-        self, row: EpisodeRow, memories: list[Memory], title: str, summary: str, kind: str
-    ) -> Memory | None:
-        """The summary memory to write; None when the episode has none (no member left)."""
-        if row.summary_memory_id is None:
-            return None
         now = from_epoch(self.state.clock())
-        return summary_memory(row, memories, title, summary, kind, now)
+        memory = summary_memory(row, memories, title, summary, kind, now)
+        await self._put(await self._embedded([memory], background=False))
 
     async def _derived_writes(
         self, row: EpisodeRow, record: dict[str, Any], wanted: list[Memory]
@@ -260,7 +252,7 @@ class Composed:
     """What a summary job writes: the episode's new values and its memories."""
 
     values: dict[str, Any]
-    summary: Memory | None  # the EPISODE_SUMMARY memory (None when the episode has none)
+    summary: Memory | None  # the EPISODE_SUMMARY memory (see summary_memory)
     derived: list[Memory]  # the lesson and decision memories of the new record
 
 
@@ -290,20 +282,18 @@ def compose(
     values["structured"] = structured_record(row, memories, result)
     title = values.get("title", row.title)
     when = from_epoch(now)
-    summary = (
-        None
-        if row.summary_memory_id is None
-        else summary_memory(row, memories, title, values["summary"], values["summary_kind"], when)
-    )
+    summary = summary_memory(row, memories, title, values["summary"], values["summary_kind"], when)
     wanted = derived.memories(row, values["structured"], memories, title, when)
     return Composed(values, summary, wanted)
 
 
 def summary_memory(
     row: EpisodeRow, memories: list[Memory], title: str, summary: str, kind: str, now: datetime
-) -> Memory:
-    """The EPISODE_SUMMARY memory of an episode: tagged with its members' tags."""
-    assert row.summary_memory_id is not None
+) -> Memory | None:
+    """The EPISODE_SUMMARY memory of an episode, tagged with its members' tags; None when the
+    episode has none (no member left)."""
+    if row.summary_memory_id is None:
+        return None
     tags = sorted({t for m in memories for t in m.tags} | {f"episode:{row.id}"})
     return Memory(
         id=row.summary_memory_id,
