@@ -882,3 +882,37 @@ def test_duplicate_check_skips_nearer_episode_summaries(store: Any, embedder: Em
     store.delete([original.id])
     result = asyncio.run(service.remember(text))  # only summaries are near: not a duplicate
     assert result.success is True and result.duplicate_of is None
+
+
+def test_duplicate_check_searches_past_summaries_only_when_they_reach_the_threshold(
+    store: Any, embedder: Embedder
+) -> None:
+    """When the nearest memories are all summaries and the farthest of them is below
+    ``dedup_threshold``, no other memory can reach it: the costly filtered search is skipped
+    and the memory is stored."""
+    import asyncio
+
+    from tribalmemory.service import MemoryService
+
+    text = "Billing tests need make test-billing; plain pytest misses the fixtures"
+    near = embedder.embed_one("Episode: the billing test suite and its make target")
+    summaries = [
+        memory(f"Episode: billing tests {i}", source_type=SourceType.EPISODE_SUMMARY)
+        for i in range(6)
+    ]
+    store.upsert(summaries, np.repeat(near[None, :], 6, axis=0))
+    other = memory("The release train leaves on Thursdays")
+    store.upsert([other], embedder.embed([other.content]))
+    threshold = Config().memory.dedup_threshold
+    assert float(near @ embedder.embed_one(text)) < threshold  # the premise
+    searches: list[Any] = []
+    real_search = store.dense_search
+
+    def dense_search(vector: Any, limit: int, where: Any = None) -> Any:
+        searches.append(where)
+        return real_search(vector, limit, where)
+
+    store.dense_search = dense_search
+    result = asyncio.run(MemoryService(Config(), store, embedder).remember(text))
+    assert result.success is True and result.duplicate_of is None
+    assert searches == [None]  # the unfiltered probe only

@@ -327,7 +327,10 @@ class MemoryService:
 
         Among the unfiltered nearest neighbours the non-summaries are those memories; an
         unfiltered query is much cheaper than a must_not filter, which the engine checks point
-        by point. Only when every probed neighbour is a summary does the filtered query run.
+        by point. Only when every probed neighbour is a summary and the farthest of them is
+        still at the threshold does the filtered query run: every memory it could return lies
+        no nearer than that farthest neighbour (exactly so on the store's unsealed part, as
+        nearly as its index searches on the sealed part).
         """
         threshold = self.config.memory.dedup_threshold
         hits = self.store.dense_search(vector, DEDUP_PROBE)
@@ -337,7 +340,7 @@ class MemoryService:
             if h.memory.source_type not in ENGINE_WRITTEN
             and (h.memory.project == project or h.memory.shared)
         ]
-        if not found and len(hits) == DEDUP_PROBE:
+        if not found and len(hits) == DEDUP_PROBE and hits[-1].cosine >= threshold:
             where = MemoryFilter(exclude_source_types=sorted(ENGINE_WRITTEN), project=project)
             found = self.store.dense_search(vector, 1, where)
         return [
