@@ -327,10 +327,11 @@ class MemoryService:
 
         Among the unfiltered nearest neighbours the non-summaries are those memories; an
         unfiltered query is much cheaper than a must_not filter, which the engine checks point
-        by point. Only when every probed neighbour is a summary and the farthest of them is
-        still at the threshold does the filtered query run: every memory it could return lies
-        no nearer than that farthest neighbour (exactly so on the store's unsealed part, as
-        nearly as its index searches on the sealed part).
+        by point. Only when no probed neighbour can be reported (each is engine-written or
+        another project's) and the farthest of them still reaches the threshold does the
+        filtered query run: every memory it could return lies no nearer than that farthest
+        neighbour (exactly so on the store's unsealed part; on sealed parts as closely as their
+        int8 scan ranks).
         """
         threshold = self.config.memory.dedup_threshold
         hits = self.store.dense_search(vector, DEDUP_PROBE)
