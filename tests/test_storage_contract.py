@@ -861,19 +861,26 @@ async def test_maintenance_task_optimizes_only_when_due() -> None:
     assert threading.main_thread().name not in store.calls  # never on the event loop
 
 
+BILLING_NOTE = "Billing tests need make test-billing; plain pytest misses the fixtures"
+
+
+def store_summaries(store: Any, vector: np.ndarray, count: int = 6) -> None:
+    """``count`` episode summaries, all at ``vector`` (more than the duplicate check probes)."""
+    summaries = [
+        memory(f"Episode: billing tests {i}", source_type=SourceType.EPISODE_SUMMARY)
+        for i in range(count)
+    ]
+    store.upsert(summaries, np.repeat(vector[None, :], count, axis=0))
+
+
 def test_duplicate_check_skips_nearer_episode_summaries(store: Any, embedder: Embedder) -> None:
     """remember() finds a near-duplicate even when several summaries are nearer to it."""
     import asyncio
 
     from tribalmemory.service import MemoryService
 
-    text = "Billing tests need make test-billing; plain pytest misses the fixtures"
-    vector = embedder.embed_one(text)
-    summaries = [
-        memory(f"Episode: billing tests {i}", source_type=SourceType.EPISODE_SUMMARY)
-        for i in range(6)
-    ]
-    store.upsert(summaries, np.repeat(vector[None, :], 6, axis=0))  # identical vectors: nearest
+    text = BILLING_NOTE
+    store_summaries(store, embedder.embed_one(text))  # identical vectors: nearest
     original = memory(text + ".")
     store.upsert([original], embedder.embed([original.content]))
     service = MemoryService(Config(), store, embedder)
@@ -894,13 +901,9 @@ def test_duplicate_check_searches_past_summaries_only_when_they_reach_the_thresh
 
     from tribalmemory.service import MemoryService
 
-    text = "Billing tests need make test-billing; plain pytest misses the fixtures"
+    text = BILLING_NOTE
     near = embedder.embed_one("Episode: the billing test suite and its make target")
-    summaries = [
-        memory(f"Episode: billing tests {i}", source_type=SourceType.EPISODE_SUMMARY)
-        for i in range(6)
-    ]
-    store.upsert(summaries, np.repeat(near[None, :], 6, axis=0))
+    store_summaries(store, near)
     other = memory("The release train leaves on Thursdays")
     store.upsert([other], embedder.embed([other.content]))
     threshold = Config().memory.dedup_threshold
