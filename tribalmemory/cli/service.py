@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -17,6 +18,7 @@ from ..client import WrongDaemon, daemon_url, ensure_daemon, find_daemon
 from ..config import Config
 from ..datafolder import ensure_identity, make_private, write_private
 from ..interfaces.auth import check_bind, token_store
+from ..llm.client import llm_configured, load_litellm
 from ..logs import follow, log_file, setup_logging, tail
 from ..runtime import start_runtime
 from .output import CliError, clean
@@ -73,6 +75,22 @@ def limit_blas_threads() -> None:
     threadpool_limits(BLAS_THREADS, user_api="blas")
 
 
+async def freeze_start_up_heap(config: Config) -> None:
+    """Move the objects start-up built (modules, the model, litellm's tables) out of the
+    garbage collector's reach (``gc.freeze``), litellm imported first when an LLM is configured.
+
+    litellm brings some 260,000 objects that live as long as the daemon; every full collection
+    walked them all, and held the GIL for ~200 ms at an unpredictable moment, stalling the
+    request then running. Frozen, they are never walked again. The import runs on a thread,
+    as the LLM check that needs it does (whichever comes first imports, once)."""
+    if llm_configured(config.episodes):
+        try:
+            await asyncio.to_thread(load_litellm)
+        except Exception as exc:  # the LLM check meets it too, and reports it (health)
+            log.info("litellm could not be imported before freezing the heap: %s", exc)
+    gc.freeze()
+
+
 def serve(args: argparse.Namespace, config: Config) -> int:
     """``tribalmemory serve``: the daemon in the foreground."""
     sys.setswitchinterval(GIL_SWITCH_SECONDS)
@@ -115,6 +133,7 @@ async def _serve(config: Config, sock: socket.socket) -> None:
 
     started = time.monotonic()
     runtime = await start_runtime(config)
+    freezing = asyncio.create_task(freeze_start_up_heap(config))
     pid_path = pid_file(config)
     write_private(pid_path, f"{os.getpid()}\n")
     # uvicorn re-raises the signal that stopped it once it has shut down; the runtime must
@@ -137,6 +156,7 @@ async def _serve(config: Config, sock: socket.socket) -> None:
         log.info("runtime ready in %.2f s", time.monotonic() - started)
         await server.serve(sockets=[sock])
     finally:
+        freezing.cancel()
         await runtime.stop()
         if pid_path.read_text(encoding="utf-8").strip() == str(os.getpid()):
             pid_path.unlink()

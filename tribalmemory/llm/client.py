@@ -103,6 +103,15 @@ class LLMUnavailable(Exception):
         self.kind = kind
 
 
+def llm_configured(cfg: EpisodesConfig) -> bool:
+    """Episodes are on and name an LLM provider and model: the client will import litellm."""
+    return (
+        cfg.enabled
+        and cfg.summarizer_provider.strip().lower() not in DISABLED_PROVIDERS
+        and bool(cfg.summarizer_model.strip())
+    )
+
+
 def load_litellm() -> Any:
     """Import litellm once, offline-safe and quiet."""
     global _litellm
@@ -366,11 +375,7 @@ class LLMClient:
     def _compute_static(self) -> dict[str, str]:
         cfg = self.config
         self._pricing = ""
-        if (
-            not cfg.enabled
-            or cfg.summarizer_provider.strip().lower() in DISABLED_PROVIDERS
-            or not cfg.summarizer_model.strip()
-        ):
+        if not llm_configured(cfg):
             return {
                 "state": "disabled",
                 "reason": "LLM features are off (episodes disabled or no provider/model)",
