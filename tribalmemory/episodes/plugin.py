@@ -146,6 +146,7 @@ class EpisodePlugin:
 
     @hookimpl
     async def after_remember(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
+        self.engine.state.vectors.put(memory.id, np.array(vector, dtype=np.float32))
         try:
             return await self.engine.detection.detect(memory, vector)
         except BaseException:
@@ -174,6 +175,7 @@ class EpisodePlugin:
 
     @hookimpl
     async def after_forget(self, memory: Memory) -> None:
+        self.engine.state.vectors.drop([memory.id])
         await self.engine.membership.forgotten(memory)
 
     @hookimpl

@@ -28,6 +28,7 @@ from ..service.host import PluginHost
 from . import detector, lifecycle
 from .matching import EpisodeFeatures, Matcher, MemoryFeatures, when
 from .store import EpisodeRow, EpisodeStore
+from .vectors import VectorCache, VectorCachingHost
 
 DETECTOR_SAVE_EVERY = 25
 FEATURES_INLINE = 8  # features of at most this many memories are built on the event loop
@@ -86,6 +87,7 @@ class EngineState:
         self.seeds: dict[str, MemoryFeatures] = {}  # unassigned memory id -> features
         self.wake: Callable[..., None] = lambda due=None: None  # set by the worker
         self._host: PluginHost | None = None
+        self.vectors = VectorCache()  # members' vectors, given by the hook or read once
         self._episode_locks: dict[str, EpisodeLock] = {}
         # Detection offers a memory only the candidates of its own project (an episode never
         # spans two): the project of each memory the detector may still decide or seed with,
@@ -103,7 +105,8 @@ class EngineState:
 
     async def load(self, host: PluginHost) -> None:
         """Rebuild the features of active episodes and seeds from stored vectors."""
-        self._host = cast(PluginHost, ProjectNotingHost(host, self.note_projects))
+        caching = cast(PluginHost, VectorCachingHost(host, self.vectors))
+        self._host = cast(PluginHost, ProjectNotingHost(caching, self.note_projects))
         self.matcher.load_state(self.store.get_meta("detector_context"), self.store.term_counts())
         self.active.clear()
         self.seeds.clear()
