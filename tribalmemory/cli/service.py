@@ -81,8 +81,10 @@ async def freeze_start_up_heap(config: Config) -> None:
 
     litellm brings some 260,000 objects that live as long as the daemon; every full collection
     walked them all, and held the GIL for ~200 ms at an unpredictable moment, stalling the
-    request then running. Frozen, they are never walked again. The import runs on a thread,
-    as the LLM check that needs it does (whichever comes first imports, once)."""
+    request then running. Frozen, they are never walked again (nor freed, should start-up's
+    objects be dropped later; a full collection at that point, in a process that had loaded
+    the same, found nothing to free). The import runs on a thread, as the LLM check that needs
+    it does (whichever comes first imports, once)."""
     if llm_configured(config.episodes):
         try:
             await asyncio.to_thread(load_litellm)

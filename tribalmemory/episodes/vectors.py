@@ -35,7 +35,6 @@ class VectorCache:
 
     def __init__(self, capacity: int = CAPACITY) -> None:
         self.capacity = capacity
-        self.reads = 0  # ids read from the store (not found here)
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._generation = 0  # bumped by every drop: a read that saw one keeps nothing
 
@@ -67,7 +66,6 @@ class VectorCache:
                 found[memory_id] = vector
         if missing:
             generation = self._generation
-            self.reads += len(missing)
             fresh = await read(missing)
             if generation == self._generation:
                 for memory_id, vector in fresh.items():
