@@ -137,3 +137,22 @@ async def test_a_forgotten_member_is_dropped(
     assert ids[2] in found
     await rt.api.forget(ids[2])
     assert ids[2] not in await cache.get([ids[2]], rt.service.vectors)
+
+
+async def test_a_rewritten_summary_is_never_served_stale(
+    make_runtime: Any,  # noqa: F811 - the fixture imported above
+) -> None:
+    """The summary memory keeps its id across rewrites: the engine's reads see each new vector."""
+    rt = await make_runtime()
+    ids = [(await remember(rt, AUTH[i], 3 + i))["memory_id"] for i in range(2)]
+    await settle(rt)
+    episode_id = await episode_of(rt, ids[0])
+    summary_id = (await rt.api.episode_get(episode_id))["episode"]["summary_memory_id"]
+    host = rt.episodes.engine.state.host
+    before = (await host.get_vectors([summary_id]))[summary_id]  # read, and kept
+    await remember(rt, AUTH[3], 6)  # joins: the summary is rewritten under the same id
+    await settle(rt)
+    assert (await rt.api.episode_get(episode_id))["episode"]["memory_count"] == 3
+    stored = (await rt.service.vectors([summary_id]))[summary_id]
+    assert not np.allclose(before, stored)  # the text, and so the vector, changed
+    np.testing.assert_array_equal((await host.get_vectors([summary_id]))[summary_id], stored)

@@ -9,9 +9,10 @@ and reads only the others.
 
 Exact, not approximate: the only memories whose vectors change under the same id are the
 engine's own (summaries, lessons, decisions), written through :class:`VectorCachingHost`,
-which drops them before and after each such write; a forgotten memory is dropped by the
-engine's ``after_forget`` hook. A read that was in flight while something was dropped keeps
-what it read out of the cache (it may predate the write).
+which drops them once each such write is done (before, a kept vector is what a read racing
+the write could return too);
+a forgotten memory is dropped by the engine's ``after_forget`` hook. A read that was in flight
+while something was dropped keeps what it read out of the cache (it may predate the write).
 """
 
 from __future__ import annotations
@@ -85,15 +86,12 @@ class VectorCachingHost:
         return await self._cache.get(memory_ids, self._inner.get_vectors)
 
     async def write_owned(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
-        ids = [m.id for m in memories]
-        self._cache.drop(ids)
         try:
             await self._inner.write_owned(memories, vectors)
         finally:
-            self._cache.drop(ids)
+            self._cache.drop([m.id for m in memories])
 
     async def delete_owned(self, memory_ids: list[str]) -> None:
-        self._cache.drop(memory_ids)
         try:
             await self._inner.delete_owned(memory_ids)
         finally:
