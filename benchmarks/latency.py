@@ -779,6 +779,7 @@ def run_http(
     for index in range(1, args.rounds):
         log(f"HTTP comparison, round {index} of {args.rounds} ...")
         rounds.append(extra_round(root / f"round-{index}", daemon_log, episodes, base_url, args))
+        log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*rounds[-1]))
     daemons: list[Daemon] = []
     try:
         daemon_off, daemon_on, state = start_pair(root, daemon_log, episodes, daemons)
@@ -791,13 +792,14 @@ def run_http(
         off.values["remember over HTTP p99 / max (ms)"] = tail(remember_off)
         on.values["remember over HTTP p99 / max (ms)"] = tail(remember_on)
         rounds.append(ratios(remember_off, remember_on))
+        log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*rounds[-1]))
         r50, r95 = ([r[i] for r in rounds] for i in (0, 1))
         label = "remember on / off, p50 and p95"
         if len(rounds) > 1:
             label += f", median of {len(rounds)} rounds (range)"
             on.values[label] = (
-                f"{np.median(r50):.2f}× ({min(r50):.2f}–{max(r50):.2f}) / "
-                f"{np.median(r95):.2f}× ({min(r95):.2f}–{max(r95):.2f})"
+                f"{np.median(r50):.3f}× ({min(r50):.2f}–{max(r50):.2f}) / "
+                f"{np.median(r95):.3f}× ({min(r95):.2f}–{max(r95):.2f})"
             )
         else:
             on.values[label] = f"{r50[0]:.2f}× / {r95[0]:.2f}×"
