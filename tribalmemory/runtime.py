@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from .config import Config
 from .datafolder import make_private
 from .embeddings import load_embedder
 from .embeddings.background import BackgroundEmbedder
+from .embeddings.placement import RequestThreads
 from .service import MemoryService, ServiceHost
 from .service.access import ACCESS_FILE, AccessStats
 from .service.activity import RequestActivity
@@ -49,6 +49,7 @@ class Runtime:
             self.service.access.close()
         if self.service.background is not None:
             self.service.background.close()
+        self.service.request_threads.close()
         self.service.store.close()
 
 
@@ -96,15 +97,16 @@ async def _start(
     # Plugins' texts (episode summaries) are embedded at low priority (loaded on first use),
     # or at normal priority by the request embedder when other processes keep the CPU busy.
     activity = RequestActivity()
+    threads = RequestThreads()  # for requests' embeddings and store calls (see placement)
     background = BackgroundEmbedder(
         embedder.model_name,
         config.embedding.cache_dir,
-        fallback=lambda texts: asyncio.to_thread(embedder.embed, texts),
+        fallback=lambda texts: threads.run(embedder.embed, texts),
         busy=activity.busy,
     )
     access = AccessStats(data / ACCESS_FILE)
     service = MemoryService(
-        config, store, embedder, background, disk_space(config), access, activity
+        config, store, embedder, background, disk_space(config), access, activity, threads
     )
     episodes = None
     try:
@@ -120,6 +122,7 @@ async def _start(
         await service.finish_corrections()
     except BaseException:
         background.close()
+        threads.close()
         access.close()
         store.close()
         raise

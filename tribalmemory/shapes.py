@@ -695,6 +695,11 @@ class StoreInfo(Response):
 class EmbeddingInfo(Response):
     model: str
     dim: int
+    request_cpus: list[int] | None = Field(
+        None,
+        description="The CPUs requests' embeddings and store calls run on, beside "
+        "onnxruntime's pinned threads (null: any CPU, or none run yet).",
+    )
 
 
 class LlmStatus(OpenResponse):

@@ -149,6 +149,12 @@ def load_embedder(
     call, default one per core); the bundled default works with no network."""
     from fastembed import TextEmbedding
 
+    # Tokenize on the calling thread, not on the tokenizers library's pool of spinning
+    # threads: a background text's tokens would be computed at normal priority by that pool,
+    # beside requests, and a pool started from a placed thread keeps its CPUs
+    # (embeddings/placement.py). A request's single text gains nothing from the pool.
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
     if model_name == BUNDLED_MODEL:
         weights = bundled_weights()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")

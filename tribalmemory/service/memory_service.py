@@ -20,6 +20,7 @@ from .. import validation as check
 from ..config import Config
 from ..embeddings import Embedder
 from ..embeddings.background import BackgroundEmbedder
+from ..embeddings.placement import RequestThreads
 from ..errors import Busy, InsufficientStorage, InvalidInput, NotFound
 from ..models import ENGINE_WRITTEN, Memory, RecallHit, SourceType, new_memory_id
 from ..shapes import (
@@ -132,10 +133,13 @@ class MemoryService:
         space: DiskSpace | None = None,
         access: AccessStats | None = None,
         activity: RequestActivity | None = None,
+        request_threads: RequestThreads | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.embedder = embedder
+        # requests' embeddings and store calls: kept off onnxruntime's CPUs (see placement)
+        self.request_threads = request_threads or RequestThreads()
         self.background = background  # embeds plugins' texts at low priority, if given
         self.space = space  # refuses writes when the disk is nearly full, if given
         self.access = access  # access statistics (retrievability), if given
@@ -195,7 +199,7 @@ class MemoryService:
     async def _upsert(self, memories: list[Memory], vectors: np.ndarray) -> None:
         """The store's upsert; a full disk becomes InsufficientStorage (507)."""
         try:
-            await asyncio.to_thread(self.store.upsert, memories, vectors)
+            await self.request_threads.run(self.store.upsert, memories, vectors)
         except Exception as exc:
             if not is_disk_full(exc):
                 raise
@@ -206,7 +210,7 @@ class MemoryService:
             ) from None
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.embedder.embed, texts)
+        return await self.request_threads.run(self.embedder.embed, texts)
 
     async def remember(
         self,
@@ -281,7 +285,9 @@ class MemoryService:
         supersedes = corrects.id if corrects is not None else None
         async with self._write_lock:
             if not new.skip_dedup:
-                candidates = await asyncio.to_thread(self._near_duplicates, vector, new.project)
+                candidates = await self.request_threads.run(
+                    self._near_duplicates, vector, new.project
+                )
                 decision = dedup.decide(new.content, candidates)
                 if decision.duplicate_of is not None:
                     return RememberResult(
@@ -583,7 +589,7 @@ class MemoryService:
         pool = size * RERANK_POOL if access is not None else size
         with self.activity.request():
             vector = (await self.embed([text]))[0]
-            hits = await asyncio.to_thread(self.store.search, text, vector, pool, where)
+            hits = await self.request_threads.run(self.store.search, text, vector, pool, where)
         shown = shown_order(hits, floor)
         if access is None:
             return shown
@@ -722,7 +728,11 @@ class MemoryService:
             "version": __version__,
             "uptime_seconds": round(time.monotonic() - self.started_at, 1),
             "store": {"backend": info.backend, "location": info.location},
-            "embedding": {"model": info.model_name, "dim": info.dim},
+            "embedding": {
+                "model": info.model_name,
+                "dim": info.dim,
+                "request_cpus": self.request_threads.status(),
+            },
             "batches": {"in_flight": self.batches_in_flight, "max": MAX_CONCURRENT_BATCHES},
         }
         if self.space is not None:
