@@ -60,7 +60,7 @@ async def main():
     assert (await service.remember("the billing service times out under load")).success
     assert await service.recall("billing timeouts")
     ran = await service.request_threads.run(lambda: sorted(os.sched_getaffinity(0)))
-    ours = {t.native_id for t in threading.enumerate() if t.name.startswith("tm-embed")}
+    ours = {t.native_id for t in threading.enumerate() if t.name.startswith("tm-request")}
     process = sorted(os.sched_getaffinity(0))
     others = [affinity(t.name) for t in Path("/proc/self/task").iterdir()
               if int(t.name) not in ours]
@@ -84,9 +84,7 @@ def test_requests_run_beside_onnxruntimes_pinned_threads(tmp_path: object) -> No
     """In a fresh process (affinity is per thread, and other tests' runtimes leave threads):
     a runtime runs a request's embedding, duplicate check, write and recall search on threads
     limited to the CPUs that onnxruntime's pinned threads leave free, and /v1/health says
-    which. No other thread of the process is limited
-    to those CPUs: a library's thread pool started from one of ours would be (the tokenizers
-    pool did, until tokenizing moved to the calling thread)."""
+    which."""
     argv = [sys.executable, "-c", PROBE, str(tmp_path)]
     out = subprocess.run(argv, capture_output=True, text=True, check=True)
     found = json.loads(out.stdout.strip().splitlines()[-1])
@@ -94,8 +92,10 @@ def test_requests_run_beside_onnxruntimes_pinned_threads(tmp_path: object) -> No
     pinned = [set(cpus) for cpus in found["others"] if cpus != process]
     assert pinned, "onnxruntime pins its intra-op threads on a machine of two CPUs or more"
     free = sorted(set(process) - set().union(*pinned))
-    assert free  # onnxruntime leaves the calling thread's CPU to it
-    assert all(not cpus & set(free) for cpus in pinned)
+    # onnxruntime leaves the calling thread's CPU to it, and no thread of a library's pool
+    # started from one of ours keeps ours (the tokenizers pool did, before tokenizing moved
+    # to the calling thread: then no CPU was left free)
+    assert free
     assert found["ran"] == free
     assert found["seen"] == {c: free for c in ("embed", "duplicate check", "write", "search")}
     assert found["health"]["request_cpus"] == free

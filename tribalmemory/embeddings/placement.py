@@ -101,7 +101,7 @@ class RequestThreads:
         self._threads: set[int] = set()
         self.cpus: frozenset[int] | None = None
         self._executor = ThreadPoolExecutor(
-            max_workers=threads, thread_name_prefix="tm-embed", initializer=self._place
+            max_workers=threads, thread_name_prefix="tm-request", initializer=self._place
         )
 
     def _place(self) -> None:
