@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 log = logging.getLogger("tribalmemory.embeddings")
 
-THREADS = 4  # calls at once (a batch of 1,000 texts to embed does not hold up a recall)
+THREADS = 8  # calls at once: batches being embedded (2 at most) never hold up a recall
 T = TypeVar("T")
 _ours: set[int] = set()  # native ids of the threads placed here: pinned by us, not by onnxruntime
 
