@@ -81,13 +81,19 @@ def counting_reads(rt: Any, monkeypatch: Any) -> list[str]:
     return asked
 
 
+async def settled_members(rt: Any, count: int) -> list[str]:
+    """Remember ``count`` memories of one thread and let the engine settle; their ids."""
+    ids = [(await remember(rt, AUTH[i], 3 + i))["memory_id"] for i in range(count)]
+    await settle(rt)
+    return ids
+
+
 async def test_summary_jobs_read_no_member_vector_the_engine_already_has(
     make_runtime: Any,  # noqa: F811 - the fixture imported above
     monkeypatch: Any,
 ) -> None:
     rt = await make_runtime()
-    ids = [(await remember(rt, AUTH[i], 3 + i))["memory_id"] for i in range(4)]
-    await settle(rt)
+    ids = await settled_members(rt, 4)
     episode_id = await episode_of(rt, ids[0])
     assert episode_id is not None and all([await episode_of(rt, i) == episode_id for i in ids])
     asked = counting_reads(rt, monkeypatch)
@@ -130,8 +136,7 @@ async def test_a_forgotten_member_is_dropped(
     make_runtime: Any,  # noqa: F811 - the fixture imported above
 ) -> None:
     rt = await make_runtime()
-    ids = [(await remember(rt, AUTH[i], 3 + i))["memory_id"] for i in range(3)]
-    await settle(rt)
+    ids = await settled_members(rt, 3)
     cache = rt.episodes.engine.state.vectors
     found = await cache.get([ids[2]], rt.service.vectors)
     assert ids[2] in found
@@ -144,8 +149,7 @@ async def test_a_rewritten_summary_is_never_served_stale(
 ) -> None:
     """The summary memory keeps its id across rewrites: the engine's reads see each new vector."""
     rt = await make_runtime()
-    ids = [(await remember(rt, AUTH[i], 3 + i))["memory_id"] for i in range(2)]
-    await settle(rt)
+    ids = await settled_members(rt, 2)
     episode_id = await episode_of(rt, ids[0])
     summary_id = (await rt.api.episode_get(episode_id))["episode"]["summary_memory_id"]
     host = rt.episodes.engine.state.host

@@ -147,13 +147,13 @@ def load_embedder(
 ) -> Embedder:
     """Load ``model_name`` once per process (and per ``threads``: onnxruntime's threads per
     call, default one per core); the bundled default works with no network."""
-    from fastembed import TextEmbedding
-
     # Tokenize on the calling thread, not on the tokenizers library's pool of spinning
     # threads: a background text's tokens would be computed at normal priority by that pool,
     # beside requests, and a pool started from a placed thread keeps its CPUs
-    # (embeddings/placement.py). A request's single text gains nothing from the pool.
+    # (embeddings/placement.py). A request's single text gains nothing from the pool. Set
+    # before fastembed (and so tokenizers) is imported.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from fastembed import TextEmbedding
 
     if model_name == BUNDLED_MODEL:
         weights = bundled_weights()

@@ -9,10 +9,10 @@ and reads only the others.
 
 Exact, not approximate: the only memories whose vectors change under the same id are the
 engine's own (summaries, lessons, decisions), written through :class:`VectorCachingHost`,
-which drops them once each such write is done (before, a kept vector is what a read racing
-the write could return too);
-a forgotten memory is dropped by the engine's ``after_forget`` hook. A read that was in flight
-while something was dropped keeps what it read out of the cache (it may predate the write).
+which drops them once each such write is done (until then, a kept vector is what a read
+racing the write could return anyway); a forgotten memory is dropped by the engine's
+``after_forget`` hook. A read that was in flight while something was dropped keeps what it
+read out of the cache (it may predate the write).
 """
 
 from __future__ import annotations
