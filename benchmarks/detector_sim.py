@@ -587,6 +587,43 @@ def naive_centroid(stream: Stream, threshold: float = 0.40) -> list[str | None]:
     return [f"c{x}" if sizes[x] > 1 else None for x in labels]
 
 
+def _singletons_to_none(labels: Sequence[int]) -> list[str | None]:
+    sizes = Counter(labels)
+    return [f"c{x}" if sizes[x] > 1 else None for x in labels]
+
+
+def time_gap(stream: Stream, k: float) -> list[str | None]:
+    """The corpus README's time baseline: a new episode after a gap longer than ``k`` times
+    the stream's median gap between consecutive memories (episodes of one memory count as
+    none)."""
+    times = [r.created_at.timestamp() for r in stream.records]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    limit = k * max(float(np.median(gaps)) if gaps else 1.0, 1.0)
+    labels, current = [], 0
+    for i, gap in enumerate([0.0, *gaps]):
+        if i and gap > limit:
+            current += 1
+        labels.append(current)
+    return _singletons_to_none(labels)
+
+
+def nearest_member(stream: Stream, threshold: float = 0.40) -> list[str | None]:
+    """The corpus README's embedding baseline: online nearest-member clustering with the
+    bundled model (a memory joins the cluster of its most similar earlier memory when their
+    cosine reaches ``threshold``, else starts its own)."""
+    labels: list[int] = []
+    vectors = np.asarray(stream.vectors, dtype=np.float32)
+    for i, v in enumerate(vectors):
+        if i:
+            sims = vectors[:i] @ v
+            best = int(np.argmax(sims))
+            if sims[best] >= threshold:
+                labels.append(labels[best])
+                continue
+        labels.append(i)
+    return _singletons_to_none(labels)
+
+
 # --------------------------------------------------------------------------------------------
 # Runs
 # --------------------------------------------------------------------------------------------

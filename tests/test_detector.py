@@ -684,3 +684,20 @@ def test_decide_is_the_same_with_kept_seed_rows():
         assert decide(memory, [episode_on(0)], seeds, CTX, HYB, rows) == decide(
             memory, [episode_on(0)], seeds, CTX, HYB
         )
+
+
+def test_the_corpus_baselines_cut_at_long_gaps_and_join_near_members():
+    """The two baselines of benchmarks/detection_kinds.py on four memories: two close in time
+    and direction, a long pause, two more close in time; the fourth near the first."""
+    sim = _sim_module()
+    times = [0, 60, 120, 10_000, 10_060]  # seconds; median gap 60
+    vectors = np.stack([basis(0), basis(0), basis(1), basis(2), vec_at(0.9, 0, 3)])
+    records = [
+        sim.Record(f"m{k}", T0 + timedelta(seconds=t), "", frozenset(), "a", None)
+        for k, t in enumerate(times)
+    ]
+    stream = sim.Stream("s", records, vectors)
+    gap = sim.time_gap(stream, 2.0)  # a gap over 120 s starts an episode
+    assert gap[0] == gap[1] == gap[2] and gap[3] == gap[4] and gap[0] != gap[3]
+    near = sim.nearest_member(stream, 0.40)
+    assert near[0] == near[1] == near[4] and near[2] is None and near[3] is None
