@@ -3,7 +3,7 @@
     python benchmarks/detection_kinds.py STREAMS_OR_FOLDERS... --train ../shared/corpus/train
         [--cache DIR] [--oracle] [--write]
 
-Replays every stream online with the shipped join model (``detector_sim``: the engine's
+Replays every stream online with the shipped detector (``detector_sim``: the engine's
 detection without the service) and scores it (pairwise F1 on all items and on the labelled
 items alone, ARI, episodes found / gold). Reported per **source kind** (IRC, PRs, git, agent
 memories, the three ``datasets`` streams): the kind's mean and worst stream, and the worst
@@ -31,11 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from detector_sim import (  # noqa: E402
     Stream,
-    embed_stream,
-    load_stream,
+    load,
     nearest_member,
     run,
     scores,
+    simulate,
     time_gap,
 )
 
@@ -60,14 +60,6 @@ def stream_paths(folders: Sequence[str]) -> list[Path]:
     return out
 
 
-def load_streams(paths: Sequence[Path], cache: Path | None) -> list[Stream]:
-    out = []
-    for path in paths:
-        records = load_stream(path)
-        out.append(Stream(path.stem, records, embed_stream(records, cache)))
-    return out
-
-
 GAP_GRID = (2.0, 3.0, 5.0, 8.0, 12.0, 20.0, 30.0, 50.0)
 KINDS = ("irc", "prs", "git", "agent", "datasets")
 ORACLES = (1.0, 0.9, 0.75)
@@ -87,8 +79,6 @@ def score_row(pred: Sequence[str | None], gold: Sequence[str | None]) -> dict[st
 
 
 def _embedding(stream: Stream) -> dict[str, float]:
-    from detector_sim import simulate
-
     result = simulate(stream, DetectorParams(strategy="embedding"))
     return score_row(result.assignment, stream.gold)
 
@@ -165,8 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args(argv)
-    streams = load_streams(stream_paths(args.paths), args.cache)
-    train = load_streams(stream_paths(args.train), args.cache)
+    streams = load(stream_paths(args.paths), args.cache)
+    train = load(stream_paths(args.train), args.cache)
     text = report(streams, train, args.oracle, args.workers)
     print(text)
     if args.write:

@@ -567,6 +567,12 @@ def simulate(
     return Replay(stream, params, oracle, review).run()
 
 
+def _singletons_to_none(labels: Sequence[int]) -> list[str | None]:
+    """Cluster labels as episode labels: a cluster of one memory is no episode."""
+    sizes = Counter(labels)
+    return [f"c{x}" if sizes[x] > 1 else None for x in labels]
+
+
 def naive_centroid(stream: Stream, threshold: float = 0.40) -> list[str | None]:
     """The README's baseline: online nearest-centroid clustering at a cosine threshold, every
     memory in a cluster (singletons count as no episode)."""
@@ -583,13 +589,7 @@ def naive_centroid(stream: Stream, threshold: float = 0.40) -> list[str | None]:
                 continue
         sums.append(np.asarray(v, dtype=np.float64).copy())
         labels.append(len(sums) - 1)
-    sizes = Counter(labels)
-    return [f"c{x}" if sizes[x] > 1 else None for x in labels]
-
-
-def _singletons_to_none(labels: Sequence[int]) -> list[str | None]:
-    sizes = Counter(labels)
-    return [f"c{x}" if sizes[x] > 1 else None for x in labels]
+    return _singletons_to_none(labels)
 
 
 def time_gap(stream: Stream, k: float) -> list[str | None]:
@@ -988,7 +988,7 @@ def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
     return "\n".join(lines)
 
 
-def load(paths: Sequence[str], cache: Path | None) -> list[Stream]:
+def load(paths: Sequence[str | Path], cache: Path | None) -> list[Stream]:
     out = []
     for path in paths:
         records = load_stream(path)

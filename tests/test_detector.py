@@ -687,8 +687,9 @@ def test_decide_is_the_same_with_kept_seed_rows():
 
 
 def test_the_corpus_baselines_cut_at_long_gaps_and_join_near_members():
-    """The two baselines of benchmarks/detection_kinds.py on four memories: two close in time
-    and direction, a long pause, two more close in time; the fourth near the first."""
+    """The two baselines of benchmarks/detection_kinds.py on five memories: three a minute
+    apart (the first two alike), a long pause, two more a minute apart; the last near the
+    first."""
     sim = _sim_module()
     times = [0, 60, 120, 10_000, 10_060]  # seconds; median gap 60
     vectors = np.stack([basis(0), basis(0), basis(1), basis(2), vec_at(0.9, 0, 3)])
