@@ -628,6 +628,11 @@ def evidence(
 # --------------------------------------------------------------------------------------------
 
 
+MAX_SEEDS = 1024
+"""The most recent eligible seeds a decision scores (keeps :func:`decide` ~2 ms); the engine's
+seed pool hands it no more (:meth:`tribalmemory.episodes.seeds.SeedPool.recent`)."""
+
+
 @dataclass(frozen=True)
 class DetectorParams:
     """Thresholds and limits (normally from ``EpisodesConfig``).
@@ -644,7 +649,7 @@ class DetectorParams:
     chain_window_hours: float = 48.0
     chain_threshold: float = 0.85
     max_llm_candidates: int = 5
-    max_seeds: int = 1024  # most recent eligible seeds scored (keeps decide() ~2 ms)
+    max_seeds: int = MAX_SEEDS  # most recent eligible seeds scored
     model: ScoreModel = DEFAULT_MODEL
 
     @classmethod

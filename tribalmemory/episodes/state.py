@@ -27,6 +27,7 @@ from ..projects import DEFAULT_PROJECT
 from ..service.host import PluginHost
 from . import detector, lifecycle
 from .matching import EpisodeFeatures, Matcher, MemoryFeatures, when
+from .seeds import SeedPool
 from .store import EpisodeRow, EpisodeStore
 from .vectors import VectorCache, VectorCachingHost
 
@@ -84,7 +85,7 @@ class EngineState:
         self.matcher = Matcher(settings)
         self.detect_lock = asyncio.Lock()
         self.active: dict[str, EpisodeFeatures] = {}  # active episode id -> features
-        self.seeds: dict[str, MemoryFeatures] = {}  # unassigned memory id -> features
+        self.seeds = SeedPool(self.project_of_memory)  # unassigned memory id -> features
         self.wake: Callable[..., None] = lambda due=None: None  # set by the worker
         self._host: PluginHost | None = None
         self.vectors = VectorCache()  # members' vectors, given by the hook or read once
@@ -224,18 +225,16 @@ class EngineState:
         return [e for k, e in self.active.items() if self.project_of_episode(k) == project]
 
     def seed_pool(self, features: MemoryFeatures) -> list[MemoryFeatures]:
-        """Seeds of the memory's project young enough to start an episode with ``features``
-        (older ones are dropped)."""
-        horizon = when(features) - self.settings.active_window_days * lifecycle.DAY
-        for memory_id in [k for k, s in self.seeds.items() if when(s) < horizon]:
-            self.seeds.pop(memory_id)
+        """The seeds ``features`` may start an episode with: its project's most recent
+        (:data:`~tribalmemory.episodes.detector.MAX_SEEDS`) within the active window of it;
+        seeds older than the window are dropped."""
+        window = self.settings.active_window_days * lifecycle.DAY
+        for memory_id in self.seeds.expire(when(features) - window):
             self.memory_projects.pop(memory_id, None)
         project = self.project_of_memory(features.id)
-        return [
-            s
-            for k, s in self.seeds.items()
-            if k != features.id and self.project_of_memory(k) == project
-        ]
+        return self.seeds.recent(
+            project, when(features), window, detector.MAX_SEEDS, exclude=features.id
+        )
 
     def save_detector(self, force: bool = False) -> None:
         """Persist the detector's running statistics every 25 decisions (and at stop): the
