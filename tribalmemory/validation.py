@@ -172,10 +172,17 @@ def timestamp(field: str, value: Any) -> datetime | None:
         raise InvalidInput(f"{field}: {exc}") from None
 
 
-def memory_time(field: str, value: Any, now: datetime | None = None) -> datetime | None:
+def memory_time(
+    field: str,
+    value: Any,
+    now: datetime | None = None,
+    *,
+    advice: str = "Send when it was learned, or leave {field} out to use the current time.",
+) -> datetime | None:
     """A memory's ``created_at``: a :func:`timestamp` at most ``MAX_FUTURE_SECONDS`` ahead of
     ``now`` (the wall clock). Episodes live in their memories' time, so a memory dated in the
-    future would close every episode that is still active."""
+    future would close every episode that is still active. ``advice`` ends the message (an
+    import line cannot leave the field out)."""
     moment = timestamp(field, value)
     if moment is None:
         return None
@@ -185,8 +192,7 @@ def memory_time(field: str, value: Any, now: datetime | None = None) -> datetime
         raise InvalidInput(
             f"{field} {to_iso(moment)} is {_duration(ahead)} in the future (server time "
             f"{to_iso(now.replace(microsecond=0))}); a memory's time may be at most "
-            f"{MAX_FUTURE_SECONDS // 60} minutes ahead. Send when it was learned, or leave "
-            f"{field} out to use the current time."
+            f"{MAX_FUTURE_SECONDS // 60} minutes ahead. " + advice.format(field=field)
         )
     return moment
 

@@ -172,7 +172,9 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
         tags = check.tags(data.get("tags"))
         context = check.text("context", data.get("context"), 10_000, required=False)
         instance = check.text("source_instance", data.get("source_instance"), 200)
-        created = check.timestamp("created_at", _time(data, "created_at"))
+        created = check.memory_time(
+            "created_at", _time(data, "created_at"), advice="Correct the line's {field}."
+        )
         updated = check.timestamp("updated_at", _time(data, "updated_at"))
         project = check.project(data.get("project"))  # absent: exported before projects
         shared = check.boolean("shared", data.get("shared"))
