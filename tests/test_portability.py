@@ -580,7 +580,15 @@ def test_a_vector_must_be_finite_numbers_of_the_header_dimension() -> None:
         "metadata": {},
     }
     assert parse_memory({**line, "vector": [0.5, 1, -2.0, 0.0]}, 2, head, 1000).vector
-    for bad in ([0.5, True, 0.1, 0.2], [0.5, float("nan"), 0.1, 0.2], [0.5, "1", 0.1, 0.2], [0.5]):
+    beyond_float32 = ([0.5, 1e308, 0.1, 0.2], [0.5, 1e20, 0.1, 0.2], [10**400, 0.5, 0.1, 0.2])
+    for bad in (
+        [0.5, True, 0.1, 0.2],
+        [0.5, float("nan"), 0.1, 0.2],
+        [0.5, float("inf"), 0.1, 0.2],
+        [0.5, "1", 0.1, 0.2],
+        [0.5],
+        *beyond_float32,
+    ):
         with pytest.raises(TribalError, match="line 2: vector must be 4 finite numbers"):
             parse_memory({**line, "vector": bad}, 2, head, 1000)
 
@@ -633,6 +641,26 @@ def test_an_import_line_dated_in_the_future_is_refused_and_closes_nothing(
     settle(client)
     assert client.get("/v1/stats").json()["total_memories"] == before
     assert client.get(f"/v1/episodes/{episode_id}").json()["episode"]["status"] == "active"
+
+
+def test_an_import_vector_beyond_float32_is_refused_with_its_line(client: TestClient) -> None:
+    """Numbers JSON and float64 hold but the store's float32 vectors do not (1e308, or a
+    vector whose length overflows) are the file's fault: 422 naming the line, not a 500."""
+    head = export_header(client)
+    dim = head["dim"]
+    assert head["vectors"] is True
+    ok = [1.0 / dim**0.5] * dim
+    for bad in ([1e308] * dim, [1e30] * dim, [10**400] + [0.0] * (dim - 1)):
+        file = import_file(head, {"vector": ok}, {"vector": bad})
+        refused = client.post("/v1/import", headers=NDJSON, content=file.encode())
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["detail"] == [
+            f"line 3: vector must be {dim} finite numbers within float32's range "
+            "(header vectors: true)"
+        ]
+    assert client.get("/v1/stats").json()["total_memories"] == 0
+    file = import_file(head, {"vector": ok})
+    assert client.post("/v1/import", headers=NDJSON, content=file.encode()).json()["stored"] == 1
 
 
 def test_cli_import_names_the_line_dated_in_the_future(
