@@ -36,6 +36,8 @@ from .timeutil import ensure_utc, parse_iso, to_iso, utc_now
 EPISODE_ID = re.compile(EPISODE_ID_PATTERN)
 METADATA_KEY = re.compile(METADATA_KEY_PATTERN)
 EPISODE_PREFIX = "episode:"
+TAG_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters a tag may not hold: all but tab and newline (NUL among them)."""
 
 
 def names(
@@ -98,7 +100,8 @@ def text(
 
 
 def tags(value: Any, field: str = "tags") -> list[str]:
-    """A list of up to 50 non-blank strings; duplicates dropped, order kept."""
+    """A list of up to 50 non-blank strings without control characters (tab and newline
+    aside: :data:`TAG_CONTROL`); duplicates dropped, order kept."""
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
@@ -112,6 +115,12 @@ def tags(value: Any, field: str = "tags") -> list[str]:
             raise InvalidInput(f"{field} must not contain empty tags")
         if len(tag) > MAX_TAG_CHARS:
             raise InvalidInput(f"{field}: a tag is at most {MAX_TAG_CHARS} characters")
+        control = TAG_CONTROL.search(tag)
+        if control:
+            raise InvalidInput(
+                f"{field}: tag {tag[:40]!r} contains the control character "
+                f"U+{ord(control.group()):04X}; tags may not contain control characters"
+            )
         if tag not in cleaned:
             cleaned.append(tag)
     return cleaned
