@@ -95,6 +95,8 @@ def test_remember_duplicate_is_reported_not_stored(client: TestClient) -> None:
         ({"content": "x", "bogus": 1, "other": 2}, "unknown fields 'bogus', 'other'; allowed: "),
         ({"content": "x", "tags": "a"}, "tags must be a list"),
         ({"content": "x", "tags": [""]}, "empty tags"),
+        ({"content": "x", "tags": ["ok", "a\x00b"]}, "control character U+0000"),
+        ({"content": "x", "tags": ["\x1b[31mred"]}, "control character U+001B"),
         ({"content": "x", "source_type": "NOPE"}, "source_type"),
         ({"content": "x", "source_type": "EPISODE_SUMMARY"}, "EPISODE_SUMMARY"),
         ({"content": "x", "created_at": "yesterday"}, "created_at"),

@@ -640,6 +640,7 @@ async def test_duplicate_is_reported_not_stored(runtime: Any) -> None:
             "written by the episode engine only",
         ),
         ("tribal_remember", {"content": "x", "tags": "solo"}, "tags must be a list of strings"),
+        ("tribal_remember", {"content": "x", "tags": ["a\x00b"]}, "control character U+0000"),
         ("tribal_remember", {"content": "x", "skip_dedup": "yes"}, "skip_dedup must be true"),
         ("tribal_recall", {"query": ""}, "query must not be empty"),
         ("tribal_recall", {"query": "x", "limit": 500}, "limit must be from 1 to 50, got 500"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -579,6 +580,99 @@ def test_a_vector_must_be_finite_numbers_of_the_header_dimension() -> None:
         "metadata": {},
     }
     assert parse_memory({**line, "vector": [0.5, 1, -2.0, 0.0]}, 2, head, 1000).vector
-    for bad in ([0.5, True, 0.1, 0.2], [0.5, float("nan"), 0.1, 0.2], [0.5, "1", 0.1, 0.2], [0.5]):
+    beyond_float32 = ([0.5, 1e308, 0.1, 0.2], [0.5, 1e20, 0.1, 0.2], [10**400, 0.5, 0.1, 0.2])
+    for bad in (
+        [0.5, True, 0.1, 0.2],
+        [0.5, float("nan"), 0.1, 0.2],
+        [0.5, float("inf"), 0.1, 0.2],
+        [0.5, "1", 0.1, 0.2],
+        [0.5],
+        *beyond_float32,
+    ):
         with pytest.raises(TribalError, match="line 2: vector must be 4 finite numbers"):
             parse_memory({**line, "vector": bad}, 2, head, 1000)
+
+
+def import_file(head: dict[str, Any], *memories: dict[str, Any]) -> str:
+    """An export file: ``head``, a memory line for each of ``memories`` (fields over a plain
+    memory of 3 March 2025) and the end line."""
+    from tribalmemory.portability import records
+
+    base = {
+        "type": "memory",
+        "content": "Deploys are frozen during the quarter-end close",
+        "source_type": "USER_EXPLICIT",
+        "source_instance": "claude-code",
+        "tags": [],
+        "context": None,
+        "created_at": "2025-03-03T12:00:00Z",
+        "updated_at": "2025-03-03T12:00:00Z",
+        "metadata": {},
+    }
+    body = [
+        {**base, "id": str(uuid.uuid4()), "content": unique(base["content"]), **fields}
+        for fields in memories
+    ]
+    out = [records.dumps(head), *map(records.dumps, body)]
+    return "".join(out) + records.dumps(records.end(len(body), 0))
+
+
+def export_header(client: TestClient) -> dict[str, Any]:
+    return lines(client.get("/v1/export", params={"vectors": "true"}).text)[0]
+
+
+def test_an_import_line_dated_in_the_future_is_refused_and_closes_nothing(
+    client: TestClient,
+) -> None:
+    """A memory's time decides which episodes are idle: one dated 9999 would close every
+    active episode. The import refuses it as ``remember`` does, naming the line."""
+    stored = store_some(client)
+    episode_id = stored[0]["episode_id"]
+    assert client.get(f"/v1/episodes/{episode_id}").json()["episode"]["status"] == "active"
+    before = client.get("/v1/stats").json()["total_memories"]
+    file = import_file(export_header(client), {}, {"created_at": "9999-01-01T00:00:00Z"})
+    refused = client.post("/v1/import", headers=NDJSON, content=file.encode())
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"] == "1 problem in the file; nothing was imported"
+    [problem] = refused.json()["detail"]
+    assert problem.startswith("line 3: created_at 9999-01-01T00:00:00Z is "), problem
+    assert "in the future" in problem and "at most 5 minutes ahead" in problem
+    assert "Correct the line's created_at." in problem
+    settle(client)
+    assert client.get("/v1/stats").json()["total_memories"] == before
+    assert client.get(f"/v1/episodes/{episode_id}").json()["episode"]["status"] == "active"
+
+
+def test_an_import_vector_beyond_float32_is_refused_with_its_line(client: TestClient) -> None:
+    """Numbers JSON and float64 hold but the store's float32 vectors do not (1e308, or a
+    vector whose length overflows) are the file's fault: 422 naming the line, not a 500."""
+    head = export_header(client)
+    dim = head["dim"]
+    assert head["vectors"] is True
+    ok = [1.0 / dim**0.5] * dim
+    for bad in ([1e308] * dim, [1e30] * dim, [10**400] + [0.0] * (dim - 1)):
+        file = import_file(head, {"vector": ok}, {"vector": bad})
+        refused = client.post("/v1/import", headers=NDJSON, content=file.encode())
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["detail"] == [
+            f"line 3: vector must be {dim} finite numbers within float32's range "
+            "(header vectors: true)"
+        ]
+    assert client.get("/v1/stats").json()["total_memories"] == 0
+    file = import_file(head, {"vector": ok})
+    assert client.post("/v1/import", headers=NDJSON, content=file.encode()).json()["stored"] == 1
+
+
+def test_cli_import_names_the_line_dated_in_the_future(
+    daemon: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the running daemon, as a user runs it: the CLI says which line and why."""
+    from tribalmemory.portability import records
+
+    head = records.header("any-model", 384, "2025-03-20T00:00:00Z", None, False)
+    file = tmp_path / "future.jsonl"
+    file.write_text(import_file(head, {"created_at": "9999-01-01T00:00:00Z"}), encoding="utf-8")
+    code, out, err = run(capsys, "import", str(file), "--config", str(daemon.config_path))
+    assert code == 1 and out == ""
+    assert "1 problem in the file; nothing was imported" in err
+    assert "line 2: created_at 9999-01-01T00:00:00Z is " in err and "in the future" in err

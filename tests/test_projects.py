@@ -525,3 +525,22 @@ async def test_the_active_cap_counts_each_project_apart(
         assert status == {"alpha": ["active"], "beta": ["active", "closed"]}
     finally:
         await runtime.stop()
+
+
+async def test_idle_closing_counts_memory_time_of_the_episodes_own_project(rt: Runtime) -> None:
+    """A memory closes the episodes that were idle when it was made, in its own project only:
+    alpha's episode of 1-2 March survives beta's memory of 19 March (17 days later, past the
+    14-day window) and is closed by alpha's own memory of that day."""
+    for i in range(2):
+        stored = await rt.api.remember(
+            AUTH[i], created_at=f"2025-03-0{1 + i}T10:00:00Z", project="alpha"
+        )
+    await settle(rt)
+    episode_id = stored["episode_id"]
+    assert episode_id is not None
+    await rt.api.remember(DB[0], created_at="2025-03-19T10:00:00Z", project="beta")
+    await settle(rt)
+    assert (await rt.api.episode_get(episode_id))["episode"]["status"] == "active"
+    await rt.api.remember(DB[1], created_at="2025-03-19T11:00:00Z", project="alpha")
+    await settle(rt)
+    assert (await rt.api.episode_get(episode_id))["episode"]["status"] == "closed"

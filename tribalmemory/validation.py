@@ -36,6 +36,8 @@ from .timeutil import ensure_utc, parse_iso, to_iso, utc_now
 EPISODE_ID = re.compile(EPISODE_ID_PATTERN)
 METADATA_KEY = re.compile(METADATA_KEY_PATTERN)
 EPISODE_PREFIX = "episode:"
+TAG_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters a tag may not hold: all but tab and newline (NUL among them)."""
 
 
 def names(
@@ -98,7 +100,8 @@ def text(
 
 
 def tags(value: Any, field: str = "tags") -> list[str]:
-    """A list of up to 50 non-blank strings; duplicates dropped, order kept."""
+    """A list of up to 50 non-blank strings without control characters (tab and newline
+    aside: :data:`TAG_CONTROL`); duplicates dropped, order kept."""
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
@@ -112,6 +115,12 @@ def tags(value: Any, field: str = "tags") -> list[str]:
             raise InvalidInput(f"{field} must not contain empty tags")
         if len(tag) > MAX_TAG_CHARS:
             raise InvalidInput(f"{field}: a tag is at most {MAX_TAG_CHARS} characters")
+        control = TAG_CONTROL.search(tag)
+        if control:
+            raise InvalidInput(
+                f"{field}: tag {tag[:40]!r} contains the control character "
+                f"U+{ord(control.group()):04X}; tags may not contain control characters"
+            )
         if tag not in cleaned:
             cleaned.append(tag)
     return cleaned
@@ -172,10 +181,17 @@ def timestamp(field: str, value: Any) -> datetime | None:
         raise InvalidInput(f"{field}: {exc}") from None
 
 
-def memory_time(field: str, value: Any, now: datetime | None = None) -> datetime | None:
+def memory_time(
+    field: str,
+    value: Any,
+    now: datetime | None = None,
+    *,
+    advice: str = "Send when it was learned, or leave {field} out to use the current time.",
+) -> datetime | None:
     """A memory's ``created_at``: a :func:`timestamp` at most ``MAX_FUTURE_SECONDS`` ahead of
     ``now`` (the wall clock). Episodes live in their memories' time, so a memory dated in the
-    future would close every episode that is still active."""
+    future would close every episode that is still active. ``advice`` ends the message (an
+    import line cannot leave the field out)."""
     moment = timestamp(field, value)
     if moment is None:
         return None
@@ -185,8 +201,7 @@ def memory_time(field: str, value: Any, now: datetime | None = None) -> datetime
         raise InvalidInput(
             f"{field} {to_iso(moment)} is {_duration(ahead)} in the future (server time "
             f"{to_iso(now.replace(microsecond=0))}); a memory's time may be at most "
-            f"{MAX_FUTURE_SECONDS // 60} minutes ahead. Send when it was learned, or leave "
-            f"{field} out to use the current time."
+            f"{MAX_FUTURE_SECONDS // 60} minutes ahead. " + advice.format(field=field)
         )
     return moment
 

@@ -134,7 +134,7 @@ class Detection:
             if detection["state"] != "pending":
                 return self.status_of(memory.id)
             features = state.matcher.memory(memory, vector)
-            await self.upkeep.close_idle(reference=to_epoch(memory.created_at))
+            await self.upkeep.close_idle(to_epoch(memory.created_at), memory.project)
             if self.resumption is not None and not self._llm_wanted():  # else the LLM merges
                 await self.resumption.check(memory.created_at, memory.project)
             if self.sessions is not None and await self.sessions.claim(memory, features):

@@ -33,12 +33,13 @@ class Upkeep:
         self.state.active.pop(episode_id, None)
         log.info("episode %s closed (%s)", episode_id, reason)
 
-    async def close_idle(self, reference: float) -> None:
-        """At write time: close active episodes with no memory dated within
-        ``active_window_days`` before ``reference`` (the new memory's ``created_at``)."""
+    async def close_idle(self, reference: float, project: str) -> None:
+        """At write time: close active episodes of ``project`` with no memory dated within
+        ``active_window_days`` before ``reference`` (the new memory's ``created_at``). Memory
+        time is per project: one project's history never closes another's episodes."""
         active = [
             lifecycle.Activity(episode_id, "active", last)
-            for episode_id, last in self.store.active_activity()
+            for episode_id, last in self.store.active_activity(project)
         ]
         for episode_id in lifecycle.idle(active, reference, self.state.settings.active_window_days):
             await self.close(episode_id, reason="idle")

@@ -15,13 +15,12 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from .. import validation as check
 from ..episodes import structured
 from ..errors import InvalidInput, TribalError
 from ..models import ENGINE_WRITTEN, Memory
 from ..shapes import EPISODE_STATUSES, HistoryActor
+from ..storage.base import check_rows
 
 FORMAT = "tribalmemory-export"
 VERSION = 1
@@ -172,7 +171,9 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
         tags = check.tags(data.get("tags"))
         context = check.text("context", data.get("context"), 10_000, required=False)
         instance = check.text("source_instance", data.get("source_instance"), 200)
-        created = check.timestamp("created_at", _time(data, "created_at"))
+        created = check.memory_time(
+            "created_at", _time(data, "created_at"), advice="Correct the line's {field}."
+        )
         updated = check.timestamp("updated_at", _time(data, "updated_at"))
         project = check.project(data.get("project"))  # absent: exported before projects
         shared = check.boolean("shared", data.get("shared"))
@@ -186,7 +187,11 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
     vector = data.get("vector")
     if vector is not None:
         if not head.vectors or not _is_vector(vector, head.dim):
-            raise _bad(line, f"vector must be {head.dim} finite numbers (header vectors: true)")
+            raise _bad(
+                line,
+                f"vector must be {head.dim} finite numbers within float32's range "
+                "(header vectors: true)",
+            )
     assert content is not None and instance is not None and created and updated
     memory = Memory(
         id=memory_id,
@@ -324,12 +329,14 @@ _NUMBERS = frozenset({int, float})
 
 
 def _is_vector(value: Any, dim: int) -> bool:
-    """``dim`` finite numbers (not booleans: ``bool`` is its own type here). Checked with
-    C-level ``map``/``set``: a 384-number vector per imported memory is on the import's hot
-    path."""
-    return (
-        isinstance(value, list)
-        and len(value) == dim
-        and set(map(type, value)) <= _NUMBERS
-        and bool(np.isfinite(np.asarray(value, dtype=np.float64)).all())
-    )
+    """``dim`` numbers (not booleans: ``bool`` is its own type here) that the store takes
+    (:func:`~tribalmemory.storage.base.check_rows`: finite in float32, and so is the
+    vector's length). Checked with C-level ``map``/``set``: a 384-number vector per imported
+    memory is on the import's hot path."""
+    if not (isinstance(value, list) and len(value) == dim and set(map(type, value)) <= _NUMBERS):
+        return False
+    try:
+        check_rows([value], 1, dim)
+    except ValueError:
+        return False
+    return True

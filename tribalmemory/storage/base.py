@@ -197,13 +197,19 @@ def source_values(types: Iterable[SourceType | str] | None) -> list[str]:
     return [SourceType.parse(t).value for t in types or ()]
 
 
-def check_rows(vectors: np.ndarray, rows: int, dim: int) -> np.ndarray:
-    """``vectors`` as float32 of shape (rows, dim), all finite; else ValueError."""
-    array = np.asarray(vectors, dtype=np.float32)
-    if array.ndim != 2 or array.shape != (rows, dim):
-        raise ValueError(f"expected vectors of shape ({rows}, {dim}), got {array.shape}")
-    if not np.isfinite(array).all():
-        raise ValueError("vectors contain NaN or infinity")
+def check_rows(vectors: Any, rows: int, dim: int) -> np.ndarray:
+    """``vectors`` as float32 of shape (rows, dim), all finite and each of a length float32
+    can hold (cosine normalises them: a longer one would become zeros); else ValueError."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        try:
+            array = np.asarray(vectors, dtype=np.float32)
+        except OverflowError:  # an integer beyond any float
+            raise ValueError("vectors contain a number beyond float32") from None
+        if array.ndim != 2 or array.shape != (rows, dim):
+            raise ValueError(f"expected vectors of shape ({rows}, {dim}), got {array.shape}")
+        lengths = np.einsum("ij,ij->i", array, array)  # squared, in float32
+        if not (np.isfinite(array).all() and np.isfinite(lengths).all()):
+            raise ValueError("vectors contain NaN, infinity or numbers beyond float32")
     return array
 
 
