@@ -63,9 +63,9 @@ def table(decisions: int, repeats: int) -> str:
     lines = [
         f"Per decision, the seeds' part (`python benchmarks/seed_scan.py`: {decisions} decisions "
         f"x {repeats} runs per size, one process, on {os.cpu_count()} CPUs with a load "
-        f"average of {os.getloadavg()[0]:.1f} when it started): the engine's seed pool and the detector's decision over N "
-        "unplaced memories of two projects, all in the active window; a decision scores at "
-        "most the 1,024 most recent of its project's.",
+        f"average of {os.getloadavg()[0]:.1f} when it started): the engine's seed pool and "
+        "the detector's decision over N unplaced memories of two projects, all in the active "
+        "window; a decision scores at most the 1,024 most recent of its project's.",
         "",
         "| seeds | median ms | p95 ms | runs' medians |",
         "|---:|---:|---:|---|",

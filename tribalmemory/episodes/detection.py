@@ -284,8 +284,7 @@ class Detection:
                 self.consolidation.grown(episode_id, old_count, old_count + 1, now)
             if self.splitting is not None:
                 self.splitting.grown(episode_id, old_count, old_count + 1, now)
-        elif kind == "seed" and decision.target in state.seeds:
-            seed = state.seeds[decision.target]
+        elif kind == "seed" and (seed := state.seeds.get(decision.target or "")) is not None:
             await self._start_from_seed(memory, features, seed, decision, title_hint)
         elif kind == "ambiguous":  # decided by embeddings now, reviewed by the LLM later
             embedded = decision.embedded or self._decide(features, doubt_share=0.0)
