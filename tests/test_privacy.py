@@ -130,11 +130,13 @@ def test_the_cli_escapes_memory_text_and_titles(
         assert_safe(err)
         return code, out, err
 
-    code, out, _ = run("remember", HOSTILE, "--tag", "ops\x1b[8m", "--json")
+    code, _, err = run("remember", HOSTILE, "--tag", "ops\x1b[8m", "--json")
+    assert code == 1 and "U+001B" in err and "\\x1b[8m" in err  # refused, and said escaped
+    code, out, _ = run("remember", HOSTILE, "--tag", "ops", "--json")
     assert code == 0
     memory_id = json.loads(out)["memory_id"]
     code, out, _ = run("recall", "deploy notes")
-    assert code == 0 and memory_id in out and "\\x1b]52;c;" in out and "ops\\x1b[8m" in out
+    assert code == 0 and memory_id in out and "\\x1b]52;c;" in out
     code, out, _ = run("recall", "deploy notes", "--json")
     assert json.loads(out)["results"][0]["memory"]["content"] == HOSTILE  # the data is intact
     code, out, _ = run("episodes", "create", f"Release {HOSTILE}", memory_id, "--json")
