@@ -178,7 +178,7 @@ def test_timeline_lanes_episode_view_and_rename(
     # Spend and health.
     page.click("#episode-close")
     page.click("#tab-health")
-    expect(page.locator("#queue")).to_contain_text("jobs waiting", timeout=WAIT_MS)
+    expect(page.locator("#queue")).to_contain_text(" waiting, oldest ", timeout=WAIT_MS)
     llm = httpx.get(f"{daemon.url}/v1/health", trust_env=False).json()["llm"]
     assert page.locator("#llm-state").inner_text().startswith(f"{llm['state']}: {llm['reason']}")
     expect(page.locator("#spend-total")).to_contain_text("$5.0000 ceiling")  # the default

@@ -582,3 +582,25 @@ def test_a_vector_must_be_finite_numbers_of_the_header_dimension() -> None:
     for bad in ([0.5, True, 0.1, 0.2], [0.5, float("nan"), 0.1, 0.2], [0.5, "1", 0.1, 0.2], [0.5]):
         with pytest.raises(TribalError, match="line 2: vector must be 4 finite numbers"):
             parse_memory({**line, "vector": bad}, 2, head, 1000)
+
+
+def test_the_import_line_says_one_memory_and_one_episode() -> None:
+    """Issue 40.10: counts of one were "1 new memories", "1 episodes"."""
+    from tribalmemory.cli.portability import describe
+
+    report = {
+        "dry_run": False,
+        "stored": 1,
+        "existing": 0,
+        "memories": 1,
+        "vectors_used": True,
+        "episodes_created": 1,
+        "episodes_existing": 0,
+        "episodes": 1,
+    }
+    assert describe(report) == (
+        "Imported 1 new memory (0 already stored, 1 in the file, their vectors); "
+        "1 episode recreated (0 already stored, 1 in the file)"
+    )
+    dry = describe(report | {"dry_run": True, "new": 2, "episodes_new": 0})
+    assert dry.startswith("Would import 2 new memories (") and "; 0 episodes to recreate" in dry
