@@ -303,7 +303,9 @@ function llmBadge(llm) {
     badge.textContent = "episodes off";
     return;
   }
-  badge.textContent = `LLM: ${llm.state}`;
+  // degraded: the provider answers, but the last calls got no usable answer.
+  const failed = llm.state === "degraded" ? ` (${counted(llm.consecutive_failures, "failed call")} in a row)` : "";
+  badge.textContent = `LLM: ${llm.state}${failed}`;
   badge.className = `badge ${llm.state === "ready" ? "ready" : "degraded"}`;
   badge.title = llm.reason || "";
 }
