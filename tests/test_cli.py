@@ -192,10 +192,11 @@ def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:
     second_text = unique("Lag came from a slow downstream DB")
     first = run_json(capsys, "remember", first_text, "--config", config)["memory_id"]
     second = run_json(capsys, "remember", second_text, "--config", config)["memory_id"]
-    created = run_json(
+    code, out, _ = run(
         capsys, "episodes", "create", "Kafka lag incident", first, "--config", config
     )
-    episode = created["episode_id"]
+    assert code == 0 and out.strip().endswith(" with 1 memory"), out  # not "1 memories"
+    episode = out.split()[1]
     code, out, _ = run(capsys, "episodes", "add", episode, second, "--config", config)
     assert code == 0 and out.strip() == f"Added {second} to {episode}"
     code, out, _ = run(capsys, "episodes", "list", "--config", config)

@@ -3,13 +3,20 @@ next memories, through the real engine (embedding detector, no LLM), HTTP and MC
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_http import free_port, subprocess_env, write_config
 from test_episodes_engine import AUTH, DB
 from test_mcp import error_of, ok
 
-from tribalmemory.config import config_from_dict
+from tribalmemory.config import config_from_dict, load_config
 from tribalmemory.errors import InvalidInput, PayloadTooLarge
 from tribalmemory.interfaces.mcp_server import build_mcp_server
 from tribalmemory.runtime import start_runtime
@@ -130,16 +137,88 @@ async def test_mcp_start_uses_the_connection_and_agents_stay_apart(rt: Any) -> N
         assert "topic must not be empty" in message
 
 
-async def test_daemon_http_mcp_without_a_session_id_has_no_session(rt: Any) -> None:
-    from mcp import Client
+@dataclass
+class McpDaemon:
+    url: str
+    config_path: Path
+    env: dict[str, str]  # for a ``tribalmemory mcp`` process of its data folder
+    home: Path
 
-    async with Client(build_mcp_server(lambda: rt.api, one_session=False)) as client:
-        message = error_of(await client.call_tool("tribal_episode_start", {"topic": TOPIC}))
-        assert "session must be a string" in message
-        started = ok(
-            await client.call_tool("tribal_episode_start", {"topic": TOPIC, "session": "me"})
+
+@pytest.fixture
+def http_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[McpDaemon]:
+    """The daemon's app (REST and /mcp) under uvicorn in a thread, episodes on, no LLM."""
+    import uvicorn
+
+    from tribalmemory.interfaces.http import create_app
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    home, user = tmp_path / "home", tmp_path / "user"
+    user.mkdir()
+    port = free_port()
+    settings = {"detector_strategy": "embedding", "summary_debounce_seconds": 0}
+    config_path = write_config(home, server={"port": port}, episodes=settings)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(load_config(config_path)),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
         )
-        stored = ok(
-            await client.call_tool("tribal_remember", {"content": AUTH[0], "session": "me"})
-        )
-        assert stored["episode_id"] == started["episode_id"]
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:  # bounded: a daemon that does not start fails the test
+        assert thread.is_alive(), "the daemon did not start"
+        assert time.monotonic() < deadline, "the daemon did not start within 60 s"
+        time.sleep(0.05)
+    try:
+        yield McpDaemon(f"http://127.0.0.1:{port}", config_path, subprocess_env(home, user), home)
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+async def test_mcp_agents_have_a_session_without_naming_one(http_daemon: McpDaemon) -> None:
+    """Issue 40.14: over the daemon's /mcp, tribal_episode_start and tribal_episode_current
+    failed with "session must be a string" unless a session was passed. Real MCP clients over
+    HTTP (protocol 2026-07-28, which has no session id, and the handshake with its
+    Mcp-Session-Id) and over stdio (``tribalmemory mcp``) each get their own session."""
+    from mcp import Client, StdioServerParameters
+    from mcp_types import Implementation
+
+    mcp_url = f"{http_daemon.url}/mcp"
+    async with Client(mcp_url) as agent:  # 2026-07-28: every request stands alone
+        started = ok(await agent.call_tool("tribal_episode_start", {"topic": TOPIC}))
+        assert started["session"] == "mcp-client:mcp/0.1.0@127.0.0.1"  # its clientInfo
+        current = ok(await agent.call_tool("tribal_episode_current", {}))
+        assert current["session"] == started["session"]
+        assert current["episode"]["id"] == started["episode_id"]
+        stored = ok(await agent.call_tool("tribal_remember", {"content": AUTH[0]}))
+        assert stored["episode_id"] == started["episode_id"]  # the session's memory joins
+
+    codex = Implementation(name="codex", version="0.9")
+    async with Client(mcp_url, client_info=codex) as other:  # another client program
+        assert ok(await other.call_tool("tribal_episode_current", {}))["episode"] is None
+        named = {"session": started["session"]}  # a session the call names still wins
+        shown = ok(await other.call_tool("tribal_episode_current", named))
+        assert shown["episode"]["id"] == started["episode_id"]
+
+    async with Client(mcp_url, mode="legacy") as legacy:  # the handshake: Mcp-Session-Id
+        own = ok(await legacy.call_tool("tribal_episode_start", {"topic": "Postgres upgrade"}))
+        assert own["session"].startswith("mcp-") and own["session"] != started["session"]
+        assert not own["session"].startswith("mcp-client:")
+        mine = ok(await legacy.call_tool("tribal_episode_current", {}))
+        assert mine["episode"]["id"] == own["episode_id"]
+
+    command = [sys.executable, "-m", "tribalmemory.mcp_stdio", str(http_daemon.config_path)]
+    stdio = StdioServerParameters(
+        command=command[0], args=command[1:], env=http_daemon.env, cwd=str(http_daemon.home)
+    )
+    async with Client(stdio, read_timeout_seconds=120) as local:
+        declared = ok(await local.call_tool("tribal_episode_start", {"topic": "Release notes"}))
+        assert declared["session"] not in (started["session"], own["session"])
+        again = ok(await local.call_tool("tribal_episode_current", {}))
+        assert again["episode"]["id"] == declared["episode_id"]

@@ -185,6 +185,27 @@ async def test_replay_is_chronological_and_readable(runtime_factory, monkeypatch
         await rt.api.episodes_replay("refresh", limit=0)
 
 
+async def test_replay_shows_the_outcome_that_list_and_get_show(runtime_factory, monkeypatch):
+    """Issue 40.11: replay took the outcome from ``metadata.outcome`` while list and get use the
+    episode's (its structured record's first): a ``success`` episode replayed as [unknown]."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = await runtime_factory(detector_strategy="embedding")
+    stored = [await remember(rt, AUTH[i], 3, 9 + i) for i in range(2)]
+    await settle(rt)
+    episode_id = stored[1]["episode_id"]
+    await rt.api.episode_close(episode_id)
+    await rt.api.episode_update(episode_id, structured={"outcome": "success"})
+    await settle(rt)
+    got = (await rt.api.episode_get(episode_id))["episode"]
+    assert got["outcome"] == "success" and got["metadata"].get("outcome") != "success"
+    listed = (await rt.api.episodes_list(status="closed"))["episodes"]
+    assert [e["outcome"] for e in listed if e["id"] == episode_id] == ["success"]
+    replay = await rt.api.episodes_replay("refresh token logout", limit=5)
+    assert [e["outcome"] for e in replay["episodes"] if e["id"] == episode_id] == ["success"]
+    (line,) = [line for line in replay["text"].splitlines() if got["title"] in line]
+    assert line.endswith(" [success]"), replay["text"]
+
+
 @pytest.mark.parametrize("case", ["none", "time", "status", "both"])
 async def test_search_with_every_filter_combination(runtime_factory, monkeypatch, case):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

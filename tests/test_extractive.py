@@ -37,6 +37,12 @@ def test_summary_has_range_tags_and_time_ordered_points():
     assert len(text) <= extractive.SUMMARY_CHARS
 
 
+def test_summary_of_one_memory_counts_one_memory():
+    """Issue 40.10: a one-memory summary began "1 memories"."""
+    text = extractive.extractive_summary([memory(0, "Deploys go out on Tuesdays.")], np.eye(1))
+    assert text.splitlines()[0] == "1 memory, 2025-03-03."
+
+
 def test_summary_is_bounded_for_long_memories():
     mems = [memory(i, "word " * 400) for i in range(20)]
     vectors = np.random.default_rng(0).normal(size=(20, 8)).astype(np.float32)

@@ -22,7 +22,7 @@ from tribalmemory.config import ConfigError, EpisodesConfig, config_from_dict
 from tribalmemory.llm import Ledger, LLMClient, LLMUnavailable
 from tribalmemory.llm import ledger_math as lm
 from tribalmemory.llm import prompts as p
-from tribalmemory.llm.client import load_litellm
+from tribalmemory.llm.client import DEGRADED_AFTER, load_litellm
 from tribalmemory.timeutil import utc_now
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -325,6 +325,51 @@ async def test_garbage_json_is_retried_then_unavailable(fake: FakeLLM, tmp_path:
     assert [r["outcome"] for r in rows] == ["error:invalid_json"] * 3
     assert all(r["cost_usd"] > 0 for r in rows)  # the provider billed those answers
     assert client.status()["state"] == "ready"  # reachable, just a bad answer
+
+
+async def test_answers_of_no_use_call_after_call_make_the_llm_degraded_until_one_succeeds(
+    fake: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 40.4: an LLM whose every answer failed validation stayed ``ready`` (27 of 27 calls
+    failed, the reason only in INFO lines). From DEGRADED_AFTER calls in a row it is
+    ``degraded``, with the count and the last error, logged once; a success ends it."""
+    client, ledger = make(fake, tmp_path, max_retries=0)
+    wrong_shape = Reply.json({"title": "T"})  # no summary
+    fake.script(Reply.garbage(), wrong_shape, Reply.truncated(), Reply.garbage())
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        for failed in range(1, DEGRADED_AFTER):
+            with pytest.raises(LLMUnavailable):
+                await client.run(summary_prompt())
+            status = client.status()
+            assert (status["state"], status["consecutive_failures"]) == ("ready", failed)
+        assert warnings(caplog) == []
+        with pytest.raises(LLMUnavailable) as err:
+            await client.run(summary_prompt())
+        assert err.value.kind == "truncated" and DEGRADED_AFTER == 3
+        status = client.status()
+        assert (status["state"], status["consecutive_failures"]) == ("degraded", 3)
+        assert status["last_error"].startswith("update: truncated: ")
+        assert "none of the last 3 calls got a usable answer" in status["reason"]
+        assert client.available()  # calls go on: the next good answer ends it
+        with pytest.raises(LLMUnavailable):
+            await client.run(summary_prompt())
+        status = client.status()
+        assert (status["state"], status["consecutive_failures"]) == ("degraded", 4)
+        assert status["last_error"].startswith("update: invalid_json: ")
+        entered = [w for w in warnings(caplog) if "to degraded" in w]
+        assert len(entered) == 1 and "last 3 calls" in entered[0]  # once, not per call
+        assert await client.run(summary_prompt()) == ANSWER
+        status = client.status()
+        assert (status["state"], status["consecutive_failures"]) == ("ready", 0)
+        assert status["last_error"] is None
+    assert [w for w in warnings(caplog) if "available again (was degraded)" in w]
+    assert outcomes(ledger) == [
+        "error:invalid_json",
+        "error:invalid_answer",
+        "error:truncated",
+        "error:invalid_json",
+        "ok",
+    ]
 
 
 async def test_truncated_answer_and_broken_body_are_retried(fake: FakeLLM, tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fakellm import FakeLLM, Reply
 from helpers_http import Daemon, start_daemon
 
 from tribalmemory.interfaces.auth import generate_token, token_store
@@ -178,7 +179,7 @@ def test_timeline_lanes_episode_view_and_rename(
     # Spend and health.
     page.click("#episode-close")
     page.click("#tab-health")
-    expect(page.locator("#queue")).to_contain_text("jobs waiting", timeout=WAIT_MS)
+    expect(page.locator("#queue")).to_contain_text(" waiting, oldest ", timeout=WAIT_MS)
     llm = httpx.get(f"{daemon.url}/v1/health", trust_env=False).json()["llm"]
     assert page.locator("#llm-state").inner_text().startswith(f"{llm['state']}: {llm['reason']}")
     expect(page.locator("#spend-total")).to_contain_text("$5.0000 ceiling")  # the default
@@ -215,6 +216,59 @@ def test_with_a_token_the_page_asks_for_it_and_keeps_it_out_of_urls(
         assert urls and not [u for u in urls if token in u or "token=" in u]
         # The failed login answered 401 (the console reports it); nothing else went wrong.
         assert [p for p in problems if "401" not in p] == []
+        page.close()
+    finally:
+        running.stop()
+
+
+def test_one_memory_and_an_llm_whose_answers_keep_failing(
+    browser: Any, tmp_path: Path, fake_llm_env: FakeLLM
+) -> None:
+    """Issue 40.4: the badge said ``LLM: ready`` while every answer failed validation; 40.10:
+    an episode of one memory was "1 memories". A real daemon on the fake LLM (non-JSON answers,
+    one request a call) with one episode of one memory."""
+    fake_llm_env.responder = lambda request: Reply.garbage()
+    episodes = {
+        "enabled": True,
+        "detector_strategy": "embedding",
+        "summary_debounce_seconds": 0,
+        "max_retries": 0,
+    }
+    running = start_daemon(tmp_path, episodes=episodes)
+    try:
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=30) as http:
+            stored = http.post("/v1/remember", json={"content": "Deploys go out on Tuesdays."})
+            created = http.post(
+                "/v1/episodes",
+                json={"title": "Deploy days", "memory_ids": [stored.json()["memory_id"]]},
+            )
+            episode_id = created.json()["episode_id"]
+            while fake_llm_env.calls < 3:  # each summary call gets a non-JSON answer
+                settle(http)
+                assert http.post(f"/v1/episodes/{episode_id}/regenerate").status_code == 200
+            settle(http)
+            llm = http.get("/v1/health").json()["llm"]
+        assert llm["state"] == "degraded" and llm["consecutive_failures"] == fake_llm_env.calls
+
+        page, problems = open_page(browser, running.url)
+        page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+        badge = page.locator("#llm-badge")
+        expect(badge).to_have_text(
+            f"LLM: degraded ({fake_llm_env.calls} failed calls in a row)", timeout=WAIT_MS
+        )
+        assert "degraded" in (badge.get_attribute("class") or "")
+        assert "invalid_json" in (badge.get_attribute("title") or "")
+        expect(page.locator("#summary-line")).to_have_text("1 episode in 1 lane, 0 chain links")
+        page.locator(".vis-item.vis-range", has_text="Deploy days").first.click()
+        page.wait_for_selector("#episode:not([hidden])", timeout=WAIT_MS)
+        expect(page.locator("#ep-meta")).to_contain_text(" · 1 memory · ")
+        assert page.locator("#ep-summary").inner_text().startswith("1 memory, ")  # extractive
+        page.click("#episode-close")
+        page.click("#tab-health")
+        expect(page.locator("#queue")).to_contain_text("0 jobs waiting", timeout=WAIT_MS)
+        expect(page.locator("#queue")).to_contain_text("; 1 active episode; 0 memories waiting")
+        page.screenshot(path=str(tmp_path / "degraded.png"), full_page=True)
+        assert problems == []
         page.close()
     finally:
         running.stop()

@@ -676,3 +676,25 @@ def test_cli_import_names_the_line_dated_in_the_future(
     assert code == 1 and out == ""
     assert "1 problem in the file; nothing was imported" in err
     assert "line 2: created_at 9999-01-01T00:00:00Z is " in err and "in the future" in err
+
+
+def test_the_import_line_says_one_memory_and_one_episode() -> None:
+    """Issue 40.10: counts of one were "1 new memories", "1 episodes"."""
+    from tribalmemory.cli.portability import describe
+
+    report = {
+        "dry_run": False,
+        "stored": 1,
+        "existing": 0,
+        "memories": 1,
+        "vectors_used": True,
+        "episodes_created": 1,
+        "episodes_existing": 0,
+        "episodes": 1,
+    }
+    assert describe(report) == (
+        "Imported 1 new memory (0 already stored, 1 in the file, their vectors); "
+        "1 episode recreated (0 already stored, 1 in the file)"
+    )
+    dry = describe(report | {"dry_run": True, "new": 2, "episodes_new": 0})
+    assert dry.startswith("Would import 2 new memories (") and "; 0 episodes to recreate" in dry

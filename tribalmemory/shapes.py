@@ -704,11 +704,21 @@ class EmbeddingInfo(Response):
 
 class LlmStatus(OpenResponse):
     state: str = Field(
-        description="ready, starting, disabled, no_api_key, unknown_model, ceiling_reached "
-        "or unreachable"
+        description="ready, degraded, starting, disabled, no_api_key, unknown_model, "
+        "ceiling_reached or unreachable (degraded: the provider answers, but the last calls "
+        "got no usable answer)"
     )
     reason: str
     fallback: str | None = Field(None, description="What episodes do without the LLM.")
+    consecutive_failures: int = Field(
+        0,
+        description="LLM calls in a row that got no usable answer (not JSON, cut off, failing "
+        "validation); a few in a row make the state degraded (docs/llm.md); 0 after a call "
+        "succeeds.",
+    )
+    last_error: str | None = Field(
+        None, description="Why the last of those calls failed (null when none failed)."
+    )
 
 
 class EpisodeQueue(OpenResponse):

@@ -16,6 +16,7 @@ from typing import Any
 from ..client import daemon_url, find_daemon
 from ..config import Config
 from ..errors import TribalError
+from ..plural import counted
 from .output import clean, print_json, print_mapping, shorten, table, width
 
 Api = Any  # TribalAPI or DaemonClient: the same methods
@@ -302,7 +303,10 @@ async def episodes_create(api: Api, args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     else:
-        print(f"Created {clean(result['episode_id'])} with {result['memory_count']} memories")
+        print(
+            f"Created {clean(result['episode_id'])} with "
+            f"{counted(result['memory_count'], 'memory')}"
+        )
     return 0
 
 
@@ -322,7 +326,7 @@ async def episodes_merge(api: Api, args: argparse.Namespace) -> int:
     else:
         print(
             f"Merged {clean(result['absorbed_id'])} into {clean(result['episode_id'])} "
-            f"({result['memory_count']} memories)"
+            f"({counted(result['memory_count'], 'memory')})"
         )
     return 0
 
@@ -333,7 +337,7 @@ async def episodes_split(api: Api, args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(
-            f"Split {result['memory_count']} memories of {clean(args.id)} into "
+            f"Split {counted(result['memory_count'], 'memory')} of {clean(args.id)} into "
             f"{clean(result['episode_id'])}"
         )
     return 0

@@ -17,6 +17,7 @@ from .. import validation as check
 from ..client import find_daemon
 from ..config import Config
 from ..errors import InvalidInput
+from ..plural import counted
 from ..portability import backup as backups
 from ..portability import exporter, importer, legacy09
 from ..portability.progress import bar, wanted
@@ -108,8 +109,9 @@ def _import_09(args: argparse.Namespace, config: Config, path: Path) -> int:
     else:
         print(describe(report))
         print(
-            f"From tribalmemory 0.9 at {path}: {counts.deleted} memories it had deleted were "
-            f"left out; {counts.memberships_dropped} second memberships of a memory dropped"
+            f"From tribalmemory 0.9 at {path}: left out {counted(counts.deleted, 'memory')} it "
+            f"had deleted; dropped {counted(counts.memberships_dropped, 'second membership')} "
+            "of a memory"
         )
     return 0
 
@@ -117,11 +119,11 @@ def _import_09(args: argparse.Namespace, config: Config, path: Path) -> int:
 def describe(report: dict[str, Any]) -> str:
     """One line for people: what was (or would be) imported."""
     if report["dry_run"]:
-        head = f"Would import {report['new']} new memories"
-        episodes = f"{report['episodes_new']} episodes to recreate"
+        head = f"Would import {counted(report['new'], 'new memory')}"
+        episodes = f"{counted(report['episodes_new'], 'episode')} to recreate"
     else:
-        head = f"Imported {report['stored']} new memories"
-        episodes = f"{report['episodes_created']} episodes recreated"
+        head = f"Imported {counted(report['stored'], 'new memory')}"
+        episodes = f"{counted(report['episodes_created'], 'episode')} recreated"
     vectors = "their vectors" if report["vectors_used"] else "embedding them"
     return (
         f"{head} ({report['existing']} already stored, {report['memories']} in the file, "
@@ -158,7 +160,7 @@ def backup(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print_json(result)
     else:
-        print(f"Backed up {result['memories']} memories to {result['path']}")
+        print(f"Backed up {counted(result['memories'], 'memory')} to {result['path']}")
     return 0
 
 
@@ -191,5 +193,5 @@ def restore(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print_json(result)
     else:
-        print(f"Restored {result['memories']} memories into {result['path']}")
+        print(f"Restored {counted(result['memories'], 'memory')} into {result['path']}")
     return 0

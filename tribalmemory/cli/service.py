@@ -20,6 +20,7 @@ from ..datafolder import ensure_identity, make_private, write_private
 from ..interfaces.auth import check_bind, token_store
 from ..llm.client import llm_configured, load_litellm
 from ..logs import follow, log_file, setup_logging, tail
+from ..plural import counted
 from ..runtime import start_runtime
 from .output import CliError, clean
 
@@ -258,7 +259,7 @@ def reembed(args: argparse.Namespace, config: Config) -> int:
             seen[0] = done
 
         count = run(config, embedder, report)
-    print(f"re-embedded {count} memories with {embedder.model_name}")
+    print(f"re-embedded {counted(count, 'memory')} with {embedder.model_name}")
     return 0
 
 

@@ -164,7 +164,6 @@ class Compose:
             start = to_iso(from_epoch(row.first_activity or row.created_at))[:10]
             end = to_iso(from_epoch(row.last_activity))[:10]
             short = extractive.clip(row.summary, 300)
-            outcome = row.metadata.get("outcome", "unknown")
             items.append(
                 {
                     "id": row.id,
@@ -176,11 +175,12 @@ class Compose:
                     "continues_title": parent.title if parent else None,
                     "summary": short,
                     "tags": row.metadata.get("tags", []),
-                    "outcome": outcome,
+                    "outcome": row.outcome,
                     "relevance": round(relevance, 4),
                 }
             )
             marker = f" (continues: {parent.title})" if parent else ""
+            outcome = row.outcome or "unknown"
             lines.append(f"{index}. {start} to {end}: {row.title}{marker} [{outcome}]\n   {short}")
         return {"topic": topic, "episodes": items, "count": len(items), "text": "\n".join(lines)}
 

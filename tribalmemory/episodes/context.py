@@ -25,6 +25,7 @@ from typing import Any
 
 from ..llm.client import load_litellm
 from ..models import RecallHit, SourceType
+from ..plural import counted
 from ..timeutil import from_epoch, to_iso
 from .derived import derived_id
 from .patterns import Patterns
@@ -133,7 +134,7 @@ def patterns_section(found: list[dict[str, Any]]) -> Section:
         label = "Anti-pattern" if p["kind"] == "antipattern" else "Pattern"
         line = (
             f"- {label}: {p['statement']} (when: {p['trigger']}; success {rate} over "
-            f"{len(p['episodes'])} episodes)"
+            f"{counted(len(p['episodes']), 'episode')})"
         )
         item = {
             "id": p["id"],

@@ -10,6 +10,7 @@ from datetime import datetime
 import numpy as np
 
 from ..models import Memory
+from ..plural import counted
 
 TITLE_CHARS = 80
 SUMMARY_CHARS = 1200
@@ -76,7 +77,7 @@ def extractive_summary(memories: Sequence[Memory], vectors: np.ndarray) -> str:
         if _day(times[0]) == _day(times[-1])
         else f"{_day(times[0])} to {_day(times[-1])}"
     )
-    header = f"{len(memories)} memories, {span}."
+    header = f"{counted(len(memories), 'memory')}, {span}."
     tags = top_tags(memories)
     if tags:
         header += " Tags: " + ", ".join(tags) + "."

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import Conflict, InvalidInput, NotFound
 from ..models import ENGINE_WRITTEN, Memory, new_memory_id
+from ..plural import counted
 from ..timeutil import to_epoch
 from . import derived, extractive, lifecycle
 from .edits import Pin, may_merge, merge_roles
@@ -122,7 +123,7 @@ class Membership:
             await self.left(previous)
         created = self.store.episode(episode_id)
         assert created is not None
-        log.info("episode %s created with %d memories", episode_id, len(memories))
+        log.info("episode %s created with %s", episode_id, counted(len(memories), "memory"))
         return created
 
     def _start(self, features: list[MemoryFeatures], project: str) -> dict[str, list[str]]:

@@ -115,7 +115,7 @@ def pattern(members: Sequence[Item], rows: dict[str, EpisodeRow]) -> dict[str, A
 
 
 def _outcome(row: EpisodeRow) -> str:
-    return str((row.structured or {}).get("outcome") or row.metadata.get("outcome") or "unknown")
+    return row.outcome or "unknown"
 
 
 def items_of(row: EpisodeRow) -> list[tuple[str, str, str, str]]:

@@ -29,7 +29,7 @@ def episode_summary_json(row: EpisodeRow, cost_usd: float) -> dict[str, Any]:
         "last_activity_at": _iso(row.last_activity),
         "time_span": {"start": _iso(row.first_activity), "end": _iso(row.last_activity)},
         "parent_episode_id": row.parent_episode_id,
-        "outcome": row.structured.get("outcome") or row.metadata.get("outcome"),
+        "outcome": row.outcome,
         "task": row.structured.get("task"),
         "tags": row.metadata.get("tags", []),
         "cost_usd": round(cost_usd, 6),

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..llm import MemoryText, SplitCheck
 from ..llm.prompts import SNIPPETS_PER_CHECK
+from ..plural import counted
 from . import detector
 from .checks import GrowthChecks, reached
 from .detector import DetectorContext
@@ -252,7 +253,9 @@ class Splitting(GrowthChecks):
         if len(move) < MIN_PART or len(members) - len(move) < MIN_PART:
             return
         found = await state.in_time_order(move)
-        log.info("episode %s mixes two threads: %d memories split off", episode_id, len(found))
+        log.info(
+            "episode %s mixes two threads: %s split off", episode_id, counted(len(found), "memory")
+        )
         await self.membership.create(
             [m for m, _ in found],
             [f for _, f in found],

@@ -153,6 +153,14 @@ class EpisodeRow:
     memory_count: int = 0
     first_activity: float | None = None
 
+    @property
+    def outcome(self) -> str | None:
+        """The episode's outcome: its structured record's, else its metadata's (None: not
+        known). The one rule for every view of an episode (list, get, replay, patterns); the
+        ``outcome`` filter of :meth:`EpisodeStore.episodes` applies it in SQL."""
+        found = self.structured.get("outcome") or self.metadata.get("outcome")
+        return str(found) if found else None
+
     @classmethod
     def from_sql(cls, row: sqlite3.Row) -> EpisodeRow:
         data = dict(row)

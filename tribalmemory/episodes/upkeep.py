@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 from ..models import ENGINE_WRITTEN
+from ..plural import counted
 from . import derived, lifecycle
 from .safety import refuse_unaccounted_summaries
 from .state import EngineState
@@ -87,7 +88,7 @@ class Upkeep:
                 for episode_id in ids:
                     self.store.update_episode(db, episode_id, status="archived", updated_at=now)
                     self.state.record(db, episode_id, "detector", "archive", {"after_days": days})
-            log.info("archived %d episodes closed over %s days ago", len(ids), days)
+            log.info("archived %s closed over %s days ago", counted(len(ids), "episode"), days)
 
     async def reconcile(self) -> None:
         """After a crash: re-queue missing summaries, delete orphaned summary memories."""

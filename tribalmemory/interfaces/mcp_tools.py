@@ -13,14 +13,14 @@ response model, and which returns ``await call("<api method>", ...)``.
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
-from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp_types import CLIENT_INFO_META_KEY, CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, WrapValidator
 
 from .. import shapes
@@ -132,12 +132,16 @@ class ToolServer(MCPServer):
 # -- the client session ---------------------------------------------------------------
 
 SESSION_HEADER = "mcp-session-id"
+#: Longest client name and version kept in a client's session name (a session name has at most
+#: shapes.MAX_SESSION_CHARS characters).
+CLIENT_PART_CHARS = 64
 
 
 def session_key(ctx: Context[Any, Any] | None, given: str, fallback: str | None) -> str | None:
     """The name of the agent's session: the one the call gives, else the Streamable HTTP
     session id, else ``fallback`` (one name per server: a ``tribalmemory mcp`` process serves
-    one agent). None when there is none (a stateless HTTP client that gave none)."""
+    one agent), else the client's own name (:func:`client_session`). None only outside a
+    request."""
     if given:
         return given
     try:
@@ -145,7 +149,35 @@ def session_key(ctx: Context[Any, Any] | None, given: str, fallback: str | None)
     except (LookupError, ValueError, AttributeError):
         headers = None
     header = headers.get(SESSION_HEADER) if headers else None
-    return f"mcp-{header}" if header else fallback
+    if header:
+        return f"mcp-{header}"
+    return fallback or client_session(ctx)
+
+
+def client_session(ctx: Context[Any, Any] | None) -> str | None:
+    """The session of a client whose transport has none: ``mcp-client:<name>/<version>@<host>``
+    from the clientInfo it sends and its address. Over HTTP, protocol 2026-07-28 has no session
+    id (every request stands alone), nor has a client that keeps no session: their calls are one
+    session per client program and machine. None outside a request."""
+    try:
+        request = ctx.request_context if ctx is not None else None
+    except (LookupError, ValueError, AttributeError):
+        request = None
+    if request is None:
+        return None
+    meta = request.meta if isinstance(request.meta, Mapping) else {}
+    info: Any = meta.get(CLIENT_INFO_META_KEY)
+    if not isinstance(info, Mapping):  # the handshake's clientInfo
+        found = getattr(getattr(request.session, "client_params", None), "client_info", None)
+        info = {"name": getattr(found, "name", None), "version": getattr(found, "version", None)}
+    peer = getattr(getattr(request.request, "client", None), "host", None)
+    parts = [info.get("name") or "unnamed", info.get("version") or "", peer or "local"]
+    name, version, host = (_printable(str(part))[:CLIENT_PART_CHARS] for part in parts)
+    return f"mcp-client:{name}/{version}@{host}"
+
+
+def _printable(text: str) -> str:
+    return "".join(c for c in text if c.isprintable()).strip()
 
 
 # -- parameters -----------------------------------------------------------------------------

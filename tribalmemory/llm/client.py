@@ -11,7 +11,10 @@ reported usage checked against local token counts and clamped to the reservation
 (:func:`~.ledger_math.charge`). 429, 5xx, timeouts, connection errors, non-JSON or truncated
 answers and answers that fail validation are retried with exponential backoff; anything else
 (401, 404, 400) is not. When all attempts fail the caller gets :class:`LLMUnavailable` and
-falls back. A provider that failed is probed again with backoff (:mod:`.recovery`).
+falls back. A provider that failed is probed again with backoff (:mod:`.recovery`). A provider
+that answers, but whose answers are of no use :data:`DEGRADED_AFTER` calls in a row (not JSON,
+cut off, failing validation, refused as a bad request), makes the state ``degraded`` until a
+call succeeds; calls go on meanwhile.
 """
 
 from __future__ import annotations
@@ -62,6 +65,9 @@ TRANSPORT_ERRORS = frozenset({"rate_limit", "server", "timeout", "connection"})
 #: Failed requests that may have been billed: settled at their reservation (worst case).
 BILLED_ERRORS = frozenset({"timeout", "invalid_response"})
 RETRYABLE = TRANSPORT_ERRORS | {"invalid_json", "truncated", "invalid_answer", "invalid_response"}
+#: Calls in a row whose answers were of no use (after their retries) before the LLM is shown as
+#: ``degraded``; the next call that succeeds makes it ``ready`` again.
+DEGRADED_AFTER = 3
 #: Extra seconds past request_timeout_seconds before asyncio gives up on a hung request.
 TIMEOUT_GRACE_SECONDS = 2.0
 #: A usage anomaly of the same kind is logged at WARNING at most this often (all are counted).
@@ -257,6 +263,8 @@ class LLMClient:
         self._logged: str | None = None
         self._anomalies: dict[str, Any] | None = None
         self._anomaly_logged_at: float | None = None
+        self._failed_in_a_row = 0  # calls answered without a usable answer, since the last good
+        self._last_error: str | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ start-up checks
@@ -448,19 +456,41 @@ class LLMClient:
             }
         return None
 
+    def _degraded_status(self) -> dict[str, str] | None:
+        with self._lock:
+            failed, last = self._failed_in_a_row, self._last_error
+        if failed < DEGRADED_AFTER:
+            return None
+        return {
+            "state": "degraded",
+            "reason": f"{self.model} answers, but none of the last {failed} calls got a usable "
+            f"answer (last: {last}); episodes use their fallbacks until a call succeeds",
+        }
+
     def status(self) -> dict[str, Any]:
-        """``{"state": ready|no_api_key|unknown_model|ceiling_reached|unreachable|disabled,
-        "reason": ...}``, plus ``next_probe`` (UTC) while a failed provider waits for its
-        re-probe, ``pricing`` (where the prices come from; says when the spend is an estimate)
-        and ``usage_anomalies`` (answers whose reported usage was rejected). Logs a WARNING
+        """``{"state": ready|degraded|no_api_key|unknown_model|ceiling_reached|unreachable|
+        disabled, "reason": ..., "consecutive_failures": n, "last_error": ...}``, plus
+        ``next_probe`` (UTC) while a failed provider waits for its re-probe, ``pricing`` (where
+        the prices come from; says when the spend is an estimate) and ``usage_anomalies``
+        (answers whose reported usage was rejected). ``consecutive_failures`` counts the calls
+        in a row that got no usable answer (``degraded`` from :data:`DEGRADED_AFTER`), and
+        ``last_error`` says why the last of them failed (null after a success). Logs a WARNING
         when the state changed since it was last seen."""
         if self._static is None:
             return self.check_startup()
         result: dict[str, Any] = self._static
         if result["state"] == "ready":
-            result = self._ceiling_status() or self.recovery.status() or result
+            result = (
+                self._ceiling_status()
+                or self.recovery.status()
+                or self._degraded_status()
+                or result
+            )
         self._note(result)
         out = dict(result)
+        with self._lock:
+            out["consecutive_failures"] = self._failed_in_a_row
+            out["last_error"] = self._last_error
         if self._pricing:
             out["pricing"] = self._pricing
         if self._anomalies is not None:
@@ -468,10 +498,12 @@ class LLMClient:
         return out
 
     def available(self) -> bool:
-        """True when a call would be made now: the LLM is ready, or a provider that failed is
-        due for its re-probe."""
+        """True when a call would be made now: the LLM is ready or degraded (calls go on, so
+        that one that succeeds ends it), or a provider that failed is due for its re-probe."""
         state = self.status()["state"]
-        return state == "ready" or (state == self.recovery.state and self.recovery.due())
+        return state in ("ready", "degraded") or (
+            state == self.recovery.state and self.recovery.due()
+        )
 
     def retry_now(self) -> None:
         """Let the next call probe a provider that failed at once (an explicit request)."""
@@ -601,11 +633,13 @@ class LLMClient:
                 lit, res, messages, counted, out_cap, validate
             )
             if ok:
+                with self._lock:
+                    self._failed_in_a_row, self._last_error = 0, None
                 self.status()
                 return value
             if kind not in RETRYABLE:
                 break
-        self._after_failure(kind, detail)
+        self._after_failure(purpose, kind, detail)
         raise LLMUnavailable(
             f"{purpose} failed after {attempt} attempt(s): {kind}: {detail}",
             "unreachable" if kind in TRANSPORT_ERRORS else kind,
@@ -794,8 +828,9 @@ class LLMClient:
         except (sqlite3.Error, KeyError, ValueError):
             logger.exception("LLM ledger: could not settle row %s", row_id)
 
-    def _after_failure(self, kind: str, detail: str) -> None:
-        """A call failed: a provider-side failure starts (or extends) an outage."""
+    def _after_failure(self, purpose: str, kind: str, detail: str) -> None:
+        """A call failed: a provider-side failure starts (or extends) an outage; an answer of no
+        use counts towards ``degraded`` (:data:`DEGRADED_AFTER`)."""
         if kind in TRANSPORT_ERRORS:
             state, reason = "unreachable", f"{self.model} did not answer ({kind}): {detail}"
         elif kind == "auth":
@@ -803,6 +838,9 @@ class LLMClient:
         elif kind == "not_found":
             state, reason = "unknown_model", f"the provider does not know {self.model}: {detail}"
         else:
+            with self._lock:
+                self._failed_in_a_row += 1
+                self._last_error = f"{purpose}: {kind}: {detail}"[:300]
             self.status()
             return
         delay = self.recovery.fail(state, reason)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
+from ..plural import counted
 from ..timeutil import to_iso
 
 T = TypeVar("T")
@@ -235,7 +236,7 @@ def _memories_block(memories: Iterable[Any]) -> str:
     if not omitted:
         return _render_all(chosen)
     head, tail = chosen[:HEAD_MEMORIES], chosen[HEAD_MEMORIES:]
-    note = f"[{omitted} memories in between omitted]"
+    note = f"[{counted(omitted, 'memory')} in between omitted]"
     return "\n".join([_render_all(head), note, _render_all(tail)])
 
 

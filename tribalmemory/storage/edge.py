@@ -42,6 +42,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from ..models import Memory
+from ..plural import counted
 from ..timeutil import to_epoch, to_iso, utc_now
 from . import lexical
 from .base import (
@@ -240,7 +241,7 @@ def count_problem(state: dict[str, Any] | None, points: int) -> str | None:
         return None
     if points != state["points"]:
         return (
-            f"holds {points} memories, but held {state['points']} when it was closed "
+            f"holds {counted(points, 'memory')}, but held {state['points']} when it was closed "
             "(segment files were removed or damaged)"
         )
     return None

@@ -39,6 +39,7 @@ from typing import Any
 from ..config import Config
 from ..datafolder import FOLDER_MODE, write_private
 from ..models import ENGINE_WRITTEN
+from ..plural import counted
 from ..timeutil import utc_now
 from . import edge, integrity
 from .base import MemoryFilter, StoreLockedError
@@ -145,14 +146,15 @@ class Doctor:
                 raise
             except Exception as exc:  # a server is out of reach: nothing to repair here
                 return Finding(Path(str(self.config.storage.qdrant_url)), str(exc))
-            return Finding(Path(self.store.info.location), None, f"{self.store.count()} memories")
+            location = Path(self.store.info.location)
+            return Finding(location, None, counted(self.store.count(), "memory"))
         try:
             integrity.check_store_present(manifest, self.data, root)
             self.store = edge.EdgeStore.open(root, self.model_name, self.dim, check_model=False)
         except DamagedDataError as exc:
             return self._store_damage(root, exc)
         count = self.store.count()
-        return Finding(root, None, f"{count} memories in {self.store._shard_name}")
+        return Finding(root, None, f"{counted(count, 'memory')} in {self.store._shard_name}")
 
     def _store_damage(self, root: Path, exc: DamagedDataError) -> Finding:
         meta_path = root / edge.META_FILE
@@ -291,7 +293,7 @@ class Doctor:
             if name != best:
                 done.append(aside.move(root / name))
         edge._write_meta(root, self.model_name, self.dim, best)
-        done.append(f"wrote {root / edge.META_FILE}: {best}, {readable[best]} memories")
+        done.append(f"wrote {root / edge.META_FILE}: {best}, {counted(readable[best], 'memory')}")
         return done
 
     def _clear_state(self, root: Path) -> list[str]:

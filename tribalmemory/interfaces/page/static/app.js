@@ -2,7 +2,7 @@
 // All data comes from the /v1 routes; the token (when the daemon has one) is kept in
 // sessionStorage and sent as a bearer header, never in a URL.
 import Arrow from "/page/vendor/timeline-arrows/arrow.js";
-import { barOf, colourOf, escapeHtml, packLanes } from "/page/lanes.js";
+import { barOf, colourOf, counted, escapeHtml, packLanes } from "/page/lanes.js";
 
 const vis = window.vis;
 const TOKEN_KEY = "tribalmemory.token";
@@ -48,6 +48,7 @@ function el(tag, text, cls) {
 }
 
 const usd = (v) => `$${Number(v || 0).toFixed(4)}`;
+const memoryCount = (n) => counted(n, "memory", "memories");
 const day = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "—");
 
 // -- login ---------------------------------------------------------------------------------
@@ -124,7 +125,7 @@ function render(episodes) {
       start: bar.start,
       end: bar.end,
       content: escapeHtml(ep.title),
-      title: escapeHtml(`${ep.title}\n${ep.status} · ${ep.outcome || "outcome unknown"} · ${ep.memory_count} memories`),
+      title: escapeHtml(`${ep.title}\n${ep.status} · ${ep.outcome || "outcome unknown"} · ${memoryCount(ep.memory_count)}`),
       className: colourOf(ep),
     };
   });
@@ -164,7 +165,7 @@ function render(episodes) {
   if (state.hasProject) fillChoices($("f-project"), new Set(episodes.map((e) => e.project).filter(Boolean)));
   $("summary-line").textContent = state.episodesOff
     ? "Episodes are off on this daemon (episodes.enabled: false)."
-    : `${episodes.length} episodes in ${count} lanes, ${links.length} chain links`;
+    : `${counted(episodes.length, "episode")} in ${counted(count, "lane")}, ${counted(links.length, "chain link")}`;
 }
 
 function zoom(days) {
@@ -226,7 +227,7 @@ async function openEpisode(id) {
   $("episode").hidden = false;
   $("ep-title").textContent = ep.title;
   $("ep-meta").textContent =
-    `${ep.id} · ${ep.status} · outcome ${ep.outcome || "unknown"} · ${ep.memory_count} memories · ` +
+    `${ep.id} · ${ep.status} · outcome ${ep.outcome || "unknown"} · ${memoryCount(ep.memory_count)} · ` +
     `${day(ep.time_span.start)} → ${day(ep.time_span.end)} · cost ${usd(ep.cost_usd)}`;
   $("ep-summary-kind").textContent = `(${ep.summary_kind}, ${ep.summary_status})`;
   $("ep-summary").textContent = ep.summary || "no summary yet";
@@ -302,7 +303,9 @@ function llmBadge(llm) {
     badge.textContent = "episodes off";
     return;
   }
-  badge.textContent = `LLM: ${llm.state}`;
+  // degraded: the provider answers, but the last calls got no usable answer.
+  const failed = llm.state === "degraded" ? ` (${counted(llm.consecutive_failures, "failed call")} in a row)` : "";
+  badge.textContent = `LLM: ${llm.state}${failed}`;
   badge.className = `badge ${llm.state === "ready" ? "ready" : "degraded"}`;
   badge.title = llm.reason || "";
 }
@@ -316,8 +319,8 @@ async function loadHealth() {
     : "The episode engine is off.";
   const queue = health.episodes;
   $("queue").textContent = queue
-    ? `${queue.queue_depth} jobs waiting, oldest ${ageText(queue.oldest_pending_age_seconds)}; ` +
-      `${queue.active_episodes} active episodes; ${queue.classify_waiting} memories waiting for the LLM`
+    ? `${counted(queue.queue_depth, "job")} waiting, oldest ${ageText(queue.oldest_pending_age_seconds)}; ` +
+      `${counted(queue.active_episodes, "active episode")}; ${memoryCount(queue.classify_waiting)} waiting for the LLM`
     : "no episode queue (episodes are off)";
   return health;
 }
@@ -340,7 +343,7 @@ async function loadSpend() {
   $("spend-total").textContent =
     `${usd(costs.spend_usd)} spent, ${usd(costs.reserved_usd)} reserved` +
     (ceiling == null ? ", no ceiling" : ` of the ${usd(ceiling)} ceiling (${usd(costs.remaining_usd)} left)`) +
-    ` · ${costs.calls} calls (${costs.failed_calls || 0} failed, ${costs.denied_calls || 0} denied)`;
+    ` · ${counted(costs.calls, "call")} (${costs.failed_calls || 0} failed, ${costs.denied_calls || 0} denied)`;
   const [year, mon] = month.split("-").map(Number);
   const days = new Date(Date.UTC(year, mon, 0)).getUTCDate();
   const items = [];

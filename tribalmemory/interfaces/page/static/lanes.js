@@ -39,3 +39,8 @@ export function colourOf(episode) {
 export function escapeHtml(text) {
   return String(text ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
+
+/** A count and its noun, plural unless the count is 1: counted(1, "memory", "memories"). */
+export function counted(count, one, many = `${one}s`) {
+  return `${count} ${count === 1 ? one : many}`;
+}
