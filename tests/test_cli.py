@@ -118,6 +118,8 @@ def test_local_remember_recall_forget(local: str, capsys: Capture) -> None:
 
     code, out, _ = run(capsys, "recall", "where are release notes drafted", "--config", local)
     assert code == 0 and memory_id in out and "[docs, release]" in out
+    assert f"\n   {content}\n" in out  # the whole memory, not a preview
+
     found = run_json(
         capsys, "recall", "release notes", "--tag", "docs", "--limit", "1", "--config", local
     )
@@ -139,6 +141,19 @@ def test_local_remember_recall_forget(local: str, capsys: Capture) -> None:
     assert code == 1 and f"no memory with id {memory_id}" in err
     code, _, err = run(capsys, "forget", "not-an-id", "--config", local)
     assert code == 1 and "is not a memory id" in err
+
+
+def test_local_recall_prints_the_whole_memory_with_its_line_breaks(
+    local: str, capsys: Capture
+) -> None:
+    """Issue 40.10: recall cut every memory to one line (97 characters when piped)."""
+    steps = "\n".join(f"{k}. run migration step {k} on the staging database" for k in range(1, 6))
+    content = unique(f"Release checklist for the database migration:\n{steps}")
+    code, out, _ = run(capsys, "remember", content, "--config", local)
+    assert code == 0
+    code, out, _ = run(capsys, "recall", "database migration release checklist", "--config", local)
+    shown = "\n".join("   " + line for line in content.splitlines())
+    assert code == 0 and shown in out and len(content) > 200
 
 
 def test_local_correct_hides_the_old_memory_from_recall(local: str, capsys: Capture) -> None:

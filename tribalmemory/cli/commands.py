@@ -17,7 +17,7 @@ from ..client import daemon_url, find_daemon
 from ..config import Config
 from ..errors import TribalError
 from ..plural import counted
-from .output import clean, print_json, print_mapping, shorten, table, width
+from .output import clean, indented, print_json, print_mapping, shorten, table, width
 
 Api = Any  # TribalAPI or DaemonClient: the same methods
 Command = Callable[[Api, argparse.Namespace], Awaitable[int]]
@@ -92,7 +92,7 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
             f"{rank}. {hit['similarity_score']:.3f}  {memory['id']}  "
             f"{clean(memory['source_type'])}  {clean(memory['created_at'][:10])}{tags}{old}"
         )
-        print(f"   {shorten(memory['content'], width() - 3)}")
+        print(indented(memory["content"]))
     return 0
 
 

@@ -51,6 +51,12 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
+def indented(text: str, margin: str = "   ") -> str:
+    """The whole of ``text``, cleaned, its line breaks kept, each line after ``margin`` (a
+    memory read in full: recall's answer is the text an agent stored, not a preview)."""
+    return "\n".join(margin + line.rstrip() for line in clean(text).strip().splitlines())
+
+
 def width() -> int:
     return max(shutil.get_terminal_size((100, 24)).columns, 60)
 
