@@ -61,9 +61,6 @@ class SeedPool:
         self._keys.clear()
         self._by_project.clear()
 
-    def values(self) -> list[MemoryFeatures]:
-        return list(self._features.values())
-
     def expire(self, horizon: float) -> list[str]:
         """Drop the seeds created before ``horizon`` (epoch seconds); returns their ids."""
         dropped: list[str] = []

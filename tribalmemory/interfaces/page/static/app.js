@@ -48,7 +48,6 @@ function el(tag, text, cls) {
 }
 
 const usd = (v) => `$${Number(v || 0).toFixed(4)}`;
-const memoryCount = (n) => counted(n, "memory", "memories");
 const day = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "—");
 
 // -- login ---------------------------------------------------------------------------------
@@ -125,7 +124,7 @@ function render(episodes) {
       start: bar.start,
       end: bar.end,
       content: escapeHtml(ep.title),
-      title: escapeHtml(`${ep.title}\n${ep.status} · ${ep.outcome || "outcome unknown"} · ${memoryCount(ep.memory_count)}`),
+      title: escapeHtml(`${ep.title}\n${ep.status} · ${ep.outcome || "outcome unknown"} · ${counted(ep.memory_count, "memory")}`),
       className: colourOf(ep),
     };
   });
@@ -227,7 +226,7 @@ async function openEpisode(id) {
   $("episode").hidden = false;
   $("ep-title").textContent = ep.title;
   $("ep-meta").textContent =
-    `${ep.id} · ${ep.status} · outcome ${ep.outcome || "unknown"} · ${memoryCount(ep.memory_count)} · ` +
+    `${ep.id} · ${ep.status} · outcome ${ep.outcome || "unknown"} · ${counted(ep.memory_count, "memory")} · ` +
     `${day(ep.time_span.start)} → ${day(ep.time_span.end)} · cost ${usd(ep.cost_usd)}`;
   $("ep-summary-kind").textContent = `(${ep.summary_kind}, ${ep.summary_status})`;
   $("ep-summary").textContent = ep.summary || "no summary yet";
@@ -320,7 +319,7 @@ async function loadHealth() {
   const queue = health.episodes;
   $("queue").textContent = queue
     ? `${counted(queue.queue_depth, "job")} waiting, oldest ${ageText(queue.oldest_pending_age_seconds)}; ` +
-      `${counted(queue.active_episodes, "active episode")}; ${memoryCount(queue.classify_waiting)} waiting for the LLM`
+      `${counted(queue.active_episodes, "active episode")}; ${counted(queue.classify_waiting, "memory")} waiting for the LLM`
     : "no episode queue (episodes are off)";
   return health;
 }

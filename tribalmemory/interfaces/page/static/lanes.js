@@ -40,7 +40,9 @@ export function escapeHtml(text) {
   return String(text ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** A count and its noun, plural unless the count is 1: counted(1, "memory", "memories"). */
-export function counted(count, one, many = `${one}s`) {
-  return `${count} ${count === 1 ? one : many}`;
+/** A count and its noun, plural unless the count is 1, by the rule of tribalmemory/plural.py:
+ * counted(1, "memory") is "1 memory", counted(2, "memory") "2 memories". */
+export function counted(count, noun) {
+  const many = /[^aeiou]y$/.test(noun) ? `${noun.slice(0, -1)}ies` : `${noun}s`;
+  return `${count} ${count === 1 ? noun : many}`;
 }
