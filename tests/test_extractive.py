@@ -2,6 +2,7 @@
 
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 
@@ -133,6 +134,17 @@ def test_a_title_is_never_a_speakers_name_nor_the_first_clause():
         assert not {"caroline", "melanie"} & set(title.lower().replace(",", " ").split())
         assert "pottery" in title.lower() and "clay" in title.lower(), title
     assert len(extractive.keyword_title([memory(0, "x " * 200)], np.ones((1, 2)))) <= 80
+
+
+def test_the_example_of_docs_episodes_md_is_what_the_fixture_gives():
+    doc = (Path(__file__).parent.parent / "docs" / "episodes.md").read_text(encoding="utf-8")
+    block = doc.split("tests/test_extractive.py`", 1)[1].split("```text\n", 1)[1]
+    shown = [line.strip() for line in block.split("```", 1)[0].splitlines() if line.strip()]
+    thread = chat(THREAD, 10)
+    known = background(chat(STREAM) + thread)
+    vectors = np.eye(len(thread), dtype=np.float32)
+    assert extractive.extractive_summary(thread, vectors, known).splitlines() == shown
+    assert f'titled\n  "{extractive.keyword_title(thread, vectors, known)}"' in doc
 
 
 def test_summary_says_what_was_decided_and_how_it_ended():
