@@ -43,6 +43,7 @@ STOP_WORDS = frozenset(
     amazing nice good glad happy love loved lovely fun really totally definitely absolutely
     super pretty kind sounds sound feel feels felt feeling tell told going gonna wanna
     day days time times today yesterday tomorrow week weeks year years last first
+    btw lol omg haha along stuff bit guess cause gotta
     """.split()
 )
 
