@@ -26,6 +26,7 @@ import numpy as np
 from ..api import TribalAPI
 from ..errors import InvalidInput
 from ..service.memory_service import ImportItem
+from ..timeutil import utc_now
 from . import records
 
 MAX_ERRORS = 20  # reported at once; the rest are counted
@@ -67,9 +68,13 @@ class Report:
 
 
 def parse_all(
-    lines: Iterable[bytes], max_chars: int
+    lines: Iterable[bytes], max_chars: int, default_instance: str = "default"
 ) -> Iterator[records.Header | records.ImportedMemory | records.ImportedEpisode]:
-    """Every record of a file, checked; raises InvalidInput listing up to 20 bad lines."""
+    """Every record of a file, checked; raises InvalidInput listing up to 20 bad lines.
+
+    An export starts with its header; a file whose first line has no ``type`` holds plain
+    lines (:func:`records.parse_plain`, a plain header yielded first), with no end line.
+    ``default_instance``: the source_instance of plain lines that name none."""
     errors: list[str] = []
     head: records.Header | None = None
     counts = {"memory": 0, "episode": 0}
@@ -77,6 +82,20 @@ def parse_all(
     member_line: dict[str, int] = {}  # a memory is in at most one episode
     for number, raw in enumerate(lines, start=1):
         try:
+            if head is not None and head.plain:
+                data = records.parse_object(raw, number)
+                if data is not None:
+                    counts["memory"] += 1
+                    yield records.parse_plain(data, number, head, max_chars)
+                continue
+            if head is None:
+                first = records.parse_object(raw, number)
+                if first is not None and records.is_plain(first):
+                    head = records.plain_header(utc_now(), default_instance)
+                    yield head
+                    counts["memory"] += 1
+                    yield records.parse_plain(first, number, head, max_chars)
+                    continue
             data = records.parse_line(raw, number)
             if data is None:
                 continue
@@ -92,11 +111,11 @@ def parse_all(
                 else:
                     episode = records.parse_episode(data, number)
                     for memory_id in episode.memory_ids:
-                        first = member_line.setdefault(memory_id, number)
-                        if first != number:
+                        first_line = member_line.setdefault(memory_id, number)
+                        if first_line != number:
                             raise InvalidInput(
                                 f"line {number}: memory {memory_id} is in the episode of "
-                                f"line {first} already (a memory is in one episode)"
+                                f"line {first_line} already (a memory is in one episode)"
                             )
                     yield episode
             elif data["type"] == "end":
@@ -108,19 +127,29 @@ def parse_all(
                 raise
             errors.append(exc.message)
     if head is None:
-        raise InvalidInput("the file is empty; expected an export header on line 1")
-    if ended is None:
-        errors.append("the file ends without its end line: the export was cut short")
-    elif (ended.get("memories"), ended.get("episodes")) != (counts["memory"], counts["episode"]):
-        errors.append(
-            f"the end line counts {ended.get('memories')} memories and {ended.get('episodes')} "
-            f"episodes, the file holds {counts['memory']} and {counts['episode']}"
+        raise InvalidInput(
+            "the file is empty; expected an export header on line 1, or plain lines of "
+            '{"content": ..., "created_at": ...}'
         )
+    if not head.plain:  # plain lines have no end line
+        errors.extend(_end_problems(ended, counts))
     if errors:
         shown = errors[:MAX_ERRORS]
         more = f" (and {len(errors) - len(shown)} more)" if len(errors) > len(shown) else ""
         noun = "problem" if len(errors) == 1 else "problems"
         raise InvalidInput(f"{len(errors)} {noun} in the file; nothing was imported{more}", shown)
+
+
+def _end_problems(ended: dict[str, Any] | None, counts: dict[str, int]) -> list[str]:
+    """What is wrong with an export's end line, given what the file holds."""
+    if ended is None:
+        return ["the file ends without its end line: the export was cut short"]
+    if (ended.get("memories"), ended.get("episodes")) != (counts["memory"], counts["episode"]):
+        return [
+            f"the end line counts {ended.get('memories')} memories and {ended.get('episodes')} "
+            f"episodes, the file holds {counts['memory']} and {counts['episode']}"
+        ]
+    return []
 
 
 class OffsetLines:
@@ -188,7 +217,10 @@ async def plan(api: TribalAPI, path: Path) -> Report:
         episodes.clear()
 
     lines = OffsetLines(path)
-    for item in parse_all(lines, service.config.server.max_content_chars):
+    config = service.config
+    for item in parse_all(
+        lines, config.server.max_content_chars, config.memory.default_source_instance
+    ):
         if isinstance(item, records.Header):
             index.header = item
             report.vectors_used = item.vectors and (item.model, item.dim) == (
@@ -220,7 +252,7 @@ async def plan(api: TribalAPI, path: Path) -> Report:
 def read_at(handle: BinaryIO, offset: int) -> dict[str, Any]:
     """The JSON object of the line at ``offset`` (validated by :func:`plan` already)."""
     handle.seek(offset)
-    data = records.parse_line(handle.readline(), 0)
+    data = records.parse_object(handle.readline(), 0)
     if data is None:  # the file changed since it was validated
         raise InvalidInput("the file changed while it was imported; nothing more was imported")
     return data
