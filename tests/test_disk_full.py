@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,3 +107,38 @@ def test_full_disk_gives_507_and_writes_resume_when_space_returns(small_disk: Pa
     finally:
         client.close()
         daemon.stop()
+
+
+def test_start_on_a_full_disk_is_refused_with_a_reason(small_disk: Path) -> None:
+    """Issue 40 item 15: restarted on a full disk, the daemon died of SIGBUS (exit -7) with
+    no word, as the embedded store mapped its files. Now start-up stops before opening
+    anything, exits 1 and says why in one line; once space returns, it starts with every
+    memory."""
+    daemon = start_daemon(small_disk, storage={"min_free_mb": RESERVE_MB})
+    client = httpx.Client(base_url=daemon.url, timeout=60)
+    try:
+        for item in stream(6):
+            assert client.post("/v1/remember", json=item).status_code == 200
+    finally:
+        client.close()
+        assert daemon.stop() == 0
+    filler = fill(small_disk, leave=1024 * 1024)  # 1 MB left: SIGBUS before
+
+    command = [sys.executable, "-m", "tribalmemory", "serve", "--config", str(daemon.config_path)]
+    refused = subprocess.run(
+        command, env=daemon.env, cwd=small_disk, capture_output=True, text=True, timeout=120
+    )
+    assert refused.returncode == 1, (refused.returncode, refused.stderr[-2000:])
+    reason = [line for line in refused.stderr.splitlines() if line.startswith("tribalmemory: ")]
+    assert len(reason) == 1, refused.stderr
+    assert "the disk holding the data is full" in reason[0]
+    assert "storage.min_free_mb" in reason[0] and "Free disk space" in reason[0]
+    assert "Traceback" not in refused.stderr
+
+    filler.unlink()
+    again = start_daemon(small_disk, storage={"min_free_mb": RESERVE_MB})
+    try:
+        stats = httpx.get(f"{again.url}/v1/stats", timeout=60).json()
+        assert stats["total_memories"] == 6
+    finally:
+        again.stop()

@@ -19,7 +19,7 @@ from .service.activity import RequestActivity
 from .service.maintenance import StoreMaintenance
 from .storage import integrity
 from .storage.base import StorageError
-from .storage.space import MB, DiskSpace
+from .storage.space import MB, DiskSpace, check_room_to_start
 
 log = logging.getLogger("tribalmemory")
 
@@ -70,8 +70,8 @@ async def start_runtime(
     the episode plugin opens anything; pluggy calls them after it.
     ``plugin_options`` go to the episode plugin (tests pass a clock or LLM client options).
     Raises StorageError (DamagedDataError for a damaged or missing data file: nothing is
-    deleted then), EmbeddingModelError or PluginError with a message for the user; a
-    StorageError is logged too.
+    deleted then; DiskFullError when less than storage.min_free_mb is free), EmbeddingModelError
+    or PluginError with a message for the user; a StorageError is logged too.
     """
     try:
         return await _start(config, plugins, plugin_options)
@@ -86,8 +86,11 @@ async def _start(
     from .storage import open_store
 
     data = make_private(config.data_path)  # 0700; tightens what an older version left readable
-    manifest = integrity.read_manifest(data)
+    space = disk_space(config)
     embedded = not config.storage.qdrant_url
+    # the store maps its files: on a full disk it would be killed (SIGBUS) with no message
+    check_room_to_start(space, config.store_path if embedded else None)
+    manifest = integrity.read_manifest(data)
     if embedded:
         integrity.check_store_present(manifest, data, config.store_path)
     if config.episodes.enabled:
@@ -105,9 +108,7 @@ async def _start(
         busy=activity.busy,
     )
     access = AccessStats(data / ACCESS_FILE)
-    service = MemoryService(
-        config, store, embedder, background, disk_space(config), access, activity, threads
-    )
+    service = MemoryService(config, store, embedder, background, space, access, activity, threads)
     episodes = None
     try:
         for extra in plugins:
