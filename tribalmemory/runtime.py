@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .api import TribalAPI
@@ -31,6 +31,9 @@ class Runtime:
     api: TribalAPI
     stopped: bool = False
     maintenance: StoreMaintenance | None = None
+    stop_requested: Callable[[], bool] = field(default=lambda: False)
+    """Whether the daemon was asked to stop (SIGTERM): long requests (an import) end at their
+    next page with 503 instead of being cancelled. The daemon sets it (``serve``)."""
 
     @property
     def episodes(self) -> Any:

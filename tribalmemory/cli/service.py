@@ -156,6 +156,7 @@ async def _serve(config: Config, sock: socket.socket) -> None:
                 timeout_graceful_shutdown=10,
             )
         )
+        runtime.stop_requested = lambda: server.should_exit  # long imports end cleanly
         log.info("runtime ready in %.2f s", time.monotonic() - started)
         await server.serve(sockets=[sock])
     finally:

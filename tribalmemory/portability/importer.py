@@ -24,12 +24,28 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..api import TribalAPI
-from ..errors import InvalidInput
+from ..errors import InvalidInput, Unavailable
 from ..service.memory_service import ImportItem
 from ..timeutil import utc_now
 from . import records
 
 MAX_ERRORS = 20  # reported at once; the rest are counted
+Stopping = Callable[[], bool]
+"""Whether the daemon is shutting down: an import asked to stop ends between two pages."""
+
+
+def never() -> bool:
+    return False
+
+
+def stopped(done: str) -> Unavailable:
+    """The answer to an import that a shutdown ended (503): what was done, how to finish."""
+    return Unavailable(
+        f"the server is shutting down: {done}. Import the same file again once it runs to "
+        "import the rest (what is stored already is skipped)"
+    )
+
+
 CHECK_PAGE = 256  # memory ids checked against the store at once
 PAGE = 256  # memories stored at once, in one durable write (and embedded in one call)
 
@@ -187,8 +203,9 @@ class Index:
         return offsets[np.lexsort((offsets, times))].tolist()
 
 
-async def plan(api: TribalAPI, path: Path) -> Report:
-    """Validate the whole file and count what an import would add (stores nothing)."""
+async def plan(api: TribalAPI, path: Path, stopping: Stopping = never) -> Report:
+    """Validate the whole file and count what an import would add (stores nothing); raise
+    Unavailable when ``stopping()`` says the daemon shuts down meanwhile."""
     report = Report()
     service = api.service
     pending: list[tuple[str, float, int]] = []  # new memory candidates: id, time, offset
@@ -235,6 +252,8 @@ async def plan(api: TribalAPI, path: Path) -> Report:
             seen.add(item.memory.id)
             pending.append((item.memory.id, item.memory.created_at.timestamp(), lines.offset))
             if len(pending) >= CHECK_PAGE:
+                if stopping():
+                    raise stopped("nothing was imported")
                 await flush()
         else:
             report.episodes += 1
@@ -263,6 +282,7 @@ async def apply(
     path: Path,
     progress: Callable[[int], None] | None = None,
     planned: Report | None = None,
+    stopping: Stopping = never,
 ) -> Report:
     """Validate (:func:`plan`, unless ``planned`` is its report of this file), then store
     every memory whose id is not stored yet and recreate every episode whose id is not
@@ -273,8 +293,11 @@ async def apply(
     one durable write per page; the episode engine decides each memory in that order, as if
     they had been remembered one at a time). Memories without a usable vector are embedded,
     one model run per page, while the page before is stored. Then the file's episodes are
-    recreated, in file order."""
-    report = planned if planned is not None else await plan(api, path)
+    recreated, in file order.
+
+    When ``stopping()`` turns true (the daemon shuts down), the page being stored is
+    finished and Unavailable (503) says how many were imported."""
+    report = planned if planned is not None else await plan(api, path, stopping)
     report.dry_run = False
     service = api.service
     max_chars = service.config.server.max_content_chars
@@ -308,6 +331,9 @@ async def apply(
         ahead = asyncio.ensure_future(prepare(load(0))) if order else None
         for start in range(0, len(order), PAGE):
             assert ahead is not None
+            if stopping():
+                ahead.cancel()
+                raise stopped(f"{report.stored} of {len(order)} new memories were imported")
             page = await ahead
             following = start + PAGE
             ahead = (
@@ -322,7 +348,12 @@ async def apply(
             if progress is not None:
                 progress(len(page))
         if api.episodes is not None:
-            for offset in index.episodes:
+            for number, offset in enumerate(index.episodes):
+                if stopping():
+                    raise stopped(
+                        f"all {report.stored} new memories and {number} of "
+                        f"{len(index.episodes)} episodes were imported"
+                    )
                 episode = records.parse_episode(read_at(handle, offset), 0)
                 done = await api.episodes.restore_episode(episode.as_record(), report.chain_ids)
                 report.episodes_created += int(done["created"])
