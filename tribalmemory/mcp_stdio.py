@@ -95,17 +95,28 @@ def _log_to_stderr(level: str) -> None:
 
 
 def run_stdio(
-    config: Config, config_path: str | Path | None = None, project: str | None = None
+    config: Config,
+    config_path: str | Path | None = None,
+    project: str | None = None,
+    source_instance: str | None = None,
 ) -> None:
     """``tribalmemory mcp``: serve the tools over stdin/stdout, backed by the daemon.
     ``project``: the project of calls that name none (default: the working directory's,
-    see :func:`tribalmemory.projects.choose`)."""
+    see :func:`tribalmemory.projects.choose`). ``source_instance``: who stores the memories
+    (default: the client's clientInfo name, see :func:`~.interfaces.mcp_tools.client_name`)."""
     _log_to_stderr(config.server.log_level)
     if project is None:
         project = projects.choose(None, os.environ, Path.cwd())
     log.info("MCP calls that name no project use project %s", project)
+    if source_instance:
+        log.info("memories stored through this server are from %s", source_instance)
     connection = DaemonConnection(config, config_path)
-    server = build_mcp_server(connection.get, on_unavailable=connection.reset, project=project)
+    server = build_mcp_server(
+        connection.get,
+        on_unavailable=connection.reset,
+        project=project,
+        source_instance=source_instance or None,
+    )
 
     async def serve() -> None:
         try:

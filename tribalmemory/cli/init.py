@@ -1,7 +1,9 @@
 """``tribalmemory init``: register ``tribalmemory mcp`` in MCP clients' configuration files.
 
 Only the ``tribal-memory`` entry is written; every other entry and setting is kept. Running it
-again changes nothing. A file that cannot be parsed is left alone with an error.
+again changes nothing. A file that cannot be parsed is left alone with an error. Each client's
+entry names the client (``--source-instance``, :data:`CLIENT_NAMES`): the memories its agent
+stores say who stored them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from ..interfaces.auth import write_atomic
 from .output import CliError
 
 NAME = "tribal-memory"
+CLIENT_NAMES = {"Claude Code": "claude-code", "Codex": "codex", "Claude Desktop": "claude-desktop"}
+"""The ``source_instance`` each client's memories are stored with."""
 
 
 def installed_script() -> Path | None:
@@ -46,9 +50,14 @@ def shell_command() -> str:
     return shlex.quote(str(script))
 
 
-def server_command(config_path: str | None) -> tuple[str, list[str]]:
-    """The command an MCP client runs: this installation's script, else this Python's ``-m``."""
+def server_command(
+    config_path: str | None, source_instance: str | None = None
+) -> tuple[str, list[str]]:
+    """The command an MCP client runs: this installation's script, else this Python's ``-m``;
+    ``source_instance`` names who stores the memories of that client."""
     extra = ["--config", str(Path(config_path).expanduser().resolve())] if config_path else []
+    if source_instance:
+        extra += ["--source-instance", source_instance]
     script = installed_script()
     if script:
         return str(script.resolve()), ["mcp", *extra]
@@ -185,34 +194,42 @@ def register_toml(path: Path, entry: dict[str, Any]) -> str:
 
 
 def init(args: argparse.Namespace, config: Config) -> int:
-    """Register the MCP server in each chosen client; print what changed."""
-    command, arguments = server_command(args.config)
+    """Register the MCP server in each chosen client, named after it; print what changed."""
+
+    def entry(label: str, **extra: str) -> dict[str, Any]:
+        command, arguments = server_command(args.config, CLIENT_NAMES[label])
+        return {**extra, "command": command, "args": arguments}
+
     targets = [
         (
             "Claude Code",
             args.claude_code,
             Path.home() / ".claude.json",
-            {"type": "stdio", "command": command, "args": arguments},
+            entry("Claude Code", type="stdio"),
             register_json,
         ),
-        ("Codex", args.codex, codex_path(), {"command": command, "args": arguments}, register_toml),
+        ("Codex", args.codex, codex_path(), entry("Codex"), register_toml),
         (
             "Claude Desktop",
             args.claude_desktop,
             claude_desktop_path(),
-            {"command": command, "args": arguments},
+            entry("Claude Desktop"),
             register_json,
         ),
     ]
     chosen = [t for t in targets if t[1]]
     if not chosen:
         raise CliError("choose at least one client: --claude-code, --codex, --claude-desktop", 2)
-    for label, _, path, entry, register in chosen:
-        outcome = register(path, entry)
+    for label, _, path, wanted, register in chosen:
+        outcome = register(path, wanted)
         if outcome == "unchanged":
             print(f"{label}: {NAME} already registered in {path}")
         else:
-            print(f"{label}: {outcome} {NAME} in {path} ({command} {' '.join(arguments)})")
+            shown = " ".join([wanted["command"], *wanted["args"]])
+            print(
+                f"{label}: {outcome} {NAME} in {path} ({shown}); its memories are stored as "
+                f"source_instance {CLIENT_NAMES[label]}"
+            )
     print(
         "Restart the client(s) to load the server. It reaches the daemon (starting it when "
         "needed) and reads the token from ~/.tribal-memory/.env."
