@@ -5,6 +5,8 @@
 - ``client``: the real app on a fresh data folder per test; its lifespan starts the real
   runtime (store, embedder, episode engine with the embedding detector and no LLM key);
   ``runtime`` is that runtime. ``client_no_episodes`` runs with episodes disabled.
+- ``module_client`` / ``module_client_no_episodes``: the same, one per module, for requests
+  that are refused and so change nothing (``module_home`` is their ``tm_home``).
 - ``daemon``: a real ``tribalmemory serve`` subprocess on a free port (one per module).
 """
 
@@ -57,11 +59,12 @@ def unique(text: str = "memory") -> str:
     return f"{text} {uuid.uuid4().hex}"
 
 
-@pytest.fixture
-def tm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "tm-home"
+def isolate(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``root/tm-home`` as ``TRIBAL_MEMORY_HOME`` and ``root/user-home`` as ``HOME``, no token,
+    config, project or client configuration in the environment; returns the home."""
+    home = root / "tm-home"
     home.mkdir()
-    user = tmp_path / "user-home"
+    user = root / "user-home"
     user.mkdir()
     monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(home))
     monkeypatch.setenv("HOME", str(user))
@@ -69,6 +72,11 @@ def tm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
     return home
+
+
+@pytest.fixture
+def tm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return isolate(tmp_path, monkeypatch)
 
 
 @pytest.fixture(scope="session")
@@ -117,6 +125,34 @@ def client_no_episodes(tm_home: Path) -> Iterator[TestClient]:
     config = load_config(write_config(tm_home, episodes={"enabled": False}))
     with TestClient(create_app(config), base_url=BASE_URL) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="module")
+def module_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``tm_home`` for a whole module (its environment restored at the module's end)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the LLM stays off: no network
+        yield isolate(tmp_path_factory.mktemp("module"), monkeypatch)
+
+
+def module_client_for(home: Path, episodes: dict[str, Any]) -> Iterator[TestClient]:
+    config = load_config(write_config(home, episodes=episodes))
+    with TestClient(create_app(config), base_url=BASE_URL) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="module")
+def module_client(module_home: Path) -> Iterator[TestClient]:
+    """``client``, one for all the module's tests that take it: for requests that must be
+    refused, which change nothing another test could read (a refusal that stored something
+    fails its own test). Starting a runtime per case (~1 s) would buy nothing."""
+    yield from module_client_for(module_home / "episodes", EPISODES)
+
+
+@pytest.fixture(scope="module")
+def module_client_no_episodes(module_home: Path) -> Iterator[TestClient]:
+    """``client_no_episodes``, shared like :func:`module_client`."""
+    yield from module_client_for(module_home / "no-episodes", {"enabled": False})
 
 
 # -- a real daemon ------------------------------------------------------------------------------

@@ -51,9 +51,13 @@ print(json.dumps({"litellm": "litellm" in sys.modules, "frozen": gc.get_freeze_c
 """
 
 
-def frozen_heap(llm: bool, data_dir: str) -> dict[str, object]:
-    """What ``freeze_start_up_heap`` left in a fresh process (gc.freeze is process-wide)."""
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+def frozen_heap(llm: bool, data_dir: str, key: bool = True) -> dict[str, object]:
+    """What ``freeze_start_up_heap`` left in a fresh process (gc.freeze is process-wide);
+    ``key``: OPENAI_API_KEY is set."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    if key:
+        env["OPENAI_API_KEY"] = "x"
     argv = [sys.executable, "-c", HEAP_PROBE, "llm" if llm else "off", data_dir]
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -68,3 +72,6 @@ def test_the_daemon_freezes_its_start_up_heap_with_litellm_in_it(tmp_path: objec
     without = frozen_heap(llm=False, data_dir=str(tmp_path))
     assert without["litellm"] is False  # no LLM configured: not imported for nothing
     assert isinstance(without["frozen"], int) and 0 < without["frozen"] < found["frozen"]
+    keyless = frozen_heap(llm=True, data_dir=str(tmp_path), key=False)
+    assert keyless["litellm"] is False  # the LLM lacks its key: nothing will use litellm
+    assert isinstance(keyless["frozen"], int) and 0 < keyless["frozen"] < found["frozen"]

@@ -377,11 +377,11 @@ def test_http_edit_routes_refuse_bad_input(
     ],
 )
 def test_http_edit_routes_refuse_bad_and_unknown_ids(
-    client: Any, method: str, suffix: str, body: dict[str, Any]
+    module_client: Any, method: str, suffix: str, body: dict[str, Any]
 ) -> None:
-    bad = client.request(method, f"/v1/episodes/ep%20x{suffix}", json=body)
+    bad = module_client.request(method, f"/v1/episodes/ep%20x{suffix}", json=body)
     assert bad.status_code == 400 and "not an episode id" in bad.json()["error"]
-    unknown = client.request(method, f"/v1/episodes/EP-DOESNOTEXIST{suffix}", json=body)
+    unknown = module_client.request(method, f"/v1/episodes/EP-DOESNOTEXIST{suffix}", json=body)
     assert unknown.status_code == 404 and "ep-doesnotexist" in unknown.json()["error"]
 
 

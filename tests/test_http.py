@@ -105,9 +105,9 @@ def test_remember_duplicate_is_reported_not_stored(client: TestClient) -> None:
     ],
 )
 def test_remember_rejects_bad_fields(
-    client: TestClient, body: dict[str, Any], fragment: str
+    module_client: TestClient, body: dict[str, Any], fragment: str
 ) -> None:
-    error(client.post("/v1/remember", json=body), 422, fragment)
+    error(module_client.post("/v1/remember", json=body), 422, fragment)
 
 
 @pytest.mark.parametrize(
@@ -126,8 +126,10 @@ def test_remember_rejects_bad_fields(
         (b"null", 422, "must be a JSON object"),
     ],
 )
-def test_malformed_bodies(client: TestClient, raw: bytes, status: int, fragment: str) -> None:
-    response = client.post(
+def test_malformed_bodies(
+    module_client: TestClient, raw: bytes, status: int, fragment: str
+) -> None:
+    response = module_client.post(
         "/v1/remember", content=raw, headers={"content-type": "application/json"}
     )
     error(response, status, fragment)
@@ -179,9 +181,11 @@ def test_remember_batch(client: TestClient) -> None:
         ({"memories": [], "extra": True}, "unknown field 'extra'"),
     ],
 )
-def test_remember_batch_rejects(client: TestClient, body: dict[str, Any], fragment: str) -> None:
-    error(client.post("/v1/remember/batch", json=body), 422, fragment)
-    assert client.get("/v1/stats").json()["total_memories"] == 0
+def test_remember_batch_rejects(
+    module_client: TestClient, body: dict[str, Any], fragment: str
+) -> None:
+    error(module_client.post("/v1/remember/batch", json=body), 422, fragment)
+    assert module_client.get("/v1/stats").json()["total_memories"] == 0
 
 
 @pytest.mark.parametrize(
@@ -205,9 +209,9 @@ def test_remember_batch_rejects(client: TestClient, body: dict[str, Any], fragme
     ],
 )
 def test_recall_rejects(
-    client: TestClient, body: dict[str, Any], status: int, fragment: str
+    module_client: TestClient, body: dict[str, Any], status: int, fragment: str
 ) -> None:
-    error(client.post("/v1/recall", json=body), status, fragment)
+    error(module_client.post("/v1/recall", json=body), status, fragment)
 
 
 def test_recall_filters_by_time_and_source_type(client: TestClient) -> None:
@@ -241,13 +245,13 @@ OUT_OF_RANGE = ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"]  # yea
     ],
 )
 def test_dates_outside_the_utc_range_are_422(
-    client: TestClient, path: str, field: str, body: dict[str, Any] | None, moment: str
+    module_client: TestClient, path: str, field: str, body: dict[str, Any] | None, moment: str
 ) -> None:
     if body is None:
         sent: dict[str, Any] = {"memories": [{"content": "x", field: moment}]}
     else:
         sent = {**body, field: moment}
-    error(client.post(path, json=sent), 422, field, "outside the supported range")
+    error(module_client.post(path, json=sent), 422, field, "outside the supported range")
 
 
 def test_dates_at_the_ends_of_the_utc_range_work(client: TestClient) -> None:
@@ -272,7 +276,7 @@ def test_dates_at_the_ends_of_the_utc_range_work(client: TestClient) -> None:
 )
 @pytest.mark.parametrize("path", ["/v1/remember", "/v1/remember/batch"])
 def test_a_created_at_in_the_future_is_422_and_nothing_is_stored(
-    client: TestClient, path: str, ahead: timedelta | None, said: str
+    module_client: TestClient, path: str, ahead: timedelta | None, said: str
 ) -> None:
     moment = "9999-12-31T23:59:59Z" if ahead is None else to_iso(utc_now() + ahead)
     item = {"content": unique("deploy freeze"), "created_at": moment}
@@ -282,10 +286,15 @@ def test_a_created_at_in_the_future_is_422_and_nothing_is_stored(
     else:
         sent, prefix = item, "created_at"
     body = error(
-        client.post(path, json=sent), 422, prefix, said, "in the future", "at most 5 minutes ahead"
+        module_client.post(path, json=sent),
+        422,
+        prefix,
+        said,
+        "in the future",
+        "at most 5 minutes ahead",
     )
     assert body["error"].startswith(prefix)
-    assert client.get("/v1/stats").json()["total_memories"] == 0
+    assert module_client.get("/v1/stats").json()["total_memories"] == 0
 
 
 def test_the_future_tolerance_is_five_minutes_to_the_second() -> None:
@@ -323,8 +332,8 @@ def test_a_created_at_within_the_clock_skew_tolerance_is_stored(client: TestClie
         (f"/v1/memory/{uuid.uuid4()}?x=1", 400),
     ],
 )
-def test_get_memory_errors(client: TestClient, path: str, status: int) -> None:
-    error(client.get(path), status)
+def test_get_memory_errors(module_client: TestClient, path: str, status: int) -> None:
+    error(module_client.get(path), status)
 
 
 def test_forget(client: TestClient) -> None:
@@ -583,20 +592,22 @@ def test_episode_ids_are_normalised(client: TestClient) -> None:
     ],
 )
 def test_episode_routes_reject(
-    client: TestClient,
+    module_client: TestClient,
     method: str,
     path: str,
     body: dict[str, Any] | None,
     status: int,
     fragment: str,
 ) -> None:
-    error(client.request(method, path, json=body), status, fragment)
+    error(module_client.request(method, path, json=body), status, fragment)
 
 
 @pytest.mark.parametrize(
     "op", [op for op in ROUTES if op.tag == "episodes"], ids=lambda op: f"{op.method} {op.path}"
 )
-def test_episode_routes_when_disabled_are_501(client_no_episodes: TestClient, op: Any) -> None:
+def test_episode_routes_when_disabled_are_501(
+    module_client_no_episodes: TestClient, op: Any
+) -> None:
     path = op.path.replace("{episode_id}", "ep-0123456789ab").replace(
         "{memory_id}", str(uuid.uuid4())
     )
@@ -611,7 +622,7 @@ def test_episode_routes_when_disabled_are_501(client_no_episodes: TestClient, op
         "episode_split": {"memory_ids": [str(uuid.uuid4())]},
     }
     body = bodies.get(op.call)
-    response = client_no_episodes.request(op.method, path, json=body)
+    response = module_client_no_episodes.request(op.method, path, json=body)
     assert response.status_code == 501
     assert response.json()["error"] == "Episode feature not enabled"
 

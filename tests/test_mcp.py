@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from mcp import Client, StdioServerParameters
 
 from tribalmemory.api import EPISODES_DISABLED
@@ -526,6 +527,31 @@ async def runtime(tmp_path: Path) -> AsyncIterator[Any]:
         await started.stop()
 
 
+ON_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
+"""For the tests that take the module's shared runtimes (they live on the module's loop)."""
+
+
+@pytest.fixture(scope="module")
+def module_mcp(module_runtime: Any) -> Any:
+    """The MCP server over :func:`module_runtime` (building one takes ~0.4 s of schemas);
+    each test connects its own client session to it."""
+    return build_mcp_server(lambda: module_runtime.api)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_runtime(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+    """``runtime``, one for all the module's tests that take it: for calls that must fail,
+    which change nothing another test could read (a failure that stored something fails its
+    own test). Starting a runtime per case would buy nothing."""
+    from tribalmemory.runtime import start_runtime
+
+    started = await start_runtime(make_config(tmp_path_factory.mktemp("mcp")))
+    try:
+        yield started
+    finally:
+        await started.stop()
+
+
 @needs_store
 async def test_remember_recall_stats_forget(runtime: Any) -> None:
     async with connect(runtime.api) as client:
@@ -629,6 +655,7 @@ async def test_duplicate_is_reported_not_stored(runtime: Any) -> None:
         assert ok(await client.call_tool("tribal_stats", {}))["total_memories"] == 2
 
 
+@ON_MODULE_LOOP
 @needs_store
 @pytest.mark.parametrize(
     ("tool", "arguments", "expected"),
@@ -655,15 +682,16 @@ async def test_duplicate_is_reported_not_stored(runtime: Any) -> None:
     ],
 )
 async def test_memory_tool_errors(
-    runtime: Any, tool: str, arguments: dict[str, Any], expected: str
+    module_mcp: Any, tool: str, arguments: dict[str, Any], expected: str
 ) -> None:
-    async with connect(runtime.api) as client:
+    async with Client(module_mcp) as client:
         message = error_of(await client.call_tool(tool, arguments))
         assert expected in message
         assert "What to do:" in message
         assert ok(await client.call_tool("tribal_stats", {}))["total_memories"] == 0
 
 
+@ON_MODULE_LOOP
 @pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
 @pytest.mark.parametrize(
     ("tool", "arguments"),
@@ -675,18 +703,19 @@ async def test_memory_tool_errors(
     ],
 )
 async def test_dates_outside_the_utc_range_are_tool_errors(
-    episode_runtime: Any, tool: str, arguments: dict[str, Any], moment: str
+    module_episode_mcp: Any, tool: str, arguments: dict[str, Any], moment: str
 ) -> None:
     sent = {k: (moment if v is None else v) for k, v in arguments.items()}
-    async with connect(episode_runtime.api) as client:
+    async with Client(module_episode_mcp) as client:
         message = error_of(await client.call_tool(tool, sent))
     assert "outside the supported range" in message and INTERNAL_ERROR not in message
 
 
+@ON_MODULE_LOOP
 @needs_store
 @pytest.mark.parametrize("tool", sorted(EPISODE_CALLS))
-async def test_episode_tools_when_feature_disabled(runtime: Any, tool: str) -> None:
-    async with connect(runtime.api) as client:
+async def test_episode_tools_when_feature_disabled(module_mcp: Any, tool: str) -> None:
+    async with Client(module_mcp) as client:
         message = error_of(await client.call_tool(tool, EPISODE_CALLS[tool]))
         assert EPISODES_DISABLED in message
         assert "episodes.enabled" in message
@@ -695,19 +724,41 @@ async def test_episode_tools_when_feature_disabled(runtime: Any, tool: str) -> N
 # -- episode tools through the real engine ---------------------------------------------------
 
 
-@pytest.fixture
-async def episode_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+async def start_episode_runtime(data: Path) -> Any:
     from tribalmemory.runtime import start_runtime
 
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    config = make_config(tmp_path, episodes=True)
+    config = make_config(data, episodes=True)
     config.episodes.detector_strategy = "embedding"
     config.episodes.summary_debounce_seconds = 0
-    started = await start_runtime(config, run_scheduler=False)
+    return await start_runtime(config, run_scheduler=False)
+
+
+@pytest.fixture
+async def episode_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    started = await start_episode_runtime(tmp_path)
     try:
         yield started
     finally:
         await started.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_episode_runtime(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+    """``episode_runtime`` shared like :func:`module_runtime`."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        started = await start_episode_runtime(tmp_path_factory.mktemp("mcp-episodes"))
+        try:
+            yield started
+        finally:
+            await started.stop()
+
+
+@pytest.fixture(scope="module")
+def module_episode_mcp(module_episode_runtime: Any) -> Any:
+    """The MCP server over :func:`module_episode_runtime`, like :func:`module_mcp`."""
+    return build_mcp_server(lambda: module_episode_runtime.api)
 
 
 async def test_episode_tools_shapes(episode_runtime: Any) -> None:
@@ -752,6 +803,7 @@ async def test_episode_tools_shapes(episode_runtime: Any) -> None:
         assert after["memory_ids"] == [other] and after["episode"]["status"] == "closed"
 
 
+@ON_MODULE_LOOP
 @pytest.mark.parametrize(
     ("tool", "arguments", "expected"),
     [
@@ -800,9 +852,9 @@ async def test_episode_tools_shapes(episode_runtime: Any) -> None:
     ],
 )
 async def test_episode_validation_errors(
-    episode_runtime: Any, tool: str, arguments: dict[str, Any], expected: str
+    module_episode_mcp: Any, tool: str, arguments: dict[str, Any], expected: str
 ) -> None:
-    async with connect(episode_runtime.api) as episode_client:
+    async with Client(module_episode_mcp) as episode_client:
         message = error_of(await episode_client.call_tool(tool, arguments))
         assert expected in message and "What to do:" in message
         assert ok(await episode_client.call_tool("tribal_episodes_list", {}))["count"] == 0

@@ -18,7 +18,7 @@ from ..client import WrongDaemon, daemon_url, ensure_daemon, find_daemon
 from ..config import Config
 from ..datafolder import ensure_identity, make_private, write_private
 from ..interfaces.auth import check_bind, token_store
-from ..llm.client import llm_configured, load_litellm
+from ..llm.client import load_litellm, needs_litellm
 from ..logs import follow, log_file, setup_logging, tail
 from ..plural import counted
 from ..runtime import start_runtime
@@ -78,7 +78,8 @@ def limit_blas_threads() -> None:
 
 async def freeze_start_up_heap(config: Config) -> None:
     """Move the objects start-up built (modules, the model, litellm's tables) out of the
-    garbage collector's reach (``gc.freeze``), litellm imported first when an LLM is configured.
+    garbage collector's reach (``gc.freeze``), litellm imported first when an LLM is configured
+    and not known to lack its API key (then nothing imports it: ``needs_litellm``).
 
     litellm brings some 260,000 objects that live as long as the daemon; every full collection
     walked them all, and held the GIL for ~200 ms at an unpredictable moment, stalling the
@@ -86,7 +87,7 @@ async def freeze_start_up_heap(config: Config) -> None:
     objects be dropped later; a full collection at that point, in a process that had loaded
     the same, found nothing to free). The import runs on a thread, as the LLM check that needs
     it does (whichever comes first imports, once)."""
-    if llm_configured(config.episodes):
+    if needs_litellm(config.episodes):
         try:
             await asyncio.to_thread(load_litellm)
         except Exception as exc:  # the LLM check meets it too, and reports it (health)

@@ -1,7 +1,8 @@
 """The LLM client: every call goes through ``litellm.acompletion`` and the cost ledger.
 
 ``litellm`` is imported lazily on first use (it takes seconds to import), with
-``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that the import never fetches a price map.
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that the import never fetches a price map; a
+provider's missing API key is found without it (:mod:`.keys`).
 
 One logical call (:meth:`LLMClient.complete_json`) makes up to ``1 + max_retries`` attempts.
 Each attempt first reserves its worst-case cost in the :class:`~.ledger.Ledger` (denied → no
@@ -35,6 +36,7 @@ from urllib.parse import urlsplit
 
 from ..config import EpisodesConfig
 from ..timeutil import to_iso, utc_now
+from . import keys
 from . import ledger_math as lm
 from . import loop as llm_loop
 from .ledger import DENIED_CEILING, Ledger, Reservation
@@ -116,6 +118,20 @@ def llm_configured(cfg: EpisodesConfig) -> bool:
         and cfg.summarizer_provider.strip().lower() not in DISABLED_PROVIDERS
         and bool(cfg.summarizer_model.strip())
     )
+
+
+def known_missing_keys(cfg: EpisodesConfig, api_key: str | None = None) -> list[str]:
+    """The key variables ``cfg``'s provider lacks, when that is known without litellm
+    (:mod:`.keys`); ``[]`` when a key is set, the provider is local, or only litellm can tell."""
+    named = keys.resolve(cfg.summarizer_provider, cfg.summarizer_model)
+    if named is None or api_key or named[0] in LOCAL_PROVIDERS:
+        return []
+    return keys.missing_key(named[0], os.environ) or []
+
+
+def needs_litellm(cfg: EpisodesConfig) -> bool:
+    """An LLM is configured and not known to lack its key: its start-up check imports litellm."""
+    return llm_configured(cfg) and not known_missing_keys(cfg)
 
 
 def load_litellm() -> Any:
@@ -380,6 +396,13 @@ class LLMClient:
             "(summarizer_provider, with api_base)"
         )
 
+    def _no_api_key(self, missing: list[str]) -> dict[str, str]:
+        return {
+            "state": "no_api_key",
+            "reason": f"no API key for {self.provider}: set {', '.join(missing)} "
+            "(environment or ~/.tribal-memory/.env; any value for a local server)",
+        }
+
     def _compute_static(self) -> dict[str, str]:
         cfg = self.config
         self._pricing = ""
@@ -388,16 +411,18 @@ class LLMClient:
                 "state": "disabled",
                 "reason": "LLM features are off (episodes disabled or no provider/model)",
             }
+        named = keys.resolve(cfg.summarizer_provider, cfg.summarizer_model)
+        missing = known_missing_keys(cfg, self._api_key)
+        if named is not None and missing:  # decided without importing litellm for nothing
+            self.provider, self.model = named
+            self._api_base = self._api_base_for(self.provider)
+            return self._no_api_key(missing)
         lit = load_litellm()
         self.provider, self.model = self._resolve(lit)
         self._api_base = self._api_base_for(self.provider)
         missing = self._missing_keys(lit)
         if missing:
-            return {
-                "state": "no_api_key",
-                "reason": f"no API key for {self.provider}: set {', '.join(missing)} "
-                "(environment or ~/.tribal-memory/.env; any value for a local server)",
-            }
+            return self._no_api_key(missing)
         found = self._find_prices(lit)
         if found is None:
             return {"state": "unknown_model", "reason": self._unknown_model_reason()}
@@ -426,8 +451,8 @@ class LLMClient:
         """Check key, model price and settings without any network call; log once if not
         ready. The result is kept; ``force`` checks again (e.g. after a key was added) and
         lets a provider that failed be probed at once.
-        Imports litellm (a few seconds): run it off the start-up path, e.g. with
-        :meth:`acheck_startup`."""
+        Imports litellm (a few seconds) unless the LLM is off or its key is known to be
+        missing (:mod:`.keys`): run it off the start-up path, e.g. with :meth:`acheck_startup`."""
         with self._lock:
             if self._static is None or force:
                 self._static = self._compute_static()
