@@ -297,7 +297,7 @@ def test_offline_is_a_neutral_badge_and_summaries_keep_their_lines(
             while http.get("/v1/health").json()["llm"]["state"] == "starting":
                 assert time.monotonic() < end, "the LLM check did not finish"
                 time.sleep(0.1)
-        assert len(summary.splitlines()) == 3
+        assert len(summary.splitlines()) >= 3  # a header, then a line per point
 
         page, problems = open_page(browser, running.url)
         page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
