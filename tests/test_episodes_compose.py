@@ -96,7 +96,7 @@ async def test_without_llm_metadata_falls_back(runtime_factory, monkeypatch):
     assert got["metadata"]["participants"] == ["default"]
     assert "auth" in got["metadata"]["tags"]
     health = rt.api.health()
-    assert health["llm"]["state"] == "no_api_key" and "fallback" in health["llm"]
+    assert health["llm"]["state"] == "offline" and "fallback" in health["llm"]
 
 
 async def test_chain_links_a_follow_up_to_a_recently_closed_episode(runtime_factory, monkeypatch):

@@ -272,3 +272,50 @@ def test_one_memory_and_an_llm_whose_answers_keep_failing(
         page.close()
     finally:
         running.stop()
+
+
+def test_offline_is_a_neutral_badge_and_summaries_keep_their_lines(
+    browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40.5: with no API key the badge was a red ``LLM: no_api_key``; 40.10: the episode
+    view ran the summary's lines together. A real daemon with no key, one episode of two
+    memories (an extractive summary: a header line, then one line a memory)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    episodes = {"enabled": True, "detector_strategy": "embedding", "summary_debounce_seconds": 0}
+    running = start_daemon(tmp_path, episodes=episodes)
+    try:
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=30) as http:
+            ids = [
+                http.post("/v1/remember", json={"content": text}).json()["memory_id"]
+                for text in ("Deploys go out on Tuesdays.", "Hotfixes may ship on any day.")
+            ]
+            created = http.post("/v1/episodes", json={"title": "Deploy days", "memory_ids": ids})
+            episode_id = created.json()["episode_id"]
+            settle(http)
+            summary = http.get(f"/v1/episodes/{episode_id}").json()["episode"]["summary"]
+            end = time.monotonic() + 60  # the LLM check imports litellm in the background
+            while http.get("/v1/health").json()["llm"]["state"] == "starting":
+                assert time.monotonic() < end, "the LLM check did not finish"
+                time.sleep(0.1)
+        assert len(summary.splitlines()) >= 3  # a header, then a line per point
+
+        page, problems = open_page(browser, running.url)
+        page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+        badge = page.locator("#llm-badge")
+        expect(badge).to_have_text("LLM: offline, extractive", timeout=WAIT_MS)
+        assert "neutral" in (badge.get_attribute("class") or "")
+        assert "degraded" not in (badge.get_attribute("class") or "")
+        title = badge.get_attribute("title") or ""
+        assert "no API key configured" in title and "extractive summaries" in title
+        page.locator(".vis-item.vis-range", has_text="Deploy days").first.click()
+        page.wait_for_selector("#episode:not([hidden])", timeout=WAIT_MS)
+        shown = page.locator("#ep-summary").inner_text()  # as rendered: breaks kept or not
+        assert shown.splitlines() == summary.splitlines()
+        page.click("#episode-close")
+        page.click("#tab-health")
+        expect(page.locator("#llm-state")).to_contain_text("offline: no API key configured")
+        expect(page.locator("#queue")).to_contain_text("0 jobs waiting", timeout=WAIT_MS)
+        assert problems == []
+        page.close()
+    finally:
+        running.stop()

@@ -46,7 +46,7 @@ def test_quickstart_starts_the_daemon_remembers_and_recalls(tmp_path):
         assert lines[0].startswith("1. daemon running at http://127.0.0.1:")
         assert lines[1].startswith("2. remembered memory ")
         assert lines[2].startswith("3. recalled (similarity ") and "quick start" in lines[2]
-        assert "without an LLM (no_api_key)" in lines[3]
+        assert lines[3].startswith("4. episodes on, offline, extractive: no API key configured")
         assert f"`tribalmemory` is not on your PATH: run it as {SCRIPT}" in first.stdout
         assert f"source {SCRIPT.parent / 'activate'}" in first.stdout
         commands = next_commands(first.stdout)

@@ -719,9 +719,10 @@ class EmbeddingInfo(Response):
 
 class LlmStatus(OpenResponse):
     state: str = Field(
-        description="ready, degraded, starting, disabled, no_api_key, unknown_model, "
+        description="ready, degraded, starting, offline, disabled, no_api_key, unknown_model, "
         "ceiling_reached or unreachable (degraded: the provider answers, but the last calls "
-        "got no usable answer)"
+        "got no usable answer; offline: no API key configured, so episodes run extractive: "
+        "a mode, not a fault; no_api_key: the provider rejected the key)"
     )
     reason: str
     fallback: str | None = Field(None, description="What episodes do without the LLM.")

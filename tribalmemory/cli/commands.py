@@ -17,7 +17,8 @@ from ..client import daemon_url, find_daemon
 from ..config import Config
 from ..errors import TribalError
 from ..plural import counted
-from .output import clean, indented, print_json, print_mapping, shorten, table, width
+from .episode_view import episode_lines
+from .output import clean, indented, print_json, print_mapping, table
 
 Api = Any  # TribalAPI or DaemonClient: the same methods
 Command = Callable[[Api, argparse.Namespace], Awaitable[int]]
@@ -280,22 +281,8 @@ async def episodes_show(api: Api, args: argparse.Namespace) -> int:
     result = await api.episode_get(args.id, include_timeline=args.timeline or None)
     if args.json:
         print_json(result)
-        return 0
-    episode = dict(result.get("episode", {}))
-    summary = episode.pop("summary", None)
-    print_mapping(episode)
-    if summary:
-        print(f"\nsummary:\n{clean(summary)}")
-    if result.get("timeline"):
-        print("\ntimeline:")
-        for item in result["timeline"]:
-            mark = "*" if item.get("key_moment") else " "
-            print(
-                f"{mark} {clean(str(item.get('created_at'))[:16])}  "
-                f"{clean(item.get('memory_id'))}  {shorten(item.get('content', ''), width() - 60)}"
-            )
-    elif result.get("memory_ids"):
-        print(f"\nmemory_ids: {clean(', '.join(result['memory_ids']))}")
+    else:
+        print("\n".join(episode_lines(result)))
     return 0
 
 

@@ -78,17 +78,25 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def print_mapping(data: dict[str, Any], indent: int = 0, out: TextIO | None = None) -> None:
     """Nested ``key: value`` lines."""
     stream = out or sys.stdout
+    for line in mapping_lines(data, indent):
+        print(line, file=stream)
+
+
+def mapping_lines(data: dict[str, Any], indent: int = 0) -> list[str]:
+    """Nested ``key: value`` lines (cleaned), ``indent`` levels of two spaces in."""
     pad = "  " * indent
+    lines: list[str] = []
     for key, value in data.items():
         if isinstance(value, dict):
-            print(f"{pad}{clean(key)}:" + ("" if value else " {}"), file=stream)
-            print_mapping(value, indent + 1, stream)
+            lines.append(f"{pad}{clean(key)}:" + ("" if value else " {}"))
+            lines.extend(mapping_lines(value, indent + 1))
         elif isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
-            print(f"{pad}{clean(key)}:", file=stream)
+            lines.append(f"{pad}{clean(key)}:")
             for item in value:
                 text = json.dumps(item, ensure_ascii=False)
-                print(f"{pad}  - {clean(text)}", file=stream)
+                lines.append(f"{pad}  - {clean(text)}")
         elif isinstance(value, list):
-            print(f"{pad}{clean(key)}: {clean(', '.join(map(str, value))) or '[]'}", file=stream)
+            lines.append(f"{pad}{clean(key)}: {clean(', '.join(map(str, value))) or '[]'}")
         else:
-            print(f"{pad}{clean(key)}: {'-' if value is None else clean(value)}", file=stream)
+            lines.append(f"{pad}{clean(key)}: {'-' if value is None else clean(value)}")
+    return lines

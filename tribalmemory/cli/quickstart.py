@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..client import DaemonClient, ensure_daemon
 from ..config import Config
+from ..llm.client import QUIET_STATES
 from .init import installed_script, shell_command
 from .output import clean
 
@@ -74,6 +75,9 @@ async def _tour(api: DaemonClient, config_path: str | None) -> int:
         print("4. episodes are disabled (episodes.enabled: false)")
     elif llm.get("state") == "ready":
         print(f"4. episodes on, LLM ready: {clean(llm.get('reason', ''))}")
+    elif llm.get("state") in QUIET_STATES:  # a mode, not a fault
+        print(f"4. episodes on, {llm.get('state')}, extractive: {clean(llm.get('reason', ''))}")
+        print("   " + clean(llm.get("fallback", "")))
     else:
         print(f"4. episodes on without an LLM ({llm.get('state')}): {clean(llm.get('reason', ''))}")
         print("   " + clean(llm.get("fallback", "")))

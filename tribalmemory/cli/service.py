@@ -18,10 +18,10 @@ from ..client import WrongDaemon, daemon_url, ensure_daemon, find_daemon
 from ..config import Config
 from ..datafolder import ensure_identity, make_private, write_private
 from ..interfaces.auth import check_bind, token_store
-from ..llm.client import load_litellm, needs_litellm
+from ..llm.client import OFFLINE, load_litellm, needs_litellm
 from ..logs import follow, log_file, setup_logging, tail
 from ..plural import counted
-from ..runtime import start_runtime
+from ..runtime import Runtime, start_runtime
 from .output import CliError, clean
 
 log = logging.getLogger("tribalmemory.serve")
@@ -138,6 +138,7 @@ async def _serve(config: Config, sock: socket.socket) -> None:
     started = time.monotonic()
     runtime = await start_runtime(config)
     freezing = asyncio.create_task(freeze_start_up_heap(config))
+    announcing = asyncio.create_task(announce_llm(runtime))
     pid_path = pid_file(config)
     write_private(pid_path, f"{os.getpid()}\n")
     # uvicorn re-raises the signal that stopped it once it has shut down; the runtime must
@@ -162,10 +163,22 @@ async def _serve(config: Config, sock: socket.socket) -> None:
         await server.serve(sockets=[sock])
     finally:
         freezing.cancel()
+        announcing.cancel()
         await runtime.stop()
         if pid_path.read_text(encoding="utf-8").strip() == str(os.getpid()):
             pid_path.unlink()
         log.info("stopped")
+
+
+async def announce_llm(runtime: Runtime) -> None:
+    """Say once, at WARNING, that the daemon runs offline (no API key configured), with the
+    reason and what episodes do instead. Local commands say it at INFO only; the state stays
+    in ``/v1/health`` and ``tribalmemory status``."""
+    if runtime.episodes is None:
+        return
+    llm = await runtime.episodes.llm_state()
+    if llm["state"] == OFFLINE:
+        log.warning("LLM offline: %s; %s", llm["reason"], llm.get("fallback", ""))
 
 
 def start(args: argparse.Namespace, config: Config) -> int:

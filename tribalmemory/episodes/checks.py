@@ -1,5 +1,6 @@
 """What merge and split checks share: a durable job queued when the detector grows an episode
-to one of the check sizes, and the count of waiting checks in ``/v1/health``."""
+to one of the check sizes (never offline: only an LLM answers them), and the count of waiting
+checks in ``/v1/health``."""
 
 from __future__ import annotations
 
@@ -54,8 +55,11 @@ class GrowthChecks:
 
     def grown(self, episode_id: str, old_count: int, new_count: int, now: float) -> None:
         """The detector grew an episode: queue its check when it reached a check size (unless
-        a check of it already waits: a confirmation is not overwritten)."""
+        a check of it already waits: a confirmation is not overwritten). Offline (no LLM can
+        be called) nothing is queued: only an LLM answers a check."""
         if not self.enabled() or not reached(old_count, new_count, self.sizes):
+            return
+        if not self.summariser.possible():
             return
         if self.store.has_job(self.kind, episode_id):
             return

@@ -8,6 +8,7 @@ host's hybrid search.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from ..models import SourceType
@@ -21,8 +22,41 @@ from .summariser import Summariser
 log = logging.getLogger("tribalmemory.episodes")
 
 CHAIN_LIMIT = 50
-REPLAY_MIN_RELEVANCE = 0.2
 SEARCH_SUMMARY_CHARS = 500
+REPLAY_SUMMARY_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The relevance an episode needs to be returned: at least ``absolute`` and at least
+    ``relative`` × the best hit's (relevance is the cosine of the query and the episode's
+    summary memory, as ``recall``'s ``similarity_score``)."""
+
+    absolute: float
+    relative: float
+
+    def cut(self, best: float) -> float:
+        """The lowest relevance kept when the best hit scores ``best``. Pure."""
+        return max(self.absolute, self.relative * best)
+
+
+#: Search lists candidates to browse: a looser floor. Measured with the bundled model
+#: (all-MiniLM-L6-v2) on two labelled streams: a topic unrelated to every episode mostly scores
+#: under 0.3 against their summaries (now and then up to 0.34), the episode a topic names
+#: 0.33-0.78 (a one-word topic 0.26); hits under half the best are another thread's.
+SEARCH_FLOOR = Floor(absolute=0.25, relative=0.5)
+#: Replay tells one story: a stricter floor (it admitted an unrelated episode at 0.208 at 0.2).
+REPLAY_FLOOR = Floor(absolute=0.3, relative=0.6)
+
+
+def above_floor(
+    found: list[tuple[EpisodeRow, float]], floor: Floor
+) -> list[tuple[EpisodeRow, float]]:
+    """The hits (best first) whose relevance reaches ``floor`` relative to the best. Pure."""
+    if not found:
+        return []
+    cut = floor.cut(max(relevance for _, relevance in found))
+    return [(row, relevance) for row, relevance in found if relevance >= cut]
 
 
 class Compose:
@@ -128,15 +162,15 @@ class Compose:
     # -- replay and search ------------------------------------------------------------------
 
     async def _relevant(
-        self, query: str, fetch: int, floor: float, project: str
+        self, query: str, fetch: int, floor: Floor, project: str
     ) -> list[tuple[EpisodeRow, float]]:
         """Episodes of ``project`` whose summary memory matches ``query`` (hybrid search),
-        best first."""
+        best first, those under ``floor`` left out (:func:`above_floor`)."""
         hits = await self.state.host.search(
             query,
             [SourceType.EPISODE_SUMMARY],
             limit=min(50, fetch),
-            min_relevance=floor,
+            min_relevance=floor.absolute,
             project=project,
         )
         found: list[tuple[EpisodeRow, float]] = []
@@ -146,12 +180,12 @@ class Compose:
                 continue
             if all(row.id != r.id for r, _ in found):
                 found.append((row, hit.similarity_score))
-        return found
+        return above_floor(found, floor)
 
     async def replay(self, topic: str, limit: int, project: str) -> dict[str, Any]:
         """The episodes of ``project`` relevant to ``topic`` in chronological order, as JSON
         and as text."""
-        found = (await self._relevant(topic, limit * 3, REPLAY_MIN_RELEVANCE, project))[:limit]
+        found = (await self._relevant(topic, limit * 3, REPLAY_FLOOR, project))[:limit]
         found.sort(key=lambda pair: pair[0].first_activity or pair[0].created_at)
         items = []
         lines = (
@@ -163,7 +197,7 @@ class Compose:
             parent = self.store.episode(row.parent_episode_id) if row.parent_episode_id else None
             start = to_iso(from_epoch(row.first_activity or row.created_at))[:10]
             end = to_iso(from_epoch(row.last_activity))[:10]
-            short = extractive.clip(row.summary, 300)
+            short = extractive.clip_keeping_lines(row.summary, REPLAY_SUMMARY_CHARS)
             items.append(
                 {
                     "id": row.id,
@@ -181,7 +215,8 @@ class Compose:
             )
             marker = f" (continues: {parent.title})" if parent else ""
             outcome = row.outcome or "unknown"
-            lines.append(f"{index}. {start} to {end}: {row.title}{marker} [{outcome}]\n   {short}")
+            text = "\n".join(f"   {line}" for line in short.splitlines())
+            lines.append(f"{index}. {start} to {end}: {row.title}{marker} [{outcome}]\n{text}")
         return {"topic": topic, "episodes": items, "count": len(items), "text": "\n".join(lines)}
 
     async def search(
@@ -202,7 +237,7 @@ class Compose:
         """
         now = self.state.clock()
         results = []
-        for row, relevance in await self._relevant(query, 50, 0.0, project):
+        for row, relevance in await self._relevant(query, 50, SEARCH_FLOOR, project):
             start = row.first_activity or row.created_at
             if status is not None and row.status != status:
                 continue
@@ -213,7 +248,7 @@ class Compose:
             age_days = max(0.0, (now - row.last_activity) / 86400.0)
             boosted = relevance * (0.8 + 0.2 * 2 ** (-age_days / 14.0))
             item = episode_summary_json(row, self.summariser.episode_cost(row.id))
-            item["summary"] = extractive.clip(row.summary, SEARCH_SUMMARY_CHARS)
+            item["summary"] = extractive.clip_keeping_lines(row.summary, SEARCH_SUMMARY_CHARS)
             item["relevance"] = round(relevance, 4)
             item["score"] = round(boosted, 4)
             results.append(item)

@@ -7,6 +7,7 @@
   what the two kinds of check share);
 - :mod:`.membership`: creating episodes, adding, moving and removing members;
 - :mod:`.summaries`: the summary job and the summary memory;
+- :mod:`.upgrades`: summaries written during an LLM outage, upgraded when it returns;
 - :mod:`.upkeep`: auto-close, the active cap, archiving, reconcile after a crash;
 - :mod:`.operations`: what clients call (list, get, create, ... delete) and annotations;
 - :mod:`.sessions`: episodes an agent declares for its session, joined by its next memories;
@@ -43,6 +44,7 @@ from .state import EngineState
 from .store import EpisodeStore, Job
 from .summaries import Summaries
 from .summariser import Summariser
+from .upgrades import Upgrades
 from .upkeep import Upkeep
 
 JobHandler = Callable[[Job], Awaitable[None]]
@@ -60,6 +62,10 @@ class EpisodeEngine:
     ) -> None:
         self.state = EngineState(config.episodes, store, clock)
         self.summaries = Summaries(self.state, summariser)
+        self.upgrades = Upgrades(
+            self.state, summariser, lambda episode_id: self.summaries.run(episode_id, upgrade=True)
+        )
+        self.summaries.upgrades = self.upgrades
         self.upkeep = Upkeep(self.state)
         self.membership = Membership(self.state, self.summaries, self.upkeep)
         self.detection = Detection(self.state, summariser, self.membership, self.upkeep)
@@ -90,9 +96,12 @@ class EpisodeEngine:
             "classify": lambda job: self.detection.classify(job.key),
             "merge": lambda job: self.consolidation.run(job.key),
             "split": lambda job: self.splitting.run(job.key),
-            "summary": lambda job: self.summaries.run(job.key, job.payload.get("trigger")),
+            "summary": self._summary_job,
             "link": lambda job: self.compose.link_parent(job.key, job.payload),
         }
+
+    async def _summary_job(self, job: Job) -> None:
+        await self.summaries.run(job.key, job.payload.get("trigger"))
 
     def health(self) -> dict[str, Any]:
         """The episode part of ``/v1/health``: the queue and the classification budget."""

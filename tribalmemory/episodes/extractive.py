@@ -45,6 +45,19 @@ def clip(text: str, limit: int) -> str:
     return cut + "…"
 
 
+def clip_keeping_lines(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters with its line breaks kept (a summary is a
+    header and one line per point): spaces within a line collapsed, blank lines dropped, cut
+    at a word with "…" when too long."""
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    joined = "\n".join(line for line in lines if line)
+    if len(joined) <= limit:
+        return joined
+    cut = joined[: limit - 1]
+    cut = cut[: max(cut.rfind(" "), cut.rfind("\n"))] if " " in cut or "\n" in cut else cut
+    return cut.rstrip(" ,.;:-\n") + "…"
+
+
 def representative_order(vectors: np.ndarray, count: int = MAX_POINTS) -> list[int]:
     """The ``count`` most representative indices, preferring diverse picks (MMR, λ=0.7)."""
     if len(vectors) == 0:

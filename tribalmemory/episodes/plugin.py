@@ -7,6 +7,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 from ..config import Config
 from ..errors import InvalidInput
 from ..llm import Ledger, LLMClient
+from ..llm.client import QUIET_STATES
 from ..models import ENGINE_WRITTEN, Memory, SourceType
 from ..service.hookspecs import hookimpl
 from ..service.host import PluginHost
@@ -68,6 +70,7 @@ class EpisodePlugin:
         self._scheduler_interval = settings.scheduler_interval_seconds if run_scheduler else None
         self._check: asyncio.Task[Any] | None = None
         self._checkpoints: asyncio.Task[Any] | None = None
+        self._upgrades: asyncio.Task[Any] | None = None
 
     @hookimpl
     async def start(self, host: PluginHost) -> None:
@@ -76,19 +79,43 @@ class EpisodePlugin:
         await self.engine.upkeep.reconcile()
         await self.engine.membership.prune_dangling()
         self.worker.start(self._scheduler_interval)
+        upgrades = self.engine.upgrades
+        if self.summariser.client is not None:
+            loop = asyncio.get_running_loop()
+
+            def changed(_previous: str | None, _state: str) -> None:
+                """The LLM's state changed (on any thread): the upgrades look again."""
+                with suppress(RuntimeError):  # the loop is closed: the daemon stopped
+                    loop.call_soon_threadsafe(upgrades.wake)
+
+            self.summariser.client.on_change(changed)
         self._check = asyncio.create_task(self._check_llm())
         self._checkpoints = asyncio.create_task(self._checkpoint_loop())
+        self._upgrades = asyncio.create_task(upgrades.run())
 
     async def _check_llm(self) -> None:
         status = await self.summariser.check()
-        if status["state"] != "ready":
+        # offline and disabled are a choice, not a fault: the client said so at INFO, and
+        # `serve` says it once at WARNING (see llm_state); local commands start this plugin too.
+        if status["state"] not in QUIET_STATES and status["state"] != "ready":
             log.warning(
                 "episodes run without an LLM (%s): %s. %s",
                 status["state"],
                 status["reason"],
                 self.summariser.status().get("fallback", ""),
             )
+        if not self.summariser.configured():
+            # No LLM can be called: checks and reviews queued before the check (or by a run
+            # with a key) are settled now, their embedding decisions standing.
+            self.worker.flush()
         self.worker.wake()
+        self.engine.upgrades.wake()
+
+    async def llm_state(self) -> dict[str, Any]:
+        """The LLM's state once the start-up check is done (the daemon reports it)."""
+        if self._check is not None and not self._check.done():
+            await asyncio.wait({self._check})  # shields it; never raises
+        return self.summariser.status()
 
     async def _checkpoint_loop(self) -> None:
         """Checkpoint the episode database on a thread every :data:`CHECKPOINT_SECONDS`, so
@@ -112,9 +139,11 @@ class EpisodePlugin:
 
     @hookimpl
     async def stop(self) -> None:
-        for task in (self._check, self._checkpoints):
+        for task in (self._check, self._checkpoints, self._upgrades):
             if task is not None:
                 task.cancel()
+        if self._upgrades is not None:  # it may be in a summary: let it finish its cancel
+            await asyncio.wait({self._upgrades})
         await self.worker.stop()
         self.engine.state.save_detector(force=True)
         self.engine.detection.save_budget()

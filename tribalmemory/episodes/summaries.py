@@ -19,7 +19,7 @@ import numpy as np
 
 from ..models import Memory, SourceType, new_memory_id
 from ..timeutil import from_epoch
-from . import derived, extractive, lifecycle, structured
+from . import derived, extractive, lifecycle, structured, upgrades
 from .distinctive import Background
 from .state import EngineState
 from .store import EpisodeRow
@@ -46,9 +46,15 @@ class Summaries:
         self.state = state
         self.store = state.store
         self.summariser = summariser
+        self.upgrades: upgrades.Upgrades | None = None  # set by the engine
 
-    async def run(self, episode_id: str, trigger: str | None = None) -> None:
+    async def run(self, episode_id: str, trigger: str | None = None, upgrade: bool = False) -> bool:
         """The summary job: LLM summary of the planned kind, or the extractive fallback.
+        True when an LLM summary was written.
+
+        A fallback while an LLM is configured (an outage) leaves the episode waiting for an
+        upgrade (:mod:`.upgrades`); ``upgrade`` is that upgrade: a full LLM summary, and
+        nothing written when the LLM cannot give one.
 
         The episode's lock is held to read the members and to write, not in between: the LLM
         call, the background turn and the embeddings can take seconds, and moves, merges and
@@ -60,7 +66,7 @@ class Summaries:
         async with lock:
             live = await self._live_members(episode_id)
             if live is None:
-                return
+                return False
             row, memories, vectors = live
             if row.summary_memory_id is None:  # it was emptied, and has members again
                 row.summary_memory_id = new_memory_id()
@@ -76,7 +82,7 @@ class Summaries:
                 status=row.status,
                 since_regen=row.since_regen,
                 interval=settings.full_regen_interval,
-                needs_full=row.needs_full,
+                needs_full=row.needs_full or upgrade,
                 has_llm_summary=bool(row.llm_summary),
                 new_memories=len(new_memories),
                 update_every=settings.llm_update_every,
@@ -89,6 +95,10 @@ class Summaries:
             if plan == "interim"
             else await self.summariser.summarise(plan, row, memories, new_memories, trigger)
         )
+        if upgrade and result is None:
+            return False
+        # An LLM summary was wanted and not had while an LLM is configured: upgrade it later.
+        outage = plan != "interim" and result is None and self.summariser.configured()
         # What follows uses the CPU (extractive summary, embedding): requests go first.
         await self.state.host.background_turn()
         made = await asyncio.to_thread(
@@ -111,19 +121,23 @@ class Summaries:
         )
         async with lock:
             if self.store.episode(episode_id) is None:
-                return
+                return False
             if lock.taken != taken + 1:
                 log.info("episode %s changed during its summary job: the job runs again", row.id)
                 with self.store.transaction() as db:
                     self.state.queue_summary(
                         db, episode_id, self.state.clock(), trigger=trigger, delay=0.0
                     )
-                return
+                return False
             await self._put([embedded_summary])
             with self.store.transaction() as db:
                 self.store.update_episode(db, episode_id, **values)
+                marked = plan != "interim" and upgrades.mark(self.store, db, episode_id, outage)
             await self._put(embedded_derived)
             await self._delete_stale(writes)
+        if marked and outage and self.upgrades is not None:
+            self.upgrades.wake()
+        return result is not None
 
     async def refresh_extractive(self, episode_id: str) -> None:
         """After a member left (removed, moved, forgotten or superseded): rewrite everything

@@ -75,10 +75,24 @@ class Summariser:
         self.checked = True
         return status
 
+    def configured(self) -> bool:
+        """True when an LLM is configured and passed the start-up check (it may still be out
+        for a while: down, degraded, over the ceiling)."""
+        return self.client is not None and self.client.configured()
+
+    def possible(self) -> bool:
+        """False once the start-up check found that no LLM can be called (offline, disabled,
+        unpriced): work only an LLM can do is then not queued. True before the check."""
+        return self.client is not None and (not self.checked or self.client.configured())
+
     def ready(self) -> bool:
         """True once the start-up check passed, the ceiling is not reached and the provider is
         not failing (or it is due for a re-probe: the next call is that probe)."""
         return self.client is not None and self.checked and self.client.available()
+
+    def outage_probe_in(self) -> float | None:
+        """Seconds until a failed provider's re-probe is due; None when no outage."""
+        return None if self.client is None else self.client.outage_probe_in()
 
     def retry_now(self) -> None:
         """An explicit request (regenerate): a provider that failed is probed by the next call

@@ -57,6 +57,10 @@ LOCAL_PROVIDERS = frozenset({"ollama", "ollama_chat", "lm_studio", "llamafile", 
 #: Suggested in the unknown_model message: providers for local servers, which need no price.
 PRICELESS_PROVIDERS = ("hosted_vllm", "lm_studio", "ollama")
 DISABLED_PROVIDERS = frozenset({"", "none", "off", "disabled"})
+#: No API key configured: episodes run extractive, by design (the default without a key).
+OFFLINE = "offline"
+#: States that are a choice, not a fault: logged at INFO, shown neutral (not red).
+QUIET_STATES = frozenset({OFFLINE, "disabled"})
 BASE_URL_ENV = {
     "openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
     "ollama": ("OLLAMA_BASE_URL", "OLLAMA_API_BASE"),
@@ -281,6 +285,7 @@ class LLMClient:
         self._anomaly_logged_at: float | None = None
         self._failed_in_a_row = 0  # calls answered without a usable answer, since the last good
         self._last_error: str | None = None
+        self._listeners: list[Callable[[str | None, str], None]] = []
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ start-up checks
@@ -397,10 +402,12 @@ class LLMClient:
         )
 
     def _no_api_key(self, missing: list[str]) -> dict[str, str]:
+        """No key configured: the offline mode (a rejected key is ``no_api_key``)."""
         return {
-            "state": "no_api_key",
-            "reason": f"no API key for {self.provider}: set {', '.join(missing)} "
-            "(environment or ~/.tribal-memory/.env; any value for a local server)",
+            "state": OFFLINE,
+            "reason": f"no API key configured for {self.provider}: set {', '.join(missing)} "
+            "(environment or ~/.tribal-memory/.env; any value for a local server) to use "
+            f"{self.model}",
         }
 
     def _compute_static(self) -> dict[str, str]:
@@ -493,8 +500,8 @@ class LLMClient:
         }
 
     def status(self) -> dict[str, Any]:
-        """``{"state": ready|degraded|no_api_key|unknown_model|ceiling_reached|unreachable|
-        disabled, "reason": ..., "consecutive_failures": n, "last_error": ...}``, plus
+        """``{"state": ready|degraded|offline|no_api_key|unknown_model|ceiling_reached|
+        unreachable|disabled, "reason": ..., "consecutive_failures": n, "last_error": ...}``, plus
         ``next_probe`` (UTC) while a failed provider waits for its re-probe, ``pricing`` (where
         the prices come from; says when the spend is an estimate) and ``usage_anomalies``
         (answers whose reported usage was rejected). ``consecutive_failures`` counts the calls
@@ -522,6 +529,13 @@ class LLMClient:
             out["usage_anomalies"] = dict(self._anomalies)
         return out
 
+    def configured(self) -> bool:
+        """True when the start-up check passed: a provider, a key and a price, so calls may be
+        made (now, or once an outage or the ceiling allows). False when offline, disabled or
+        unpriced (nothing but a new configuration changes that), or not checked yet."""
+        static = self._static
+        return static is not None and static["state"] == "ready"
+
     def available(self) -> bool:
         """True when a call would be made now: the LLM is ready or degraded (calls go on, so
         that one that succeeds ends it), or a provider that failed is due for its re-probe."""
@@ -530,16 +544,34 @@ class LLMClient:
             state == self.recovery.state and self.recovery.due()
         )
 
+    def outage_probe_in(self) -> float | None:
+        """During a provider outage (``unreachable``, a rejected key, an unknown model):
+        seconds until its re-probe is due (0: due, or being made). None when no outage."""
+        return self.recovery.seconds_to_probe()
+
     def retry_now(self) -> None:
         """Let the next call probe a provider that failed at once (an explicit request)."""
         self.recovery.retry_now()
 
+    def on_change(self, listener: Callable[[str | None, str], None]) -> None:
+        """Call ``listener(previous, state)`` whenever the state seen by :meth:`status`
+        changes (from any thread: the listener must be thread-safe)."""
+        self._listeners.append(listener)
+
     def _note(self, result: dict[str, Any]) -> None:
         with self._lock:
             previous, self._logged = self._logged, result["state"]
-        if previous == result["state"] or (previous is None and result["state"] == "ready"):
+        if previous == result["state"]:
             return
-        if previous is None:
+        for listener in self._listeners:
+            listener(previous, result["state"])
+        if previous is None and result["state"] == "ready":
+            return
+        if previous is None and result["state"] in QUIET_STATES:
+            # Not a fault: said at INFO here (every local command starts a client); the daemon
+            # says it once at WARNING when it starts, and health and status carry it.
+            logger.info("LLM %s: %s", result["state"], result["reason"])
+        elif previous is None:
             logger.warning("LLM features unavailable (%s): %s", result["state"], result["reason"])
         elif result["state"] == "ready":
             logger.warning("LLM available again (was %s): %s", previous, result["reason"])

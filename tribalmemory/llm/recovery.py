@@ -103,6 +103,14 @@ class Recovery:
         outage = self._outage
         return outage is None or (not outage.probing and self.monotonic() >= outage.next_probe)
 
+    def seconds_to_probe(self) -> float | None:
+        """Seconds until the next probe is due (0 when due or being made); None when no
+        outage."""
+        outage = self._outage
+        if outage is None:
+            return None
+        return max(0.0, outage.next_probe - self.monotonic())
+
     def retry_now(self) -> None:
         """Make the next probe due at once (the failure count, and so later delays, stay)."""
         with self._lock:

@@ -296,17 +296,22 @@ function ageText(seconds) {
   return `${(seconds / 3600).toFixed(1)} h`;
 }
 
+const QUIET_LLM_STATES = new Set(["offline", "disabled"]);
+
 function llmBadge(llm) {
   const badge = $("llm-badge");
   if (!llm) {
     badge.textContent = "episodes off";
     return;
   }
+  // offline (no API key configured) and disabled are modes, not faults: neutral, extractive.
+  const mode = QUIET_LLM_STATES.has(llm.state);
   // degraded: the provider answers, but the last calls got no usable answer.
   const failed = llm.state === "degraded" ? ` (${counted(llm.consecutive_failures, "failed call")} in a row)` : "";
-  badge.textContent = `LLM: ${llm.state}${failed}`;
-  badge.className = `badge ${llm.state === "ready" ? "ready" : "degraded"}`;
-  badge.title = llm.reason || "";
+  badge.textContent = `LLM: ${llm.state}${mode ? ", extractive" : failed}`;
+  const look = llm.state === "ready" ? "ready" : mode || llm.state === "starting" ? "neutral" : "degraded";
+  badge.className = `badge ${look}`;
+  badge.title = [llm.reason, llm.fallback].filter(Boolean).join(". ");
 }
 
 async function loadHealth() {
