@@ -128,10 +128,10 @@ class Compose:
     # -- replay and search ------------------------------------------------------------------
 
     async def _relevant(
-        self, query: str, fetch: int, floor: float, project: str
+        self, query: str, fetch: int, floor: float, project: str | None
     ) -> list[tuple[EpisodeRow, float]]:
-        """Episodes of ``project`` whose summary memory matches ``query`` (hybrid search),
-        best first."""
+        """Episodes of ``project`` (None: of every project) whose summary memory matches
+        ``query`` (hybrid search), best first."""
         hits = await self.state.host.search(
             query,
             [SourceType.EPISODE_SUMMARY],
@@ -142,13 +142,13 @@ class Compose:
         found: list[tuple[EpisodeRow, float]] = []
         for hit in hits:
             row = self.store.episode(str(hit.memory.metadata.get("episode_id", "")))
-            if row is None or row.project != project:
+            if row is None or project is not None and row.project != project:
                 continue
             if all(row.id != r.id for r, _ in found):
                 found.append((row, hit.similarity_score))
         return found
 
-    async def replay(self, topic: str, limit: int, project: str) -> dict[str, Any]:
+    async def replay(self, topic: str, limit: int, project: str | None) -> dict[str, Any]:
         """The episodes of ``project`` relevant to ``topic`` in chronological order, as JSON
         and as text."""
         found = (await self._relevant(topic, limit * 3, REPLAY_MIN_RELEVANCE, project))[:limit]
@@ -191,7 +191,7 @@ class Compose:
         time_end: float | None,
         status: str | None,
         limit: int,
-        project: str,
+        project: str | None,
     ) -> dict[str, Any]:
         """Hybrid search over the summaries and titles of ``project``'s episodes with time
         and status filters.
