@@ -439,7 +439,9 @@ def test_init_registers_idempotently_and_keeps_other_entries(
         "args": entry["args"],
     }
     assert "# keep this comment" in codex.read_text()
-    assert json.loads(desktop.read_text())["mcpServers"]["tribal-memory"]["args"] == entry["args"]
+    # Claude Desktop runs outside any repository: it stores into default and reads every project
+    desktop_args = json.loads(desktop.read_text())["mcpServers"]["tribal-memory"]["args"]
+    assert desktop_args == [*entry["args"], "--project", "default", "--all-projects"]
 
     before = [p.read_bytes() for p in (claude, codex, desktop)]
     code, out, _ = run(capsys, "init", "--claude-code", "--codex", "--claude-desktop")

@@ -95,17 +95,28 @@ def _log_to_stderr(level: str) -> None:
 
 
 def run_stdio(
-    config: Config, config_path: str | Path | None = None, project: str | None = None
+    config: Config,
+    config_path: str | Path | None = None,
+    project: str | None = None,
+    all_projects: bool = False,
 ) -> None:
     """``tribalmemory mcp``: serve the tools over stdin/stdout, backed by the daemon.
     ``project``: the project of calls that name none (default: the working directory's,
-    see :func:`tribalmemory.projects.choose`)."""
+    see :func:`tribalmemory.projects.choose`); ``all_projects``: reads that name none span
+    every project instead."""
     _log_to_stderr(config.server.log_level)
     if project is None:
         project = projects.choose(None, os.environ, Path.cwd())
-    log.info("MCP calls that name no project use project %s", project)
+    reads = projects.ALL_PROJECTS if all_projects else project
+    log.info(
+        "MCP calls that name no project use project %s (reads: %s)",
+        project,
+        "all projects" if all_projects else project,
+    )
     connection = DaemonConnection(config, config_path)
-    server = build_mcp_server(connection.get, on_unavailable=connection.reset, project=project)
+    server = build_mcp_server(
+        connection.get, on_unavailable=connection.reset, project=project, read_project=reads
+    )
 
     async def serve() -> None:
         try:

@@ -17,11 +17,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .. import projects
 from ..config import Config
 from ..interfaces.auth import write_atomic
 from .output import CliError
 
 NAME = "tribal-memory"
+DEFAULT_PROJECT = projects.DEFAULT_PROJECT
 
 
 def installed_script() -> Path | None:
@@ -184,35 +186,50 @@ def register_toml(path: Path, entry: dict[str, Any]) -> str:
     return "added" if old is None else "updated"
 
 
+def project_arguments(pinned: str | None, in_repository: bool) -> tuple[list[str], str]:
+    """The ``mcp`` arguments that choose a client's project, and the sentence that says it
+    (pure). ``pinned``: ``init --project``; ``in_repository``: the client runs in the
+    repository it works on (Claude Code, Codex), else it runs anywhere (Claude Desktop)."""
+    if pinned:
+        return ["--project", pinned], f"It reads and stores project '{pinned}' only."
+    if in_repository:
+        return [], (
+            "It reads and stores the project of the repository it runs in (its folder's "
+            "name); pin one with --project NAME."
+        )
+    return ["--project", DEFAULT_PROJECT, "--all-projects"], (
+        f"It stores into project '{DEFAULT_PROJECT}' and reads every project (it runs outside "
+        "any repository); rerun with --claude-desktop --project NAME to read and store one "
+        "project only."
+    )
+
+
 def init(args: argparse.Namespace, config: Config) -> int:
-    """Register the MCP server in each chosen client; print what changed."""
+    """Register the MCP server in each chosen client; print what changed and the project
+    each one uses."""
     command, arguments = server_command(args.config)
+    try:
+        pinned = None if args.pin_project is None else projects.normalise(args.pin_project)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+    stdio = {"type": "stdio"}  # Claude Code's entry names its transport
     targets = [
-        (
-            "Claude Code",
-            args.claude_code,
-            Path.home() / ".claude.json",
-            {"type": "stdio", "command": command, "args": arguments},
-            register_json,
-        ),
-        ("Codex", args.codex, codex_path(), {"command": command, "args": arguments}, register_toml),
-        (
-            "Claude Desktop",
-            args.claude_desktop,
-            claude_desktop_path(),
-            {"command": command, "args": arguments},
-            register_json,
-        ),
+        ("Claude Code", args.claude_code, Path.home() / ".claude.json", stdio, True, register_json),
+        ("Codex", args.codex, codex_path(), {}, True, register_toml),
+        ("Claude Desktop", args.claude_desktop, claude_desktop_path(), {}, False, register_json),
     ]
     chosen = [t for t in targets if t[1]]
     if not chosen:
         raise CliError("choose at least one client: --claude-code, --codex, --claude-desktop", 2)
-    for label, _, path, entry, register in chosen:
+    for label, _, path, base, in_repository, register in chosen:
+        extra, which = project_arguments(pinned, in_repository)
+        entry: dict[str, Any] = {**base, "command": command, "args": [*arguments, *extra]}
         outcome = register(path, entry)
         if outcome == "unchanged":
-            print(f"{label}: {NAME} already registered in {path}")
+            print(f"{label}: {NAME} already registered in {path}. {which}")
         else:
-            print(f"{label}: {outcome} {NAME} in {path} ({command} {' '.join(arguments)})")
+            shown = " ".join([command, *entry["args"]])
+            print(f"{label}: {outcome} {NAME} in {path} ({shown}). {which}")
     print(
         "Restart the client(s) to load the server. It reaches the daemon (starting it when "
         "needed) and reads the token from ~/.tribal-memory/.env."

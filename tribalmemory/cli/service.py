@@ -267,5 +267,5 @@ def mcp(args: argparse.Namespace, config: Config) -> int:
     """``mcp``: the MCP server over stdio, backed by the daemon (started when needed)."""
     from ..mcp_stdio import run_stdio
 
-    run_stdio(config, args.config, args.project)
+    run_stdio(config, args.config, args.project, args.all_projects)
     return 0

@@ -33,6 +33,7 @@ def build_mcp_server(
     on_unavailable: Callable[[], None] | None = None,
     one_session: bool = True,
     project: str | None = None,
+    read_project: str | None = None,
 ) -> ToolServer:
     """The MCP server with every tool; each call runs one method of ``api_provider()``.
 
@@ -42,11 +43,13 @@ def build_mcp_server(
     ``tribal_episode_start``) is named once here; the daemon's HTTP server serves many and
     passes False (its clients' sessions are their Streamable HTTP session ids).
     ``project``: the project of calls that name none (stdio: the working directory's; the
-    daemon's /mcp passes None, which the API takes as ``default``).
+    daemon's /mcp passes None, which the API takes as ``default``); ``read_project``, when
+    given, the project of reads that name none (``*``: every project).
     """
     server = ToolServer(
         name="tribal-memory", title="Tribal Memory", instructions=INSTRUCTIONS, version=__version__
     )
     session = f"mcp-{uuid.uuid4().hex}" if one_session else None
-    register_tools(server, ApiCaller(api_provider, on_unavailable), session, project)
+    caller = ApiCaller(api_provider, on_unavailable)
+    register_tools(server, caller, session, project, read_project)
     return server
