@@ -110,6 +110,10 @@ def test_rest_reads_take_all_projects(daemon: Daemon, stored: dict[str, list[str
         active = {a["id"] for a in context.json()["active"]}
         assert active == {e["id"] for e in episodes["episodes"] if e["status"] == "active"}
         assert client.get("/v1/patterns", params={"project": "*"}).status_code == 200
+        exported = client.get("/v1/export", params={"project": "*"})  # as without project
+        assert exported.status_code == 200, exported.text
+        lines = [json.loads(line) for line in exported.text.splitlines()]
+        assert {line.get("project") for line in lines} >= {"alpha", "beta"}
 
 
 def test_writes_need_one_project(daemon: Daemon) -> None:
