@@ -430,18 +430,26 @@ def test_init_registers_idempotently_and_keeps_other_entries(
         "command": "x"
     }
     entry = claude_data["mcpServers"]["tribal-memory"]
-    assert entry["type"] == "stdio" and entry["args"][-1] == "mcp"
+    assert entry["type"] == "stdio" and entry["args"][-3:] == [
+        "mcp",
+        "--source-instance",
+        "claude-code",
+    ]
     codex_data = tomllib.loads(codex.read_text())
     assert codex_data["model"] == "o3" and codex_data["profiles"] == {"fast": {"model": "mini"}}
     assert codex_data["mcp_servers"]["other"] == {"command": "y"}
     assert codex_data["mcp_servers"]["tribal-memory"] == {
         "command": entry["command"],
-        "args": entry["args"],
+        "args": [*entry["args"][:-1], "codex"],  # each client is named (source_instance)
     }
     assert "# keep this comment" in codex.read_text()
     # Claude Desktop runs outside any repository: it stores into default and reads every project
     desktop_args = json.loads(desktop.read_text())["mcpServers"]["tribal-memory"]["args"]
-    assert desktop_args == [*entry["args"], "--project", "default", "--all-projects"]
+    assert desktop_args == [
+        *entry["args"][:-1],
+        "claude-desktop",
+        *("--project", "default", "--all-projects"),
+    ]
 
     before = [p.read_bytes() for p in (claude, codex, desktop)]
     code, out, _ = run(capsys, "init", "--claude-code", "--codex", "--claude-desktop")

@@ -454,7 +454,6 @@ def test_params_from_config():
     assert (p.threshold, p.doubt_share, p.strategy) == (0.75, 0.45, "hybrid")
     assert DetectorParams.from_config(EpisodesConfig(), doubt_share=0.1).doubt_share == 0.1
     assert (p.active_window_days, p.max_active_episodes) == (14, 20)
-    assert (p.chain_window_hours, p.chain_threshold) == (48.0, 0.85)
 
 
 # ---------------------------------------------------------------- chaining

@@ -57,7 +57,7 @@ async def test_llm_summaries_titles_and_final_metadata(runtime_factory, fake_llm
     ids.append((await remember(rt, AUTH[2], 5, tags=["auth"]))["memory_id"])
     await settle(rt)  # one new memory: an interim summary, no LLM call
     (episode,) = (await rt.api.episodes_list())["episodes"]
-    assert "New since this summary:" in episode["summary"]
+    assert "New since this summary (2025-03-05):" in episode["summary"]  # its span, once
     assert fake_llm_env.by_purpose("update") == []
     ids.append((await remember(rt, AUTH[3], 6, tags=["auth"]))["memory_id"])
     await settle(rt)  # two new memories: a cheap update with just those two

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -294,3 +295,41 @@ async def test_features_of_many_members_are_built_off_the_event_loop(make_runtim
     threads.clear()
     await state.features(ids[:2])  # a few: inline, no thread hop
     assert threads == [threading.main_thread()] * 2
+
+
+POTTERY = [  # one thread of a chat, told in "Name: text" turns (written for this test)
+    "Caroline: I signed up for a pottery class, working the clay on the wheel is so calming.",
+    "Melanie: A pottery class! Did you throw a bowl on the wheel yet?",
+    "Caroline: Yes, a clay bowl with a blue glaze, it goes into the kiln on Tuesday.",
+    "Melanie: Send me a photo of the bowl when it comes out of the kiln!",
+]
+CHAT = [  # the same people on other days, about other things
+    "Caroline: The adoption agency called back about the home visit.",
+    "Melanie: We went camping at the lake with the kids last weekend.",
+    "Caroline: My support group met again, it was a good evening.",
+    "Melanie: The kids want to go camping again in August.",
+]
+
+
+async def test_chat_thread_is_titled_by_its_terms_not_its_speakers(make_runtime):
+    """Issue 39: every title was a speaker's first name ("Caroline", cut at "Caroline: "), and
+    the extractive summary dated every line."""
+    rt = await make_runtime()
+    for i, text in enumerate(CHAT):
+        await remember(rt, text, 1 + 2 * i)
+    turns = [await remember(rt, text, 12, 10 + i) for i, text in enumerate(POTTERY)]
+    await settle(rt)
+    episode_id = await episode_of(rt, turns[0]["memory_id"])
+    assert episode_id is not None
+    for turn in turns[1:]:  # the thread is one episode whatever the detector made of it
+        if await episode_of(rt, turn["memory_id"]) != episode_id:
+            await rt.api.episode_add(episode_id, turn["memory_id"])
+    await settle(rt)
+    got = (await rt.api.episode_get(episode_id))["episode"]
+    title = got["title"].lower()
+    assert not {"caroline", "melanie"} & set(title.replace(",", " ").split()), title
+    assert {"pottery", "kiln", "clay", "bowl"} & set(title.replace(",", " ").split()), title
+    summary = (await summary_text(rt, episode_id)).splitlines()
+    assert summary[0] == f"Episode: {got['title']}"
+    assert sum(1 for line in summary if re.search(r"\d{4}-\d{2}-\d{2}", line)) == 1, summary
+    assert any(line.startswith("About: ") and "kiln" in line for line in summary), summary

@@ -1,11 +1,16 @@
 """The LLM-free fallback: titles, summaries and metadata from the memories themselves."""
 
+import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 
-from tribalmemory.episodes import extractive
+from tribalmemory.episodes import detector, extractive
+from tribalmemory.episodes.distinctive import Background
 from tribalmemory.models import Memory, SourceType
+
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def memory(i: int, content: str, tags=(), instance="codex") -> Memory:
@@ -22,7 +27,9 @@ def memory(i: int, content: str, tags=(), instance="codex") -> Memory:
     )
 
 
-def test_summary_has_range_tags_and_time_ordered_points():
+def test_summary_gives_the_span_once_and_points_in_time_order_without_dates():
+    """Issue 39: a date on every line made any question naming a month or a year pull the
+    summary; the span is given once, in the first line."""
     mems = [
         memory(0, "Refresh tokens rotate on every use.", ["auth"]),
         memory(2, "Second tab presents a revoked token and kills the family.", ["auth", "bug"]),
@@ -32,8 +39,11 @@ def test_summary_has_range_tags_and_time_ordered_points():
     text = extractive.extractive_summary(mems, vectors)
     assert text.startswith("3 memories, 2025-03-03 to 2025-03-08.")
     assert "Tags: auth, bug" in text
-    lines = text.splitlines()[1:]
-    assert [line[2:12] for line in lines] == ["2025-03-03", "2025-03-05", "2025-03-08"]
+    lines = text.splitlines()
+    assert not any(DATE.search(line) for line in lines[1:]), text
+    order = [next(i for i, line in enumerate(lines) if m.content in line) for m in mems]
+    assert order == sorted(order)
+    assert lines[-1] == "Latest: Added a 10 second grace window in `auth/tokens.py`."
     assert len(text) <= extractive.SUMMARY_CHARS
 
 
@@ -48,19 +58,105 @@ def test_summary_is_bounded_for_long_memories():
     vectors = np.random.default_rng(0).normal(size=(20, 8)).astype(np.float32)
     text = extractive.extractive_summary(mems, vectors)
     assert len(text) <= extractive.SUMMARY_CHARS
-    assert len(text.splitlines()) <= 1 + extractive.MAX_POINTS
+    # header, About, Decided, the points, Latest
+    assert len(text.splitlines()) <= 3 + extractive.MAX_POINTS + 1
 
 
-def test_keyword_title_is_the_most_representative_first_sentence():
-    mems = [
-        memory(0, "Celery queue backlog delays digests. More text follows."),
-        memory(1, "Unrelated."),
-        memory(2, "Celery queue backlog again."),
+# A thread of a chat (what the payouts job's lock did), among a stream of other talk by the
+# same people. Written for this test.
+THREAD = [
+    "Ana: The nightly payouts batch is stuck again, it waits on an advisory lock.",
+    "Ben: pg_stat_activity shows the advisory lock held by an idle pgbouncer connection.",
+    "Ana: So pgbouncer in transaction mode hands the advisory lock to another client?",
+    "Ben: Yes: advisory locks are session level and pgbouncer reuses the server connection.",
+    "Ana: Decision: we use a lease row instead of the advisory lock for the payouts batch.",
+    "Ben: Lease row shipped; the payouts batch ran at 02:10 last night.",
+]
+STREAM = [
+    "Ana: Lunch at the new ramen place on Friday?",
+    "Ben: Can you review my PR for the settings page before the standup?",
+    "Ana: The settings page PR looks good, merged it.",
+    "Ben: Friday works, the ramen place near the office.",
+    "Ana: I am off on Monday, Ben takes the on-call.",
+    "Ben: The standup moves to 10:00 next week.",
+]
+
+
+def chat(texts: list[str], start: int = 0) -> list[Memory]:
+    return [memory(start + i, text, instance="chat-import") for i, text in enumerate(texts)]
+
+
+def background(mems: list[Memory]) -> Background:
+    """The project's running word counts after these memories, as the engine keeps them."""
+    context = detector.DetectorContext()
+    for m in mems:
+        features = detector.MemoryFeatures.from_text(
+            m.id, np.ones(2), m.content, m.tags, m.source_instance, m.created_at
+        )
+        detector.update_context(context, features)
+    return Background.of(context, mems)
+
+
+def test_title_and_summary_name_the_threads_distinctive_terms():
+    """Issue 39: every title was a speaker's first name ("Ana"), cut at "Ana: "."""
+    thread = chat(THREAD, 10)
+    known = background(chat(STREAM) + thread)
+    vectors = np.eye(len(thread), dtype=np.float32)
+    title = extractive.keyword_title(thread, vectors, known)
+    words = set(re.findall(r"[a-z_]+", title.lower()))
+    assert {"advisory", "pgbouncer", "payouts"} & words, title
+    assert not {"ana", "ben"} & words, title
+    about = next(
+        line
+        for line in extractive.extractive_summary(thread, vectors, known).splitlines()
+        if line.startswith("About: ")
+    )
+    for term in ("advisory lock", "pgbouncer", "payouts batch", "lease row"):
+        assert term in about, about
+    assert len(title) <= extractive.TITLE_CHARS
+
+
+def test_a_title_is_never_a_speakers_name_nor_the_first_clause():
+    """Each memory is "Name: text" (chat turns, the speaker as source instance or only in the
+    text): the names never make the title, even without a background."""
+    turns = [
+        ("Caroline", "Caroline: I signed up for a pottery class, the clay is so calming."),
+        ("Melanie", "Melanie: A pottery class! Did you make a bowl on the wheel?"),
+        ("Caroline", "Caroline: A clay bowl, yes, it goes into the kiln on Tuesday."),
     ]
-    vectors = np.array([[1, 0], [0, 1], [0.95, 0.05]], dtype=np.float32)
-    title = extractive.keyword_title(mems, vectors)
-    assert title in ("Celery queue backlog delays digests.", "Celery queue backlog again.")
+    for by_instance in (True, False):
+        mems = [
+            memory(i, text, instance=who if by_instance else "import")
+            for i, (who, text) in enumerate(turns)
+        ]
+        title = extractive.keyword_title(mems, np.eye(3, dtype=np.float32))
+        assert title not in ("Caroline", "Melanie", "Untitled episode")
+        assert not {"caroline", "melanie"} & set(title.lower().replace(",", " ").split())
+        assert "pottery" in title.lower() and "clay" in title.lower(), title
     assert len(extractive.keyword_title([memory(0, "x " * 200)], np.ones((1, 2)))) <= 80
+
+
+def test_the_example_of_docs_episodes_md_is_what_the_fixture_gives():
+    doc = (Path(__file__).parent.parent / "docs" / "episodes.md").read_text(encoding="utf-8")
+    block = doc.split("tests/test_extractive.py`", 1)[1].split("```text\n", 1)[1]
+    shown = [line.strip() for line in block.split("```", 1)[0].splitlines() if line.strip()]
+    thread = chat(THREAD, 10)
+    known = background(chat(STREAM) + thread)
+    vectors = np.eye(len(thread), dtype=np.float32)
+    assert extractive.extractive_summary(thread, vectors, known).splitlines() == shown
+    assert f'titled\n  "{extractive.keyword_title(thread, vectors, known)}"' in doc
+
+
+def test_summary_says_what_was_decided_and_how_it_ended():
+    thread = chat(THREAD, 10)
+    text = extractive.extractive_summary(
+        thread, np.eye(len(thread), dtype=np.float32), background(chat(STREAM) + thread)
+    )
+    lines = text.splitlines()
+    assert "Decided: we use a lease row instead of the advisory lock" in text
+    assert lines[-1] == "Latest: " + THREAD[-1]
+    assert sum(1 for line in lines if DATE.search(line)) == 1  # the span, once
+    assert "\n- " + THREAD[-1] not in text  # the latest memory is not told twice
 
 
 def test_fallback_metadata_reads_participants_entities_and_tags():
@@ -86,8 +182,8 @@ def test_interim_summary_keeps_the_llm_text_and_lists_new_memories():
     text = extractive.interim_summary("The multi-tab logout came from token reuse.", mems)
     lines = text.splitlines()
     assert lines[0] == "The multi-tab logout came from token reuse."
-    assert lines[1] == "New since this summary:"
+    assert lines[1] == "New since this summary (2025-03-07 to 2025-03-08):"
     assert lines[2:] == [
-        "- 2025-03-07: Deployed the grace window fix to production.",
-        "- 2025-03-08: Error rate back to normal.",
+        "- Deployed the grace window fix to production.",
+        "- Error rate back to normal.",
     ]

@@ -246,8 +246,10 @@ async def test_arguments_reach_the_api_unchanged(fake: FakeAPI) -> None:
         assert arguments == {
             "content": "The deploy script needs AWS_PROFILE=prod",
             "source_type": "auto_capture",
+            "source_instance": "mcp",  # the client's own name (its clientInfo)
             "context": '{"file": "deploy.sh"}',
             "tags": ["deploy", "aws"],
+            "created_at": None,
             "skip_dedup": None,  # left out: the API applies its default
             "project": None,  # the daemon's /mcp names no project: the API's default
             "shared": None,

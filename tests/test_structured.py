@@ -108,6 +108,53 @@ def test_fallback_reads_the_documented_cues() -> None:
     assert structured.fallback([memory("q", "Some plain note.")], "closed")["outcome"] == "unknown"
 
 
+CHAT = [  # chit-chat with the old cue words in passing: none of it states a decision or lesson
+    "Caroline: I'll always remember our camping trip, we never want to miss the stars.",
+    "Melanie: Agreed, Caroline! It's a big decision, but I think I'm ready.",
+    "Melanie: Sharing our experiences isn't always easy. What do you hope to do next time?",
+    "Tom: I chose the blue one because it matches the couch.",
+    "Decision deferred to after the scope call with Marek.",
+    "Lesson learned? Not sure yet, we haven't decided anything.",
+]
+
+
+def test_chit_chat_with_cue_words_gives_no_lesson_and_no_decision() -> None:
+    """Issue 39: "always", "never", "agreed" read off chit-chat made 402 lesson and decision
+    memories of which 34 were of use."""
+    mems = [memory(f"c{i}", text, i) for i, text in enumerate(CHAT)]
+    record = structured.fallback(mems, "closed")
+    assert record["lessons"] == [] and record["decisions"] == []
+    assert all(e["type"] != "decision" for e in record["events"])
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "said"),
+    [
+        ("Decision: we use Postgres.", "decisions", "Decision: we use Postgres."),
+        ("Ana: Decision: we use Postgres.", "decisions", "Decision: we use Postgres."),
+        ("Decided with Tom: convert once, in payments-api.", "decisions", None),
+        ("Fiona decided we absorb the loss.", "decisions", None),
+        ("We're going with Redis for the limiter.", "decisions", None),
+        ("Lesson: signature checks must see the raw bytes.", "lessons", None),
+        (
+            "Deployed. Next time run the migration first.",
+            "lessons",
+            "Next time run the migration first.",
+        ),
+        ("Same lesson as in May: one place converts.", "lessons", None),
+    ],
+)
+def test_a_stated_decision_or_lesson_gives_one(text: str, kind: str, said: str | None) -> None:
+    record = structured.fallback([memory("s1", text)], "closed")
+    other = "lessons" if kind == "decisions" else "decisions"
+    assert len(record[kind]) == 1 and record[other] == []
+    item = record[kind][0]
+    assert item["chosen" if kind == "decisions" else "text"] == (said or text)
+    assert item["memory_ids"] == ["s1"]
+    if kind == "decisions":
+        assert record["events"][0]["type"] == "decision"
+
+
 def test_metrics_are_computed_from_memories_and_events() -> None:
     record = structured.finish(structured.fallback(MEMS, "closed"), None, MEMS, "extractive")
     assert record["metrics"] == {

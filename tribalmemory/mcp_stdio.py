@@ -98,12 +98,14 @@ def run_stdio(
     config: Config,
     config_path: str | Path | None = None,
     project: str | None = None,
+    source_instance: str | None = None,
     all_projects: bool = False,
 ) -> None:
     """``tribalmemory mcp``: serve the tools over stdin/stdout, backed by the daemon.
     ``project``: the project of calls that name none (default: the working directory's,
     see :func:`tribalmemory.projects.choose`); ``all_projects``: reads that name none span
-    every project instead."""
+    every project instead. ``source_instance``: who stores the memories (default: the
+    client's clientInfo name, see :func:`~.interfaces.mcp_tools.client_name`)."""
     _log_to_stderr(config.server.log_level)
     if project is None:
         project = projects.choose(None, os.environ, Path.cwd())
@@ -113,9 +115,15 @@ def run_stdio(
         project,
         "all projects" if all_projects else project,
     )
+    if source_instance:
+        log.info("memories stored through this server are from %s", source_instance)
     connection = DaemonConnection(config, config_path)
     server = build_mcp_server(
-        connection.get, on_unavailable=connection.reset, project=project, read_project=reads
+        connection.get,
+        on_unavailable=connection.reset,
+        project=project,
+        source_instance=source_instance or None,
+        read_project=reads,
     )
 
     async def serve() -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .api import TribalAPI
@@ -19,7 +19,7 @@ from .service.activity import RequestActivity
 from .service.maintenance import StoreMaintenance
 from .storage import integrity
 from .storage.base import StorageError
-from .storage.space import MB, DiskSpace
+from .storage.space import MB, DiskSpace, check_room_to_start
 
 log = logging.getLogger("tribalmemory")
 
@@ -31,6 +31,9 @@ class Runtime:
     api: TribalAPI
     stopped: bool = False
     maintenance: StoreMaintenance | None = None
+    stop_requested: Callable[[], bool] = field(default=lambda: False)
+    """Whether the daemon was asked to stop (SIGTERM): long requests (an import) end at their
+    next page with 503 instead of being cancelled. The daemon sets it (``serve``)."""
 
     @property
     def episodes(self) -> Any:
@@ -70,8 +73,8 @@ async def start_runtime(
     the episode plugin opens anything; pluggy calls them after it.
     ``plugin_options`` go to the episode plugin (tests pass a clock or LLM client options).
     Raises StorageError (DamagedDataError for a damaged or missing data file: nothing is
-    deleted then), EmbeddingModelError or PluginError with a message for the user; a
-    StorageError is logged too.
+    deleted then; DiskFullError when less than storage.min_free_mb is free), EmbeddingModelError
+    or PluginError with a message for the user; a StorageError is logged too.
     """
     try:
         return await _start(config, plugins, plugin_options)
@@ -86,8 +89,11 @@ async def _start(
     from .storage import open_store
 
     data = make_private(config.data_path)  # 0700; tightens what an older version left readable
-    manifest = integrity.read_manifest(data)
+    space = disk_space(config)
     embedded = not config.storage.qdrant_url
+    # the store maps its files: on a full disk it would be killed (SIGBUS) with no message
+    check_room_to_start(space, config.store_path if embedded else None)
+    manifest = integrity.read_manifest(data)
     if embedded:
         integrity.check_store_present(manifest, data, config.store_path)
     if config.episodes.enabled:
@@ -105,9 +111,7 @@ async def _start(
         busy=activity.busy,
     )
     access = AccessStats(data / ACCESS_FILE)
-    service = MemoryService(
-        config, store, embedder, background, disk_space(config), access, activity, threads
-    )
+    service = MemoryService(config, store, embedder, background, space, access, activity, threads)
     episodes = None
     try:
         for extra in plugins:

@@ -295,6 +295,21 @@ class RememberRequest(Request):
     )
 
 
+PLAIN_IMPORT_FIELDS = (
+    "content",
+    "created_at",
+    "tags",
+    "source_instance",
+    "project",
+    "source_type",
+    "context",
+    "shared",
+)
+"""The keys of a plain import line (``tribalmemory import`` of JSON lines without an export
+header): the fields of :class:`RememberRequest` that describe a memory, checked as remember
+checks them; ``content`` is required."""
+
+
 class RememberBatchRequest(Request):
     memories: list[RememberRequest] = Field(
         min_length=1,

@@ -58,6 +58,7 @@ async def remember(api: Api, args: argparse.Namespace) -> int:
         source_instance=args.source_instance,
         tags=args.tag or None,
         context=args.context,
+        created_at=args.created_at,
         skip_dedup=args.force or None,
         project=args.project,
         shared=args.shared or None,

@@ -1,7 +1,9 @@
 """``tribalmemory init``: register ``tribalmemory mcp`` in MCP clients' configuration files.
 
 Only the ``tribal-memory`` entry is written; every other entry and setting is kept. Running it
-again changes nothing. A file that cannot be parsed is left alone with an error.
+again changes nothing. A file that cannot be parsed is left alone with an error. Each client's
+entry names the client (``--source-instance``, :data:`CLIENT_NAMES`): the memories its agent
+stores say who stored them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from .output import CliError
 
 NAME = "tribal-memory"
 DEFAULT_PROJECT = projects.DEFAULT_PROJECT
+CLIENT_NAMES = {"Claude Code": "claude-code", "Codex": "codex", "Claude Desktop": "claude-desktop"}
+"""The ``source_instance`` each client's memories are stored with."""
 
 
 def installed_script() -> Path | None:
@@ -48,9 +52,14 @@ def shell_command() -> str:
     return shlex.quote(str(script))
 
 
-def server_command(config_path: str | None) -> tuple[str, list[str]]:
-    """The command an MCP client runs: this installation's script, else this Python's ``-m``."""
+def server_command(
+    config_path: str | None, source_instance: str | None = None
+) -> tuple[str, list[str]]:
+    """The command an MCP client runs: this installation's script, else this Python's ``-m``;
+    ``source_instance`` names who stores the memories of that client."""
     extra = ["--config", str(Path(config_path).expanduser().resolve())] if config_path else []
+    if source_instance:
+        extra += ["--source-instance", source_instance]
     script = installed_script()
     if script:
         return str(script.resolve()), ["mcp", *extra]
@@ -205,31 +214,51 @@ def project_arguments(pinned: str | None, in_repository: bool) -> tuple[list[str
 
 
 def init(args: argparse.Namespace, config: Config) -> int:
-    """Register the MCP server in each chosen client; print what changed and the project
-    each one uses."""
-    command, arguments = server_command(args.config)
+    """Register the MCP server in each chosen client, named after it; print what changed and
+    the project each one uses."""
     try:
         pinned = None if args.pin_project is None else projects.normalise(args.pin_project)
     except ValueError as exc:
         raise CliError(str(exc), 2) from None
-    stdio = {"type": "stdio"}  # Claude Code's entry names its transport
+
+    def entry(label: str, in_repository: bool, **extra: str) -> dict[str, Any]:
+        command, arguments = server_command(args.config, CLIENT_NAMES[label])
+        chosen, _ = project_arguments(pinned, in_repository)
+        return {**extra, "command": command, "args": [*arguments, *chosen]}
+
     targets = [
-        ("Claude Code", args.claude_code, Path.home() / ".claude.json", stdio, True, register_json),
-        ("Codex", args.codex, codex_path(), {}, True, register_toml),
-        ("Claude Desktop", args.claude_desktop, claude_desktop_path(), {}, False, register_json),
+        (
+            "Claude Code",
+            args.claude_code,
+            Path.home() / ".claude.json",
+            entry("Claude Code", True, type="stdio"),
+            True,
+            register_json,
+        ),
+        ("Codex", args.codex, codex_path(), entry("Codex", True), True, register_toml),
+        (
+            "Claude Desktop",
+            args.claude_desktop,
+            claude_desktop_path(),
+            entry("Claude Desktop", False),
+            False,
+            register_json,
+        ),
     ]
     chosen = [t for t in targets if t[1]]
     if not chosen:
         raise CliError("choose at least one client: --claude-code, --codex, --claude-desktop", 2)
-    for label, _, path, base, in_repository, register in chosen:
-        extra, which = project_arguments(pinned, in_repository)
-        entry: dict[str, Any] = {**base, "command": command, "args": [*arguments, *extra]}
-        outcome = register(path, entry)
+    for label, _, path, wanted, in_repository, register in chosen:
+        which = project_arguments(pinned, in_repository)[1]
+        outcome = register(path, wanted)
         if outcome == "unchanged":
             print(f"{label}: {NAME} already registered in {path}. {which}")
         else:
-            shown = " ".join([command, *entry["args"]])
-            print(f"{label}: {outcome} {NAME} in {path} ({shown}). {which}")
+            shown = " ".join([wanted["command"], *wanted["args"]])
+            print(
+                f"{label}: {outcome} {NAME} in {path} ({shown}); its memories are stored as "
+                f"source_instance {CLIENT_NAMES[label]}. {which}"
+            )
     print(
         "Restart the client(s) to load the server. It reaches the daemon (starting it when "
         "needed) and reads the token from ~/.tribal-memory/.env."

@@ -133,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--source-type", help="USER_EXPLICIT (default), AUTO_CAPTURE, ...")
     cmd.add_argument("--source-instance", help="who stores it (default: memory config)")
     cmd.add_argument("--context", help="where it came from")
+    cmd.add_argument(
+        "--created-at",
+        metavar="TIME",
+        help="when it was learned (ISO 8601, e.g. 2026-03-02T14:05:00Z; default now; at most "
+        "5 minutes ahead)",
+    )
     cmd.add_argument("--force", action="store_true", help="store even a near-duplicate")
     cmd.add_argument("--shared", action="store_true", help="every project sees it")
 
@@ -266,6 +272,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="reads that name no project (recall, episode lists and searches) span every "
         "project; what is stored still goes to --project's",
+    )
+    cmd.add_argument(
+        "--source-instance",
+        metavar="NAME",
+        default=None,
+        help="who stores the memories (default: the MCP client's own name, from its "
+        "clientInfo; `init` writes one per client)",
     )
     add(
         "reembed",

@@ -156,6 +156,7 @@ async def _serve(config: Config, sock: socket.socket) -> None:
                 timeout_graceful_shutdown=10,
             )
         )
+        runtime.stop_requested = lambda: server.should_exit  # long imports end cleanly
         log.info("runtime ready in %.2f s", time.monotonic() - started)
         await server.serve(sockets=[sock])
     finally:
@@ -265,7 +266,16 @@ def reembed(args: argparse.Namespace, config: Config) -> int:
 
 def mcp(args: argparse.Namespace, config: Config) -> int:
     """``mcp``: the MCP server over stdio, backed by the daemon (started when needed)."""
+    from .. import validation as check
+    from ..errors import TribalError
     from ..mcp_stdio import run_stdio
+    from ..shapes import MAX_SOURCE_INSTANCE_CHARS
 
-    run_stdio(config, args.config, args.project, args.all_projects)
+    try:
+        name = check.text(
+            "--source-instance", args.source_instance, MAX_SOURCE_INSTANCE_CHARS, required=False
+        )
+    except TribalError as exc:
+        raise CliError(exc.message, 2) from None
+    run_stdio(config, args.config, args.project, name.strip() if name else None, args.all_projects)
     return 0

@@ -646,8 +646,6 @@ class DetectorParams:
     strategy: str = "hybrid"
     active_window_days: float = 14.0
     max_active_episodes: int = 20
-    chain_window_hours: float = 48.0
-    chain_threshold: float = 0.85
     max_llm_candidates: int = 5
     max_seeds: int = MAX_SEEDS  # most recent eligible seeds scored
     model: ScoreModel = DEFAULT_MODEL
@@ -664,8 +662,6 @@ class DetectorParams:
             strategy=config.detector_strategy,
             active_window_days=config.active_window_days,
             max_active_episodes=config.max_active_episodes,
-            chain_window_hours=config.chain_window_hours,
-            chain_threshold=config.chain_similarity_threshold,
             model=model,
         )
 

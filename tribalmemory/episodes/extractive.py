@@ -1,4 +1,10 @@
-"""Deterministic, LLM-free titles, summaries and metadata (the documented fallback)."""
+"""Deterministic, LLM-free titles, summaries and metadata (the documented fallback).
+
+Titles and summaries say what a thread is about by its distinctive terms
+(:mod:`.distinctive`: used in several members, rare in the project's stream), never by a
+speaker's name or a member's first clause; a summary gives the time span once, not a date
+per line, so a question that names a month or a year does not pull every summary.
+"""
 
 from __future__ import annotations
 
@@ -11,16 +17,24 @@ import numpy as np
 
 from ..models import Memory
 from ..plural import counted
+from . import statements
+from .distinctive import Background, terms
 
 TITLE_CHARS = 80
 SUMMARY_CHARS = 1200
 POINT_CHARS = 220
 MAX_POINTS = 5
+TITLE_TERMS = 4
+ABOUT_TERMS = 8
+MAX_DECIDED = 2
 
 _ENTITY = re.compile(
     r"`([^`]{2,60})`|\b([\w./-]+\.(?:py|js|ts|go|rs|sql|yaml|yml|json|md|toml))\b"
     r"|(#\d{2,7})\b"
 )
+
+
+_LABEL = re.compile(r"^(?:decision|decided)\s*:\s*", re.I)  # "Decided: Decided: ..." reads badly
 
 
 def clip(text: str, limit: int) -> str:
@@ -49,13 +63,24 @@ def representative_order(vectors: np.ndarray, count: int = MAX_POINTS) -> list[i
     return chosen
 
 
-def keyword_title(memories: Sequence[Memory], vectors: np.ndarray) -> str:
-    """The most representative memory's first sentence, at most 80 characters."""
+def keyword_title(
+    memories: Sequence[Memory], vectors: np.ndarray, background: Background | None = None
+) -> str:
+    """Up to four of the episode's distinctive terms, at most 80 characters ("Refresh token,
+    grace window, tabs"); without any, the most representative memory's text after its
+    speaker's ``Name:``."""
     if not memories:
         return "Untitled episode"
+    picked: list[str] = []
+    for term in terms(memories, background, TITLE_TERMS):
+        if len(", ".join([*picked, term])) > TITLE_CHARS:
+            break
+        picked.append(term)
+    if picked:
+        title = ", ".join(picked)
+        return title[0].upper() + title[1:]
     first = memories[representative_order(vectors, 1)[0]].content
-    sentence = re.split(r"(?<=[.!?])\s|\n|: ", first.strip(), maxsplit=1)[0]
-    return clip(sentence, TITLE_CHARS) or "Untitled episode"
+    return clip(statements.without_speaker(first), TITLE_CHARS) or "Untitled episode"
 
 
 def _day(moment: datetime) -> str:
@@ -67,30 +92,52 @@ def top_tags(memories: Sequence[Memory], limit: int = 8) -> list[str]:
     return [tag for tag, _ in counts.most_common(limit)]
 
 
-def extractive_summary(memories: Sequence[Memory], vectors: np.ndarray) -> str:
-    """Date range, size and tags, then the most representative memories in time order."""
+def span(memories: Sequence[Memory]) -> str:
+    """The days the memories cover: "2025-03-03" or "2025-03-03 to 2025-03-08"."""
+    times = sorted(m.created_at for m in memories)
+    first, last = _day(times[0]), _day(times[-1])
+    return first if first == last else f"{first} to {last}"
+
+
+def extractive_summary(
+    memories: Sequence[Memory], vectors: np.ndarray, background: Background | None = None
+) -> str:
+    """What the thread is about, without an LLM, in at most 1200 characters: its size and time
+    span (once), tags, distinctive terms, what was decided, the most representative memories in
+    time order (no dates), and the latest memory (how it ended, or stands)."""
     if not memories:
         return ""
-    times = sorted(m.created_at for m in memories)
-    span = (
-        _day(times[0])
-        if _day(times[0]) == _day(times[-1])
-        else f"{_day(times[0])} to {_day(times[-1])}"
-    )
-    header = f"{counted(len(memories), 'memory')}, {span}."
+    header = f"{counted(len(memories), 'memory')}, {span(memories)}."
     tags = top_tags(memories)
     if tags:
         header += " Tags: " + ", ".join(tags) + "."
-    picks = sorted(representative_order(vectors), key=lambda i: memories[i].created_at)
     lines = [header]
-    budget = SUMMARY_CHARS - len(header)
+    about = terms(memories, background, ABOUT_TERMS)
+    if about:
+        lines.append("About: " + ", ".join(about) + ".")
+    ordered = sorted(range(len(memories)), key=lambda i: memories[i].created_at)
+    decided = {i: d for i in ordered if (d := statements.decision(memories[i].content))}
+    shown = list(decided)[-MAX_DECIDED:]
+    if shown:
+        said = (clip(_LABEL.sub("", decided[i]), POINT_CHARS) for i in shown)
+        lines.append("Decided: " + " ".join(said))
+    last = ordered[-1]
+    ending = f"Latest: {clip(memories[last].content, POINT_CHARS)}" if len(memories) > 1 else ""
+    budget = SUMMARY_CHARS - sum(len(line) + 1 for line in lines) - len(ending)
+    told = set(shown) | ({last} if ending else set())
+    picks = sorted(
+        (i for i in representative_order(vectors) if i not in told),
+        key=lambda i: memories[i].created_at,
+    )
     for i in picks:
-        line = f"- {_day(memories[i].created_at)}: {clip(memories[i].content, POINT_CHARS)}"
+        line = f"- {clip(memories[i].content, POINT_CHARS)}"
         if len(line) + 1 > budget:
             break
         lines.append(line)
         budget -= len(line) + 1
-    return "\n".join(lines)
+    if ending:
+        lines.append(ending)
+    return clip_lines(lines, SUMMARY_CHARS)
 
 
 def fallback_metadata(memories: Sequence[Memory], status: str) -> dict[str, object]:
@@ -114,10 +161,13 @@ def fallback_metadata(memories: Sequence[Memory], status: str) -> dict[str, obje
 
 
 def interim_summary(llm_summary: str, new_memories: Sequence[Memory]) -> str:
-    """The last LLM summary followed by the memories added since (no LLM call)."""
-    lines = [llm_summary.strip(), "New since this summary:"]
-    for memory in new_memories[-MAX_POINTS:]:
-        lines.append(f"- {_day(memory.created_at)}: {clip(memory.content, POINT_CHARS)}")
+    """The last LLM summary followed by the memories added since (no LLM call), their time
+    span given once."""
+    shown = list(new_memories[-MAX_POINTS:])
+    heading = f"New since this summary ({span(shown)}):" if shown else "New since this summary:"
+    lines = [llm_summary.strip(), heading]
+    for memory in shown:
+        lines.append(f"- {clip(memory.content, POINT_CHARS)}")
     return clip_lines(lines, SUMMARY_CHARS + POINT_CHARS * MAX_POINTS)
 
 

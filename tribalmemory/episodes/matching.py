@@ -62,18 +62,6 @@ class Decision:
     def candidate_ids(self) -> list[str]:
         return [o.candidate_id for o in self.candidates]
 
-    def pick(self, candidate_id: str) -> Decision | None:
-        """The decision that follows an LLM choosing ``candidate_id`` (unknown → None)."""
-        for option in self.candidates:
-            if option.candidate_id == candidate_id:
-                return Decision(
-                    kind=option.kind,
-                    target=option.target,
-                    score=option.score,
-                    similarity=option.similarity,
-                )
-        return None
-
 
 class Matcher:
     """Builds features and asks the detector for decisions, with settings from the config."""

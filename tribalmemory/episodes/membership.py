@@ -18,6 +18,7 @@ from ..models import ENGINE_WRITTEN, Memory, new_memory_id
 from ..plural import counted
 from ..timeutil import to_epoch
 from . import derived, extractive, lifecycle
+from .distinctive import Background
 from .edits import Pin, may_merge, merge_roles
 from .matching import EpisodeFeatures, MemoryFeatures, when
 from .state import EngineState
@@ -68,7 +69,8 @@ class Membership:
         """
         state = self.state
         now = state.clock()
-        row = _new_row(memories, features, title, title_source, parent_episode_id, now)
+        background = Background.of(state.matcher.context(memories[0].project), memories)
+        row = _new_row(memories, features, title, title_source, parent_episode_id, now, background)
         episode_id = row.id
         await self.upkeep.make_room(adding=1, project=row.project)
         if summary_now:
@@ -397,14 +399,15 @@ def _new_row(
     title_source: str,
     parent_episode_id: str | None,
     now: float,
+    background: Background,
 ) -> EpisodeRow:
     """A new active episode of ``memories`` with an extractive summary and title."""
     vectors = np.stack([f.vector for f in features])
     row = EpisodeRow.new(
-        title or extractive.keyword_title(memories, vectors),
+        title or extractive.keyword_title(memories, vectors, background),
         title_source,
         now,
-        summary=extractive.extractive_summary(memories, vectors),
+        summary=extractive.extractive_summary(memories, vectors, background),
         summary_status="pending",
         summary_memory_id=new_memory_id(),
         last_activity=max(when(f) for f in features),

@@ -30,7 +30,6 @@ from .store import EpisodeRow
 SIMILAR = 0.8
 RELATED = 0.65
 MIN_EPISODES = 2
-OUTCOMES_SCORED = ("success", "failure", "partial")
 
 
 @dataclass(frozen=True)

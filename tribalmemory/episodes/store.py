@@ -944,13 +944,6 @@ class EpisodeStore:
             )
         )
 
-    def pins_in(self, episode_id: str) -> list[sqlite3.Row]:
-        return list(
-            self.db.execute(
-                "SELECT memory_id, episode_id, kind FROM pins WHERE episode_id = ?", (episode_id,)
-            )
-        )
-
     def start_session(
         self, db: sqlite3.Connection, session: str, episode_id: str, topic: str, at: float
     ) -> None:

@@ -14,16 +14,18 @@ Pure functions only. A record is a JSON object::
   that cite memories no longer in the episode, orders by time and computes ``metrics``.
 - :func:`from_user` validates a user's edit strictly (an error names the field).
 
-Fallback rules (one event per memory; the first matching cue wins, in this order):
-``fix`` (fixed, resolved, solved, works now, patched, workaround), ``decision`` (decided,
-decision, chose, going with, agreed, settled on), ``blocker`` (blocked, stuck, waiting on),
-``handoff`` (handoff, handed over, taking over), ``error`` (error, exception, failed, failure,
-crash, broken, bug, regression, traceback, timeout), ``discovery`` (found, discovered, turns
-out, root cause, realised/realized, noticed), ``milestone`` (done, shipped, released, merged,
-deployed, completed, finished). A ``decision`` event also becomes a decision record (chosen:
-its sentence; rationale: the words after "because" or "since"). A memory with "lesson",
-"learned", "takeaway", "next time", "note to self", "gotcha", "always" or "never" gives a lesson
-(its sentence). Outcome: ``ongoing`` while the episode is active; else ``success`` when the last
+Fallback rules (one event per memory). A memory that states a decision in one of the explicit
+forms of :mod:`.statements` ("Decision: ...", "We decided to ...") gives a ``decision`` event
+and a decision record (chosen: that sentence; rationale: the words after "because" or
+"since"). Else the first matching cue wins, in this order: ``fix`` (fixed, resolved, solved,
+works now, patched, workaround), ``blocker`` (blocked, stuck, waiting on), ``handoff``
+(handoff, handed over, taking over), ``error`` (error, exception, failed, failure, crash,
+broken, bug, regression, traceback, timeout), ``discovery`` (found, discovered, turns out, root
+cause, realised/realized, noticed), ``milestone`` (done, shipped, released, merged, deployed,
+completed, finished). A memory that states a lesson in an explicit form ("Lesson: ...", "Next
+time ...", "lesson learned") gives a lesson (that sentence): a cue word in passing ("always",
+"never", "agreed", "a big decision") gives neither a decision nor a lesson.
+Outcome: ``ongoing`` while the episode is active; else ``success`` when the last
 error/fix event is a fix or there are milestones and no error, ``failure`` when it is an error,
 ``unknown`` otherwise.
 """
@@ -40,6 +42,7 @@ from .. import shapes
 from ..models import Memory
 from ..shapes import EVENT_TYPES, MAX_DECISIONS, MAX_EVENTS, MAX_LESSONS, MAX_OPTIONS, OUTCOMES
 from ..timeutil import to_iso
+from . import statements
 
 EDITABLE = ("task", "outcome", "outcome_reason", "decisions", "events", "lessons")
 TASK_MAX = shapes.MAX_TASK_CHARS
@@ -54,7 +57,6 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(rf"\b(?:{words})\b", re.I))
     for kind, words in (
         ("fix", r"fix(?:ed|es)?|resolved|solved|works now|patched|workaround"),
-        ("decision", r"decided|decision|chose|chosen|going with|agreed|settled on"),
         ("blocker", r"blocked|blocker|stuck|waiting on"),
         ("handoff", r"hand(?:ed)? ?off|handoff|handed over|handing over|taking over"),
         (
@@ -65,9 +67,6 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("discovery", r"found|discovered|turns out|root cause|reali[sz]ed|noticed"),
         ("milestone", r"done|shipped|released|merged|deployed|completed|finished"),
     )
-)
-LESSON_CUE = re.compile(
-    r"\b(?:lesson|learned|learnt|takeaway|next time|note to self|gotcha|always|never)\b", re.I
 )
 BECAUSE = re.compile(r"\b(?:because|since)\b\s*(.+)", re.I)
 
@@ -273,28 +272,29 @@ def fallback(memories: Sequence[Memory], status: str) -> dict[str, Any]:
     decisions: list[dict[str, Any]] = []
     lessons: list[dict[str, Any]] = []
     for memory in ordered:
-        kind = event_type(memory.content)
-        if kind is not None:
-            pattern = dict(CUES)[kind]
-            text = _sentence(memory.content, pattern)
+        chosen = statements.decision(memory.content)
+        kind = "decision" if chosen else event_type(memory.content)
+        if chosen:
+            text = _clip(chosen)
             events.append({"at": None, "type": kind, "text": text, "memory_ids": [memory.id]})
-            if kind == "decision":
-                why = BECAUSE.search(text)
-                decisions.append(
-                    {
-                        "at": None,
-                        "context": "",
-                        "options": [],
-                        "chosen": text,
-                        "rationale": _clip(why.group(1)) if why else "",
-                        "outcome": None,
-                        "memory_ids": [memory.id],
-                    }
-                )
-        if LESSON_CUE.search(memory.content) and len(lessons) < MAX_LESSONS:
-            lessons.append(
-                {"text": _sentence(memory.content, LESSON_CUE), "memory_ids": [memory.id]}
+            why = BECAUSE.search(text)
+            decisions.append(
+                {
+                    "at": None,
+                    "context": "",
+                    "options": [],
+                    "chosen": text,
+                    "rationale": _clip(why.group(1)) if why else "",
+                    "outcome": None,
+                    "memory_ids": [memory.id],
+                }
             )
+        elif kind is not None:
+            text = _sentence(memory.content, dict(CUES)[kind])
+            events.append({"at": None, "type": kind, "text": text, "memory_ids": [memory.id]})
+        learned = statements.lesson(memory.content)
+        if learned and len(lessons) < MAX_LESSONS:
+            lessons.append({"text": _clip(learned), "memory_ids": [memory.id]})
     outcome, reason = fallback_outcome(events, status)
     first = ordered[0].content if ordered else ""
     task = re.split(r"(?<=[.!?])\s|\n", first.strip(), maxsplit=1)[0] if first else ""

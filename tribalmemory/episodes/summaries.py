@@ -20,6 +20,7 @@ import numpy as np
 from ..models import Memory, SourceType, new_memory_id
 from ..timeutil import from_epoch
 from . import derived, extractive, lifecycle, structured
+from .distinctive import Background
 from .state import EngineState
 from .store import EpisodeRow
 from .summariser import Summariser, SummaryOutcome
@@ -81,6 +82,7 @@ class Summaries:
                 update_every=settings.llm_update_every,
             )
             interim = plan == "interim" and bool(row.llm_summary) and self.summariser.ready()
+            background = self.background(row, memories)
             taken = lock.taken
         result = (
             None
@@ -100,6 +102,7 @@ class Summaries:
             result,
             marker,
             self.state.clock(),
+            background,
         )
         values = made.values
         writes = await self._derived_writes(row, values["structured"], made.derived)
@@ -132,13 +135,18 @@ class Summaries:
         if live is None:
             return
         row, memories, vectors = live
-        values = scrubbed_values(row, memories, vectors)
+        values = scrubbed_values(row, memories, vectors, self.background(row, memories))
         values["structured"] = refreshed_record(row, memories)
         values["updated_at"] = self.state.clock()
         with self.store.transaction() as db:
             self.store.update_episode(db, episode_id, **values)
         await self.write_memory(row, memories, values["title"], values["summary"], "extractive")
         await self.write_derived(row, values["structured"], memories, values["title"])
+
+    def background(self, row: EpisodeRow, memories: list[Memory]) -> Background:
+        """The project's word counts for these memories' words: what makes a term of theirs
+        distinctive in titles and extractive summaries."""
+        return Background.of(self.state.matcher.context(row.project), memories)
 
     async def write_derived(
         self, row: EpisodeRow, record: dict[str, Any], memories: list[Memory], title: str
@@ -266,6 +274,7 @@ def compose(
     result: SummaryOutcome | None,
     marker: int | None,
     now: float,
+    background: Background | None = None,
 ) -> Composed:
     """What a summary job writes, from the members it read and the LLM's answer. Pure, and
     run on a thread: for an episode of some hundred members it takes 10-20 ms, which on the
@@ -277,7 +286,7 @@ def compose(
             summary_kind="llm",
         )
     else:
-        values.update(summary_values(plan, row, memories, vectors, result, marker))
+        values.update(summary_values(plan, row, memories, vectors, result, marker, background))
     values["metadata"] = with_participants(values.get("metadata", row.metadata), memories, result)
     values["structured"] = structured_record(row, memories, result)
     title = values.get("title", row.title)
@@ -309,13 +318,19 @@ def summary_memory(
     )
 
 
-def scrubbed_values(row: EpisodeRow, memories: list[Memory], vectors: np.ndarray) -> dict[str, Any]:
+def scrubbed_values(
+    row: EpisodeRow,
+    memories: list[Memory],
+    vectors: np.ndarray,
+    background: Background | None = None,
+) -> dict[str, Any]:
     """Episode columns rebuilt from ``memories`` alone, with nothing generated from others."""
     user_title = row.title_source == "user"
+    title = row.title if user_title else extractive.keyword_title(memories, vectors, background)
     return {
-        "summary": extractive.extractive_summary(memories, vectors),
+        "summary": extractive.extractive_summary(memories, vectors, background),
         "summary_kind": "extractive",
-        "title": row.title if user_title else extractive.keyword_title(memories, vectors),
+        "title": title,
         "title_source": "user" if user_title else "keyword",
         "metadata": extractive.fallback_metadata(memories, row.status),
         "llm_summary": "",
@@ -386,13 +401,17 @@ def summary_values(
     vectors: np.ndarray,
     result: SummaryOutcome | None,
     marker: int | None,
+    background: Background | None = None,
 ) -> dict[str, Any]:
-    """Episode columns after an LLM summary, or after the extractive fallback."""
+    """Episode columns after an LLM summary, or after the extractive fallback (which also
+    renews a keyword title: the one written when the episode had two members says little)."""
     if result is None:
         values: dict[str, Any] = {
-            "summary": extractive.extractive_summary(memories, vectors),
+            "summary": extractive.extractive_summary(memories, vectors, background),
             "summary_kind": "extractive",
         }
+        if row.title_source == "keyword":
+            values["title"] = extractive.keyword_title(memories, vectors, background)
         if plan == "final" or not row.metadata:
             values["metadata"] = extractive.fallback_metadata(memories, row.status)
         return values

@@ -159,6 +159,26 @@ def client_session(ctx: Context[Any, Any] | None) -> str | None:
     from the clientInfo it sends and its address. Over HTTP, protocol 2026-07-28 has no session
     id (every request stands alone), nor has a client that keeps no session: their calls are one
     session per client program and machine. None outside a request."""
+    found = client_info(ctx)
+    if found is None:
+        return None
+    name, version, host = found
+    return f"mcp-client:{name or 'unnamed'}/{version}@{host}"
+
+
+def client_name(ctx: Context[Any, Any] | None) -> str | None:
+    """The name the MCP client gives itself (its clientInfo ``name``, e.g. ``claude-code``),
+    printable, at most :data:`CLIENT_PART_CHARS` characters: who stores a memory when the
+    server was given no name. None when it sends none, or outside a request."""
+    found = client_info(ctx)
+    return (found[0] or None) if found is not None else None
+
+
+def client_info(ctx: Context[Any, Any] | None) -> tuple[str, str, str] | None:
+    """The client's name and version (its clientInfo: in each request's ``_meta`` under
+    protocol 2026-07-28, else from the initialize handshake) and its host (``local`` over
+    stdio), printable and cut to :data:`CLIENT_PART_CHARS`; "" for what it does not send.
+    None outside a request."""
     try:
         request = ctx.request_context if ctx is not None else None
     except (LookupError, ValueError, AttributeError):
@@ -171,9 +191,9 @@ def client_session(ctx: Context[Any, Any] | None) -> str | None:
         found = getattr(getattr(request.session, "client_params", None), "client_info", None)
         info = {"name": getattr(found, "name", None), "version": getattr(found, "version", None)}
     peer = getattr(getattr(request.request, "client", None), "host", None)
-    parts = [info.get("name") or "unnamed", info.get("version") or "", peer or "local"]
+    parts = [info.get("name") or "", info.get("version") or "", peer or "local"]
     name, version, host = (_printable(str(part))[:CLIENT_PART_CHARS] for part in parts)
-    return f"mcp-client:{name}/{version}@{host}"
+    return name, version, host
 
 
 def _printable(text: str) -> str:
@@ -263,12 +283,16 @@ def register_tools(
     call: Caller,
     session: str | None = None,
     project: str | None = None,
+    source_instance: str | None = None,
     read_project: str | None = None,
 ) -> None:
     """Add every Tribal Memory tool to ``server``; ``call(method, **args)`` runs the API.
     ``session`` names the agent's session when the transport has no session id; ``project``
     is the project of calls that give none (stdio: the agent's working directory; None: the
-    API's default); ``read_project``, when given, that of reads (``*``: every project)."""
+    API's default); ``source_instance`` names who stores the memories (``tribalmemory mcp
+    --source-instance``; None: the client's clientInfo name, else the API's default);
+    ``read_project``, when given, the project of reads that give none (``*``: every
+    project)."""
 
     def tool(name: str, annotations: ToolAnnotations) -> Callable[[Any], Any]:
         def add(fn: Any) -> Any:
@@ -297,6 +321,11 @@ def register_tools(
         """A read's project: the call's, else the server's for reads."""
         return given if given else default_reads
 
+    def author(ctx: Context[Any, Any] | None) -> str | None:
+        """Who stores a memory: the server's name for its agent, else the client's own
+        name (clientInfo), else None (the API's memory.default_source_instance)."""
+        return source_instance or client_name(ctx)
+
     recall_arg = shapes.RecallRequest
     search_arg = shapes.EpisodesSearchRequest
 
@@ -306,6 +335,7 @@ def register_tools(
         source_type: Annotated[str | None, RAW, arg(remember_arg, "source_type")] = None,
         context: Annotated[str, RAW, arg(remember_arg, "context")] = "",
         tags: Annotated[list[str] | None, RAW, arg(remember_arg, "tags")] = None,
+        created_at: Annotated[str | None, RAW, arg(remember_arg, "created_at")] = None,
         skip_dedup: Annotated[bool | None, RAW, arg(remember_arg, "skip_dedup")] = None,
         session: Annotated[str, RAW, arg(remember_arg, "session", SESSION_DOC)] = "",
         project: Annotated[str, RAW, arg(remember_arg, "project", PROJECT_DOC)] = "",
@@ -329,8 +359,10 @@ def register_tools(
             "remember",
             content=content,
             source_type=source_type,
+            source_instance=author(ctx),
             context=context,
             tags=tags,
+            created_at=created_at,
             skip_dedup=skip_dedup,
             session=session_key(ctx, session, default_session),
             project=scope(project),
@@ -400,6 +432,7 @@ def register_tools(
         content: Annotated[str, RAW, arg(correct_arg, "content")],
         tags: Annotated[list[str] | None, RAW, arg(correct_arg, "tags")] = None,
         context: Annotated[str | None, RAW, arg(correct_arg, "context")] = None,
+        ctx: Context[Any, Any] | None = None,
     ) -> shapes.RememberResult:
         """Correct a memory that is wrong or outdated: store the right knowledge in its place.
 
@@ -408,7 +441,12 @@ def register_tools(
         episode summaries. Give the corrected knowledge in full, self-contained.
         """
         return await call(
-            "correct", memory_id=memory_id, content=content, tags=tags, context=context
+            "correct",
+            memory_id=memory_id,
+            content=content,
+            source_instance=author(ctx),
+            tags=tags,
+            context=context,
         )
 
     @tool("tribal_stats", READ)

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import validation as check
-from ..errors import BadQuery, InvalidInput, TribalError
+from ..errors import BadQuery, InvalidInput, TribalError, Unavailable
 from ..portability import backup, exporter, importer
 
 log = logging.getLogger("tribalmemory.http")
@@ -73,9 +73,16 @@ async def export(request: Request, api: Any) -> Response:
     return StreamingResponse(lines, media_type="application/x-ndjson")
 
 
+def _stopping(request: Request) -> Callable[[], bool]:
+    """Whether the daemon is shutting down (SIGTERM): its runtime's ``stop_requested``."""
+    runtime = getattr(request.app.state, "runtime", None)
+    return getattr(runtime, "stop_requested", None) or importer.never
+
+
 async def import_(request: Request, api: Any) -> Response:
     _only(request, {"dry_run"})
     dry_run = _flag(request, "dry_run")
+    stopping = _stopping(request)
     folder = api.service.config.data_path
     spool = folder / f".import-{uuid.uuid4().hex}.jsonl"
     try:
@@ -85,12 +92,18 @@ async def import_(request: Request, api: Any) -> Response:
             async for chunk in request.stream():
                 if space is not None:
                     space.check(len(chunk))
+                if stopping():
+                    raise importer.stopped("nothing was imported")
                 handle.write(chunk)
         if dry_run:
-            report = await importer.plan(api, spool)
+            report = await importer.plan(api, spool, stopping)
         else:
-            report = await importer.apply(api, spool)
+            report = await importer.apply(api, spool, stopping=stopping)
         return JSONResponse(report.to_json())
+    except Unavailable as exc:
+        if stopping():
+            log.warning("import ended by the shutdown: %s", exc.message)
+        raise
     finally:
         Path(spool).unlink(missing_ok=True)
 

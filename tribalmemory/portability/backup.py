@@ -9,12 +9,19 @@ version). It can be taken while the daemon runs (``POST /v1/backup`` or the CLI 
 
 Restore copies a backup into a data folder that holds no data yet (``--force`` replaces the
 data files that are there), with no daemon running on it.
+
+A backup that fills its disk stops with :class:`~tribalmemory.errors.InsufficientStorage`
+(507) and what it had copied is removed. One into the data's own disk must leave the reserve
+that the store needs (storage.min_free_mb): it is refused before anything is copied when the
+files to copy would not leave it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -23,11 +30,14 @@ from typing import Any
 
 from .. import __version__
 from ..config import Config
-from ..errors import Conflict, InvalidInput
+from ..errors import Conflict, InsufficientStorage, InvalidInput
 from ..service import MemoryService
 from ..service.access import ACCESS_FILE
 from ..storage.integrity import SQLITE_FILES, write_json_atomically
+from ..storage.space import MB, existing_parent, is_disk_full
 from ..timeutil import to_iso, utc_now
+
+log = logging.getLogger("tribalmemory.backup")
 
 MANIFEST = "backup.json"
 STORE = "store"
@@ -73,14 +83,32 @@ def _copy_store(service: MemoryService, target: Path) -> int:
 
 
 async def backup(config: Config, service: MemoryService, dest: Path) -> dict[str, Any]:
-    """Write a backup of the running data folder into ``dest`` (new or empty)."""
+    """Write a backup of the running data folder into ``dest`` (new or empty); a full disk
+    is InsufficientStorage (507), with what was copied removed."""
     dest = dest.expanduser().resolve()
     if not _empty_folder(dest):
         raise Conflict(f"{dest} is not empty; back up into a new or empty folder")
     data = config.data_path.resolve()
     if dest == data or data in dest.parents:
         raise InvalidInput(f"{dest} is inside the data folder {data}; choose a folder outside")
-    dest.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _check_room(config, service, dest)
+    existed = dest.exists()
+    try:
+        dest.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return await _write(config, service, dest, data)
+    except Exception as exc:
+        if not is_disk_full(exc):
+            raise
+        _remove_partial(dest, existed)
+        log.warning("backup into %s failed, its disk is full: %s", dest, _first_line(exc))
+        raise InsufficientStorage(
+            f"the disk holding {dest} is full ({_first_line(exc)}); the backup was not "
+            "written and what it had copied was removed. Free disk space there, or back up "
+            "to another disk, and retry"
+        ) from None
+
+
+async def _write(config: Config, service: MemoryService, dest: Path, data: Path) -> dict[str, Any]:
     async with service.write_lock():
         memories = await asyncio.to_thread(_copy_store, service, dest / STORE)
         files = [STORE]
@@ -103,6 +131,76 @@ async def backup(config: Config, service: MemoryService, dest: Path) -> dict[str
     }
     write_json_atomically(dest / MANIFEST, manifest)
     return {"path": str(dest), **manifest}
+
+
+def backup_size(config: Config) -> int:
+    """Bytes a backup writes, at most: the sizes of the store's files (a copy fills the holes
+    of sparse files) and of the databases and JSON files."""
+    total = 0
+    roots = [config.store_path] if config.store_path.is_dir() else []
+    for root in roots:
+        for folder, _dirs, names in os.walk(root):
+            total += sum(_size(Path(folder) / n) for n in names if n not in KEEP_OUT)
+    for name in (*DATABASES, *DATA_JSON):
+        total += _size(config.data_path / name)
+    return total
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _check_room(config: Config, service: MemoryService, dest: Path) -> None:
+    """A backup into the disk of the data must leave the reserve (storage.min_free_mb): the
+    store needs it (a full disk stops the daemon). Refused (507) before anything is copied."""
+    space = service.space
+    if space is None:
+        return
+    try:
+        target = os.stat(existing_parent(dest)).st_dev
+        shared = any(os.stat(existing_parent(p)).st_dev == target for p in space.paths)
+        if not shared:
+            return
+        needed, free = backup_size(config), space.free_bytes()
+    except OSError as exc:
+        log.warning("cannot compare the backup's disk with the data's (%s)", exc)
+        return
+    if free - needed < space.reserve_bytes:
+        log.warning(
+            "backup into %s refused: %d MB to copy, %d MB free on the data's disk",
+            dest,
+            needed // MB,
+            free // MB,
+        )
+        raise InsufficientStorage(
+            f"a backup into {dest} would copy up to {needed // MB + 1} MB onto the disk of the "
+            f"data, which has {free // MB} MB free and must keep {space.reserve_bytes // MB} MB "
+            "free (storage.min_free_mb); nothing was copied. Back up to another disk, or free "
+            "disk space and retry"
+        )
+
+
+def _remove_partial(dest: Path, existed: bool) -> None:
+    """Remove what a failed backup wrote into ``dest`` (the folder too if it made it)."""
+    if not existed:
+        shutil.rmtree(dest, ignore_errors=True)
+        return
+    for child in dest.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    """An error's message, short: shutil.Error lists every file that failed."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "No space left on device" in text and len(text) > 200:
+        return "No space left on device"
+    return text[:200]
 
 
 def read_manifest(source: Path) -> dict[str, Any]:

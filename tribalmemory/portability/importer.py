@@ -24,11 +24,28 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..api import TribalAPI
-from ..errors import InvalidInput
+from ..errors import InvalidInput, Unavailable
 from ..service.memory_service import ImportItem
+from ..timeutil import utc_now
 from . import records
 
 MAX_ERRORS = 20  # reported at once; the rest are counted
+Stopping = Callable[[], bool]
+"""Whether the daemon is shutting down: an import asked to stop ends between two pages."""
+
+
+def never() -> bool:
+    return False
+
+
+def stopped(done: str) -> Unavailable:
+    """The answer to an import that a shutdown ended (503): what was done, how to finish."""
+    return Unavailable(
+        f"the server is shutting down: {done}. Import the same file again once it runs to "
+        "import the rest (what is stored already is skipped)"
+    )
+
+
 CHECK_PAGE = 256  # memory ids checked against the store at once
 PAGE = 256  # memories stored at once, in one durable write (and embedded in one call)
 
@@ -67,9 +84,13 @@ class Report:
 
 
 def parse_all(
-    lines: Iterable[bytes], max_chars: int
+    lines: Iterable[bytes], max_chars: int, default_instance: str = "default"
 ) -> Iterator[records.Header | records.ImportedMemory | records.ImportedEpisode]:
-    """Every record of a file, checked; raises InvalidInput listing up to 20 bad lines."""
+    """Every record of a file, checked; raises InvalidInput listing up to 20 bad lines.
+
+    An export starts with its header; a file whose first line has no ``type`` holds plain
+    lines (:func:`records.parse_plain`, a plain header yielded first), with no end line.
+    ``default_instance``: the source_instance of plain lines that name none."""
     errors: list[str] = []
     head: records.Header | None = None
     counts = {"memory": 0, "episode": 0}
@@ -77,6 +98,20 @@ def parse_all(
     member_line: dict[str, int] = {}  # a memory is in at most one episode
     for number, raw in enumerate(lines, start=1):
         try:
+            if head is not None and head.plain:
+                data = records.parse_object(raw, number)
+                if data is not None:
+                    counts["memory"] += 1
+                    yield records.parse_plain(data, number, head, max_chars)
+                continue
+            if head is None:
+                first = records.parse_object(raw, number)
+                if first is not None and records.is_plain(first):
+                    head = records.plain_header(utc_now(), default_instance)
+                    yield head
+                    counts["memory"] += 1
+                    yield records.parse_plain(first, number, head, max_chars)
+                    continue
             data = records.parse_line(raw, number)
             if data is None:
                 continue
@@ -92,11 +127,11 @@ def parse_all(
                 else:
                     episode = records.parse_episode(data, number)
                     for memory_id in episode.memory_ids:
-                        first = member_line.setdefault(memory_id, number)
-                        if first != number:
+                        first_line = member_line.setdefault(memory_id, number)
+                        if first_line != number:
                             raise InvalidInput(
                                 f"line {number}: memory {memory_id} is in the episode of "
-                                f"line {first} already (a memory is in one episode)"
+                                f"line {first_line} already (a memory is in one episode)"
                             )
                     yield episode
             elif data["type"] == "end":
@@ -108,19 +143,29 @@ def parse_all(
                 raise
             errors.append(exc.message)
     if head is None:
-        raise InvalidInput("the file is empty; expected an export header on line 1")
-    if ended is None:
-        errors.append("the file ends without its end line: the export was cut short")
-    elif (ended.get("memories"), ended.get("episodes")) != (counts["memory"], counts["episode"]):
-        errors.append(
-            f"the end line counts {ended.get('memories')} memories and {ended.get('episodes')} "
-            f"episodes, the file holds {counts['memory']} and {counts['episode']}"
+        raise InvalidInput(
+            "the file is empty; expected an export header on line 1, or plain lines of "
+            '{"content": ..., "created_at": ...}'
         )
+    if not head.plain:  # plain lines have no end line
+        errors.extend(_end_problems(ended, counts))
     if errors:
         shown = errors[:MAX_ERRORS]
         more = f" (and {len(errors) - len(shown)} more)" if len(errors) > len(shown) else ""
         noun = "problem" if len(errors) == 1 else "problems"
         raise InvalidInput(f"{len(errors)} {noun} in the file; nothing was imported{more}", shown)
+
+
+def _end_problems(ended: dict[str, Any] | None, counts: dict[str, int]) -> list[str]:
+    """What is wrong with an export's end line, given what the file holds."""
+    if ended is None:
+        return ["the file ends without its end line: the export was cut short"]
+    if (ended.get("memories"), ended.get("episodes")) != (counts["memory"], counts["episode"]):
+        return [
+            f"the end line counts {ended.get('memories')} memories and {ended.get('episodes')} "
+            f"episodes, the file holds {counts['memory']} and {counts['episode']}"
+        ]
+    return []
 
 
 class OffsetLines:
@@ -158,8 +203,9 @@ class Index:
         return offsets[np.lexsort((offsets, times))].tolist()
 
 
-async def plan(api: TribalAPI, path: Path) -> Report:
-    """Validate the whole file and count what an import would add (stores nothing)."""
+async def plan(api: TribalAPI, path: Path, stopping: Stopping = never) -> Report:
+    """Validate the whole file and count what an import would add (stores nothing); raise
+    Unavailable when ``stopping()`` says the daemon shuts down meanwhile."""
     report = Report()
     service = api.service
     pending: list[tuple[str, float, int]] = []  # new memory candidates: id, time, offset
@@ -188,7 +234,10 @@ async def plan(api: TribalAPI, path: Path) -> Report:
         episodes.clear()
 
     lines = OffsetLines(path)
-    for item in parse_all(lines, service.config.server.max_content_chars):
+    config = service.config
+    for item in parse_all(
+        lines, config.server.max_content_chars, config.memory.default_source_instance
+    ):
         if isinstance(item, records.Header):
             index.header = item
             report.vectors_used = item.vectors and (item.model, item.dim) == (
@@ -203,6 +252,8 @@ async def plan(api: TribalAPI, path: Path) -> Report:
             seen.add(item.memory.id)
             pending.append((item.memory.id, item.memory.created_at.timestamp(), lines.offset))
             if len(pending) >= CHECK_PAGE:
+                if stopping():
+                    raise stopped("nothing was imported")
                 await flush()
         else:
             report.episodes += 1
@@ -220,7 +271,7 @@ async def plan(api: TribalAPI, path: Path) -> Report:
 def read_at(handle: BinaryIO, offset: int) -> dict[str, Any]:
     """The JSON object of the line at ``offset`` (validated by :func:`plan` already)."""
     handle.seek(offset)
-    data = records.parse_line(handle.readline(), 0)
+    data = records.parse_object(handle.readline(), 0)
     if data is None:  # the file changed since it was validated
         raise InvalidInput("the file changed while it was imported; nothing more was imported")
     return data
@@ -231,6 +282,7 @@ async def apply(
     path: Path,
     progress: Callable[[int], None] | None = None,
     planned: Report | None = None,
+    stopping: Stopping = never,
 ) -> Report:
     """Validate (:func:`plan`, unless ``planned`` is its report of this file), then store
     every memory whose id is not stored yet and recreate every episode whose id is not
@@ -241,8 +293,11 @@ async def apply(
     one durable write per page; the episode engine decides each memory in that order, as if
     they had been remembered one at a time). Memories without a usable vector are embedded,
     one model run per page, while the page before is stored. Then the file's episodes are
-    recreated, in file order."""
-    report = planned if planned is not None else await plan(api, path)
+    recreated, in file order.
+
+    When ``stopping()`` turns true (the daemon shuts down), the page being stored is
+    finished and Unavailable (503) says how many were imported."""
+    report = planned if planned is not None else await plan(api, path, stopping)
     report.dry_run = False
     service = api.service
     max_chars = service.config.server.max_content_chars
@@ -276,6 +331,9 @@ async def apply(
         ahead = asyncio.ensure_future(prepare(load(0))) if order else None
         for start in range(0, len(order), PAGE):
             assert ahead is not None
+            if stopping():
+                ahead.cancel()
+                raise stopped(f"{report.stored} of {len(order)} new memories were imported")
             page = await ahead
             following = start + PAGE
             ahead = (
@@ -290,7 +348,12 @@ async def apply(
             if progress is not None:
                 progress(len(page))
         if api.episodes is not None:
-            for offset in index.episodes:
+            for number, offset in enumerate(index.episodes):
+                if stopping():
+                    raise stopped(
+                        f"all {report.stored} new memories and {number} of "
+                        f"{len(index.episodes)} episodes were imported"
+                    )
                 episode = records.parse_episode(read_at(handle, offset), 0)
                 done = await api.episodes.restore_episode(episode.as_record(), report.chain_ids)
                 report.episodes_created += int(done["created"])

@@ -6,20 +6,34 @@ to and, optionally, its vector) and ``episode`` lines (an episode with its summa
 fields, status, chain parent and member ids); the last line is ``{"type": "end", "memories":
 N, "episodes": M}``, so a file cut short (a dropped connection, a full disk) is recognised.
 Episode summary memories are not exported as memories: they are the episodes' ``summary``.
+
+Import also takes plain lines: one memory per line, ``{"content": ..., "created_at": ...,
+"tags": [...], "source_instance": ..., "project": ...}`` (the keys of
+:data:`~tribalmemory.shapes.PLAIN_IMPORT_FIELDS`), without header, ids or end line. Each gets
+an id derived from what it says (:func:`plain_id`), so importing the same file twice adds
+nothing.
 """
 
 from __future__ import annotations
 
 import json
 import typing
+import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from .. import validation as check
 from ..episodes import structured
 from ..errors import InvalidInput, TribalError
 from ..models import ENGINE_WRITTEN, Memory
-from ..shapes import EPISODE_STATUSES, HistoryActor
+from ..shapes import (
+    EPISODE_STATUSES,
+    MAX_CONTEXT_CHARS,
+    MAX_SOURCE_INSTANCE_CHARS,
+    PLAIN_IMPORT_FIELDS,
+    HistoryActor,
+)
 from ..storage.base import check_rows
 
 FORMAT = "tribalmemory-export"
@@ -87,11 +101,26 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
+PLAIN_IDS = uuid.UUID("6d2f3c1e-8b4a-5e0f-9c7d-2a1b3c4d5e6f")
+"""The namespace of plain lines' ids (:func:`plain_id`)."""
+
+
 @dataclass
 class Header:
+    """An export's header; for plain lines (``plain``), what their memories get when a line
+    does not say: ``imported_at`` as created_at, ``default_instance`` as source_instance."""
+
     model: str
     dim: int
     vectors: bool
+    plain: bool = False
+    imported_at: datetime | None = None
+    default_instance: str = "default"
+
+
+def plain_header(imported_at: datetime, default_instance: str) -> Header:
+    """The header of a file of plain lines (it has none): no model, no vectors."""
+    return Header("", 0, False, True, imported_at, default_instance)
 
 
 @dataclass
@@ -131,7 +160,15 @@ def _bad(line: int, message: str) -> InvalidInput:
 
 
 def parse_line(raw: bytes | str, line: int) -> dict[str, Any] | None:
-    """The JSON object of one line (None for a blank line)."""
+    """The JSON object of one export line (None for a blank line)."""
+    data = parse_object(raw, line)
+    if data is not None and data.get("type") not in TYPES:
+        raise _bad(line, 'must be an object whose "type" is header, memory, episode or end')
+    return data
+
+
+def parse_object(raw: bytes | str, line: int) -> dict[str, Any] | None:
+    """The JSON object of one line, export or plain (None for a blank line)."""
     if len(raw) > MAX_LINE_BYTES:
         raise _bad(line, f"longer than {MAX_LINE_BYTES} bytes")
     try:
@@ -144,9 +181,14 @@ def parse_line(raw: bytes | str, line: int) -> dict[str, Any] | None:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise _bad(line, f"is not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("type") not in TYPES:
-        raise _bad(line, 'must be an object whose "type" is header, memory, episode or end')
+    if not isinstance(data, dict):
+        raise _bad(line, "must be a JSON object")
     return data
+
+
+def is_plain(data: dict[str, Any]) -> bool:
+    """Whether a file whose first object is ``data`` holds plain lines (no export header)."""
+    return "type" not in data
 
 
 def parse_header(data: dict[str, Any], line: int) -> Header:
@@ -161,7 +203,10 @@ def parse_header(data: dict[str, Any], line: int) -> Header:
 
 
 def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) -> ImportedMemory:
-    """A memory line, checked as ``remember`` checks its input (and the id kept)."""
+    """A memory line, checked as ``remember`` checks its input (and the id kept); a plain
+    line when ``head`` is plain (:func:`parse_plain`)."""
+    if head.plain:
+        return parse_plain(data, line, head, max_chars)
     try:
         memory_id = check.memory_id(data.get("id"))
         content = check.text("content", data.get("content"), max_chars)
@@ -209,6 +254,58 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
         shared=shared,
     )
     return ImportedMemory(memory, vector)
+
+
+def parse_plain(data: dict[str, Any], line: int, head: Header, max_chars: int) -> ImportedMemory:
+    """A plain line, checked as ``remember`` checks its input; its id from :func:`plain_id`,
+    its times ``created_at`` (the import's time when it has none)."""
+    try:
+        if "type" in data:
+            raise InvalidInput(
+                'a plain line has no "type" (an export file starts with its header line)'
+            )
+        check.names(data, PLAIN_IMPORT_FIELDS, ["content"])
+        content = check.text("content", data["content"], max_chars)
+        stype = check.source_type(data.get("source_type"))
+        if stype in ENGINE_WRITTEN:
+            raise InvalidInput(f"{stype.value} memories are written by the episode engine")
+        given_instance = data.get("source_instance")
+        instance = check.text(
+            "source_instance", given_instance, MAX_SOURCE_INSTANCE_CHARS, required=False
+        )
+        tags = check.tags(data.get("tags"))
+        context = check.text("context", data.get("context"), MAX_CONTEXT_CHARS, required=False)
+        given = check.memory_time("created_at", data.get("created_at"), advice=PLAIN_ADVICE)
+        project = check.project(data.get("project"))
+        shared = check.boolean("shared", data.get("shared"))
+    except TribalError as exc:
+        raise _bad(line, exc.message) from None
+    assert content is not None and head.imported_at is not None
+    created = given or head.imported_at
+    memory = Memory(
+        id=plain_id(content, given, project, instance),
+        content=content,
+        source_type=stype,
+        source_instance=instance or head.default_instance,
+        tags=tags,
+        context=context,
+        created_at=created,
+        updated_at=created,
+        project=project,
+        shared=shared,
+    )
+    return ImportedMemory(memory)
+
+
+PLAIN_ADVICE = "Correct the line's {field}, or leave it out to date the memory now."
+
+
+def plain_id(content: str, created_at: datetime | None, project: str, instance: str | None) -> str:
+    """A plain line's memory id: the same for the same content, time, project and author, so
+    that a file imported again (after an import cut short, say) adds nothing twice."""
+    when = created_at.isoformat() if created_at is not None else None
+    key = json.dumps([content, when, project, instance], ensure_ascii=False)
+    return str(uuid.uuid5(PLAIN_IDS, key))
 
 
 def parse_episode(data: dict[str, Any], line: int) -> ImportedEpisode:
