@@ -241,7 +241,7 @@ def test_init_says_which_project_each_client_uses(
     args = json.loads(desktop.read_text())["mcpServers"]["tribal-memory"]["args"]
     assert args[-3:] == ["--project", "default", "--all-projects"]
     claude = json.loads((Path.home() / ".claude.json").read_text())
-    assert claude["mcpServers"]["tribal-memory"]["args"][-1] == "mcp"  # its working directory
+    assert "--project" not in claude["mcpServers"]["tribal-memory"]["args"]  # its folder's
 
     code, out, err = cli(capsys, "init", "--claude-desktop", "--project", "Billing")
     assert code == 0, err
