@@ -443,8 +443,13 @@ def test_init_registers_idempotently_and_keeps_other_entries(
         "args": [*entry["args"][:-1], "codex"],  # each client is named (source_instance)
     }
     assert "# keep this comment" in codex.read_text()
+    # Claude Desktop runs outside any repository: it stores into default and reads every project
     desktop_args = json.loads(desktop.read_text())["mcpServers"]["tribal-memory"]["args"]
-    assert desktop_args == [*entry["args"][:-1], "claude-desktop"]
+    assert desktop_args == [
+        *entry["args"][:-1],
+        "claude-desktop",
+        *("--project", "default", "--all-projects"),
+    ]
 
     before = [p.read_bytes() for p in (claude, codex, desktop)]
     code, out, _ = run(capsys, "init", "--claude-code", "--codex", "--claude-desktop")

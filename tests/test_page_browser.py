@@ -319,3 +319,93 @@ def test_offline_is_a_neutral_badge_and_summaries_keep_their_lines(
         page.close()
     finally:
         running.stop()
+
+
+def test_the_project_picker_all_projects_and_search_within_a_project(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Issue 40.1: the page showed only project ``default`` (with episodes in three projects
+    it opened on one), its picker offered ``all``/``default`` only and search ignored it.
+    The same auth thread in alpha and beta, a database thread in beta and gamma."""
+    from test_episodes_engine import AUTH, DB
+
+    running = start_daemon(
+        tmp_path,
+        episodes={"detector_strategy": "embedding", "summary_debounce_seconds": 0},
+    )
+    query = "refresh token logout in several tabs"
+    threads = (("alpha", AUTH, 9), ("beta", AUTH, 9), ("beta", DB, 14), ("gamma", DB, 14))
+    try:
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=60) as http:
+            for i in range(4):
+                for project, texts, hour in threads:
+                    memory = {
+                        "content": texts[i],
+                        "created_at": f"2025-03-0{3 + i}T{hour:02d}:00:00Z",
+                        "project": project,
+                    }
+                    assert http.post("/v1/remember", json=memory).json()["success"]
+            settle(http)
+            projects = http.get("/v1/projects").json()["projects"]
+            episodes = [  # project by project: what the page must show at first, all of it
+                e
+                for p in projects
+                for e in http.get("/v1/episodes", params={"project": p["name"]}).json()["episodes"]
+            ]
+
+        def search(scope: str) -> set[str]:
+            body = {"query": query, "limit": 20, "project": scope}
+            answer = httpx.post(f"{running.url}/v1/episodes/search", json=body, trust_env=False)
+            return {e["id"] for e in answer.json()["episodes"]}
+
+        assert {e["project"] for e in episodes} == {"alpha", "beta", "gamma"}
+        alpha = [e for e in episodes if e["project"] == "alpha"]
+
+        page, problems = open_page(browser, running.url)
+        page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+        # It opens on all projects: every project's episodes, counted.
+        bars = page.locator(".vis-item.vis-range")
+        assert bars.count() == len(episodes)
+        summary = page.locator("#summary-line")
+        expect(summary).to_contain_text(f"{len(episodes)} episodes in ")
+        # The picker: all projects, then every project the store holds, with its episodes.
+        picker = page.locator("#f-project")
+        assert picker.input_value() == "*"
+        options = picker.locator("option")
+        expected = [("*", "all projects")] + [
+            (p["name"], f"{p['name']} ({p['episodes']} episode{'' if p['episodes'] == 1 else 's'})")
+            for p in projects
+        ]
+        assert [
+            (options.nth(i).get_attribute("value"), options.nth(i).inner_text())
+            for i in range(options.count())
+        ] == expected
+
+        # Search within the project picked: alpha's matches only.
+        found = {"alpha": search("alpha"), "*": search("*")}
+        assert {e["project"] for e in episodes if e["id"] in found["*"]} >= {"alpha", "beta"}
+        assert found["alpha"] and found["alpha"] < found["*"]
+        page.select_option("#f-project", "alpha")
+        expect(bars).to_have_count(len(alpha), timeout=WAIT_MS)
+        expect(summary).to_contain_text("of project alpha in ")
+        results = page.locator("#search-results li")
+        page.fill("#search", query)
+        page.press("#search", "Enter")
+        expect(results).to_have_count(len(found["alpha"]), timeout=WAIT_MS)
+        shown = results.evaluate_all("items => items.map((item) => item.dataset.id)")
+        assert set(shown) == found["alpha"]
+
+        # Back to all projects: the timeline and the search span every project again.
+        page.select_option("#f-project", "*")
+        expect(bars).to_have_count(len(episodes), timeout=WAIT_MS)
+        expect(results).to_have_count(len(found["*"]), timeout=WAIT_MS)
+        shown = results.evaluate_all("items => items.map((item) => item.dataset.id)")
+        assert set(shown) == found["*"]
+        beta = next(e for e in episodes if e["project"] == "beta" and e["id"] in found["*"])
+        results.and_(page.locator(f"[data-id='{beta['id']}']")).first.click()
+        expect(page.locator("#ep-meta")).to_contain_text(f"{beta['id']} · project beta · ")
+        page.screenshot(path=str(tmp_path / "projects.png"), full_page=True)
+        assert problems == []
+        page.close()
+    finally:
+        running.stop()

@@ -43,6 +43,7 @@ def test_the_docs_examples_run(
     assert "not found: no episode with id ep-doesnotexist" in out
     assert "web sees the invoice memory: False" in out  # another project's memory
     assert "web sees the shared rule: True" in out
+    assert "all projects: ['billing-api'" in out  # project "*" reads every project
     assert "billing-api 2 1" in out
 
 

@@ -26,7 +26,8 @@ EPISODES_DISABLED = "Episode feature not enabled"
 
 
 class EpisodeOperations(Protocol):
-    """What the episode engine offers to the API (implemented in tribalmemory.episodes)."""
+    """What the episode engine offers to the API (implemented in tribalmemory.episodes). A
+    read's ``project`` of None spans every project (a client's ``*``)."""
 
     async def list_episodes(
         self, status: str | None, limit: int, offset: int, filters: dict[str, Any]
@@ -60,14 +61,16 @@ class EpisodeOperations(Protocol):
     async def current_episode(self, session: str) -> dict[str, Any]: ...
     async def update_structured(self, episode_id: str, patch: dict[str, Any]) -> None: ...
     async def decisions(self, episode_id: str) -> dict[str, Any]: ...
-    async def context(self, query: str | None, budget: int, project: str) -> dict[str, Any]: ...
+    async def context(
+        self, query: str | None, budget: int, project: str | None
+    ) -> dict[str, Any]: ...
     async def patterns(
-        self, kind: str | None, query: str | None, limit: int, project: str
+        self, kind: str | None, query: str | None, limit: int, project: str | None
     ) -> dict[str, Any]: ...
     def project_stats(self) -> dict[str, tuple[int, float | None]]: ...
     def costs(self) -> dict[str, Any]: ...
     async def chain(self, episode_id: str) -> dict[str, Any]: ...
-    async def replay(self, topic: str, limit: int, project: str) -> dict[str, Any]: ...
+    async def replay(self, topic: str, limit: int, project: str | None) -> dict[str, Any]: ...
     async def search(
         self,
         query: str,
@@ -75,7 +78,7 @@ class EpisodeOperations(Protocol):
         time_end: float | None,
         status: str | None,
         limit: int,
-        project: str,
+        project: str | None,
     ) -> dict[str, Any]: ...
 
 
@@ -305,7 +308,7 @@ class TribalAPI:
         state = check.episode_status(status)
         size = check.integer("limit", limit, shapes.EPISODES_LIMIT)
         start = check.integer("offset", offset, shapes.EPISODES_OFFSET)
-        filters: dict[str, Any] = {"project": check.project(project)}
+        filters: dict[str, Any] = {"project": check.scope(project)}
         given = {"tag": tag, "participant": participant, "task": task, "tool": tool}
         given["entity"] = entity
         for name, value in given.items():
@@ -447,7 +450,7 @@ class TribalAPI:
         engine = self._engine()
         text = check.text("query", query, shapes.MAX_EPISODE_QUERY_CHARS, required=False)
         budget = check.integer("budget_tokens", budget_tokens, shapes.CONTEXT_BUDGET)
-        scope = check.project(project)
+        scope = check.scope(project)
         return shapes.Context.model_validate(await engine.context(text, budget, scope)).to_json()
 
     async def patterns(
@@ -457,7 +460,7 @@ class TribalAPI:
         which = check.choice("kind", kind, shapes.PATTERN_KINDS)
         text = check.text("query", query, shapes.MAX_EPISODE_QUERY_CHARS, required=False)
         size = check.integer("limit", limit, shapes.PATTERNS_LIMIT)
-        found = await engine.patterns(which, text, size, check.project(project))
+        found = await engine.patterns(which, text, size, check.scope(project))
         return shapes.Patterns.model_validate(found).to_json()
 
     async def episode_costs(self) -> dict[str, Any]:
@@ -476,7 +479,7 @@ class TribalAPI:
         text = check.text("topic", topic, shapes.MAX_TOPIC_CHARS)
         assert text is not None
         size = check.integer("limit", limit, shapes.REPLAY_LIMIT)
-        found = await engine.replay(text, size, check.project(project))
+        found = await engine.replay(text, size, check.scope(project))
         return shapes.Replay.model_validate(found).to_json()
 
     async def episodes_search(
@@ -502,7 +505,7 @@ class TribalAPI:
             end.timestamp() if end else None,
             state,
             check.integer("limit", limit, shapes.SEARCH_LIMIT),
-            check.project(project),
+            check.scope(project),
         )
         found["episodes"] = self._with_access(found["episodes"])
         return shapes.EpisodeSearch.model_validate(found).to_json()

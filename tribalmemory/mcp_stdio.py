@@ -99,15 +99,22 @@ def run_stdio(
     config_path: str | Path | None = None,
     project: str | None = None,
     source_instance: str | None = None,
+    all_projects: bool = False,
 ) -> None:
     """``tribalmemory mcp``: serve the tools over stdin/stdout, backed by the daemon.
     ``project``: the project of calls that name none (default: the working directory's,
-    see :func:`tribalmemory.projects.choose`). ``source_instance``: who stores the memories
-    (default: the client's clientInfo name, see :func:`~.interfaces.mcp_tools.client_name`)."""
+    see :func:`tribalmemory.projects.choose`); ``all_projects``: reads that name none span
+    every project instead. ``source_instance``: who stores the memories (default: the
+    client's clientInfo name, see :func:`~.interfaces.mcp_tools.client_name`)."""
     _log_to_stderr(config.server.log_level)
     if project is None:
         project = projects.choose(None, os.environ, Path.cwd())
-    log.info("MCP calls that name no project use project %s", project)
+    reads = projects.ALL_PROJECTS if all_projects else project
+    log.info(
+        "MCP calls that name no project use project %s (reads: %s)",
+        project,
+        "all projects" if all_projects else project,
+    )
     if source_instance:
         log.info("memories stored through this server are from %s", source_instance)
     connection = DaemonConnection(config, config_path)
@@ -116,6 +123,7 @@ def run_stdio(
         on_unavailable=connection.reset,
         project=project,
         source_instance=source_instance or None,
+        read_project=reads,
     )
 
     async def serve() -> None:

@@ -25,7 +25,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from .models import ENGINE_WRITTEN, SourceType
-from .projects import DEFAULT_PROJECT, MAX_PROJECT_CHARS, PROJECT_PATTERN
+from .projects import (
+    ALL_PROJECTS,
+    DEFAULT_PROJECT,
+    MAX_PROJECT_CHARS,
+    PROJECT_PATTERN,
+    SCOPE_PATTERN,
+)
 
 # -- limits ------------------------------------------------------------------------------------
 
@@ -117,15 +123,23 @@ ProjectName = Annotated[
     str,
     WithJsonSchema({"type": "string", "pattern": PROJECT_PATTERN, "maxLength": MAX_PROJECT_CHARS}),
 ]
+ProjectScope = Annotated[
+    str,
+    WithJsonSchema({"type": "string", "pattern": SCOPE_PATTERN, "maxLength": MAX_PROJECT_CHARS}),
+]
+"""A read's project: a :data:`ProjectName`, or ``*`` for every project."""
 PROJECT_DOC = (
     f"The project (a short name: letters, digits, '-', '_', '.'; at most {MAX_PROJECT_CHARS}; "
-    f"any case, kept lower-case); default: {DEFAULT_PROJECT}."
+    f"any case, kept lower-case); default: {DEFAULT_PROJECT}. One project: "
+    f"'{ALL_PROJECTS}' (all projects) is only for reads."
 )
 SCOPED_DOC = (
     "Only this project's memories and the shared ones (shared: true) of every project; "
-    f"default: {DEFAULT_PROJECT}."
+    f"'{ALL_PROJECTS}': the memories of every project; default: {DEFAULT_PROJECT}."
 )
-EPISODES_SCOPED_DOC = f"Only this project's episodes; default: {DEFAULT_PROJECT}."
+EPISODES_SCOPED_DOC = (
+    f"Only this project's episodes; '{ALL_PROJECTS}': every project's; default: {DEFAULT_PROJECT}."
+)
 Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 
@@ -332,7 +346,7 @@ class RecallRequest(Request):
     episode_id: EpisodeId | None = Field(
         None, description="Only the members of this episode (404 when it does not exist)."
     )
-    project: ProjectName | None = Field(None, description=SCOPED_DOC)
+    project: ProjectScope | None = Field(None, description=SCOPED_DOC)
 
 
 class MemoriesListQuery(Request):
@@ -355,7 +369,7 @@ class MemoriesListQuery(Request):
         max_length=200,
         description="next_cursor of the previous page; omit for the newest memories.",
     )
-    project: ProjectName | None = Field(None, description=SCOPED_DOC)
+    project: ProjectScope | None = Field(None, description=SCOPED_DOC)
 
 
 class CorrectRequest(Request):
@@ -412,7 +426,7 @@ class EpisodesListQuery(Request):
     until: Timestamp | None = Field(
         None, description=f"Only episodes with memories at or before this time: {WHEN}."
     )
-    project: ProjectName | None = Field(None, description=EPISODES_SCOPED_DOC)
+    project: ProjectScope | None = Field(None, description=EPISODES_SCOPED_DOC)
 
 
 class EpisodeRef(Request):
@@ -492,7 +506,7 @@ class ContextQuery(Request):
     budget_tokens: int = bounded(
         CONTEXT_BUDGET, "At most this many tokens of text (the configured model's tokenizer)."
     )
-    project: ProjectName | None = Field(None, description=EPISODES_SCOPED_DOC)
+    project: ProjectScope | None = Field(None, description=EPISODES_SCOPED_DOC)
 
 
 class PatternsQuery(Request):
@@ -507,7 +521,7 @@ class PatternsQuery(Request):
         description="Only patterns relevant to this, most relevant first.",
     )
     limit: int = bounded(PATTERNS_LIMIT, "Maximum number of patterns.")
-    project: ProjectName | None = Field(None, description=EPISODES_SCOPED_DOC)
+    project: ProjectScope | None = Field(None, description=EPISODES_SCOPED_DOC)
 
 
 class EpisodeUpdateRequest(Request):
@@ -590,7 +604,7 @@ class EpisodesSearchRequest(Request):
     )
     status: EpisodeStatus | None = Field(None, description="Only episodes in this state.")
     limit: int = bounded(SEARCH_LIMIT, "Maximum number of episodes.")
-    project: ProjectName | None = Field(None, description=EPISODES_SCOPED_DOC)
+    project: ProjectScope | None = Field(None, description=EPISODES_SCOPED_DOC)
 
 
 class EpisodesReplayRequest(Request):
@@ -600,7 +614,7 @@ class EpisodesReplayRequest(Request):
         "'the Postgres migration'.",
     )
     limit: int = bounded(REPLAY_LIMIT, "Maximum number of episodes.")
-    project: ProjectName | None = Field(None, description=EPISODES_SCOPED_DOC)
+    project: ProjectScope | None = Field(None, description=EPISODES_SCOPED_DOC)
 
 
 # -- responses: memories -----------------------------------------------------------------------

@@ -311,7 +311,8 @@ def metadata_patch(value: Any, field: str = "metadata") -> dict[str, Any] | None
 
 
 def project(value: Any, field: str = "project") -> str:
-    """A project name, lower-cased (``default`` when ``None``); a malformed one is BadName."""
+    """A write's project name, lower-cased (``default`` when ``None``); a malformed one is
+    BadName, and so is ``*`` (all projects: only a read may name it, see :func:`scope`)."""
     if value is None:
         return projects.DEFAULT_PROJECT
     if not isinstance(value, str):
@@ -322,6 +323,12 @@ def project(value: Any, field: str = "project") -> str:
         raise BadName(f"{field}: {exc}") from None
 
 
+def scope(value: Any, field: str = "project") -> str | None:
+    """A read's project: one name, lower-cased (``default`` when ``None``), or None for
+    ``*`` (:data:`~tribalmemory.projects.ALL_PROJECTS`: every project)."""
+    return None if projects.is_all(value) else project(value, field)
+
+
 def project_filter(value: Any, field: str = "project") -> str | None:
-    """A project to scope a read to, or None (every project) when not given."""
-    return None if value is None else project(value, field)
+    """A project to scope a read to, or None (every project) when not given or ``*``."""
+    return None if value is None else scope(value, field)

@@ -17,6 +17,7 @@ from ..client import daemon_url, find_daemon
 from ..config import Config
 from ..errors import TribalError
 from ..plural import counted
+from . import elsewhere
 from .episode_view import episode_lines
 from .output import clean, indented, print_json, print_mapping, table
 
@@ -85,7 +86,7 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
         print_json(result)
         return 0
     if not result["results"]:
-        print("No memories found.")
+        print(clean(await elsewhere.hint(api, args, "memory", "memories")))
     for rank, hit in enumerate(result["results"], 1):
         memory = hit["memory"]
         tags = f"  [{clean(', '.join(memory['tags']))}]" if memory["tags"] else ""
@@ -231,6 +232,9 @@ async def episodes_list(api: Api, args: argparse.Namespace) -> int:
         participant=args.participant,
         project=args.project,
     )
+    if not args.json and not result["episodes"]:
+        print(clean(await elsewhere.hint(api, args, "episode", "episodes")))
+        return 0
     print_json(result) if args.json else print_episodes(result["episodes"])
     return 0
 

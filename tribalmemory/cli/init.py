@@ -19,11 +19,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .. import projects
 from ..config import Config
 from ..interfaces.auth import write_atomic
 from .output import CliError
 
 NAME = "tribal-memory"
+DEFAULT_PROJECT = projects.DEFAULT_PROJECT
 CLIENT_NAMES = {"Claude Code": "claude-code", "Codex": "codex", "Claude Desktop": "claude-desktop"}
 """The ``source_instance`` each client's memories are stored with."""
 
@@ -193,42 +195,69 @@ def register_toml(path: Path, entry: dict[str, Any]) -> str:
     return "added" if old is None else "updated"
 
 
-def init(args: argparse.Namespace, config: Config) -> int:
-    """Register the MCP server in each chosen client, named after it; print what changed."""
+def project_arguments(pinned: str | None, in_repository: bool) -> tuple[list[str], str]:
+    """The ``mcp`` arguments that choose a client's project, and the sentence that says it
+    (pure). ``pinned``: ``init --project``; ``in_repository``: the client runs in the
+    repository it works on (Claude Code, Codex), else it runs anywhere (Claude Desktop)."""
+    if pinned:
+        return ["--project", pinned], f"It reads and stores project '{pinned}' only."
+    if in_repository:
+        return [], (
+            "It reads and stores the project of the repository it runs in (its folder's "
+            "name); pin one with --project NAME."
+        )
+    return ["--project", DEFAULT_PROJECT, "--all-projects"], (
+        f"It stores into project '{DEFAULT_PROJECT}' and reads every project (it runs outside "
+        "any repository); rerun with --claude-desktop --project NAME to read and store one "
+        "project only."
+    )
 
-    def entry(label: str, **extra: str) -> dict[str, Any]:
+
+def init(args: argparse.Namespace, config: Config) -> int:
+    """Register the MCP server in each chosen client, named after it; print what changed and
+    the project each one uses."""
+    try:
+        pinned = None if args.pin_project is None else projects.normalise(args.pin_project)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+    def entry(label: str, in_repository: bool, **extra: str) -> dict[str, Any]:
         command, arguments = server_command(args.config, CLIENT_NAMES[label])
-        return {**extra, "command": command, "args": arguments}
+        chosen, _ = project_arguments(pinned, in_repository)
+        return {**extra, "command": command, "args": [*arguments, *chosen]}
 
     targets = [
         (
             "Claude Code",
             args.claude_code,
             Path.home() / ".claude.json",
-            entry("Claude Code", type="stdio"),
+            entry("Claude Code", True, type="stdio"),
+            True,
             register_json,
         ),
-        ("Codex", args.codex, codex_path(), entry("Codex"), register_toml),
+        ("Codex", args.codex, codex_path(), entry("Codex", True), True, register_toml),
         (
             "Claude Desktop",
             args.claude_desktop,
             claude_desktop_path(),
-            entry("Claude Desktop"),
+            entry("Claude Desktop", False),
+            False,
             register_json,
         ),
     ]
     chosen = [t for t in targets if t[1]]
     if not chosen:
         raise CliError("choose at least one client: --claude-code, --codex, --claude-desktop", 2)
-    for label, _, path, wanted, register in chosen:
+    for label, _, path, wanted, in_repository, register in chosen:
+        which = project_arguments(pinned, in_repository)[1]
         outcome = register(path, wanted)
         if outcome == "unchanged":
-            print(f"{label}: {NAME} already registered in {path}")
+            print(f"{label}: {NAME} already registered in {path}. {which}")
         else:
             shown = " ".join([wanted["command"], *wanted["args"]])
             print(
                 f"{label}: {outcome} {NAME} in {path} ({shown}); its memories are stored as "
-                f"source_instance {CLIENT_NAMES[label]}"
+                f"source_instance {CLIENT_NAMES[label]}. {which}"
             )
     print(
         "Restart the client(s) to load the server. It reaches the daemon (starting it when "

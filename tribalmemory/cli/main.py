@@ -84,6 +84,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="the project (default: $TRIBAL_MEMORY_PROJECT, else the git repository's or "
         "folder's name of the working directory)",
     )
+    reads = argparse.ArgumentParser(add_help=False, parents=[output])
+    reads.add_argument(
+        "--project",
+        metavar="NAME",
+        default=None,
+        help="the project, '*' for all (default: $TRIBAL_MEMORY_PROJECT, else the git "
+        "repository's or folder's name of the working directory)",
+    )
+    reads.add_argument(
+        "--all-projects",
+        action="store_true",
+        help="every project (the same as --project '*')",
+    )
+    reads.set_defaults(project_reads=True)
 
     parser = argparse.ArgumentParser(
         prog="tribalmemory", description="Shared memory for AI agents."
@@ -128,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--force", action="store_true", help="store even a near-duplicate")
     cmd.add_argument("--shared", action="store_true", help="every project sees it")
 
-    cmd = add("recall", _api("recall"), "search memories", [scoped])
+    cmd = add("recall", _api("recall"), "search memories", [reads])
     cmd.add_argument("query")
     cmd.add_argument("--limit", type=_positive, help="results (1-50, default 5)")
     cmd.add_argument("--tag", action="append", help="only memories with this tag (repeatable)")
@@ -166,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     def action(name: str, text: str, scope: bool = False) -> argparse.ArgumentParser:
-        parents = [scoped if scope else output]
+        parents = [reads if scope else output]
         command = episodes.add_parser(name, help=text, description=text, parents=parents)
         command.set_defaults(handler=_api("episodes"), action=name)
         return command
@@ -254,6 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
         "the git repository's or folder's name of the working directory)",
     )
     cmd.add_argument(
+        "--all-projects",
+        action="store_true",
+        help="reads that name no project (recall, episode lists and searches) span every "
+        "project; what is stored still goes to --project's",
+    )
+    cmd.add_argument(
         "--source-instance",
         metavar="NAME",
         default=None,
@@ -275,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--since", metavar="TIME", help="memories created at or after (ISO 8601)")
     cmd.add_argument("--vectors", action="store_true", help="include each memory's vector")
     cmd.add_argument(
-        "--project", metavar="NAME", default=None, help="only this project (default: all)"
+        "--project", metavar="NAME", default=None, help="only this project (default: all, '*')"
     )
     cmd.set_defaults(project_given_only=True)
     cmd = add("import", _lazy("portability", "import_"), "import an export file (by memory id)")
@@ -303,6 +323,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--claude-code", action="store_true", help="~/.claude.json")
     cmd.add_argument("--codex", action="store_true", help="~/.codex/config.toml")
     cmd.add_argument("--claude-desktop", action="store_true", help="claude_desktop_config.json")
+    cmd.add_argument(
+        "--project",
+        dest="pin_project",
+        metavar="NAME",
+        default=None,
+        help="the one project these clients read and store (default: Claude Code and Codex "
+        "the repository they run in; Claude Desktop stores into 'default' and reads all)",
+    )
     return parser
 
 
@@ -346,18 +374,29 @@ def main(argv: list[str] | None = None) -> int:
 
 def _choose_project(args: argparse.Namespace) -> None:
     """``--project``, else ``TRIBAL_MEMORY_PROJECT``, else the working directory's project, for
-    the commands that take one (``export`` takes only what is given: default all)."""
+    the commands that take one (``export`` takes only what is given: default all). Reads take
+    ``*`` (or ``--all-projects``): every project. ``args.project_source`` says where the
+    project came from (for messages)."""
     from pathlib import Path
 
     from .. import projects
 
     if not hasattr(args, "project"):
         return
+    reads = getattr(args, "project_reads", False)
     try:
         if getattr(args, "project_given_only", False):
-            args.project = None if args.project is None else projects.normalise(args.project)
+            given = args.project  # '*' or none: every project
+            every = given is None or projects.is_all(given)
+            args.project = None if every else projects.normalise(given)
+        elif reads and args.all_projects:
+            if args.project is not None and not projects.is_all(args.project):
+                raise CliError("give either --project or --all-projects, not both", 2)
+            args.project, args.project_source = projects.ALL_PROJECTS, "--all-projects"
         else:
-            args.project = projects.choose(args.project, os.environ, Path.cwd())
+            args.project, args.project_source = projects.chosen(
+                args.project, os.environ, Path.cwd(), reads=reads
+            )
     except ValueError as exc:
         raise CliError(str(exc), 2) from None
 

@@ -291,5 +291,5 @@ def mcp(args: argparse.Namespace, config: Config) -> int:
         )
     except TribalError as exc:
         raise CliError(exc.message, 2) from None
-    run_stdio(config, args.config, args.project, name.strip() if name else None)
+    run_stdio(config, args.config, args.project, name.strip() if name else None, args.all_projects)
     return 0

@@ -162,10 +162,11 @@ class Compose:
     # -- replay and search ------------------------------------------------------------------
 
     async def _relevant(
-        self, query: str, fetch: int, floor: Floor, project: str
+        self, query: str, fetch: int, floor: Floor, project: str | None
     ) -> list[tuple[EpisodeRow, float]]:
-        """Episodes of ``project`` whose summary memory matches ``query`` (hybrid search),
-        best first, those under ``floor`` left out (:func:`above_floor`)."""
+        """Episodes of ``project`` (None: of every project) whose summary memory matches
+        ``query`` (hybrid search), best first, those under ``floor`` left out
+        (:func:`above_floor`)."""
         hits = await self.state.host.search(
             query,
             [SourceType.EPISODE_SUMMARY],
@@ -176,13 +177,13 @@ class Compose:
         found: list[tuple[EpisodeRow, float]] = []
         for hit in hits:
             row = self.store.episode(str(hit.memory.metadata.get("episode_id", "")))
-            if row is None or row.project != project:
+            if row is None or project is not None and row.project != project:
                 continue
             if all(row.id != r.id for r, _ in found):
                 found.append((row, hit.similarity_score))
         return above_floor(found, floor)
 
-    async def replay(self, topic: str, limit: int, project: str) -> dict[str, Any]:
+    async def replay(self, topic: str, limit: int, project: str | None) -> dict[str, Any]:
         """The episodes of ``project`` relevant to ``topic`` in chronological order, as JSON
         and as text."""
         found = (await self._relevant(topic, limit * 3, REPLAY_FLOOR, project))[:limit]
@@ -226,7 +227,7 @@ class Compose:
         time_end: float | None,
         status: str | None,
         limit: int,
-        project: str,
+        project: str | None,
     ) -> dict[str, Any]:
         """Hybrid search over the summaries and titles of ``project``'s episodes with time
         and status filters.

@@ -184,7 +184,7 @@ class Context:
         return (lambda text: int(lit.token_counter(model=model, text=text))), model
 
     def _lessons(
-        self, hits: list[RecallHit] | None, project: str
+        self, hits: list[RecallHit] | None, project: str | None
     ) -> list[tuple[str, str, str, float | None]]:
         """The lessons among the search hits (best first), or the most recent lessons."""
         out: list[tuple[str, str, str, float | None]] = []
@@ -206,8 +206,8 @@ class Context:
                     return out
         return out
 
-    async def build(self, query: str | None, budget: int, project: str) -> dict[str, Any]:
-        """What to read before starting work in ``project``."""
+    async def build(self, query: str | None, budget: int, project: str | None) -> dict[str, Any]:
+        """What to read before starting work in ``project`` (None: in any project)."""
         count, model = await self.counter()
         active = self.store.active_episodes(project)
         failed = self.store.episodes(

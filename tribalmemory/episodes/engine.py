@@ -180,11 +180,11 @@ class EpisodeEngine:
     async def decisions(self, episode_id: str) -> dict[str, Any]:
         return self.records.decisions(episode_id)
 
-    async def context(self, query: str | None, budget: int, project: str) -> dict[str, Any]:
+    async def context(self, query: str | None, budget: int, project: str | None) -> dict[str, Any]:
         return await self.context_builder.build(query, budget, project)
 
     async def patterns(
-        self, kind: str | None, query: str | None, limit: int, project: str
+        self, kind: str | None, query: str | None, limit: int, project: str | None
     ) -> dict[str, Any]:
         return await self.pattern_finder.query(kind, query, limit, project)
 
@@ -197,7 +197,7 @@ class EpisodeEngine:
     async def chain(self, episode_id: str) -> dict[str, Any]:
         return await self.compose.chain(episode_id)
 
-    async def replay(self, topic: str, limit: int, project: str) -> dict[str, Any]:
+    async def replay(self, topic: str, limit: int, project: str | None) -> dict[str, Any]:
         return await self.compose.replay(topic, limit, project)
 
     async def search(
@@ -207,6 +207,6 @@ class EpisodeEngine:
         time_end: float | None,
         status: str | None,
         limit: int,
-        project: str,
+        project: str | None,
     ) -> dict[str, Any]:
         return await self.compose.search(query, time_start, time_end, status, limit, project)

@@ -137,10 +137,10 @@ class Patterns:
     def __init__(self, state: EngineState) -> None:
         self.state = state
         self.store = state.store
-        self._cache: dict[str, tuple[Any, list[dict[str, Any]]]] = {}  # by project
+        self._cache: dict[str | None, tuple[Any, list[dict[str, Any]]]] = {}  # by project
 
-    async def all(self, project: str) -> list[dict[str, Any]]:
-        """The patterns of one project's closed episodes."""
+    async def all(self, project: str | None) -> list[dict[str, Any]]:
+        """The patterns of one project's closed episodes (None: of every project's)."""
         version = self.store.closed_version()
         cached = self._cache.get(project)
         if cached is not None and cached[0] == version:
@@ -168,7 +168,7 @@ class Patterns:
             self._cache[project] = (version, patterns)
         return patterns
 
-    async def search(self, query: str, project: str) -> list[RecallHit]:
+    async def search(self, query: str, project: str | None) -> list[RecallHit]:
         """LESSON / DECISION memories of ``project`` relevant to ``query`` (hybrid search,
         best 50)."""
         return await self.state.host.search(
@@ -184,7 +184,7 @@ class Patterns:
         kind: str | None,
         query: str | None,
         limit: int,
-        project: str,
+        project: str | None,
         hits: list[RecallHit] | None = None,
     ) -> dict[str, Any]:
         """``hits``: the result of :meth:`search` for ``query``, when the caller has it."""

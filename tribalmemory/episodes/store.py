@@ -324,9 +324,10 @@ class EpisodeStore:
         offset: int = 0,
         filters: dict[str, Any] | None = None,
     ) -> list[EpisodeRow]:
-        """Newest activity first. ``filters``: project, outcome (the structured record's, else the
-        metadata's), task (substring, any case), tag / participant / tool / entity (an item of
-        that metadata list), since / until (epoch seconds: the members' time span overlaps)."""
+        """Newest activity first. ``filters``: project (None: every project), outcome (the
+        structured record's, else the metadata's), task (substring, any case), tag /
+        participant / tool / entity (an item of that metadata list), since / until (epoch
+        seconds: the members' time span overlaps)."""
         clauses: list[str] = []
         args: list[Any] = []
         if status:
@@ -335,6 +336,8 @@ class EpisodeStore:
         lists = {"tag": "tags", "participant": "participants", "tool": "tools_used"}
         lists["entity"] = "entities"
         for name, value in (filters or {}).items():
+            if name == "project" and value is None:
+                continue  # every project
             if name == "outcome":
                 clauses.append(
                     "COALESCE(json_extract(e.structured, '$.outcome'), "

@@ -34,6 +34,7 @@ def build_mcp_server(
     one_session: bool = True,
     project: str | None = None,
     source_instance: str | None = None,
+    read_project: str | None = None,
 ) -> ToolServer:
     """The MCP server with every tool; each call runs one method of ``api_provider()``.
 
@@ -43,7 +44,8 @@ def build_mcp_server(
     ``tribal_episode_start``) is named once here; the daemon's HTTP server serves many and
     passes False (its clients' sessions are their Streamable HTTP session ids).
     ``project``: the project of calls that name none (stdio: the working directory's; the
-    daemon's /mcp passes None, which the API takes as ``default``).
+    daemon's /mcp passes None, which the API takes as ``default``); ``read_project``, when
+    given, the project of reads that name none (``*``: every project).
     ``source_instance``: who stores the memories of this server's agent (stdio: ``tribalmemory
     mcp --source-instance``, which ``init`` writes per client); None: each client's own name
     (the clientInfo of its MCP initialize request), else memory.default_source_instance.
@@ -53,5 +55,5 @@ def build_mcp_server(
     )
     session = f"mcp-{uuid.uuid4().hex}" if one_session else None
     caller = ApiCaller(api_provider, on_unavailable)
-    register_tools(server, caller, session, project, source_instance)
+    register_tools(server, caller, session, project, source_instance, read_project)
     return server

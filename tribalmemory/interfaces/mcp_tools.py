@@ -259,11 +259,12 @@ SESSION_DOC = (
 PROJECT_DOC = (
     "The project this belongs to (a short name: letters, digits, '-', '_', '.'). Leave it out: "
     "the server picks the project of your working directory (stdio) or 'default'. Give one "
-    "only to work on another project."
+    "only to work on another project ('*', all projects, is only for reads)."
 )
 PROJECT_READ_DOC = (
-    "Only this project's memories (and the shared ones) or episodes. Leave it out: the "
-    "server picks the project of your working directory (stdio) or 'default'."
+    "Only this project's memories (and the shared ones) or episodes; '*': every project's "
+    "(tribal_projects lists them). Leave it out: the server picks the project of your working "
+    "directory (stdio) or 'default'."
 )
 
 # -- tools ----------------------------------------------------------------------------------
@@ -283,12 +284,15 @@ def register_tools(
     session: str | None = None,
     project: str | None = None,
     source_instance: str | None = None,
+    read_project: str | None = None,
 ) -> None:
     """Add every Tribal Memory tool to ``server``; ``call(method, **args)`` runs the API.
     ``session`` names the agent's session when the transport has no session id; ``project``
     is the project of calls that give none (stdio: the agent's working directory; None: the
     API's default); ``source_instance`` names who stores the memories (``tribalmemory mcp
-    --source-instance``; None: the client's clientInfo name, else the API's default)."""
+    --source-instance``; None: the client's clientInfo name, else the API's default);
+    ``read_project``, when given, the project of reads that give none (``*``: every
+    project)."""
 
     def tool(name: str, annotations: ToolAnnotations) -> Callable[[Any], Any]:
         def add(fn: Any) -> Any:
@@ -307,9 +311,15 @@ def register_tools(
     default_session = session
     default_project = project
 
+    default_reads = read_project or project
+
     def scope(given: str) -> str | None:
         """The call's project, else the server's."""
         return given if given else default_project
+
+    def read_scope(given: str) -> str | None:
+        """A read's project: the call's, else the server's for reads."""
+        return given if given else default_reads
 
     def author(ctx: Context[Any, Any] | None) -> str | None:
         """Who stores a memory: the server's name for its agent, else the client's own
@@ -392,7 +402,7 @@ def register_tools(
             before=before,
             include_superseded=include_superseded,
             episode_id=episode_id,
-            project=scope(project),
+            project=read_scope(project),
         )
 
     @tool("tribal_forget", DELETE)
@@ -478,7 +488,7 @@ def register_tools(
             tag=tag,
             since=since,
             until=until,
-            project=scope(project),
+            project=read_scope(project),
         )
 
     @tool("tribal_episode_get", READ)
@@ -505,7 +515,7 @@ def register_tools(
         relevant to what you are about to do (query), within budget_tokens. `text` is the
         readable form; the lists hold the same items."""
         return await call(
-            "context", query=query or None, budget_tokens=budget_tokens, project=scope(project)
+            "context", query=query or None, budget_tokens=budget_tokens, project=read_scope(project)
         )
 
     @tool("tribal_patterns", READ)
@@ -520,7 +530,7 @@ def register_tools(
         trigger, action, success rate and the episodes it rests on. Check it before choosing
         an approach."""
         return await call(
-            "patterns", kind=kind, query=query or None, limit=limit, project=scope(project)
+            "patterns", kind=kind, query=query or None, limit=limit, project=read_scope(project)
         )
 
     @tool("tribal_episode_decisions", READ)
@@ -670,7 +680,7 @@ def register_tools(
         comes with its date range, title, a marker when it continues an earlier episode, a
         short summary, tags and outcome; `text` is the same as a readable story.
         """
-        return await call("episodes_replay", topic=topic, limit=limit, project=scope(project))
+        return await call("episodes_replay", topic=topic, limit=limit, project=read_scope(project))
 
     @tool("tribal_episodes_search", READ)
     async def episodes_search(
@@ -693,7 +703,7 @@ def register_tools(
             time_end=time_end,
             status=status,
             limit=limit,
-            project=scope(project),
+            project=read_scope(project),
         )
 
     @tool("tribal_projects", READ)

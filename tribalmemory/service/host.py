@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from ..models import ENGINE_WRITTEN, Memory, RecallHit, SourceType
+from ..projects import ALL_PROJECTS
 from ..storage.base import MemoryFilter
 
 if TYPE_CHECKING:
@@ -51,10 +52,10 @@ class PluginHost(Protocol):
         source_types: list[SourceType],
         limit: int,
         min_relevance: float,
-        project: str,
+        project: str | None,
     ) -> list[RecallHit]:
         """Hybrid search (as ``recall``) restricted to ``source_types`` and to what
-        ``project`` sees, best first."""
+        ``project`` sees (None: every project), best first."""
         ...
 
     async def write_owned(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
@@ -119,7 +120,7 @@ class ServiceHost:
         source_types: list[SourceType],
         limit: int,
         min_relevance: float,
-        project: str,
+        project: str | None,
     ) -> list[RecallHit]:
         if not source_types:
             raise ValueError("a plugin's search names the source types it searches")
@@ -129,7 +130,7 @@ class ServiceHost:
             min_relevance=min_relevance,
             source_types=list(source_types),
             rerank=False,  # the plugin's own searches are not re-ranked by access statistics
-            project=project,
+            project=ALL_PROJECTS if project is None else project,
         )
 
     async def write_owned(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:

@@ -564,7 +564,7 @@ class MemoryService:
         those memories (an episode's members). With ``recall.rerank: retrievability`` (and
         ``rerank``), :data:`RERANK_POOL` × ``limit`` candidates are re-ordered by
         :func:`.access.reranked` and the first ``limit`` kept. ``project`` (default
-        ``default``): only its memories and the shared ones.
+        ``default``): only its memories and the shared ones; ``*``: every project's.
         """
         text = check.text(
             "query", query, self.config.server.max_content_chars, setting="server.max_content_chars"
@@ -577,7 +577,7 @@ class MemoryService:
             before=check.timestamp("before", before),
             exclude_superseded=not check.boolean("include_superseded", include_superseded),
             ids=ids,
-            project=check.project(project),
+            project=check.scope(project),
         )
         size = check.integer("limit", limit, RECALL_LIMIT)
         floor = check.number("min_relevance", min_relevance, MIN_RELEVANCE)
@@ -620,7 +620,7 @@ class MemoryService:
             after=check.timestamp("since", since),
             before=check.timestamp("until", until),
             ids=ids,
-            project=check.project(project),
+            project=check.scope(project),
         )
         size = check.integer("limit", limit, MEMORIES_LIMIT)
         start = None if cursor is None else listing.decode_cursor(cursor)

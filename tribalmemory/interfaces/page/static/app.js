@@ -7,6 +7,7 @@ import { barOf, colourOf, counted, escapeHtml, packLanes } from "/page/lanes.js"
 const vis = window.vis;
 const TOKEN_KEY = "tribalmemory.token";
 const PAGE = 100; // the API's largest page of episodes
+const ALL_PROJECTS = "*"; // a read's project that spans every project
 const DAY = 86400 * 1000;
 const $ = (id) => document.getElementById(id);
 
@@ -72,13 +73,31 @@ $("logout").addEventListener("click", () => {
 
 // -- timeline ------------------------------------------------------------------------------
 
+// The project picked ("*": all projects, what the page opens on), or null when this daemon's
+// episode list takes no project.
+const project = () => (state.hasProject ? $("f-project").value || ALL_PROJECTS : null);
+
 function filters() {
   const query = new URLSearchParams();
-  for (const [name, id] of [["project", "f-project"], ["tag", "f-tag"], ["outcome", "f-outcome"], ["participant", "f-participant"]]) {
+  for (const [name, id] of [["tag", "f-tag"], ["outcome", "f-outcome"], ["participant", "f-participant"]]) {
     const value = $(id).value.trim();
-    if (value && !(name === "project" && !state.hasProject)) query.set(name, value);
+    if (value) query.set(name, value);
   }
+  if (project()) query.set("project", project());
   return query;
+}
+
+// The picker: every project that holds memories or episodes (GET /v1/projects), with its
+// episode count; the one picked stays picked.
+async function loadProjects() {
+  if (!state.hasProject) return;
+  const { projects } = await api("GET", "/v1/projects");
+  state.projects = projects;
+  const select = $("f-project");
+  const current = select.value;
+  const options = projects.map((p) => new Option(`${p.name} (${counted(p.episodes, "episode")})`, p.name));
+  select.replaceChildren(select.options[0], ...options);
+  select.value = projects.some((p) => p.name === current) ? current : ALL_PROJECTS;
 }
 
 async function loadEpisodes() {
@@ -124,7 +143,7 @@ function render(episodes) {
       start: bar.start,
       end: bar.end,
       content: escapeHtml(ep.title),
-      title: escapeHtml(`${ep.title}\n${ep.status} · ${ep.outcome || "outcome unknown"} · ${counted(ep.memory_count, "memory")}`),
+      title: escapeHtml(`${ep.title}\n${ep.project} · ${ep.status} · ${ep.outcome || "outcome unknown"} · ${counted(ep.memory_count, "memory")}`),
       className: colourOf(ep),
     };
   });
@@ -161,10 +180,10 @@ function render(episodes) {
   state.timeline.on("select", ({ items: chosen }) => chosen.length && openEpisode(chosen[0]));
   const tags = new Set(episodes.flatMap((e) => e.tags || []));
   fillChoices($("f-tag"), tags);
-  if (state.hasProject) fillChoices($("f-project"), new Set(episodes.map((e) => e.project).filter(Boolean)));
+  const where = project() && project() !== ALL_PROJECTS ? ` of project ${project()}` : "";
   $("summary-line").textContent = state.episodesOff
     ? "Episodes are off on this daemon (episodes.enabled: false)."
-    : `${counted(episodes.length, "episode")} in ${counted(count, "lane")}, ${counted(links.length, "chain link")}`;
+    : `${counted(episodes.length, "episode")}${where} in ${counted(count, "lane")}, ${counted(links.length, "chain link")}`;
 }
 
 function zoom(days) {
@@ -179,7 +198,9 @@ async function search() {
   const list = $("search-results");
   list.replaceChildren();
   if (!query) return;
-  const found = await api("POST", "/v1/episodes/search", { query, limit: 20 });
+  const body = { query, limit: 20 };
+  if (project()) body.project = project(); // search runs within the project picked
+  const found = await api("POST", "/v1/episodes/search", body);
   for (const ep of found.episodes) {
     const item = el("li", `${ep.title} (${ep.status}, ${day(ep.time_span.start)})`);
     item.dataset.id = ep.id;
@@ -226,7 +247,7 @@ async function openEpisode(id) {
   $("episode").hidden = false;
   $("ep-title").textContent = ep.title;
   $("ep-meta").textContent =
-    `${ep.id} · ${ep.status} · outcome ${ep.outcome || "unknown"} · ${counted(ep.memory_count, "memory")} · ` +
+    `${ep.id} · project ${ep.project} · ${ep.status} · outcome ${ep.outcome || "unknown"} · ${counted(ep.memory_count, "memory")} · ` +
     `${day(ep.time_span.start)} → ${day(ep.time_span.end)} · cost ${usd(ep.cost_usd)}`;
   $("ep-summary-kind").textContent = `(${ep.summary_kind}, ${ep.summary_status})`;
   $("ep-summary").textContent = ep.summary || "no summary yet";
@@ -403,7 +424,8 @@ function show(view) {
 }
 
 async function refresh() {
-  render(await loadEpisodes());
+  const [episodes] = await Promise.all([loadEpisodes(), loadProjects()]);
+  render(episodes);
 }
 
 async function discoverFilters() {
@@ -420,7 +442,8 @@ async function discoverFilters() {
 async function start() {
   $("error").textContent = "";
   try {
-    const [, episodes] = await Promise.all([discoverFilters(), loadEpisodes()]);
+    await discoverFilters(); // first: whether episodes are listed by project
+    const [episodes] = await Promise.all([loadEpisodes(), loadProjects()]);
     $("login").hidden = true;
     $("logout").hidden = !sessionStorage.getItem(TOKEN_KEY);
     show("timeline"); // before drawing: a hidden timeline has no size
@@ -438,6 +461,11 @@ $("filters").addEventListener("submit", (event) => {
   event.preventDefault();
   refresh().catch(showError);
 });
+$("f-project").addEventListener("change", () =>
+  refresh()
+    .then(() => search())
+    .catch(showError),
+);
 $("search-go").addEventListener("click", () => search().catch(showError));
 $("search").addEventListener("keydown", (event) => {
   if (event.key === "Enter") {
