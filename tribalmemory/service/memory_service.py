@@ -38,7 +38,7 @@ from ..storage.base import MemoryFilter, MemoryStore, SearchHit
 from ..storage.space import DiskSpace, is_disk_full
 from ..timeutil import utc_now
 from . import access as stats
-from . import dedup, listing
+from . import dedup, listing, ranking
 from .access import AccessStats
 from .activity import RequestActivity
 from .hooks import HookRegistry
@@ -119,6 +119,20 @@ def shown_order(hits: list[SearchHit], floor: float = 0.0) -> list[RecallHit]:
     results = [RecallHit(memory=h.memory, similarity_score=similarity(h.cosine)) for h in hits]
     results.sort(key=lambda r: (-r.similarity_score, r.memory.id))
     return [r for r in results if r.similarity_score >= floor]
+
+
+def candidate(hit: SearchHit, episode_id: str | None) -> ranking.Candidate:
+    """A search hit as the ranking rules see it (``episode_id``: the memory's episode)."""
+    memory = hit.memory
+    kind = ranking.Kind.MEMORY
+    sources: tuple[str, ...] = ()
+    if memory.source_type is SourceType.EPISODE_SUMMARY:
+        kind = ranking.Kind.SUMMARY
+        episode_id = memory.metadata.get("episode_id") or episode_id
+    elif memory.source_type in ENGINE_WRITTEN:
+        kind = ranking.Kind.DERIVED
+        sources = tuple(memory.metadata.get("memory_ids") or ())
+    return ranking.Candidate(memory.id, similarity(hit.cosine), kind, episode_id, sources)
 
 
 class MemoryService:
@@ -586,16 +600,26 @@ class MemoryService:
         access = self.access if rerank and self.config.recall.rerank != "none" else None
         if access is not None and not access.available:
             access = None  # logged and shown in /v1/health when it failed
-        pool = size * RERANK_POOL if access is not None else size
+        wanted = size * RERANK_POOL if access is not None else size
         with self.activity.request():
             vector = (await self.embed([text]))[0]
+            pool = ranking.pool_size(wanted)
             hits = await self.request_threads.run(self.store.search, text, vector, pool, where)
-        shown = shown_order(hits, floor)
+        shown = shown_order(self._admitted(hits)[:wanted], floor)
         if access is None:
             return shown
         found = access.get(h.memory.id for h in shown)
         floor_share = self.config.recall.rerank_floor
         return stats.reranked(shown, found, access.now(), floor_share)[:size]
+
+    def _admitted(self, hits: list[SearchHit]) -> list[SearchHit]:
+        """``hits`` (fused order) that :func:`.ranking.admitted` lets recall show."""
+        if not any(h.memory.source_type in ENGINE_WRITTEN for h in hits):
+            return hits
+        episodes = self.hooks.annotate([h.memory for h in hits])
+        pool = [candidate(h, episodes.get(h.memory.id, {}).get("episode_id")) for h in hits]
+        kept = {c.id for c in ranking.admitted(pool)}
+        return [h for h in hits if h.memory.id in kept]
 
     async def list_memories(
         self,

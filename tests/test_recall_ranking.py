@@ -1,0 +1,160 @@
+"""Recall with episodes does not displace evidence (issue 39): the ranking rules as pure
+functions, and on the real engine a lesson never beside the memory it was read from and a
+summary shown only when it carries more of the query than its members."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_runtime import engine_runtime, settle  # noqa: F401
+
+from tribalmemory.config import config_from_dict
+from tribalmemory.models import Memory, SourceType
+from tribalmemory.runtime import Runtime, start_runtime
+from tribalmemory.service import ranking
+from tribalmemory.service.ranking import Candidate, Kind
+from tribalmemory.timeutil import utc_now
+
+# -- the rules --------------------------------------------------------------------------------
+
+
+def test_a_derived_memory_is_left_out_when_its_source_is_in_the_pool() -> None:
+    lesson = Candidate("l", 0.9, Kind.DERIVED, "ep-1", sources=("m1", "m2"))
+    other = Candidate("d", 0.8, Kind.DERIVED, "ep-1", sources=("m9",))
+    pool = [lesson, other, Candidate("m2", 0.5, episode_id="ep-1")]
+    assert [c.id for c in ranking.admitted(pool)] == ["d", "m2"]
+
+
+def test_a_summary_is_kept_only_when_it_beats_its_best_member_by_the_margin() -> None:
+    def pool(summary_score: float) -> list[Candidate]:
+        return [
+            Candidate("s", summary_score, Kind.SUMMARY, "ep-1"),
+            Candidate("a", 0.60, episode_id="ep-1"),
+            Candidate("b", 0.40, episode_id="ep-1"),
+            Candidate("x", 0.55, episode_id="ep-2"),
+        ]
+
+    best = 0.60
+    assert "s" not in {c.id for c in ranking.admitted(pool(best))}
+    assert "s" not in {c.id for c in ranking.admitted(pool(best + ranking.SUMMARY_MARGIN / 2))}
+    assert "s" in {c.id for c in ranking.admitted(pool(best + ranking.SUMMARY_MARGIN))}
+
+
+def test_a_summary_none_of_whose_members_was_found_stands_for_nothing() -> None:
+    pool = [Candidate("s", 0.9, Kind.SUMMARY, "ep-1"), Candidate("x", 0.5, episode_id="ep-2")]
+    assert [c.id for c in ranking.admitted(pool)] == ["x"]
+    assert [c.id for c in ranking.admitted(pool, orphans=True)] == ["s", "x"]
+    summaries_only = [pool[0], Candidate("t", 0.4, Kind.SUMMARY, "ep-2")]
+    assert ranking.admitted(summaries_only) == summaries_only  # source_types: summaries
+
+
+def random_pool(rng: random.Random, size: int = 60) -> list[Candidate]:
+    """A pool in fused order of memories of a few episodes, their summaries and lessons."""
+    out = []
+    for i in range(size):
+        kind = rng.choice([Kind.MEMORY] * 4 + [Kind.SUMMARY, Kind.DERIVED])
+        sources = tuple(f"c{rng.randrange(size)}" for _ in range(2)) if kind is Kind.DERIVED else ()
+        score = round(rng.choice([0.3, 0.5, 0.5, 0.7]) + rng.choice([0.0, 0.02, 0.1]), 6)
+        out.append(Candidate(f"c{i}", score, kind, f"ep-{rng.randrange(6)}", sources))
+    return out
+
+
+def test_what_is_kept_does_not_depend_on_the_limit_and_ties_are_broken_the_same_way() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        found = random_pool(rng, 80)  # what the search would rank, best first
+        for k in range(1, ranking.CANDIDATE_POOL // 2):
+            top_k = ranking.admitted(found[: ranking.pool_size(k)])[:k]
+            top_next = ranking.admitted(found[: ranking.pool_size(k + 1)])[: k + 1]
+            assert len(top_k) == k and top_next[:k] == top_k
+        pool = found[: ranking.CANDIDATE_POOL]
+        kept = ranking.admitted(pool)
+        shuffled = rng.sample(pool, len(pool))  # the rules keep the pool's own order
+        assert sorted(ranking.admitted(shuffled), key=pool.index) == kept
+        ids = {c.id for c in kept if c.kind is Kind.MEMORY}
+        for c in kept:  # never a derived memory beside what it was read from
+            assert c.kind is not Kind.DERIVED or not ids.intersection(c.sources)
+
+
+def test_the_pool_holds_the_limit_once_the_rules_have_left_some_out() -> None:
+    assert ranking.pool_size(50) >= 2 * 50
+
+
+# -- on the real engine -----------------------------------------------------------------------
+
+
+@pytest.fixture
+async def plain(tmp_path: Path) -> AsyncIterator[Runtime]:
+    config = config_from_dict({"data_dir": str(tmp_path / "data"), "episodes": {"enabled": False}})
+    runtime = await start_runtime(config)
+    yield runtime
+    await runtime.stop()
+
+
+SOURCE = "Always run the billing-api schema migrations before deploying billing-api to prod."
+
+
+async def test_a_lesson_is_not_shown_beside_the_memory_it_was_read_from(plain: Runtime) -> None:
+    stored = await plain.api.remember(SOURCE)
+    other = await plain.api.remember("The search-api deploy uses a blue-green switch on Fridays.")
+    now = utc_now()
+    lesson = Memory(
+        id="6a0f9e2c-1b8e-5c1a-9d3e-0f2b7c4a1e55",
+        content=f"Lesson (episode: billing deploys): {SOURCE}",
+        source_type=SourceType.LESSON,
+        source_instance="tribalmemory",
+        tags=[],
+        context=None,
+        created_at=now,
+        updated_at=now,
+        metadata={"episode_id": "ep-0123456789ab", "memory_ids": [stored["memory_id"]]},
+    )
+    await plain.service.put_internal([lesson])
+    found = await plain.api.recall("billing-api migrations before deploy", limit=5)
+    ids = [r["memory_id"] for r in found["results"]]
+    assert stored["memory_id"] in ids and lesson.id not in ids
+    assert other["memory_id"] in ids  # the slot went to another memory
+    await plain.api.forget(stored["memory_id"])
+    alone = await plain.api.recall("billing-api migrations before deploy", limit=5)
+    assert lesson.id in [r["memory_id"] for r in alone["results"]]  # its source is gone
+
+
+THREAD = [
+    "Refresh tokens rotate on every use; a reused refresh token revokes the whole token family.",
+    "Two browser tabs call /auth/refresh at once and the second presents a rotated token.",
+    "Fix for the multi-tab logout: accept the previous refresh token for a 10 second grace "
+    "window after rotation.",
+]
+
+
+async def test_a_summary_is_shown_only_when_it_carries_more_than_its_members(
+    engine_runtime: Any,  # noqa: F811
+) -> None:
+    rt = await engine_runtime()
+    ids = [(await rt.api.remember(text, tags=["auth"]))["memory_id"] for text in THREAD]
+    created = await rt.api.episode_create("Multi-tab logout", ids)
+    await settle(rt)
+    episode = (await rt.api.episode_get(created["episode_id"]))["episode"]
+    summary = await rt.api.get_memory(episode["summary_memory_id"])
+
+    async def shown(query: str) -> tuple[list[str], dict[str, float]]:
+        found = (await rt.api.recall(query, limit=10))["results"]
+        return [r["memory_id"] for r in found], {
+            r["memory_id"]: r["similarity_score"] for r in found
+        }
+
+    # one member says it all: the summary repeats it among other lines, and stays out
+    order, _ = await shown(THREAD[2])
+    assert order[0] == ids[2] and summary["id"] not in order
+    # the same summary is found on its own when its members are filtered out
+    only = await rt.api.recall(THREAD[2], source_types=["episode_summary"])
+    assert [r["memory_id"] for r in only["results"]] == [summary["id"]]
+    # a question about the whole thread: the summary carries more of it than any member
+    order, scores = await shown("why are users logged out with two tabs and how was it fixed")
+    assert summary["id"] in order
+    best_member = max(scores[i] for i in ids if i in scores)
+    assert scores[summary["id"]] >= best_member + ranking.SUMMARY_MARGIN

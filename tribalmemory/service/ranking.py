@@ -1,0 +1,86 @@
+"""Which candidates recall may show: the rules that keep episodes from displacing evidence.
+
+Pure functions over a candidate pool in fused-rank order (the hybrid search's best first).
+The pool is fetched at a fixed size (:data:`CANDIDATE_POOL`, or more for a larger limit), so
+what the rules keep does not depend on ``limit``: the memories of the first k kept are among
+the first k + 1 kept.
+
+- A derived memory (a lesson or decision the episode engine read off memories) is left out when
+  a memory it was read from is in the pool: the memory itself is the evidence, and the copy
+  beside it only takes a slot.
+- An episode summary is shown only when it carries more of the query than the members it
+  stands for: its score exceeds the best score of its members in the pool by
+  :data:`SUMMARY_MARGIN`. A summary none of whose members is in the pool stands for nothing
+  the search found, and is left out too (measured on benchmarks/recall.py: such summaries
+  took slots from evidence far more often than they covered it). A search that can find no
+  plain memory (``source_types`` naming summaries only) keeps every summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+CANDIDATE_POOL = 50
+"""Candidates the rules see for any ``limit`` up to half this; a larger limit sees twice
+``limit`` (the rules leave some out: the pool must hold ``limit`` once they have)."""
+
+SUMMARY_MARGIN = 0.05
+"""How much more of the query (score, cosine 0–1) a summary must carry than its best member
+in the pool to take a slot of its own."""
+
+
+class Kind(Enum):
+    MEMORY = "memory"  # written by a user or agent
+    SUMMARY = "summary"  # an episode's summary (EPISODE_SUMMARY)
+    DERIVED = "derived"  # a lesson or decision read off memories (LESSON, DECISION)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One search result as the rules see it."""
+
+    id: str
+    score: float  # the score shown (cosine, 0–1)
+    kind: Kind = Kind.MEMORY
+    episode_id: str | None = None  # the episode it belongs to (a summary: the one it sums up)
+    sources: tuple[str, ...] = ()  # a derived memory: the memory ids it was read from
+
+
+def pool_size(limit: int) -> int:
+    """How many candidates to fetch for ``limit`` results."""
+    return max(2 * limit, CANDIDATE_POOL)
+
+
+def without_derived_beside_sources(pool: Sequence[Candidate]) -> list[Candidate]:
+    """``pool`` without the derived memories that were read from a memory in ``pool``."""
+    present = {c.id for c in pool if c.kind is Kind.MEMORY}
+    return [c for c in pool if c.kind is not Kind.DERIVED or not present.intersection(c.sources)]
+
+
+def summaries_that_add(
+    pool: Sequence[Candidate], margin: float = SUMMARY_MARGIN, orphans: bool = False
+) -> list[Candidate]:
+    """``pool`` without the summaries that carry no more of the query than their best member
+    in ``pool`` (score + ``margin``), nor, unless ``orphans``, those none of whose members is
+    in ``pool`` while other memories are (a search restricted to summaries keeps them all)."""
+    best: dict[str, float] = {}
+    for c in pool:
+        if c.kind is Kind.MEMORY and c.episode_id is not None:
+            best[c.episode_id] = max(best.get(c.episode_id, 0.0), c.score)
+    orphans = orphans or not any(c.kind is Kind.MEMORY for c in pool)
+
+    def adds(c: Candidate) -> bool:
+        if c.episode_id not in best:
+            return orphans
+        return c.score >= best[c.episode_id] + margin
+
+    return [c for c in pool if c.kind is not Kind.SUMMARY or adds(c)]
+
+
+def admitted(
+    pool: Sequence[Candidate], margin: float = SUMMARY_MARGIN, orphans: bool = False
+) -> list[Candidate]:
+    """The candidates recall may show, in ``pool``'s order (both rules above)."""
+    return summaries_that_add(without_derived_beside_sources(pool), margin, orphans)
