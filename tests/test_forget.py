@@ -18,11 +18,11 @@ from fakellm import FakeLLM
 from helpers_http import Daemon, start_daemon
 
 SECRET = "zebraquokka4242"
-ABOUT = [  # an episode the LLM names and summarises from the secret's memories
-    f"The staging deploy rotates its signing key with secret_{SECRET}.py every Monday morning.",
-    f"Staging deploy signing key rotation: secret_{SECRET}.py also reloads the staging proxy.",
+ABOUT = [  # an episode the LLM summarises from its latest memories: the secret's two
     "The staging deploy signing key rotation pages the on-call engineer when it fails Monday.",
     "Staging deploy signing key rotation logs go to the staging deploy dashboard on Monday.",
+    f"The staging deploy rotates its signing key with secret_{SECRET}.py every Monday morning.",
+    f"Staging deploy signing key rotation: secret_{SECRET}.py also reloads the staging proxy.",
 ]
 ALONE = f"Release checklist item: run {SECRET} audit before tagging."  # its own episode
 
@@ -84,7 +84,7 @@ def test_forget_removes_the_text_from_every_file(daemon: tuple[Daemon, FakeLLM])
         data = running.home
         assert files_holding(data, SECRET, skip=data / "store")
 
-        for memory_id in [ids[0], ids[1], alone["memory_id"]]:
+        for memory_id in [ids[2], ids[3], alone["memory_id"]]:
             assert client.delete(f"/v1/forget/{memory_id}").status_code == 200
         # Before any job runs: nothing in any file but the store's shard.
         assert files_holding(data, SECRET, skip=data / "store") == []
