@@ -167,38 +167,38 @@ def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
+def json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON object of each non-blank line of ``path``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
 def load_agent(qa_path: Path, corpus: Path) -> Dataset:
     stream = qa_path.name.removesuffix(".qa.jsonl")
     found = [p for p in corpus.glob(f"*/{stream}.jsonl")]
     if not found:
         raise SystemExit(f"no stream {stream}.jsonl under {corpus}")
-    items = []
-    for line in found[0].read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            items.append(
-                Item(
-                    key=row["id"],
-                    content=row["content"],
-                    created_at=parse_time(row["timestamp"]),
-                    source_instance=row.get("source_instance") or "agent",
-                    tags=sorted(row.get("tags") or []),
-                )
-            )
+    items = [
+        Item(
+            key=row["id"],
+            content=row["content"],
+            created_at=parse_time(row["timestamp"]),
+            source_instance=row.get("source_instance") or "agent",
+            tags=sorted(row.get("tags") or []),
+        )
+        for row in json_lines(found[0])
+    ]
     items.sort(key=lambda i: i.created_at)
-    questions = []
-    for line in qa_path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            questions.append(
-                Question(
-                    id=row["id"],
-                    text=row["question"],
-                    evidence=list(row["evidence"]),
-                    category=row["category"],
-                    asked_at=parse_time(row["asked_at"]),
-                )
-            )
+    questions = [
+        Question(
+            id=row["id"],
+            text=row["question"],
+            evidence=list(row["evidence"]),
+            category=row["category"],
+            asked_at=parse_time(row["asked_at"]),
+        )
+        for row in json_lines(qa_path)
+    ]
     return Dataset(stream, "agent memories", items, questions)
 
 

@@ -8,8 +8,6 @@ Through the real engine, the real daemon and the real CLI, with no key in the en
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,22 +15,12 @@ import httpx
 import pytest
 from helpers_http import free_port, start_daemon, subprocess_env, write_config
 from test_episodes_engine import AUTH, DB, remember
+from test_quickstart import run as run_cli
 
 from tribalmemory.runtime import Runtime
 
 QUEUE_DEADLINE = 60.0  # bounds a wait for the daemon's queue; it empties in about a second
 HYBRID = {"detector_strategy": "hybrid", "summary_debounce_seconds": 0}
-
-
-def run_cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tribalmemory", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 async def test_offline_engine_queues_no_llm_only_work(
