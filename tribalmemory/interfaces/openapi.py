@@ -332,7 +332,8 @@ def _models() -> list[tuple[type[BaseModel], Mode]]:
 def components() -> tuple[dict[type[BaseModel], dict[str, Any]], dict[str, Any]]:
     """The ``$ref`` of each model and the JSON schemas of all of them, keyed by name."""
     refs, schema = models_json_schema(_models(), ref_template=REF_TEMPLATE)
-    return {model: ref for (model, _), ref in refs.items()}, dict(sorted(schema["$defs"].items()))
+    by_model = {model: ref for (model, _), ref in refs.items() if issubclass(model, BaseModel)}
+    return by_model, dict(sorted(schema["$defs"].items()))
 
 
 def _responses(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str, Any]:
