@@ -167,7 +167,7 @@ class Request(BaseModel):
         Nested models are inlined (the schema stands alone, without ``$defs``).
         """
         full = cls.model_json_schema()
-        schema = _inline(dict(_properties(cls)[name]), full.get("$defs", {}))
+        schema: dict[str, Any] = _inline(dict(_properties(cls)[name]), full.get("$defs", {}))
         schema.pop("title", None)
         kept = [s for s in schema.pop("anyOf", []) if s != {"type": "null"}]
         if len(kept) == 1:
