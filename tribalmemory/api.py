@@ -430,7 +430,7 @@ class TribalAPI:
         started = await engine.start_episode(text.strip(), key.strip(), scope)
         return shapes.EpisodeStartResult(success=True, **started).to_json()
 
-    async def episode_current(self, session: Any) -> dict[str, Any]:
+    async def episode_current(self, session: Any = None) -> dict[str, Any]:
         engine = self._engine()
         key = check.text("session", session, shapes.MAX_SESSION_CHARS)
         assert key is not None

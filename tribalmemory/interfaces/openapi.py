@@ -81,9 +81,10 @@ class Op:
 
     @property
     def required(self) -> tuple[str, ...]:
-        """The arguments a call must give."""
-        model = self.body or self.query_model
-        given = set(self.path_params) | set(model.required_names() if model else ())
+        """The arguments a call must give: the path's and the body's required fields. A query
+        parameter may be left out of the call (as of the query string): the API refuses a
+        missing required one with a message naming it (a 400)."""
+        given = set(self.path_params) | set(self.body.required_names() if self.body else ())
         return tuple(name for name in self.arguments if name in given)
 
     def signature(self) -> inspect.Signature:
