@@ -170,6 +170,29 @@ def test_local_correct_hides_the_old_memory_from_recall(local: str, capsys: Capt
     assert code == 0 and f"{old}" in out and f"superseded by {new}" in out
 
 
+def test_local_recall_takes_every_field_of_its_request(local: str, capsys: Capture) -> None:
+    """Issue 41.2: recall's options were 4 of the 10 fields of its request; every field of the
+    model is now an option (from tribalmemory.shapes) and reaches the API."""
+    code, out, _ = run(
+        capsys, "remember", unique("Webhooks are retried 3 times"), "--config", local
+    )
+    old = out.split()[1]
+    fixed = unique("Webhooks are retried 5 times")
+    code, out, _ = run(capsys, "correct", old, fixed, "--config", local)
+    assert code == 0
+    new = out.split()[2].rstrip(";")
+    query = ["recall", "how often are webhooks retried", "--config", local]
+    found = run_json(capsys, *query, "--source-type", "CORRECTION")
+    assert [r["memory_id"] for r in found["results"]] == [new]
+    found = run_json(capsys, *query, "--include-superseded", "--source-type", "USER_EXPLICIT")
+    assert [r["memory_id"] for r in found["results"]] == [old]
+    assert run_json(capsys, *query, "--after", "2999-01-01")["results"] == []
+    assert run_json(capsys, *query, "--before", "2000-01-01")["results"] == []
+    assert run_json(capsys, *query, "--min-relevance", "1")["results"] == []  # not the same text
+    code, _, err = run(capsys, *query, "--min-relevance", "2")
+    assert code == 1 and "min_relevance" in err
+
+
 def test_local_status_and_validation_errors(local: str, tm_home: Path, capsys: Capture) -> None:
     code, out, _ = run(capsys, "status", "--config", local)
     assert code == 3 and out.startswith("daemon: not running") and str(tm_home) in out

@@ -282,7 +282,7 @@ async def test_missing_required_argument_is_a_tool_error(fake: FakeAPI) -> None:
         ("tribal_recall", {"query": "x", "tag": "a", "since": "2"}, "'tag', 'since'", "query, "),
         ("tribal_remember", {"content": "x", "tag": ["a"]}, "'tag'", "content, source_type"),
         ("tribal_stats", {"verbose": True}, "'verbose'", "none"),
-        ("tribal_episodes_list", {"offset": 5}, "'offset'", "status, limit"),
+        ("tribal_episodes_list", {"page": 5}, "'page'", "status, limit, offset"),
     ],
 )
 async def test_unknown_arguments_are_refused_naming_the_allowed_ones(

@@ -40,7 +40,7 @@ from .errors import (
 )
 from .interfaces.auth import TOKEN_ENV, is_loopback
 from .interfaces.health import CHALLENGE_HEADER, PROOF_HEADER
-from .interfaces.openapi import OPERATIONS, PATH_PARAMS, Param, body_fields
+from .interfaces.openapi import OPERATIONS, PATH_PARAMS, Op, Param, body_fields
 
 log = logging.getLogger("tribalmemory.client")
 
@@ -109,8 +109,30 @@ def _query_text(param: Param, value: Any) -> str:
     raise InvalidInput(f"{param.name} must be {names.get(str(kind), kind)}")
 
 
+class Operation:
+    """``TribalAPI.<name>`` over HTTP: the same parameters (:meth:`Op.signature`, from the
+    route table and :mod:`tribalmemory.shapes`), sent as the operation's route."""
+
+    def __init__(self, client: DaemonClient, op: Op) -> None:
+        self._client = client
+        self._op = op
+        self.__name__ = self.__qualname__ = op.call
+        self.__doc__ = op.summary
+        self.__signature__ = op.signature()
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            bound = self.__signature__.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.__name__}(): {exc}") from None
+        bound.apply_defaults()
+        return await self._client._call(self._op.call, **bound.arguments)
+
+
 class DaemonClient:
-    """HTTP client of one daemon; every coroutine method mirrors ``TribalAPI``.
+    """HTTP client of one daemon with ``TribalAPI``'s methods: every operation of the route
+    table (:data:`OPERATIONS`) is an :class:`Operation` attribute, e.g. ``await
+    client.recall("query", limit=3)``.
 
     ``config_path`` only improves the advice given when another data folder's daemon answers.
     """
@@ -305,6 +327,15 @@ class DaemonClient:
 
     # -- TribalAPI ------------------------------------------------------------------------
 
+    def __getattr__(self, name: str) -> Operation:
+        op = OPERATIONS.get(name)
+        if op is None or name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return Operation(self, op)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(OPERATIONS))
+
     def health(self) -> dict[str, Any]:
         """Everything the daemon shows this client (with the token: reasons and paths too)."""
         shown = self.identify()
@@ -316,257 +347,6 @@ class DaemonClient:
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
         return self._result(response)
-
-    async def remember(
-        self,
-        content: Any,
-        source_type: Any = None,
-        source_instance: Any = None,
-        tags: Any = None,
-        context: Any = None,
-        created_at: Any = None,
-        skip_dedup: Any = None,
-        session: Any = None,
-        project: Any = None,
-        shared: Any = None,
-    ) -> dict[str, Any]:
-        return await self._call(
-            "remember",
-            content=content,
-            source_type=source_type,
-            source_instance=source_instance,
-            tags=tags,
-            context=context,
-            created_at=created_at,
-            skip_dedup=skip_dedup,
-            session=session,
-            project=project,
-            shared=shared,
-        )
-
-    async def remember_batch(self, memories: Any) -> dict[str, Any]:
-        return await self._call("remember_batch", memories=memories)
-
-    async def recall(
-        self,
-        query: Any,
-        limit: Any = None,
-        min_relevance: Any = None,
-        tags: Any = None,
-        source_types: Any = None,
-        after: Any = None,
-        before: Any = None,
-        include_superseded: Any = None,
-        episode_id: Any = None,
-        project: Any = None,
-    ) -> dict[str, Any]:
-        return await self._call(
-            "recall",
-            query=query,
-            limit=limit,
-            min_relevance=min_relevance,
-            tags=tags,
-            source_types=source_types,
-            after=after,
-            before=before,
-            include_superseded=include_superseded,
-            episode_id=episode_id,
-            project=project,
-        )
-
-    async def memories_list(
-        self,
-        tag: Any = None,
-        source_type: Any = None,
-        since: Any = None,
-        until: Any = None,
-        episode_id: Any = None,
-        limit: Any = None,
-        cursor: Any = None,
-        project: Any = None,
-    ) -> dict[str, Any]:
-        return await self._call(
-            "memories_list",
-            tag=tag,
-            source_type=source_type,
-            since=since,
-            until=until,
-            episode_id=episode_id,
-            limit=limit,
-            cursor=cursor,
-            project=project,
-        )
-
-    async def get_memory(self, memory_id: Any) -> dict[str, Any]:
-        return await self._call("get_memory", memory_id=memory_id)
-
-    async def forget(self, memory_id: Any) -> dict[str, Any]:
-        return await self._call("forget", memory_id=memory_id)
-
-    async def memory_used(self, memory_id: Any) -> dict[str, Any]:
-        return await self._call("memory_used", memory_id=memory_id)
-
-    async def correct(
-        self,
-        memory_id: Any,
-        content: Any,
-        source_instance: Any = None,
-        tags: Any = None,
-        context: Any = None,
-    ) -> dict[str, Any]:
-        return await self._call(
-            "correct",
-            memory_id=memory_id,
-            content=content,
-            source_instance=source_instance,
-            tags=tags,
-            context=context,
-        )
-
-    async def stats(self) -> dict[str, Any]:
-        return await self._call("stats")
-
-    async def projects(self) -> dict[str, Any]:
-        return await self._call("projects")
-
-    async def episodes_list(
-        self,
-        status: Any = None,
-        limit: Any = None,
-        offset: Any = None,
-        outcome: Any = None,
-        tag: Any = None,
-        participant: Any = None,
-        task: Any = None,
-        tool: Any = None,
-        entity: Any = None,
-        since: Any = None,
-        until: Any = None,
-        project: Any = None,
-    ) -> dict[str, Any]:
-        return await self._call(
-            "episodes_list",
-            status=status,
-            limit=limit,
-            offset=offset,
-            outcome=outcome,
-            tag=tag,
-            participant=participant,
-            task=task,
-            tool=tool,
-            entity=entity,
-            since=since,
-            until=until,
-            project=project,
-        )
-
-    async def episode_get(self, episode_id: Any, include_timeline: Any = None) -> dict[str, Any]:
-        return await self._call(
-            "episode_get", episode_id=episode_id, include_timeline=include_timeline
-        )
-
-    async def episode_create(
-        self, title: Any, memory_ids: Any, parent_episode_id: Any = None
-    ) -> dict[str, Any]:
-        return await self._call(
-            "episode_create",
-            title=title,
-            memory_ids=memory_ids,
-            parent_episode_id=parent_episode_id,
-        )
-
-    async def episode_add(self, episode_id: Any, memory_id: Any) -> dict[str, Any]:
-        return await self._call("episode_add", episode_id=episode_id, memory_id=memory_id)
-
-    async def episode_remove(self, episode_id: Any, memory_id: Any) -> dict[str, Any]:
-        return await self._call("episode_remove", episode_id=episode_id, memory_id=memory_id)
-
-    async def episode_close(self, episode_id: Any) -> dict[str, Any]:
-        return await self._call("episode_close", episode_id=episode_id)
-
-    async def episode_regenerate(self, episode_id: Any) -> dict[str, Any]:
-        return await self._call("episode_regenerate", episode_id=episode_id)
-
-    async def episode_delete(self, episode_id: Any) -> dict[str, Any]:
-        return await self._call("episode_delete", episode_id=episode_id)
-
-    async def episode_update(
-        self,
-        episode_id: Any,
-        title: Any = None,
-        status: Any = None,
-        metadata: Any = None,
-        structured: Any = None,
-    ) -> dict[str, Any]:
-        return await self._call(
-            "episode_update",
-            episode_id=episode_id,
-            title=title,
-            status=status,
-            metadata=metadata,
-            structured=structured,
-        )
-
-    async def episode_start(self, topic: Any, session: Any, project: Any = None) -> dict[str, Any]:
-        return await self._call("episode_start", topic=topic, session=session, project=project)
-
-    async def episode_current(self, session: Any = None) -> dict[str, Any]:
-        return await self._call("episode_current", session=session)
-
-    async def episode_merge(self, episode_id: Any, other_id: Any) -> dict[str, Any]:
-        return await self._call("episode_merge", episode_id=episode_id, other_id=other_id)
-
-    async def episode_split(
-        self, episode_id: Any, memory_ids: Any, title: Any = None
-    ) -> dict[str, Any]:
-        return await self._call(
-            "episode_split", episode_id=episode_id, memory_ids=memory_ids, title=title
-        )
-
-    async def episode_decisions(self, episode_id: Any) -> dict[str, Any]:
-        return await self._call("episode_decisions", episode_id=episode_id)
-
-    async def context(
-        self, query: Any = None, budget_tokens: Any = None, project: Any = None
-    ) -> dict[str, Any]:
-        return await self._call(
-            "context", query=query, budget_tokens=budget_tokens, project=project
-        )
-
-    async def patterns(
-        self, kind: Any = None, query: Any = None, limit: Any = None, project: Any = None
-    ) -> dict[str, Any]:
-        return await self._call("patterns", kind=kind, query=query, limit=limit, project=project)
-
-    async def episode_costs(self) -> dict[str, Any]:
-        return await self._call("episode_costs")
-
-    async def episode_chain(self, episode_id: Any) -> dict[str, Any]:
-        return await self._call("episode_chain", episode_id=episode_id)
-
-    async def episodes_replay(
-        self, topic: Any, limit: Any = None, project: Any = None
-    ) -> dict[str, Any]:
-        return await self._call("episodes_replay", topic=topic, limit=limit, project=project)
-
-    async def episodes_search(
-        self,
-        query: Any,
-        time_start: Any = None,
-        time_end: Any = None,
-        status: Any = None,
-        limit: Any = None,
-        project: Any = None,
-    ) -> dict[str, Any]:
-        return await self._call(
-            "episodes_search",
-            query=query,
-            time_start=time_start,
-            time_end=time_end,
-            status=status,
-            limit=limit,
-            project=project,
-        )
 
 
 # -- finding and starting the daemon -----------------------------------------------------------

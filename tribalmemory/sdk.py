@@ -31,6 +31,7 @@ __all__ = ["AsyncClient", "Client", "OPERATIONS"]
 def _connect(config: Config | str | Path | None, token: str | None, start: bool) -> DaemonClient:
     path = None if isinstance(config, Config) else config
     settings = config if isinstance(config, Config) else load_config(config)
+    daemon: DaemonClient | None
     if start:
         daemon = ensure_daemon(settings, config_path=path)
     else:

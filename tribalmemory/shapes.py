@@ -67,13 +67,13 @@ EPISODE_ID_PATTERN = r"^[A-Za-z0-9_:-]+$"
 """Well-formed episode ids (before normalisation); anything else is a 400, not a 404."""
 EpisodeStatus = Literal["active", "closed", "archived"]
 EditableStatus = Literal["active", "closed"]
-EDITABLE_STATUSES: tuple[str, ...] = typing.get_args(EditableStatus)
+EDITABLE_STATUSES: tuple[EditableStatus, ...] = typing.get_args(EditableStatus)
 HistoryActor = Literal["user", "detector", "consolidation"]
-EPISODE_STATUSES: tuple[str, ...] = typing.get_args(EpisodeStatus)
+EPISODE_STATUSES: tuple[EpisodeStatus, ...] = typing.get_args(EpisodeStatus)
 Outcome = Literal["success", "failure", "partial", "ongoing", "unknown"]
-OUTCOMES: tuple[str, ...] = typing.get_args(Outcome)
+OUTCOMES: tuple[Outcome, ...] = typing.get_args(Outcome)
 EventType = Literal["milestone", "error", "fix", "decision", "discovery", "blocker", "handoff"]
-EVENT_TYPES: tuple[str, ...] = typing.get_args(EventType)
+EVENT_TYPES: tuple[EventType, ...] = typing.get_args(EventType)
 SOURCE_TYPES = tuple(s.json_name for s in SourceType)
 WRITABLE_SOURCE_TYPES = tuple(s.json_name for s in SourceType if s not in ENGINE_WRITTEN)
 
@@ -167,7 +167,7 @@ class Request(BaseModel):
         Nested models are inlined (the schema stands alone, without ``$defs``).
         """
         full = cls.model_json_schema()
-        schema = _inline(dict(_properties(cls)[name]), full.get("$defs", {}))
+        schema: dict[str, Any] = _inline(dict(_properties(cls)[name]), full.get("$defs", {}))
         schema.pop("title", None)
         kept = [s for s in schema.pop("anyOf", []) if s != {"type": "null"}]
         if len(kept) == 1:

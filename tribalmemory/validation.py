@@ -12,7 +12,7 @@ import re
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from . import projects
 from .errors import BadName, InvalidInput, PayloadTooLarge
@@ -28,11 +28,13 @@ from .shapes import (
     MAX_TAG_CHARS,
     MAX_TAGS,
     METADATA_KEY_PATTERN,
+    EpisodeStatus,
     Range,
     Request,
 )
 from .timeutil import ensure_utc, parse_iso, to_iso, utc_now
 
+S = TypeVar("S", bound=str)
 EPISODE_ID = re.compile(EPISODE_ID_PATTERN)
 METADATA_KEY = re.compile(METADATA_KEY_PATTERN)
 EPISODE_PREFIX = "episode:"
@@ -150,14 +152,17 @@ def number(field: str, value: Any, limits: Range) -> float:
     return float(value)
 
 
-def choice(field: str, value: Any, allowed: tuple[str, ...]) -> str | None:
+def choice(field: str, value: Any, allowed: tuple[S, ...]) -> S | None:
     """One of ``allowed``, or ``None``."""
-    if value is not None and value not in allowed:
-        raise InvalidInput(f"{field} must be one of {', '.join(allowed)}")
-    return value
+    if value is None:
+        return None
+    for option in allowed:
+        if value == option:
+            return option
+    raise InvalidInput(f"{field} must be one of {', '.join(allowed)}")
 
 
-def episode_status(value: Any, field: str = "status") -> str | None:
+def episode_status(value: Any, field: str = "status") -> EpisodeStatus | None:
     return choice(field, value, EPISODE_STATUSES)
 
 

@@ -17,7 +17,7 @@ from ..client import daemon_url, find_daemon
 from ..config import Config
 from ..errors import TribalError
 from ..plural import counted
-from . import elsewhere
+from . import elsewhere, fields
 from .episode_view import episode_lines
 from .output import clean, indented, print_json, print_mapping, table
 
@@ -63,6 +63,7 @@ async def remember(api: Api, args: argparse.Namespace) -> int:
         skip_dedup=args.force or None,
         project=args.project,
         shared=args.shared or None,
+        **fields.given(args),
     )
     if args.json:
         print_json(result)
@@ -81,6 +82,7 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
         tags=args.tag or None,
         include_superseded=args.include_superseded or None,
         project=args.project,
+        **fields.given(args),
     )
     if args.json:
         print_json(result)
@@ -129,6 +131,7 @@ async def correct(api: Api, args: argparse.Namespace) -> int:
         source_instance=args.source_instance,
         tags=args.tag or None,
         context=args.context,
+        **fields.given(args),
     )
     if args.json:
         print_json(result)
@@ -231,6 +234,7 @@ async def episodes_list(api: Api, args: argparse.Namespace) -> int:
         tag=args.tag,
         participant=args.participant,
         project=args.project,
+        **fields.given(args),
     )
     if not args.json and not result["episodes"]:
         print(clean(await elsewhere.hint(api, args, "episode", "episodes")))
@@ -264,13 +268,16 @@ async def episodes_search(api: Api, args: argparse.Namespace) -> int:
         status=args.status,
         limit=args.limit,
         project=args.project,
+        **fields.given(args),
     )
     print_json(result) if args.json else print_episodes(result["episodes"])
     return 0
 
 
 async def episodes_replay(api: Api, args: argparse.Namespace) -> int:
-    result = await api.episodes_replay(args.topic, limit=args.limit, project=args.project)
+    result = await api.episodes_replay(
+        args.topic, limit=args.limit, project=args.project, **fields.given(args)
+    )
     print_json(result) if args.json else print(clean(result["text"]))
     return 0
 
@@ -291,7 +298,9 @@ async def episodes_show(api: Api, args: argparse.Namespace) -> int:
 
 
 async def episodes_create(api: Api, args: argparse.Namespace) -> int:
-    result = await api.episode_create(args.title, args.memory_ids, parent_episode_id=args.parent)
+    result = await api.episode_create(
+        args.title, args.memory_ids, parent_episode_id=args.parent, **fields.given(args)
+    )
     if args.json:
         print_json(result)
     else:

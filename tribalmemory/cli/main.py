@@ -65,7 +65,22 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _project_option(parser: argparse.ArgumentParser, reads: bool) -> None:
+    """``--project``: of what a command stores or changes, or (``reads``) of what it reads."""
+    which = "the project, '*' for all" if reads else "the project"
+    parser.add_argument(
+        "--project",
+        metavar="NAME",
+        default=None,
+        help=f"{which} (default: $TRIBAL_MEMORY_PROJECT, else the git repository's or "
+        "folder's name of the working directory)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from .. import shapes
+    from .fields import add_fields
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--config",
@@ -77,21 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     output = argparse.ArgumentParser(add_help=False, parents=[common])
     output.add_argument("--json", action="store_true", help="print JSON")
     scoped = argparse.ArgumentParser(add_help=False, parents=[output])
-    scoped.add_argument(
-        "--project",
-        metavar="NAME",
-        default=None,
-        help="the project (default: $TRIBAL_MEMORY_PROJECT, else the git repository's or "
-        "folder's name of the working directory)",
-    )
+    _project_option(scoped, reads=False)
     reads = argparse.ArgumentParser(add_help=False, parents=[output])
-    reads.add_argument(
-        "--project",
-        metavar="NAME",
-        default=None,
-        help="the project, '*' for all (default: $TRIBAL_MEMORY_PROJECT, else the git "
-        "repository's or folder's name of the working directory)",
-    )
+    _project_option(reads, reads=True)
     reads.add_argument(
         "--all-projects",
         action="store_true",
@@ -141,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmd.add_argument("--force", action="store_true", help="store even a near-duplicate")
     cmd.add_argument("--shared", action="store_true", help="every project sees it")
+    add_fields(cmd, shapes.RememberRequest)
 
     cmd = add("recall", _api("recall"), "search memories", [reads])
     cmd.add_argument("query")
@@ -151,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also show memories a correction superseded",
     )
+    add_fields(cmd, shapes.RecallRequest)
 
     cmd = add("forget", _api("forget"), "delete a memory")
     cmd.add_argument("id", help="memory id")
@@ -164,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--tag", action="append", help="a tag (default: the old memory's tags)")
     cmd.add_argument("--source-instance", help="who stores it (default: memory config)")
     cmd.add_argument("--context", help="where it came from")
+    add_fields(cmd, shapes.CorrectRequest)
 
     cmd = add(
         "status",
@@ -192,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--outcome")
     cmd.add_argument("--tag")
     cmd.add_argument("--participant", help="a source_instance")
+    add_fields(cmd, shapes.EpisodesListQuery)
     cmd = action("show", "one episode")
     cmd.add_argument("id")
     cmd.add_argument("--timeline", action="store_true", help="include the member memories")
@@ -201,15 +208,18 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--until", metavar="TIME", help="started at or before (ISO 8601)")
     cmd.add_argument("--status", choices=("active", "closed", "archived"))
     cmd.add_argument("--limit", type=_positive)
+    add_fields(cmd, shapes.EpisodesSearchRequest)
     cmd = action("replay", "the episodes about a topic, oldest first", scope=True)
     cmd.add_argument("topic")
     cmd.add_argument("--limit", type=_positive)
+    add_fields(cmd, shapes.EpisodesReplayRequest)
     cmd = action("chain", "the chain of episodes one belongs to, root first")
     cmd.add_argument("id")
     cmd = action("create", "create an episode from memories")
     cmd.add_argument("title")
     cmd.add_argument("memory_ids", nargs="+", metavar="MEMORY_ID")
     cmd.add_argument("--parent", help="the episode this one continues")
+    add_fields(cmd, shapes.EpisodeCreateRequest)
     cmd = action("rename", "give an episode a new title (kept by later summaries)")
     cmd.add_argument("id", help="episode id")
     cmd.add_argument("title")

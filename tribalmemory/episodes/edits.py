@@ -9,9 +9,9 @@ database (``pins`` table); these functions decide with the pins of the memories 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 ACTORS = ("user", "detector", "consolidation")
 Actor = Literal["user", "detector", "consolidation"]
@@ -22,6 +22,12 @@ the episode's topic and its members' centroid is below this: unrelated text for 
 model scores about 0.0-0.15, text about the same subject 0.3 and more."""
 
 
+class Keyed(Protocol):
+    """A row read by column name: a ``sqlite3.Row`` or a mapping."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
 @dataclass(frozen=True)
 class Pin:
     memory_id: str
@@ -29,7 +35,7 @@ class Pin:
     kind: Literal["in", "out"]
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Pin:
+    def from_row(cls, row: Keyed) -> Pin:
         return cls(row["memory_id"], row["episode_id"], row["kind"])
 
 

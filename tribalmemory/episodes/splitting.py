@@ -99,7 +99,7 @@ def split_proposal(members: Sequence[tuple[str, Any]], context: DetectorContext)
     vectors = np.stack([np.asarray(v, dtype=float) for _, v in members])
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     labels = two_means(vectors)
-    parts = [np.flatnonzero(labels == k) for k in (0, 1)]
+    parts = [[int(i) for i in np.flatnonzero(labels == k)] for k in (0, 1)]
     if min(len(p) for p in parts) < MIN_PART:
         return None
     cross = float((vectors[parts[0]] @ vectors[parts[1]].T).mean())
@@ -107,7 +107,7 @@ def split_proposal(members: Sequence[tuple[str, Any]], context: DetectorContext)
     if cross > context.cos_mean or tightness < context.cos_mean + context.cos_std:
         return None
     # larger part first; on a tie the part holding the oldest member (members are oldest first)
-    parts.sort(key=lambda p: (-len(p), int(p[0])))
+    parts.sort(key=lambda p: (-len(p), p[0]))
     keep, move = ([members[i][0] for i in p] for p in parts)
     return Proposal(tuple(keep), tuple(move), cross, tightness)
 

@@ -17,7 +17,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from ..config import EpisodesConfig
 from ..errors import NotFound
@@ -64,7 +64,7 @@ class EpisodeLock(asyncio.Lock):
         super().__init__()
         self.taken = 0
 
-    async def acquire(self) -> bool:
+    async def acquire(self) -> Literal[True]:
         await super().acquire()
         self.taken += 1
         return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -197,7 +198,7 @@ class Summaries:
         return DerivedWrites(changed, derived.stale_ids(row.id, row.structured, record))
 
     async def _embedded(
-        self, memories: list[Memory | None], background: bool
+        self, memories: Sequence[Memory | None], background: bool
     ) -> list[tuple[Memory, np.ndarray] | None]:
         """Each memory with its vector (None stays None): ``background`` at low priority,
         else at request priority (for a caller holding what requests wait for)."""

@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from .. import __version__
@@ -293,7 +293,9 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
             if runtime is None:
                 await active.stop()
 
-    routes = [Route(op.path, endpoint(op, holder, max_body), methods=[op.method]) for op in ROUTES]
+    routes: list[BaseRoute] = [
+        Route(op.path, endpoint(op, holder, max_body), methods=[op.method]) for op in ROUTES
+    ]
     routes += portability_routes(holder.get)
     routes += [Route("/openapi.json", openapi, methods=["GET"]), Route("/mcp", mcp)]
     routes += page_routes()

@@ -8,7 +8,10 @@ the HTTP API. An argument a tool does not declare is refused (:class:`ToolServer
 
 To add a tool: add one decorated function to :func:`register_tools` whose parameters are
 ``Annotated[<type>, RAW, arg(<Request model>, "<field>")]``, whose return annotation is its
-response model, and which returns ``await call("<api method>", ...)``.
+response model, and which returns ``await call("<api method>", ...)``. A tool given its request
+model (``@tool(name, annotations, Model)``) that ends in ``**passed`` takes every other field of
+the model as well, advertised with its schema and passed on unchanged (:func:`with_fields`): a
+field added to the model reaches the tool without editing it.
 """
 
 import inspect
@@ -227,6 +230,52 @@ def arg(request: type[shapes.Request], name: str, description: str | None = None
     return Field(json_schema_extra=advertise)
 
 
+SERVER_FILLED = frozenset({"source_instance"})
+"""Fields no tool offers: the server fills them (who stores: ``--source-instance``, else the
+client's name)."""
+
+_PYTHON_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list[Any],
+    "object": dict[str, Any],
+}
+
+
+def with_fields(fn: Callable[..., Any], request: type[shapes.Request]) -> inspect.Signature:
+    """``fn``'s signature with its ``**passed`` replaced by the fields of ``request`` it does
+    not name (but :data:`SERVER_FILLED`), in the model's order, all keyword-only: each
+    advertised with the field's schema (:func:`arg`) and passed on raw, optional ones
+    defaulting to None. A required text field is plain ``str`` (never JSON-decoded)."""
+    own = inspect.signature(fn)
+    named = {
+        name: p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for name, p in own.parameters.items()
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    }
+    required = set(request.required_names())
+    params = [p for name, p in named.items() if name not in request.model_fields]
+    for name in request.model_fields:
+        if name in named:
+            params.append(named[name])
+            continue
+        if name in SERVER_FILLED:
+            continue
+        kind = _PYTHON_TYPES.get(str(request.argument_schema(name).get("type")), object)
+        annotation: Any = Annotated[kind, RAW, arg(request, name)]
+        default: Any = inspect.Parameter.empty
+        if name not in required:
+            annotation, default = Annotated[kind | None, RAW, arg(request, name)], None
+        params.append(
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+            )
+        )
+    return own.replace(parameters=params)
+
+
 # Text parameters are annotated plain ``str`` (with "" for "not given"): the SDK JSON-decodes
 # string values only for parameters not annotated ``str`` (which helps clients that send
 # lists as JSON text), and text such as content must stay text even when it is JSON.
@@ -294,8 +343,12 @@ def register_tools(
     ``read_project``, when given, the project of reads that give none (``*``: every
     project)."""
 
-    def tool(name: str, annotations: ToolAnnotations) -> Callable[[Any], Any]:
+    def tool(
+        name: str, annotations: ToolAnnotations, request: type[shapes.Request] | None = None
+    ) -> Callable[[Any], Any]:
         def add(fn: Any) -> Any:
+            if request is not None:
+                fn.__signature__ = with_fields(fn, request)
             server.add_checked_tool(
                 fn,
                 name,
@@ -329,18 +382,14 @@ def register_tools(
     recall_arg = shapes.RecallRequest
     search_arg = shapes.EpisodesSearchRequest
 
-    @tool("tribal_remember", WRITE)
+    @tool("tribal_remember", WRITE, remember_arg)
     async def remember(
         content: Annotated[str, RAW, arg(remember_arg, "content")],
-        source_type: Annotated[str | None, RAW, arg(remember_arg, "source_type")] = None,
         context: Annotated[str, RAW, arg(remember_arg, "context")] = "",
-        tags: Annotated[list[str] | None, RAW, arg(remember_arg, "tags")] = None,
-        created_at: Annotated[str | None, RAW, arg(remember_arg, "created_at")] = None,
-        skip_dedup: Annotated[bool | None, RAW, arg(remember_arg, "skip_dedup")] = None,
         session: Annotated[str, RAW, arg(remember_arg, "session", SESSION_DOC)] = "",
         project: Annotated[str, RAW, arg(remember_arg, "project", PROJECT_DOC)] = "",
-        shared: Annotated[bool | None, RAW, arg(remember_arg, "shared")] = None,
         ctx: Context[Any, Any] | None = None,
+        **passed: Any,
     ) -> shapes.RememberResult:
         """Save one durable piece of knowledge to the memory shared by every agent of the team.
 
@@ -358,30 +407,18 @@ def register_tools(
         return await call(
             "remember",
             content=content,
-            source_type=source_type,
             source_instance=author(ctx),
             context=context,
-            tags=tags,
-            created_at=created_at,
-            skip_dedup=skip_dedup,
             session=session_key(ctx, session, default_session),
             project=scope(project),
-            shared=shared,
+            **passed,
         )
 
-    @tool("tribal_recall", READ)
+    @tool("tribal_recall", READ, recall_arg)
     async def recall(
         query: Annotated[str, RAW, arg(recall_arg, "query")],
-        limit: Annotated[int | None, RAW, arg(recall_arg, "limit")] = None,
-        min_relevance: Annotated[float | None, RAW, arg(recall_arg, "min_relevance")] = None,
-        tags: Annotated[list[str] | None, RAW, arg(recall_arg, "tags")] = None,
-        after: Annotated[str | None, RAW, arg(recall_arg, "after")] = None,
-        before: Annotated[str | None, RAW, arg(recall_arg, "before")] = None,
-        include_superseded: Annotated[
-            bool | None, RAW, arg(recall_arg, "include_superseded")
-        ] = None,
-        episode_id: Annotated[str | None, RAW, arg(recall_arg, "episode_id")] = None,
         project: Annotated[str, RAW, arg(recall_arg, "project", PROJECT_READ_DOC)] = "",
+        **passed: Any,
     ) -> shapes.RecallResult:
         """Search the team's shared memory: what other agents and earlier sessions learned.
 
@@ -392,18 +429,7 @@ def register_tools(
         source_type, created_at, ...). Memories a correction superseded are left out unless
         include_superseded is true.
         """
-        return await call(
-            "recall",
-            query=query,
-            limit=limit,
-            min_relevance=min_relevance,
-            tags=tags,
-            after=after,
-            before=before,
-            include_superseded=include_superseded,
-            episode_id=episode_id,
-            project=read_scope(project),
-        )
+        return await call("recall", query=query, project=read_scope(project), **passed)
 
     @tool("tribal_forget", DELETE)
     async def forget(memory_id: MemoryId) -> shapes.ForgetResult:
@@ -426,13 +452,12 @@ def register_tools(
 
     correct_arg = shapes.CorrectRequest
 
-    @tool("tribal_correct", WRITE)
+    @tool("tribal_correct", WRITE, correct_arg)
     async def correct(
         memory_id: MemoryId,
         content: Annotated[str, RAW, arg(correct_arg, "content")],
-        tags: Annotated[list[str] | None, RAW, arg(correct_arg, "tags")] = None,
-        context: Annotated[str | None, RAW, arg(correct_arg, "context")] = None,
         ctx: Context[Any, Any] | None = None,
+        **passed: Any,
     ) -> shapes.RememberResult:
         """Correct a memory that is wrong or outdated: store the right knowledge in its place.
 
@@ -445,8 +470,7 @@ def register_tools(
             memory_id=memory_id,
             content=content,
             source_instance=author(ctx),
-            tags=tags,
-            context=context,
+            **passed,
         )
 
     @tool("tribal_stats", READ)
@@ -456,19 +480,10 @@ def register_tools(
 
     list_arg = shapes.EpisodesListQuery
 
-    @tool("tribal_episodes_list", READ)
+    @tool("tribal_episodes_list", READ, list_arg)
     async def episodes_list(
-        status: Annotated[str | None, RAW, arg(list_arg, "status")] = None,
-        limit: Annotated[int | None, RAW, arg(list_arg, "limit")] = None,
-        outcome: Annotated[str | None, RAW, arg(list_arg, "outcome")] = None,
-        task: Annotated[str | None, RAW, arg(list_arg, "task")] = None,
-        participant: Annotated[str | None, RAW, arg(list_arg, "participant")] = None,
-        tool: Annotated[str | None, RAW, arg(list_arg, "tool")] = None,
-        entity: Annotated[str | None, RAW, arg(list_arg, "entity")] = None,
-        tag: Annotated[str | None, RAW, arg(list_arg, "tag")] = None,
-        since: Annotated[str | None, RAW, arg(list_arg, "since")] = None,
-        until: Annotated[str | None, RAW, arg(list_arg, "until")] = None,
         project: Annotated[str, RAW, arg(list_arg, "project", PROJECT_READ_DOC)] = "",
+        **passed: Any,
     ) -> shapes.EpisodeList:
         """List episodes: threads of related memories (one bug hunt, one feature, one migration).
 
@@ -476,20 +491,7 @@ def register_tools(
         status and memory_count. Filter by outcome (e.g. failure), task text, participant,
         tool, entity, tag or time. Open one with tribal_episode_get.
         """
-        return await call(
-            "episodes_list",
-            status=status,
-            limit=limit,
-            outcome=outcome,
-            task=task,
-            participant=participant,
-            tool=tool,
-            entity=entity,
-            tag=tag,
-            since=since,
-            until=until,
-            project=read_scope(project),
-        )
+        return await call("episodes_list", project=read_scope(project), **passed)
 
     @tool("tribal_episode_get", READ)
     async def episode_get(
@@ -539,17 +541,18 @@ def register_tools(
         how it turned out and the memories it rests on. Read it before revisiting a choice."""
         return await call("episode_decisions", episode_id=episode_id)
 
-    @tool("tribal_episode_create", WRITE)
+    @tool("tribal_episode_create", WRITE, shapes.EpisodeCreateRequest)
     async def episode_create(
         title: Annotated[str, RAW, arg(shapes.EpisodeCreateRequest, "title")],
         memory_ids: Annotated[list[str], RAW, arg(shapes.EpisodeCreateRequest, "memory_ids")],
+        **passed: Any,
     ) -> shapes.EpisodeCreateResult:
         """Group existing memories into a new episode by hand.
 
         Episodes are normally detected automatically when memories are stored; use this
         when you know several memories belong to one piece of work.
         """
-        return await call("episode_create", title=title, memory_ids=memory_ids)
+        return await call("episode_create", title=title, memory_ids=memory_ids, **passed)
 
     @tool("tribal_episode_add", WRITE)
     async def episode_add(episode_id: EpisodeId, memory_id: MemoryId) -> shapes.Success:
@@ -599,18 +602,8 @@ def register_tools(
         """The episode you declared with tribal_episode_start in this session (null if none)."""
         return await call("episode_current", session=session_key(ctx, session, default_session))
 
-    @tool("tribal_episode_update", WRITE)
-    async def episode_update(
-        episode_id: EpisodeId,
-        title: Annotated[str | None, RAW, arg(shapes.EpisodeUpdateRequest, "title")] = None,
-        status: Annotated[str | None, RAW, arg(shapes.EpisodeUpdateRequest, "status")] = None,
-        metadata: Annotated[
-            dict[str, Any] | None, RAW, arg(shapes.EpisodeUpdateRequest, "metadata")
-        ] = None,
-        structured: Annotated[
-            dict[str, Any] | None, RAW, arg(shapes.EpisodeUpdateRequest, "structured")
-        ] = None,
-    ) -> shapes.EpisodeGetResult:
+    @tool("tribal_episode_update", WRITE, shapes.EpisodeUpdateRequest)
+    async def episode_update(episode_id: EpisodeId, **passed: Any) -> shapes.EpisodeGetResult:
         """Rename an episode, close or reopen it, set metadata fields, or correct its
         structured record (task, outcome, outcome_reason, decisions, events, lessons; each
         field you send replaces the stored one; memory_ids must be members).
@@ -618,14 +611,7 @@ def register_tools(
         Changes made here are kept: later summaries do not overwrite the title or the fields
         you set. Returns the episode as tribal_episode_get does, with its history.
         """
-        return await call(
-            "episode_update",
-            episode_id=episode_id,
-            title=title,
-            status=status,
-            metadata=metadata,
-            structured=structured,
-        )
+        return await call("episode_update", episode_id=episode_id, **passed)
 
     @tool("tribal_episode_merge", WRITE)
     async def episode_merge(
@@ -682,29 +668,18 @@ def register_tools(
         """
         return await call("episodes_replay", topic=topic, limit=limit, project=read_scope(project))
 
-    @tool("tribal_episodes_search", READ)
+    @tool("tribal_episodes_search", READ, search_arg)
     async def episodes_search(
         query: Annotated[str, RAW, arg(search_arg, "query")],
-        time_start: Annotated[str | None, RAW, arg(search_arg, "time_start")] = None,
-        time_end: Annotated[str | None, RAW, arg(search_arg, "time_end")] = None,
-        status: Annotated[str | None, RAW, arg(search_arg, "status")] = None,
-        limit: Annotated[int | None, RAW, arg(search_arg, "limit")] = None,
         project: Annotated[str, RAW, arg(search_arg, "project", PROJECT_READ_DOC)] = "",
+        **passed: Any,
     ) -> shapes.EpisodeSearch:
         """Search episodes (threads of work) by meaning and keywords, optionally in a time range.
 
         Recent episodes get a small boost. Summaries in results are cut to 500 characters;
         open one with tribal_episode_get for the whole story.
         """
-        return await call(
-            "episodes_search",
-            query=query,
-            time_start=time_start,
-            time_end=time_end,
-            status=status,
-            limit=limit,
-            project=read_scope(project),
-        )
+        return await call("episodes_search", query=query, project=read_scope(project), **passed)
 
     @tool("tribal_projects", READ)
     async def projects() -> shapes.ProjectList:

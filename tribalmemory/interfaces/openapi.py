@@ -8,6 +8,7 @@ naming the :class:`~tribalmemory.api.TribalAPI` method it calls and its models.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +67,40 @@ class Op:
         return tuple(
             Param(name, model.argument_schema(name), field.description or "")
             for name, field in model.model_fields.items()
+        )
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """The operation's arguments: its path parameters, then the fields of its body or
+        query model in the model's order (the order of ``TribalAPI.<call>``'s parameters)."""
+        model = self.body or self.query_model
+        names = list(self.path_params)
+        if model is not None:
+            names += [name for name in model.model_fields if name not in names]
+        return tuple(names)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The arguments a call must give: the path's and the body's required fields. A query
+        parameter may be left out of the call (as of the query string): the API refuses a
+        missing required one with a message naming it (a 400)."""
+        given = set(self.path_params) | set(self.body.required_names() if self.body else ())
+        return tuple(name for name in self.arguments if name in given)
+
+    def signature(self) -> inspect.Signature:
+        """``TribalAPI.<call>``'s parameters (without ``self``) as the route table declares
+        them: the required ones, then the others defaulting to None."""
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        return inspect.Signature(
+            [
+                inspect.Parameter(
+                    name,
+                    kind,
+                    annotation=Any,
+                    default=inspect.Parameter.empty if name in self.required else None,
+                )
+                for name in self.arguments
+            ]
         )
 
     @property
@@ -332,7 +367,8 @@ def _models() -> list[tuple[type[BaseModel], Mode]]:
 def components() -> tuple[dict[type[BaseModel], dict[str, Any]], dict[str, Any]]:
     """The ``$ref`` of each model and the JSON schemas of all of them, keyed by name."""
     refs, schema = models_json_schema(_models(), ref_template=REF_TEMPLATE)
-    return {model: ref for (model, _), ref in refs.items()}, dict(sorted(schema["$defs"].items()))
+    by_model = {model: ref for (model, _), ref in refs.items() if issubclass(model, BaseModel)}
+    return by_model, dict(sorted(schema["$defs"].items()))
 
 
 def _responses(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str, Any]:

@@ -622,7 +622,7 @@ def validate_classify(
     out: dict[str, Classification] = {}
     for item in decisions:
         memory_id = item.get("memory_id") if isinstance(item, dict) else None
-        if memory_id not in memory_ids:
+        if not isinstance(memory_id, str) or memory_id not in memory_ids:
             raise ValueError(f"memory_id {memory_id!r} is not one of the new memories")
         if memory_id in out:
             raise ValueError(f"two decisions for memory {memory_id!r}")

@@ -311,8 +311,10 @@ async def apply(
 
     async def prepare(items: list[records.ImportedMemory]) -> list[ImportItem]:
         missing = [i for i in items if not (report.vectors_used and i.vector is not None)]
-        embedded = await service.embed([i.memory.content for i in missing]) if missing else []
-        vectors = {id(i): v for i, v in zip(missing, embedded, strict=True)}
+        vectors: dict[int, np.ndarray] = {}
+        if missing:
+            embedded = await service.embed([i.memory.content for i in missing])
+            vectors = {id(i): v for i, v in zip(missing, embedded, strict=True)}
         out = []
         for item in items:
             given = vectors.get(id(item))

@@ -154,7 +154,7 @@ def episode_record(row: dict[str, Any], members: list[str]) -> dict[str, Any]:
 def read_memories(folder: Path) -> list[dict[str, Any]]:
     """Every row of 0.9's memory table (without vectors)."""
     try:
-        import lancedb  # type: ignore[import-untyped]
+        import lancedb
     except ImportError:
         raise InvalidInput(
             f"reading a 0.9 data folder needs the LanceDB reader: {EXTRA}; or import an "

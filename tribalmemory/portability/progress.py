@@ -46,6 +46,6 @@ def bar(label: str, total: int | None, show: bool) -> Iterator[Any]:
         task = progress.add_task(label, total=total)
 
         def advance(n: int, total: int | None = None) -> None:
-            progress.update(task, advance=n, **({"total": total} if total else {}))
+            progress.update(task, advance=n, total=total or None)
 
         yield advance

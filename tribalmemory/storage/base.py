@@ -215,7 +215,7 @@ def check_rows(vectors: Any, rows: int, dim: int) -> np.ndarray:
 
 def unit_query(vector: np.ndarray, dim: int) -> np.ndarray:
     """The query as a float32 unit vector of length ``dim`` (cosine needs no more)."""
-    query = check_rows(np.asarray(vector).reshape(1, -1), 1, dim)[0]
+    query = check_rows(np.asarray(vector).reshape(1, -1), 1, dim).reshape(dim)
     norm = float(np.linalg.norm(query))
     return query / norm if norm > 0 else query
 

@@ -228,7 +228,7 @@ def sample_problem(shard: qe.EdgeShard, dim: int, size: int = 16) -> str | None:
                 f"has memories without their fields (point {record.id}): payload files are damaged"
             )
         vector = (record.vector or {}).get(DENSE) if isinstance(record.vector, dict) else None
-        if vector is None or len(vector) != dim:
+        if not isinstance(vector, list) or len(vector) != dim:
             return (
                 f"has memories without their vector (point {record.id}): vector files are damaged"
             )
@@ -373,24 +373,26 @@ class EdgeStore:
                 _write_meta(root, model_name, dim, "shard-1")
             elif check_model:
                 ensure_same_model(location, meta["model_name"], meta["dim"], model_name, dim)
-            path = root / meta["shard"]
-            if not (path.is_dir() and any(path.iterdir())) and (meta.get("state") or shards):
+            shard_dir = root / meta["shard"]
+            if not (shard_dir.is_dir() and any(shard_dir.iterdir())) and (
+                meta.get("state") or shards
+            ):
                 # A store.json without state and no shard at all: creation was interrupted.
                 found = ", ".join(shards) if shards else "no shard at all"
                 raise DamagedDataError(
                     root / META_FILE,
                     f"names {meta['shard']}, which does not exist; the folder holds {found}",
                 )
-            problem = segments_problem(meta.get("state"), path)
+            problem = segments_problem(meta.get("state"), shard_dir)
             if problem:
-                raise DamagedDataError(path, problem)
-            shard = _open_shard(path, int(meta["dim"]), location)
+                raise DamagedDataError(shard_dir, problem)
+            shard = _open_shard(shard_dir, int(meta["dim"]), location)
             points = int(shard.count(qe.CountRequest(exact=True)))
             problem = count_problem(meta.get("state"), points) or sample_problem(
                 shard, int(meta["dim"])
             )
             if problem:
-                raise DamagedDataError(path, problem)
+                raise DamagedDataError(shard_dir, problem)
             _remove_stale_shards(root, keep=meta["shard"])
             info = StoreInfo(
                 model_name=meta["model_name"],

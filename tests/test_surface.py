@@ -1,0 +1,116 @@
+"""One operation surface: an operation's arguments are declared once (its request model in
+tribalmemory.shapes and its route), and every door takes all of them: TribalAPI, the daemon
+client (and so the Python SDK), the MCP tools and the CLI's commands."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from tribalmemory import shapes
+from tribalmemory.api import TribalAPI
+from tribalmemory.cli.fields import DECLARED_AS
+from tribalmemory.cli.main import build_parser
+from tribalmemory.client import DaemonClient
+from tribalmemory.config import Config
+from tribalmemory.errors import NotFound
+from tribalmemory.interfaces.mcp_server import build_mcp_server
+from tribalmemory.interfaces.mcp_tools import SERVER_FILLED
+from tribalmemory.interfaces.openapi import OPERATIONS
+
+
+def parameters(signature: inspect.Signature) -> list[tuple[str, bool]]:
+    """Each parameter's name and whether a call must give it."""
+    return [
+        (p.name, p.default is inspect.Parameter.empty)
+        for p in signature.parameters.values()
+        if p.name != "self"
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(OPERATIONS))
+def test_api_methods_take_their_routes_arguments(name: str) -> None:
+    op = OPERATIONS[name]
+    method = inspect.signature(getattr(TribalAPI, op.call))
+    assert parameters(method) == parameters(op.signature())
+
+
+def test_the_daemon_client_has_every_operation_with_its_arguments() -> None:
+    client = DaemonClient(Config())
+    for name, op in OPERATIONS.items():
+        assert parameters(inspect.signature(getattr(client, name))) == parameters(op.signature()), (
+            name
+        )
+    with pytest.raises(TypeError, match="recall.*limt"):
+        client.recall("q", limt=3).send(None)  # refused before any request is sent
+    with pytest.raises(AttributeError):
+        client.reacll  # noqa: B018
+
+
+class Recorder:
+    """An API that records each call's method and arguments, then answers with an error (the
+    tool's result does not matter here)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, method: str) -> Any:
+        def record(**arguments: Any) -> None:
+            self.calls.append((method, arguments))
+            raise NotFound("recorded")
+
+        return record
+
+
+def value_for(name: str, schema: dict[str, Any]) -> Any:
+    """A value of the argument's type that names the argument (no JSON text)."""
+    kind = schema.get("type")
+    return {
+        "integer": 3,
+        "number": 0.5,
+        "boolean": True,
+        "array": [f"v-{name}"],
+        "object": {"k": name},
+    }.get(str(kind), f"v-{name}")
+
+
+async def test_mcp_tools_take_and_pass_on_every_argument_of_their_operation() -> None:
+    """Every field of a tool's operation is a tool argument (but the ones the server fills),
+    and reaches the API unchanged."""
+    api = Recorder()
+    async with Client(build_mcp_server(lambda: api)) as client:
+        tools = (await client.list_tools()).tools
+        for tool in tools:
+            offered = tool.input_schema.get("properties", {})
+            sent = {name: value_for(name, schema) for name, schema in offered.items()}
+            api.calls.clear()
+            await client.call_tool(tool.name, sent)
+            assert len(api.calls) == 1, tool.name
+            method, received = api.calls[0]
+            op = OPERATIONS[method]
+            assert set(offered) == set(op.arguments) - SERVER_FILLED, tool.name
+            assert set(received) == set(op.arguments), tool.name
+            assert {k: received[k] for k in sent} == sent, tool.name
+
+
+CLI_COMMANDS: list[tuple[list[str], type[shapes.Request]]] = [
+    (["remember", "text"], shapes.RememberRequest),
+    (["recall", "query"], shapes.RecallRequest),
+    (["correct", "id", "text"], shapes.CorrectRequest),
+    (["episodes", "list"], shapes.EpisodesListQuery),
+    (["episodes", "search", "query"], shapes.EpisodesSearchRequest),
+    (["episodes", "replay", "topic"], shapes.EpisodesReplayRequest),
+    (["episodes", "create", "title", "memory-id"], shapes.EpisodeCreateRequest),
+]
+
+
+@pytest.mark.parametrize(("argv", "request_model"), CLI_COMMANDS, ids=lambda v: str(v))
+def test_cli_commands_take_every_field_of_their_request(
+    argv: list[str], request_model: type[shapes.Request]
+) -> None:
+    parsed = set(vars(build_parser().parse_args(argv)))
+    for name in request_model.model_fields:
+        assert name in parsed or DECLARED_AS.get(name) in parsed, f"{argv[0]}: {name}"
