@@ -12,6 +12,8 @@ in ``fake.requests`` (:class:`Recorded`).
 
 Standalone: ``python -m tests.fakellm --port 8099 --delay 0.5 [--agree]`` serves until killed
 and prints ``READY <base_url>`` on stdout once listening (``--agree``: :func:`agreeing_reply`).
+For tests that run it as a process: ``GET /stats`` counts the requests received (by purpose),
+``POST /delay`` with ``{"seconds": s}`` sets the delay of the answers to come.
 """
 
 from __future__ import annotations
@@ -468,6 +470,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, json.dumps({"error": {"message": "body is not JSON"}}))
             return
         path = self.path.split("?")[0].rstrip("/")
+        if path == "/delay":  # for tests that run the fake as a process
+            self.owner.default_delay = float(body["seconds"])
+            self._send(200, json.dumps({"delay": self.owner.default_delay}))
+            return
         if path == "/api/show":
             self._send(200, json.dumps({"model_info": {}, "template": ""}))
             return

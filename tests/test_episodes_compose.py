@@ -80,7 +80,8 @@ async def test_llm_summaries_titles_and_final_metadata(runtime_factory, fake_llm
     assert costs["calls"] == len(fake_llm_env.requests)
     assert costs["by_episode"][episode["id"]] > 0
     assert got["cost_usd"] == pytest.approx(costs["by_episode"][episode["id"]], abs=1e-6)
-    assert ids
+    members = (await rt.api.episode_get(episode["id"]))["memory_ids"]
+    assert members == ids  # the one episode holds the four memories, in time order
 
 
 async def test_without_llm_metadata_falls_back(runtime_factory, monkeypatch):

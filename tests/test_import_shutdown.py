@@ -17,7 +17,7 @@ from helpers_http import start_daemon
 
 from tribalmemory.portability import records
 
-MEMORIES = 2000  # 8 pages of 256: seconds of embedding left after the first page
+MEMORIES = 1024  # 4 pages of 256: seconds of embedding (3 pages) left after the first page
 FIRST_PAGE = 256
 
 
