@@ -107,7 +107,10 @@ def warped(stream: Stream, pace: float) -> Stream:
     memories, written in a burst (an import without dates, an agent saving a session's notes,
     a test)."""
     records = stream.records
-    gaps = [(b.created_at - a.created_at).total_seconds() for a, b in zip(records, records[1:])]
+    gaps = [
+        (b.created_at - a.created_at).total_seconds()
+        for a, b in zip(records, records[1:], strict=False)
+    ]
     scale = pace / max(float(np.median(gaps)), 1.0)
     start, out = records[0].created_at, [records[0]]
     elapsed = 0.0
