@@ -84,13 +84,24 @@ THRESHOLD_GRID = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
 MODEL_PATH = Path(__file__).resolve().parent.parent / "tribalmemory/episodes/join_model.json"
 
 
-AUGMENTED_KINDS = {"burst": 0.5, "cold": 0.5, "solo": 0.5}
+AUGMENTED_KINDS = {"burst": 0.5, "cold": 0.5, "solo": 0.5, "paused": 0.5, "mixed": 0.5}
 """Made-up training streams (:func:`augment`) and their weight, each a kind of its own."""
 BURST_PACES = (1.0, 30.0)
 """Median gaps (seconds) of the burst copies of the agent streams."""
+SLOW_PACE = 6 * 3600.0
+"""Median gap (seconds) of the slow copy of each agent stream (a user who notes a few things a
+day): a thread then spans days, as a one-person project's does."""
 COLD_LENGTH, COLD_STEP, COLD_PER_STREAM = 30, 40, 2
 """Cold starts: windows of this many memories, one every ``COLD_STEP``, replayed from an empty
 context."""
+PAUSES, PAUSE_DAYS = 3, (3.0, 10.0)
+"""Paused copies: this many pauses, each of a length drawn in this range (days, inside the
+14-day active window), inserted at random points of an agent stream: every thread open at a
+pause resumes after it."""
+MIXED_LENGTH = 12
+"""Mixed cold starts: this many memories of each of two teams' streams, interleaved in a
+burst by one author, from an empty context: a new user's first notes are often about unrelated
+things, written seconds apart."""
 
 
 def training_kind(name: str) -> str:
@@ -141,12 +152,50 @@ def windows(stream: Stream) -> list[Stream]:
     ]
 
 
+def paused(stream: Stream, seed: int) -> Stream:
+    """``stream`` with :data:`PAUSES` pauses of :data:`PAUSE_DAYS` inserted at random points
+    (``seed`` fixes them): every memory after a pause is moved later by its length."""
+    rng = np.random.default_rng(seed)
+    n = len(stream.records)
+    points = sorted(rng.choice(np.arange(1, n), size=min(PAUSES, n - 1), replace=False).tolist())
+    shifts = np.zeros(n)
+    for point in points:
+        shifts[point:] += rng.uniform(*PAUSE_DAYS) * 86400.0
+    out = [
+        replace(r, created_at=r.created_at + timedelta(seconds=float(shift)))
+        for r, shift in zip(stream.records, shifts, strict=True)
+    ]
+    return Stream(f"{stream.name}~paused", out, stream.vectors)
+
+
+def mixed(a: Stream, b: Stream, start: int) -> Stream:
+    """A cold start of two teams' streams: :data:`MIXED_LENGTH` memories of each from
+    ``start``, interleaved one second apart, all by one author. Gold labels are prefixed with their stream's
+    name, so no memory of one joins a thread of the other."""
+    picked = []
+    for stream in (a, b):
+        part = range(start, min(start + MIXED_LENGTH, len(stream.records)))
+        picked.append([(stream, i) for i in part])
+    order = [x for pair in zip(*picked, strict=False) for x in pair]
+    t0 = a.records[0].created_at
+    records, vectors = [], []
+    for k, (stream, i) in enumerate(order):
+        r = stream.records[i]
+        gold = None if r.gold is None else f"{stream.name}:{r.gold}"
+        when = t0 + timedelta(seconds=k)
+        records.append(replace(r, created_at=when, gold=gold, source_instance="agent"))
+        vectors.append(stream.vectors[i])
+    return Stream(f"{a.name}+{b.name.partition('-')[2]}~mixed{start}", records, np.stack(vectors))
+
+
 def augment(streams: Sequence[Stream]) -> list[Stream]:
     """Made-up streams from the agent-memory ones, where the corpus has too few: burst copies
-    (:func:`warped`, at each of :data:`BURST_PACES`) and cold starts (:func:`windows`, at the
-    stream's own pace and in a burst); of the other kinds' streams, their first
-    :data:`COLD_PER_STREAM` cold starts."""
+    (:func:`warped`, at each of :data:`BURST_PACES`), a slow copy (:data:`SLOW_PACE`), a
+    paused copy (:func:`paused`), cold starts (:func:`windows`, at the stream's own pace and in
+    a burst) and mixed cold starts of two teams (:func:`mixed`); of the other kinds' streams,
+    their first :data:`COLD_PER_STREAM` cold starts."""
     out: list[Stream] = []
+    agents = [s for s in streams if kind_of(s.name) == "agent"]
     for stream in streams:
         if kind_of(stream.name) != "agent":
             out += windows(stream)[:COLD_PER_STREAM]
@@ -154,8 +203,13 @@ def augment(streams: Sequence[Stream]) -> list[Stream]:
         bursts = [warped(stream, pace) for pace in BURST_PACES]
         alone = solo(stream)
         lone_burst = warped(alone, BURST_PACES[0])
-        out += [*bursts, alone, lone_burst]
+        slow = warped(stream, SLOW_PACE)
+        slow = Stream(f"{stream.name}~paused-slow", slow.records, slow.vectors)
+        out += [*bursts, alone, lone_burst, slow, paused(stream, SEED + len(out))]
         out += windows(stream) + windows(bursts[0]) + windows(lone_burst)
+    for k, a in enumerate(agents):
+        for b in agents[k + 1 :]:
+            out += [mixed(a, b, start) for start in (0, 60)]
     return out
 
 

@@ -85,15 +85,21 @@ def test_source_last_is_the_same_built_at_once_or_member_by_member() -> None:
     }
 
 
-def test_the_own_thread_raises_the_score() -> None:
+def test_the_own_thread_never_lowers_the_score() -> None:
     """The model's ``own_thread`` feature is monotone (benchmarks/fit_detector.py): being
-    where a short reply's author wrote last never lowers P(joins), and here it raises it."""
-    context = DetectorContext()
-    episode = build_episode("A", [feats("a1", "ana", 0, "replication lag on the standby")])
-    reply = feats("r", "ana", 1, "ok")
-    plain = evidence(reply, episode, context)
-    own = evidence(reply, episode, context, own_thread=True)
-    assert own.score > plain.score
+    where a short reply's author wrote last never lowers P(joins), whatever the reply's
+    similarity, the thread's authors or the stream's pace."""
+    contexts = (DetectorContext(), DetectorContext(doc_count=50, gaps=[60.0] * 10))
+    alone = [feats("a1", "ana", 0, "replication lag on the standby")]
+    shared = [*alone, feats("b1", "bob", 0.5, "is the standby on ssd", axis=2)]
+    for context in contexts:
+        for members in (alone, shared):
+            episode = build_episode("A", members)
+            for axis in (0, 1):
+                reply = feats("r", "ana", 1, "ok", axis=axis)
+                plain = evidence(reply, episode, context)
+                own = evidence(reply, episode, context, own_thread=True)
+                assert own.score >= plain.score
 
 
 # ---------------------------------------------------------------- through the engine
