@@ -93,7 +93,7 @@ def proper_names(content: str) -> frozenset[str]:
     """The words of ``content`` written with a capital inside a sentence (not its first word):
     the people, places and things it names, as :func:`tokenize` spells terms. Languages that
     capitalise nouns or sentences only add words; text in lower case names none."""
-    out = set()
+    out: set[str] = set()
     for match in _CAPITALISED.finditer(content):
         start = match.start()
         if start and content[start - 1].isalnum():
