@@ -15,8 +15,10 @@ measures the service). Reported per stream and as worst and mean:
 - ``hybrid`` with a simulated classifier that answers from the gold labels with a chosen
   accuracy (100 %, 90 %, 75 %), at the default doubt share and call budget, with the
   classification calls per memory it needed;
-- ``--calibrate``: every constant chosen by measurement, chosen leave-one-stream-out: a grid
-  is scored on two streams (the pick maximises their worst F1) and reported on the third.
+- ``--calibrate``: the review's and the merge checks' constants, chosen leave-one-stream-out:
+  a grid is scored on two streams (the pick maximises their worst F1) and reported on the
+  third. The join model itself is fitted by ``fit_detector.py`` on a wide corpus, and
+  ``detection_kinds.py`` reports it per source kind against the corpus baselines.
 
 The metrics are small pure functions: pairwise precision / recall / F1 over pairs of memories
 that share an episode (a memory in no episode, gold null or a predicted seed, is in no pair),
@@ -59,7 +61,6 @@ from tribalmemory.episodes.detector import (
     Join,
     MemoryFeatures,
     NewSeed,
-    ScoreModel,
     StartFromSeed,
     add_member,
     build_episode,
@@ -649,23 +650,6 @@ def run(
     return {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
 
 
-GRID: dict[str, list[float]] = {
-    "lexical_weight": [1.25, 1.75, 2.25],
-    "recency_weight": [0.3, 0.4, 0.5],
-    "size_weight": [0.15, 0.3, 0.45],
-    "threshold": [0.65, 0.7, 0.75, 0.8],
-}
-
-
-def params_of(point: dict[str, float]) -> DetectorParams:
-    model = ScoreModel(
-        lexical_weight=point["lexical_weight"],
-        recency_weight=point["recency_weight"],
-        size_weight=point["size_weight"],
-    )
-    return DetectorParams(threshold=point["threshold"], strategy="embedding", model=model)
-
-
 Point = dict[str, float]
 Scorer = Callable[[Point, Stream], float]
 
@@ -695,11 +679,6 @@ def leave_one_out(
             }
         )
     return out
-
-
-def calibrate(streams: Sequence[Stream]) -> list[dict[str, Any]]:
-    """Leave-one-stream-out choice of the score's constants (embedding strategy)."""
-    return leave_one_out(streams, GRID, lambda p, s: run(s, params_of(p))["f1"])
 
 
 REVIEW_GRID: dict[str, list[float]] = {
@@ -968,8 +947,6 @@ def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
         *split_table(streams),
     ]
     if with_calibration:
-        grid = ", ".join(f"`{k}` {v}" for k, v in GRID.items())
-        lines += loso_table(f"Leave-one-stream-out calibration over {grid}:", calibrate(streams))
         grid = ", ".join(f"`{k}` {v}" for k, v in REVIEW_GRID.items())
         lines += loso_table(
             "Leave-one-stream-out choice of the review constants (hybrid, perfect classifier, "

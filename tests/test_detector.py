@@ -15,6 +15,10 @@ import pytest
 
 from tribalmemory.config import EpisodesConfig
 from tribalmemory.episodes.detector import (
+    COLD_START,
+    COLD_START_THRESHOLD,
+    DEFAULT_MODEL,
+    FEATURES,
     Ambiguous,
     DetectorContext,
     DetectorParams,
@@ -22,17 +26,18 @@ from tribalmemory.episodes.detector import (
     Join,
     MemoryFeatures,
     NewSeed,
-    ScoreModel,
     SeedRows,
     StartFromSeed,
     add_member,
     build_episode,
+    candidate_row,
     chain_score,
     confidence,
     decide,
     eligible_episodes,
     eligible_seeds,
     evidence,
+    fill_margins,
     forget_terms,
     lexical_overlap,
     new_episode,
@@ -71,6 +76,8 @@ def basis(i: int) -> np.ndarray:
 
 
 def mem(id: str, vector, hours: float = 0.0, tags=(), source="a", text="") -> MemoryFeatures:
+    """A memory whose vector stands for a text of a dozen words (what a memory typically
+    has: the model weighs a short text's similarity less); ``text`` gives its terms."""
     return MemoryFeatures(
         id,
         np.asarray(vector, dtype=np.float32),
@@ -78,15 +85,20 @@ def mem(id: str, vector, hours: float = 0.0, tags=(), source="a", text="") -> Me
         source,
         T0 + timedelta(hours=hours),
         tokenize(text),
+        words=12,
     )
 
 
-def episode_on(axis: int, id: str = "E", hours: float = 0.0, n: int = 3):
-    members = [mem(f"{id}{k}", basis(axis), hours=hours - (n - 1 - k)) for k in range(n)]
+def episode_on(axis: int, id: str = "E", hours: float = 0.0, n: int = 3, text: str = ""):
+    members = [mem(f"{id}{k}", basis(axis), hours=hours - (n - 1 - k), text=text) for k in range(n)]
     return build_episode(id, members)
 
 
-CTX = DetectorContext()  # prior background: mean 0.15, std 0.12; prior pace one hour
+WAL = "standby replica lags: wal_receiver replay slow"
+"""Words two memories of one thread share (the tests' vectors stand for their meaning)."""
+CTX = DetectorContext(doc_count=COLD_START)
+"""A stream past its cold start (:data:`COLD_START` memories seen) with the prior background
+(mean 0.15, std 0.12) and the prior pace (one hour)."""
 
 
 def score(memory, episode, context=CTX, **kw) -> float:
@@ -254,16 +266,28 @@ def test_score_in_unit_interval_and_monotone_in_similarity():
     ep = episode_on(0, hours=0)
     scores = [score(mem("m", vec_at(c), hours=1), ep, CTX) for c in np.linspace(-0.5, 1, 16)]
     assert all(0.0 <= s <= 1.0 for s in scores)
-    assert all(b > a for a, b in zip(scores, scores[1:], strict=False))
+    # the fitted trees are monotone in similarity (flat between their split points)
+    assert all(b >= a for a, b in zip(scores, scores[1:], strict=False))
+    assert scores[0] < EMB.threshold <= scores[-1]  # similarity alone can cross the line
 
 
-def test_recency_penalty_decreases_then_saturates():
+def test_a_longer_pause_lowers_the_score_with_no_cap():
+    """A pause of days is a boundary, not a bounded penalty: the score keeps falling with the
+    gap (the gap feature is monotone in the fitted model, benchmarks/fit_detector.py)."""
     ep = episode_on(0, hours=0)
-    scores = [score(mem("m", vec_at(0.6), hours=h), ep, CTX) for h in (0.5, 3, 12, 24)]
-    assert all(b < a for a, b in zip(scores, scores[1:], strict=False))
-    # the cap is 100 paces (100 h at the prior pace of an hour)
-    late = [score(mem("m", vec_at(0.6), hours=h), ep, CTX) for h in (100, 150, 240, 330)]
-    assert max(late) - min(late) < 1e-12  # a pause longer than the cap costs nothing more
+    hours = (0.5, 3, 12, 24, 100, 330)
+    scores = [score(mem("m", vec_at(0.6), hours=h), ep, CTX) for h in hours]
+    assert scores[-1] < scores[3] < scores[0]
+    # The gap alone never raises P(joins) (flat between the trees' split points). A pause also
+    # ages the candidate, a feature the fit leaves free, so the end-to-end score may move a
+    # little between split points; the gap's own column is checked here.
+    row, _ = candidate_row(mem("m", vec_at(0.6), hours=1), ep, CTX)
+    column = FEATURES.index("gap_paces")
+    rows = np.asarray([row] * 40, dtype=np.float64)
+    rows[:, column] = np.linspace(0.0, 8.0, 40)
+    logits = DEFAULT_MODEL.logits(fill_margins(rows))
+    assert all(b <= a for a, b in zip(logits, logits[1:], strict=False))
+    assert logits[-1] < logits[0]
 
 
 def test_recency_is_measured_in_the_streams_pace():
@@ -309,12 +333,13 @@ def test_score_is_relative_to_background():
     assert score(m, ep, low_bg) > score(m, ep, high_bg)
 
 
-def test_calibration_points_on_default_model():
-    """Documented meaning: at the prior background, a memory with cosine ~0.55 to a thread it
-    continues an hour later is a confident match (>= 0.75); an unrelated one (~0.1) is not."""
+def test_a_related_memory_joins_and_an_unrelated_one_does_not():
+    """At the prior background, a memory with cosine 0.55 to a thread (3.3 background
+    deviations above it) an hour later clears the model's threshold; an unrelated one does
+    not."""
     ep = episode_on(0)
-    assert score(mem("m", vec_at(0.55), hours=1), ep, CTX) >= 0.75
-    assert score(mem("m", vec_at(0.1), hours=1), ep, CTX) < 0.5
+    assert score(mem("m", vec_at(0.55), hours=1), ep, CTX) >= EMB.threshold
+    assert score(mem("m", vec_at(-0.2), hours=1), ep, CTX) < EMB.threshold
 
 
 def test_seed_penalty_applies():
@@ -358,8 +383,9 @@ def test_decide_join_best_episode():
 
 
 def test_decide_start_from_seed():
-    seed = mem("s", basis(5), hours=0)
-    d = decide(mem("m", vec_at(0.97, 5, 6), hours=1), [episode_on(0)], [seed], CTX, EMB)
+    seed = mem("s", basis(5), hours=0, text="pgloader bulk copy of the invoices table")
+    m = mem("m", vec_at(0.97, 5, 6), hours=1, text="pgloader retries the invoices bulk copy")
+    d = decide(m, [episode_on(0)], [seed], CTX, EMB)
     assert isinstance(d, StartFromSeed) and d.seed_id == "s"
 
 
@@ -385,20 +411,22 @@ def test_a_doubtful_decision_carries_what_the_embedding_path_decides():
 def test_confidence_is_low_for_close_calls():
     """Two near-equal candidates, or one right at the threshold, leave the decision in doubt;
     one clear winner, or nothing near, does not."""
-    e0, e1 = episode_on(0, "E0"), episode_on(3, "E1")
-    m = mem("m", vec_at(0.95, 3, 4), hours=1)
+    e0, e1 = episode_on(0, "E0"), episode_on(3, "E1", text=WAL)
+    m = mem("m", vec_at(0.95, 3, 4), hours=1, text=WAL)
     clear, _ = rank_candidates(m, [e0, e1], [], CTX)
-    twin = build_episode("E2", [mem(f"t{k}", basis(3), hours=k - 2) for k in range(3)])
+    twin = build_episode("E2", [mem(f"t{k}", basis(3), hours=k - 2, text=WAL) for k in range(3)])
     close, _ = rank_candidates(m, [e1, twin], [], CTX)
     assert close[0].score == pytest.approx(close[1].score)
-    assert confidence(close, 0.75) < 0.5 < confidence(clear, 0.75)
-    assert confidence([], 0.75) == 1.0
+    line = EMB.threshold  # the model's join threshold
+    assert confidence(close, line) < 0.5 < confidence(clear, line)
+    assert confidence([], line) == 1.0
     assert confidence(clear[:1], clear[0].score) == pytest.approx(0.5)  # a join at the line
-    weak, _ = rank_candidates(mem("w", vec_at(0.1, 3, 4), hours=1), [e1], [], CTX)
-    assert weak[0].score < 0.5
+    weak, _ = rank_candidates(mem("w", vec_at(-0.3, 3, 4), hours=1), [e1], [], CTX)
+    assert weak[0].score < line
     # a "no" is surer the further the best candidate is below the threshold
-    assert confidence(weak, weak[0].score + 0.01) < 0.6 < confidence(weak, 0.75)
-    # the softmax of two options: "no" at logit(0.75) against the candidate's utility
+    near = confidence(weak, weak[0].score + 0.01)
+    assert 0.5 < near < confidence(weak, line) < confidence(weak, 0.75)
+    # the softmax of two options: "no" at logit(0.75) against the candidate's logit
     u = weak[0].evidence.utility
     assert confidence(weak, 0.75) == pytest.approx(1 / (1 + math.exp(u - math.log(3))))
 
@@ -417,9 +445,9 @@ def test_doubt_threshold_is_the_streams_own_quantile():
 
 
 def test_doubtful_decisions_go_to_llm_only_in_hybrid():
-    e1 = episode_on(3, "E1")
-    twin = build_episode("E2", [mem(f"t{k}", basis(3), hours=k - 2) for k in range(3)])
-    m = mem("m", vec_at(0.95, 3, 4), hours=1)
+    e1 = episode_on(3, "E1", text=WAL)
+    twin = build_episode("E2", [mem(f"t{k}", basis(3), hours=k - 2, text=WAL) for k in range(3)])
+    m = mem("m", vec_at(0.95, 3, 4), hours=1, text=WAL)
     sure = DetectorContext(confidences=[0.99] * 50)  # every past decision was surer
     d = decide(m, [e1, twin], [], sure, HYB)
     assert isinstance(d, Ambiguous) and {c.id for c in d.candidates} == {"E1", "E2"}
@@ -439,10 +467,23 @@ def test_decide_llm_strategy_always_asks_when_there_are_candidates():
     assert [c.score for c in d.candidates] == sorted((c.score for c in d.candidates), reverse=True)
 
 
+def test_a_cold_stream_joins_only_on_a_surer_probability():
+    """Until the stream has shown :data:`COLD_START` memories, a join needs
+    :data:`COLD_START_THRESHOLD` whatever the threshold; then the threshold alone decides."""
+    ep = episode_on(0)
+    m = mem("m", basis(7), hours=1)  # nothing in common with the episode
+    anything = DetectorParams(strategy="embedding", threshold=0.0)
+    cold = DetectorContext(doc_count=COLD_START - 1)
+    assert score(m, ep, cold) < COLD_START_THRESHOLD
+    assert isinstance(decide(m, [ep], [], cold, anything), NewSeed)
+    assert isinstance(decide(m, [ep], [], DetectorContext(doc_count=COLD_START), anything), Join)
+
+
 def test_lower_threshold_joins_more():
     ep = episode_on(0)
-    m = mem("m", vec_at(0.2), hours=1)
+    m = mem("m", vec_at(-0.3), hours=1)
     s = score(m, ep, CTX)
+    assert s < EMB.threshold
     assert isinstance(decide(m, [ep], [], CTX, EMB), NewSeed)
     assert isinstance(
         decide(m, [ep], [], CTX, DetectorParams(strategy="embedding", threshold=s - 1e-6)), Join
@@ -451,7 +492,10 @@ def test_lower_threshold_joins_more():
 
 def test_params_from_config():
     p = DetectorParams.from_config(EpisodesConfig())
-    assert (p.threshold, p.doubt_share, p.strategy) == (0.75, 0.45, "hybrid")
+    # unset, the join threshold is the one chosen with the fitted model
+    assert (p.threshold, p.doubt_share, p.strategy) == (DEFAULT_MODEL.threshold, 0.45, "hybrid")
+    chosen = EpisodesConfig(embedding_similarity_threshold=0.6)
+    assert DetectorParams.from_config(chosen).threshold == 0.6
     assert DetectorParams.from_config(EpisodesConfig(), doubt_share=0.1).doubt_share == 0.1
     assert (p.active_window_days, p.max_active_episodes) == (14, 20)
 
@@ -543,9 +587,12 @@ def test_real_model_related_beats_unrelated():
     assert score(related, ep, CTX) > score(unrelated, ep, CTX)
 
 
-def test_paused_thread_resumes_within_active_window():
+def test_paused_thread_is_the_best_candidate_after_other_work():
     """Two memories about a multi-tab logout bug (days 3-4), two unrelated DB-migration
-    memories (days 6-7), then the fix on day 14: it joins the logout episode."""
+    memories (days 6-7), then the fix on day 14: the logout episode is its best candidate.
+    Ten days in a stream of a memory a day is a long pause for the fitted model, so the fix
+    waits as a seed (below the threshold): with an LLM it is a doubtful decision the review
+    takes (docs/detection.md)."""
     from tribalmemory.embeddings.embedder import load_embedder
 
     days = [3.0, 4.0, 6.0, 7.0, 14.0]
@@ -565,6 +612,7 @@ def test_paused_thread_resumes_within_active_window():
     ctx, episodes, seeds, decisions = DetectorContext(), [], [], []
     for i, (d, text) in enumerate(zip(days, texts, strict=True)):
         m = MemoryFeatures.from_text(f"m{i}", vectors[i], text, (), "x", T0 + timedelta(days=d))
+        ranked, _ = rank_candidates(m, episodes, seeds, ctx)
         dec = decide(m, episodes, seeds, ctx, EMB)
         decisions.append(dec)
         if isinstance(dec, Join):
@@ -577,12 +625,8 @@ def test_paused_thread_resumes_within_active_window():
             seeds.append(m)
         update_context(ctx, m, dec.background)
     assert isinstance(decisions[1], StartFromSeed) and decisions[1].seed_id == "m0"
-    assert isinstance(decisions[4], Join) and decisions[4].episode_id == "E1"
-
-
-def test_scoremodel_defaults_are_finite():
-    m = ScoreModel()
-    assert all(math.isfinite(float(getattr(m, f))) for f in m.__dataclass_fields__)
+    assert isinstance(decisions[3], StartFromSeed) and decisions[3].seed_id == "m2"
+    assert ranked[0].id == "E1" and ranked[0].score > 3 * ranked[1].score  # E3: the migration
 
 
 def test_leave_one_out_chooses_on_the_other_streams():

@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-import pytest
 from helpers_runtime import settle
 
 from tribalmemory.episodes.detector import (
@@ -86,14 +85,21 @@ def test_source_last_is_the_same_built_at_once_or_member_by_member() -> None:
     }
 
 
-def test_the_own_thread_adds_the_author_weight_to_the_score() -> None:
-    context = DetectorContext()
-    episode = build_episode("A", [feats("a1", "ana", 0, "replication lag on the standby")])
-    reply = feats("r", "ana", 1, "ok")
-    plain = evidence(reply, episode, context)
-    own = evidence(reply, episode, context, own_thread=True)
-    # ScoreModel.author_weight; the tolerance is float rounding of the sum's other terms
-    assert own.utility - plain.utility == pytest.approx(1.75, abs=1e-12)
+def test_the_own_thread_never_lowers_the_score() -> None:
+    """The model's ``own_thread`` feature is monotone (benchmarks/fit_detector.py): being
+    where a short reply's author wrote last never lowers P(joins), whatever the reply's
+    similarity, the thread's authors or the stream's pace."""
+    contexts = (DetectorContext(), DetectorContext(doc_count=50, gaps=[60.0] * 10))
+    alone = [feats("a1", "ana", 0, "replication lag on the standby")]
+    shared = [*alone, feats("b1", "bob", 0.5, "is the standby on ssd", axis=2)]
+    for context in contexts:
+        for members in (alone, shared):
+            episode = build_episode("A", members)
+            for axis in (0, 1):
+                reply = feats("r", "ana", 1, "ok", axis=axis)
+                plain = evidence(reply, episode, context)
+                own = evidence(reply, episode, context, own_thread=True)
+                assert own.score >= plain.score
 
 
 # ---------------------------------------------------------------- through the engine

@@ -85,7 +85,9 @@ async def test_remember_does_not_wait_for_a_summary_call_behind_a_merge(
         while not (merge.done() or detect_lock.locked()):
             await asyncio.sleep(0)  # let the merge start (a yield, not a wait for time)
         written = await asyncio.wait_for(
-            rt.api.remember("Release notes for 4.2 are drafted in the wiki."), HANG_GUARD
+            # another project's memory: it waits for the same detect lock, and joins nothing here
+            rt.api.remember("Release notes for 4.2 are drafted in the wiki.", project="docs"),
+            HANG_GUARD,
         )
         assert written["memory_id"]
         assert not held.released.is_set()  # remember returned while the LLM call was out

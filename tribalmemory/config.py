@@ -170,11 +170,13 @@ class EpisodesConfig:
         "embedding: similarity only; llm: LLM only; hybrid: LLM for the doubtful cases.",
         choices=("embedding", "llm", "hybrid"),
     )
-    embedding_similarity_threshold: float = setting(
-        0.75,
-        "Calibrated match score at or above which a memory joins an episode.",
+    embedding_similarity_threshold: float | None = setting(
+        None,
+        "P(joins), from the fitted join model, at or above which a memory joins an episode; "
+        "unset = the threshold chosen with the model on validation streams (docs/detection.md).",
         minimum=0.0,
         maximum=1.0,
+        nullable=True,
     )
     llm_doubt_share: float = setting(
         0.45,

@@ -751,11 +751,23 @@ class LlmStatus(OpenResponse):
     )
 
 
+class DetectorModelInfo(Response):
+    name: str = Field(description="join-trees or join-logistic: the fitted join model's kind.")
+    digest: str = Field(description="Hash of the model's parameters.")
+    threshold: float = Field(description="P(joins) at or above which a memory joins.")
+    features: int = Field(description="How many features the model reads.")
+    fitted_by: str | None = Field(None, description="The fitting script's version.")
+    data_hash: str | None = Field(None, description="Hash of the data it was fitted on.")
+
+
 class EpisodeQueue(OpenResponse):
     queue_depth: int
     oldest_pending_age_seconds: float
     active_episodes: int
     detector_strategy: str
+    detector_model: DetectorModelInfo | None = Field(
+        None, description="The fitted model behind detection decisions (docs/detection.md)."
+    )
     classify_calls: int = Field(
         description="Detector calls made to the LLM so far: reviews, merge and split checks."
     )

@@ -27,6 +27,7 @@ from ..llm.prompts import SEED_TITLE, SNIPPETS_PER_CANDIDATE
 from ..models import Memory
 from ..timeutil import to_epoch
 from . import lifecycle
+from .detector import DEFAULT_MODEL
 from .edits import Pin, may_join, may_move
 from .matching import Decision, MemoryFeatures, Option, when
 from .membership import Membership
@@ -238,6 +239,7 @@ class Detection:
         counts = self.budget()
         per = self.state.settings.classify_calls_per_memory
         return {
+            "detector_model": DEFAULT_MODEL.describe(),
             "classify_calls": counts["calls"],
             "classified_memories": counts["classified"],
             "classify_calls_per_memory": round(counts["calls"] / max(counts["memories"], 1), 4),

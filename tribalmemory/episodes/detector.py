@@ -13,14 +13,14 @@ Everything the detector needs is passed in: :class:`MemoryFeatures`, :class:`Epi
 :func:`build_episode`), a :class:`DetectorContext` of background statistics (updated with
 :func:`update_context`, JSON-serialisable) and :class:`DetectorParams` (from ``EpisodesConfig``).
 
-The match score (:attr:`Evidence.score`) is calibrated to [0, 1]; see ``docs/detection.md``.
-In short, the cosine evidence is turned into a z-score against the running background
-distribution of cosines between new memories and candidates (so it does not depend on the
-absolute cosine scale of the embedding model), rare-term overlap (authors included) and recency
-in units of the stream's own pace are added on the same scale (and, for a memory that says
-little, the episode its author wrote in last), and a logistic map puts a
-*confident* match on the default model at 0.75. Each decision also has a :func:`confidence`; in
-``hybrid`` the least confident share of decisions goes to the LLM.
+The match score (:attr:`Evidence.score`) is P(the memory joins the candidate) from the fitted
+join model (:mod:`.join_model`, ``docs/detection.md``): each candidate gets a row of
+:data:`FEATURES` computed from the past only -- similarity as z-scores against the stream's own
+background of cosines, shared rare terms and identifiers, the gap in the stream's own pace,
+authorship against how much of the stream its author writes, tags, the candidate's size and
+age, the margins to the other candidates -- and the model, fitted on a wide labelled corpus by
+``benchmarks/fit_detector.py``, turns it into a probability. Each decision also has a
+:func:`confidence`; in ``hybrid`` the least confident share of decisions goes to the LLM.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..timeutil import parse_iso, to_iso
+from .join_model import JoinModel, check_features, load_join_model
 
 # --------------------------------------------------------------------------------------------
 # Features
@@ -81,8 +82,7 @@ def content_size(content: str) -> int:
 FEW_WORDS = 3
 """A memory with at most this many words (:func:`content_size`) says too little to be placed
 by them (:attr:`MemoryFeatures.says_little`); it leans to the episode its author wrote in last
-(:func:`own_thread`, :attr:`ScoreModel.author_weight`). Chosen on the IRC stream, the only
-shared stream with such memories (docs/detection.md, *Short replies*)."""
+(:func:`own_thread`, the join model's ``own_thread`` feature)."""
 
 
 _CAPITALISED = re.compile(r"[A-Z][A-Za-z0-9]{2,}")
@@ -93,7 +93,7 @@ def proper_names(content: str) -> frozenset[str]:
     """The words of ``content`` written with a capital inside a sentence (not its first word):
     the people, places and things it names, as :func:`tokenize` spells terms. Languages that
     capitalise nouns or sentences only add words; text in lower case names none."""
-    out = set()
+    out: set[str] = set()
     for match in _CAPITALISED.finditer(content):
         start = match.start()
         if start and content[start - 1].isalnum():
@@ -107,13 +107,41 @@ def proper_names(content: str) -> frozenset[str]:
     return frozenset(out)
 
 
+IDENTIFIER_MARK = "#"
+"""Prefix of the identifier terms (:func:`identifiers`), which :func:`tokenize` never makes."""
+
+_NUMBER_REF = re.compile(r"(?<![\w.])#?(\d{3,})(?![\w.])")
+_TICKET = re.compile(r"\b([A-Za-z][A-Za-z0-9]*-\d+)\b")
+_PATH = re.compile(r"(?<![\w/])((?:[\w.-]+/)+[\w.-]*\w)")
+_CODE_NAME = re.compile(
+    r"\b([A-Za-z]\w*_\w+"  # snake_case, _private
+    r"|[a-z]+(?:[A-Z][a-z0-9]*)+"  # camelCase
+    r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"  # PascalCase with two humps or more
+    r"|[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+)"  # dotted.names (two letters a part at least)
+    r"\(?"
+)
+
+
+def identifiers(content: str) -> frozenset[str]:
+    """The identifiers ``content`` names, as terms marked with :data:`IDENTIFIER_MARK`: numbers
+    of three digits or more (``#26160``, ``PR 4521``), ticket keys (``PAY-1234``), paths
+    (``src/ledger/recon.py``) and code names (``broadcast_shapes``, ``refreshToken``,
+    ``np.broadcast_arrays``), lower-cased. :func:`tokenize` breaks them into words or drops
+    them (numbers); kept whole they are the strongest lexical tie between two memories."""
+    out: set[str] = set()
+    for pattern in (_NUMBER_REF, _TICKET, _PATH, _CODE_NAME):
+        for match in pattern.finditer(content):
+            out.add(IDENTIFIER_MARK + match.group(1).lower().rstrip("."))
+    return frozenset(out)
+
+
 def terms_of(content: str, source_instance: str = "") -> frozenset[str]:
-    """:func:`tokenize` of the content plus the tokens of its author (the source instance).
-    Authorship is evidence like a rare word, and on purpose the same term as the name written in
-    text: a speaker who talks in one thread ties its memories together, a reply that names its
-    addressee ties to the addressee's memories, and an agent that writes everything weighs ~0
-    through the IDF."""
-    return tokenize(content) | tokenize(source_instance)
+    """:func:`tokenize` of the content, its :func:`identifiers`, and the tokens of its author
+    (the source instance). Authorship is evidence like a rare word, and on purpose the same term
+    as the name written in text: a speaker who talks in one thread ties its memories together,
+    a reply that names its addressee ties to the addressee's memories, and an agent that writes
+    everything weighs ~0 through the IDF."""
+    return tokenize(content) | identifiers(content) | tokenize(source_instance)
 
 
 def _unit(vector: Any) -> np.ndarray:
@@ -341,6 +369,9 @@ class DetectorContext:
     newest: datetime | None = None
     gaps: list[float] = field(default_factory=list)
     confidences: list[float] = field(default_factory=list)
+    authors: list[str] = field(default_factory=list)
+    """The authors (source instances) of the last :data:`PACE_WINDOW` memories: how much of
+    the stream each one writes (:meth:`author_share`)."""
     _pace: float | None = field(default=None, compare=False, repr=False)
     """:attr:`pace` cached until :func:`update_context` changes ``gaps``."""
 
@@ -377,6 +408,12 @@ class DetectorContext:
         """The time from ``earlier`` to ``later`` in units of :attr:`pace` (0 if not later)."""
         return max(0.0, (later - earlier).total_seconds()) / self.pace
 
+    def author_share(self, author: str) -> float:
+        """The share of the recent memories (:attr:`authors`) that ``author`` wrote: near 1
+        when one agent writes everything (authorship then tells threads apart by nothing).
+        1 before the stream has shown any author: until then authorship tells nothing either."""
+        return self.authors.count(author) / len(self.authors) if self.authors else 1.0
+
     def idf(self, term: str) -> float:
         return math.log((self.doc_count + 1.0) / (self.doc_freq.get(term, 0) + 0.5))
 
@@ -395,6 +432,7 @@ class DetectorContext:
             "newest": to_iso(self.newest) if self.newest else None,
             "gaps": list(self.gaps),
             "confidences": list(self.confidences),
+            "authors": list(self.authors),
         }
         if terms:
             out["doc_freq"] = dict(self.doc_freq)
@@ -411,6 +449,7 @@ class DetectorContext:
             parse_iso(data["newest"]) if data.get("newest") else None,
             [float(g) for g in data.get("gaps", ())],
             [float(c) for c in data.get("confidences", ())],
+            [str(a) for a in data.get("authors", ())],
         )
 
 
@@ -459,6 +498,8 @@ def update_context(
             del context.gaps[:-PACE_WINDOW]
             context._pace = None
         context.newest = memory.created_at
+    context.authors.append(memory.source_instance)
+    del context.authors[:-PACE_WINDOW]
     if confidence is not None:
         context.confidences.append(confidence)
         del context.confidences[:-CONFIDENCE_WINDOW]
@@ -484,38 +525,68 @@ def forget_terms(context: DetectorContext, terms: Iterable[str]) -> DetectorCont
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ScoreModel:
-    """The constants of the score; docs/detection.md gives each one's justification.
+FEATURES = (
+    "z_max",
+    "z_centroid",
+    "z_last",
+    "lexical",
+    "identifiers",
+    "shares_identifier",
+    "shares_tag",
+    "gap_paces",
+    "age_paces",
+    "size",
+    "seed",
+    "author_share",
+    "author_lift",
+    "author_last",
+    "author_base",
+    "z_centroid_by_author_base",
+    "names_author",
+    "own_thread",
+    "says_little",
+    "words",
+    "z_centroid_by_words",
+    "pace",
+    "z_margin",
+    "lexical_margin",
+    "candidates",
+    "cosine",
+    "seen",
+)
+"""The join model's inputs, one row per candidate (:func:`candidate_row`, :func:`fill_margins`):
 
-    ``sim = (max cosine to the recent members + w_centroid * centroid cosine
-    + w_last * last-member cosine) / (1 + w_centroid + w_last)``
-    ``z = (sim - background mean) / background std``
-    ``u = z + lexical_weight * coverage - size_weight * ln|E| + tag_weight * [shared tag]
-    - recency_weight * ln(1 + min(paces, recency_cap)) - seed_penalty * [seed]
-    + author_weight * [own thread] + bias``
-    where ``paces`` is the time since the candidate's last memory in units of the stream's own
-    pace (:attr:`DetectorContext.pace`), so the same rule holds for a chat (a minute between
-    messages) and a team's notes (hours between memories).
-    ``score = sigmoid(u)``: each candidate is scored on its own (no softmax between
-    candidates); :func:`decide` takes the best one. ``own thread``: the memory says little
-    (:attr:`MemoryFeatures.says_little`) and the candidate is the episode where its author
-    wrote last (:func:`own_thread`); ``author_weight`` equals ``lexical_weight``, so continuing
-    one's own latest thread counts as sharing every word."""
+* ``z_max`` / ``z_centroid`` / ``z_last``: cosine to the nearest of the candidate's last 32
+  members, to its centroid and to its last member, as z-scores against the cosines the
+  detector has seen in this stream (the model's and the domain's scale removed);
+* ``lexical``: share of the memory's rare-term mass (online IDF) found in the candidate's terms;
+  ``identifiers`` the same over identifiers alone (ticket and PR numbers, paths, code names:
+  :func:`identifiers`), ``shares_identifier`` whether any is shared; ``shares_tag``;
+* ``gap_paces``: ln(1 + time since the candidate's last memory in the stream's own pace),
+  ``age_paces`` since its first memory (in hours the same gap means one thing in a chat and
+  another in a team's notes, so no feature reads it); ``size``: ln members;
+  ``seed``: the candidate is a single earlier memory;
+* ``author_share``: share of its members the memory's author wrote, ``author_lift`` the same
+  minus ``author_base``, the share of the stream's recent memories that author wrote (an
+  author who writes everything tells nothing), ``z_centroid_by_author_base`` their product
+  with ``z_centroid`` (similarity must decide where authorship cannot),
+  ``author_last``: the author wrote its last member, ``names_author``: the memory names
+  another of its authors;
+  ``own_thread``: the memory says little and this is where its author wrote last,
+  ``says_little``; ``words``: ln(1 + the memory's words), ``z_centroid_by_words`` its product
+  with ``z_centroid`` (a long text's similarity says more); ``pace``: ln(the stream's pace in
+  seconds), which tells a chat from a team's notes;
+* ``z_margin`` / ``lexical_margin``: the candidate's ``z_max`` / ``lexical`` minus the best
+  other candidate's; ``candidates``: ln(1 + number of candidates);
+* ``cosine``: the raw cosine to the nearest member (near-duplicates are one thread whatever
+  the stream's background); ``seen``: ln(1 + memories the stream has shown), which tells a
+  cold start, whose statistics are still priors, from a stream in its stride."""
+_Z_MAX, _LEXICAL = FEATURES.index("z_max"), FEATURES.index("lexical")
+_Z_MARGIN, _LEXICAL_MARGIN = FEATURES.index("z_margin"), FEATURES.index("lexical_margin")
+_CANDIDATES = FEATURES.index("candidates")
 
-    w_centroid: float = 0.5
-    w_last: float = 0.2
-    lexical_weight: float = 1.75
-    size_weight: float = 0.3
-    tag_weight: float = 0.3
-    recency_weight: float = 0.4
-    recency_cap: float = 100.0
-    seed_penalty: float = 0.1
-    bias: float = 0.6
-    author_weight: float = 1.75
-
-
-DEFAULT_MODEL = ScoreModel()
+DEFAULT_MODEL = load_join_model()
+check_features(DEFAULT_MODEL, FEATURES)
 
 
 @dataclass(frozen=True)
@@ -565,67 +636,141 @@ def hours_between(earlier: datetime, later: datetime) -> float:
     return max(0.0, (later - earlier).total_seconds() / 3600.0)
 
 
-def _utility(
-    model: ScoreModel,
-    z: float,
-    lex: float,
-    size: int,
-    shares_tag: bool,
-    paces: float,
+def _log1p(x: float) -> float:
+    return math.log1p(max(x, 0.0))
+
+
+def candidate_row(
+    memory: MemoryFeatures,
+    episode: EpisodeFeatures,
+    context: DetectorContext,
+    *,
+    cos: np.ndarray | None = None,
+    idf: Mapping[str, float] | None = None,
     is_seed: bool = False,
     own_thread: bool = False,
-) -> float:
-    return (
-        z
-        + model.lexical_weight * lex
-        - model.size_weight * math.log(max(size, 1))
-        + (model.tag_weight if shares_tag else 0.0)
-        - model.recency_weight * math.log1p(min(paces, model.recency_cap))
-        - (model.seed_penalty if is_seed else 0.0)
-        + (model.author_weight if own_thread else 0.0)
-        + model.bias
-    )
+) -> tuple[list[float], Evidence]:
+    """The feature row (:data:`FEATURES` order, margins and the candidate count left 0 for
+    :func:`rank_candidates` to fill) of "``memory`` continues ``episode``", and the raw
+    evidence behind it. Past only: everything comes from ``memory``, ``episode`` and the
+    ``context`` as they are when the memory arrives. A caller scoring one memory against many
+    candidates may pass what does not depend on the candidate: ``cos`` (the memory against
+    ``episode.vectors``) and ``idf`` (the memory's term weights)."""
+    if cos is None:
+        cos = episode.vectors @ memory.vector
+    if idf is None:
+        idf = context.idf_weights(memory.terms)
+    s_max = float(cos.max())
+    s_last = float(cos[-1])
+    s_cent = s_max if is_seed else float(episode.centroid @ memory.vector)
+    mean, std = context.cos_mean, context.cos_std
+    z_max, z_cent, z_last = (s_max - mean) / std, (s_cent - mean) / std, (s_last - mean) / std
+    bag = episode.term_counts
+    lex = weighted_overlap(idf, bag)
+    ident_total = ident_shared = 0.0
+    for term, weight in idf.items():
+        if term.startswith(IDENTIFIER_MARK):
+            ident_total += weight
+            if term in bag:
+                ident_shared += weight
+    now = memory.created_at
+    gap = context.paces(episode.last_activity, now)
+    hours = hours_between(episode.last_activity, now)
+    author = memory.source_instance
+    size = max(episode.memory_count, 1)
+    # A seed is scored without its author: two memories that share only who wrote them (an
+    # agent's note on billing, its note on lunch) never start a thread; authorship only extends
+    # one (the short replies rule, docs/detection.md).
+    author_last = not is_seed and episode.source_last.get(author) == episode.last_activity
+    author_share = 0.0 if is_seed else episode.source_counts.get(author, 0) / size
+    author_base = context.author_share(author)
+    words = _log1p(memory.words or 0)
+    others = [] if is_seed else [a for a in episode.source_counts if a != author]
+    names_author = any(tokenize(a) & memory.terms for a in others) if others else False
+    row = [
+        z_max,
+        z_cent,
+        z_last,
+        lex,
+        ident_shared / ident_total if ident_total > 0 else 0.0,
+        1.0 if ident_shared > 0 else 0.0,
+        1.0 if any(t in episode.tag_counts for t in memory.tags) else 0.0,
+        _log1p(gap),
+        _log1p(context.paces(episode.first_activity, now)),
+        math.log(size),
+        1.0 if is_seed else 0.0,
+        author_share,
+        author_share - author_base,
+        1.0 if author_last else 0.0,
+        author_base,
+        z_cent * author_base,
+        1.0 if names_author else 0.0,
+        1.0 if own_thread else 0.0,
+        1.0 if memory.says_little else 0.0,
+        words,
+        z_cent * words,
+        math.log(context.pace),
+        0.0,  # z_margin, filled by rank_candidates
+        0.0,  # lexical_margin, filled by rank_candidates
+        0.0,  # candidates, filled by rank_candidates
+        s_max,
+        _log1p(context.doc_count),
+    ]
+    sim = (s_max + 0.5 * s_cent + 0.2 * s_last) / 1.7
+    return row, Evidence(s_max, s_cent, sim, z_max, lex, hours, gap, 0.0, 0.0)
+
+
+def fill_margins(rows: np.ndarray) -> np.ndarray:
+    """Fill the columns that compare a candidate with the others, **in place**: its z-similarity
+    and lexical coverage minus the best of the *other* candidates' (minus 0, the background
+    and no overlap, when it is alone), and how many candidates there are (log)."""
+    n = rows.shape[0]
+    rows[:, _CANDIDATES] = math.log1p(n)
+    for column, margin in ((_Z_MAX, _Z_MARGIN), (_LEXICAL, _LEXICAL_MARGIN)):
+        values = rows[:, column]
+        if n == 1:
+            rows[:, margin] = values
+            continue
+        order = np.argsort(-values, kind="stable")
+        best, second = values[order[0]], values[order[1]]
+        others_best = np.full(n, best)
+        others_best[order[0]] = second
+        rows[:, margin] = values - others_best
+    return rows
 
 
 def evidence(
     memory: MemoryFeatures,
     episode: EpisodeFeatures,
     context: DetectorContext,
-    model: ScoreModel = DEFAULT_MODEL,
+    model: JoinModel = DEFAULT_MODEL,
     is_seed: bool = False,
     *,
     cos: np.ndarray | None = None,
     idf: Mapping[str, float] | None = None,
     own_thread: bool = False,
 ) -> Evidence:
-    """All evidence for "``memory`` continues ``episode``" and the resulting (stand-alone)
-    score. ``is_seed``: ``episode`` is a seed (a one-member episode), which costs
-    ``seed_penalty``. A caller scoring one memory against many candidates may pass what does
-    not depend on the candidate: ``cos`` (the memory against ``episode.vectors``) and ``idf``
-    (the memory's term weights). ``own_thread``: ``episode`` is where the memory's author
-    wrote last, and the memory says little (:class:`ScoreModel`)."""
-    if cos is None:
-        cos = episode.vectors @ memory.vector
-    s_max = float(cos.max())
-    s_cent = float(episode.centroid @ memory.vector)
-    s_last = float(cos[-1])
-    sim = (s_max + model.w_centroid * s_cent + model.w_last * s_last) / (
-        1.0 + model.w_centroid + model.w_last
+    """All evidence for "``memory`` continues ``episode``" with the model's probability,
+    ``episode`` scored as the only candidate (:func:`rank_candidates` scores candidates
+    against each other)."""
+    row, ev = candidate_row(
+        memory, episode, context, cos=cos, idf=idf, is_seed=is_seed, own_thread=own_thread
     )
-    z = (sim - context.cos_mean) / context.cos_std
-    if idf is None:
-        idf = context.idf_weights(memory.terms)
-    lex = weighted_overlap(idf, episode.term_counts)
-    hours = hours_between(episode.last_activity, memory.created_at)
-    paces = context.paces(episode.last_activity, memory.created_at)
-    shares_tag = any(t in episode.tag_counts for t in memory.tags)
-    u = _utility(model, z, lex, episode.memory_count, shares_tag, paces, is_seed, own_thread)
-    return Evidence(s_max, s_cent, sim, z, lex, hours, paces, u, _sigmoid(u))
+    u = float(model.logits(fill_margins(np.asarray([row], dtype=np.float64)))[0])
+    return replace(ev, utility=u, score=_sigmoid(u))
 
 
 # --------------------------------------------------------------------------------------------
 # Decision
 # --------------------------------------------------------------------------------------------
+
+COLD_START = 10
+COLD_START_THRESHOLD = 0.30
+"""Until a stream (a project) has shown :data:`COLD_START` memories, a join needs P(joins) of
+at least :data:`COLD_START_THRESHOLD` (or the threshold, if higher): its background, its rare
+words, its pace and its authors are still priors, and a wrong join among a new user's first
+memories is the one they see. Chosen on the validation streams (docs/detection.md), where it
+costs no source kind any pairwise F1."""
 
 
 MAX_SEEDS = 1024
@@ -641,23 +786,27 @@ class DetectorParams:
     ones (:func:`confidence`, :meth:`DetectorContext.doubt_threshold`) -- are :class:`Ambiguous`
     and go to the LLM; 0 sends none."""
 
-    threshold: float = 0.75
+    threshold: float = DEFAULT_MODEL.threshold
     doubt_share: float = 0.45
     strategy: str = "hybrid"
     active_window_days: float = 14.0
     max_active_episodes: int = 20
     max_llm_candidates: int = 5
     max_seeds: int = MAX_SEEDS  # most recent eligible seeds scored
-    model: ScoreModel = DEFAULT_MODEL
+    model: JoinModel = DEFAULT_MODEL
 
     @classmethod
     def from_config(
-        cls, config: Any, model: ScoreModel = DEFAULT_MODEL, doubt_share: float | None = None
+        cls, config: Any, model: JoinModel = DEFAULT_MODEL, doubt_share: float | None = None
     ) -> DetectorParams:
         """From an ``EpisodesConfig`` (or anything with the same attribute names);
         ``doubt_share`` overrides ``config.llm_doubt_share`` (e.g. to stay in a call budget)."""
         return cls(
-            threshold=config.embedding_similarity_threshold,
+            threshold=(
+                model.threshold
+                if config.embedding_similarity_threshold is None
+                else config.embedding_similarity_threshold
+            ),
             doubt_share=config.llm_doubt_share if doubt_share is None else doubt_share,
             strategy=config.detector_strategy,
             active_window_days=config.active_window_days,
@@ -817,22 +966,30 @@ def rank_candidates(
     episodes: Sequence[EpisodeFeatures],
     seeds: Sequence[MemoryFeatures],
     context: DetectorContext,
-    model: ScoreModel = DEFAULT_MODEL,
+    model: JoinModel = DEFAULT_MODEL,
     seed_rows: SeedRows | None = None,
+    rows_out: list[np.ndarray] | None = None,
 ) -> tuple[list[Candidate], list[float]]:
-    """Score every (already eligible) candidate on its own (:func:`evidence`), best first. Also
-    returns the background cosines (memory vs each candidate's recent members) for
-    :func:`update_context`. Seeds are scored in one matrix product (with ``seed_rows``, kept
-    from one call to the next)."""
+    """Score every (already eligible) candidate with the join model, best first: each gets
+    its feature row (:func:`candidate_row`), the rows are compared (:func:`fill_margins`) and
+    the model turns each into P(joins). Also returns the background cosines (memory vs each
+    candidate's recent members) for :func:`update_context`. Seeds' cosines are one matrix
+    product (with ``seed_rows``, kept from one call to the next); only the
+    :data:`SEED_SHORTLIST` nearest are scored. ``rows_out``: the feature matrix is appended
+    to it (candidates in the returned order), for fitting the model."""
     seeds = [s for s in seeds if s.id != memory.id]
-    evs: list[tuple[str, str, Evidence]] = []
+    found: list[tuple[str, str, Evidence]] = []
+    rows: list[list[float]] = []
     background: list[np.ndarray] = []
     idf = context.idf_weights(memory.terms)
     own = own_thread(memory, episodes)
     for ep in episodes:
         episode_cos = ep.vectors @ memory.vector
-        ev = evidence(memory, ep, context, model, cos=episode_cos, idf=idf, own_thread=own == ep.id)
-        evs.append(("episode", ep.id, ev))
+        row, ev = candidate_row(
+            memory, ep, context, cos=episode_cos, idf=idf, own_thread=own == ep.id
+        )
+        rows.append(row)
+        found.append(("episode", ep.id, ev))
         background.append(episode_cos)
     if seeds:
         if seed_rows is not None:
@@ -840,26 +997,46 @@ def rank_candidates(
         else:
             cos = np.stack([s.vector for s in seeds]) @ memory.vector
         background.append(cos)
-        z = (cos.astype(np.float64) - context.cos_mean) / context.cos_std
-        now = memory.created_at
         shortlist = range(len(seeds))
         if len(seeds) > SEED_SHORTLIST:  # only the nearest seeds by cosine get full evidence
             shortlist = np.argpartition(-cos, SEED_SHORTLIST)[:SEED_SHORTLIST].tolist()
         for j in shortlist:
-            seed = seeds[j]
-            lex = weighted_overlap(idf, seed.terms)
-            hours = hours_between(seed.created_at, now)
-            paces = context.paces(seed.created_at, now)
-            c = float(cos[j])
-            u = _utility(model, float(z[j]), lex, 1, bool(memory.tags & seed.tags), paces, True)
-            ev = Evidence(c, c, c, float(z[j]), lex, hours, paces, u, _sigmoid(u))
-            evs.append(("seed", seed.id, ev))
-    if not evs:
+            seed = _seed_episode(seeds[j])
+            row, ev = candidate_row(
+                memory, seed, context, cos=cos[j : j + 1], idf=idf, is_seed=True
+            )
+            rows.append(row)
+            found.append(("seed", seed.id, ev))
+    if not found:
         return [], []
-    out = [Candidate(kind, cid, ev.score, ev) for kind, cid, ev in evs]
-    out.sort(key=lambda c: c.score, reverse=True)
+    matrix = fill_margins(np.asarray(rows, dtype=np.float64))
+    logits = model.logits(matrix)
+    out = []
+    for (kind, cid, ev), u in zip(found, logits.tolist(), strict=True):
+        out.append(Candidate(kind, cid, _sigmoid(u), replace(ev, utility=u, score=_sigmoid(u))))
+    order = sorted(range(len(out)), key=lambda i: out[i].score, reverse=True)
+    if rows_out is not None:
+        rows_out.append(matrix[order])
     bg = np.concatenate(background).tolist() if background else []
-    return out, bg
+    return [out[i] for i in order], bg
+
+
+def _seed_episode(seed: MemoryFeatures) -> EpisodeFeatures:
+    """A seed seen as a one-member episode, cheaply (no counters are copied)."""
+    terms = dict.fromkeys(seed.terms, 1)
+    return EpisodeFeatures(
+        id=seed.id,
+        vectors=seed.vector[None, :],
+        vector_sum=seed.vector,
+        tag_counts=dict.fromkeys(seed.tags, 1),
+        term_counts=terms,
+        source_counts={seed.source_instance: 1},
+        first_activity=seed.created_at,
+        last_activity=seed.created_at,
+        memory_count=1,
+        member_ids=(seed.id,),
+        source_last={seed.source_instance: seed.created_at},
+    )
 
 
 def decide(
@@ -895,10 +1072,13 @@ def decide(
     if not ranked:
         return NewSeed(0.0, bg)
     best = ranked[0]
-    sure = confidence(ranked, params.threshold)
+    threshold = params.threshold
+    if context.doc_count < COLD_START:
+        threshold = max(threshold, COLD_START_THRESHOLD)
+    sure = confidence(ranked, threshold)
     top = tuple(ranked[: params.max_llm_candidates])
     embedded: Join | StartFromSeed | NewSeed = NewSeed(best.score, bg, sure)
-    if best.score >= params.threshold:
+    if best.score >= threshold:
         if best.kind == "episode":
             embedded = Join(best.id, best.score, bg, sure)
         else:

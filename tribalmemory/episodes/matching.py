@@ -102,6 +102,13 @@ class Matcher:
         """Cosine of the memory to the episode's centroid (for the surprise score)."""
         return float(memory.vector @ episode.centroid)
 
+    def observe(self, memory: MemoryFeatures, project: str = DEFAULT_PROJECT) -> None:
+        """Fold a memory placed without a decision (a declared session's) into its project's
+        running statistics: its words, its author and its time still describe the stream."""
+        detector.update_context(self.context(project), memory)
+        self._changed.setdefault(project, set()).update(memory.terms)
+        self.updates += 1
+
     def decide(
         self,
         memory: MemoryFeatures,

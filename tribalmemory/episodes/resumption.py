@@ -23,15 +23,15 @@ import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from .detector import DetectorContext, EpisodeFeatures, ScoreModel
+from .detector import DetectorContext, EpisodeFeatures
 from .membership import Membership
 from .state import EngineState
 
 log = logging.getLogger("tribalmemory.episodes")
 
-IDLE_PACES = ScoreModel().recency_cap
-"""Quiet this long (in units of the stream's pace) before the check: the point from which the
-score no longer tells one pause from a longer one (:attr:`.detector.ScoreModel.recency_cap`)."""
+IDLE_PACES = 100.0
+"""Quiet this long (in units of the stream's pace) before the check: a hundred times the
+stream's usual gap between memories is a pause, not the thread's own rhythm."""
 MIN_MEMBERS = 4
 """As for merge checks: by 4 members an episode says what it is about."""
 MIN_COSINE = 0.5

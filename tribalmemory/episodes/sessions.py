@@ -100,6 +100,7 @@ class Sessions:
             else state.matcher.add(current, features)
         )
         state.seeds.pop(memory.id, None)
+        state.matcher.observe(features, memory.project)
         return True
 
     async def _topic(self, episode_id: str, topic: str) -> np.ndarray:
