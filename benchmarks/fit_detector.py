@@ -170,8 +170,8 @@ def paused(stream: Stream, seed: int) -> Stream:
 
 def mixed(a: Stream, b: Stream, start: int) -> Stream:
     """A cold start of two teams' streams: :data:`MIXED_LENGTH` memories of each from
-    ``start``, interleaved one second apart, all by one author. Gold labels are prefixed with their stream's
-    name, so no memory of one joins a thread of the other."""
+    ``start``, interleaved one second apart, all by one author. Gold labels are prefixed with
+    their stream's name, so no memory of one joins a thread of the other."""
     picked = []
     for stream in (a, b):
         part = range(start, min(start + MIXED_LENGTH, len(stream.records)))

@@ -60,8 +60,8 @@ class Trees:
             depth,
         )
 
-    def to_json(self) -> list[dict[str, list[float]]]:
-        out = []
+    def to_json(self) -> list[dict[str, list[int] | list[float]]]:
+        out: list[dict[str, list[int] | list[float]]] = []
         for t in range(self.feature.shape[0]):
             n = int(np.max(np.nonzero(self.feature[t] >= 0)[0], initial=-1)) + 1
             n = max(n, int(max(self.left[t].max(), self.right[t].max())) + 1)
