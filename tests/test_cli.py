@@ -260,6 +260,12 @@ def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:
     assert [e["id"] for e in replayed["episodes"]] == [episode]
     assert code == 0 and out.strip() == replayed["text"].strip()
     assert "Kafka lag incident" in out and first_text.split()[-1] in out
+    query = ("recall", "Kafka consumer lag", "--limit", "2", "--config", config)
+    code, out, _ = run(capsys, *query, "--group-by-episode")
+    assert code == 0 and out.splitlines()[-2:] == ["By episode:", out.splitlines()[-1]], out
+    assert out.splitlines()[-1].split()[1:] == [episode, "Kafka", "lag", "incident:", "1,", "2"]
+    code, out, _ = run(capsys, *query)
+    assert code == 0 and "By episode:" not in out
     code, _, err = run(capsys, "episodes", "search", "x", "--since", "soon", "--config", config)
     assert code == 1 and "time_start" in err
     for action, expected in (

@@ -13,6 +13,7 @@ import pytest
 from helpers_runtime import engine_runtime, settle  # noqa: F401
 
 from tribalmemory.config import config_from_dict
+from tribalmemory.errors import InvalidInput
 from tribalmemory.models import Memory, SourceType
 from tribalmemory.runtime import Runtime, start_runtime
 from tribalmemory.service import ranking
@@ -158,3 +159,45 @@ async def test_a_summary_is_shown_only_when_it_carries_more_than_its_members(
     assert summary["id"] in order
     best_member = max(scores[i] for i in ids if i in scores)
     assert scores[summary["id"]] >= best_member + ranking.SUMMARY_MARGIN
+
+
+async def test_grouped_recall_lists_each_thread_once_with_its_results_best_first(
+    engine_runtime: Any,  # noqa: F811
+) -> None:
+    rt = await engine_runtime()
+    auth = [(await rt.api.remember(text, tags=["auth"]))["memory_id"] for text in THREAD]
+    db = [
+        (await rt.api.remember(text))["memory_id"]
+        for text in (
+            "Postgres migration: pgloader failed on three tables with zero dates.",
+            "The MySQL to PostgreSQL cutover is scheduled for Saturday night.",
+        )
+    ]
+    logout = (await rt.api.episode_create("Multi-tab logout", auth))["episode_id"]
+    cutover = (await rt.api.episode_create("Postgres cutover", db))["episode_id"]
+    await settle(rt)
+    query = "refresh token rotation logs users out"
+    flat = await rt.api.recall(query, limit=10)
+    assert flat["episodes"] is None  # grouping is asked for
+    found = await rt.api.recall(query, limit=10, group_by_episode=True)
+    assert [r["memory_id"] for r in found["results"]] == [r["memory_id"] for r in flat["results"]]
+    groups = found["episodes"]
+    by_id = {g["episode_id"]: g for g in groups}
+    assert groups[0]["episode_id"] == logout and groups[0]["title"] == "Multi-tab logout"
+    if cutover in by_id:  # the other thread, when its memories made the top 10
+        assert by_id[cutover]["title"] == "Postgres cutover"
+    order = [r["memory_id"] for r in found["results"]]
+    episode_of = {r["memory_id"]: r["memory"]["episode_id"] for r in found["results"]}
+    for group in groups:
+        members = group["memory_ids"]
+        assert members == [m for m in order if episode_of[m] == group["episode_id"]]
+        assert (
+            group["similarity_score"]
+            == found["results"][order.index(members[0])]["similarity_score"]
+        )
+    # every result of an episode is in exactly one group; results in no episode in none
+    grouped = [m for g in groups for m in g["memory_ids"]]
+    assert sorted(grouped) == sorted(m for m in order if episode_of[m] is not None)
+    assert len({g["episode_id"] for g in groups}) == len(groups)
+    with pytest.raises(InvalidInput, match="group_by_episode must be true or false"):
+        await rt.api.recall(query, group_by_episode="yes")

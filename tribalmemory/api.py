@@ -53,6 +53,7 @@ class EpisodeOperations(Protocol):
         self, episode_id: str, memory_ids: list[str], title: str | None
     ) -> dict[str, Any]: ...
     def member_ids(self, episode_id: str) -> list[str]: ...
+    def titles(self, episode_ids: list[str]) -> dict[str, str | None]: ...
     def existing_episodes(self, episode_ids: list[str]) -> set[str]: ...
     async def restore_episode(
         self, record: dict[str, Any], chain_ids: set[str]
@@ -169,8 +170,10 @@ class TribalAPI:
         before: Any = None,
         include_superseded: Any = None,
         episode_id: Any = None,
+        group_by_episode: Any = None,
         project: Any = None,
     ) -> dict[str, Any]:
+        grouped = check.boolean("group_by_episode", group_by_episode)
         ids = self._members(episode_id)
         hits = await self.service.recall(
             query,
@@ -197,7 +200,28 @@ class TribalAPI:
             )
             for hit in hits
         ]
-        return shapes.RecallResult(results=results, query=query, count=len(results)).to_json()
+        groups = self._groups(results) if grouped else None
+        return shapes.RecallResult(
+            results=results, query=query, count=len(results), episodes=groups
+        ).to_json()
+
+    def _groups(self, results: list[shapes.RecallHit]) -> list[shapes.RecallGroup]:
+        """The episodes of ``results`` in the order of their best result (a summary counts
+        for the episode it sums up), each with its title and its results."""
+        members: dict[str, list[shapes.RecallHit]] = {}
+        for hit in results:
+            if hit.memory.episode_id is not None:
+                members.setdefault(hit.memory.episode_id, []).append(hit)
+        titles = self.episodes.titles(list(members)) if self.episodes is not None else {}
+        return [
+            shapes.RecallGroup(
+                episode_id=episode_id,
+                title=titles.get(episode_id),
+                similarity_score=hits[0].similarity_score,
+                memory_ids=[h.memory_id for h in hits],
+            )
+            for episode_id, hits in members.items()
+        ]
 
     def _members(self, episode_id: Any) -> list[str] | None:
         """The member ids of an episode filter (None: no filter)."""

@@ -346,6 +346,11 @@ class RecallRequest(Request):
     episode_id: EpisodeId | None = Field(
         None, description="Only the members of this episode (404 when it does not exist)."
     )
+    group_by_episode: bool = Field(
+        False,
+        description="Also group the results by thread: episodes lists the episodes the results "
+        "belong to, best first, each with its title and its results (null when false).",
+    )
     project: ProjectScope | None = Field(None, description=SCOPED_DOC)
 
 
@@ -680,10 +685,21 @@ class RecallHit(Response):
     memory: Memory
 
 
+class RecallGroup(Response):
+    episode_id: str
+    title: str | None = Field(description="The episode's title (null: not written yet).")
+    similarity_score: float = Field(ge=0.0, le=1.0, description="Its best result's score.")
+    memory_ids: list[MemoryId] = Field(description="Its results, in the order of results.")
+
+
 class RecallResult(Response):
     results: list[RecallHit]
     query: str
     count: int
+    episodes: list[RecallGroup] | None = Field(
+        description="With group_by_episode: the episodes of the results, ordered by their best "
+        "result; results in no episode are in none. Null otherwise."
+    )
 
 
 class MemoryList(Response):

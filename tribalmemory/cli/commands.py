@@ -98,6 +98,13 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
             f"{clean(memory['source_type'])}  {clean(memory['created_at'][:10])}{tags}{old}"
         )
         print(indented(memory["content"]))
+    if result.get("episodes"):
+        rank_of = {hit["memory_id"]: rank for rank, hit in enumerate(result["results"], 1)}
+        print("\nBy episode:")
+        for group in result["episodes"]:
+            ranks = ", ".join(str(rank_of[m]) for m in group["memory_ids"])
+            title = clean(group["title"] or "(untitled)")
+            print(f"  {group['similarity_score']:.3f}  {group['episode_id']}  {title}: {ranks}")
     return 0
 
 

@@ -168,6 +168,9 @@ class EpisodeEngine:
     def member_ids(self, episode_id: str) -> list[str]:
         return self.operations.member_ids(episode_id)
 
+    def titles(self, episode_ids: list[str]) -> dict[str, str | None]:
+        return self.operations.titles(episode_ids)
+
     async def start_episode(self, topic: str, session: str, project: str) -> dict[str, Any]:
         return await self.sessions.start(topic, session, project)
 

@@ -99,6 +99,11 @@ class Operations:
         self.state.episode(episode_id)
         return self.store.member_ids(episode_id)
 
+    def titles(self, episode_ids: list[str]) -> dict[str, str | None]:
+        """The title of each episode of ``episode_ids`` that exists (None: not written yet)."""
+        rows = {i: self.store.episode(i) for i in episode_ids}
+        return {i: row.title or None for i, row in rows.items() if row is not None}
+
     def costs(self) -> dict[str, Any]:
         return self.summariser.costs()
 
