@@ -311,7 +311,8 @@ async def apply(
 
     async def prepare(items: list[records.ImportedMemory]) -> list[ImportItem]:
         missing = [i for i in items if not (report.vectors_used and i.vector is not None)]
-        embedded = await service.embed([i.memory.content for i in missing]) if missing else []
+        texts = [i.memory.content for i in missing]
+        embedded = await service.embed_bulk(texts) if missing else []
         vectors = {id(i): v for i, v in zip(missing, embedded, strict=True)}
         out = []
         for item in items:
