@@ -658,19 +658,30 @@ async def concurrent_remember(
     return len(latencies) / elapsed, latencies, errors
 
 
-def start_fake_llm(delay: float, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakellm", "--delay", str(delay)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=log_path.open("ab"),
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline().decode().strip()
-    if not line.startswith("READY "):
-        process.kill()
-        raise SystemExit(f"the fake LLM did not start: {line!r}")
-    return process, line.split(" ", 1)[1]
+@contextmanager
+def fake_llm(delay: float, log_path: Path) -> Iterator[str]:
+    """The fake OpenAI-compatible LLM (tests/fakellm.py) answering after ``delay`` s: its base
+    URL, for the block; stopped when the block ends, however it ends (a crashed run too)."""
+    with log_path.open("ab") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakellm", "--delay", str(delay)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=sink,
+        )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode().strip()
+        if not line.startswith("READY "):
+            raise SystemExit(f"the fake LLM did not start: {line!r}")
+        yield line.split(" ", 1)[1]
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
 
 
 def queue_depth(url: str) -> int:
@@ -764,7 +775,23 @@ def run_http(
         daemon.stop()
 
     log(f"HTTP, episodes off and on (fake LLM, {args.llm_delay:g} s per call), interleaved ...")
-    fake, base_url = start_fake_llm(args.llm_delay, daemon_log)
+    with fake_llm(args.llm_delay, daemon_log) as base_url:
+        notes += compare_http(args, root, daemon_log, base_url, log, off, on)
+    return off, on, notes
+
+
+def compare_http(
+    args: argparse.Namespace,
+    root: Path,
+    daemon_log: Path,
+    base_url: str,
+    log: Any,
+    off: Column,
+    on: Column,
+) -> list[str]:
+    """The episodes on / off comparison over HTTP against the fake LLM at ``base_url``
+    (fills ``off`` and ``on``; returns the notes)."""
+    notes: list[str] = []
     episodes = {
         "enabled": True,
         "detector_strategy": "hybrid",
@@ -842,9 +869,7 @@ def run_http(
     finally:
         for daemon in daemons:
             daemon.stop()
-        fake.terminate()
-        fake.wait(10)
-    return off, on, notes
+    return notes
 
 
 # -- main --------------------------------------------------------------------------------------

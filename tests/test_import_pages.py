@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from helpers_http import EPISODES, write_config
 
@@ -275,5 +276,39 @@ async def test_memories_remembered_during_an_import_keep_every_invariant(
         assert set(states) == set(ids) and "pending" not in states.values()
         members = runtime.episodes.store.all_member_ids()
         assert len(members) == len(set(members))
+    finally:
+        await runtime.stop()
+
+
+async def test_an_import_embeds_its_pages_with_the_single_threaded_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memories imported without vectors are embedded by the single-threaded copy of the
+    model (the background embedder's, at normal priority), which gives the vectors the
+    request model gives. Episodes off: no summary loads that copy, only the import."""
+    folder = tmp_path / "plain"
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(folder))
+    config = load_config(write_config(folder, episodes={"enabled": False}))
+    source = tmp_path / "plain.jsonl"
+    texts = [text for text, _ in stream()]
+    with source.open("w", encoding="utf-8") as handle:
+        for text, when in stream():
+            handle.write(json.dumps({"content": text, "created_at": to_iso(when)}) + "\n")
+    runtime = await start_runtime(config)
+    try:
+        background = runtime.service.background
+        assert background is not None and background.status()["model"] == "not loaded"
+        report = await importer.apply(runtime.api, source)
+        assert (report.stored, report.vectors_used) == (len(texts), False)
+        assert background.status()["model"] == "loaded"
+        assert background.status()["calls"] == 0  # not through the low-priority thread
+        memories = list(runtime.service.store.scroll())
+        stored = await runtime.service.vectors([m.id for m in memories])
+        by_text = {m.content: stored[m.id] for m in memories}
+        expected = await runtime.service.embed(texts)
+        for text, vector in zip(texts, expected, strict=True):
+            # the same model and weights on one thread instead of two: only the order of
+            # float32 sums differs, far below 1e-4 of cosine
+            assert float(np.dot(by_text[text], vector)) > 1 - 1e-4
     finally:
         await runtime.stop()

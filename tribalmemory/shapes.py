@@ -829,6 +829,10 @@ class DiskInfo(Response):
 
 class BackgroundEmbeddings(Response):
     priority: str = Field(description="idle, nice 19, normal, or not started.")
+    model: str = Field(
+        description="loaded or not loaded: its single-threaded copy of the model (loaded by "
+        "the daemon before it answers, when episodes are on; else on first use)."
+    )
     deadline_seconds: float = Field(
         description="Seconds a text waits for an idle core, while the daemon's own requests "
         "leave the CPU free, before it runs at normal priority."
@@ -843,6 +847,17 @@ class BackgroundEmbeddings(Response):
     )
 
 
+class WarmUp(Response):
+    seconds: float = Field(description="How long the daemon's warm-up took, before it answered.")
+    done: list[str] = Field(
+        description="What was loaded before the first request: request model, background "
+        "model, litellm."
+    )
+    failed: dict[str, str] = Field(
+        description="What failed to load, with the reason (loaded again on first use)."
+    )
+
+
 class Health(OpenResponse):
     status: str
     version: str
@@ -852,6 +867,9 @@ class Health(OpenResponse):
     batches: BatchesInfo
     disk: DiskInfo | None = Field(None, description="Free disk space (null: not checked).")
     background_embeddings: BackgroundEmbeddings | None = None
+    warm_up: WarmUp | None = Field(
+        None, description="What the daemon loaded before answering (null: not a daemon)."
+    )
     access: AccessInfo | None = Field(None, description="The access statistics' state.")
     llm: LlmStatus | None = Field(None, description="The LLM's state (episode engine only).")
     episodes: EpisodeQueue | None = Field(

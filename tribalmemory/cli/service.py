@@ -12,7 +12,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
 
 from ..client import WrongDaemon, daemon_url, ensure_daemon, find_daemon
 from ..config import Config
@@ -95,6 +97,54 @@ async def freeze_start_up_heap(config: Config) -> None:
     gc.freeze()
 
 
+WARM_UP_TEXT = "warm-up"
+
+
+def import_litellm_early(config: Config) -> asyncio.Task[Any] | None:
+    """litellm's import on a thread, started before the runtime so that the two overlap
+    (when an LLM is configured and not known to lack its key; else None)."""
+    if not needs_litellm(config.episodes):
+        return None
+    return asyncio.create_task(asyncio.to_thread(load_litellm))
+
+
+async def warm_up(
+    config: Config, runtime: Runtime, litellm: Awaitable[Any] | None = None
+) -> dict[str, Any]:
+    """Load, before the daemon answers its first request, what its first requests would
+    otherwise wait for: the request model's first run, the background embedder's model
+    (episodes on: the first summaries need it) and litellm (an LLM configured with its key);
+    then freeze the start-up heap (:func:`freeze_start_up_heap`).
+
+    Done lazily, these loads ran beside a fresh daemon's first requests: litellm's import holds
+    the GIL for seconds and the background model loaded on its low-priority thread, and the
+    first 100-200 remembers with episodes on took 250-760 ms at p95 (docs/benchmarks.md).
+    A step that fails is logged at WARNING and shown in ``/v1/health`` (``warm_up``); what it
+    loads is loaded again on first use. ``litellm``: its import, started already
+    (:func:`import_litellm_early`). Returns that health field."""
+    started = time.monotonic()
+    service = runtime.service
+    steps: dict[str, Awaitable[Any]] = {"request model": service.embed([WARM_UP_TEXT])}
+    if runtime.episodes is not None and service.background is not None:
+        steps["background model"] = asyncio.to_thread(service.background.warm_up)
+    if litellm is None and needs_litellm(config.episodes):
+        litellm = asyncio.to_thread(load_litellm)
+    if litellm is not None:
+        steps["litellm"] = litellm
+    outcomes = await asyncio.gather(*steps.values(), return_exceptions=True)
+    done, failed = [], {}
+    for name, outcome in zip(steps, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            failed[name] = f"{type(outcome).__name__}: {outcome}"
+            log.warning("warming up the %s failed (%s); it loads on first use", name, outcome)
+        else:
+            done.append(name)
+    await freeze_start_up_heap(config)
+    report = {"seconds": round(time.monotonic() - started, 2), "done": done, "failed": failed}
+    service.warm_up = report
+    return report
+
+
 def serve(args: argparse.Namespace, config: Config) -> int:
     """``tribalmemory serve``: the daemon in the foreground."""
     sys.setswitchinterval(GIL_SWITCH_SECONDS)
@@ -136,8 +186,18 @@ async def _serve(config: Config, sock: socket.socket) -> None:
     from ..interfaces.http import create_app
 
     started = time.monotonic()
-    runtime = await start_runtime(config)
-    freezing = asyncio.create_task(freeze_start_up_heap(config))
+    litellm = import_litellm_early(config)
+    try:
+        runtime = await start_runtime(config)
+    except BaseException:
+        if litellm is not None:
+            await asyncio.wait({litellm})  # a thread: it ends with the import
+        raise
+    try:
+        warmed = await warm_up(config, runtime, litellm)
+    except BaseException:
+        await runtime.stop()
+        raise
     announcing = asyncio.create_task(announce_llm(runtime))
     pid_path = pid_file(config)
     write_private(pid_path, f"{os.getpid()}\n")
@@ -159,10 +219,14 @@ async def _serve(config: Config, sock: socket.socket) -> None:
             )
         )
         runtime.stop_requested = lambda: server.should_exit  # long imports end cleanly
-        log.info("runtime ready in %.2f s", time.monotonic() - started)
+        log.info(
+            "runtime ready in %.2f s (warmed up in %.2f s: %s)",
+            time.monotonic() - started,
+            warmed["seconds"],
+            ", ".join(warmed["done"]) or "nothing",
+        )
         await server.serve(sockets=[sock])
     finally:
-        freezing.cancel()
         announcing.cancel()
         await runtime.stop()
         if pid_path.read_text(encoding="utf-8").strip() == str(os.getpid()):

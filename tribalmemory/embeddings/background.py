@@ -90,6 +90,7 @@ class BackgroundEmbedder:
         self.busy = busy or (lambda: False)  # without it, all waiting counts
         self.max_wait = max_wait
         self.priority = "not started"
+        self.loaded = False  # the model was loaded (at the daemon's warm-up, or first use)
         self.calls = 0
         self.fallbacks = 0  # calls that ran at normal priority after the deadline
         self._executor = ThreadPoolExecutor(
@@ -99,9 +100,22 @@ class BackgroundEmbedder:
     def _lower(self) -> None:
         self.priority = lower_thread_priority()
 
+    def model(self) -> Embedder:
+        """The single-threaded copy of the model, loaded on first use (once per process). It
+        also embeds an import's pages (:meth:`MemoryService.embed_bulk`), at normal priority
+        on a request thread: one session run at a time is thread-safe in onnxruntime."""
+        model = load_embedder(self.model_name, self.cache_dir, threads=1)
+        self.loaded = True
+        return model
+
+    def warm_up(self) -> None:
+        """Load the model and run it once, on the calling thread at normal priority (the
+        daemon does it before it answers requests): loaded on the low-priority thread, the
+        first summaries' wait for it stalled the requests beside it (docs/benchmarks.md)."""
+        self.model().embed(["warm-up"])
+
     def _embed(self, texts: list[str]) -> np.ndarray:
-        model: Embedder = load_embedder(self.model_name, self.cache_dir, threads=1)
-        return model.embed(texts)
+        return self.model().embed(texts)
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         self.calls += 1
@@ -143,6 +157,7 @@ class BackgroundEmbedder:
         """For /v1/health: the thread's priority and how often the deadline passed."""
         return {
             "priority": self.priority,
+            "model": "loaded" if self.loaded else "not loaded",
             "deadline_seconds": self.deadline,
             "max_wait_seconds": self.max_wait,
             "calls": self.calls,

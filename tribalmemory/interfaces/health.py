@@ -23,7 +23,9 @@ HEALTH_PATH = "/v1/health"
 CHALLENGE_HEADER = "X-Tribal-Memory-Challenge"
 PROOF_HEADER = "X-Tribal-Memory-Proof"
 # Texts an unauthenticated caller may see (the others may quote errors, paths or settings).
-PUBLIC_TEXT = frozenset({"status", "version", "state", "backend", "model", "detector_strategy"})
+PUBLIC_TEXT = frozenset(
+    {"status", "version", "state", "backend", "model", "detector_strategy", "done"}
+)
 HIDDEN_NOTE = (
     "reasons, errors and paths are shown to authenticated callers only "
     "(send the API token; with no token configured, every local caller is authenticated)"

@@ -313,7 +313,7 @@ async def apply(
         missing = [i for i in items if not (report.vectors_used and i.vector is not None)]
         vectors: dict[int, np.ndarray] = {}
         if missing:
-            embedded = await service.embed([i.memory.content for i in missing])
+            embedded = await service.embed_bulk([i.memory.content for i in missing])
             vectors = {id(i): v for i, v in zip(missing, embedded, strict=True)}
         out = []
         for item in items:

@@ -163,6 +163,7 @@ class MemoryService:
         self.started_at = time.monotonic()
         self._write_lock = asyncio.Lock()
         self.batches_in_flight = 0
+        self.warm_up: dict[str, Any] | None = None  # what the daemon warmed up (see runtime)
 
     # -- validation -------------------------------------------------------------------------
 
@@ -225,6 +226,18 @@ class MemoryService:
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         return await self.request_threads.run(self.embedder.embed, texts)
+
+    async def embed_bulk(self, texts: list[str]) -> np.ndarray:
+        """Embed many texts (an import's page) with the single-threaded copy of the model
+        (the background embedder's), at normal priority on a request thread; without a
+        background embedder, as :meth:`embed`. The request model splits each run between two
+        threads that spin between its steps: on a busy 2-CPU machine it embedded a page at
+        half the speed for twice the CPU, and left none to the episode engine placing the
+        page before (docs/benchmarks.md)."""
+        if self.background is None:
+            return await self.embed(texts)
+        model = self.background.model
+        return await self.request_threads.run(lambda: model().embed(texts))
 
     async def remember(
         self,
@@ -763,6 +776,8 @@ class MemoryService:
             data["disk"] = self.space.status()
         if self.background is not None:
             data["background_embeddings"] = self.background.status()
+        if self.warm_up is not None:
+            data["warm_up"] = self.warm_up
         if self.access is not None:
             data["access"] = self.access.health()
         data.update(self.hooks.health())
