@@ -22,6 +22,7 @@ from starlette.routing import Route
 from .. import validation as check
 from ..errors import BadQuery, InvalidInput, TribalError, Unavailable
 from ..portability import backup, exporter, importer
+from .transport import INTERNAL_ERROR, decode_json, error_response, read_body
 
 log = logging.getLogger("tribalmemory.http")
 
@@ -46,8 +47,6 @@ def _only(request: Request, allowed: set[str]) -> None:
 def _guarded(
     handler: Callable[[Request, Any], Awaitable[Response]], get_api: Callable[[], Any]
 ) -> Callable[[Request], Awaitable[Response]]:
-    from .http import INTERNAL_ERROR, error_response
-
     async def run(request: Request) -> Response:
         try:
             return await handler(request, get_api())
@@ -109,8 +108,6 @@ async def import_(request: Request, api: Any) -> Response:
 
 
 async def take_backup(request: Request, api: Any) -> Response:
-    from .http import decode_json, read_body
-
     _only(request, set())
     body = decode_json(await read_body(request, 64 * 1024))
     check.names(body, ["path"], ["path"])
