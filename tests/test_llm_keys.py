@@ -93,10 +93,14 @@ asyncio.run(main())
 """
 
 
-def test_a_runtime_without_a_key_never_imports_litellm(tmp_path: Path) -> None:
+@pytest.mark.parametrize("empty", [None, "", "  "])
+def test_a_runtime_without_a_key_never_imports_litellm(tmp_path: Path, empty: str | None) -> None:
     """The episode engine's LLM check and the daemon's start-up find the missing key without
-    the seconds-long import, and still say so in the health field (state ``offline``)."""
+    the seconds-long import, and still say so in the health field (state ``offline``). A key
+    set to nothing is no key: litellm would count it, and every call fail on it."""
     env = {k: v for k, v in os.environ.items() if k not in KEY_NAMES}
+    if empty is not None:
+        env["OPENAI_API_KEY"] = empty
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     done = subprocess.run(
         [sys.executable, "-c", START_PROBE, str(tmp_path / "data")],

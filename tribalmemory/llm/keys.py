@@ -39,9 +39,10 @@ def resolve(provider: str, model: str) -> tuple[str, str] | None:
 
 def missing_key(provider: str, environ: Mapping[str, str]) -> list[str] | None:
     """The variable to set when ``provider``'s key is missing, ``[]`` when it is set, ``None``
-    when the provider is not in :data:`PROVIDER_KEYS` (litellm knows)."""
+    when the provider is not in :data:`PROVIDER_KEYS` (litellm knows). A variable set to an
+    empty or blank value is no key (litellm counts it as one, and every call then fails)."""
     known = PROVIDER_KEYS.get(provider)
     if known is None:
         return None
     names, named = known
-    return [] if any(name in environ for name in names) else [named]
+    return [] if any(environ.get(name, "").strip() for name in names) else [named]
