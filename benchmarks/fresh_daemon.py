@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from typing import Any
 import httpx
 import numpy as np
 from latency import Daemon, fake_llm, start_daemon, thread_stream
-from portability import sentence, stamp
+from portability import memory_line, sentence, stamp
 from report import write_section
 
 from tribalmemory.embeddings.embedder import BUNDLED_DIM, BUNDLED_MODEL
@@ -134,19 +133,7 @@ def write_export(path: Path, count: int) -> None:
         handle.write(records.dumps(head))
         for i in range(count):
             topic, text = sentence(rng)
-            line = {
-                "type": "memory",
-                "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                "content": f"{text} (#{i})",
-                "source_type": "AUTO_CAPTURE",
-                "source_instance": "benchmark",
-                "tags": [topic],
-                "context": None,
-                "created_at": stamp(i),
-                "updated_at": stamp(i),
-                "metadata": {},
-            }
-            handle.write(records.dumps(line))
+            handle.write(records.dumps(memory_line(rng, i, topic, text)))
         handle.write(records.dumps(records.end(count, 0)))
 
 

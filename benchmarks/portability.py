@@ -99,6 +99,22 @@ async def fill(folder: Path, count: int, embed: bool) -> None:
         await runtime.stop()
 
 
+def memory_line(rng: random.Random, i: int, topic: str, text: str) -> dict[str, Any]:
+    """The export line of the ``i``-th generated memory (its id drawn from ``rng``)."""
+    return {
+        "type": "memory",
+        "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+        "content": f"{text} (#{i})",
+        "source_type": "AUTO_CAPTURE",
+        "source_instance": "benchmark",
+        "tags": [topic],
+        "context": None,
+        "created_at": stamp(i),
+        "updated_at": stamp(i),
+        "metadata": {},
+    }
+
+
 async def generated_export(runtime: Any, count: int, target: Path) -> None:
     """An export of ``count`` memories whose vectors are their sentence's (embedded once)."""
     service = runtime.service
@@ -110,19 +126,7 @@ async def generated_export(runtime: Any, count: int, target: Path) -> None:
     with target.open("w", encoding="utf-8") as handle:
         handle.write(records.dumps(head))
         for i, (topic, text) in enumerate(drawn):
-            line = {
-                "type": "memory",
-                "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                "content": f"{text} (#{i})",
-                "source_type": "AUTO_CAPTURE",
-                "source_instance": "benchmark",
-                "tags": [topic],
-                "context": None,
-                "created_at": stamp(i),
-                "updated_at": stamp(i),
-                "metadata": {},
-                "vector": vectors[text],
-            }
+            line = memory_line(rng, i, topic, text) | {"vector": vectors[text]}
             handle.write(records.dumps(line))
         handle.write(records.dumps(records.end(count, 0)))
 

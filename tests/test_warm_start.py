@@ -4,38 +4,21 @@ configured with its key). Lazily loaded, they stalled the first 100-200 remember
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
-from helpers_http import Daemon, free_port, subprocess_env, wait_healthy, write_config
+from helpers_http import free_port, start_daemon
 
 
 def test_a_fresh_daemon_is_warm_before_it_answers(tmp_path: Path) -> None:
-    home, user = tmp_path / "home", tmp_path / "user"
-    user.mkdir()
-    port = free_port()
     episodes = {
         "enabled": True,
         "summarizer_provider": "openai",
         "summarizer_model": "gpt-4o-mini",
         "api_base": f"http://127.0.0.1:{free_port()}/v1",  # nothing answers: not needed here
     }
-    config = write_config(home, server={"port": port}, episodes=episodes)
-    env = {**subprocess_env(home, user), "OPENAI_API_KEY": "x"}
-    output = tmp_path / "daemon.out"
-    with output.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tribalmemory", "serve", "--config", str(config)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=tmp_path,
-        )
-    daemon = Daemon(f"http://127.0.0.1:{port}", port, home, config, env, process, output)
+    daemon = start_daemon(tmp_path, episodes=episodes, environ={"OPENAI_API_KEY": "x"})
     try:
-        wait_healthy(daemon.url, process, output)
         health = httpx.get(f"{daemon.url}/v1/health", trust_env=False, timeout=30).json()
         warm = health["warm_up"]
         assert warm["done"] == ["request model", "background model", "litellm"], warm
@@ -45,5 +28,5 @@ def test_a_fresh_daemon_is_warm_before_it_answers(tmp_path: Path) -> None:
         assert (background["model"], background["calls"]) == ("loaded", 0)
     finally:
         daemon.stop()
-    log = output.read_text(encoding="utf-8")
+    log = daemon.output.read_text(encoding="utf-8")
     assert "warmed up in" in log and "Traceback" not in log

@@ -121,14 +121,12 @@ async def warm_up(
     first 100-200 remembers with episodes on took 250-760 ms at p95 (docs/benchmarks.md).
     A step that fails is logged at WARNING and shown in ``/v1/health`` (``warm_up``); what it
     loads is loaded again on first use. ``litellm``: its import, started already
-    (:func:`import_litellm_early`). Returns that health field."""
+    (:func:`import_litellm_early`; None when nothing needs it). Returns that health field."""
     started = time.monotonic()
     service = runtime.service
     steps: dict[str, Awaitable[Any]] = {"request model": service.embed([WARM_UP_TEXT])}
     if runtime.episodes is not None and service.background is not None:
         steps["background model"] = asyncio.to_thread(service.background.warm_up)
-    if litellm is None and needs_litellm(config.episodes):
-        litellm = asyncio.to_thread(load_litellm)
     if litellm is not None:
         steps["litellm"] = litellm
     outcomes = await asyncio.gather(*steps.values(), return_exceptions=True)

@@ -101,8 +101,8 @@ class Operations:
 
     def titles(self, episode_ids: list[str]) -> dict[str, str | None]:
         """The title of each episode of ``episode_ids`` that exists (None: not written yet)."""
-        rows = {i: self.store.episode(i) for i in episode_ids}
-        return {i: row.title or None for i, row in rows.items() if row is not None}
+        titles = self.store.episode_titles(episode_ids)
+        return {i: title or None for i, title in titles.items()}
 
     def costs(self) -> dict[str, Any]:
         return self.summariser.costs()

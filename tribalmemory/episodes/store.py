@@ -447,15 +447,19 @@ class EpisodeStore:
             ).fetchall()
         )
 
-    def existing_episode_ids(self, episode_ids: list[str]) -> set[str]:
-        """Those of ``episode_ids`` that are stored."""
-        found: set[str] = set()
+    def episode_titles(self, episode_ids: list[str]) -> dict[str, str]:
+        """The title of each of ``episode_ids`` that is stored ("" when none is written)."""
+        found: dict[str, str] = {}
         for start in range(0, len(episode_ids), 500):
             part = episode_ids[start : start + 500]
             marks = ",".join("?" * len(part))
-            rows = self.db.execute(f"SELECT id FROM episodes WHERE id IN ({marks})", part)
-            found.update(r[0] for r in rows)
+            sql = f"SELECT id, title FROM episodes WHERE id IN ({marks})"
+            found.update((r[0], r[1] or "") for r in self.db.execute(sql, part))
         return found
+
+    def existing_episode_ids(self, episode_ids: list[str]) -> set[str]:
+        """Those of ``episode_ids`` that are stored."""
+        return set(self.episode_titles(episode_ids))
 
     def all_episode_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM episodes")]
