@@ -14,6 +14,8 @@ the first k + 1 kept.
   the search found, and is left out too (measured on benchmarks/recall.py: such summaries
   took slots from evidence far more often than they covered it). A search that can find no
   plain memory (``source_types`` naming summaries only) keeps every summary.
+- A query that names a period (:mod:`.periods`) shows the memories dated in it first, each
+  group in the pool's order: the period is a filter that never empties the list.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Candidate:
     kind: Kind = Kind.MEMORY
     episode_id: str | None = None  # the episode it belongs to (a summary: the one it sums up)
     sources: tuple[str, ...] = ()  # a derived memory: the memory ids it was read from
+    created_at: float | None = None  # memory time (epoch seconds)
 
 
 def pool_size(limit: int) -> int:
@@ -84,3 +87,13 @@ def admitted(
 ) -> list[Candidate]:
     """The candidates recall may show, in ``pool``'s order (both rules above)."""
     return summaries_that_add(without_derived_beside_sources(pool), margin, orphans)
+
+
+def in_period_first(pool: Sequence[Candidate], start: float, end: float) -> list[Candidate]:
+    """``pool`` with the candidates dated in ``[start, end)`` first; order kept within each
+    group, so the first k are still the first k of a longer list."""
+    inside = [c for c in pool if c.created_at is not None and start <= c.created_at < end]
+    if not inside:
+        return list(pool)
+    kept = {c.id for c in inside}
+    return inside + [c for c in pool if c.id not in kept]
