@@ -47,6 +47,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -224,6 +226,7 @@ async def replay(
     gold_of: dict[str, str | None],
     imported: bool = False,
     mixed: tuple[list[Record], list[str]] | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One replay; ``mixed``: interleaved records and the project of each (one row per
     project is then in the result's ``per_project``)."""
@@ -235,6 +238,7 @@ async def replay(
             settings["merge_checks"] = False
         if base_url:
             settings["api_base"] = base_url
+        settings.update(overrides or {})
         config = config_from_dict({"data_dir": data, "episodes": settings})
         clock = WallClock() if imported else StreamClock()
         runtime = await start_runtime(config, run_scheduler=False, clock=clock)
@@ -540,7 +544,16 @@ def main(argv: list[str] | None = None) -> int:
         help="imperfect oracles (oracle-90, oracle-75) answer with seeds 0..N-1; their F1 is "
         "the mean (a single seed moves by about ±0.1)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an episodes setting for every replay (YAML value), e.g. "
+        "chain_similarity_threshold=0.6; repeatable",
+    )
     args = parser.parse_args(argv)
+    overrides = {k: yaml.safe_load(v) for k, _, v in (item.partition("=") for item in args.set)}
     rows = []
     imported = {s for s in args.imported.split(",") if s}
     runs = [(s, False) for s in args.strategies.split(",")]
@@ -557,7 +570,9 @@ def main(argv: list[str] | None = None) -> int:
                     if strategy.startswith("oracle"):
                         accuracy = oracle_accuracy(strategy)
                         fake.responder = oracle_responder(gold_of, accuracy, seed)
-                    row = asyncio.run(replay(stream, strategy, base, gold_of, as_import))
+                    row = asyncio.run(
+                        replay(stream, strategy, base, gold_of, as_import, overrides=overrides)
+                    )
                     report(row, seed if imperfect else None)
                     seeded.append(row)
                 rows.append(over_seeds(seeded))
