@@ -60,23 +60,24 @@ def build_update(
 
 def build_regenerate(title: str, memories: Sequence[Any]) -> Prompt[SummaryResult]:
     """Full regeneration from the memories in time order."""
-    user = episode_head(title) + "\n\nMemories, oldest first:\n" + memories_block(memories)
-    return Prompt(
-        "regenerate",
-        messages("regenerate", user),
-        lambda data: validate_summary(data, with_metadata=False, with_structured=True),
-        MAX_TOKENS["regenerate"],
-    )
+    return _from_memories("regenerate", title, memories, with_metadata=False)
 
 
 def build_final(title: str, memories: Sequence[Any]) -> Prompt[SummaryResult]:
     """Comprehensive final summary and structured metadata in one call."""
+    return _from_memories("final", title, memories, with_metadata=True)
+
+
+def _from_memories(
+    purpose: str, title: str, memories: Sequence[Any], *, with_metadata: bool
+) -> Prompt[SummaryResult]:
+    """A summary written from all the episode's memories, with its structured record."""
     user = episode_head(title) + "\n\nMemories, oldest first:\n" + memories_block(memories)
     return Prompt(
-        "final",
-        messages("final", user),
-        lambda data: validate_summary(data, with_metadata=True, with_structured=True),
-        MAX_TOKENS["final"],
+        purpose,
+        messages(purpose, user),
+        lambda data: validate_summary(data, with_metadata=with_metadata, with_structured=True),
+        MAX_TOKENS[purpose],
     )
 
 
