@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tribalmemory.config import config_from_dict
-from tribalmemory.llm import Ledger, LLMClient, keys
+from tribalmemory.llm import keys, providers
 from tribalmemory.llm.client import load_litellm
 
 KEY_NAMES = sorted({name for names, _ in keys.PROVIDER_KEYS.values() for name in names})
@@ -52,12 +52,11 @@ def test_the_table_agrees_with_litellm(
         ("hosted_vllm", "hosted_vllm/qwen"),
     ],
 )
-def test_resolve_agrees_with_the_client(provider: str, model: str, tmp_path: Path) -> None:
+def test_resolve_agrees_with_the_client(provider: str, model: str) -> None:
     cfg = config_from_dict(
         {"episodes": {"summarizer_provider": provider, "summarizer_model": model}}
     ).episodes
-    client = LLMClient(cfg, Ledger(tmp_path / "ledger.db"))
-    assert keys.resolve(provider, model) == client._resolve(load_litellm())
+    assert keys.resolve(provider, model) == providers.resolve(cfg, load_litellm())
 
 
 def test_a_model_under_an_unknown_head_is_left_to_litellm() -> None:
