@@ -2,7 +2,7 @@
 
 Qdrant Edge does nothing in the background by itself. New memories go to a plain segment that
 every query scans in float32; ``optimize()`` seals it into an int8-quantized segment (faster to
-scan) once it holds ``SEAL_SIZE`` memories (see ``storage/edge.py`` and docs/storage.md).
+scan) once it holds ``SEAL_SIZE`` memories (see ``storage/edge/shard.py`` and docs/storage.md).
 ``optimize()`` holds the GIL while it works (about 1 s per 10k memories on 2 cores), so the
 whole daemon pauses meanwhile. This task therefore calls it only after the store has been idle
 for ``idle_seconds``, or when so many memories wait unsealed that searches would slow down.
