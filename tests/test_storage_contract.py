@@ -842,6 +842,9 @@ async def test_maintenance_task_optimizes_only_when_due() -> None:
             assert idle_seconds == 0.5
             return self.due.pop(0) if self.due else False
 
+        def optimize_needs_bytes(self) -> int:
+            return 0
+
         def optimize(self) -> bool:
             self.calls.append(threading.current_thread().name)
             if len(self.calls) == 1:

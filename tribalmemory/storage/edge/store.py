@@ -8,6 +8,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -351,6 +352,11 @@ class EdgeStore:
             self._unsealed = 0
             self._maintenance_due = False
             return worked
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]:
+        """The store's lock: while it is held, no call reads or writes the shard."""
+        return self._lock
 
     def flush(self) -> None:
         """Persist segments and sync the WAL to disk (power-loss safe up to here); a backup
