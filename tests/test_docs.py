@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 import typing
 from pathlib import Path
@@ -15,6 +16,7 @@ from tribalmemory.config import SECTIONS, Config, config_from_dict
 from tribalmemory.interfaces.mcp_server import build_mcp_server
 from tribalmemory.interfaces.openapi import ROUTES
 from tribalmemory.interfaces.portability_http import STREAMED
+from tribalmemory.service.host import PluginHost
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -65,6 +67,26 @@ async def test_mcp_md_documents_every_tool_and_only_real_ones() -> None:
     for doc in [ROOT / "README.md", *DOCS.glob("*.md")]:
         named = set(TOOL_NAME.findall(doc.read_text(encoding="utf-8")))
         assert named <= served, f"{doc.name} names tools that do not exist: {named - served}"
+
+
+HOST_METHOD = re.compile(r"`([a-z_]+)\(([^`)]*)\)`")  # `name(arg, arg=default)` in the host table
+
+
+def test_plugins_md_lists_every_method_of_the_plugin_host_with_its_arguments() -> None:
+    text = (DOCS / "plugins.md").read_text(encoding="utf-8")
+    section = text.split("\n## The host", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ", 1)[0] for line in section.splitlines() if line.startswith("| `")]
+    listed = {
+        name: [arg.split("=")[0].strip() for arg in args.split(",") if arg.strip()]
+        for row in rows
+        for name, args in HOST_METHOD.findall(row)
+    }
+    methods = {
+        name: [p for p in inspect.signature(fn).parameters if p != "self"]
+        for name, fn in inspect.getmembers(PluginHost, inspect.isfunction)
+        if not name.startswith("_")
+    }
+    assert listed == methods
 
 
 def test_every_key_of_the_example_config_loads() -> None:

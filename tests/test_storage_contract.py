@@ -707,9 +707,9 @@ def test_edge_reads_many_points_a_chunk_per_hold_of_its_lock(
 ) -> None:
     """A long read (a background job's 600 members) lets a request's call take the store's
     lock between chunks; the result is the same as one read's."""
-    import tribalmemory.storage.edge as edge
+    import tribalmemory.storage.edge.store as edge_store
 
-    monkeypatch.setattr(edge, "READ_CHUNK", 4)
+    monkeypatch.setattr(edge_store, "READ_CHUNK", 4)
     store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
     try:
         memories = [memory(f"note {i}") for i in range(10)]
@@ -738,9 +738,9 @@ def test_edge_reads_many_points_a_chunk_per_hold_of_its_lock(
 def test_edge_optimize_seals_segments_without_changing_results(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tribalmemory.storage.edge as edge
+    import tribalmemory.storage.edge.shard as edge_shard
 
-    monkeypatch.setattr(edge, "SEAL_SIZE", 100)
+    monkeypatch.setattr(edge_shard, "SEAL_SIZE", 100)
     store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
     try:
         texts = varied_texts(250)
@@ -773,9 +773,9 @@ def test_edge_store_with_older_settings_is_converted(
     ones; its next optimize() converts it and results stay the same."""
     import qdrant_edge as qe
 
-    import tribalmemory.storage.edge as edge
+    import tribalmemory.storage.edge.shard as edge_shard
 
-    current = edge._shard_config
+    current = edge_shard.shard_config
 
     def former(dim: int) -> qe.EdgeConfig:  # as before; any size gets its HNSW graph
         config = current(dim)
@@ -786,14 +786,14 @@ def test_edge_store_with_older_settings_is_converted(
             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=1),
         )
 
-    monkeypatch.setattr(edge, "_shard_config", former)
+    monkeypatch.setattr(edge_shard, "shard_config", former)
     texts = varied_texts(200)
     memories = [memory(t) for t in texts]
     with EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM) as old:
         old.upsert(memories, embedder.embed(texts))
         assert old.optimize() is True  # builds an HNSW segment, as the former version did
         before = ranking(old, embedder, QUERIES)
-    monkeypatch.setattr(edge, "_shard_config", current)
+    monkeypatch.setattr(edge_shard, "shard_config", current)
     with EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM) as store:
         saved = json.loads((tmp_path / "store" / "shard-1" / "edge_config.json").read_text())
         assert saved["hnsw_config"]["m"] == 0 and "scalar" in saved["quantization_config"]
@@ -805,7 +805,7 @@ def test_edge_store_with_older_settings_is_converted(
 def test_edge_needs_maintenance_after_writes_when_idle_or_many_wait(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tribalmemory.storage.edge as edge
+    import tribalmemory.storage.edge.store as edge_store
 
     store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
     try:
@@ -816,7 +816,7 @@ def test_edge_needs_maintenance_after_writes_when_idle_or_many_wait(
         store.upsert([memory("one")], unit_vectors(1))
         assert store.needs_maintenance(0.0) and not store.needs_maintenance(3600.0)
         store.optimize()
-        monkeypatch.setattr(edge, "FORCE_SEAL", 5)
+        monkeypatch.setattr(edge_store, "FORCE_SEAL", 5)
         store.upsert([memory(f"many {i}") for i in range(5)], unit_vectors(5))
         assert store.needs_maintenance(3600.0)  # enough waiting: due even when busy
         store.optimize()
@@ -841,6 +841,9 @@ async def test_maintenance_task_optimizes_only_when_due() -> None:
         def needs_maintenance(self, idle_seconds: float) -> bool:
             assert idle_seconds == 0.5
             return self.due.pop(0) if self.due else False
+
+        def optimize_needs_bytes(self) -> int:
+            return 0
 
         def optimize(self) -> bool:
             self.calls.append(threading.current_thread().name)

@@ -33,6 +33,7 @@ from ..config import Config
 from ..errors import Conflict, InsufficientStorage, InvalidInput
 from ..service import MemoryService
 from ..service.access import ACCESS_FILE
+from ..storage.base import FolderStore
 from ..storage.integrity import SQLITE_FILES, write_json_atomically
 from ..storage.space import MB, existing_parent, is_disk_full
 from ..timeutil import to_iso, utc_now
@@ -68,17 +69,17 @@ def sqlite_copy(source: Path, target: Path) -> None:
 
 def _copy_store(service: MemoryService, target: Path) -> int:
     """Copy the embedded store with its lock held (no write can start), segments flushed."""
-    store: Any = service.store
-    lock = getattr(store, "_lock", None)
-    root = getattr(store, "root", None)
-    if lock is None or root is None:
+    store = service.store
+    if not isinstance(store, FolderStore):
         raise InvalidInput(
             "backup copies the embedded store; a Qdrant server is backed up with its own "
             "snapshots (`tribalmemory export --vectors` saves the memories meanwhile)"
         )
-    with lock:
+    with store.lock:
         store.flush()
-        shutil.copytree(root, target, ignore=lambda _d, names: [n for n in names if n in KEEP_OUT])
+        shutil.copytree(
+            store.root, target, ignore=lambda _d, names: [n for n in names if n in KEEP_OUT]
+        )
     return int(store.count())
 
 

@@ -2,11 +2,11 @@
 
 Qdrant Edge does nothing in the background by itself. New memories go to a plain segment that
 every query scans in float32; ``optimize()`` seals it into an int8-quantized segment (faster to
-scan) once it holds ``SEAL_SIZE`` memories (see ``storage/edge.py`` and docs/storage.md).
+scan) once it holds ``SEAL_SIZE`` memories (see ``storage/edge/shard.py`` and docs/storage.md).
 ``optimize()`` holds the GIL while it works (about 1 s per 10k memories on 2 cores), so the
 whole daemon pauses meanwhile. This task therefore calls it only after the store has been idle
 for ``idle_seconds``, or when so many memories wait unsealed that searches would slow down.
-Stores without ``needs_maintenance`` (a Qdrant server indexes by itself) get no task. Sealing
+Stores that are no ``MaintainedStore`` (a Qdrant server indexes by itself) get no task. Sealing
 writes a copy of the memories it seals: it waits (retrying with backoff) while the disk lacks
 the space, so that it never fills the disk.
 """
@@ -17,8 +17,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
+from typing import TypeGuard
 
+from ..storage.base import MaintainedStore
 from ..storage.space import DiskSpace
 
 log = logging.getLogger("tribalmemory.maintenance")
@@ -33,7 +34,7 @@ class StoreMaintenance:
 
     def __init__(
         self,
-        store: Any,
+        store: MaintainedStore,
         idle_seconds: float = IDLE_SECONDS,
         interval: float = CHECK_INTERVAL,
         space: DiskSpace | None = None,
@@ -47,8 +48,8 @@ class StoreMaintenance:
         self._task: asyncio.Task[None] | None = None
 
     @staticmethod
-    def supported(store: Any) -> bool:
-        return callable(getattr(store, "needs_maintenance", None))
+    def supported(store: object) -> TypeGuard[MaintainedStore]:
+        return isinstance(store, MaintainedStore)
 
     def start(self) -> None:
         if self._task is None:

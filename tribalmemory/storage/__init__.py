@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .base import (
+    FolderStore,
+    MaintainedStore,
     MemoryFilter,
     MemoryStore,
     ModelMismatchError,
@@ -19,6 +21,8 @@ from .reembed import reembed
 
 __all__ = [
     "EdgeStore",
+    "FolderStore",
+    "MaintainedStore",
     "MemoryFilter",
     "MemoryStore",
     "ModelMismatchError",

@@ -1,13 +1,17 @@
-"""The storage contract every backend (embedded Qdrant Edge, Qdrant server) fulfils."""
+"""The storage contract every backend (embedded Qdrant Edge, Qdrant server) fulfils:
+:class:`MemoryStore`, and the optional parts only some backends have (:class:`MaintainedStore`,
+:class:`FolderStore`)."""
 
 from __future__ import annotations
 
 import re
 import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 
@@ -106,6 +110,49 @@ class MemoryStore(Protocol):
         """Build the search indexes now (may block for minutes); True if work was done."""
 
     def close(self) -> None: ...
+
+    def begin_rebuild(self, model_name: str, dim: int) -> Self:
+        """A new, empty store beside this one for vectors of ``model_name`` (``dim``); nothing
+        changes until :meth:`finish_rebuild` (``storage/reembed.py`` fills it)."""
+
+    def finish_rebuild(self, target: Self) -> None:
+        """Make ``target`` the store in one atomic step; closes both."""
+
+    def abort_rebuild(self, target: Self) -> None:
+        """Drop ``target``; this store stays as it was."""
+
+
+@runtime_checkable
+class MaintainedStore(Protocol):
+    """A store that needs upkeep at quiet moments, which the daemon runs
+    (``service/maintenance.py``): the embedded store seals new memories. Optional: a Qdrant
+    server indexes by itself, so :class:`~.server.ServerStore` has none of this. Check with
+    ``isinstance(store, MaintainedStore)``."""
+
+    def needs_maintenance(self, idle_seconds: float) -> bool:
+        """Whether :meth:`optimize` is worth calling now (the store idle ``idle_seconds``)."""
+
+    def optimize_needs_bytes(self) -> int:
+        """Disk space :meth:`optimize` may need."""
+
+    def optimize(self) -> bool:
+        """Do the upkeep now (blocks meanwhile); True if work was done."""
+
+
+@runtime_checkable
+class FolderStore(Protocol):
+    """A store kept whole in one local folder, which a backup copies with :attr:`lock` held
+    (``portability/backup.py``). Optional: the embedded store is one, a Qdrant server (backed
+    up with its own snapshots) is not. Check with ``isinstance(store, FolderStore)``."""
+
+    root: Path
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]:
+        """Held, no call reads or writes the store."""
+
+    def flush(self) -> None:
+        """Persist everything written so far to the folder."""
 
 
 # -- Shared by the backends: the point layout both of them store ----------------------------

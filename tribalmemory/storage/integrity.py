@@ -7,7 +7,7 @@ a truncated ledger silently reset the month's LLM spend. So before the daemon op
 - ``datafiles.json`` in the data folder lists the files the daemon has created (and the store's
   folder); a listed file that is now missing or empty is damaged, not new;
 - each SQLite file must pass ``PRAGMA quick_check`` and still hold its main table;
-- the embedded store checks its own folder (``storage/edge.py``).
+- the embedded store checks its own folder (``storage/edge/checks.py``).
 
 A problem raises :class:`DamagedDataError`: start-up stops with a message naming the file and
 how to recover (``tribalmemory doctor``), and nothing is changed or deleted.

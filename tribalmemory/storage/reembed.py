@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from ..config import Config
 from ..models import Memory
+from .base import MemoryStore
 from .factory import open_store
 
 Progress = Callable[[int, int], None]
@@ -39,8 +40,10 @@ def reembed(config: Config, embedder: TextEmbedder, progress: Progress | None = 
     return reembed_store(store, embedder, progress)
 
 
-def reembed_store(store: Any, embedder: TextEmbedder, progress: Progress | None = None) -> int:
-    """Re-embed an open EdgeStore or ServerStore (opened without the model check); closes it."""
+def reembed_store(
+    store: MemoryStore, embedder: TextEmbedder, progress: Progress | None = None
+) -> int:
+    """Re-embed an open store (opened without the model check); closes it."""
     try:
         total = store.count()
         target = store.begin_rebuild(embedder.model_name, embedder.dim)

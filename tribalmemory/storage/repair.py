@@ -1,7 +1,7 @@
 """``tribalmemory doctor``: find damaged data files and repair what can be repaired.
 
-Every check is the one start-up makes (``storage/integrity.py``, ``storage/edge.py``, the
-episode engine's reconcile rule); a :class:`Finding` says what is wrong and what the repair
+Every check is the one start-up makes (``storage/integrity.py``, ``storage/edge/checks.py``,
+the episode engine's reconcile rule); a :class:`Finding` says what is wrong and what the repair
 does. Repairs never delete: damaged files are moved into ``<data_dir>/damaged-<UTC time>/``,
 and what the store must drop (episode summaries a new episode database cannot account for) is
 written there first. What each repair does:
@@ -42,7 +42,7 @@ from ..models import ENGINE_WRITTEN
 from ..plural import counted
 from ..timeutil import utc_now
 from . import edge, integrity
-from .base import MemoryFilter, StoreLockedError
+from .base import DENSE, MemoryFilter, StoreLockedError
 from .integrity import DamagedDataError
 
 WRITTEN = "episode summary, lesson and decision memories"
@@ -292,14 +292,14 @@ class Doctor:
         for name in shards:
             if name != best:
                 done.append(aside.move(root / name))
-        edge._write_meta(root, self.model_name, self.dim, best)
+        edge.write_meta(root, self.model_name, self.dim, best)
         done.append(f"wrote {root / edge.META_FILE}: {best}, {counted(readable[best], 'memory')}")
         return done
 
     def _clear_state(self, root: Path) -> list[str]:
         """Rewrite store.json without the recorded state: the next open records it anew."""
         meta = json.loads((root / edge.META_FILE).read_text(encoding="utf-8"))
-        edge._write_meta(root, meta["model_name"], int(meta["dim"]), meta["shard"])
+        edge.write_meta(root, meta["model_name"], int(meta["dim"]), meta["shard"])
         return [f"{root / edge.META_FILE}: the store is accepted as it is now"]
 
     def _summary_count(self) -> int:
@@ -376,14 +376,14 @@ class RepairError(RuntimeError):
 def _shard_folders(root: Path) -> list[str]:
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and edge._SHARD_DIR.match(p.name))
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and edge.SHARD_DIR.match(p.name))
 
 
 def _shard_dim(path: Path) -> int | None:
     """The dense dimension a shard's edge_config.json records, if readable."""
     try:
         config = json.loads((path / "edge_config.json").read_text(encoding="utf-8"))
-        return int(config["vectors"][edge.DENSE]["size"])
+        return int(config["vectors"][DENSE]["size"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -393,7 +393,7 @@ def _shard_points(path: Path, dim: int) -> int | None:
     import qdrant_edge as qe
 
     try:
-        shard = qe.EdgeShard.load(str(path), edge._shard_config(dim))
+        shard = qe.EdgeShard.load(str(path), edge.shard_config(dim))
     except Exception:
         return None
     try:
