@@ -288,6 +288,7 @@ def test_backup_through_the_daemon_during_writes_restores_what_it_counted(
     import httpx
 
     stop = threading.Event()
+    stored = threading.Event()  # the backup starts once the writers have stored something
     failures: list[str] = []
 
     def writer() -> None:
@@ -296,11 +297,14 @@ def test_backup_through_the_daemon_during_writes_restores_what_it_counted(
                 answer = http.post("/v1/remember", json={"content": unique("written meanwhile")})
                 if answer.status_code != 200:
                     failures.append(answer.text)
+                else:
+                    stored.set()
 
     threads = [threading.Thread(target=writer) for _ in range(2)]
     for thread in threads:
         thread.start()
     try:
+        assert stored.wait(60), f"no write was acknowledged: {failures[:1]}"
         target = tmp_path / "during"
         monkey = pytest.MonkeyPatch()
         monkey.setenv("TRIBAL_MEMORY_HOME", str(daemon.home))
