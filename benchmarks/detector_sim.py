@@ -44,13 +44,10 @@ from typing import Any
 import numpy as np
 
 from tribalmemory.episodes import resumption
+from tribalmemory.episodes.budget import memories_per_review, within_budget
 from tribalmemory.episodes.consolidation import BATCH as MERGE_BATCH
 from tribalmemory.episodes.consolidation import Taken, agreed
-from tribalmemory.episodes.detection import (
-    MAX_CHECKS_PER_REVIEW,
-    memories_per_review,
-    within_budget,
-)
+from tribalmemory.episodes.detection import MAX_CHECKS_PER_REVIEW
 from tribalmemory.episodes.detector import (
     MERGE_CANDIDATES,
     MERGE_CHECK_SIZES,

@@ -5,20 +5,21 @@
 (:meth:`Detection.detect`). Every decision is made at once and is provisional: a doubtful one
 (the least confident share of decisions, see :func:`.detector.confidence`) is also queued for
 review by the LLM (the ``classify`` job, :meth:`Detection.classify`), within a running budget of
-``classify_calls_per_memory``. Reviews are batched (a few doubtful memories per call, each
-waiting a few of the stream's paces for company); the LLM sees each memory's candidates as they
-are by then (its own episode without it included), and a memory it places elsewhere is moved.
-When the budget is spent or the LLM cannot answer, the embedding decision stands. Decisions
-hold ``detect_lock``, so concurrent writers decide as a sequential run would.
+``classify_calls_per_memory`` (:mod:`.budget`). Reviews are batched (a few doubtful memories per
+call, each waiting a few of the stream's paces for company); the LLM sees each memory's
+candidates as they are by then (its own episode without it included), and a memory it places
+elsewhere is moved. When the budget is spent or the LLM cannot answer, the embedding decision
+stands. Decisions hold ``detect_lock``, so concurrent writers decide as a sequential run would.
+A memory about to be decided and an episode a join grew are announced on the engine's hub
+(:mod:`.events`), for resumption and the merge and split checks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +28,11 @@ from ..llm.prompts import SEED_TITLE, SNIPPETS_PER_CANDIDATE
 from ..models import Memory
 from ..timeutil import to_epoch
 from . import lifecycle
+from .budget import Budget
+from .consolidation import Consolidation
 from .detector import DEFAULT_MODEL
 from .edits import Pin, may_join, may_move
+from .events import Arriving, Events, Grown
 from .matching import Decision, MemoryFeatures, Option, when
 from .membership import Membership
 from .sessions import Sessions
@@ -36,24 +40,13 @@ from .state import EngineState
 from .summariser import Summariser
 from .upkeep import Upkeep
 
-if TYPE_CHECKING:
-    from .consolidation import Consolidation
-    from .resumption import Resumption
-    from .splitting import Splitting
-
 log = logging.getLogger("tribalmemory.episodes")
 
 EPISODE_STATUS = {"assigned": "assigned", "pending": "pending"}  # any other state: unassigned
-BUDGET_KEY = "classify_budget"
-"""Meta key of the budget counters: memories decided, classification calls made."""
-BUDGET_SAVE_EVERY = 25
-"""Decisions counted between two saves of the budget's counts (a call is saved at once)."""
 MAX_CHECKS_PER_REVIEW = 8
 """Waiting merge checks a review call carries at most (see :mod:`.consolidation`)."""
 MAX_BATCH_CANDIDATES = 12
 """At most this many candidates (the union over a batch) in one classification prompt."""
-BUDGET_BURST = 1.0
-"""Calls allowed ahead of the budget, so the first doubtful memory of a stream can be asked."""
 
 
 def _union(decisions: Iterable[Decision], reviewed: Collection[str]) -> dict[str, Option]:
@@ -71,19 +64,6 @@ def _union(decisions: Iterable[Decision], reviewed: Collection[str]) -> dict[str
     return out
 
 
-def within_budget(memories: int, committed: int, calls_per_memory: float) -> bool:
-    """May one more classification call be committed (made or queued) after ``memories``
-    decisions? Keeps ``committed <= calls_per_memory * memories + BUDGET_BURST``."""
-    return committed + 1 <= calls_per_memory * memories + BUDGET_BURST
-
-
-def memories_per_review(classified: int, reviews: int) -> float:
-    """Memories one review call has classified on average, 1 before any has. Checks asked in
-    calls of their own classify no memory and do not count: counted, a store whose first calls
-    were checks would take the reviews to carry none, and never queue one again."""
-    return classified / reviews if classified and reviews else 1.0
-
-
 def episode_status(detection_state: str | None) -> str:
     """``episode_status`` of a memory (assigned, pending, unassigned) from its detection."""
     return EPISODE_STATUS.get(detection_state or "", "unassigned")
@@ -93,24 +73,30 @@ class Detection:
     """Decides the episode of each new memory."""
 
     def __init__(
-        self, state: EngineState, summariser: Summariser, membership: Membership, upkeep: Upkeep
+        self,
+        state: EngineState,
+        summariser: Summariser,
+        membership: Membership,
+        upkeep: Upkeep,
+        *,
+        budget: Budget,
+        sessions: Sessions,
+        consolidation: Consolidation,
+        events: Events,
     ) -> None:
         self.state = state
         self.store = state.store
         self.summariser = summariser
         self.membership = membership
         self.upkeep = upkeep
+        self.budget = budget
+        self.sessions = sessions
+        """Declared episodes: a session's memory joins its episode before any decision."""
+        self.consolidation = consolidation
+        """Merge checks: their waiting checks ride along in review calls."""
+        self.events = events
+        """Where a memory about to be decided and an episode grown are announced."""
         self._asking: dict[str, asyncio.Event] = {}  # memory -> its batch's call is done
-        self._budget: dict[str, int] | None = None  # budget(), read once from the database
-        self.sessions: Sessions | None = None  # declared episodes (set by the engine)
-        self.consolidation: Consolidation | None = None
-        """Merge checks: told when a join grows an episode, and their waiting checks ride
-        along in review calls (set by the engine)."""
-        self.splitting: Splitting | None = None
-        """Split checks: told when a join grows an episode (set by the engine)."""
-        self.resumption: Resumption | None = None
-        """Without an LLM: merges a quiet episode into the older one it resumes (set by the
-        engine)."""
 
     def register_pending(self, memory: Memory) -> None:
         """Before the memory is stored: record a durable detect job for it."""
@@ -136,20 +122,22 @@ class Detection:
                 return self.status_of(memory.id)
             features = state.matcher.memory(memory, vector)
             await self.upkeep.close_idle(to_epoch(memory.created_at), memory.project)
-            if self.resumption is not None and not self._llm_wanted():  # else the LLM merges
-                await self.resumption.check(memory.created_at, memory.project)
-            if self.sessions is not None and await self.sessions.claim(memory, features):
-                self._count(memories=1)
+            llm_merges = self.budget.llm_wanted()
+            await self.events.arriving.announce(
+                Arriving(memory.created_at, memory.project, llm_merges)
+            )
+            if await self.sessions.claim(memory, features):
+                self.budget.count(memories=1)
                 return self.status_of(memory.id)  # joined its session's declared episode
             decision = state.matcher.decide(
                 features,
                 state.active_for(features),
                 state.seed_pool(features),
-                doubt_share=self.doubt_share(),
+                doubt_share=self.budget.doubt_share(),
                 learn=True,
                 project=memory.project,
             )
-            self._count(memories=1)
+            self.budget.count(memories=1)
             await self._apply(memory, features, decision)
             state.save_detector()
             return self.status_of(memory.id)
@@ -171,83 +159,9 @@ class Detection:
             "episode_status": episode_status(detection["state"] if detection else None),
         }
 
-    def _llm_wanted(self) -> bool:
-        return self.state.settings.detector_strategy != "embedding" and self.summariser.ready()
-
-    def budget(self) -> dict[str, int]:
-        """``memories`` decided, classification ``calls`` made (reviews and checks alone), the
-        ``reviews`` among them and the memories they ``classified``, since the store began. A
-        store from before reviews were counted apart counts every call as one."""
-        if self._budget is None:
-            data = self.store.get_meta(BUDGET_KEY) or {}
-            counts = {k: int(data.get(k, 0)) for k in ("memories", "calls", "classified")}
-            counts["reviews"] = int(data.get("reviews", counts["calls"]))
-            self._budget = counts
-        return dict(self._budget)
-
-    def _count(self, *, memories: int = 0, calls: int = 0, classified: int = 0) -> None:
-        """Count decisions and calls (kept in memory, read by :meth:`budget`). A call is saved
-        at once, so that no crash lets the budget be overspent; decisions are saved every
-        :data:`BUDGET_SAVE_EVERY` and at stop (:meth:`save_budget`): a crash forgets at most
-        a few, which only lowers the budget a little, and the request path is spared a
-        transaction per memory."""
-        counts = self.budget()
-        counts["memories"] += memories
-        counts["calls"] += calls
-        counts["reviews"] += 1 if classified else 0
-        counts["classified"] += classified
-        self._budget = counts
-        if calls or counts["memories"] % BUDGET_SAVE_EVERY == 0:
-            self.save_budget()
-
-    def save_budget(self) -> None:
-        """Write the counts of :meth:`budget` to the database."""
-        if self._budget is not None:
-            with self.store.transaction() as db:
-                self.store.set_meta(db, BUDGET_KEY, self._budget)
-
-    def spend_call(self, classified: int = 0) -> bool:
-        """Count one LLM call of the detector (a review of ``classified`` memories, or merge
-        checks alone) if the budget allows it; False when it is spent. Checked and counted
-        with no await in between, so concurrent callers never overspend."""
-        counts = self.budget()
-        per_memory = self.state.settings.classify_calls_per_memory
-        if not within_budget(counts["memories"], counts["calls"], per_memory):
-            return False
-        self._count(calls=1, classified=classified)
-        return True
-
-    def doubt_share(self) -> float:
-        """The share of decisions the LLM may take now: ``llm_doubt_share`` (1 for the ``llm``
-        strategy), capped by what the call budget pays for at the memories per call seen so
-        far, 0 when the LLM is not wanted or the budget is spent (waiting memories count as
-        the calls their batches will make)."""
-        if not self._llm_wanted():
-            return 0.0
-        settings = self.state.settings
-        counts = self.budget()
-        size = settings.classify_batch_size
-        committed = counts["calls"] + math.ceil(self.store.count_jobs("classify") / size)
-        if not within_budget(counts["memories"], committed, settings.classify_calls_per_memory):
-            return 0.0
-        share = 1.0 if settings.detector_strategy == "llm" else settings.llm_doubt_share
-        per_review = memories_per_review(counts["classified"], counts["reviews"])
-        return min(share, settings.classify_calls_per_memory * per_review)
-
     def health(self) -> dict[str, Any]:
-        """Budget figures for ``/v1/health``."""
-        counts = self.budget()
-        per = self.state.settings.classify_calls_per_memory
-        return {
-            "detector_model": DEFAULT_MODEL.describe(),
-            "classify_calls": counts["calls"],
-            "classified_memories": counts["classified"],
-            "classify_calls_per_memory": round(counts["calls"] / max(counts["memories"], 1), 4),
-            "classify_waiting": self.store.count_jobs("classify"),
-            "classify_budget_left": max(
-                0, int(per * counts["memories"] + BUDGET_BURST) - counts["calls"]
-            ),
-        }
+        """The detector's model and its budget figures, for ``/v1/health``."""
+        return {"detector_model": DEFAULT_MODEL.describe(), **self.budget.health()}
 
     async def _apply(
         self,
@@ -282,10 +196,7 @@ class Detection:
                 state.queue_summary(db, episode_id, now, trigger=memory.id)
             state.active[episode_id] = state.matcher.add(state.active[episode_id], features)
             state.seeds.pop(memory.id, None)
-            if self.consolidation is not None:
-                self.consolidation.grown(episode_id, old_count, old_count + 1, now)
-            if self.splitting is not None:
-                self.splitting.grown(episode_id, old_count, old_count + 1, now)
+            self.events.grown.announce(Grown(episode_id, old_count, old_count + 1, now))
         elif kind == "seed" and (seed := state.seeds.get(decision.target or "")) is not None:
             await self._start_from_seed(memory, features, seed, decision, title_hint)
         elif kind == "ambiguous":  # decided by embeddings now, reviewed by the LLM later
@@ -375,18 +286,17 @@ class Detection:
         """One classification call for the batch; carry out each answer (or keep the
         provisional decision). The budget is checked again here, as a hard cap: batches that
         split more than the routing expected must not overspend it."""
-        if not self.spend_call(classified=len(batch)):
+        if not self.budget.spend_call(classified=len(batch)):
             return  # spent: the embedding decisions stand
         reviewed = {m.id for m, _, _ in batch}
         options = _union((decision for _, _, decision in batch), reviewed)
         candidates = await self._describe_candidates(options, reviewed)
         rider = self.consolidation
         taken = None
-        if rider is not None:
-            try:
-                taken = await rider.take(MAX_CHECKS_PER_REVIEW)
-            except Exception as exc:  # the review goes on; the checks wait for another call
-                log.warning("merge checks not prepared for this review call: %s", exc)
+        try:
+            taken = await rider.take(MAX_CHECKS_PER_REVIEW)
+        except Exception as exc:  # the review goes on; the checks wait for another call
+            log.warning("merge checks not prepared for this review call: %s", exc)
         answer = None
         try:
             answer = await self.summariser.classify(
@@ -395,7 +305,7 @@ class Detection:
             if answer:
                 await self._carry_out(batch, answer, options)
         finally:
-            if rider is not None and taken is not None:
+            if taken is not None:
                 await rider.settle(
                     taken,
                     answer.merges if answer else None,
