@@ -178,11 +178,11 @@ async def test_a_batch_reads_each_member_once_for_its_options(
     state.features = watched  # type: ignore[method-assign]
     read: dict[str, Any] = {}
     async with state.detect_lock:
-        first = await engine.detection._review_options(fresh[ids[0]], read)
-        second = await engine.detection._review_options(fresh[ids[1]], read)
+        first = await engine.review._review_options(fresh[ids[0]], read)
+        second = await engine.review._review_options(fresh[ids[1]], read)
         assert asked == [[ids[1], ids[2]], [ids[0]]]
-        assert first == await engine.detection._review_options(fresh[ids[0]], {})
-        assert second == await engine.detection._review_options(fresh[ids[1]], {})
+        assert first == await engine.review._review_options(fresh[ids[0]], {})
+        assert second == await engine.review._review_options(fresh[ids[1]], {})
 
 
 async def test_the_budget_caps_classification_calls(runtime_factory, fake_llm_env) -> None:  # noqa: F811
@@ -466,10 +466,10 @@ async def test_a_job_whose_memory_a_call_reviewed_meanwhile_asks_nothing(
     second job must find its memory reviewed when it gets on, not ask for the waiting third
     alone (it did when the call was over by then)."""
     held = await held_call(runtime_factory, fake_llm_env)
-    detection = held.rt.episodes.engine.detection
+    review = held.rt.episodes.engine.review
     slow = contextvars.ContextVar("slow", default=False)  # set in this test's job only
     reading, go_on = asyncio.Event(), asyncio.Event()
-    read = detection.state.host.get_memories
+    read = review.state.host.get_memories
 
     async def get_memories(ids: list[str]) -> Any:
         if slow.get():
@@ -477,10 +477,10 @@ async def test_a_job_whose_memory_a_call_reviewed_meanwhile_asks_nothing(
             await go_on.wait()
         return await read(ids)
 
-    monkeypatch.setattr(detection.state.host, "get_memories", get_memories)
+    monkeypatch.setattr(review.state.host, "get_memories", get_memories)
     context = contextvars.copy_context()
     context.run(slow.set, True)
-    job = asyncio.create_task(detection.classify(held.first[1]), context=context)
+    job = asyncio.create_task(review.classify(held.first[1]), context=context)
     # the job has started and is reading the memories (the bound turns a hang into a failure)
     await asyncio.wait_for(reading.wait(), 30)
     await held.release()  # meanwhile the call answers and is over

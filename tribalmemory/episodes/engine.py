@@ -2,8 +2,8 @@
 
 - :mod:`.state`: features of active episodes and seeds, the locks, loading at start;
 - :mod:`.events`: the hub where the parts announce what they did, for those that react;
-- :mod:`.detection`: the write-time decision and the classify job (:mod:`.detector`: the
-  decision's pure functions);
+- :mod:`.detection`: the write-time decision (:mod:`.detector`: its pure functions);
+- :mod:`.review`: the LLM's review of doubtful decisions (the classify job);
 - :mod:`.budget`: the detector's budget of LLM calls;
 - :mod:`.consolidation`: the merge check of two episodes that are one thread;
 - :mod:`.splitting`: the split check of an episode that mixes two threads (:mod:`.checks`:
@@ -44,6 +44,7 @@ from .patterns import Patterns
 from .records import Records
 from .restore import Restore
 from .resumption import Resumption
+from .review import Review
 from .sessions import Sessions
 from .splitting import Splitting
 from .state import EngineState
@@ -81,14 +82,13 @@ class EpisodeEngine:
         self.resumption = Resumption(self.state, self.membership)
         self.detection = Detection(
             self.state,
-            summariser,
             self.membership,
             self.upkeep,
             budget=self.budget,
             sessions=self.sessions,
-            consolidation=self.consolidation,
             events=self.events,
         )
+        self.review = Review(self.detection, self.consolidation, summariser)
         self._subscribe()
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
@@ -103,6 +103,7 @@ class EpisodeEngine:
         events.arriving.subscribe(self.resumption.arriving)
         events.grown.subscribe(self.consolidation.grown)
         events.grown.subscribe(self.splitting.grown)
+        events.doubtful.subscribe(self.review.queue)
         events.summary_waits.subscribe(lambda _: self.upgrades.wake())
 
     async def tick(self) -> None:
@@ -114,7 +115,7 @@ class EpisodeEngine:
         """What runs each kind of durable job (see :mod:`.worker`)."""
         return {
             "detect": lambda job: self.detection.run_job(job.key),
-            "classify": lambda job: self.detection.classify(job.key),
+            "classify": lambda job: self.review.classify(job.key),
             "merge": lambda job: self.consolidation.run(job.key),
             "split": lambda job: self.splitting.run(job.key),
             "summary": self._summary_job,

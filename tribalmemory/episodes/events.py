@@ -8,6 +8,8 @@ in the order they run:
   memory time; resumption merges the episodes that have gone quiet by then;
 - :attr:`Events.grown`: the detector joined a memory to an active episode, after the join's
   transaction; merge checks, then split checks, queue a check at their sizes;
+- :attr:`Events.doubtful`: a decision the detector doubts was carried out; the review queues
+  it for the LLM;
 - :attr:`Events.summary_waits`: a summary written during an LLM outage waits for its upgrade;
   the upgrade task wakes.
 
@@ -44,6 +46,16 @@ class Grown:
     episode_id: str
     old_count: int
     new_count: int
+    now: float
+
+
+@dataclass(frozen=True)
+class Doubtful:
+    """The detector carried out a decision it doubts on ``memory_id`` of ``project`` at ``now``
+    (engine clock): the LLM is to review it."""
+
+    memory_id: str
+    project: str
     now: float
 
 
@@ -89,4 +101,5 @@ class Events:
     def __init__(self) -> None:
         self.arriving: AsyncTopic[Arriving] = AsyncTopic()
         self.grown: Topic[Grown] = Topic()
+        self.doubtful: Topic[Doubtful] = Topic()
         self.summary_waits: Topic[SummaryWaits] = Topic()
