@@ -44,13 +44,9 @@ from typing import Any
 import numpy as np
 
 from tribalmemory.episodes import resumption
+from tribalmemory.episodes.budget import memories_per_review, within_budget
 from tribalmemory.episodes.consolidation import BATCH as MERGE_BATCH
 from tribalmemory.episodes.consolidation import Taken, agreed
-from tribalmemory.episodes.detection import (
-    MAX_CHECKS_PER_REVIEW,
-    memories_per_review,
-    within_budget,
-)
 from tribalmemory.episodes.detector import (
     MERGE_CANDIDATES,
     MERGE_CHECK_SIZES,
@@ -69,6 +65,7 @@ from tribalmemory.episodes.detector import (
     merge_candidates,
     update_context,
 )
+from tribalmemory.episodes.review import MAX_CHECKS_PER_REVIEW
 from tribalmemory.episodes.splitting import SPLIT_CHECK_SIZES, split_proposal
 from tribalmemory.timeutil import parse_iso
 
@@ -286,7 +283,7 @@ class Replay:
     """The engine's detection, online, without the service: each memory is placed at once by
     the embedding decision (idle closing and the active cap in memory time); in ``hybrid`` the
     doubtful ones are queued and reviewed in batches by ``oracle`` within the call budget, as
-    :mod:`tribalmemory.episodes.detection` does: the reviewed memory's candidates are taken
+    :mod:`tribalmemory.episodes.review` does: the reviewed memory's candidates are taken
     as they are at review time (its own episode without it), a verdict elsewhere moves it, and
     an episode left with one member is dissolved into a seed."""
 

@@ -20,7 +20,7 @@ from fakellm import decisions as classify_answer
 from test_episodes_compose import IOS, runtime_factory  # noqa: F401
 from test_episodes_engine import AUTH, DB, remember, settle
 
-from tribalmemory.episodes.detection import BUDGET_KEY
+from tribalmemory.episodes.budget import BUDGET_KEY
 
 
 async def test_doubtful_memories_are_placed_at_once_and_reviewed_in_one_call(
@@ -178,11 +178,11 @@ async def test_a_batch_reads_each_member_once_for_its_options(
     state.features = watched  # type: ignore[method-assign]
     read: dict[str, Any] = {}
     async with state.detect_lock:
-        first = await engine.detection._review_options(fresh[ids[0]], read)
-        second = await engine.detection._review_options(fresh[ids[1]], read)
+        first = await engine.review._review_options(fresh[ids[0]], read)
+        second = await engine.review._review_options(fresh[ids[1]], read)
         assert asked == [[ids[1], ids[2]], [ids[0]]]
-        assert first == await engine.detection._review_options(fresh[ids[0]], {})
-        assert second == await engine.detection._review_options(fresh[ids[1]], {})
+        assert first == await engine.review._review_options(fresh[ids[0]], {})
+        assert second == await engine.review._review_options(fresh[ids[1]], {})
 
 
 async def test_the_budget_caps_classification_calls(runtime_factory, fake_llm_env) -> None:  # noqa: F811
@@ -302,15 +302,15 @@ async def test_checks_in_calls_of_their_own_do_not_starve_the_reviews(
         await remember(rt, text, 3, 9 + i)
     await settle(rt)
     rt.episodes.engine.state.settings.llm_doubt_share = 0.45
-    detection = rt.episodes.engine.detection
-    assert detection.budget() == {"memories": 10, "calls": 0, "reviews": 0, "classified": 0}
-    assert detection.spend_call()  # a check alone: a call, no memory classified
-    assert detection.doubt_share() == 0.3  # 0.3 calls a memory x 1 memory a call, not 0
-    assert detection.spend_call(classified=2)  # a review of two
-    assert detection.doubt_share() == 0.45  # 0.3 x 2 = 0.6, capped by the doubt share
-    assert detection.spend_call()  # another check alone: still two memories a review
-    assert detection.budget() == {"memories": 10, "calls": 3, "reviews": 1, "classified": 2}
-    assert detection.doubt_share() == 0.45
+    budget = rt.episodes.engine.budget
+    assert budget.counts() == {"memories": 10, "calls": 0, "reviews": 0, "classified": 0}
+    assert budget.spend_call()  # a check alone: a call, no memory classified
+    assert budget.doubt_share() == 0.3  # 0.3 calls a memory x 1 memory a call, not 0
+    assert budget.spend_call(classified=2)  # a review of two
+    assert budget.doubt_share() == 0.45  # 0.3 x 2 = 0.6, capped by the doubt share
+    assert budget.spend_call()  # another check alone: still two memories a review
+    assert budget.counts() == {"memories": 10, "calls": 3, "reviews": 1, "classified": 2}
+    assert budget.doubt_share() == 0.45
 
 
 async def test_a_memory_under_review_is_never_shown_as_a_candidate(
@@ -466,10 +466,10 @@ async def test_a_job_whose_memory_a_call_reviewed_meanwhile_asks_nothing(
     second job must find its memory reviewed when it gets on, not ask for the waiting third
     alone (it did when the call was over by then)."""
     held = await held_call(runtime_factory, fake_llm_env)
-    detection = held.rt.episodes.engine.detection
+    review = held.rt.episodes.engine.review
     slow = contextvars.ContextVar("slow", default=False)  # set in this test's job only
     reading, go_on = asyncio.Event(), asyncio.Event()
-    read = detection.state.host.get_memories
+    read = review.state.host.get_memories
 
     async def get_memories(ids: list[str]) -> Any:
         if slow.get():
@@ -477,10 +477,10 @@ async def test_a_job_whose_memory_a_call_reviewed_meanwhile_asks_nothing(
             await go_on.wait()
         return await read(ids)
 
-    monkeypatch.setattr(detection.state.host, "get_memories", get_memories)
+    monkeypatch.setattr(review.state.host, "get_memories", get_memories)
     context = contextvars.copy_context()
     context.run(slow.set, True)
-    job = asyncio.create_task(detection.classify(held.first[1]), context=context)
+    job = asyncio.create_task(review.classify(held.first[1]), context=context)
     # the job has started and is reading the memories (the bound turns a hang into a failure)
     await asyncio.wait_for(reading.wait(), 30)
     await held.release()  # meanwhile the call answers and is over
@@ -496,7 +496,7 @@ async def test_the_budget_saves_a_call_at_once_and_decisions_every_25(
     """Decisions are counted in memory and saved every 25 (a crash forgets at most 24, which
     only lowers the budget); a call is saved at once, so no crash lets it be overspent."""
     rt = await runtime_factory(detector_strategy="embedding")
-    detection = rt.episodes.engine.detection
+    budget = rt.episodes.engine.budget
     store = rt.episodes.store
 
     def saved() -> dict:
@@ -507,9 +507,9 @@ async def test_the_budget_saves_a_call_at_once_and_decisions_every_25(
     texts = [f"The {a} service now has {c}." for a in areas for c in changes]
     for i, text in enumerate(texts[:24]):
         await rt.api.remember(text, created_at=f"2025-03-03T{i:02d}:00:00Z", skip_dedup=True)
-    assert detection.budget()["memories"] == 24
+    assert budget.counts()["memories"] == 24
     assert saved().get("memories", 0) == 0  # not one transaction per memory
     await remember(rt, texts[24], 4)
     assert saved()["memories"] == 25
-    assert detection.spend_call()
+    assert budget.spend_call()
     assert saved() == {"memories": 25, "calls": 1, "reviews": 0, "classified": 0}

@@ -493,7 +493,7 @@ async def test_a_verdict_naming_another_projects_episode_is_not_carried_out(rt: 
     features = engine.state.matcher.memory(memory, vector)
     assert not engine.state.same_project(memory, "join", alpha)
     async with engine.state.detect_lock:
-        await engine.detection._apply(memory, features, Decision("join", alpha, 1.0, 1.0))
+        await engine.detection.apply(memory, features, Decision("join", alpha, 1.0, 1.0))
     assert engine.state.store.episode_of(memory.id) is None
     assert len((await rt.api.episode_get(alpha))["memory_ids"]) == 4
 

@@ -5,14 +5,12 @@ checks in ``/v1/health``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from .budget import Budget
+from .events import Grown
 from .membership import Membership
 from .state import EngineState
 from .summariser import Summariser
-
-if TYPE_CHECKING:
-    from .detection import Detection
 
 
 def reached(old_count: int, new_count: int, sizes: Sequence[int]) -> bool:
@@ -34,13 +32,13 @@ class GrowthChecks:
         state: EngineState,
         summariser: Summariser,
         membership: Membership,
-        detection: Detection,
+        budget: Budget,
     ) -> None:
         self.state = state
         self.store = state.store
         self.summariser = summariser
         self.membership = membership
-        self.detection = detection
+        self.budget = budget
         self._claimed: set[str] = set()  # episodes in a check call now
 
     def enabled(self) -> bool:
@@ -53,16 +51,17 @@ class GrowthChecks:
     def health(self) -> dict[str, int]:
         return {f"{self.kind}_waiting": self.store.count_jobs(self.kind)}
 
-    def grown(self, episode_id: str, old_count: int, new_count: int, now: float) -> None:
-        """The detector grew an episode: queue its check when it reached a check size (unless
-        a check of it already waits: a confirmation is not overwritten). Offline (no LLM can
-        be called) nothing is queued: only an LLM answers a check."""
-        if not self.enabled() or not reached(old_count, new_count, self.sizes):
+    def grown(self, event: Grown) -> None:
+        """The detector grew an episode (:attr:`.events.Events.grown`): queue its check when it
+        reached a check size (unless a check of it already waits: a confirmation is not
+        overwritten). Offline (no LLM can be called) nothing is queued: only an LLM answers a
+        check."""
+        if not self.enabled() or not reached(event.old_count, event.new_count, self.sizes):
             return
         if not self.summariser.possible():
             return
-        if self.store.has_job(self.kind, episode_id):
+        if self.store.has_job(self.kind, event.episode_id):
             return
         with self.store.transaction() as db:
-            self.store.enqueue(db, self.kind, episode_id, now, self.first_wait())
+            self.store.enqueue(db, self.kind, event.episode_id, event.now, self.first_wait())
         self.state.wake()

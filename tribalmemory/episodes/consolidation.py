@@ -169,7 +169,7 @@ class Consolidation(GrowthChecks):
         taken = await self.take(BATCH, first=episode_id)
         answers = None
         try:
-            if taken.checks and self.summariser.ready() and self.detection.spend_call():
+            if taken.checks and self.summariser.ready() and self.budget.spend_call():
                 answers = await self.summariser.merge(taken.checks)
                 await self.state.host.background_turn()
         finally:

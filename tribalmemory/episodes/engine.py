@@ -1,7 +1,10 @@
 """The episode engine assembled from its parts, one job each:
 
 - :mod:`.state`: features of active episodes and seeds, the locks, loading at start;
-- :mod:`.detection`: the write-time decision and the classify job;
+- :mod:`.events`: the hub where the parts announce what they did, for those that react;
+- :mod:`.detection`: the write-time decision (:mod:`.detector`: its pure functions);
+- :mod:`.review`: the LLM's review of doubtful decisions (the classify job);
+- :mod:`.budget`: the detector's budget of LLM calls;
 - :mod:`.consolidation`: the merge check of two episodes that are one thread;
 - :mod:`.splitting`: the split check of an episode that mixes two threads (:mod:`.checks`:
   what the two kinds of check share);
@@ -10,6 +13,7 @@
 - :mod:`.upgrades`: summaries written during an LLM outage, upgraded when it returns;
 - :mod:`.upkeep`: auto-close, the active cap, archiving, reconcile after a crash;
 - :mod:`.operations`: what clients call (list, get, create, ... delete) and annotations;
+- :mod:`.resumption`: without an LLM, a quiet episode merged into the older thread it resumes;
 - :mod:`.sessions`: episodes an agent declares for its session, joined by its next memories;
 - :mod:`.compose`: chains, replay and search;
 - :mod:`.records`: structured records as clients read and edit them (decisions, PATCH);
@@ -28,16 +32,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..config import Config
+from .budget import Budget
 from .compose import Compose
 from .consolidation import Consolidation
 from .context import Context
 from .detection import Detection
+from .events import Events
 from .membership import Membership
 from .operations import Operations
 from .patterns import Patterns
 from .records import Records
 from .restore import Restore
 from .resumption import Resumption
+from .review import Review
 from .sessions import Sessions
 from .splitting import Splitting
 from .state import EngineState
@@ -61,28 +68,43 @@ class EpisodeEngine:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.state = EngineState(config.episodes, store, clock)
-        self.summaries = Summaries(self.state, summariser)
+        self.events = Events()
+        self.summaries = Summaries(self.state, summariser, self.events)
         self.upgrades = Upgrades(
             self.state, summariser, lambda episode_id: self.summaries.run(episode_id, upgrade=True)
         )
-        self.summaries.upgrades = self.upgrades
         self.upkeep = Upkeep(self.state)
         self.membership = Membership(self.state, self.summaries, self.upkeep)
-        self.detection = Detection(self.state, summariser, self.membership, self.upkeep)
+        self.budget = Budget(self.state, summariser)
         self.sessions = Sessions(self.state, self.upkeep, summariser)
-        self.detection.sessions = self.sessions
-        self.consolidation = Consolidation(self.state, summariser, self.membership, self.detection)
-        self.detection.consolidation = self.consolidation
-        self.splitting = Splitting(self.state, summariser, self.membership, self.detection)
-        self.detection.splitting = self.splitting
+        self.consolidation = Consolidation(self.state, summariser, self.membership, self.budget)
+        self.splitting = Splitting(self.state, summariser, self.membership, self.budget)
         self.resumption = Resumption(self.state, self.membership)
-        self.detection.resumption = self.resumption
+        self.detection = Detection(
+            self.state,
+            self.membership,
+            self.upkeep,
+            budget=self.budget,
+            sessions=self.sessions,
+            events=self.events,
+        )
+        self.review = Review(self.detection, self.consolidation, summariser)
+        self._subscribe()
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
         self.records = Records(self.state, self.summaries)
         self.restorer = Restore(self.state, self.summaries, self.upkeep)
         self.pattern_finder = Patterns(self.state)
         self.context_builder = Context(self.state, summariser, self.pattern_finder)
+
+    def _subscribe(self) -> None:
+        """Who reacts to what the parts announce (:mod:`.events`), in the order they react."""
+        events = self.events
+        events.arriving.subscribe(self.resumption.arriving)
+        events.grown.subscribe(self.consolidation.grown)
+        events.grown.subscribe(self.splitting.grown)
+        events.doubtful.subscribe(self.review.queue)
+        events.summary_waits.subscribe(lambda _: self.upgrades.wake())
 
     async def tick(self) -> None:
         """The scheduler's turn: lifecycle upkeep, then dangling memberships removed."""
@@ -93,7 +115,7 @@ class EpisodeEngine:
         """What runs each kind of durable job (see :mod:`.worker`)."""
         return {
             "detect": lambda job: self.detection.run_job(job.key),
-            "classify": lambda job: self.detection.classify(job.key),
+            "classify": lambda job: self.review.classify(job.key),
             "merge": lambda job: self.consolidation.run(job.key),
             "split": lambda job: self.splitting.run(job.key),
             "summary": self._summary_job,

@@ -1,6 +1,6 @@
 """The fitted model behind every detection decision: P(a memory joins a candidate).
 
-A logistic regression over the features of :func:`.detector.candidate_features` (one row per
+A logistic regression over the features of :func:`.detector.scoring.candidate_row` (one row per
 candidate: similarity against the stream's background, shared rare terms and identifiers, the
 gap in the stream's own pace, authorship, tags, the candidate's size and age, margins to the
 other candidates). Its weights are fitted by ``benchmarks/fit_detector.py`` on the labelled

@@ -146,7 +146,7 @@ class EpisodePlugin:
             await asyncio.wait({self._upgrades})
         await self.worker.stop()
         self.engine.state.save_detector(force=True)
-        self.engine.detection.save_budget()
+        self.engine.budget.save()
         self.store.close()
         self.ledger.close()
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from .detector import DetectorContext, EpisodeFeatures
+from .events import Arriving
 from .membership import Membership
 from .state import EngineState
 
@@ -99,6 +100,12 @@ class Resumption:
         self.state = state
         self.membership = membership
         self._checked: dict[str, int] = {}  # episode -> members when it was checked
+
+    async def arriving(self, event: Arriving) -> None:
+        """A memory is about to be decided (:attr:`.events.Events.arriving`): check its
+        project at its memory time, unless an LLM takes the merges."""
+        if not event.llm_merges:
+            await self.check(event.created_at, event.project)
 
     async def check(self, now: datetime, project: str) -> None:
         """Check the active episodes of ``project`` quiet at memory time ``now`` (the caller

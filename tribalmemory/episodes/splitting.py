@@ -157,7 +157,7 @@ class Splitting(GrowthChecks):
                         proposals[job.key] = proposal
                         second_look = "confirm" in job.payload
                         checks.append(await self._check(job.key, proposal, vectors, second_look))
-            if checks and self.summariser.ready() and self.detection.spend_call():
+            if checks and self.summariser.ready() and self.budget.spend_call():
                 answers = await self.summariser.split(checks)
                 await self.state.host.background_turn()
             if answers:

@@ -22,6 +22,7 @@ from ..models import Memory, SourceType, new_memory_id
 from ..timeutil import from_epoch
 from . import derived, extractive, lifecycle, structured, upgrades
 from .distinctive import Background
+from .events import Events, SummaryWaits
 from .state import EngineState
 from .store import EpisodeRow
 from .summariser import Summariser, SummaryOutcome
@@ -43,11 +44,12 @@ class DerivedWrites:
 class Summaries:
     """Writes episode summaries and their summary memories."""
 
-    def __init__(self, state: EngineState, summariser: Summariser) -> None:
+    def __init__(self, state: EngineState, summariser: Summariser, events: Events) -> None:
         self.state = state
         self.store = state.store
         self.summariser = summariser
-        self.upgrades: upgrades.Upgrades | None = None  # set by the engine
+        self.events = events
+        """Where a summary left waiting for its LLM upgrade is announced."""
 
     async def run(self, episode_id: str, trigger: str | None = None, upgrade: bool = False) -> bool:
         """The summary job: LLM summary of the planned kind, or the extractive fallback.
@@ -136,8 +138,8 @@ class Summaries:
                 marked = plan != "interim" and upgrades.mark(self.store, db, episode_id, outage)
             await self._put(embedded_derived)
             await self._delete_stale(writes)
-        if marked and outage and self.upgrades is not None:
-            self.upgrades.wake()
+        if marked and outage:
+            self.events.summary_waits.announce(SummaryWaits(episode_id))
         return result is not None
 
     async def refresh_extractive(self, episode_id: str) -> None:

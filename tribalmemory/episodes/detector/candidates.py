@@ -1,0 +1,188 @@
+"""Candidates of a new memory: which active episodes and seeds it may join, and each one
+scored by the join model, best first (:func:`rank_candidates`). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from ..join_model import JoinModel
+from .features import EpisodeFeatures, MemoryFeatures
+from .scoring import DEFAULT_MODEL, Evidence, candidate_row, fill_margins, sigmoid
+from .stream import DetectorContext
+
+MAX_SEEDS = 1024
+"""The most recent eligible seeds a decision scores (keeps :func:`decide` ~2 ms); the engine's
+seed pool hands it no more (:meth:`tribalmemory.episodes.seeds.SeedPool.recent`)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    kind: str  # "episode" or "seed"
+    id: str
+    score: float
+    evidence: Evidence
+
+
+def eligible_episodes(
+    episodes: Iterable[EpisodeFeatures], now: datetime, active_window_days: float, max_active: int
+) -> list[EpisodeFeatures]:
+    """Episodes a memory created at ``now`` may join: last memory at most
+    ``active_window_days`` before ``now`` (memory time, not wall-clock), and only the
+    ``max_active`` most recently active of them."""
+    window = timedelta(days=active_window_days)
+    ok = [e for e in episodes if now - e.last_activity <= window]
+    ok.sort(key=lambda e: e.last_activity, reverse=True)
+    return ok[:max_active]
+
+
+def eligible_seeds(
+    seeds: Iterable[MemoryFeatures], now: datetime, active_window_days: float
+) -> list[MemoryFeatures]:
+    """Seeds no older than the active window (a seed older than that can no longer start an
+    episode)."""
+    window = timedelta(days=active_window_days)
+    return [s for s in seeds if abs(now - s.created_at) <= window]
+
+
+class SeedRows:
+    """The seeds' vectors as rows of one matrix kept from one decision to the next, so that a
+    memory's cosines to a thousand seeds are one product: stacking their vectors anew for each
+    memory took ~0.65 ms, most of a decision. A seed keeps its row while its features object
+    is the same; rows of seeds no longer asked about are dropped once they outnumber the live
+    ones (they only make the product a little longer until then)."""
+
+    def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
+        self._row: dict[str, int] = {}
+        self._owner: list[MemoryFeatures] = []
+        self._matrix = np.empty((0, 0), dtype=np.float32)
+
+    def cosines(self, vector: np.ndarray, seeds: Sequence[MemoryFeatures]) -> np.ndarray:
+        """``seed.vector @ vector`` for each of ``seeds``, in their order."""
+        if len(self._owner) > 2 * len(seeds) + 1024:
+            self._clear()
+        rows = [self._row_of(seed) for seed in seeds]
+        return (self._matrix[: len(self._owner)] @ vector)[rows]
+
+    def _row_of(self, seed: MemoryFeatures) -> int:
+        row = self._row.get(seed.id)
+        if row is not None and self._owner[row] is seed:
+            return row
+        if row is None:
+            row = self._row[seed.id] = len(self._owner)
+            self._owner.append(seed)
+            if row >= len(self._matrix):
+                grown = np.empty((max(64, 2 * row), seed.vector.shape[0]), dtype=np.float32)
+                if row:
+                    grown[:row] = self._matrix[:row]
+                self._matrix = grown
+        else:
+            self._owner[row] = seed
+        self._matrix[row] = seed.vector
+        return row
+
+
+SEED_SHORTLIST = 32
+"""Seeds beyond the 32 nearest by cosine only feed the background statistics: lexical and tag
+evidence (at most ~1.3 z) rarely lifts a seed past 32 closer ones, and this keeps
+:func:`decide` at O(seeds) numpy work plus O(32) Python work."""
+
+
+def own_thread(memory: MemoryFeatures, episodes: Sequence[EpisodeFeatures]) -> str | None:
+    """The episode among ``episodes`` where the author of ``memory`` wrote last before it: the
+    thread a memory that says little continues. None if the memory says enough to be placed by
+    its words, or if its author wrote in none of them. Seeds do not count: the rule extends a
+    thread, it never makes one of two memories that share only their author."""
+    if not memory.says_little:
+        return None
+    author, now = memory.source_instance, memory.created_at
+    best: tuple[datetime, str] | None = None
+    for ep in episodes:
+        when = ep.source_last.get(author)
+        if when is not None and when <= now and (best is None or when > best[0]):
+            best = (when, ep.id)
+    return None if best is None else best[1]
+
+
+def rank_candidates(
+    memory: MemoryFeatures,
+    episodes: Sequence[EpisodeFeatures],
+    seeds: Sequence[MemoryFeatures],
+    context: DetectorContext,
+    model: JoinModel = DEFAULT_MODEL,
+    seed_rows: SeedRows | None = None,
+    rows_out: list[np.ndarray] | None = None,
+) -> tuple[list[Candidate], list[float]]:
+    """Score every (already eligible) candidate with the join model, best first: each gets
+    its feature row (:func:`candidate_row`), the rows are compared (:func:`fill_margins`) and
+    the model turns each into P(joins). Also returns the background cosines (memory vs each
+    candidate's recent members) for :func:`update_context`. Seeds' cosines are one matrix
+    product (with ``seed_rows``, kept from one call to the next); only the
+    :data:`SEED_SHORTLIST` nearest are scored. ``rows_out``: the feature matrix is appended
+    to it (candidates in the returned order), for fitting the model."""
+    seeds = [s for s in seeds if s.id != memory.id]
+    found: list[tuple[str, str, Evidence]] = []
+    rows: list[list[float]] = []
+    background: list[np.ndarray] = []
+    idf = context.idf_weights(memory.terms)
+    own = own_thread(memory, episodes)
+    for ep in episodes:
+        episode_cos = ep.vectors @ memory.vector
+        row, ev = candidate_row(
+            memory, ep, context, cos=episode_cos, idf=idf, own_thread=own == ep.id
+        )
+        rows.append(row)
+        found.append(("episode", ep.id, ev))
+        background.append(episode_cos)
+    if seeds:
+        if seed_rows is not None:
+            cos = seed_rows.cosines(memory.vector, seeds)
+        else:
+            cos = np.stack([s.vector for s in seeds]) @ memory.vector
+        background.append(cos)
+        shortlist = range(len(seeds))
+        if len(seeds) > SEED_SHORTLIST:  # only the nearest seeds by cosine get full evidence
+            shortlist = np.argpartition(-cos, SEED_SHORTLIST)[:SEED_SHORTLIST].tolist()
+        for j in shortlist:
+            seed = _seed_episode(seeds[j])
+            row, ev = candidate_row(
+                memory, seed, context, cos=cos[j : j + 1], idf=idf, is_seed=True
+            )
+            rows.append(row)
+            found.append(("seed", seed.id, ev))
+    if not found:
+        return [], []
+    matrix = fill_margins(np.asarray(rows, dtype=np.float64))
+    logits = model.logits(matrix)
+    out = []
+    for (kind, cid, ev), u in zip(found, logits.tolist(), strict=True):
+        out.append(Candidate(kind, cid, sigmoid(u), replace(ev, utility=u, score=sigmoid(u))))
+    order = sorted(range(len(out)), key=lambda i: out[i].score, reverse=True)
+    if rows_out is not None:
+        rows_out.append(matrix[order])
+    bg = np.concatenate(background).tolist() if background else []
+    return [out[i] for i in order], bg
+
+
+def _seed_episode(seed: MemoryFeatures) -> EpisodeFeatures:
+    """A seed seen as a one-member episode, cheaply (no counters are copied)."""
+    terms = dict.fromkeys(seed.terms, 1)
+    return EpisodeFeatures(
+        id=seed.id,
+        vectors=seed.vector[None, :],
+        vector_sum=seed.vector,
+        tag_counts=dict.fromkeys(seed.tags, 1),
+        term_counts=terms,
+        source_counts={seed.source_instance: 1},
+        first_activity=seed.created_at,
+        last_activity=seed.created_at,
+        memory_count=1,
+        member_ids=(seed.id,),
+        source_last={seed.source_instance: seed.created_at},
+    )
