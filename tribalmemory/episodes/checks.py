@@ -51,7 +51,7 @@ class GrowthChecks:
         return 0.0
 
     def health(self) -> dict[str, int]:
-        return {f"{self.kind}_waiting": self.store.count_jobs(self.kind)}
+        return {f"{self.kind}_waiting": self.store.jobs.count(self.kind)}
 
     def grown(self, episode_id: str, old_count: int, new_count: int, now: float) -> None:
         """The detector grew an episode: queue its check when it reached a check size (unless
@@ -61,8 +61,8 @@ class GrowthChecks:
             return
         if not self.summariser.possible():
             return
-        if self.store.has_job(self.kind, episode_id):
+        if self.store.jobs.has(self.kind, episode_id):
             return
         with self.store.transaction() as db:
-            self.store.enqueue(db, self.kind, episode_id, now, self.first_wait())
+            self.store.jobs.enqueue(db, self.kind, episode_id, now, self.first_wait())
         self.state.wake()

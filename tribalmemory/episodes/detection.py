@@ -122,14 +122,14 @@ class Detection:
         now = self.state.clock()
         with self.store.transaction() as db:
             for memory in memories:
-                self.store.set_detection(db, memory.id, "pending", to_epoch(memory.created_at))
-                self.store.enqueue(db, "detect", memory.id, now)
+                self.store.detections.record(db, memory.id, "pending", to_epoch(memory.created_at))
+                self.store.jobs.enqueue(db, "detect", memory.id, now)
 
     async def detect(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
         """Decide the memory's episode now when the embedding path can; else queue the LLM."""
         state = self.state
         async with state.detect_lock:
-            detection = self.store.detection(memory.id)
+            detection = self.store.detections.get(memory.id)
             if detection is None:
                 return {}
             if detection["state"] != "pending":
@@ -165,9 +165,9 @@ class Detection:
         await self.detect(memories[0], vectors[memory_id])
 
     def status_of(self, memory_id: str) -> dict[str, Any]:
-        detection = self.store.detection(memory_id)
+        detection = self.store.detections.get(memory_id)
         return {
-            "episode_id": self.store.episode_of(memory_id),
+            "episode_id": self.store.memberships.episode_of(memory_id),
             "episode_status": episode_status(detection["state"] if detection else None),
         }
 
@@ -227,7 +227,7 @@ class Detection:
         settings = self.state.settings
         counts = self.budget()
         size = settings.classify_batch_size
-        committed = counts["calls"] + math.ceil(self.store.count_jobs("classify") / size)
+        committed = counts["calls"] + math.ceil(self.store.jobs.count("classify") / size)
         if not within_budget(counts["memories"], committed, settings.classify_calls_per_memory):
             return 0.0
         share = 1.0 if settings.detector_strategy == "llm" else settings.llm_doubt_share
@@ -243,7 +243,7 @@ class Detection:
             "classify_calls": counts["calls"],
             "classified_memories": counts["classified"],
             "classify_calls_per_memory": round(counts["calls"] / max(counts["memories"], 1), 4),
-            "classify_waiting": self.store.count_jobs("classify"),
+            "classify_waiting": self.store.jobs.count("classify"),
             "classify_budget_left": max(
                 0, int(per * counts["memories"] + BUDGET_BURST) - counts["calls"]
             ),
@@ -277,7 +277,7 @@ class Detection:
                     decision.score,
                     lifecycle.surprise(decision.similarity),
                 )
-                self.store.finish_detection(db, memory.id)
+                self.store.jobs.finish_detection(db, memory.id)
                 state.record(db, episode_id, "detector", "join", {"memory_id": memory.id})
                 state.queue_summary(db, episode_id, now, trigger=memory.id)
             state.active[episode_id] = state.matcher.add(state.active[episode_id], features)
@@ -295,8 +295,8 @@ class Detection:
         else:
             detection = "standalone" if kind == "none" else "seed"
             with self.store.transaction() as db:
-                self.store.set_detection(db, memory.id, detection, when(features), title_hint)
-                self.store.finish_detection(db, memory.id)
+                self.store.detections.record(db, memory.id, detection, when(features), title_hint)
+                self.store.jobs.finish_detection(db, memory.id)
             if detection == "seed":
                 state.seeds[memory.id] = features
             else:
@@ -313,12 +313,12 @@ class Detection:
             settings.classify_batch_wait_paces * self.state.matcher.context(project).pace,
         )
         with self.store.transaction() as db:
-            self.store.enqueue(db, "classify", memory_id, now, wait)
+            self.store.jobs.enqueue(db, "classify", memory_id, now, wait)
             # memories already in a call keep their jobs until it is over: not company
-            waiting = self.store.count_jobs("classify") - len(self._asking)
+            waiting = self.store.jobs.count("classify") - len(self._asking)
             full = waiting >= settings.classify_batch_size
             if full:
-                self.store.make_due(db, "classify", now)  # a full batch: ask now
+                self.store.jobs.make_due(db, "classify", now)  # a full batch: ask now
         self.state.wake(None if full else now + wait)  # a loop looking by then is left asleep
 
     async def _start_from_seed(
@@ -334,7 +334,7 @@ class Detection:
             self.state.seeds.pop(seed.id, None)
             await self._apply(memory, features, Decision.new_seed())
             return
-        seed_row = self.store.detection(seed.id)
+        seed_row = self.store.detections.get(seed.id)
         hint = title_hint or (seed_row["hint"] if seed_row else None)
         members = sorted(
             [(seed_memory[0], seed), (memory, features)], key=lambda pair: when(pair[1])
@@ -366,7 +366,7 @@ class Detection:
         finally:
             with self.store.transaction() as db:
                 for memory, _, _ in batch:
-                    self.store.delete_job(db, "classify", memory.id)
+                    self.store.jobs.delete(db, "classify", memory.id)
             for memory, _, _ in batch:
                 self._asking.pop(memory.id, None)
             done.set()
@@ -435,7 +435,7 @@ class Detection:
         no candidate left keeps its decision; one that another call claimed is done when that
         call is."""
         state = self.state
-        keys = [memory_id] + [k for k in self.store.job_keys("classify") if k != memory_id]
+        keys = [memory_id] + [k for k in self.store.jobs.keys("classify") if k != memory_id]
         keys = keys[: 4 * state.settings.classify_batch_size]
         memories = {m.id: m for m in await state.host.get_memories(keys)}
         vectors = await state.host.get_vectors(list(memories))
@@ -480,10 +480,10 @@ class Detection:
         the members' features read so far under it (a memory's features do not change while
         it is held; several memories of a batch are often in one episode)."""
         state = self.state
-        current = self.store.episode_of(features.id)
+        current = self.store.memberships.episode_of(features.id)
         episodes = [e for e in state.active_for(features) if e.id != current]
         if current in state.active:
-            others = [m for m in self.store.member_ids(current) if m != features.id]
+            others = [m for m in self.store.memberships.member_ids(current) if m != features.id]
             if missing := [m for m in others if m not in read]:
                 read.update((f.id, f) for f in await state.features(missing))
             rest = [read[m] for m in others if m in read]
@@ -509,7 +509,7 @@ class Detection:
         whose summary the caller rewrites (:meth:`Membership.rewrite_left`) once it has let go
         of the detect lock."""
         state = self.state
-        current = self.store.episode_of(memory.id)
+        current = self.store.memberships.episode_of(memory.id)
         if decision.kind == "join" and decision.target == current:
             return None  # confirmed
         seed_confirmed = decision.kind == "new_seed" and not title and memory.id in state.seeds
@@ -528,7 +528,7 @@ class Detection:
         """An episode the detector left with one member is no thread: the member becomes a
         seed again (unless the user placed it there)."""
         state = self.state
-        members = self.store.member_ids(episode_id)
+        members = self.store.memberships.member_ids(episode_id)
         if len(members) != 1 or episode_id not in state.active:
             return
         last = members[0]
@@ -538,7 +538,7 @@ class Detection:
         await self.membership.remove(episode_id, last, actor="detector")
         if rest:
             with self.store.transaction() as db:
-                self.store.set_detection(db, last, "seed", when(rest[0]))
+                self.store.detections.record(db, last, "seed", when(rest[0]))
             state.seeds[last] = rest[0]
 
     def _follow(
@@ -556,7 +556,7 @@ class Detection:
             option = options[verdict.episode_id]
             target = option.target or ""
             if option.kind == "seed" and target not in state.seeds:
-                target = self.store.episode_of(target) or ""
+                target = self.store.memberships.episode_of(target) or ""
                 option = Option("join", target, option.score, option.similarity)
             if (option.kind == "join" and target in state.active) or (
                 option.kind == "seed" and target in state.seeds
@@ -564,7 +564,7 @@ class Detection:
                 return Decision(option.kind, target, option.score, option.similarity), None
         if verdict.action == "create":
             first = titles.get(verdict.title or "")
-            episode_id = self.store.episode_of(first) if first else None
+            episode_id = self.store.memberships.episode_of(first) if first else None
             if episode_id in state.active:
                 similarity = state.matcher.similarity(features, state.active[episode_id])
                 return Decision("join", episode_id, 0.0, similarity), None
@@ -587,19 +587,19 @@ class Detection:
     def _pins_allow(self, memory_id: str, episode_id: str | None) -> bool:
         """Manual edits win (see :mod:`.edits`): no join where the user removed the memory,
         no move of a memory the user placed."""
-        pins = [Pin.from_row(r) for r in self.store.pins_of([memory_id])]
-        current = self.store.episode_of(memory_id)
+        pins = [Pin.from_row(r) for r in self.store.pins.of([memory_id])]
+        current = self.store.memberships.episode_of(memory_id)
         return may_join(pins, memory_id, episode_id or "") and may_move(pins, memory_id, current)
 
     def _still_pending(self, memory_id: str) -> bool:
-        row = self.store.detection(memory_id)
+        row = self.store.detections.get(memory_id)
         return row is not None and row["state"] == "pending"
 
     def _reviewable(self, memory_id: str, queued: bool = True) -> bool:
         """The memory still exists for the engine (and, with ``queued``, waits for review)."""
-        if self.store.detection(memory_id) is None:
+        if self.store.detections.get(memory_id) is None:
             return False
-        return not queued or self.store.has_job("classify", memory_id)
+        return not queued or self.store.jobs.has("classify", memory_id)
 
     async def _describe_candidates(
         self, options: dict[str, Option], reviewed: set[str]
@@ -610,7 +610,7 @@ class Detection:
         described = []
         for option in options.values():
             if option.kind == "join":
-                row = self.store.episode(option.target or "")
+                row = self.store.episodes.get(option.target or "")
                 if row is not None and row.status == "active":
                     shown = await self.state.describe(row, SNIPPETS_PER_CANDIDATE, reviewed)
                     described.append(shown)
