@@ -267,7 +267,9 @@ async def replay(
             gold_of[result["memory_id"]] = record.gold
         plugin.worker.flush()  # the last doubtful memories are asked now
         settled = await plugin.worker.drain(600, due_only=True)
-        predicted = [plugin.store.episode_of(i) for i in ids]  # before the closing below
+        predicted = [
+            plugin.store.memberships.episode_of(i) for i in ids
+        ]  # before the closing below
         # Close everything (as the idle window eventually does) so that final summaries are
         # counted: the LLM cost is per episode lifetime, not just while it grows.
         later = (config.episodes.active_window_days + 1) * 86400.0
@@ -288,7 +290,7 @@ async def replay(
             for name in dict.fromkeys(projects)
         }
         costs = plugin.summariser.costs()
-        episodes = sum(plugin.store.status_counts().values())
+        episodes = sum(plugin.store.episodes.status_counts().values())
         await runtime.stop()
     by_purpose = costs.get("by_purpose", {})
     return {
@@ -327,12 +329,12 @@ def chain_links(records: list[Any], predicted: list[str | None], store: Any) -> 
         if record.parent:
             expected += 1
             child, parent = majority(record.gold or ""), majority(record.parent)
-            row = store.episode(child) if child else None
+            row = store.episodes.get(child) if child else None
             found += int(row is not None and parent is not None and row.parent_episode_id == parent)
     gold_parent = {majority(r.gold or ""): majority(r.parent) for r in records if r.parent}
     linked = [
         (row.id, row.parent_episode_id)
-        for row in store.episodes(limit=len(records) + 1)
+        for row in store.episodes.find(limit=len(records) + 1)
         if row.parent_episode_id is not None
     ]
     wrong = sum(1 for child, parent in linked if gold_parent.get(child) != parent)
@@ -355,8 +357,8 @@ def splits_made(
         return max(set(known), key=known.count) if known else None
 
     made = right = 0
-    for row in store.episodes(limit=len(records) + 1):
-        for entry in store.history(row.id):
+    for row in store.episodes.find(limit=len(records) + 1):
+        for entry in store.history.of(row.id):
             if entry["action"] != "split" or entry["actor"] != "consolidation":
                 continue
             made += 1

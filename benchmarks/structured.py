@@ -97,7 +97,7 @@ async def extraction(path: str, base_url: str) -> dict[str, Any]:
         clock.now += (config.episodes.active_window_days + 1) * 86400.0
         await plugin.engine.upkeep.tick()
         await plugin.worker.drain(600)
-        rows = [r for r in plugin.store.episodes(None, 10_000, 0, {}) if r.memory_count]
+        rows = [r for r in plugin.store.episodes.find(None, 10_000, 0, {}) if r.memory_count]
         closed = [r for r in rows if r.status != "active"]
         costs = plugin.summariser.costs()
         out = {
@@ -188,7 +188,7 @@ async def context_latency(count: int) -> dict[str, Any]:
         store = plugin.store
         with store.transaction() as db:
             for row, _ in built:
-                store.insert_episode(db, row)
+                store.episodes.insert(db, row)
         started = time.perf_counter()
         owned = [
             m

@@ -148,7 +148,7 @@ async def test_a_review_rewrites_the_episode_a_memory_left_outside_the_detect_lo
     await settle(rt)
     assert (await rt.api.get_memory(late))["episode_id"] is None  # the review moved it out
     assert rewrites == [(episode_id, False)]  # rewritten once, the detect lock free
-    row = engine.state.store.episode(episode_id)
+    row = engine.state.store.episodes.get(episode_id)
     assert row is not None and not row.needs_full  # the summary job then wrote it in full
     await engine.membership.rewrite_left(episode_id)
     assert rewrites == [(episode_id, False)]  # nothing left to rewrite: not read again

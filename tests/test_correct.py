@@ -38,7 +38,7 @@ async def staging_episode(rt: Runtime) -> tuple[list[str], str]:
 
 async def summary_texts(rt: Runtime, episode_id: str) -> list[str]:
     """The episode's summary, LLM summary base, metadata and its summary memory's text."""
-    row = rt.episodes.store.episode(episode_id)
+    row = rt.episodes.store.episodes.get(episode_id)
     assert row is not None
     found = await rt.service.get_many([row.summary_memory_id] if row.summary_memory_id else [])
     return [row.title, row.summary, row.llm_summary, str(row.metadata)] + [m.content for m in found]
@@ -73,7 +73,7 @@ async def test_the_llm_is_not_shown_the_corrected_memory(
 ) -> None:
     rt = await engine_runtime(llm_update_every=1)
     stored, episode_id = await staging_episode(rt)
-    row = rt.episodes.store.episode(episode_id)
+    row = rt.episodes.store.episodes.get(episode_id)
     assert row is not None and row.summary_kind == "llm" and "5433" in row.summary
     before = len(fake_llm_env.requests)
 

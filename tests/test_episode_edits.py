@@ -68,17 +68,17 @@ def test_old_database_gains_the_new_column_and_tables(tmp_path) -> None:
         )
     store = EpisodeStore(path)
     try:
-        row = store.episode("ep-old")
+        row = store.episodes.get("ep-old")
         assert row is not None and row.user_metadata == {} and row.metadata == {"outcome": "done"}
         with store.transaction() as db:
-            store.patch_metadata(db, "ep-old", {"owner": "ana"}, 2.0)
-            store.add_history(db, "ep-old", "user", "update", {"metadata": {"owner": "ana"}}, 2.0)
-            store.update_episode(db, "ep-old", metadata={"outcome": "fixed"})
-        row = store.episode("ep-old")
+            store.episodes.patch_metadata(db, "ep-old", {"owner": "ana"}, 2.0)
+            store.history.add(db, "ep-old", "user", "update", {"metadata": {"owner": "ana"}}, 2.0)
+            store.episodes.update(db, "ep-old", metadata={"outcome": "fixed"})
+        row = store.episodes.get("ep-old")
         assert row is not None
         # the engine's new metadata replaced its own fields; the user's field stayed
         assert row.metadata == {"outcome": "fixed", "owner": "ana"}
-        assert [h["action"] for h in store.history("ep-old")] == ["update"]
+        assert [h["action"] for h in store.history.of("ep-old")] == ["update"]
     finally:
         store.close()
 
@@ -272,13 +272,13 @@ async def test_detector_respects_the_users_edits(rt: Runtime) -> None:
     store = rt.episodes.store
     for memory_id in (removed, placed):  # the detector is asked about both again
         with store.transaction() as conn:
-            store.set_detection(conn, memory_id, "pending", 0.0)
+            store.detections.record(conn, memory_id, "pending", 0.0)
         memory = (await rt.service.get_many([memory_id]))[0]
         vector = (await rt.service.vectors([memory_id]))[memory_id]
         await detection.detect(memory, vector)
     assert (await rt.api.get_memory(removed))["episode_id"] != auth
     assert (await rt.api.get_memory(placed))["episode_id"] == db
-    pins = [Pin.from_row(r) for r in store.pins_of([removed, placed])]
+    pins = [Pin.from_row(r) for r in store.pins.of([removed, placed])]
     assert Pin(removed, auth, "out") in pins and Pin(placed, db, "in") in pins
     assert Pin(placed, auth, "out") in pins  # the move took it out of auth too
 

@@ -47,82 +47,82 @@ def test_episode_ids_are_distinct_and_shaped():
 
 def test_a_memory_is_in_at_most_one_episode_and_moves(store):
     with store.transaction() as db:
-        store.insert_episode(db, row("ep-a"))
-        store.insert_episode(db, row("ep-b"))
+        store.episodes.insert(db, row("ep-a"))
+        store.episodes.insert(db, row("ep-b"))
         assert store.add_member(db, "ep-a", "m1", 10.0, 1.0) is None
         assert store.add_member(db, "ep-a", "m1", 10.0, 1.0) is None  # twice: no-op
         assert store.add_member(db, "ep-b", "m1", 10.0, 2.0) == "ep-a"  # moved
-    assert store.episode_of("m1") == "ep-b"
-    assert store.episode("ep-a").memory_count == 0
-    assert store.episode("ep-b").memory_count == 1
-    assert store.episode("ep-a").needs_full is True
+    assert store.memberships.episode_of("m1") == "ep-b"
+    assert store.episodes.get("ep-a").memory_count == 0
+    assert store.episodes.get("ep-b").memory_count == 1
+    assert store.episodes.get("ep-a").needs_full is True
 
 
 def test_memory_count_follows_membership_and_order_is_chronological(store):
     with store.transaction() as db:
-        store.insert_episode(db, row("ep-a"))
+        store.episodes.insert(db, row("ep-a"))
         for mid, t in (("m3", 30.0), ("m1", 10.0), ("m2", 20.0)):
             store.add_member(db, "ep-a", mid, t, 1.0)
-    episode = store.episode("ep-a")
+    episode = store.episodes.get("ep-a")
     assert episode.memory_count == 3
     assert episode.since_regen == 3
     assert episode.last_activity == 30.0 and episode.first_activity == 10.0
-    assert store.member_ids("ep-a") == ["m1", "m2", "m3"]
+    assert store.memberships.member_ids("ep-a") == ["m1", "m2", "m3"]
     with store.transaction() as db:
         assert store.remove_member(db, "ep-a", "m2", 2.0)
         assert not store.remove_member(db, "ep-a", "m2", 2.0)
-    assert store.episode("ep-a").memory_count == 2
+    assert store.episodes.get("ep-a").memory_count == 2
 
 
 def test_failed_transaction_leaves_nothing(store):
     with pytest.raises(RuntimeError), store.transaction() as db:
-        store.insert_episode(db, row("ep-a"))
+        store.episodes.insert(db, row("ep-a"))
         store.add_member(db, "ep-a", "m1", 1.0, 1.0)
         raise RuntimeError("crash")
-    assert store.episode("ep-a") is None
-    assert store.episode_of("m1") is None
+    assert store.episodes.get("ep-a") is None
+    assert store.memberships.episode_of("m1") is None
 
 
 def test_jobs_coalesce_and_rearm(store):
     with store.transaction() as db:
-        store.enqueue(db, "summary", "ep-a", now=100.0, delay=5.0)
-        store.enqueue(db, "summary", "ep-a", now=101.0, delay=5.0)
-    assert store.due_jobs(104.0, set()) == []
-    (job,) = store.due_jobs(105.0, set())
+        store.jobs.enqueue(db, "summary", "ep-a", now=100.0, delay=5.0)
+        store.jobs.enqueue(db, "summary", "ep-a", now=101.0, delay=5.0)
+    assert store.jobs.due(104.0, set()) == []
+    (job,) = store.jobs.due(105.0, set())
     assert job.gen == 1  # the second enqueue was absorbed
     with store.transaction() as db:  # a memory joins while the job runs: re-armed
-        store.enqueue(db, "summary", "ep-a", now=106.0)
+        store.jobs.enqueue(db, "summary", "ep-a", now=106.0)
     with store.transaction() as db:
         store.finish_job(db, job)
-    assert len(store.due_jobs(200.0, set())) == 1  # still there: it must run again
-    (again,) = store.due_jobs(200.0, set())
+    assert len(store.jobs.due(200.0, set())) == 1  # still there: it must run again
+    (again,) = store.jobs.due(200.0, set())
     with store.transaction() as db:
         store.finish_job(db, again)
-    assert store.due_jobs(200.0, set()) == []
+    assert store.jobs.due(200.0, set()) == []
 
 
 def test_due_jobs_skip_busy_keys_and_report_queue_stats(store):
     with store.transaction() as db:
-        store.enqueue(db, "summary", "ep-a", now=10.0)
-        store.enqueue(db, "classify", "m1", now=12.0)
-    assert [j.key for j in store.due_jobs(20.0, {"ep-a"})] == ["m1"]
-    stats = store.queue_stats(20.0)
+        store.jobs.enqueue(db, "summary", "ep-a", now=10.0)
+        store.jobs.enqueue(db, "classify", "m1", now=12.0)
+    assert [j.key for j in store.jobs.due(20.0, {"ep-a"})] == ["m1"]
+    stats = store.jobs.stats(20.0)
     assert stats == {"queue_depth": 2, "oldest_pending_age_seconds": 10.0}
 
 
 def test_jobs_survive_reopen(tmp_path):
     first = EpisodeStore(tmp_path / "e.sqlite3")
     with first.transaction() as db:
-        first.enqueue(db, "detect", "m1", now=1.0)
+        first.jobs.enqueue(db, "detect", "m1", now=1.0)
     first.close()
     second = EpisodeStore(tmp_path / "e.sqlite3")
-    assert [j.key for j in second.due_jobs(2.0, set())] == ["m1"]
+    assert [j.key for j in second.jobs.due(2.0, set())] == ["m1"]
     second.close()
 
 
 def test_list_filters_on_metadata(store):
     with store.transaction() as db:
-        store.insert_episode(
+        store.episodes.insert(
             db,
             row(
                 "ep-a",
@@ -130,59 +130,59 @@ def test_list_filters_on_metadata(store):
                 metadata={"outcome": "success", "tags": ["auth"], "participants": ["codex"]},
             ),
         )
-        store.insert_episode(
+        store.episodes.insert(
             db, row("ep-b", 2.0, status="closed", metadata={"outcome": "failure", "tags": ["db"]})
         )
-    assert [r.id for r in store.episodes()] == ["ep-b", "ep-a"]
-    assert [r.id for r in store.episodes("closed")] == ["ep-b"]
-    assert [r.id for r in store.episodes(filters={"outcome": "success"})] == ["ep-a"]
-    assert [r.id for r in store.episodes(filters={"tag": "db"})] == ["ep-b"]
-    assert [r.id for r in store.episodes(filters={"participant": "codex"})] == ["ep-a"]
-    assert [r.id for r in store.episodes(limit=1, offset=1)] == ["ep-a"]
+    assert [r.id for r in store.episodes.find()] == ["ep-b", "ep-a"]
+    assert [r.id for r in store.episodes.find("closed")] == ["ep-b"]
+    assert [r.id for r in store.episodes.find(filters={"outcome": "success"})] == ["ep-a"]
+    assert [r.id for r in store.episodes.find(filters={"tag": "db"})] == ["ep-b"]
+    assert [r.id for r in store.episodes.find(filters={"participant": "codex"})] == ["ep-a"]
+    assert [r.id for r in store.episodes.find(limit=1, offset=1)] == ["ep-a"]
 
 
 def test_delete_episode_unassigns_members_and_unlinks_children(store):
     with store.transaction() as db:
-        store.insert_episode(db, row("ep-a"))
-        store.insert_episode(db, row("ep-b", parent_episode_id="ep-a"))
+        store.episodes.insert(db, row("ep-a"))
+        store.episodes.insert(db, row("ep-b", parent_episode_id="ep-a"))
         store.add_member(db, "ep-a", "m1", 1.0, 1.0)
-        store.enqueue(db, "summary", "ep-a", now=1.0)
-        store.enqueue(db, "link", "ep-a", now=1.0)
+        store.jobs.enqueue(db, "summary", "ep-a", now=1.0)
+        store.jobs.enqueue(db, "link", "ep-a", now=1.0)
         assert store.delete_episode(db, "ep-a") == ["m1"]
-    assert store.episode("ep-a") is None
-    assert store.episode_of("m1") is None
-    assert store.detection("m1")["state"] == "standalone"
-    assert store.episode("ep-b").parent_episode_id is None
-    assert store.due_jobs(10.0, set()) == []
+    assert store.episodes.get("ep-a") is None
+    assert store.memberships.episode_of("m1") is None
+    assert store.detections.get("m1")["state"] == "standalone"
+    assert store.episodes.get("ep-b").parent_episode_id is None
+    assert store.jobs.due(10.0, set()) == []
 
 
 def test_chain_candidates_are_closed_episodes_by_last_memory_time(store):
     with store.transaction() as db:
-        store.insert_episode(db, row("ep-old", last=5.0, status="closed", closed_at=1000.0))
-        store.insert_episode(db, row("ep-a", last=50.0, status="closed", closed_at=10.0))
-        store.insert_episode(db, row("ep-b", last=70.0, status="archived", closed_at=80.0))
-        store.insert_episode(db, row("ep-late", last=95.0, status="closed", closed_at=96.0))
-        store.insert_episode(db, row("ep-open", last=60.0))
+        store.episodes.insert(db, row("ep-old", last=5.0, status="closed", closed_at=1000.0))
+        store.episodes.insert(db, row("ep-a", last=50.0, status="closed", closed_at=10.0))
+        store.episodes.insert(db, row("ep-b", last=70.0, status="archived", closed_at=80.0))
+        store.episodes.insert(db, row("ep-late", last=95.0, status="closed", closed_at=96.0))
+        store.episodes.insert(db, row("ep-open", last=60.0))
     # last memory from 50 to 90 (memory time); when they were closed (wall clock) is no matter
-    assert store.chain_candidates(50.0, 90.0) == ["ep-b", "ep-a"]
-    assert store.chain_candidates(50.0, 90.0, limit=1) == ["ep-b"]
+    assert store.episodes.chain_candidates(50.0, 90.0) == ["ep-b", "ep-a"]
+    assert store.episodes.chain_candidates(50.0, 90.0, limit=1) == ["ep-b"]
 
 
 def test_active_last_added_is_the_newest_join_of_each_active_episode(store):
     with store.transaction() as db:
-        store.insert_episode(db, row("ep-a", last=5.0, created_at=100.0))
-        store.insert_episode(db, row("ep-empty", last=5.0, created_at=150.0))
-        store.insert_episode(db, row("ep-shut", last=5.0, status="closed", closed_at=9.0))
+        store.episodes.insert(db, row("ep-a", last=5.0, created_at=100.0))
+        store.episodes.insert(db, row("ep-empty", last=5.0, created_at=150.0))
+        store.episodes.insert(db, row("ep-shut", last=5.0, status="closed", closed_at=9.0))
         store.add_member(db, "ep-a", "m1", 1.0, now=200.0)
         store.add_member(db, "ep-a", "m2", 2.0, now=300.0)
         store.add_member(db, "ep-shut", "m3", 3.0, now=400.0)
-    assert store.active_last_added() == {"ep-a": 300.0, "ep-empty": 150.0}
+    assert store.episodes.active_last_added() == {"ep-a": 300.0, "ep-empty": 150.0}
 
 
 def write_episodes(store: EpisodeStore, count: int, prefix: str = "ep") -> None:
     for i in range(count):  # one transaction each, as detection commits
         with store.transaction() as db:
-            store.insert_episode(db, row(f"{prefix}-{i}", last=float(i), summary="x" * 500))
+            store.episodes.insert(db, row(f"{prefix}-{i}", last=float(i), summary="x" * 500))
 
 
 def test_commits_leave_the_wal_to_the_checkpoint(store):
@@ -215,7 +215,7 @@ def test_a_checkpoint_on_a_thread_runs_beside_the_writes(store):
         done.set()
         thread.join(30)
     assert errors == []
-    assert len(store.active_episodes()) == 400
+    assert len(store.episodes.active()) == 400
     pages, copied = store.checkpoint()
     assert copied == pages
 
@@ -251,10 +251,10 @@ def test_next_due_leaves_out_the_jobs_of_keys_in_flight(store):
     """A sleeping worker loop wakes when the next job it could take falls due: a detect job
     decided by its request meanwhile (its key in flight) does not count."""
     with store.transaction() as db:
-        store.enqueue(db, "detect", "m-1", 100.0)
-        store.enqueue(db, "summary", "ep-1", 100.0, 30.0)
-        store.enqueue(db, "summary", "ep-2", 100.0, 60.0)
-    assert store.next_due() == 100.0
-    assert store.next_due({"m-1"}) == 130.0
-    assert store.next_due({"m-1", "ep-1"}) == 160.0
-    assert store.next_due({"m-1", "ep-1", "ep-2"}) is None
+        store.jobs.enqueue(db, "detect", "m-1", 100.0)
+        store.jobs.enqueue(db, "summary", "ep-1", 100.0, 30.0)
+        store.jobs.enqueue(db, "summary", "ep-2", 100.0, 60.0)
+    assert store.jobs.next_due() == 100.0
+    assert store.jobs.next_due({"m-1"}) == 130.0
+    assert store.jobs.next_due({"m-1", "ep-1"}) == 160.0
+    assert store.jobs.next_due({"m-1", "ep-1", "ep-2"}) is None

@@ -133,7 +133,7 @@ async def test_a_late_link_job_decides_on_the_episode_as_it_started(runtime_fact
     b = [await remember(rt, IOS[i], 5, 9 + i) for i in range(2)]
     child = b[1]["episode_id"]
     store = rt.episodes.store
-    (job,) = [j for j in store.due_jobs(4e9, set(), limit=50) if j.kind == "link"]
+    (job,) = [j for j in store.jobs.due(4e9, set(), limit=50) if j.kind == "link"]
     # The episode as it started: its first memories, and the episodes that had ended by then.
     assert job.key == child
     assert job.payload == {"members": [m["memory_id"] for m in b], "candidates": [parent]}
@@ -144,12 +144,12 @@ async def test_a_late_link_job_decides_on_the_episode_as_it_started(runtime_fact
     await rt.api.episode_close(d[1]["episode_id"])
     link = rt.episodes.engine.job_handlers()["link"]
     await link(job)
-    assert store.episode(child).parent_episode_id == parent
+    assert store.episodes.get(child).parent_episode_id == parent
     # A link job queued by an older version has no payload: the candidates are looked up now.
     with store.transaction() as db:
-        store.update_episode(db, child, parent_episode_id=None)
+        store.episodes.update(db, child, parent_episode_id=None)
     await link(replace(job, payload={}))
-    assert store.episode(child).parent_episode_id == parent
+    assert store.episodes.get(child).parent_episode_id == parent
 
 
 async def test_explicit_parent_and_cycle_safety(runtime_factory, monkeypatch):
@@ -162,7 +162,7 @@ async def test_explicit_parent_and_cycle_safety(runtime_factory, monkeypatch):
         await rt.api.episode_create("x", [m[0]], parent_episode_id="ep-0000000000000000")
     store = rt.episodes.store  # force a cycle the API cannot create, the walk must end
     with store.transaction() as db:
-        store.update_episode(db, first, parent_episode_id=second["episode_id"])
+        store.episodes.update(db, first, parent_episode_id=second["episode_id"])
     chain = await rt.api.episode_chain(first)
     assert sorted(e["id"] for e in chain["chain"]) == sorted([first, second["episode_id"]])
 

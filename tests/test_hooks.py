@@ -254,7 +254,7 @@ async def test_a_page_import_runs_before_remember_for_each_memory_without_a_batc
     assert plugin.seen[1:] == [("before_remember", m) for m in ids] + [
         ("after_remember", m) for m in ids
     ]
-    states = runtime.episodes.store.detection_states(ids)
+    states = runtime.episodes.store.detections.states(ids)
     assert set(states) == set(ids) and "pending" not in states.values()
     assert await runtime.service.import_page(page) == []  # stored already: nothing again
 
@@ -288,7 +288,7 @@ async def test_a_failing_before_remember_batch_stores_no_memory_of_the_page(
     assert (await runtime.api.stats())["total_memories"] == 0
     assert plugin.failed == [item.memory.id for item in page]
     assert runtime.api.health()["episodes"]["queue_depth"] == 0
-    assert runtime.episodes.store.detection_states(plugin.failed) == {}
+    assert runtime.episodes.store.detections.states(plugin.failed) == {}
 
 
 async def test_failing_after_hooks_are_logged_and_never_lose_the_memory(

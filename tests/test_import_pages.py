@@ -109,8 +109,8 @@ async def write_file(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[s
 def placement(runtime: Runtime, ids: list[str]) -> tuple[set[frozenset[str]], dict[str, str]]:
     """The episodes as sets of member ids, and each memory's detection state."""
     store = runtime.episodes.store
-    episodes = {frozenset(store.member_ids(e)) for e in store.all_episode_ids()}
-    states = store.detection_states(ids)
+    episodes = {frozenset(store.memberships.member_ids(e)) for e in store.episodes.all_ids()}
+    states = store.detections.states(ids)
     return {e for e in episodes if e}, states
 
 
@@ -211,9 +211,9 @@ async def test_an_import_killed_in_a_page_is_completed_by_importing_again(
         assert await runtime.episodes.worker.drain(60)
         imported = MemoryFilter(source_types=[SourceType.AUTO_CAPTURE])
         assert runtime.service.store.count(imported) == len(ids)  # each once
-        states = runtime.episodes.store.detection_states(ids)
+        states = runtime.episodes.store.detections.states(ids)
         assert set(states) == set(ids) and "pending" not in states.values()
-        members = runtime.episodes.store.all_member_ids()
+        members = runtime.episodes.store.memberships.all_member_ids()
         assert len(members) == len(set(members))  # no memory in two episodes
         again = await importer.apply(runtime.api, source)
         assert (again.existing, again.stored) == (len(ids), 0)
@@ -272,9 +272,9 @@ async def test_memories_remembered_during_an_import_keep_every_invariant(
         assert await runtime.episodes.worker.drain(60)
         ids = [line["id"] for line in lines] + remembered
         assert len(await runtime.service.get_many(ids)) == len(ids)
-        states = runtime.episodes.store.detection_states(ids)
+        states = runtime.episodes.store.detections.states(ids)
         assert set(states) == set(ids) and "pending" not in states.values()
-        members = runtime.episodes.store.all_member_ids()
+        members = runtime.episodes.store.memberships.all_member_ids()
         assert len(members) == len(set(members))
     finally:
         await runtime.stop()

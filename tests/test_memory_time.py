@@ -98,8 +98,10 @@ async def replay(data: Path, live: bool, scheduler: bool = True, **episodes: Any
                 assert await plugin.worker.drain(30), "episode work did not settle"
         assert await plugin.worker.drain(60), "episode work did not settle"
         store = plugin.store
-        episode_of = {r: e for r, m in ids.items() if (e := store.episode_of(m)) is not None}
-        rows = store.episodes(limit=1000)
+        episode_of = {
+            r: e for r, m in ids.items() if (e := store.memberships.episode_of(m)) is not None
+        }
+        rows = store.episodes.find(limit=1000)
         links = {r.id: r.parent_episode_id for r in rows if r.parent_episode_id is not None}
         return Replay(episode_of, links, {r.id: r.status for r in rows})
     finally:

@@ -445,5 +445,5 @@ async def test_a_confirmation_queued_while_its_episode_is_in_another_call_is_kep
     other = Taken([auth_episode], proposals={auth_episode: [db_episode]})
     await consolidation.settle(other, {auth_episode: db_episode})  # "same": confirm from db
     await consolidation.settle(in_call, None)  # the first call ends without an answer
-    [job] = [j for j in store.jobs("merge") if j.key == db_episode]
+    [job] = [j for j in store.jobs.of_kind("merge") if j.key == db_episode]
     assert job.payload == {"confirm": auth_episode}

@@ -60,7 +60,7 @@ async def test_checks_left_from_a_run_with_a_key_are_settled_offline(
     (episode,) = (await rt.api.episodes_list())["episodes"]
     store = rt.episodes.store
     with store.transaction() as db:  # as a run with a key left it: due in a day
-        store.enqueue(db, "merge", episode["id"], rt.episodes.engine.state.clock(), 86400.0)
+        store.jobs.enqueue(db, "merge", episode["id"], rt.episodes.engine.state.clock(), 86400.0)
     await rt.episodes._check_llm()  # what start-up does once litellm is imported
     assert await rt.episodes.worker.drain(30, due_only=True)
     assert rt.api.health()["episodes"]["merge_waiting"] == 0

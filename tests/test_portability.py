@@ -432,9 +432,9 @@ def test_import_recreates_the_exported_episodes_without_detection(
         assert (done["stored"], done["episodes_created"]) == (4, 2), done
         runtime = fresh.app.state.runtime  # type: ignore[attr-defined]
         # Members were joined by the import, not detected: no detect job was ever queued.
-        assert runtime.episodes.store.count_jobs("detect") == 0
+        assert runtime.episodes.store.jobs.count("detect") == 0
         # Nor summarised again (the summary job is what calls the LLM): none is queued.
-        assert runtime.episodes.store.count_jobs("summary") == 0
+        assert runtime.episodes.store.jobs.count("summary") == 0
         settle(fresh)
         after = episodes_of(fresh)
         assert set(after) == set(before)
@@ -495,11 +495,11 @@ def test_new_memories_of_an_episode_imported_before_go_through_detection(
         first = fresh.post("/v1/import", headers=NDJSON, content="\n".join(earlier).encode())
         assert first.status_code == 200 and first.json()["episodes_created"] == 1, first.text
         runtime = fresh.app.state.runtime  # type: ignore[attr-defined]
-        assert runtime.episodes.store.detection(late) is None
+        assert runtime.episodes.store.detections.get(late) is None
         second = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
         assert (second["stored"], second["episodes_existing"]) == (1, 1), second
         settle(fresh)
-        assert runtime.episodes.store.detection(late) is not None  # detection saw it
+        assert runtime.episodes.store.detections.get(late) is not None  # detection saw it
         assert fresh.get(f"/v1/memory/{late}").json()["episode_status"] != "pending"
 
 

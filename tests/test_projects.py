@@ -210,11 +210,13 @@ def test_an_old_episode_database_moves_into_default(tmp_path: Path) -> None:
     for _ in range(2):  # opening twice changes nothing more
         store = EpisodeStore(path)
         try:
-            row = store.episode("ep-old")
+            row = store.episodes.get("ep-old")
             assert row is not None and row.project == "default"
-            assert store.project_stats() == {"default": (1, 5.0)}
-            assert [r.id for r in store.episodes(None, 10, 0, {"project": "default"})] == ["ep-old"]
-            assert store.episodes(None, 10, 0, {"project": "other"}) == []
+            assert store.episodes.project_stats() == {"default": (1, 5.0)}
+            assert [r.id for r in store.episodes.find(None, 10, 0, {"project": "default"})] == [
+                "ep-old"
+            ]
+            assert store.episodes.find(None, 10, 0, {"project": "other"}) == []
             indexes = {r[1] for r in store.db.execute("PRAGMA index_list(episodes)")}
             assert "episodes_project" in indexes
         finally:
@@ -494,7 +496,7 @@ async def test_a_verdict_naming_another_projects_episode_is_not_carried_out(rt: 
     assert not engine.state.same_project(memory, "join", alpha)
     async with engine.state.detect_lock:
         await engine.detection.apply(memory, features, Decision("join", alpha, 1.0, 1.0))
-    assert engine.state.store.episode_of(memory.id) is None
+    assert engine.state.store.memberships.episode_of(memory.id) is None
     assert len((await rt.api.episode_get(alpha))["memory_ids"]) == 4
 
 

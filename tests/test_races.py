@@ -154,12 +154,12 @@ async def assert_counts_are_real(rt: Runtime) -> None:
     """Every membership is of an existing memory, every count is its real membership, and
     every summary memory is the summary of an existing episode (no orphan)."""
     store = rt.episodes.store
-    members = store.all_member_ids()
+    members = store.memberships.all_member_ids()
     existing = {m.id for m in await rt.service.get_many(members)}
     assert set(members) <= existing, "memberships of forgotten memories"
-    rows = store.episodes(limit=10_000)
+    rows = store.episodes.find(limit=10_000)
     for row in rows:
-        assert row.memory_count == len(store.member_ids(row.id)) >= 1, row.id
+        assert row.memory_count == len(store.memberships.member_ids(row.id)) >= 1, row.id
         listed = await rt.api.episode_get(row.id)
         assert listed["episode"]["memory_count"] == len(listed["memory_ids"])
     summaries = await ServiceHost(rt.service).memories_of_type(SourceType.EPISODE_SUMMARY)
@@ -183,7 +183,7 @@ async def test_forget_races_episode_add_both_orders(rt: Runtime, hooks: ForgetHo
     # the engine hears of the forget: it succeeds, and forget's hook then takes the memory out.
     memory = await remember(rt, "billing export detail")
     await settle(rt)  # the detector has looked at the memory: only the two calls below run
-    assert rt.episodes.store.episode_of(memory) != episode
+    assert rt.episodes.store.memberships.episode_of(memory) != episode
     read, adding = gate.hold(lambda: status(rt.api.episode_add(episode, memory)))
     await read.wait_reached()
     deleted = hooks.watch(memory, hold=True)
@@ -191,27 +191,31 @@ async def test_forget_races_episode_add_both_orders(rt: Runtime, hooks: ForgetHo
     await deleted.wait_reached()
     read.release.set()
     assert await adding == 200
-    assert memory in rt.episodes.store.member_ids(episode)  # for now: forget is not done
+    assert memory in rt.episodes.store.memberships.member_ids(
+        episode
+    )  # for now: forget is not done
     deleted.release.set()
     assert await forgetting == 200
-    assert memory not in rt.episodes.store.member_ids(episode)
+    assert memory not in rt.episodes.store.memberships.member_ids(episode)
     assert await actions(rt, episode, memory) == ["add_memory", "memory_forgotten"]
 
     # Forget deleted the memory before the add looked; the engine has not heard of it yet:
     # the add finds no memory (404) and writes nothing.
     memory = await remember(rt, "billing export detail")
     await settle(rt)
-    assert rt.episodes.store.episode_of(memory) != episode
+    assert rt.episodes.store.memberships.episode_of(memory) != episode
     deleted = hooks.watch(memory, hold=True)
     forgetting = asyncio.create_task(status(rt.api.forget(memory)))
     await deleted.wait_reached()
     assert await status(rt.api.episode_add(episode, memory)) == 404
     deleted.release.set()
     assert await forgetting == 200
-    assert memory not in rt.episodes.store.member_ids(episode)
+    assert memory not in rt.episodes.store.memberships.member_ids(episode)
     assert await actions(rt, episode, memory) == []
 
-    assert rt.episodes.store.member_ids(episode) == [anchor]  # the anchor stayed through both
+    assert rt.episodes.store.memberships.member_ids(episode) == [
+        anchor
+    ]  # the anchor stayed through both
     await settle(rt)
     await assert_counts_are_real(rt)
 
@@ -235,11 +239,11 @@ async def test_forget_races_episode_create_both_orders(
     await deleted.wait_reached()
     read.release.set()
     episode = (await creating)["episode_id"]
-    assert store.member_ids(episode) == [first, second]  # for now: forget is not done
+    assert store.memberships.member_ids(episode) == [first, second]  # for now: forget is not done
     deleted.release.set()
     assert await forgetting == 200
-    assert store.episode_of(first) is None
-    assert store.member_ids(episode) == [second]
+    assert store.memberships.episode_of(first) is None
+    assert store.memberships.member_ids(episode) == [second]
     assert await actions(rt, episode, first) == ["memory_forgotten"]
 
     # Forget deleted the first before the create looked: the create finds it missing (404)
@@ -247,15 +251,15 @@ async def test_forget_races_episode_create_both_orders(
     first = await remember(rt, "search reindex step")
     second = await remember(rt, "search reindex check")
     await settle(rt)
-    before = [row.id for row in store.episodes(limit=10_000)]
+    before = [row.id for row in store.episodes.find(limit=10_000)]
     deleted = hooks.watch(first, hold=True)
     forgetting = asyncio.create_task(status(rt.api.forget(first)))
     await deleted.wait_reached()
     assert await status(rt.api.episode_create("Search reindex", [first, second])) == 404
     deleted.release.set()
     assert await forgetting == 200
-    assert store.episode_of(first) is None
-    assert [row.id for row in store.episodes(limit=10_000)] == before
+    assert store.memberships.episode_of(first) is None
+    assert [row.id for row in store.episodes.find(limit=10_000)] == before
 
     await settle(rt)
     await assert_counts_are_real(rt)
@@ -278,7 +282,7 @@ async def test_episode_delete_races_episode_add_both_orders(rt: Runtime, monkeyp
     read.release.set()
     assert await adding == 200
     assert await deleting == 200
-    assert store.episode(episode) is None and store.episode_of(memory) is None
+    assert store.episodes.get(episode) is None and store.memberships.episode_of(memory) is None
     assert len(await rt.service.get_many([anchor, memory])) == 2  # memories stay
 
     # The deletion has deleted the episode's row and holds its locks (deleting its summary
@@ -288,13 +292,13 @@ async def test_episode_delete_races_episode_add_both_orders(rt: Runtime, monkeyp
     episode = (await rt.api.episode_create("Cache warmup", [anchor]))["episode_id"]
     await rt.api.episode_close(episode)
     await settle(rt)
-    before = store.episode_of(memory)
+    before = store.memberships.episode_of(memory)
     held, deleting = deletes.hold(lambda: status(rt.api.episode_delete(episode)))
     await held.wait_reached()
     assert await status(rt.api.episode_add(episode, memory)) == 404
     held.release.set()
     assert await deleting == 200
-    assert store.episode(episode) is None and store.episode_of(memory) == before
+    assert store.episodes.get(episode) is None and store.memberships.episode_of(memory) == before
 
     await settle(rt)
     await assert_counts_are_real(rt)
@@ -323,7 +327,7 @@ async def test_dangling_memberships_are_removed_at_start(tmp_path: Path) -> None
     ghost = inject_dangling(config.data_path, episode)
     rt = await start_runtime(config, run_scheduler=False)
     try:
-        assert rt.episodes.store.episode_of(ghost) is None
+        assert rt.episodes.store.memberships.episode_of(ghost) is None
         got = await rt.api.episode_get(episode)
         assert got["episode"]["memory_count"] == 2 and sorted(got["memory_ids"]) == sorted(ids)
         await assert_counts_are_real(rt)
@@ -340,5 +344,5 @@ async def test_dangling_memberships_are_removed_on_the_tick(rt: Runtime) -> None
         store.add_member(db, episode, ghost, 0.0, 0.0)
     assert (await rt.api.episode_get(episode))["episode"]["memory_count"] == 3
     await rt.episodes.engine.tick()
-    assert store.episode_of(ghost) is None
+    assert store.memberships.episode_of(ghost) is None
     assert (await rt.api.episode_get(episode))["episode"]["memory_count"] == 2

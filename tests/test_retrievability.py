@@ -385,13 +385,15 @@ def test_key_moments_are_the_surprising_members(tmp_path: Path) -> None:
     store = EpisodeStore(tmp_path / "episodes.sqlite3")
     try:
         with store.transaction() as db:
-            store.insert_episode(db, EpisodeRow.new("t", "user", 1.0, id="ep-a"))
+            store.episodes.insert(db, EpisodeRow.new("t", "user", 1.0, id="ep-a"))
             store.add_member(db, "ep-a", "calm", 1.0, 1.0, 0.9, surprise=0.1)
             store.add_member(db, "ep-a", "edge", 2.0, 1.0, 0.3, surprise=lifecycle.KEY_MOMENT)
             store.add_member(db, "ep-a", "manual", 3.0, 1.0)  # placed by hand: no surprise
-        found = store.surprising(["calm", "edge", "manual", "absent"], lifecycle.KEY_MOMENT)
+        found = store.memberships.surprising(
+            ["calm", "edge", "manual", "absent"], lifecycle.KEY_MOMENT
+        )
         assert found == ["edge"]
-        assert store.surprising([], lifecycle.KEY_MOMENT) == []
+        assert store.memberships.surprising([], lifecycle.KEY_MOMENT) == []
     finally:
         store.close()
 

@@ -197,11 +197,11 @@ async def test_a_crash_mid_rewrite_is_reconciled(engine_runtime, no_llm) -> None
     deleted at start; a missing one is written again by a queued summary job."""
     rt = await engine_runtime()
     episode_id, _ = await closed_episode(rt)
-    row = rt.episodes.store.episode(episode_id)
+    row = rt.episodes.store.episodes.get(episode_id)
     expected = derived.expected_ids(episode_id, row.structured)
     stray = derived.derived_id(episode_id, "lessons", 7)
     host = rt.episodes.engine.state.host
-    members = await host.get_memories(rt.episodes.store.member_ids(episode_id))
+    members = await host.get_memories(rt.episodes.store.memberships.member_ids(episode_id))
     stray_memory = derived.memories(row, row.structured, members, row.title, utc_now())[0]
     stray_memory.id = stray
     await host.write_owned([stray_memory])

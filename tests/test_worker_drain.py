@@ -47,12 +47,12 @@ async def test_drain_does_not_spin_while_a_due_job_waits_for_a_running_one(
     worker = Worker(store, time.time, {"summary": run, "split": run}, no_tick, concurrency=2)
     looked = count_claims(worker)
     with store.transaction() as db:
-        store.enqueue(db, "summary", "ep-1", time.time())
+        store.jobs.enqueue(db, "summary", "ep-1", time.time())
     worker.start(scheduler_interval=None)
     try:
         await asyncio.wait_for(started.wait(), 30)  # the bound turns a hang into a failure
         with store.transaction() as db:  # due now, but its episode's summary is running
-            store.enqueue(db, "split", "ep-1", time.time())
+            store.jobs.enqueue(db, "split", "ep-1", time.time())
         before = len(looked)
         draining = asyncio.create_task(worker.drain(30))
         for _ in range(200):  # turns of the event loop, not time
@@ -84,7 +84,7 @@ async def test_a_job_waits_for_its_turn_before_it_runs(tmp_path: Path) -> None:
     worker = Worker(store, time.time, {"summary": run}, no_tick, concurrency=1)
     worker.turn = background_turn
     with store.transaction() as db:
-        store.enqueue(db, "summary", "ep-1", time.time())
+        store.jobs.enqueue(db, "summary", "ep-1", time.time())
     worker.start(scheduler_interval=None)
     try:
         await asyncio.wait_for(asked.wait(), 30)  # the bound turns a hang into a failure
@@ -119,8 +119,8 @@ async def test_a_request_in_flight_does_not_make_each_debounced_job_wake_the_loo
     looked = count_claims(worker)
     worker.inflight.add("m-1")  # a request is deciding memory m-1
     with store.transaction() as db:
-        store.enqueue(db, "detect", "m-1", time.time())
-        store.enqueue(db, "summary", "ep-1", time.time(), debounce)
+        store.jobs.enqueue(db, "detect", "m-1", time.time())
+        store.jobs.enqueue(db, "summary", "ep-1", time.time(), debounce)
     worker.start(scheduler_interval=None)
     try:
         for _ in range(1000):  # turns of the event loop until the loop sleeps
@@ -131,7 +131,7 @@ async def test_a_request_in_flight_does_not_make_each_debounced_job_wake_the_loo
         before = len(looked)
         for _ in range(5):  # five more memories join ep-1: its summary is re-armed each time
             with store.transaction() as db:
-                store.enqueue(db, "summary", "ep-1", time.time(), debounce)
+                store.jobs.enqueue(db, "summary", "ep-1", time.time(), debounce)
             worker.wake(time.time() + debounce)
             for _ in range(20):  # turns of the event loop, not time
                 await asyncio.sleep(0)

@@ -29,7 +29,7 @@ async def test_stop_ends_a_loop_whose_job_swallowed_the_cancel(tmp_path: Path) -
 
     worker = Worker(store, time.time, {"detect": swallow}, tick, concurrency=1)
     with store.transaction() as db:
-        store.enqueue(db, "detect", "m1", time.time())
+        store.jobs.enqueue(db, "detect", "m1", time.time())
     worker.start(scheduler_interval=None)
     tasks = list(worker._tasks)
     await started.wait()

@@ -102,7 +102,7 @@ class Budget:
         settings = self.state.settings
         counts = self.counts()
         size = settings.classify_batch_size
-        committed = counts["calls"] + math.ceil(self.store.count_jobs("classify") / size)
+        committed = counts["calls"] + math.ceil(self.store.jobs.count("classify") / size)
         if not within_budget(counts["memories"], committed, settings.classify_calls_per_memory):
             return 0.0
         share = 1.0 if settings.detector_strategy == "llm" else settings.llm_doubt_share
@@ -117,7 +117,7 @@ class Budget:
             "classify_calls": counts["calls"],
             "classified_memories": counts["classified"],
             "classify_calls_per_memory": round(counts["calls"] / max(counts["memories"], 1), 4),
-            "classify_waiting": self.store.count_jobs("classify"),
+            "classify_waiting": self.store.jobs.count("classify"),
             "classify_budget_left": max(
                 0, int(per * counts["memories"] + BUDGET_BURST) - counts["calls"]
             ),

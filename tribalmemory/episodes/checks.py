@@ -49,7 +49,7 @@ class GrowthChecks:
         return 0.0
 
     def health(self) -> dict[str, int]:
-        return {f"{self.kind}_waiting": self.store.count_jobs(self.kind)}
+        return {f"{self.kind}_waiting": self.store.jobs.count(self.kind)}
 
     def grown(self, event: Grown) -> None:
         """The detector grew an episode (:attr:`.events.Events.grown`): queue its check when it
@@ -60,8 +60,8 @@ class GrowthChecks:
             return
         if not self.summariser.possible():
             return
-        if self.store.has_job(self.kind, event.episode_id):
+        if self.store.jobs.has(self.kind, event.episode_id):
             return
         with self.store.transaction() as db:
-            self.store.enqueue(db, self.kind, event.episode_id, event.now, self.first_wait())
+            self.store.jobs.enqueue(db, self.kind, event.episode_id, event.now, self.first_wait())
         self.state.wake()

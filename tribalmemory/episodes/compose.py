@@ -84,7 +84,7 @@ class Compose:
         """
         state = self.state
         settings = state.settings
-        row = self.store.episode(episode_id)
+        row = self.store.episodes.get(episode_id)
         if row is None or row.first_activity is None or row.parent_episode_id is not None:
             return None
         start = start or {}
@@ -93,20 +93,23 @@ class Compose:
             horizon = lifecycle.chain_horizon(
                 row.first_activity, settings.active_window_days, settings.chain_window_hours
             )
-            candidates = self.store.chain_candidates(
+            candidates = self.store.episodes.chain_candidates(
                 horizon, row.first_activity, project=row.project
             )
         if not candidates:
             return None
         await state.host.background_turn()  # reading and scoring them uses the CPU
-        first = start.get("members") or self.store.member_ids(episode_id)[: lifecycle.CHAIN_MEMBERS]
+        first = (
+            start.get("members")
+            or self.store.memberships.member_ids(episode_id)[: lifecycle.CHAIN_MEMBERS]
+        )
         first_features = await state.features(first)
         if not first_features:
             return None
         new = state.matcher.episode(episode_id, first_features)
         best: tuple[str, float] | None = None
         for candidate in candidates:
-            newest = self.store.member_ids(candidate)[-lifecycle.CHAIN_MEMBERS :]
+            newest = self.store.memberships.member_ids(candidate)[-lifecycle.CHAIN_MEMBERS :]
             members = await state.features(newest)
             if not members:  # deleted meanwhile, or its memories forgotten
                 continue
@@ -125,7 +128,7 @@ class Compose:
             return
         parent, score = found
         with self.store.transaction() as db:
-            self.store.update_episode(db, episode_id, parent_episode_id=parent)
+            self.store.episodes.update(db, episode_id, parent_episode_id=parent)
         log.info("episode %s continues %s (chain score %.2f)", episode_id, parent, score)
 
     async def chain(self, episode_id: str) -> dict[str, Any]:
@@ -135,7 +138,7 @@ class Compose:
         ancestors: list[EpisodeRow] = []
         current = row
         while current.parent_episode_id and len(seen) < CHAIN_LIMIT:
-            parent = self.store.episode(current.parent_episode_id)
+            parent = self.store.episodes.get(current.parent_episode_id)
             if parent is None or parent.id in seen:
                 break
             seen.add(parent.id)
@@ -144,7 +147,9 @@ class Compose:
         chain = list(reversed(ancestors)) + [row]
         frontier = [row.id]
         while frontier and len(chain) < CHAIN_LIMIT:
-            children = [r for r in self.store.children(frontier.pop(0)) if r.id not in seen]
+            children = [
+                r for r in self.store.episodes.children(frontier.pop(0)) if r.id not in seen
+            ]
             for child in sorted(children, key=lambda r: r.first_activity or 0.0):
                 if len(chain) >= CHAIN_LIMIT:
                     break
@@ -176,7 +181,7 @@ class Compose:
         )
         found: list[tuple[EpisodeRow, float]] = []
         for hit in hits:
-            row = self.store.episode(str(hit.memory.metadata.get("episode_id", "")))
+            row = self.store.episodes.get(str(hit.memory.metadata.get("episode_id", "")))
             if row is None or project is not None and row.project != project:
                 continue
             if all(row.id != r.id for r, _ in found):
@@ -195,7 +200,9 @@ class Compose:
             else [f"No episode matches {topic!r}."]
         )
         for index, (row, relevance) in enumerate(found, 1):
-            parent = self.store.episode(row.parent_episode_id) if row.parent_episode_id else None
+            parent = (
+                self.store.episodes.get(row.parent_episode_id) if row.parent_episode_id else None
+            )
             start = to_iso(from_epoch(row.first_activity or row.created_at))[:10]
             end = to_iso(from_epoch(row.last_activity))[:10]
             short = extractive.clip_keeping_lines(row.summary, REPLAY_SUMMARY_CHARS)

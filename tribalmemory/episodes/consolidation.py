@@ -94,7 +94,7 @@ class Consolidation(GrowthChecks):
         """Claim up to ``limit`` waiting checks (``first`` first) and prepare them: candidates
         now, and each episode as the prompt shows it. Checks with no candidate are claimed
         too (they are done). Always hand the result to :meth:`settle`."""
-        waiting = [j for j in self.store.jobs("merge") if j.key not in self._claimed]
+        waiting = [j for j in self.store.jobs.of_kind("merge") if j.key not in self._claimed]
         waiting.sort(key=lambda job: job.key != first)  # stable: ``first`` first, then oldest
         jobs = waiting[:limit]
         taken = Taken([job.key for job in jobs], jobs=jobs)
@@ -157,14 +157,14 @@ class Consolidation(GrowthChecks):
                 for job in taken.jobs:  # a confirmation queued meanwhile (re-armed) stays
                     self.store.finish_job(db, job)
                 for twin, checked in confirms.items():
-                    self.store.enqueue(db, "merge", twin, now, wait, {"confirm": checked})
+                    self.store.jobs.enqueue(db, "merge", twin, now, wait, {"confirm": checked})
             self._claimed.difference_update(taken.keys)
             if confirms:
                 self.state.wake()
 
     async def run(self, episode_id: str) -> None:
         """The ``merge`` job: checks no review call carried, asked in one call of their own."""
-        if episode_id in self._claimed or not self.store.has_job("merge", episode_id):
+        if episode_id in self._claimed or not self.store.jobs.has("merge", episode_id):
             return  # in another call, or done by one
         taken = await self.take(BATCH, first=episode_id)
         answers = None
@@ -194,7 +194,7 @@ class Consolidation(GrowthChecks):
     async def _describe(self, episode_id: str) -> Candidate | None:
         """An episode as a check shows it (:meth:`.state.EngineState.describe`); None when it
         is gone."""
-        row = self.store.episode(episode_id)
+        row = self.store.episodes.get(episode_id)
         return await self.state.describe(row, SNIPPETS_PER_CHECK) if row else None
 
     async def _merge(self, first: str, second: str) -> None:

@@ -194,12 +194,12 @@ class Context:
                     continue
                 if hit.similarity_score < MIN_LESSON_RELEVANCE or len(out) >= MAX_LESSONS:
                     break
-                row = self.store.episode(str(hit.memory.metadata.get("episode_id", "")))
+                row = self.store.episodes.get(str(hit.memory.metadata.get("episode_id", "")))
                 lesson = _lesson_of(row, hit.memory.id) if row else None
                 if row is not None and lesson is not None:
                     out.append((lesson, row.id, row.title, round(hit.similarity_score, 4)))
             return out
-        for row in self.store.episodes(None, 20, 0, {"project": project}):
+        for row in self.store.episodes.find(None, 20, 0, {"project": project}):
             for lesson in (row.structured or {}).get("lessons") or []:
                 out.append((lesson["text"], row.id, row.title, None))
                 if len(out) >= MAX_LESSONS:
@@ -209,8 +209,8 @@ class Context:
     async def build(self, query: str | None, budget: int, project: str | None) -> dict[str, Any]:
         """What to read before starting work in ``project`` (None: in any project)."""
         count, model = await self.counter()
-        active = self.store.active_episodes(project)
-        failed = self.store.episodes(
+        active = self.store.episodes.active(project)
+        failed = self.store.episodes.find(
             None, MAX_FAILED, 0, {"outcome": "failure", "project": project}
         )
         hits = await self.patterns.search(query, project) if query else None  # one search

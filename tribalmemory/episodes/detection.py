@@ -72,14 +72,14 @@ class Detection:
         now = self.state.clock()
         with self.store.transaction() as db:
             for memory in memories:
-                self.store.set_detection(db, memory.id, "pending", to_epoch(memory.created_at))
-                self.store.enqueue(db, "detect", memory.id, now)
+                self.store.detections.record(db, memory.id, "pending", to_epoch(memory.created_at))
+                self.store.jobs.enqueue(db, "detect", memory.id, now)
 
     async def detect(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
         """Decide the memory's episode now when the embedding path can; else queue the LLM."""
         state = self.state
         async with state.detect_lock:
-            detection = self.store.detection(memory.id)
+            detection = self.store.detections.get(memory.id)
             if detection is None:
                 return {}
             if detection["state"] != "pending":
@@ -117,9 +117,9 @@ class Detection:
         await self.detect(memories[0], vectors[memory_id])
 
     def status_of(self, memory_id: str) -> dict[str, Any]:
-        detection = self.store.detection(memory_id)
+        detection = self.store.detections.get(memory_id)
         return {
-            "episode_id": self.store.episode_of(memory_id),
+            "episode_id": self.store.memberships.episode_of(memory_id),
             "episode_status": episode_status(detection["state"] if detection else None),
         }
 
@@ -155,7 +155,7 @@ class Detection:
                     decision.score,
                     lifecycle.surprise(decision.similarity),
                 )
-                self.store.finish_detection(db, memory.id)
+                self.store.jobs.finish_detection(db, memory.id)
                 state.record(db, episode_id, "detector", "join", {"memory_id": memory.id})
                 state.queue_summary(db, episode_id, now, trigger=memory.id)
             state.active[episode_id] = state.matcher.add(state.active[episode_id], features)
@@ -170,8 +170,8 @@ class Detection:
         else:
             detection = "standalone" if kind == "none" else "seed"
             with self.store.transaction() as db:
-                self.store.set_detection(db, memory.id, detection, when(features), title_hint)
-                self.store.finish_detection(db, memory.id)
+                self.store.detections.record(db, memory.id, detection, when(features), title_hint)
+                self.store.jobs.finish_detection(db, memory.id)
             if detection == "seed":
                 state.seeds[memory.id] = features
             else:
@@ -190,7 +190,7 @@ class Detection:
             self.state.seeds.pop(seed.id, None)
             await self.apply(memory, features, Decision.new_seed())
             return
-        seed_row = self.store.detection(seed.id)
+        seed_row = self.store.detections.get(seed.id)
         hint = title_hint or (seed_row["hint"] if seed_row else None)
         members = sorted(
             [(seed_memory[0], seed), (memory, features)], key=lambda pair: when(pair[1])
@@ -216,6 +216,6 @@ class Detection:
     def pins_allow(self, memory_id: str, episode_id: str | None) -> bool:
         """Manual edits win (see :mod:`.edits`): no join where the user removed the memory,
         no move of a memory the user placed."""
-        pins = [Pin.from_row(r) for r in self.store.pins_of([memory_id])]
-        current = self.store.episode_of(memory_id)
+        pins = [Pin.from_row(r) for r in self.store.pins.of([memory_id])]
+        current = self.store.memberships.episode_of(memory_id)
         return may_join(pins, memory_id, episode_id or "") and may_move(pins, memory_id, current)

@@ -20,7 +20,7 @@
 - :mod:`.context`: the session-start context within a token budget;
 - :mod:`.patterns`: patterns and anti-patterns across closed episodes.
 
-State lives in :class:`~.store.EpisodeStore` (SQLite, the only module with SQL); memories live
+State lives in :class:`~.store.EpisodeStore` (SQLite, the only package with SQL); memories live
 in the host's memory store, reached only through the plugin host. LLM work runs as durable jobs
 off the request path (:mod:`.worker`, fed by :meth:`EpisodeEngine.job_handlers`).
 """
@@ -214,7 +214,7 @@ class EpisodeEngine:
         return await self.pattern_finder.query(kind, query, limit, project)
 
     def project_stats(self) -> dict[str, tuple[int, float | None]]:
-        return self.state.store.project_stats()
+        return self.state.store.episodes.project_stats()
 
     def costs(self) -> dict[str, Any]:
         return self.operations.costs()

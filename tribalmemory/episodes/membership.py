@@ -78,7 +78,7 @@ class Membership:
         moved_from: set[str] = set()
         moved_ids: dict[str, list[str]] = {}
         with self.store.transaction() as db:
-            self.store.insert_episode(db, row)
+            self.store.episodes.insert(db, row)
             for memory, feature in zip(memories, features, strict=True):
                 score, similarity = (scores or {}).get(memory.id, (None, None))
                 surprise = None if similarity is None else lifecycle.surprise(similarity)
@@ -88,7 +88,7 @@ class Membership:
                 if previous:
                     moved_from.add(previous)
                     moved_ids.setdefault(previous, []).append(memory.id)
-            self.store.update_episode(db, episode_id, since_regen=len(memories))
+            self.store.episodes.update(db, episode_id, since_regen=len(memories))
             ids = [m.id for m in memories]
             if split_from is None:
                 details = {"memory_ids": ids, "moved_from": sorted(moved_from)}
@@ -106,24 +106,24 @@ class Membership:
                 )
             if actor == "user":
                 for memory_id in ids:
-                    self.store.pin(db, memory_id, episode_id, "in", now)
+                    self.store.pins.record(db, memory_id, episode_id, "in", now)
                 for previous, moved in moved_ids.items():
                     for memory_id in moved:
-                        self.store.pin(db, memory_id, previous, "out", now)
+                        self.store.pins.record(db, memory_id, previous, "out", now)
             for memory_id in finish_detection_of or []:
-                self.store.finish_detection(db, memory_id)
+                self.store.jobs.finish_detection(db, memory_id)
             state.queue_summary(db, episode_id, now, trigger=memories[-1].id, delay=0.0)
             for previous in moved_from:
                 state.queue_summary(db, previous, now, trigger=None, delay=0.0)
             if parent_episode_id is None:  # looked for by a job, off the request path
                 start = self._start(features, row.project)
-                self.store.enqueue(db, "link", episode_id, now, payload=start)
+                self.store.jobs.enqueue(db, "link", episode_id, now, payload=start)
         for memory in memories:
             state.seeds.pop(memory.id, None)
         state.active[episode_id] = state.matcher.episode(episode_id, features)
         for previous in moved_from:
             await self.left(previous)
-        created = self.store.episode(episode_id)
+        created = self.store.episodes.get(episode_id)
         assert created is not None
         log.info("episode %s created with %s", episode_id, counted(len(memories), "memory"))
         return created
@@ -141,7 +141,7 @@ class Membership:
         )
         return {
             "members": [f.id for f in ordered[: lifecycle.CHAIN_MEMBERS]],
-            "candidates": self.store.chain_candidates(horizon, first, project=project),
+            "candidates": self.store.episodes.chain_candidates(horizon, first, project=project),
         }
 
     async def add(self, episode_id: str, memory_id: str) -> None:
@@ -168,15 +168,15 @@ class Membership:
                     f"memory {memory_id} belongs to project {memory.project}, episode "
                     f"{episode_id} to {row.project}; an episode never spans two projects"
                 )
-            if self.store.episode_of(memory_id) == episode_id:
+            if self.store.memberships.episode_of(memory_id) == episode_id:
                 return
             now = state.clock()
             with self.store.transaction() as db:
                 previous = self.store.add_member(
                     db, episode_id, memory_id, to_epoch(memory.created_at), now
                 )
-                self.store.finish_detection(db, memory_id)
-                self.store.pin(db, memory_id, episode_id, "in", now)
+                self.store.jobs.finish_detection(db, memory_id)
+                self.store.pins.record(db, memory_id, episode_id, "in", now)
                 state.record(
                     db,
                     episode_id,
@@ -185,7 +185,7 @@ class Membership:
                     {"memory_id": memory_id, "moved_from": previous},
                 )
                 if previous:
-                    self.store.pin(db, memory_id, previous, "out", now)
+                    self.store.pins.record(db, memory_id, previous, "out", now)
                     state.record(
                         db,
                         previous,
@@ -216,12 +216,12 @@ class Membership:
                 now = self.state.clock()
                 removed = self.store.remove_member(db, episode_id, memory_id, now)
                 if removed:
-                    self.store.set_detection(db, memory_id, "standalone", 0.0)
+                    self.store.detections.record(db, memory_id, "standalone", 0.0)
                     action = REMOVALS[actor]
                     who = "detector" if actor == "detector" else "user"
                     self.state.record(db, episode_id, who, action, {"memory_id": memory_id})
                     if actor == "user":
-                        self.store.pin(db, memory_id, episode_id, "out", now)
+                        self.store.pins.record(db, memory_id, episode_id, "out", now)
                     self.state.queue_summary(
                         db, episode_id, self.state.clock(), trigger=None, delay=0.0
                     )
@@ -243,7 +243,7 @@ class Membership:
                 moved = self.store.absorb_episode(db, survivor, absorbed, now)
                 if actor == "user":
                     for memory_id in moved:
-                        self.store.pin(db, memory_id, survivor, "in", now)
+                        self.store.pins.record(db, memory_id, survivor, "in", now)
                 details = {"absorbed": absorbed, "memory_ids": moved}
                 state.record(db, survivor, actor, "merge", details)
                 state.record(db, absorbed, actor, "merged_into", {"episode_id": survivor})
@@ -267,7 +267,7 @@ class Membership:
             for k, e in state.active.items()
             if k != episode_id and state.project_of_episode(k) == project
         ]
-        pins = [Pin.from_row(r) for r in self.store.pins_on([episode_id, *(e.id for e in others)])]
+        pins = [Pin.from_row(r) for r in self.store.pins.on([episode_id, *(e.id for e in others)])]
         return [e for e in others if may_merge(pins, episode_id, e.id)]
 
     async def merge_found(self, first: str, second: str) -> tuple[str, str] | None:
@@ -280,7 +280,7 @@ class Membership:
             return None  # closed or merged meanwhile
         if state.project_of_episode(first) != state.project_of_episode(second):
             return None
-        pins = [Pin.from_row(r) for r in self.store.pins_on([first, second])]
+        pins = [Pin.from_row(r) for r in self.store.pins.on([first, second])]
         if not may_merge(pins, first, second):
             return None
         survivor, absorbed = merge_roles(
@@ -308,7 +308,7 @@ class Membership:
         reads and embeds the whole episode). Nothing when the summary job the removal queued
         has since rewritten it in full (it clears ``needs_full``, which the removal set)."""
         async with self.state.lock(episode_id):
-            row = self.store.episode(episode_id)
+            row = self.store.episodes.get(episode_id)
             if row is None or not row.needs_full or await self.delete_if_empty(episode_id):
                 return
             await self.summaries.refresh_extractive(episode_id)
@@ -316,7 +316,7 @@ class Membership:
     async def delete_if_empty(self, episode_id: str) -> bool:
         """Delete the episode, and its summary, lesson and decision memories, when it has no
         members; the caller holds its lock. True when it was deleted (or is gone)."""
-        row = self.store.episode(episode_id)
+        row = self.store.episodes.get(episode_id)
         if row is None:
             return True
         if row.memory_count:
@@ -342,10 +342,10 @@ class Membership:
         async with self.state.detect_lock:
             state = self.state
             state.seeds.pop(memory.id, None)
-            detection = self.store.detection(memory.id)
+            detection = self.store.detections.get(memory.id)
             if detection is not None and detection["state"] != "pending":  # it was learned
                 state.matcher.unlearn(memory)  # its words leave the detector's statistics
-            episode_id = self.store.episode_of(memory.id)
+            episode_id = self.store.memberships.episode_of(memory.id)
             if episode_id is not None:
                 await self.remove(episode_id, memory.id, actor="forget")
             with self.store.transaction() as db:
@@ -357,12 +357,12 @@ class Membership:
         """Take out of their episodes the members whose memory no longer exists (a crash
         between a forget and its hook, or a race), so that every count is the real
         membership. At start and on the scheduler's tick. Returns how many were removed."""
-        gone = await self.state.host.missing(self.store.all_member_ids())
+        gone = await self.state.host.missing(self.store.memberships.all_member_ids())
         removed = 0
         for memory_id in gone:
             async with self.state.detect_lock:
                 self.state.seeds.pop(memory_id, None)
-                episode_id = self.store.episode_of(memory_id)
+                episode_id = self.store.memberships.episode_of(memory_id)
                 if episode_id is not None:
                     await self.remove(episode_id, memory_id, actor="forget")
                     removed += 1
@@ -380,14 +380,14 @@ class Membership:
     async def corrected(self, old: Memory, new: Memory) -> None:
         """A member was corrected: its episode's summary leaves it out at once (extractive)
         and is regenerated in full (queued)."""
-        episode_id = self.store.episode_of(old.id)
+        episode_id = self.store.memberships.episode_of(old.id)
         if episode_id is None:
             return
         async with self.state.lock(episode_id):
             with self.store.transaction() as db:
-                if self.store.episode(episode_id) is None:
+                if self.store.episodes.get(episode_id) is None:
                     return
-                self.store.update_episode(db, episode_id, needs_full=True)
+                self.store.episodes.update(db, episode_id, needs_full=True)
                 self.state.queue_summary(db, episode_id, self.state.clock(), trigger=new.id)
             await self.summaries.refresh_extractive(episode_id)
 

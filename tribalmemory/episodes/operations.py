@@ -50,12 +50,12 @@ class Operations:
     async def list_episodes(
         self, status: str | None, limit: int, offset: int, filters: dict[str, Any]
     ) -> list[dict[str, Any]]:
-        rows = self.store.episodes(status, limit, offset, filters)
+        rows = self.store.episodes.find(status, limit, offset, filters)
         return [episode_summary_json(r, self.summariser.episode_cost(r.id)) for r in rows]
 
     async def get_episode(self, episode_id: str, include_timeline: bool) -> dict[str, Any]:
         row = self.state.episode(episode_id)
-        members = self.store.members(episode_id)
+        members = self.store.memberships.members(episode_id)
         result: dict[str, Any] = {
             "episode": episode_json(row, self.summariser.episode_cost(episode_id)),
             "memory_ids": [m["memory_id"] for m in members],
@@ -92,16 +92,16 @@ class Operations:
                 "action": r["action"],
                 "details": json.loads(r["details"]),
             }
-            for r in self.store.history(episode_id)
+            for r in self.store.history.of(episode_id)
         ]
 
     def member_ids(self, episode_id: str) -> list[str]:
         self.state.episode(episode_id)
-        return self.store.member_ids(episode_id)
+        return self.store.memberships.member_ids(episode_id)
 
     def titles(self, episode_ids: list[str]) -> dict[str, str | None]:
         """The title of each episode of ``episode_ids`` that exists (None: not written yet)."""
-        titles = self.store.episode_titles(episode_ids)
+        titles = self.store.episodes.titles(episode_ids)
         return {i: title or None for i, title in titles.items()}
 
     def costs(self) -> dict[str, Any]:
@@ -153,7 +153,7 @@ class Operations:
 
     async def remove_memory(self, episode_id: str, memory_id: str) -> None:
         self.state.episode(episode_id)
-        if self.store.episode_of(memory_id) != episode_id:
+        if self.store.memberships.episode_of(memory_id) != episode_id:
             raise NotFound(f"memory {memory_id} is not in episode {episode_id}")
         await self.membership.remove(episode_id, memory_id)
 
@@ -167,7 +167,7 @@ class Operations:
         self.state.episode(episode_id)
         self.summariser.retry_now()  # asked for: a failing LLM is tried now, not at its re-probe
         with self.store.transaction() as db:
-            self.store.update_episode(db, episode_id, needs_full=True)
+            self.store.episodes.update(db, episode_id, needs_full=True)
             self.state.record(db, episode_id, "user", "regenerate")
             self.state.queue_summary(db, episode_id, self.state.clock(), trigger=None, delay=0.0)
 
@@ -176,7 +176,7 @@ class Operations:
         state = self.state
         state.episode(episode_id)
         async with state.detect_lock, state.lock(episode_id):
-            row = self.store.episode(episode_id)
+            row = self.store.episodes.get(episode_id)
             if row is None:
                 return
             with self.store.transaction() as db:
@@ -212,17 +212,17 @@ class Operations:
                 with self.store.transaction() as db:
                     changes: dict[str, Any] = {}
                     if title is not None and title != row.title:
-                        self.store.update_episode(
+                        self.store.episodes.update(
                             db, episode_id, title=title, title_source="user", updated_at=now
                         )
                         changes["title"] = title  # not the old one: it may quote a member
                     if metadata:
-                        self.store.patch_metadata(db, episode_id, metadata, now)
+                        self.store.episodes.patch_metadata(db, episode_id, metadata, now)
                         changes["metadata"] = metadata
-                    if status == "active" and self.store.reopen_episode(db, episode_id, now):
+                    if status == "active" and self.store.episodes.reopen(db, episode_id, now):
                         state.record(db, episode_id, "user", "reopen", {"from": row.status})
                     if status == "closed" and row.status == "archived":
-                        self.store.update_episode(db, episode_id, status="closed", updated_at=now)
+                        self.store.episodes.update(db, episode_id, status="closed", updated_at=now)
                         state.record(db, episode_id, "user", "unarchive")
                     if changes:
                         state.record(db, episode_id, "user", "update", changes)
@@ -265,7 +265,7 @@ class Operations:
         state = self.state
         async with state.detect_lock:
             row = state.episode(episode_id)
-            problem = edits.split_problem(self.store.member_ids(episode_id), memory_ids)
+            problem = edits.split_problem(self.store.memberships.member_ids(episode_id), memory_ids)
             if problem:
                 raise Conflict(f"cannot split episode {episode_id}: {problem}")
             found = await state.in_time_order(memory_ids)
@@ -293,8 +293,8 @@ class Operations:
     def annotate(self, memories: list[Memory]) -> dict[str, dict[str, Any]]:
         """``episode_id`` and ``episode_status`` of each memory, for its JSON form."""
         ids = [m.id for m in memories]
-        episodes = self.store.episodes_of(ids)
-        states = self.store.detection_states(ids)
+        episodes = self.store.memberships.episodes_of(ids)
+        states = self.store.detections.states(ids)
         out: dict[str, dict[str, Any]] = {}
         for memory in memories:
             if memory.source_type in ENGINE_WRITTEN:
@@ -310,7 +310,7 @@ class Operations:
         return out
 
     def health(self) -> dict[str, Any]:
-        stats = self.store.queue_stats(self.state.clock())
+        stats = self.store.jobs.stats(self.state.clock())
         stats["active_episodes"] = len(self.state.active)
         stats["detector_strategy"] = self.state.settings.detector_strategy
         return stats

@@ -141,11 +141,11 @@ class Patterns:
 
     async def all(self, project: str | None) -> list[dict[str, Any]]:
         """The patterns of one project's closed episodes (None: of every project's)."""
-        version = self.store.closed_version()
+        version = self.store.episodes.closed_version()
         cached = self._cache.get(project)
         if cached is not None and cached[0] == version:
             return cached[1]
-        rows = {r.id: r for r in self.store.closed_with_records(project)}
+        rows = {r.id: r for r in self.store.episodes.closed_with_records(project)}
         wanted = [(row, *it) for row in rows.values() for it in items_of(row)]
         vectors = await self.state.host.get_vectors([w[1] for w in wanted])
         await self.state.host.background_turn()

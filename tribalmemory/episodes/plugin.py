@@ -219,7 +219,7 @@ class EpisodePlugin:
 
     @hookimpl
     def key_moments(self, memories: list[Memory]) -> list[str]:
-        return self.store.surprising([m.id for m in memories], lifecycle.KEY_MOMENT)
+        return self.store.memberships.surprising([m.id for m in memories], lifecycle.KEY_MOMENT)
 
     @hookimpl
     def health(self) -> dict[str, Any]:
@@ -227,4 +227,4 @@ class EpisodePlugin:
 
     @hookimpl
     def stats(self) -> dict[str, Any]:
-        return {"episodes": self.store.status_counts()}
+        return {"episodes": self.store.episodes.status_counts()}

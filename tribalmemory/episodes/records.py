@@ -26,7 +26,7 @@ class Records:
         state.episode(episode_id)
         async with state.lock(episode_id):
             row = state.episode(episode_id)
-            memories = await state.host.get_memories(self.store.member_ids(episode_id))
+            memories = await state.host.get_memories(self.store.memberships.member_ids(episode_id))
             try:
                 fresh = structured.from_user(patch, [m.id for m in memories])
             except structured.InvalidPart as exc:
@@ -35,7 +35,7 @@ class Records:
             source = row.structured.get("source", "extractive")
             record = structured.finish(fresh, previous, memories, source, edited=fresh)
             with self.store.transaction() as db:
-                self.store.update_episode(
+                self.store.episodes.update(
                     db, episode_id, structured=record, updated_at=state.clock()
                 )
             await self.summaries.write_derived(row, record, memories, row.title)

@@ -80,7 +80,7 @@ class Restore:
         self.upkeep = upkeep
 
     def existing(self, episode_ids: list[str]) -> set[str]:
-        return self.store.existing_episode_ids(episode_ids)
+        return self.store.episodes.existing_ids(episode_ids)
 
     async def restore(self, record: dict[str, Any], chain_ids: set[str]) -> Restored:
         """Recreate the episode unless one with its id exists (then nothing changes).
@@ -90,11 +90,11 @@ class Restore:
         state = self.state
         episode_id = record["id"]
         async with state.detect_lock, state.lock(episode_id):
-            if self.store.episode(episode_id) is not None:
+            if self.store.episodes.get(episode_id) is not None:
                 return Restored(created=False)
             ids = record["memory_ids"]
             found = {m.id: m for m in await state.host.get_memories(ids)}
-            placed = self.store.episodes_of(list(found))
+            placed = self.store.memberships.episodes_of(list(found))
             members = [
                 found[i]
                 for i in ids
@@ -116,13 +116,13 @@ class Restore:
                 await self.upkeep.make_room(adding=1, project=row.project)
             now = state.clock()
             with self.store.transaction() as db:
-                self.store.insert_episode(db, row)
+                self.store.episodes.insert(db, row)
                 for memory in members:
                     memory_time = to_epoch(memory.created_at)
                     self.store.add_member(db, episode_id, memory.id, memory_time, now)
-                    self.store.finish_detection(db, memory.id)
+                    self.store.jobs.finish_detection(db, memory.id)
                 for entry in record["history"]:
-                    self.store.add_history(
+                    self.store.history.add(
                         db,
                         episode_id,
                         entry["actor"],
@@ -131,13 +131,13 @@ class Restore:
                         entry["at"],
                     )
                 state.record(db, episode_id, "user", IMPORT_ACTION, result.to_json())
-                self.store.update_episode(
+                self.store.episodes.update(
                     db,
                     episode_id,
                     since_regen=0,
                     updated_at=row.updated_at,
                     last_activity=row.last_activity,
-                    llm_summary_mark=self.store.membership_mark(episode_id)
+                    llm_summary_mark=self.store.memberships.mark(episode_id)
                     if row.summary_kind == "llm"
                     else None,
                 )

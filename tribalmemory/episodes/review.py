@@ -81,12 +81,12 @@ class Review:
             settings.classify_batch_wait_paces * self.state.matcher.context(event.project).pace,
         )
         with self.store.transaction() as db:
-            self.store.enqueue(db, "classify", event.memory_id, now, wait)
+            self.store.jobs.enqueue(db, "classify", event.memory_id, now, wait)
             # memories already in a call keep their jobs until it is over: not company
-            waiting = self.store.count_jobs("classify") - len(self._asking)
+            waiting = self.store.jobs.count("classify") - len(self._asking)
             full = waiting >= settings.classify_batch_size
             if full:
-                self.store.make_due(db, "classify", now)  # a full batch: ask now
+                self.store.jobs.make_due(db, "classify", now)  # a full batch: ask now
         self.state.wake(None if full else now + wait)  # a loop looking by then is left asleep
 
     async def classify(self, memory_id: str) -> None:
@@ -105,7 +105,7 @@ class Review:
         finally:
             with self.store.transaction() as db:
                 for memory, _, _ in batch:
-                    self.store.delete_job(db, "classify", memory.id)
+                    self.store.jobs.delete(db, "classify", memory.id)
             for memory, _, _ in batch:
                 self._asking.pop(memory.id, None)
             done.set()
@@ -173,7 +173,7 @@ class Review:
         no candidate left keeps its decision; one that another call claimed is done when that
         call is."""
         state = self.state
-        keys = [memory_id] + [k for k in self.store.job_keys("classify") if k != memory_id]
+        keys = [memory_id] + [k for k in self.store.jobs.keys("classify") if k != memory_id]
         keys = keys[: 4 * state.settings.classify_batch_size]
         memories = {m.id: m for m in await state.host.get_memories(keys)}
         vectors = await state.host.get_vectors(list(memories))
@@ -218,10 +218,10 @@ class Review:
         the members' features read so far under it (a memory's features do not change while
         it is held; several memories of a batch are often in one episode)."""
         state = self.state
-        current = self.store.episode_of(features.id)
+        current = self.store.memberships.episode_of(features.id)
         episodes = [e for e in state.active_for(features) if e.id != current]
         if current in state.active:
-            others = [m for m in self.store.member_ids(current) if m != features.id]
+            others = [m for m in self.store.memberships.member_ids(current) if m != features.id]
             if missing := [m for m in others if m not in read]:
                 read.update((f.id, f) for f in await state.features(missing))
             rest = [read[m] for m in others if m in read]
@@ -247,7 +247,7 @@ class Review:
         whose summary the caller rewrites (:meth:`Membership.rewrite_left`) once it has let go
         of the detect lock."""
         state = self.state
-        current = self.store.episode_of(memory.id)
+        current = self.store.memberships.episode_of(memory.id)
         if decision.kind == "join" and decision.target == current:
             return None  # confirmed
         seed_confirmed = decision.kind == "new_seed" and not title and memory.id in state.seeds
@@ -266,7 +266,7 @@ class Review:
         """An episode the detector left with one member is no thread: the member becomes a
         seed again (unless the user placed it there)."""
         state = self.state
-        members = self.store.member_ids(episode_id)
+        members = self.store.memberships.member_ids(episode_id)
         if len(members) != 1 or episode_id not in state.active:
             return
         last = members[0]
@@ -276,7 +276,7 @@ class Review:
         await self.membership.remove(episode_id, last, actor="detector")
         if rest:
             with self.store.transaction() as db:
-                self.store.set_detection(db, last, "seed", when(rest[0]))
+                self.store.detections.record(db, last, "seed", when(rest[0]))
             state.seeds[last] = rest[0]
 
     def _follow(
@@ -294,7 +294,7 @@ class Review:
             option = options[verdict.episode_id]
             target = option.target or ""
             if option.kind == "seed" and target not in state.seeds:
-                target = self.store.episode_of(target) or ""
+                target = self.store.memberships.episode_of(target) or ""
                 option = Option("join", target, option.score, option.similarity)
             if (option.kind == "join" and target in state.active) or (
                 option.kind == "seed" and target in state.seeds
@@ -302,7 +302,7 @@ class Review:
                 return Decision(option.kind, target, option.score, option.similarity), None
         if verdict.action == "create":
             first = titles.get(verdict.title or "")
-            episode_id = self.store.episode_of(first) if first else None
+            episode_id = self.store.memberships.episode_of(first) if first else None
             if episode_id in state.active:
                 similarity = state.matcher.similarity(features, state.active[episode_id])
                 return Decision("join", episode_id, 0.0, similarity), None
@@ -314,14 +314,14 @@ class Review:
         return self.detection.decide(features, doubt_share=0.0), None  # an option no longer open
 
     def _still_pending(self, memory_id: str) -> bool:
-        row = self.store.detection(memory_id)
+        row = self.store.detections.get(memory_id)
         return row is not None and row["state"] == "pending"
 
     def _reviewable(self, memory_id: str, queued: bool = True) -> bool:
         """The memory still exists for the engine (and, with ``queued``, waits for review)."""
-        if self.store.detection(memory_id) is None:
+        if self.store.detections.get(memory_id) is None:
             return False
-        return not queued or self.store.has_job("classify", memory_id)
+        return not queued or self.store.jobs.has("classify", memory_id)
 
     async def _describe_candidates(
         self, options: dict[str, Option], reviewed: set[str]
@@ -332,7 +332,7 @@ class Review:
         described = []
         for option in options.values():
             if option.kind == "join":
-                row = self.store.episode(option.target or "")
+                row = self.store.episodes.get(option.target or "")
                 if row is not None and row.status == "active":
                     shown = await self.state.describe(row, SNIPPETS_PER_CANDIDATE, reviewed)
                     described.append(shown)

@@ -47,16 +47,16 @@ class Sessions:
             now = state.clock()
             row = _empty_row(topic, now, project)
             with self.store.transaction() as db:
-                self.store.insert_episode(db, row)
-                self.store.start_session(db, session, row.id, topic, now)
+                self.store.episodes.insert(db, row)
+                self.store.sessions.start(db, session, row.id, topic, now)
                 state.record(db, row.id, "user", "start", {"topic": topic, "session": session})
         self._topics[row.id] = vector
         log.info("episode %s started for a session: %s", row.id, topic)
         return {"episode_id": row.id, "session": session, "topic": topic}
 
     def current(self, session: str) -> dict[str, Any]:
-        found = self.store.session(session)
-        row = self.store.episode(found["episode_id"]) if found else None
+        found = self.store.sessions.get(session)
+        row = self.store.episodes.get(found["episode_id"]) if found else None
         return {
             "session": session,
             "topic": found["topic"] if found else None,
@@ -69,14 +69,14 @@ class Sessions:
         """Join the memory to its session's episode when it fits (the caller holds the detect
         lock); False leaves the decision to the detector."""
         session = memory.metadata.get("session")
-        found = self.store.session(session) if isinstance(session, str) else None
-        row = self.store.episode(found["episode_id"]) if found else None
+        found = self.store.sessions.get(session) if isinstance(session, str) else None
+        row = self.store.episodes.get(found["episode_id"]) if found else None
         if found is None or row is None or row.status != "active":
             return False
         if row.project != memory.project:  # an episode never spans two projects
             return False
-        pins = [Pin.from_row(r) for r in self.store.pins_of([memory.id])]
-        if not may_join(pins, memory.id, row.id) or self.store.episode_of(memory.id):
+        pins = [Pin.from_row(r) for r in self.store.pins.of([memory.id])]
+        if not may_join(pins, memory.id, row.id) or self.store.memberships.episode_of(memory.id):
             return False
         state = self.state
         topic = await self._topic(row.id, found["topic"])
@@ -91,7 +91,7 @@ class Sessions:
             self.store.add_member(
                 db, row.id, memory.id, when(features), now, None, lifecycle.surprise(similarity)
             )
-            self.store.finish_detection(db, memory.id)
+            self.store.jobs.finish_detection(db, memory.id)
             state.record(db, row.id, "detector", "join", {"memory_id": memory.id, "session": True})
             state.queue_summary(db, row.id, now, trigger=memory.id)
         state.active[row.id] = (

@@ -140,7 +140,7 @@ class Splitting(GrowthChecks):
     async def run(self, episode_id: str) -> None:
         """The ``split`` job: this episode's proposal and those of other waiting checks, asked
         in one call; two agreeing answers split."""
-        waiting = [j for j in self.store.jobs("split") if j.key not in self._claimed]
+        waiting = [j for j in self.store.jobs.of_kind("split") if j.key not in self._claimed]
         waiting.sort(key=lambda job: job.key != episode_id)  # stable: this one first
         jobs = waiting[:BATCH]
         if not jobs or jobs[0].key != episode_id:
@@ -199,7 +199,7 @@ class Splitting(GrowthChecks):
             for job in jobs:
                 self.store.finish_job(db, job)
             for key, move in again.items():
-                self.store.enqueue(db, "split", key, now, wait, {"confirm": move})
+                self.store.jobs.enqueue(db, "split", key, now, wait, {"confirm": move})
         if again:
             self.state.wake()
 
@@ -207,9 +207,9 @@ class Splitting(GrowthChecks):
         """The proposal for an active episode no user edited, as its members stand now, and
         the members' vectors."""
         state = self.state
-        if episode_id not in state.active or self.store.pins_on([episode_id]):
+        if episode_id not in state.active or self.store.pins.on([episode_id]):
             return None, {}  # closed, merged, or the user's shape of an episode stands
-        members = self.store.member_ids(episode_id)
+        members = self.store.memberships.member_ids(episode_id)
         vectors = await state.host.get_vectors(members)
         present = [(m, vectors[m]) for m in members if m in vectors]
         context = state.matcher.context(state.project_of_episode(episode_id))
@@ -225,7 +225,7 @@ class Splitting(GrowthChecks):
         """A proposal as the prompt shows it: each part by its members nearest its centroid;
         a confirmation (``second_look``) shows the parts the other way round, each by its
         latest members, so that it is not the first question asked again word for word."""
-        row = self.store.episode(episode_id)
+        row = self.store.episodes.get(episode_id)
         parts = []
         for ids in (
             (proposal.move, proposal.keep) if second_look else (proposal.keep, proposal.move)
@@ -246,9 +246,9 @@ class Splitting(GrowthChecks):
         state = self.state
         if episode_id not in state.active:
             return  # closed or merged meanwhile
-        if self.store.pins_on([episode_id]):
+        if self.store.pins.on([episode_id]):
             return
-        members = set(self.store.member_ids(episode_id))
+        members = set(self.store.memberships.member_ids(episode_id))
         move = [m for m in proposal.move if m in members]
         if len(move) < MIN_PART or len(members) - len(move) < MIN_PART:
             return

@@ -108,18 +108,18 @@ class EngineState:
         """Rebuild the features of active episodes and seeds from stored vectors."""
         caching = cast(PluginHost, VectorCachingHost(host, self.vectors))
         self._host = cast(PluginHost, ProjectNotingHost(caching, self.note_projects))
-        self.matcher.load_state(self.store.get_meta("detector_context"), self.store.term_counts())
+        self.matcher.load_state(self.store.get_meta("detector_context"), self.store.terms.counts())
         self.active.clear()
         self.seeds.clear()
-        for row in self.store.active_episodes():
+        for row in self.store.episodes.active():
             await self.rebuild(row.id)
         window = self.settings.active_window_days * lifecycle.DAY
         horizon = self.clock() - window
-        newest = self.store.newest_detection_time()
+        newest = self.store.detections.newest_time()
         if newest is not None:
             horizon = min(horizon, newest - window)
         for features in await self.features(
-            [s["memory_id"] for s in self.store.seeds_since(horizon)]
+            [s["memory_id"] for s in self.store.detections.seeds_since(horizon)]
         ):
             self.seeds[features.id] = features
 
@@ -155,7 +155,7 @@ class EngineState:
         mostly about: an episode whose latest members drifted must not pass for the thread
         they drifted to). ``leave_out``: members not to count (a memory under review); an
         episode that had one is shown without its summary, which was written with it."""
-        every = self.store.member_ids(row.id)
+        every = self.store.memberships.member_ids(row.id)
         members = [m for m in every if m not in leave_out]
         summary = (row.llm_summary or row.summary) if leave_out.isdisjoint(every) else ""
         pool = members[-REPRESENTATIVE_POOL:]
@@ -171,7 +171,7 @@ class EngineState:
 
     async def rebuild(self, episode_id: str) -> None:
         """Recompute an active episode's features from its members (after a removal)."""
-        members = await self.features(self.store.member_ids(episode_id))
+        members = await self.features(self.store.memberships.member_ids(episode_id))
         if members:
             self.active[episode_id] = self.matcher.episode(episode_id, members)
         else:
@@ -201,7 +201,7 @@ class EngineState:
     def project_of_episode(self, episode_id: str) -> str:
         found = self._episode_projects.get(episode_id)
         if found is None:
-            row = self.store.episode(episode_id)
+            row = self.store.episodes.get(episode_id)
             found = row.project if row is not None else DEFAULT_PROJECT
             if len(self._episode_projects) > 4 * len(self.active) + 256:
                 self._episode_projects = {
@@ -244,7 +244,7 @@ class EngineState:
             with self.store.transaction() as db:
                 self.store.set_meta(db, "detector_context", self.matcher.state())
                 for project, counts in self.matcher.changed_terms().items():
-                    self.store.set_term_counts(db, project, counts)
+                    self.store.terms.write(db, project, counts)
             self.matcher.terms_saved()
 
     def queue_summary(
@@ -263,9 +263,9 @@ class EngineState:
 
     def episode(self, episode_id: str) -> EpisodeRow:
         """The episode, or NotFound with a message for the client."""
-        row = self.store.episode(episode_id)
+        row = self.store.episodes.get(episode_id)
         if row is None:
-            fate = self.store.fate(episode_id)
+            fate = self.store.history.fate(episode_id)
             if fate is not None and fate["action"] == "merged_into":
                 survivor = json.loads(fate["details"]).get("episode_id")
                 raise NotFound(
@@ -286,4 +286,4 @@ class EngineState:
         details: dict[str, Any] | None = None,
     ) -> None:
         """Append an entry to the episode's history (in the caller's transaction)."""
-        self.store.add_history(db, episode_id, actor, action, details or {}, self.clock())
+        self.store.history.add(db, episode_id, actor, action, details or {}, self.clock())

@@ -74,12 +74,12 @@ class Summaries:
             if row.summary_memory_id is None:  # it was emptied, and has members again
                 row.summary_memory_id = new_memory_id()
                 with self.store.transaction() as db:
-                    self.store.update_episode(
+                    self.store.episodes.update(
                         db, episode_id, summary_memory_id=row.summary_memory_id
                     )
             # "New since the last LLM summary": memberships numbered above the mark it recorded.
-            marker = self.store.membership_mark(episode_id)
-            fresh = self.store.members_after(episode_id, row.llm_summary_mark)
+            marker = self.store.memberships.mark(episode_id)
+            fresh = self.store.memberships.members_after(episode_id, row.llm_summary_mark)
             new_memories = [m for m in memories if m.id in fresh]
             plan = lifecycle.plan_summary(
                 status=row.status,
@@ -123,7 +123,7 @@ class Summaries:
             [made.summary, *writes.memories], background=True
         )
         async with lock:
-            if self.store.episode(episode_id) is None:
+            if self.store.episodes.get(episode_id) is None:
                 return False
             if lock.taken != taken + 1:
                 log.info("episode %s changed during its summary job: the job runs again", row.id)
@@ -134,7 +134,7 @@ class Summaries:
                 return False
             await self._put([embedded_summary])
             with self.store.transaction() as db:
-                self.store.update_episode(db, episode_id, **values)
+                self.store.episodes.update(db, episode_id, **values)
                 marked = plan != "interim" and upgrades.mark(self.store, db, episode_id, outage)
             await self._put(embedded_derived)
             await self._delete_stale(writes)
@@ -156,7 +156,7 @@ class Summaries:
         values["structured"] = refreshed_record(row, memories)
         values["updated_at"] = self.state.clock()
         with self.store.transaction() as db:
-            self.store.update_episode(db, episode_id, **values)
+            self.store.episodes.update(db, episode_id, **values)
         await self.write_memory(row, memories, values["title"], values["summary"], "extractive")
         await self.write_derived(row, values["structured"], memories, values["title"])
 
@@ -230,10 +230,10 @@ class Summaries:
         """The episode and the members its summary covers: not those a correction superseded.
         None when it is gone or has none (then its summary memory is removed, since there is
         nothing left to summarise)."""
-        row = self.store.episode(episode_id)
+        row = self.store.episodes.get(episode_id)
         if row is None:
             return None
-        found = await self.state.host.get_memories(self.store.member_ids(episode_id))
+        found = await self.state.host.get_memories(self.store.memberships.member_ids(episode_id))
         memories = [m for m in found if m.superseded_by is None]
         vectors = await self.state.host.get_vectors([m.id for m in memories])
         kept = [m for m in memories if m.id in vectors]
@@ -245,7 +245,7 @@ class Summaries:
     async def _drop_memory(self, episode_id: str) -> None:
         """No member left: the summary memory and the lesson / decision memories go, and the
         record keeps no item (each cited a memory that left)."""
-        row = self.store.episode(episode_id)
+        row = self.store.episodes.get(episode_id)
         if row is None:
             return
         owned = derived.expected_ids(episode_id, row.structured)
@@ -253,7 +253,7 @@ class Summaries:
             return
         record = refreshed_record(row, [])
         with self.store.transaction() as db:
-            self.store.update_episode(
+            self.store.episodes.update(
                 db,
                 episode_id,
                 summary="",

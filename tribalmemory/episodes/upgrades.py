@@ -121,7 +121,7 @@ class Upgrades:
         return MIN_WAIT if after is None else min(MAX_WAIT, max(after, 1.0))
 
     def _still_extractive(self, episode_id: str) -> bool:
-        row = self.store.episode(episode_id)
+        row = self.store.episodes.get(episode_id)
         return row is not None and row.summary_kind == "extractive"
 
     def _queue(self, waiting: list[str]) -> None:
@@ -131,7 +131,7 @@ class Upgrades:
         with self.store.transaction() as db:
             for episode_id in waiting:
                 if self._still_extractive(episode_id):
-                    self.store.update_episode(db, episode_id, needs_full=True)
+                    self.store.episodes.update(db, episode_id, needs_full=True)
                     self.state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
                     queued += 1
             self.store.set_meta(db, KEY, [])

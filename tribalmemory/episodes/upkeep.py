@@ -27,7 +27,7 @@ class Upkeep:
         """Close an active episode and queue its final summary (no-op when not active)."""
         now = self.state.clock()
         with self.store.transaction() as db:
-            if not self.store.close_episode(db, episode_id, now):
+            if not self.store.episodes.close(db, episode_id, now):
                 return
             self.state.record(db, episode_id, actor, "close", {"reason": reason})
             self.state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
@@ -40,7 +40,7 @@ class Upkeep:
         time is per project: one project's history never closes another's episodes."""
         active = [
             lifecycle.Activity(episode_id, "active", last)
-            for episode_id, last in self.store.active_activity(project)
+            for episode_id, last in self.store.episodes.active_activity(project)
         ]
         for episode_id in lifecycle.idle(active, reference, self.state.settings.active_window_days):
             await self.close(episode_id, reason="idle")
@@ -48,10 +48,10 @@ class Upkeep:
     async def close_quiet(self, now: float) -> None:
         """On the scheduler's tick: close active episodes idle both in memory time and in
         arrival time by the wall clock ``now`` (see :func:`.lifecycle.idle_on_tick`)."""
-        added = self.store.active_last_added()
+        added = self.store.episodes.active_last_added()
         active = [
             lifecycle.Activity(episode_id, "active", last, last_added=added.get(episode_id))
-            for episode_id, last in self.store.active_activity()
+            for episode_id, last in self.store.episodes.active_activity()
         ]
         window = self.state.settings.active_window_days
         for episode_id in lifecycle.idle_on_tick(active, now, window):
@@ -64,7 +64,7 @@ class Upkeep:
         cap = self.state.settings.max_active_episodes
         active = [
             lifecycle.Activity(episode_id, "active", last)
-            for episode_id, last in self.store.active_activity(project)
+            for episode_id, last in self.store.episodes.active_activity(project)
         ]
         for episode_id in lifecycle.over_cap(active, cap, adding):
             log.info(
@@ -79,21 +79,21 @@ class Upkeep:
             await self.close_quiet(now)
         closed = [
             lifecycle.Activity(r.id, r.status, r.last_activity, r.closed_at)
-            for r in self.store.episodes("closed", limit=100000)
+            for r in self.store.episodes.find("closed", limit=100000)
         ]
         days = self.state.settings.archive_after_days
         ids = lifecycle.archivable(closed, now, days)
         if ids:
             with self.store.transaction() as db:
                 for episode_id in ids:
-                    self.store.update_episode(db, episode_id, status="archived", updated_at=now)
+                    self.store.episodes.update(db, episode_id, status="archived", updated_at=now)
                     self.state.record(db, episode_id, "detector", "archive", {"after_days": days})
             log.info("archived %s closed over %s days ago", counted(len(ids), "episode"), days)
 
     async def reconcile(self) -> None:
         """After a crash: re-queue missing summaries, delete orphaned summary memories."""
         host = self.state.host
-        rows = {r: self.store.episode(r) for r in self.store.all_episode_ids()}
+        rows = {r: self.store.episodes.get(r) for r in self.store.episodes.all_ids()}
         expected = {
             row.summary_memory_id: eid
             for eid, row in rows.items()

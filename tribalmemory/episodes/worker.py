@@ -82,7 +82,7 @@ class Worker:
         self._tasks.clear()
 
     def _claim(self) -> Job | None:
-        jobs = self.store.due_jobs(self.clock(), set(self.inflight), limit=1)
+        jobs = self.store.jobs.due(self.clock(), set(self.inflight), limit=1)
         if not jobs:
             return None
         self.inflight.add(jobs[0].key)
@@ -110,7 +110,7 @@ class Worker:
         keys in flight are left out: each request's detect job, due at once but decided by the
         request, used to keep the loops' wake-up 5 s away, so that every debounced summary job
         queued after it woke them all for nothing."""
-        due = self.store.next_due(self.inflight)
+        due = self.store.jobs.next_due(self.inflight)
         wait = 5.0
         if due is not None and due > self.clock():  # else: due but busy; wait for wake
             wait = min(wait, due - self.clock())
@@ -149,7 +149,7 @@ class Worker:
                     exc_info=True,
                 )
                 self._failures[job.id] = reason
-            self.store.retry_job(job, self.clock() + delay)
+            self.store.jobs.retry(job, self.clock() + delay)
 
     async def _schedule(self, interval: float) -> None:
         while not self._stopping:
@@ -163,7 +163,7 @@ class Worker:
         """Jobs that wait only to be batched (``flushable``) fall due now (and the loops are
         woken if any did)."""
         with self.store.transaction() as db:
-            made = sum(self.store.make_due(db, kind, self.clock()) for kind in self.flushable)
+            made = sum(self.store.jobs.make_due(db, kind, self.clock()) for kind in self.flushable)
         if made:
             self.wake()
 
@@ -180,11 +180,11 @@ class Worker:
             if not due_only:
                 self.flush()
             if (
-                not self.store.due_jobs(self.clock() + horizon, set(), limit=1)
+                not self.store.jobs.due(self.clock() + horizon, set(), limit=1)
                 and not self.inflight
             ):
                 return True
-            takeable = self.store.due_jobs(self.clock(), set(self.inflight), limit=1)
+            takeable = self.store.jobs.due(self.clock(), set(self.inflight), limit=1)
             if not self.inflight and not takeable:
                 await asyncio.sleep(DRAIN_POLL)  # only jobs due later: nothing to wake for
                 continue

@@ -1,0 +1,107 @@
+"""The ``jobs`` table: the durable work queue (one job per kind and key; re-arming a queued job
+coalesces into it)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection
+from typing import Any
+
+from .rows import Job
+from .table import Table
+
+
+class Jobs(Table):
+    """Reads and writes of the ``jobs`` table."""
+
+    def enqueue(
+        self,
+        db: sqlite3.Connection,
+        kind: str,
+        key: str,
+        now: float,
+        delay: float = 0.0,
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        """Add a job; an existing job of the same kind and key absorbs it (coalescing)."""
+        db.execute(
+            "INSERT INTO jobs (kind, key, payload, not_before, created_at) VALUES (?,?,?,?,?) "
+            "ON CONFLICT(kind, key) DO UPDATE SET payload = excluded.payload, gen = gen + 1",
+            (kind, key, json.dumps(payload or {}), now + delay, now),
+        )
+
+    def delete(self, db: sqlite3.Connection, kind: str, key: str) -> None:
+        db.execute("DELETE FROM jobs WHERE kind = ? AND key = ?", (kind, key))
+
+    def drop(self, db: sqlite3.Connection, kinds: tuple[str, ...], key: str) -> None:
+        """Delete the jobs of any of ``kinds`` for ``key``."""
+        marks = ",".join("?" * len(kinds))
+        db.execute(f"DELETE FROM jobs WHERE kind IN ({marks}) AND key = ?", (*kinds, key))
+
+    def finish_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
+        """The memory's detection is decided: drop its detect job (a review, the classify job,
+        may still follow)."""
+        db.execute("DELETE FROM jobs WHERE kind = 'detect' AND key = ?", (memory_id,))
+
+    def due(self, now: float, exclude_keys: set[str], limit: int = 8) -> list[Job]:
+        rows = self.db.execute(
+            "SELECT * FROM jobs WHERE not_before <= ? ORDER BY id LIMIT ?",
+            (now, limit + len(exclude_keys)),
+        ).fetchall()
+        jobs = [Job.from_sql(r) for r in rows]
+        return [j for j in jobs if j.key not in exclude_keys][:limit]
+
+    def next_due(self, exclude_keys: Collection[str] = ()) -> float | None:
+        """When the next job falls due, leaving out the jobs of ``exclude_keys`` (running, or a
+        memory's detect job while its request decides it): a loop sleeps until then."""
+        rows = self.db.execute("SELECT not_before, key FROM jobs ORDER BY not_before")
+        try:
+            for not_before, key in rows:
+                if key not in exclude_keys:
+                    return float(not_before)
+            return None
+        finally:
+            rows.close()  # read no further than the first job that counts
+
+    def delete_run(self, db: sqlite3.Connection, job: Job) -> None:
+        """Delete the job unless it was re-armed while it ran (then it runs again)."""
+        db.execute("DELETE FROM jobs WHERE id = ? AND gen = ?", (job.id, job.gen))
+
+    def retry(self, job: Job, not_before: float) -> None:
+        self.db.execute(
+            "UPDATE jobs SET attempts = attempts + 1, not_before = ? WHERE id = ?",
+            (not_before, job.id),
+        )
+
+    def has(self, kind: str, key: str) -> bool:
+        row = self.db.execute("SELECT 1 FROM jobs WHERE kind = ? AND key = ?", (kind, key))
+        return row.fetchone() is not None
+
+    def count(self, kind: str) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM jobs WHERE kind = ?", (kind,)).fetchone()[0]
+
+    def of_kind(self, kind: str, limit: int = 64) -> list[Job]:
+        """The jobs of one kind, oldest first."""
+        rows = self.db.execute(
+            "SELECT * FROM jobs WHERE kind = ? ORDER BY created_at, id LIMIT ?", (kind, limit)
+        ).fetchall()
+        return [Job.from_sql(r) for r in rows]
+
+    def keys(self, kind: str, limit: int = 64) -> list[str]:
+        """Keys of the jobs of one kind, oldest first."""
+        return [job.key for job in self.of_kind(kind, limit)]
+
+    def make_due(self, db: sqlite3.Connection, kind: str, now: float) -> int:
+        """Jobs of one kind that wait for later fall due now; how many did."""
+        return db.execute(
+            "UPDATE jobs SET not_before = ? WHERE kind = ? AND not_before > ?", (now, kind, now)
+        ).rowcount
+
+    def stats(self, now: float) -> dict[str, Any]:
+        row = self.db.execute("SELECT COUNT(*), MIN(created_at) FROM jobs").fetchone()
+        depth, oldest = row[0], row[1]
+        return {
+            "queue_depth": depth,
+            "oldest_pending_age_seconds": round(now - oldest, 3) if oldest else 0.0,
+        }

@@ -1,0 +1,52 @@
+"""The ``pins`` table: the memories a user put in (``in``) or took out of (``out``) an episode."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .table import Table
+
+
+class Pins(Table):
+    """Reads and writes of the ``pins`` table."""
+
+    def record(
+        self, db: sqlite3.Connection, memory_id: str, episode_id: str, kind: str, at: float
+    ) -> None:
+        """Record that the user put a memory in (``in``) or took it out of (``out``) an
+        episode; the opposite pin of the same pair is replaced."""
+        db.execute(
+            "INSERT INTO pins VALUES (?,?,?,?) ON CONFLICT(memory_id, episode_id) DO UPDATE "
+            "SET kind = excluded.kind, at = excluded.at",
+            (memory_id, episode_id, kind, at),
+        )
+
+    def on(self, episode_ids: list[str]) -> list[sqlite3.Row]:
+        """The pins that name any of ``episode_ids``."""
+        marks = ",".join("?" * len(episode_ids))
+        return list(
+            self.db.execute(
+                f"SELECT memory_id, episode_id, kind FROM pins WHERE episode_id IN ({marks})",
+                episode_ids,
+            )
+        )
+
+    def of(self, memory_ids: list[str]) -> list[sqlite3.Row]:
+        if not memory_ids:
+            return []
+        marks = ",".join("?" * len(memory_ids))
+        return list(
+            self.db.execute(
+                f"SELECT memory_id, episode_id, kind FROM pins WHERE memory_id IN ({marks})",
+                memory_ids,
+            )
+        )
+
+    def move_all(self, db: sqlite3.Connection, absorbed: str, survivor: str) -> None:
+        """Merge: the pins on ``absorbed`` name ``survivor`` (one of a pair replaces the other)."""
+        db.execute(
+            "UPDATE OR REPLACE pins SET episode_id = ? WHERE episode_id = ?", (survivor, absorbed)
+        )
+
+    def delete_episode(self, db: sqlite3.Connection, episode_id: str) -> None:
+        db.execute("DELETE FROM pins WHERE episode_id = ?", (episode_id,))
