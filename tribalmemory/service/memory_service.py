@@ -1,8 +1,9 @@
 """The memory service: remember, recall, get, forget, correct and stats over one store.
 
-Every interface (HTTP, MCP, CLI) calls these operations with the request shape of
-:mod:`tribalmemory.shapes`, the values as the client sent them; each operation checks the
-fields where it uses them. Plugins extend the service through :class:`.hooks.HookRegistry`.
+Every interface (HTTP, MCP, CLI) reaches these operations through
+:class:`~tribalmemory.api.TribalAPI`: remember, recall, list_memories and correct receive their
+request shape (:mod:`tribalmemory.shapes`) with the values as the client sent them, and check
+each field where they use it. Plugins extend the service through :class:`.hooks.HookRegistry`.
 
 The service is made of one part per job, each in its module:
 
