@@ -31,6 +31,7 @@ from report import write_section  # noqa: E402
 
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.runtime import start_runtime  # noqa: E402
+from tribalmemory.shapes import RememberRequest  # noqa: E402
 
 # (template, old value, new value): each template states one fact around one token.
 UPDATES = [
@@ -119,7 +120,7 @@ async def run() -> dict[str, int]:
             for case in all_cases:
                 vectors = await service.embed([case.base, case.variant])
                 near = float(np.dot(vectors[0], vectors[1])) >= threshold
-                result = await service.remember(case.variant)
+                result = await service.remember(RememberRequest(content=case.variant))
                 prefix = "updates" if case.is_update else "dups"
                 counts[prefix] += 1
                 counts[f"{prefix}_near"] += near

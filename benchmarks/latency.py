@@ -396,6 +396,7 @@ async def measure_service(
     config: Any, runs: int, corpus_vectors: np.ndarray, ids: list[str]
 ) -> dict[str, Any]:
     from tribalmemory.runtime import start_runtime
+    from tribalmemory.shapes import RecallRequest, RememberRequest
 
     runtime = await start_runtime(config)
     service = runtime.service
@@ -412,19 +413,19 @@ async def measure_service(
             overlap.append(len(got & {ids[i] for i in want}) / 10)
         out["overlap"] = float(np.mean(overlap))
         for _ in range(10):  # warm-up
-            await service.remember(sentence(rng), skip_dedup=False)
-            await service.recall(query(rng))
+            await service.remember(RememberRequest(content=sentence(rng), skip_dedup=False))
+            await service.recall(RecallRequest(query=query(rng)))
         remember, recall, embed, search = [], [], [], []
         for _ in range(runs):
-            text = sentence(rng)
+            request = RememberRequest(content=sentence(rng), tags=["bench"])
             start = time.perf_counter()
-            result = await service.remember(text, tags=["bench"])
+            result = await service.remember(request)
             remember.append((time.perf_counter() - start) * 1000)
             assert result.success or result.duplicate_of, result
         for _ in range(runs):
-            text = query(rng)
+            asked = RecallRequest(query=query(rng))
             start = time.perf_counter()
-            await service.recall(text)
+            await service.recall(asked)
             recall.append((time.perf_counter() - start) * 1000)
         for _ in range(runs):
             text = query(rng)

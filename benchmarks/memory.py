@@ -30,7 +30,7 @@ from latency import start_daemon
 from report import write_section
 
 from tribalmemory.embeddings.embedder import TOKEN_BUDGET
-from tribalmemory.service.memory_service import MAX_CONCURRENT_BATCHES
+from tribalmemory.service.remembering import MAX_CONCURRENT_BATCHES
 
 NOTE = """How to read this:
 - Before the bound (one ONNX run per 64 texts, any number of batches at once), the same batch

@@ -37,6 +37,7 @@ from report import write_section  # noqa: E402
 from tribalmemory import retrievability as fsrs  # noqa: E402
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.runtime import start_runtime  # noqa: E402
+from tribalmemory.shapes import RecallRequest  # noqa: E402
 from tribalmemory.timeutil import to_iso  # noqa: E402
 
 DAY0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
@@ -66,7 +67,10 @@ def stream() -> list[tuple[str, int]]:
 
 async def top(runtime: Any, query: str, limit: int = 10) -> list[str]:
     """The probe's results by content; the service's recall counts no access."""
-    return [h.memory.content for h in await runtime.service.recall(query, limit=limit)]
+    return [
+        h.memory.content
+        for h in await runtime.service.recall(RecallRequest(query=query, limit=limit))
+    ]
 
 
 async def run(mode: str, folder: Path, tracked: list[str] | None) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Rules of the code's layout that review alone would not keep: no import cycle between the
-package's parts, SQL of the episode engine only in its store, plugins only through the host."""
+package's parts nor between the service's modules, SQL of the episode engine only in its store,
+plugins only through the host."""
 
 from __future__ import annotations
 
@@ -16,14 +17,16 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def runtime_imports(path: Path) -> set[str]:
+def runtime_imports(path: Path, typing_too: bool = False) -> set[str]:
     """Modules ``path`` imports when it runs (function-level imports included, imports under
-    ``if TYPE_CHECKING:`` left out), as absolute names."""
+    ``if TYPE_CHECKING:`` left out unless ``typing_too``), as absolute names."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only = {
         id(node)
         for block in ast.walk(tree)
-        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        if not typing_too
+        and isinstance(block, ast.If)
+        and "TYPE_CHECKING" in ast.unparse(block.test)
         for statement in block.body
         for node in ast.walk(statement)
     }
@@ -108,3 +111,16 @@ def test_the_episode_plugin_reaches_the_service_only_through_the_plugin_contract
         and not any(name == c or name.startswith(c + ".") for c in contract)
     }
     assert used == set()
+
+
+def test_the_service_modules_import_each_other_without_a_cycle() -> None:
+    """Imports for types count too: the plugin contract (hookspecs, host) names nothing of
+    the service that implements it, so the service may import the contract."""
+    paths = sorted((PACKAGE / "service").glob("*.py"))
+    modules = {module_name(path): path for path in paths if path.name != "__init__.py"}
+    graph = {
+        name: {m for m in runtime_imports(path, typing_too=True) if m in modules} - {name}
+        for name, path in modules.items()
+    }
+    cycles = [c for c in (cycle_from(graph, node) for node in sorted(graph)) if c]
+    assert cycles == [], " ; ".join(" -> ".join(c) for c in cycles)

@@ -13,6 +13,7 @@ from tribalmemory.config import config_from_dict
 from tribalmemory.runtime import start_runtime
 from tribalmemory.service import dedup
 from tribalmemory.service.dedup import Candidate, decide, differences, is_same_fact
+from tribalmemory.shapes import RememberRequest
 
 UPDATES = [
     (
@@ -78,12 +79,18 @@ async def service(tmp_path: Path) -> AsyncIterator[Any]:
 
 
 async def test_remember_stores_updates_and_links_them_but_not_restatements(service: Any) -> None:
-    first = await service.remember("The API rate limit is 100 requests per minute")
-    update = await service.remember("The API rate limit is 1000 requests per minute")
+    first = await service.remember(
+        RememberRequest(content="The API rate limit is 100 requests per minute")
+    )
+    update = await service.remember(
+        RememberRequest(content="The API rate limit is 1000 requests per minute")
+    )
     assert update.success, update.error
     stored = await service.get(update.memory_id)
     assert stored.supersedes == first.memory_id
-    again = await service.remember("the API rate limit is 1000 requests per minute.")
+    again = await service.remember(
+        RememberRequest(content="the API rate limit is 1000 requests per minute.")
+    )
     assert not again.success and again.duplicate_of == update.memory_id
     assert "skip_dedup" in again.error and "--force" in again.error
     assert (await service.stats())["total_memories"] == 2

@@ -35,6 +35,7 @@ from pathlib import Path
 from tribalmemory.config import config_from_dict
 from tribalmemory.embeddings.placement import RequestThreads, caller_cpus, parse_cpu_list
 from tribalmemory.runtime import start_runtime
+from tribalmemory.shapes import RecallRequest, RememberRequest
 
 def affinity(tid):
     for line in Path(f"/proc/self/task/{tid}/status").read_text().splitlines():
@@ -57,8 +58,10 @@ async def main():
     service._near_duplicates = noting("duplicate check", service._near_duplicates)
     service.store.upsert = noting("write", service.store.upsert)
     service.store.search = noting("search", service.store.search)
-    assert (await service.remember("the billing service times out under load")).success
-    assert await service.recall("billing timeouts")
+    told = RememberRequest(content="the billing service times out under load")
+    stored = await service.remember(told)
+    assert stored.success
+    assert await service.recall(RecallRequest(query="billing timeouts"))
     ran = await service.request_threads.run(lambda: sorted(os.sched_getaffinity(0)))
     ours = {t.native_id for t in threading.enumerate() if t.name.startswith("tm-request")}
     process = sorted(os.sched_getaffinity(0))

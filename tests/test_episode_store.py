@@ -224,6 +224,7 @@ async def test_the_running_engine_checkpoints_its_database_on_a_thread(tmp_path,
     from tribalmemory.config import config_from_dict
     from tribalmemory.episodes import plugin
     from tribalmemory.runtime import start_runtime
+    from tribalmemory.shapes import RememberRequest
 
     checkpointed = threading.Event()
     threads: list[threading.Thread] = []
@@ -240,7 +241,9 @@ async def test_the_running_engine_checkpoints_its_database_on_a_thread(tmp_path,
     config = config_from_dict({"data_dir": str(tmp_path / "data")})
     runtime = await start_runtime(config, run_scheduler=False)
     try:
-        await runtime.service.remember("the checkpoint thread copies the WAL")
+        await runtime.service.remember(
+            RememberRequest(content="the checkpoint thread copies the WAL")
+        )
         assert await asyncio.to_thread(checkpointed.wait, 30)  # bounded: a hang fails
         assert threads[0] is not threading.main_thread()
     finally:

@@ -227,7 +227,7 @@ async def test_a_failing_before_remember_fails_the_write_and_stores_nothing(
 
 
 async def import_items(runtime: Runtime, count: int) -> list[Any]:
-    from tribalmemory.service.memory_service import ImportItem
+    from tribalmemory.service.importing import ImportItem
 
     texts = [unique(f"imported memory {k}") for k in range(count)]
     vectors = await runtime.service.embed(texts)

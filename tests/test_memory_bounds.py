@@ -28,7 +28,7 @@ from tribalmemory.embeddings.embedder import (
 )
 from tribalmemory.errors import Busy
 from tribalmemory.runtime import start_runtime
-from tribalmemory.service.memory_service import BATCH_RETRY_AFTER, MAX_CONCURRENT_BATCHES
+from tribalmemory.service.remembering import BATCH_RETRY_AFTER, MAX_CONCURRENT_BATCHES
 
 
 @pytest.fixture

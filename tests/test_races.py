@@ -25,7 +25,7 @@ from tribalmemory.errors import TribalError
 from tribalmemory.models import Memory, SourceType
 from tribalmemory.runtime import Runtime, start_runtime
 from tribalmemory.service.hookspecs import hookimpl
-from tribalmemory.service.host import ServiceHost
+from tribalmemory.service.service_host import ServiceHost
 
 BOUND = 30.0  # bounds a hang: every step waited on is immediate once released
 T = TypeVar("T")

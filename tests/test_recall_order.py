@@ -12,6 +12,7 @@ import pytest
 
 from tribalmemory.config import config_from_dict
 from tribalmemory.runtime import start_runtime
+from tribalmemory.shapes import RecallRequest
 from tribalmemory.storage.base import rrf_fuse
 
 
@@ -60,7 +61,7 @@ def queries(count: int = 30) -> list[str]:
 
 async def test_recall_is_ordered_by_the_shown_score(crowded: Any) -> None:
     for query in queries():
-        hits = await crowded.recall(query, limit=10)
+        hits = await crowded.recall(RecallRequest(query=query, limit=10))
         scores = [hit.similarity_score for hit in hits]
         assert len(hits) == 10
         assert scores == sorted(scores, reverse=True), f"{query!r}: not in score order"
@@ -73,14 +74,14 @@ async def test_the_same_query_always_returns_the_same_list(crowded: Any) -> None
     for query in queries():
         lists = set()
         for _ in range(20):
-            hits = await crowded.recall(query, limit=10)
+            hits = await crowded.recall(RecallRequest(query=query, limit=10))
             lists.add(tuple((hit.memory.id, hit.similarity_score) for hit in hits))
         assert len(lists) == 1, f"{query!r}: {len(lists)} different lists in 20 runs"
 
 
 async def test_min_relevance_filters_on_the_shown_score(crowded: Any) -> None:
-    every = await crowded.recall("redis cache", limit=50)
+    every = await crowded.recall(RecallRequest(query="redis cache", limit=50))
     floor = every[len(every) // 2].similarity_score
-    kept = await crowded.recall("redis cache", limit=50, min_relevance=floor)
+    kept = await crowded.recall(RecallRequest(query="redis cache", limit=50, min_relevance=floor))
     assert kept == [hit for hit in every if hit.similarity_score >= floor]
     assert all(hit.similarity_score >= floor for hit in kept) and len(kept) < len(every)

@@ -22,6 +22,7 @@ from tribalmemory.interfaces.mcp_server import build_mcp_server
 from tribalmemory.runtime import start_runtime
 from tribalmemory.service.access import ACCESS_FILE, AccessStats, reranked
 from tribalmemory.service.hookspecs import hookimpl
+from tribalmemory.shapes import RecallRequest
 from tribalmemory.timeutil import to_iso
 
 pytest_plugins = ["helpers_http"]
@@ -298,7 +299,7 @@ async def test_rerank_none_changes_nothing(rt_plain: Any) -> None:
         rt.service.access.clock = lambda: NOW + timedelta(days=2)
     again = await order(rt, query, 5)
     assert again == first  # ids and scores, in the same order
-    plain = await rt.service.recall(query, limit=5, rerank=False)
+    plain = await rt.service.recall(RecallRequest(query=query, limit=5), rerank=False)
     assert [(h.memory.id, h.similarity_score) for h in plain] == first
     assert set(ids) == {mid for mid, _ in first}
 
@@ -308,7 +309,9 @@ async def test_rerank_retrievability_lifts_used_memories(rt_plain: Any) -> None:
     for text in STREAM:
         await remember(rt, text, 200)
     query = "kafka billing consumer lag"
-    plain = await rt.service.recall(query, limit=5)  # the service's: counts no access
+    plain = await rt.service.recall(
+        RecallRequest(query=query, limit=5)
+    )  # the service's: counts no access
     base = [(h.memory.id, h.similarity_score) for h in plain]
     top, last = base[0][0], base[-1][0]
     # the others were never accessed (R from 200 days ago: 0.28); ``last`` was used 3 times
@@ -317,7 +320,9 @@ async def test_rerank_retrievability_lifts_used_memories(rt_plain: Any) -> None:
         rt.service.access.clock = lambda day=day: NOW + timedelta(days=day)
         await rt.api.memory_used(last)
     rt.config.recall.rerank = "retrievability"
-    hits = await rt.service.recall(query, limit=5)  # counts no access: the others stay stale
+    hits = await rt.service.recall(
+        RecallRequest(query=query, limit=5)
+    )  # counts no access: the others stay stale
     assert hits[0].memory.id == last  # used on three days: now first
     assert {h.memory.id: h.similarity_score for h in hits} == dict(base)  # scores unchanged
     # limit 2 through the API: the used memory climbs from the 5th place into the results

@@ -24,6 +24,7 @@ import pytest
 from tribalmemory.config import Config
 from tribalmemory.embeddings.embedder import BUNDLED_DIM, BUNDLED_MODEL, Embedder, load_embedder
 from tribalmemory.models import Memory, SourceType, new_memory_id
+from tribalmemory.shapes import RememberRequest
 from tribalmemory.storage import (
     EdgeStore,
     MemoryFilter,
@@ -887,10 +888,12 @@ def test_duplicate_check_skips_nearer_episode_summaries(store: Any, embedder: Em
     original = memory(text + ".")
     store.upsert([original], embedder.embed([original.content]))
     service = MemoryService(Config(), store, embedder)
-    result = asyncio.run(service.remember(text))
+    result = asyncio.run(service.remember(RememberRequest(content=text)))
     assert result.success is False and result.duplicate_of == original.id
     store.delete([original.id])
-    result = asyncio.run(service.remember(text))  # only summaries are near: not a duplicate
+    result = asyncio.run(
+        service.remember(RememberRequest(content=text))
+    )  # only summaries are near: not a duplicate
     assert result.success is True and result.duplicate_of is None
 
 
@@ -919,6 +922,8 @@ def test_duplicate_check_searches_past_summaries_only_when_they_reach_the_thresh
         return real_search(vector, limit, where)
 
     store.dense_search = dense_search
-    result = asyncio.run(MemoryService(Config(), store, embedder).remember(text))
+    result = asyncio.run(
+        MemoryService(Config(), store, embedder).remember(RememberRequest(content=text))
+    )
     assert result.success is True and result.duplicate_of is None
     assert searches == [None]  # the unfiltered probe only

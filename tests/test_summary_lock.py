@@ -18,6 +18,7 @@ from helpers_runtime import settle
 
 from tribalmemory.models import Memory
 from tribalmemory.runtime import Runtime
+from tribalmemory.shapes import MemoriesListQuery
 
 SETTINGS = {"llm_update_every": 1, "merge_checks": False, "split_checks": False}
 HANG_GUARD = 30.0  # seconds: only bounds a hang of the old code; the fix answers in well under 1
@@ -58,7 +59,9 @@ async def episode_of(rt: Runtime, title: str, texts: list[str]) -> tuple[str, li
 
 
 async def summary_memories(rt: Runtime) -> list[Memory]:
-    return (await rt.service.list_memories(source_type="episode_summary", limit=100))[0]
+    return (
+        await rt.service.list_memories(MemoriesListQuery(source_type="episode_summary", limit=100))
+    )[0]
 
 
 async def held_summary(rt: Runtime, fake: FakeLLM, episode_id: str) -> HeldAnswers:

@@ -1,6 +1,7 @@
 """One operation surface: an operation's arguments are declared once (its request model in
 tribalmemory.shapes and its route), and every door takes all of them: TribalAPI, the daemon
-client (and so the Python SDK), the MCP tools and the CLI's commands."""
+client (and so the Python SDK), the MCP tools and the CLI's commands. The memory operations
+hand the request itself to the service, so a new field needs no plumbing in between."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from mcp import Client
 
 from tribalmemory import shapes
 from tribalmemory.api import TribalAPI
+from tribalmemory.arguments import takes
 from tribalmemory.cli.fields import DECLARED_AS
 from tribalmemory.cli.main import build_parser
 from tribalmemory.client import DaemonClient
@@ -114,3 +116,68 @@ def test_cli_commands_take_every_field_of_their_request(
     parsed = set(vars(build_parser().parse_args(argv)))
     for name in request_model.model_fields:
         assert name in parsed or DECLARED_AS.get(name) in parsed, f"{argv[0]}: {name}"
+
+
+class Asked(shapes.Request):
+    query: str
+    extra: int | None = None  # a field added to the shape, named nowhere else
+
+
+class AskingApi:
+    @takes(Asked)
+    async def ask(self, request: Asked) -> Asked:
+        return request
+
+
+async def test_a_field_added_to_the_request_shape_reaches_the_operation() -> None:
+    assert parameters(inspect.signature(AskingApi.ask)) == [("query", True), ("extra", False)]
+    request = await AskingApi().ask("q", extra=3)
+    assert isinstance(request, Asked) and (request.query, request.extra) == ("q", 3)
+    assert (await AskingApi().ask(query="q")).extra is None  # left out: the shape's default
+    with pytest.raises(TypeError, match="extar"):
+        await AskingApi().ask("q", extar=3)
+
+
+class ServiceRecorder:
+    """A memory service that records the request each operation receives, then refuses."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str, Any]] = []
+
+    def __getattr__(self, operation: str) -> Any:
+        async def record(request: Any, *rest: Any, **options: Any) -> None:
+            self.received.append((operation, request))
+            raise NotFound("recorded")
+
+        return record
+
+
+class AnyEpisode:
+    """An episode engine whose every episode has one member."""
+
+    def member_ids(self, episode_id: str) -> list[str]:
+        return ["4f0c0b2e-0000-4000-8000-000000000000"]
+
+
+SHAPED = [
+    ("remember", "remember", shapes.RememberRequest),
+    ("recall", "recall", shapes.RecallRequest),
+    ("memories_list", "list_memories", shapes.MemoriesListQuery),
+    ("correct", "correct", shapes.CorrectRequest),
+]
+
+
+@pytest.mark.parametrize(("call", "operation", "model"), SHAPED, ids=[s[0] for s in SHAPED])
+async def test_the_api_hands_the_service_operation_its_whole_request(
+    call: str, operation: str, model: type[shapes.Request]
+) -> None:
+    """Every field reaches the service operation unchanged, as an object of the shape."""
+    service = ServiceRecorder()
+    api = TribalAPI(service, AnyEpisode())  # type: ignore[arg-type]
+    sent = {name: value_for(name, model.argument_schema(name)) for name in model.model_fields}
+    sent |= {"episode_id": "ep-1a2b3c4d5e6f"} if "episode_id" in sent else {}
+    with pytest.raises(NotFound, match="recorded"):
+        await getattr(api, call)(**sent)
+    [(name, request)] = service.received
+    assert name == operation and isinstance(request, model)
+    assert {field: getattr(request, field) for field in sent} == sent

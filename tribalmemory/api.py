@@ -2,7 +2,9 @@
 
 Each method takes raw client values, validates them (:mod:`tribalmemory.validation`, with the
 limits of :mod:`tribalmemory.shapes`), calls one service or engine method and returns the JSON
-of the response model in :mod:`tribalmemory.shapes` (building it checks the shape). Interfaces
+of the response model in :mod:`tribalmemory.shapes` (building it checks the shape). The memory
+operations take the fields of their request model (:func:`~tribalmemory.arguments.takes`) and
+hand the request to the service operation, which checks each field where it uses it. Interfaces
 stay thin: they parse the transport, call a method here and serialise the dict (errors are
 :class:`~tribalmemory.errors.TribalError` subclasses, mapped to status codes by each interface).
 """
@@ -13,6 +15,7 @@ from typing import Any, Protocol
 
 from . import shapes
 from . import validation as check
+from .arguments import takes
 from .errors import FeatureDisabled, InvalidInput
 from .models import Memory
 from .retrievability import ACCESS
@@ -124,69 +127,25 @@ class TribalAPI:
         )
         return [e | access[e["id"]] for e in episodes]
 
-    async def remember(
-        self,
-        content: Any,
-        source_type: Any = None,
-        source_instance: Any = None,
-        tags: Any = None,
-        context: Any = None,
-        created_at: Any = None,
-        skip_dedup: Any = None,
-        session: Any = None,
-        project: Any = None,
-        shared: Any = None,
-    ) -> dict[str, Any]:
-        result = await self.service.remember(
-            content,
-            source_type,
-            source_instance,
-            tags,
-            context,
-            created_at,
-            skip_dedup,
-            session,
-            project,
-            shared,
-        )
+    @takes(shapes.RememberRequest)
+    async def remember(self, request: shapes.RememberRequest) -> dict[str, Any]:
+        result = await self.service.remember(request)
         return shapes.RememberResult.model_validate(result.to_json()).to_json()
 
-    async def remember_batch(self, memories: Any) -> dict[str, Any]:
-        results = await self.service.remember_batch(memories)
+    @takes(shapes.RememberBatchRequest)
+    async def remember_batch(self, request: shapes.RememberBatchRequest) -> dict[str, Any]:
+        results = await self.service.remember_batch(request.memories)
         return shapes.RememberBatchResult(
             results=[shapes.RememberResult.model_validate(r.to_json()) for r in results],
             count=len(results),
             stored=sum(1 for r in results if r.success),
         ).to_json()
 
-    async def recall(
-        self,
-        query: Any,
-        limit: Any = None,
-        min_relevance: Any = None,
-        tags: Any = None,
-        source_types: Any = None,
-        after: Any = None,
-        before: Any = None,
-        include_superseded: Any = None,
-        episode_id: Any = None,
-        group_by_episode: Any = None,
-        project: Any = None,
-    ) -> dict[str, Any]:
-        grouped = check.boolean("group_by_episode", group_by_episode)
-        ids = self._members(episode_id)
-        hits = await self.service.recall(
-            query,
-            limit,
-            min_relevance,
-            tags,
-            source_types,
-            after,
-            before,
-            include_superseded,
-            ids,
-            project=project,
-        )
+    @takes(shapes.RecallRequest)
+    async def recall(self, request: shapes.RecallRequest) -> dict[str, Any]:
+        grouped = check.boolean("group_by_episode", request.group_by_episode)
+        ids = self._members(request.episode_id)
+        hits = await self.service.recall(request, ids)
         memories = [h.memory for h in hits]
         plugins = self.service.annotate(memories)
         episode_of = {m: fields.get("episode_id") for m, fields in plugins.items()}
@@ -202,7 +161,7 @@ class TribalAPI:
         ]
         groups = self._groups(results) if grouped else None
         return shapes.RecallResult(
-            results=results, query=query, count=len(results), episodes=groups
+            results=results, query=request.query, count=len(results), episodes=groups
         ).to_json()
 
     def _groups(self, results: list[shapes.RecallHit]) -> list[shapes.RecallGroup]:
@@ -229,21 +188,10 @@ class TribalAPI:
             return None
         return self._engine().member_ids(check.episode_id(episode_id))
 
-    async def memories_list(
-        self,
-        tag: Any = None,
-        source_type: Any = None,
-        since: Any = None,
-        until: Any = None,
-        episode_id: Any = None,
-        limit: Any = None,
-        cursor: Any = None,
-        project: Any = None,
-    ) -> dict[str, Any]:
-        ids = self._members(episode_id)
-        found, next_cursor = await self.service.list_memories(
-            tag, source_type, since, until, limit, cursor, ids, project
-        )
+    @takes(shapes.MemoriesListQuery)
+    async def memories_list(self, request: shapes.MemoriesListQuery) -> dict[str, Any]:
+        ids = self._members(request.episode_id)
+        found, next_cursor = await self.service.list_memories(request, ids)
         extra = self._annotate(found)
         memories = [self._memory(m, extra) for m in found]
         return shapes.MemoryList(
@@ -264,15 +212,9 @@ class TribalAPI:
         await self.service.forget(mid)
         return shapes.ForgetResult(success=True, memory_id=mid).to_json()
 
-    async def correct(
-        self,
-        memory_id: Any,
-        content: Any,
-        source_instance: Any = None,
-        tags: Any = None,
-        context: Any = None,
-    ) -> dict[str, Any]:
-        result = await self.service.correct(memory_id, content, source_instance, tags, context)
+    @takes(shapes.CorrectRequest)
+    async def correct(self, request: shapes.CorrectRequest) -> dict[str, Any]:
+        result = await self.service.correct(request)
         return shapes.RememberResult.model_validate(result.to_json()).to_json()
 
     async def stats(self) -> dict[str, Any]:

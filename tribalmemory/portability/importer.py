@@ -25,7 +25,7 @@ import numpy as np
 
 from ..api import TribalAPI
 from ..errors import InvalidInput, Unavailable
-from ..service.memory_service import ImportItem
+from ..service.importing import ImportItem
 from ..timeutil import utc_now
 from . import records
 

@@ -2,8 +2,10 @@
 
 from .hooks import HookRegistry, PluginError
 from .hookspecs import hookimpl
-from .host import PluginHost, ServiceHost
-from .memory_service import MemoryService, RememberResult
+from .host import PluginHost
+from .memory_service import MemoryService
+from .remembering import RememberResult
+from .service_host import ServiceHost
 
 __all__ = [
     "HookRegistry",
