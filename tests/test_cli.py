@@ -107,6 +107,16 @@ def test_usage_errors_exit_2(capsys: Capture) -> None:
 # -- local mode ------------------------------------------------------------------------------------
 
 
+def test_local_recall_says_the_period_it_put_first(local: str, capsys: Capture) -> None:
+    content = unique("Release notes are drafted in docs/releases")
+    memory_id = run(capsys, "remember", content, "--config", local)[1].split()[1]
+    query = "release notes drafted this year"  # a period: said, and --no-query-dates turns it off
+    code, out, _ = run(capsys, "recall", query, "--config", local)
+    assert code == 0 and "Dated this year first: memories from " in out and memory_id in out
+    dated = run_json(capsys, "recall", query, "--no-query-dates", "--config", local)
+    assert dated["period"] is None and dated["results"][0]["memory_id"] == memory_id
+
+
 def test_local_remember_recall_forget(local: str, capsys: Capture) -> None:
     content = unique("Release notes are drafted in docs/releases")
     code, out, _ = run(
@@ -119,6 +129,7 @@ def test_local_remember_recall_forget(local: str, capsys: Capture) -> None:
     code, out, _ = run(capsys, "recall", "where are release notes drafted", "--config", local)
     assert code == 0 and memory_id in out and "[docs, release]" in out
     assert f"\n   {content}\n" in out  # the whole memory, not a preview
+    assert "first: memories from" not in out  # the query names no period
 
     found = run_json(
         capsys, "recall", "release notes", "--tag", "docs", "--limit", "1", "--config", local

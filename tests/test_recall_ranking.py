@@ -201,3 +201,35 @@ async def test_grouped_recall_lists_each_thread_once_with_its_results_best_first
     assert len({g["episode_id"] for g in groups}) == len(groups)
     with pytest.raises(InvalidInput, match="group_by_episode must be true or false"):
         await rt.api.recall(query, group_by_episode="yes")
+
+
+CACHE_NOTES = {
+    "2023-01-12T10:00:00Z": "Cache decision: the product cache keeps entries for 10 minutes.",
+    "2023-05-03T10:00:00Z": "We changed how long product pages stay cached: 2 minutes now.",
+    "2023-09-20T10:00:00Z": "Cache decision: the session cache keeps entries for 30 minutes.",
+}
+
+
+async def test_a_period_the_query_names_puts_its_memories_first(plain: Runtime) -> None:
+    ids = {
+        when: (await plain.api.remember(text, created_at=when))["memory_id"]
+        for when, text in CACHE_NOTES.items()
+    }
+    query = "cache decision on 3 May 2023"
+    plain_words = await plain.api.recall(query, limit=3, query_dates=False)
+    assert plain_words["period"] is None
+    # By the words alone, the May note is not the best match: the test means something.
+    assert plain_words["results"][0]["memory_id"] != ids["2023-05-03T10:00:00Z"]
+    dated = await plain.api.recall(query, limit=3)
+    assert [r["memory_id"] for r in dated["results"]][0] == ids["2023-05-03T10:00:00Z"]
+    # The others follow in the order of their scores: nothing is dropped.
+    assert {r["memory_id"] for r in dated["results"]} == set(ids.values())
+    assert dated["period"] == {
+        "text": "3 May 2023",
+        "after": "2023-04-29T00:00:00Z",  # 4 days before the day
+        "before": "2023-05-11T00:00:00Z",  # 7 days after its end
+    }
+    # An explicit time filter wins: the query's words name no period then.
+    filtered = await plain.api.recall(query, limit=3, after="2023-01-01T00:00:00Z")
+    assert filtered["period"] is None
+    assert filtered["results"][0]["memory_id"] != ids["2023-05-03T10:00:00Z"]

@@ -161,7 +161,7 @@ class AnyEpisode:
 
 SHAPED = [
     ("remember", "remember", shapes.RememberRequest),
-    ("recall", "recall", shapes.RecallRequest),
+    ("recall", "recall_dated", shapes.RecallRequest),
     ("memories_list", "list_memories", shapes.MemoriesListQuery),
     ("correct", "correct", shapes.CorrectRequest),
 ]

@@ -145,7 +145,8 @@ class TribalAPI:
     async def recall(self, request: shapes.RecallRequest) -> dict[str, Any]:
         grouped = check.boolean("group_by_episode", request.group_by_episode)
         ids = self._members(request.episode_id)
-        hits = await self.service.recall(request, ids)
+        found = await self.service.recall_dated(request, ids)
+        hits = found.hits
         memories = [h.memory for h in hits]
         plugins = self.service.annotate(memories)
         episode_of = {m: fields.get("episode_id") for m, fields in plugins.items()}
@@ -160,8 +161,18 @@ class TribalAPI:
             for hit in hits
         ]
         groups = self._groups(results) if grouped else None
+        period = None
+        if found.period is not None:
+            after, before = found.period.window()
+            period = shapes.RecallPeriod(
+                text=found.period.text, after=to_iso(after), before=to_iso(before)
+            )
         return shapes.RecallResult(
-            results=results, query=request.query, count=len(results), episodes=groups
+            results=results,
+            query=request.query,
+            count=len(results),
+            episodes=groups,
+            period=period,
         ).to_json()
 
     def _groups(self, results: list[shapes.RecallHit]) -> list[shapes.RecallGroup]:

@@ -89,6 +89,12 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
         return 0
     if not result["results"]:
         print(clean(await elsewhere.hint(api, args, "memory", "memories")))
+    period = result.get("period")
+    if period and result["results"]:
+        print(
+            f"Dated {clean(period['text'])} first: memories from {period['after'][:10]} to "
+            f"{period['before'][:10]} (--no-query-dates: the words alone)."
+        )
     for rank, hit in enumerate(result["results"], 1):
         memory = hit["memory"]
         tags = f"  [{clean(', '.join(memory['tags']))}]" if memory["tags"] else ""

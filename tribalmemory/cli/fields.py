@@ -36,7 +36,8 @@ def _help(description: str) -> str:
 
 def add_fields(parser: argparse.ArgumentParser, request: type[Request]) -> None:
     """Add an option for each field of ``request`` that ``parser`` does not declare: a list as
-    a repeatable singular (``--source-type X --source-type Y``), a boolean as a flag."""
+    a repeatable singular (``--source-type X --source-type Y``), a boolean as a flag
+    (``--no-<field>`` too when it is on by default)."""
     declared = {action.dest for action in parser._actions}
     added = []
     for name in request.model_fields:
@@ -46,7 +47,10 @@ def add_fields(parser: argparse.ArgumentParser, request: type[Request]) -> None:
         kind = schema.get("type")
         flag = "--" + name.replace("_", "-")
         text = _help(str(schema.get("description", "")))
-        if kind == "boolean":
+        if kind == "boolean" and schema.get("default") is True:  # on unless turned off
+            action = argparse.BooleanOptionalAction
+            parser.add_argument(flag, dest=name, action=action, default=None, help=text)
+        elif kind == "boolean":
             parser.add_argument(flag, dest=name, action="store_true", default=None, help=text)
         elif kind == "array":
             flag = flag.removesuffix("s")

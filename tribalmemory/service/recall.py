@@ -4,6 +4,7 @@ statistics) and the listing of memories without a query."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from .. import validation as check
 from ..models import ENGINE_WRITTEN, Memory, RecallHit, SourceType
@@ -16,8 +17,9 @@ from ..shapes import (
     RecallRequest,
 )
 from ..storage.base import MemoryFilter, SearchHit
+from ..timeutil import utc_now
 from . import access as stats
-from . import listing, ranking
+from . import listing, periods, ranking
 from .state import ServiceState
 
 RERANK_POOL = 3  # recall.rerank: retrievability re-orders this many times ``limit`` candidates
@@ -28,12 +30,41 @@ def similarity(cosine: float) -> float:
     return round(max(0.0, min(1.0, cosine)), 6)
 
 
-def shown_order(hits: list[SearchHit], floor: float = 0.0) -> list[RecallHit]:
-    """Recall results ordered by the score they show, best first, equal scores by memory id;
+def shown_order(
+    hits: list[SearchHit], floor: float = 0.0, first: frozenset[str] = frozenset()
+) -> list[RecallHit]:
+    """Recall results ordered by the score they show, best first, equal scores by memory id,
+    the memories of ``first`` (dated in the period the query names) before the others;
     those scored below ``floor`` are left out."""
     results = [RecallHit(memory=h.memory, similarity_score=similarity(h.cosine)) for h in hits]
-    results.sort(key=lambda r: (-r.similarity_score, r.memory.id))
+    results.sort(key=lambda r: (r.memory.id not in first, -r.similarity_score, r.memory.id))
     return [r for r in results if r.similarity_score >= floor]
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """What recall found, and the period of the query it put first (None: none)."""
+
+    hits: list[RecallHit]
+    period: periods.Period | None
+
+
+def dated_first(
+    hits: list[SearchHit], period: periods.Period
+) -> tuple[list[SearchHit], frozenset[str]]:
+    """``hits`` (fused order) with those dated in ``period``'s window first
+    (:func:`.ranking.in_period_first`), and the ids of those."""
+    start, end = (moment.timestamp() for moment in period.window())
+    pool = [
+        ranking.Candidate(h.memory.id, 0.0, created_at=h.memory.created_at.timestamp())
+        for h in hits
+    ]
+    ordered = ranking.in_period_first(pool, start, end)
+    by_id = {h.memory.id: h for h in hits}
+    inside = frozenset(
+        c.id for c in ordered if c.created_at is not None and start <= c.created_at < end
+    )
+    return [by_id[c.id] for c in ordered], inside
 
 
 def candidate(hit: SearchHit, episode_id: str | None) -> ranking.Candidate:
@@ -56,6 +87,12 @@ class RecallOperations(ServiceState):
     async def recall(
         self, request: RecallRequest, ids: list[str] | None = None, rerank: bool = True
     ) -> list[RecallHit]:
+        """:meth:`recall_dated`'s results."""
+        return (await self.recall_dated(request, ids, rerank)).hits
+
+    async def recall_dated(
+        self, request: RecallRequest, ids: list[str] | None = None, rerank: bool = True
+    ) -> Recalled:
         """Hybrid search: the ``limit`` memories that dense + BM25 rank best (reciprocal rank
         fusion), ordered by the score shown.
 
@@ -68,7 +105,8 @@ class RecallOperations(ServiceState):
         ``recall.rerank: retrievability`` (and ``rerank``), :data:`RERANK_POOL` × ``limit``
         candidates are re-ordered by :func:`.access.reranked` and the first ``limit`` kept.
         ``project`` (default ``default``): only its memories and the shared ones; ``*``: every
-        project's.
+        project's. A period the query names (:mod:`.periods`; ``query_dates``, and neither
+        ``after`` nor ``before``) puts the memories dated in it first.
         """
         max_chars = self.config.server.max_content_chars
         text = check.text("query", request.query, max_chars, setting="server.max_content_chars")
@@ -85,8 +123,13 @@ class RecallOperations(ServiceState):
         )
         size = check.integer("limit", request.limit, RECALL_LIMIT)
         floor = check.number("min_relevance", request.min_relevance, MIN_RELEVANCE)
+        period = None
+        if check.boolean("query_dates", request.query_dates, default=True) and (
+            where.after is None and where.before is None
+        ):
+            period = periods.named_period(text, utc_now())
         if ids is not None and not ids:
-            return []
+            return Recalled([], period)
         access = self.access if rerank and self.config.recall.rerank != "none" else None
         if access is not None and not access.available:
             access = None  # logged and shown in /v1/health when it failed
@@ -95,12 +138,15 @@ class RecallOperations(ServiceState):
             vector = (await self.embed([text]))[0]
             pool = ranking.pool_size(wanted)
             hits = await self.request_threads.run(self.store.search, text, vector, pool, where)
-        shown = shown_order(self._admitted(hits)[:wanted], floor)
+        admitted, inside = self._admitted(hits), frozenset[str]()
+        if period is not None:
+            admitted, inside = dated_first(admitted, period)
+        shown = shown_order(admitted[:wanted], floor, inside)
         if access is None:
-            return shown
+            return Recalled(shown, period)
         found = access.get(h.memory.id for h in shown)
         floor_share = self.config.recall.rerank_floor
-        return stats.reranked(shown, found, access.now(), floor_share)[:size]
+        return Recalled(stats.reranked(shown, found, access.now(), floor_share)[:size], period)
 
     def _admitted(self, hits: list[SearchHit]) -> list[SearchHit]:
         """``hits`` (fused order) that :func:`.ranking.admitted` lets recall show."""

@@ -151,6 +151,13 @@ class RecallRequest(Request):
         description="Also group the results by thread: episodes lists the episodes the results "
         "belong to, best first, each with its title and its results (null when false).",
     )
+    query_dates: bool = Field(
+        True,
+        description="When the query names a period ('on 3 May 2023', 'in March', 'last week') "
+        "and neither after nor before is given, the memories dated in it (from 4 days before "
+        "to 7 days after) come first; period in the answer says which. false: the query's "
+        "words alone.",
+    )
     project: ProjectScope | None = Field(None, description=SCOPED_DOC)
 
 
@@ -255,10 +262,20 @@ class RecallGroup(Response):
     memory_ids: list[MemoryId] = Field(description="Its results, in the order of results.")
 
 
+class RecallPeriod(Response):
+    text: str = Field(description="The words of the query that name the period.")
+    after: Timestamp = Field(description="Memories dated at or after this time come first...")
+    before: Timestamp = Field(description="... up to this time (the period widened).")
+
+
 class RecallResult(Response):
     results: list[RecallHit]
     query: str
     count: int
+    period: RecallPeriod | None = Field(
+        description="The period the query names, whose memories come first (query_dates); "
+        "null when it names none."
+    )
     episodes: list[RecallGroup] | None = Field(
         description="With group_by_episode: the episodes of the results, ordered by their best "
         "result; results in no episode are in none. Null otherwise."
