@@ -56,7 +56,7 @@ def start(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
         "episodes": {
             "enabled": True,
             "detector_strategy": "embedding",
-            "embedding_similarity_threshold": 1.0,
+            "join_threshold": 1.0,
             "summary_debounce_seconds": 0,
         },
     }

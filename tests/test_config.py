@@ -120,3 +120,14 @@ def test_serve_config_error_exits_2_without_traceback(tm_home: Path, tmp_path: P
     assert done.returncode == 2
     assert "storage.colection: unknown key" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_09_cosine_threshold_is_ignored_with_a_deprecation(tmp_path: Path) -> None:
+    """0.9 wrote a cosine (0.75) there; read as today's probability it would keep almost every
+    memory out of episodes."""
+    path = write(tmp_path / "c.yaml", "episodes:\n  embedding_similarity_threshold: 0.75\n")
+    config = load_config(path)
+    assert config.episodes.join_threshold is None  # the model's own threshold
+    [note] = config.deprecations
+    assert "episodes.embedding_similarity_threshold (version 0.9)" in note
+    assert "episodes.join_threshold" in note

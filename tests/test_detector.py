@@ -494,7 +494,7 @@ def test_params_from_config():
     p = DetectorParams.from_config(EpisodesConfig())
     # unset, the join threshold is the one chosen with the fitted model
     assert (p.threshold, p.doubt_share, p.strategy) == (DEFAULT_MODEL.threshold, 0.45, "hybrid")
-    chosen = EpisodesConfig(embedding_similarity_threshold=0.6)
+    chosen = EpisodesConfig(join_threshold=0.6)
     assert DetectorParams.from_config(chosen).threshold == 0.6
     assert DetectorParams.from_config(EpisodesConfig(), doubt_share=0.1).doubt_share == 0.1
     assert (p.active_window_days, p.max_active_episodes) == (14, 20)

@@ -170,7 +170,7 @@ class EpisodesConfig:
         "embedding: similarity only; llm: LLM only; hybrid: LLM for the doubtful cases.",
         choices=("embedding", "llm", "hybrid"),
     )
-    embedding_similarity_threshold: float | None = setting(
+    join_threshold: float | None = setting(
         None,
         "P(joins), from the fitted join model, at or above which a memory joins an episode; "
         "unset = the threshold chosen with the model on validation streams (docs/detection.md).",
@@ -362,6 +362,9 @@ LEGACY_KEYS: dict[str, str] = {
     "dimensions it described the 0.9 store; the bundled offline model applies (set "
     "embedding.model alone to choose another)",
     "server.session_retention_days": "no longer used: session transcripts are not indexed",
+    "episodes.embedding_similarity_threshold": "0.9's cosine threshold no longer applies: "
+    "memories join episodes by the fitted join model's probability, at the threshold chosen "
+    "with the model (episodes.join_threshold, a probability, overrides it)",
 }
 # Keys of earlier 1.x versions that were replaced.
 RETIRED_KEYS: dict[str, str] = {

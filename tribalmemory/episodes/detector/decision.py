@@ -56,11 +56,7 @@ class DetectorParams:
         """From an ``EpisodesConfig`` (or anything with the same attribute names);
         ``doubt_share`` overrides ``config.llm_doubt_share`` (e.g. to stay in a call budget)."""
         return cls(
-            threshold=(
-                model.threshold
-                if config.embedding_similarity_threshold is None
-                else config.embedding_similarity_threshold
-            ),
+            threshold=(model.threshold if config.join_threshold is None else config.join_threshold),
             doubt_share=config.llm_doubt_share if doubt_share is None else doubt_share,
             strategy=config.detector_strategy,
             active_window_days=config.active_window_days,
