@@ -12,7 +12,7 @@ import pytest
 from tribalmemory.config import config_from_dict
 from tribalmemory.runtime import start_runtime
 from tribalmemory.service import dedup
-from tribalmemory.service.dedup import Candidate, decide, differences, is_same_fact
+from tribalmemory.service.dedup import NearDuplicate, decide, differences, is_same_fact
 from tribalmemory.shapes import RememberRequest
 
 UPDATES = [
@@ -58,8 +58,8 @@ def test_fact_tokens_are_numbers_versions_names_and_identifiers() -> None:
 
 def test_decide_prefers_a_real_duplicate_and_else_supersedes_the_nearest() -> None:
     new = "The build image uses Python 3.12"
-    older = Candidate("m-old", "The build image uses Python 3.11")
-    same = Candidate("m-same", "the build image uses Python 3.12.")
+    older = NearDuplicate("m-old", "The build image uses Python 3.11")
+    same = NearDuplicate("m-same", "the build image uses Python 3.12.")
     assert decide(new, [older, same]) == dedup.DedupDecision(duplicate_of="m-same")
     assert decide(new, [older]) == dedup.DedupDecision(supersedes="m-old")
     assert decide(new, []) == dedup.DedupDecision()

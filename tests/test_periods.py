@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tribalmemory.service.periods import AFTER_SLACK, BEFORE_SLACK, named_period
-from tribalmemory.service.ranking import Candidate, in_period_first
+from tribalmemory.service.ranking import Ranked, in_period_first
 
 NOW = datetime(2026, 11, 28, 15, 30, tzinfo=UTC)  # a Saturday
 
@@ -66,15 +66,15 @@ def at(when: datetime) -> float:
 
 def test_memories_dated_in_the_period_come_first_in_their_order() -> None:
     pool = [
-        Candidate("a", 0.9, created_at=at(day(2023, 1, 2))),
-        Candidate("b", 0.8, created_at=at(day(2023, 5, 3))),
-        Candidate("c", 0.7),
-        Candidate("d", 0.6, created_at=at(day(2023, 5, 9))),
+        Ranked("a", 0.9, created_at=at(day(2023, 1, 2))),
+        Ranked("b", 0.8, created_at=at(day(2023, 5, 3))),
+        Ranked("c", 0.7),
+        Ranked("d", 0.6, created_at=at(day(2023, 5, 9))),
     ]
     start, end = at(day(2023, 5, 1)), at(day(2023, 6, 1))
     assert [c.id for c in in_period_first(pool, start, end)] == ["b", "d", "a", "c"]
 
 
 def test_a_period_nothing_is_dated_in_leaves_the_pool_as_it_is() -> None:
-    pool = [Candidate("a", 0.9, created_at=at(day(2023, 1, 2))), Candidate("b", 0.8)]
+    pool = [Ranked("a", 0.9, created_at=at(day(2023, 1, 2))), Ranked("b", 0.8)]
     assert in_period_first(pool, at(day(2024, 1, 1)), at(day(2025, 1, 1))) == pool

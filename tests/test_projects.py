@@ -479,7 +479,7 @@ def test_cli_takes_the_project_of_the_working_directory(
 async def test_a_verdict_naming_another_projects_episode_is_not_carried_out(rt: Runtime) -> None:
     """The LLM's batch mixes projects; a verdict that names another project's episode (or
     seed) is turned into a new seed where it is carried out."""
-    from tribalmemory.episodes.matching import Decision
+    from tribalmemory.episodes.matching import Placement
 
     await store_threads(rt)
     alpha = next(iter(await episode_members(rt, "alpha")))
@@ -495,7 +495,7 @@ async def test_a_verdict_naming_another_projects_episode_is_not_carried_out(rt: 
     features = engine.state.matcher.memory(memory, vector)
     assert not engine.state.same_project(memory, "join", alpha)
     async with engine.state.detect_lock:
-        await engine.detection.apply(memory, features, Decision("join", alpha, 1.0, 1.0))
+        await engine.detection.apply(memory, features, Placement("join", alpha, 1.0, 1.0))
     assert engine.state.store.memberships.episode_of(memory.id) is None
     assert len((await rt.api.episode_get(alpha))["memory_ids"]) == 4
 

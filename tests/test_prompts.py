@@ -37,8 +37,10 @@ def user_text(prompt: p.Prompt) -> str:
 
 
 def merge_check() -> p.MergeCheck:
-    checked = p.Candidate("ep-new", "Logout bug again", recent=(p.MemoryText("m7", "logged out"),))
-    return p.MergeCheck(checked, tuple(p.as_candidate(c) for c in CANDIDATES))
+    checked = p.EpisodeText(
+        "ep-new", "Logout bug again", recent=(p.MemoryText("m7", "logged out"),)
+    )
+    return p.MergeCheck(checked, tuple(p.as_episode_text(c) for c in CANDIDATES))
 
 
 def test_merge_prompt_shows_each_check_and_accepts_only_its_candidates() -> None:
@@ -330,7 +332,9 @@ def test_the_longest_list_answers_fit_their_token_cap_even_indented() -> None:
     for n in (1, 2, p.MAX_BATCH):
         memories = [{"id": mem(), "content": "x"} for _ in range(n)]
         seeds = [{"id": f"thread-{mem()}", "title": "(new thread)"} for _ in range(n)]
-        checks = [p.MergeCheck(p.Candidate(ep(), "t"), (p.Candidate(ep(), "u"),)) for _ in range(n)]
+        checks = [
+            p.MergeCheck(p.EpisodeText(ep(), "t"), (p.EpisodeText(ep(), "u"),)) for _ in range(n)
+        ]
         joins = [
             {"memory_id": m["id"], "action": "join", "episode_id": s["id"]}
             for m, s in zip(memories, seeds, strict=True)

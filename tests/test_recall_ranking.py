@@ -17,26 +17,26 @@ from tribalmemory.errors import InvalidInput
 from tribalmemory.models import Memory, SourceType
 from tribalmemory.runtime import Runtime, start_runtime
 from tribalmemory.service import ranking
-from tribalmemory.service.ranking import Candidate, Kind
+from tribalmemory.service.ranking import Kind, Ranked
 from tribalmemory.timeutil import utc_now
 
 # -- the rules --------------------------------------------------------------------------------
 
 
 def test_a_derived_memory_is_left_out_when_its_source_is_in_the_pool() -> None:
-    lesson = Candidate("l", 0.9, Kind.DERIVED, "ep-1", sources=("m1", "m2"))
-    other = Candidate("d", 0.8, Kind.DERIVED, "ep-1", sources=("m9",))
-    pool = [lesson, other, Candidate("m2", 0.5, episode_id="ep-1")]
+    lesson = Ranked("l", 0.9, Kind.DERIVED, "ep-1", sources=("m1", "m2"))
+    other = Ranked("d", 0.8, Kind.DERIVED, "ep-1", sources=("m9",))
+    pool = [lesson, other, Ranked("m2", 0.5, episode_id="ep-1")]
     assert [c.id for c in ranking.admitted(pool)] == ["d", "m2"]
 
 
 def test_a_summary_is_kept_only_when_it_beats_its_best_member_by_the_margin() -> None:
-    def pool(summary_score: float) -> list[Candidate]:
+    def pool(summary_score: float) -> list[Ranked]:
         return [
-            Candidate("s", summary_score, Kind.SUMMARY, "ep-1"),
-            Candidate("a", 0.60, episode_id="ep-1"),
-            Candidate("b", 0.40, episode_id="ep-1"),
-            Candidate("x", 0.55, episode_id="ep-2"),
+            Ranked("s", summary_score, Kind.SUMMARY, "ep-1"),
+            Ranked("a", 0.60, episode_id="ep-1"),
+            Ranked("b", 0.40, episode_id="ep-1"),
+            Ranked("x", 0.55, episode_id="ep-2"),
         ]
 
     best = 0.60
@@ -46,21 +46,21 @@ def test_a_summary_is_kept_only_when_it_beats_its_best_member_by_the_margin() ->
 
 
 def test_a_summary_none_of_whose_members_was_found_stands_for_nothing() -> None:
-    pool = [Candidate("s", 0.9, Kind.SUMMARY, "ep-1"), Candidate("x", 0.5, episode_id="ep-2")]
+    pool = [Ranked("s", 0.9, Kind.SUMMARY, "ep-1"), Ranked("x", 0.5, episode_id="ep-2")]
     assert [c.id for c in ranking.admitted(pool)] == ["x"]
     assert [c.id for c in ranking.admitted(pool, orphans=True)] == ["s", "x"]
-    summaries_only = [pool[0], Candidate("t", 0.4, Kind.SUMMARY, "ep-2")]
+    summaries_only = [pool[0], Ranked("t", 0.4, Kind.SUMMARY, "ep-2")]
     assert ranking.admitted(summaries_only) == summaries_only  # source_types: summaries
 
 
-def random_pool(rng: random.Random, size: int = 60) -> list[Candidate]:
+def random_pool(rng: random.Random, size: int = 60) -> list[Ranked]:
     """A pool in fused order of memories of a few episodes, their summaries and lessons."""
     out = []
     for i in range(size):
         kind = rng.choice([Kind.MEMORY] * 4 + [Kind.SUMMARY, Kind.DERIVED])
         sources = tuple(f"c{rng.randrange(size)}" for _ in range(2)) if kind is Kind.DERIVED else ()
         score = round(rng.choice([0.3, 0.5, 0.5, 0.7]) + rng.choice([0.0, 0.02, 0.1]), 6)
-        out.append(Candidate(f"c{i}", score, kind, f"ep-{rng.randrange(6)}", sources))
+        out.append(Ranked(f"c{i}", score, kind, f"ep-{rng.randrange(6)}", sources))
     return out
 
 

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..llm import Candidate, MergeCheck
+from ..llm import EpisodeText, MergeCheck
 from ..llm.prompts import SNIPPETS_PER_CHECK
 from . import detector
 from .checks import GrowthChecks, reached
@@ -191,7 +191,7 @@ class Consolidation(GrowthChecks):
             return [e.id for e in detector.confirm_candidates(episode, others, twin, context)]
         return [e.id for e in detector.merge_candidates(episode, others, context)]
 
-    async def _describe(self, episode_id: str) -> Candidate | None:
+    async def _describe(self, episode_id: str) -> EpisodeText | None:
         """An episode as a check shows it (:meth:`.state.EngineState.describe`); None when it
         is gone."""
         row = self.store.episodes.get(episode_id)

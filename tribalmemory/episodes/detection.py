@@ -24,7 +24,7 @@ from .budget import Budget
 from .detector import DEFAULT_MODEL
 from .edits import Pin, may_join, may_move
 from .events import Arriving, Doubtful, Events, Grown
-from .matching import Decision, MemoryFeatures, when
+from .matching import MemoryFeatures, Placement, when
 from .membership import Membership
 from .sessions import Sessions
 from .state import EngineState
@@ -131,16 +131,16 @@ class Detection:
         self,
         memory: Memory,
         features: MemoryFeatures,
-        decision: Decision,
+        decision: Placement,
         title_hint: str | None = None,
     ) -> None:
         """Carry out a detection decision (the caller holds the detect lock)."""
         state = self.state
         now = state.clock()
         if decision.kind == "join" and not self.pins_allow(memory.id, decision.target):
-            decision = Decision.new_seed()  # the user took it out of that episode
+            decision = Placement.new_seed()  # the user took it out of that episode
         if not state.same_project(memory, decision.kind, decision.target):
-            decision = Decision.new_seed()  # an episode never spans two projects
+            decision = Placement.new_seed()  # an episode never spans two projects
         kind = decision.kind
         if kind == "join" and decision.target in state.active:
             episode_id = decision.target
@@ -182,13 +182,13 @@ class Detection:
         memory: Memory,
         features: MemoryFeatures,
         seed: MemoryFeatures,
-        decision: Decision,
+        decision: Placement,
         title_hint: str | None,
     ) -> None:
         seed_memory = await self.state.host.get_memories([seed.id])
         if not seed_memory:  # the seed was forgotten meanwhile
             self.state.seeds.pop(seed.id, None)
-            await self.apply(memory, features, Decision.new_seed())
+            await self.apply(memory, features, Placement.new_seed())
             return
         seed_row = self.store.detections.get(seed.id)
         hint = title_hint or (seed_row["hint"] if seed_row else None)
@@ -204,7 +204,7 @@ class Detection:
             finish_detection_of=[memory.id, seed.id],
         )
 
-    def decide(self, features: MemoryFeatures, *, doubt_share: float) -> Decision:
+    def decide(self, features: MemoryFeatures, *, doubt_share: float) -> Placement:
         return self.state.matcher.decide(
             features,
             self.state.active_for(features),

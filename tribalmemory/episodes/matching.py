@@ -20,7 +20,7 @@ from ..projects import DEFAULT_PROJECT
 from . import detector
 from .detector import DetectorContext, DetectorParams, EpisodeFeatures, MemoryFeatures
 
-__all__ = ["Decision", "EpisodeFeatures", "Matcher", "MemoryFeatures", "Option", "when"]
+__all__ = ["EpisodeFeatures", "Matcher", "MemoryFeatures", "Option", "Placement", "when"]
 
 SEED_PREFIX = "thread-"
 
@@ -45,18 +45,18 @@ class Option:
 
 
 @dataclass
-class Decision:
+class Placement:
     kind: str  # join | seed | ambiguous | new_seed | none
     target: str | None = None
     score: float = 0.0
     similarity: float = 0.0
     candidates: list[Option] = field(default_factory=list)
     confidence: float = 1.0
-    embedded: Decision | None = None
+    embedded: Placement | None = None
     """Of an ``ambiguous`` decision: what the embedding path decides meanwhile."""
 
     @classmethod
-    def new_seed(cls) -> Decision:
+    def new_seed(cls) -> Placement:
         return cls(kind="new_seed")
 
     def candidate_ids(self) -> list[str]:
@@ -118,7 +118,7 @@ class Matcher:
         doubt_share: float,
         learn: bool = False,
         project: str = DEFAULT_PROJECT,
-    ) -> Decision:
+    ) -> Placement:
         """The detector's decision; ``doubt_share`` is the share of decisions the LLM may take
         (0: the embedding path decides; ignored unless the strategy is ``hybrid``); ``learn``
         folds this memory and the decision's confidence into its ``project``'s running
@@ -140,17 +140,17 @@ class Matcher:
         memory: MemoryFeatures,
         episodes: list[EpisodeFeatures],
         seeds: list[MemoryFeatures],
-    ) -> Decision:
-        """The engine's :class:`Decision` for the detector's ``raw`` one."""
+    ) -> Placement:
+        """The engine's :class:`Placement` for the detector's ``raw`` one."""
         sure = raw.confidence
         if isinstance(raw, detector.Join):
             episode = next(e for e in episodes if e.id == raw.episode_id)
             similarity = self.similarity(memory, episode)
-            return Decision("join", raw.episode_id, raw.score, similarity, confidence=sure)
+            return Placement("join", raw.episode_id, raw.score, similarity, confidence=sure)
         if isinstance(raw, detector.StartFromSeed):
             seed = next(s for s in seeds if s.id == raw.seed_id)
             similarity = float(memory.vector @ seed.vector)
-            return Decision("seed", raw.seed_id, raw.score, similarity, confidence=sure)
+            return Placement("seed", raw.seed_id, raw.score, similarity, confidence=sure)
         if isinstance(raw, detector.Ambiguous):
             options = [
                 Option(
@@ -162,8 +162,10 @@ class Matcher:
             embedded = None
             if raw.embedded is not None:
                 embedded = self._decision(raw.embedded, memory, episodes, seeds)
-            return Decision("ambiguous", None, best.score, best.similarity, options, sure, embedded)
-        return Decision("new_seed", score=raw.best_score, confidence=sure)
+            return Placement(
+                "ambiguous", None, best.score, best.similarity, options, sure, embedded
+            )
+        return Placement("new_seed", score=raw.best_score, confidence=sure)
 
     def chain_score(
         self, new: EpisodeFeatures, closed: EpisodeFeatures, project: str = DEFAULT_PROJECT

@@ -16,13 +16,13 @@ import asyncio
 import logging
 from collections.abc import Collection, Iterable
 
-from ..llm import Candidate, Classification, MemoryText, Verdicts
+from ..llm import Classification, EpisodeText, MemoryText, Verdicts
 from ..llm.prompts import SEED_TITLE, SNIPPETS_PER_CANDIDATE
 from ..models import Memory
 from .consolidation import Consolidation
 from .detection import Detection
 from .events import Doubtful
-from .matching import Decision, MemoryFeatures, Option, when
+from .matching import MemoryFeatures, Option, Placement, when
 from .summariser import Summariser
 
 log = logging.getLogger("tribalmemory.episodes")
@@ -33,7 +33,7 @@ MAX_BATCH_CANDIDATES = 12
 """At most this many candidates (the union over a batch) in one classification prompt."""
 
 
-def _union(decisions: Iterable[Decision], reviewed: Collection[str]) -> dict[str, Option]:
+def _union(decisions: Iterable[Placement], reviewed: Collection[str]) -> dict[str, Option]:
     """The candidates of several decisions by candidate id, best first per decision, at most
     :data:`MAX_BATCH_CANDIDATES`; not the seeds among the ``reviewed`` memories (shown as a
     candidate, a memory's own text is one it would "join"; memories of one call that start a
@@ -97,7 +97,7 @@ class Review:
         if not self._reviewable(memory_id):
             return
         done = asyncio.Event()
-        batch: list[tuple[Memory, MemoryFeatures, Decision]] = []
+        batch: list[tuple[Memory, MemoryFeatures, Placement]] = []
         try:
             batch = await self._batch(memory_id, done)
             if batch:
@@ -110,7 +110,7 @@ class Review:
                 self._asking.pop(memory.id, None)
             done.set()
 
-    async def _ask(self, batch: list[tuple[Memory, MemoryFeatures, Decision]]) -> None:
+    async def _ask(self, batch: list[tuple[Memory, MemoryFeatures, Placement]]) -> None:
         """One classification call for the batch; carry out each answer (or keep the
         provisional decision). The budget is checked again here, as a hard cap: batches that
         split more than the routing expected must not overspend it."""
@@ -142,7 +142,7 @@ class Review:
 
     async def _carry_out(
         self,
-        batch: list[tuple[Memory, MemoryFeatures, Decision]],
+        batch: list[tuple[Memory, MemoryFeatures, Placement]],
         answer: Verdicts,
         options: dict[str, Option],
     ) -> None:
@@ -166,7 +166,7 @@ class Review:
 
     async def _batch(
         self, memory_id: str, done: asyncio.Event
-    ) -> list[tuple[Memory, MemoryFeatures, Decision]]:
+    ) -> list[tuple[Memory, MemoryFeatures, Placement]]:
         """The memory and other waiting doubtful memories (up to ``classify_batch_size``, the
         union of their candidates at most :data:`MAX_BATCH_CANDIDATES`), each with its
         candidates now, claimed for this call (``done`` is set when it is over). A memory with
@@ -179,7 +179,7 @@ class Review:
         vectors = await state.host.get_vectors(list(memories))
         if memory_id not in memories or memory_id not in vectors:  # forgotten meanwhile
             return []
-        batch: list[tuple[Memory, MemoryFeatures, Decision]] = []
+        batch: list[tuple[Memory, MemoryFeatures, Placement]] = []
         shared: set[str] = set()
         read: dict[str, MemoryFeatures] = {}  # members read for one key's options, for the next
         async with state.detect_lock:
@@ -212,7 +212,7 @@ class Review:
 
     async def _review_options(
         self, features: MemoryFeatures, read: dict[str, MemoryFeatures]
-    ) -> Decision:
+    ) -> Placement:
         """The memory's candidates as they are now, as if it were new: the active episodes
         (its own without it) and the seeds. The caller holds the detect lock. ``read`` keeps
         the members' features read so far under it (a memory's features do not change while
@@ -236,7 +236,7 @@ class Review:
         self,
         memory: Memory,
         features: MemoryFeatures,
-        decision: Decision,
+        decision: Placement,
         title: str | None,
     ) -> str | None:
         """Carry out the LLM's verdict on a memory already decided (the caller holds the detect
@@ -285,7 +285,7 @@ class Review:
         features: MemoryFeatures,
         options: dict[str, Option],
         titles: dict[str, str],
-    ) -> tuple[Decision, str | None]:
+    ) -> tuple[Placement, str | None]:
         """The decision that carries out the LLM's verdict on one memory (the caller holds the
         detect lock): a join names a candidate of the batch (a seed that has since started an
         episode means that episode); creates with one title start one thread together."""
@@ -299,18 +299,18 @@ class Review:
             if (option.kind == "join" and target in state.active) or (
                 option.kind == "seed" and target in state.seeds
             ):
-                return Decision(option.kind, target, option.score, option.similarity), None
+                return Placement(option.kind, target, option.score, option.similarity), None
         if verdict.action == "create":
             first = titles.get(verdict.title or "")
             episode_id = self.store.memberships.episode_of(first) if first else None
             if episode_id in state.active:
                 similarity = state.matcher.similarity(features, state.active[episode_id])
-                return Decision("join", episode_id, 0.0, similarity), None
+                return Placement("join", episode_id, 0.0, similarity), None
             if first in state.seeds:
-                return Decision("seed", first, 0.0, 0.0), None
-            return Decision("new_seed"), verdict.title
+                return Placement("seed", first, 0.0, 0.0), None
+            return Placement("new_seed"), verdict.title
         if verdict.action == "none":
-            return Decision("none"), None
+            return Placement("none"), None
         return self.detection.decide(features, doubt_share=0.0), None  # an option no longer open
 
     def _still_pending(self, memory_id: str) -> bool:
@@ -325,7 +325,7 @@ class Review:
 
     async def _describe_candidates(
         self, options: dict[str, Option], reviewed: set[str]
-    ) -> list[Candidate]:
+    ) -> list[EpisodeText]:
         """The candidates as the classification prompt shows them: an active episode as
         :meth:`.state.EngineState.describe` does, without the ``reviewed`` memories (a memory is
         judged against its episode without it); a seed as a new thread of its one memory."""
@@ -340,5 +340,5 @@ class Review:
             seed = await self.state.host.get_memories([option.target or ""])
             if seed:
                 memory = MemoryText(id=seed[0].id, content=seed[0].content)
-                described.append(Candidate(option.candidate_id, SEED_TITLE, "", (memory,)))
+                described.append(EpisodeText(option.candidate_id, SEED_TITLE, "", (memory,)))
         return described

@@ -21,7 +21,7 @@ from typing import Any, Literal, cast
 
 from ..config import EpisodesConfig
 from ..errors import NotFound
-from ..llm import Candidate, MemoryText
+from ..llm import EpisodeText, MemoryText
 from ..models import Memory
 from ..projects import DEFAULT_PROJECT
 from ..service.host import PluginHost
@@ -149,7 +149,7 @@ class EngineState:
 
     async def describe(
         self, row: EpisodeRow, k: int, leave_out: set[str] | frozenset[str] = frozenset()
-    ) -> Candidate:
+    ) -> EpisodeText:
         """An episode as a prompt shows it: title, summary and the ``k`` of its latest
         :data:`REPRESENTATIVE_POOL` members nearest their centroid, in time order (what it is
         mostly about: an episode whose latest members drifted must not pass for the thread
@@ -162,7 +162,7 @@ class EngineState:
         vectors = await self.host.get_vectors(pool)
         chosen = detector.representatives([(m, vectors[m]) for m in pool if m in vectors], k)
         shown = sorted(await self.host.get_memories(chosen), key=lambda m: m.created_at)
-        return Candidate(
+        return EpisodeText(
             id=row.id,
             title=row.title,
             summary=summary,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..llm import (
-    Candidate,
+    EpisodeText,
     LLMClient,
     LLMUnavailable,
     MemoryText,
@@ -113,7 +113,7 @@ class Summariser:
     async def classify(
         self,
         memories: list[Memory],
-        candidates: list[Candidate],
+        candidates: list[EpisodeText],
         checks: list[MergeCheck] | None = None,
     ) -> Verdicts | None:
         """Each memory's decision (one call for the batch), and the answers to the merge

@@ -6,9 +6,9 @@ Importing this package does not import litellm; the client imports it on first u
 from .client import LLMClient, LLMUnavailable
 from .ledger import Ledger, Reservation
 from .prompts import (
-    Candidate,
     Classification,
     EpisodeMetadata,
+    EpisodeText,
     MemoryText,
     MergeCheck,
     Prompt,
@@ -24,7 +24,7 @@ from .prompts import (
 )
 
 __all__ = [
-    "Candidate",
+    "EpisodeText",
     "Classification",
     "EpisodeMetadata",
     "LLMClient",

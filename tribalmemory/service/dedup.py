@@ -31,7 +31,7 @@ NEGATIONS = frozenset(
 
 
 @dataclass(frozen=True)
-class Candidate:
+class NearDuplicate:
     """A stored memory whose embedding is at or above the duplicate threshold."""
 
     memory_id: str
@@ -106,7 +106,7 @@ def is_same_fact(new: str, old: str) -> bool:
     return not differences(new, old)
 
 
-def decide(new: str, candidates: list[Candidate]) -> DedupDecision:
+def decide(new: str, candidates: list[NearDuplicate]) -> DedupDecision:
     """Of the near-duplicates (nearest first): the first one stating the same fact makes
     ``new`` a duplicate; otherwise ``new`` is stored and supersedes the nearest one."""
     for candidate in candidates:

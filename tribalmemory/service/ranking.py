@@ -40,7 +40,7 @@ class Kind(Enum):
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Ranked:
     """One search result as the rules see it."""
 
     id: str
@@ -56,15 +56,15 @@ def pool_size(limit: int) -> int:
     return max(2 * limit, CANDIDATE_POOL)
 
 
-def without_derived_beside_sources(pool: Sequence[Candidate]) -> list[Candidate]:
+def without_derived_beside_sources(pool: Sequence[Ranked]) -> list[Ranked]:
     """``pool`` without the derived memories that were read from a memory in ``pool``."""
     present = {c.id for c in pool if c.kind is Kind.MEMORY}
     return [c for c in pool if c.kind is not Kind.DERIVED or not present.intersection(c.sources)]
 
 
 def summaries_that_add(
-    pool: Sequence[Candidate], margin: float = SUMMARY_MARGIN, orphans: bool = False
-) -> list[Candidate]:
+    pool: Sequence[Ranked], margin: float = SUMMARY_MARGIN, orphans: bool = False
+) -> list[Ranked]:
     """``pool`` without the summaries that carry no more of the query than their best member
     in ``pool`` (score + ``margin``), nor, unless ``orphans``, those none of whose members is
     in ``pool`` while other memories are (a search restricted to summaries keeps them all)."""
@@ -74,7 +74,7 @@ def summaries_that_add(
             best[c.episode_id] = max(best.get(c.episode_id, 0.0), c.score)
     orphans = orphans or not any(c.kind is Kind.MEMORY for c in pool)
 
-    def adds(c: Candidate) -> bool:
+    def adds(c: Ranked) -> bool:
         if c.episode_id not in best:
             return orphans
         return c.score >= best[c.episode_id] + margin
@@ -83,13 +83,13 @@ def summaries_that_add(
 
 
 def admitted(
-    pool: Sequence[Candidate], margin: float = SUMMARY_MARGIN, orphans: bool = False
-) -> list[Candidate]:
+    pool: Sequence[Ranked], margin: float = SUMMARY_MARGIN, orphans: bool = False
+) -> list[Ranked]:
     """The candidates recall may show, in ``pool``'s order (both rules above)."""
     return summaries_that_add(without_derived_beside_sources(pool), margin, orphans)
 
 
-def in_period_first(pool: Sequence[Candidate], start: float, end: float) -> list[Candidate]:
+def in_period_first(pool: Sequence[Ranked], start: float, end: float) -> list[Ranked]:
     """``pool`` with the candidates dated in ``[start, end)`` first; order kept within each
     group, so the first k are still the first k of a longer list."""
     inside = [c for c in pool if c.created_at is not None and start <= c.created_at < end]

@@ -56,8 +56,7 @@ def dated_first(
     (:func:`.ranking.in_period_first`), and the ids of those."""
     start, end = (moment.timestamp() for moment in period.window())
     pool = [
-        ranking.Candidate(h.memory.id, 0.0, created_at=h.memory.created_at.timestamp())
-        for h in hits
+        ranking.Ranked(h.memory.id, 0.0, created_at=h.memory.created_at.timestamp()) for h in hits
     ]
     ordered = ranking.in_period_first(pool, start, end)
     by_id = {h.memory.id: h for h in hits}
@@ -67,7 +66,7 @@ def dated_first(
     return [by_id[c.id] for c in ordered], inside
 
 
-def candidate(hit: SearchHit, episode_id: str | None) -> ranking.Candidate:
+def candidate(hit: SearchHit, episode_id: str | None) -> ranking.Ranked:
     """A search hit as the ranking rules see it (``episode_id``: the memory's episode)."""
     memory = hit.memory
     kind = ranking.Kind.MEMORY
@@ -78,7 +77,7 @@ def candidate(hit: SearchHit, episode_id: str | None) -> ranking.Candidate:
     elif memory.source_type in ENGINE_WRITTEN:
         kind = ranking.Kind.DERIVED
         sources = tuple(memory.metadata.get("memory_ids") or ())
-    return ranking.Candidate(memory.id, similarity(hit.cosine), kind, episode_id, sources)
+    return ranking.Ranked(memory.id, similarity(hit.cosine), kind, episode_id, sources)
 
 
 class RecallOperations(ServiceState):

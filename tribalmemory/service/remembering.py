@@ -190,7 +190,7 @@ class RememberOperations(ServiceState):
         episode_id = extra.pop("episode_id", None)
         return RememberResult(success=True, memory_id=memory.id, episode_id=episode_id, extra=extra)
 
-    def _near_duplicates(self, vector: np.ndarray, project: str) -> list[dedup.Candidate]:
+    def _near_duplicates(self, vector: np.ndarray, project: str) -> list[dedup.NearDuplicate]:
         """Memories (not episode summaries, not superseded by a correction) at or above
         ``memory.dedup_threshold`` that ``project`` sees, nearest first: restating a corrected
         fact stores it again, and so does stating in one project what another one holds.
@@ -215,7 +215,7 @@ class RememberOperations(ServiceState):
             where = MemoryFilter(exclude_source_types=sorted(ENGINE_WRITTEN), project=project)
             found = self.store.dense_search(vector, 1, where)
         return [
-            dedup.Candidate(h.memory.id, h.memory.content)
+            dedup.NearDuplicate(h.memory.id, h.memory.content)
             for h in found
             if h.cosine >= threshold and h.memory.superseded_by is None  # hidden: not a match
         ]

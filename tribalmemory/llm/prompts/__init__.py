@@ -42,7 +42,7 @@ from .limits import (
     TITLE_MAX,
     TITLE_TARGET,
 )
-from .render import Candidate, MemoryText, Prompt, as_candidate, as_memory
+from .render import EpisodeText, MemoryText, Prompt, as_episode_text, as_memory
 from .summaries import (
     EpisodeMetadata,
     SummaryResult,
@@ -70,7 +70,7 @@ __all__ = [
     "SNIPPETS_PER_CHECK",
     "TITLE_MAX",
     "TITLE_TARGET",
-    "Candidate",
+    "EpisodeText",
     "Classification",
     "EpisodeMetadata",
     "MemoryText",
@@ -79,7 +79,7 @@ __all__ = [
     "SplitCheck",
     "SummaryResult",
     "Verdicts",
-    "as_candidate",
+    "as_episode_text",
     "as_memory",
     "build_classify",
     "build_final",

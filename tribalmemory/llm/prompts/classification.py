@@ -9,7 +9,7 @@ from typing import Any, Literal
 from .answers import exact_keys, validate_title_text
 from .consolidation import MergeCheck, check_blocks, merge_allowed, validate_merge
 from .limits import LIST_ANSWER_TOKENS, MAX_BATCH, MAX_CANDIDATES, MAX_TOKENS, NEW_MEMORY_CHARS
-from .render import Prompt, as_candidate, as_memory, episode_block, render_memory
+from .render import Prompt, as_episode_text, as_memory, episode_block, render_memory
 from .system import messages
 
 
@@ -48,7 +48,7 @@ def build_classify(
     news = [as_memory(m) for m in memories][:MAX_BATCH]
     if not news:
         raise ValueError("classify needs at least one memory")
-    cands = [as_candidate(c) for c in candidates][:MAX_CANDIDATES]
+    cands = [as_episode_text(c) for c in candidates][:MAX_CANDIDATES]
     checks = list(checks)[:MAX_BATCH]
     blocks = [episode_block(cand) for cand in cands]
     limit = max(500, NEW_MEMORY_CHARS // len(news))

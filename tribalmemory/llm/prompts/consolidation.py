@@ -15,7 +15,7 @@ from .limits import (
     SNIPPET_CHARS,
     SNIPPETS_PER_CHECK,
 )
-from .render import Candidate, MemoryText, Prompt, attr, episode_block, episode_head, render_all
+from .render import EpisodeText, MemoryText, Prompt, attr, episode_block, episode_head, render_all
 from .system import messages
 
 T = TypeVar("T")
@@ -25,8 +25,8 @@ T = TypeVar("T")
 class MergeCheck:
     """One episode and the candidates it may be the same thread as (``merge``)."""
 
-    episode: Candidate
-    candidates: tuple[Candidate, ...]
+    episode: EpisodeText
+    candidates: tuple[EpisodeText, ...]
 
 
 @dataclass(frozen=True)

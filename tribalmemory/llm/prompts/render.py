@@ -36,7 +36,7 @@ class MemoryText:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class EpisodeText:
     """An active episode offered to ``classify``."""
 
     id: str
@@ -78,13 +78,13 @@ def as_memory(obj: Any) -> MemoryText:
     )
 
 
-def as_candidate(obj: Any) -> Candidate:
-    """A :class:`Candidate` from a Candidate or a dict with id, title, summary, recent."""
-    if isinstance(obj, Candidate):
+def as_episode_text(obj: Any) -> EpisodeText:
+    """An :class:`EpisodeText` from one or from a dict with id, title, summary, recent."""
+    if isinstance(obj, EpisodeText):
         return obj
     get = obj.get if isinstance(obj, dict) else lambda k, d=None: getattr(obj, k, d)
     recent = get("recent") or get("memories") or get("snippets") or ()
-    return Candidate(
+    return EpisodeText(
         id=str(get("id")),
         title=str(get("title") or ""),
         summary=str(get("summary") or ""),
@@ -155,7 +155,7 @@ def episode_head(
     return head
 
 
-def episode_block(cand: Candidate, snippets: int = SNIPPETS_PER_CANDIDATE) -> str:
+def episode_block(cand: EpisodeText, snippets: int = SNIPPETS_PER_CANDIDATE) -> str:
     """``<episode id="..">``: a candidate's title, summary and most recent memories."""
     recent = [render_memory(m, SNIPPET_CHARS) for m in cand.recent[-snippets:]]
     head = episode_head(cand.title, cand.summary, CANDIDATE_SUMMARY_CHARS)
