@@ -49,6 +49,7 @@ episodes:
   enabled: false
   summarizer_temperature: 0.3
   active_window_days: 14
+  embedding_similarity_threshold: 0.75
 
 auto_capture: true
 """
@@ -76,7 +77,7 @@ def test_a_09_config_loads_with_a_warning_per_key(
     config = load_config(path)
     assert config.memory.default_source_instance == "chosen"
     assert config.embedding.model == "BAAI/bge-small-en-v1.5"
-    assert not any("embedding" in note for note in config.deprecations)
+    assert not any(note.split()[2].startswith("embedding") for note in config.deprecations)
 
     caplog.set_level(logging.WARNING)
     from tribalmemory.cli.main import main
