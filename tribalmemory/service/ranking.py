@@ -89,10 +89,15 @@ def admitted(
     return summaries_that_add(without_derived_beside_sources(pool), margin, orphans)
 
 
+def dated_in(pool: Sequence[Ranked], start: float, end: float) -> list[Ranked]:
+    """The candidates of ``pool`` dated in ``[start, end)``, in ``pool``'s order."""
+    return [c for c in pool if c.created_at is not None and start <= c.created_at < end]
+
+
 def in_period_first(pool: Sequence[Ranked], start: float, end: float) -> list[Ranked]:
     """``pool`` with the candidates dated in ``[start, end)`` first; order kept within each
     group, so the first k are still the first k of a longer list."""
-    inside = [c for c in pool if c.created_at is not None and start <= c.created_at < end]
+    inside = dated_in(pool, start, end)
     if not inside:
         return list(pool)
     kept = {c.id for c in inside}

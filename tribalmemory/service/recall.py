@@ -60,9 +60,7 @@ def dated_first(
     ]
     ordered = ranking.in_period_first(pool, start, end)
     by_id = {h.memory.id: h for h in hits}
-    inside = frozenset(
-        c.id for c in ordered if c.created_at is not None and start <= c.created_at < end
-    )
+    inside = frozenset(c.id for c in ranking.dated_in(pool, start, end))
     return [by_id[c.id] for c in ordered], inside
 
 
