@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from tribalmemory.config import EpisodesConfig
 from tribalmemory.episodes import resumption
 from tribalmemory.episodes.budget import memories_per_review, within_budget
 from tribalmemory.episodes.consolidation import BATCH as MERGE_BATCH
@@ -266,14 +267,17 @@ def _majority(labels: Sequence[str | None]) -> str | None:
     return c[0][0] if c else None
 
 
+_DEFAULTS = EpisodesConfig()
+
+
 @dataclass(frozen=True)
 class Review:
     """How doubtful decisions are reviewed (the engine's ``classify_*`` settings)."""
 
-    calls_per_memory: float = 0.3
-    batch_size: int = 2
-    wait_paces: float = 4.0
-    max_wait_seconds: float = 86400.0
+    calls_per_memory: float = _DEFAULTS.classify_calls_per_memory
+    batch_size: int = _DEFAULTS.classify_batch_size
+    wait_paces: float = _DEFAULTS.classify_batch_wait_paces
+    max_wait_seconds: float = _DEFAULTS.classify_batch_wait_seconds
     merge_checks: bool = True
     merge_sizes: tuple[int, ...] = MERGE_CHECK_SIZES
     merge_candidates: int = MERGE_CANDIDATES

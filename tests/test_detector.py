@@ -493,7 +493,7 @@ def test_lower_threshold_joins_more():
 def test_params_from_config():
     p = DetectorParams.from_config(EpisodesConfig())
     # unset, the join threshold is the one chosen with the fitted model
-    assert (p.threshold, p.doubt_share, p.strategy) == (DEFAULT_MODEL.threshold, 0.45, "hybrid")
+    assert (p.threshold, p.doubt_share, p.strategy) == (DEFAULT_MODEL.threshold, 0.9, "hybrid")
     chosen = EpisodesConfig(join_threshold=0.6)
     assert DetectorParams.from_config(chosen).threshold == 0.6
     assert DetectorParams.from_config(EpisodesConfig(), doubt_share=0.1).doubt_share == 0.1
@@ -560,7 +560,8 @@ def test_budget_caps_the_simulated_calls():
     ]
     vectors = np.stack([vec_at(0.9 + 0.002 * k) for k in range(40)])
     stream = sim.Stream("s", records, vectors)
-    res = sim.simulate(stream, DetectorParams(strategy="llm"), sim.Oracle(1.0), 0.3)
+    review = sim.Review(calls_per_memory=0.3, batch_size=2)  # 20 calls unless capped
+    res = sim.simulate(stream, DetectorParams(strategy="llm"), sim.Oracle(1.0), review=review)
     assert res.calls == 12  # floor(0.3 * 39 + 1): 39 memories decided before the last one
     assert len(set(res.assignment)) == 1 and res.assignment[0] is not None
 

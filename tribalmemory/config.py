@@ -179,7 +179,7 @@ class EpisodesConfig:
         nullable=True,
     )
     llm_doubt_share: float = setting(
-        0.45,
+        0.9,
         "hybrid: about this share of memories, the least confident decisions, are reviewed "
         "by the LLM (0 asks none); capped by classify_calls_per_memory.",
         minimum=0.0,
@@ -193,13 +193,13 @@ class EpisodesConfig:
         maximum=1.0,
     )
     classify_batch_size: int = setting(
-        2,
+        4,
         "hybrid/llm: doubtful memories are reviewed together, up to this many in one call.",
         minimum=1,
         maximum=8,
     )
     classify_batch_wait_paces: float = setting(
-        4,
+        32,
         "hybrid/llm: a doubtful memory waits for others to share its review call up to this "
         "many times the stream's own pace (the median gap between memories).",
         minimum=0.0,

@@ -41,7 +41,7 @@ class DetectorParams:
     and go to the LLM; 0 sends none."""
 
     threshold: float = DEFAULT_MODEL.threshold
-    doubt_share: float = 0.45
+    doubt_share: float = 0.9
     strategy: str = "hybrid"
     active_window_days: float = 14.0
     max_active_episodes: int = 20
