@@ -312,3 +312,45 @@ async def test_an_import_embeds_its_pages_with_the_single_threaded_model(
             assert float(np.dot(by_text[text], vector)) > 1 - 1e-4
     finally:
         await runtime.stop()
+
+
+async def test_an_import_page_is_embedded_in_one_part_per_cpu_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page of an import is split into one part per CPU (each of at least 64 texts), the
+    parts embedded at once; every memory still gets its own text's vector."""
+    from tribalmemory.service import state
+
+    folder = tmp_path / "parts"
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(folder))
+    monkeypatch.setattr(state, "cpu_count", lambda: 2)  # whatever this machine has
+    config = load_config(write_config(folder, episodes={"enabled": False}))
+    texts = [
+        f"Note {i}: the {['billing', 'search', 'deploy'][i % 3]} job {i * 7} ran"
+        for i in range(300)
+    ]
+    source = tmp_path / "parts.jsonl"
+    with source.open("w", encoding="utf-8") as handle:
+        for i, text in enumerate(texts):
+            when = START + timedelta(minutes=i)
+            handle.write(json.dumps({"content": text, "created_at": to_iso(when)}) + "\n")
+    runtime = await start_runtime(config)
+    try:
+        assert runtime.service.background is not None
+        model = runtime.service.background.model()
+        calls: list[int] = []
+        embed = model.embed
+        monkeypatch.setattr(model, "embed", lambda batch: calls.append(len(batch)) or embed(batch))
+        report = await importer.apply(runtime.api, source)
+        assert report.stored == len(texts)
+        # pages of 256 and 44: the first in two parts of 128, the second (< 2 x 64) whole
+        assert sorted(calls) == [44, 128, 128]
+        memories = list(runtime.service.store.scroll())
+        stored = await runtime.service.vectors([m.id for m in memories])
+        by_text = {m.content: stored[m.id] for m in memories}
+        expected = await runtime.service.embed(texts)
+        for text, vector in zip(texts, expected, strict=True):
+            # as above: one thread instead of two, other runs; only float32 sums differ
+            assert float(np.dot(by_text[text], vector)) > 1 - 1e-4
+    finally:
+        await runtime.stop()

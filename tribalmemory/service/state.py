@@ -5,7 +5,9 @@ the writes of plugin-owned memories)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import os
 import time
 from typing import Any
 
@@ -25,6 +27,19 @@ from .activity import RequestActivity
 from .hooks import HookRegistry
 
 log = logging.getLogger("tribalmemory.service")
+
+BULK_PARTS = 4
+"""At most this many parts of an import's page are embedded at once (one per CPU)."""
+BULK_PART_TEXTS = 64
+"""A part has at least this many texts: fewer are not worth a thread."""
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def write_estimate(text: str) -> int:
@@ -94,15 +109,26 @@ class ServiceState:
 
     async def embed_bulk(self, texts: list[str]) -> np.ndarray:
         """Embed many texts (an import's page) with the single-threaded copy of the model
-        (the background embedder's), at normal priority on a request thread; without a
-        background embedder, as :meth:`embed`. The request model splits each run between two
-        threads that spin between its steps: on a busy 2-CPU machine it embedded a page at
-        half the speed for twice the CPU, and left none to the episode engine placing the
-        page before (docs/benchmarks.md)."""
+        (the background embedder's), at normal priority, in one part per CPU (at most
+        :data:`BULK_PARTS`, each of at least :data:`BULK_PART_TEXTS` texts) embedded at once on
+        threads of their own; without a background embedder, as :meth:`embed`.
+
+        Not the request model: it splits each run between two threads that spin between its
+        steps, and on a busy 2-CPU machine it embedded a page at half the speed for twice the
+        CPU, leaving none to the episode engine placing the page before. Not the request
+        threads either: they are kept off the CPU of onnxruntime's pinned thread
+        (:mod:`..embeddings.placement`), so on two CPUs they share one, and an import's pages
+        were embedded on one CPU while the other stayed mostly idle (docs/benchmarks.md)."""
         if self.background is None:
             return await self.embed(texts)
         model = self.background.model
-        return await self.request_threads.run(lambda: model().embed(texts))
+        parts = min(BULK_PARTS, cpu_count(), len(texts) // BULK_PART_TEXTS)
+        if parts <= 1:
+            return await self.request_threads.run(lambda: model().embed(texts))
+        bounds = [len(texts) * k // parts for k in range(parts + 1)]
+        chunks = [texts[a:b] for a, b in itertools.pairwise(bounds)]
+        done = await asyncio.gather(*(asyncio.to_thread(model().embed, c) for c in chunks))
+        return np.concatenate(done)
 
     async def embed_background(self, texts: list[str]) -> np.ndarray:
         """Embed for background work: on the low-priority embedder when there is one."""
