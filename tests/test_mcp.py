@@ -42,6 +42,7 @@ TOOLS = {
     "tribal_forget",
     "tribal_used",
     "tribal_correct",
+    "tribal_ingest_conversation",
     "tribal_stats",
     "tribal_episodes_list",
     "tribal_episode_get",
@@ -305,6 +306,7 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         shapes.RecallRequest,
         shapes.ForgetRequest,
         shapes.CorrectRequest,
+        shapes.IngestConversationRequest,
         shapes.EpisodesListQuery,
         shapes.EpisodeRef,
         shapes.EpisodeGetQuery,
@@ -326,6 +328,7 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_forget": shapes.ForgetResult,
         "tribal_used": shapes.UsedResult,
         "tribal_correct": shapes.RememberResult,
+        "tribal_ingest_conversation": shapes.IngestConversationResult,
         "tribal_stats": shapes.Stats,
         "tribal_episodes_list": shapes.EpisodeList,
         "tribal_episode_get": shapes.EpisodeGetResult,
@@ -636,6 +639,32 @@ async def test_tribal_correct_hides_the_old_memory(runtime: Any) -> None:
         both = ok(await client.call_tool("tribal_recall", query | {"include_superseded": True}))
         hidden = [r for r in both["results"] if r["memory_id"] == old["memory_id"]]
         assert hidden and hidden[0]["memory"]["superseded_by"] == fixed["memory_id"]
+
+
+@needs_store
+async def test_tribal_ingest_conversation_stores_turns_once(runtime: Any) -> None:
+    """The client is the author of messages without a name; a re-send stores nothing; a bad
+    message is a tool error naming it, with nothing stored."""
+    messages = [
+        {"role": "user", "content": "Which port does the staging API listen on?", "name": "ana"},
+        {"role": "assistant", "content": "The staging API listens on port 8443 behind nginx."},
+        {"role": "user", "content": "thanks!"},
+    ]
+    async with connect(runtime.api) as client:
+        call = {"conversation_id": "chat-9", "messages": messages}
+        done = ok(await client.call_tool("tribal_ingest_conversation", call))
+        assert (done["turns"], done["stored"], done["folded"]) == (2, 2, 1)
+        again = ok(await client.call_tool("tribal_ingest_conversation", call))
+        assert (again["stored"], again["existing"]) == (0, 2)
+        answer = runtime.service.store.get([done["memory_ids"][1]])[0]
+        assert answer.content == (
+            "assistant: The staging API listens on port 8443 behind nginx.\nuser: thanks!"
+        )
+        assert answer.source_instance == "mcp"  # the MCP client's name (clientInfo)
+        bad = {"conversation_id": "chat-10", "messages": [{"role": "bot", "content": "x"}]}
+        problem = error_of(await client.call_tool("tribal_ingest_conversation", bad))
+        assert "messages[0]: role must be one of" in problem
+        assert ok(await client.call_tool("tribal_stats", {}))["total_memories"] == 2
 
 
 @needs_store

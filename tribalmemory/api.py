@@ -141,6 +141,13 @@ class TribalAPI:
             stored=sum(1 for r in results if r.success),
         ).to_json()
 
+    @takes(shapes.IngestConversationRequest)
+    async def ingest_conversation(
+        self, request: shapes.IngestConversationRequest
+    ) -> dict[str, Any]:
+        done = await self.service.ingest_conversation(request)
+        return shapes.IngestConversationResult(**vars(done)).to_json()
+
     @takes(shapes.RecallRequest)
     async def recall(self, request: shapes.RecallRequest) -> dict[str, Any]:
         grouped = check.boolean("group_by_episode", request.group_by_episode)

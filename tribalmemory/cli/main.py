@@ -43,6 +43,14 @@ def _api(name: str) -> Handler:
     return handler
 
 
+def _ingest(args: argparse.Namespace, config: Config) -> int:
+    """``ingest``: the file checked with the configuration's limits, then sent."""
+    from . import commands, ingest
+
+    args.max_content_chars = config.server.max_content_chars
+    return asyncio.run(commands.with_api(config, ingest.run, args))
+
+
 def _lazy(module: str, name: str) -> Handler:
     def handler(args: argparse.Namespace, config: Config) -> int:
         from importlib import import_module
@@ -170,6 +178,18 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--source-instance", help="who stores it (default: memory config)")
     cmd.add_argument("--context", help="where it came from")
     add_fields(cmd, shapes.CorrectRequest)
+
+    cmd = add("ingest", _ingest, "store a conversation file, a memory per turn", [scoped])
+    cmd.add_argument(
+        "file",
+        help="a JSON object {conversation_id, messages}, a JSON list of messages or JSON lines "
+        "of messages ({role, content, timestamp?, name?}); '-' reads standard input",
+    )
+    cmd.add_argument(
+        "--conversation", metavar="ID", help="the conversation's id (default: the file's)"
+    )
+    cmd.add_argument("--source-instance", help="the agent it is with (default: memory config)")
+    cmd.add_argument("--session", help="the client session it belongs to")
 
     cmd = add(
         "status",

@@ -128,6 +128,14 @@ ROUTES: list[Op] = [
     ),
     Op(
         "POST",
+        "/v1/conversations",
+        "ingest_conversation",
+        "Store a conversation's messages, a memory per turn (idempotent by message position)",
+        shapes.IngestConversationResult,
+        body=shapes.IngestConversationRequest,
+    ),
+    Op(
+        "POST",
         "/v1/recall",
         "recall",
         "Hybrid search, best first",
@@ -389,7 +397,7 @@ def _responses(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str,
     if op.call in ("recall", "memories_list"):
         codes["501"] = "episode_id is given and the episode feature is not enabled"
     codes["503"] = "Store or dependency unavailable"
-    if op.call in ("remember", "remember_batch", "correct"):
+    if op.call in ("remember", "remember_batch", "correct", "ingest_conversation"):
         codes["507"] = "The disk is nearly full (storage.min_free_mb): nothing was stored"
     out: dict[str, Any] = {
         "200": {"description": "OK", "content": {"application/json": {"schema": refs[op.response]}}}

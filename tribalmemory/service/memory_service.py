@@ -13,20 +13,21 @@ The service is made of one part per job, each in its module:
 - :mod:`.edits`: correct and forget;
 - :mod:`.recall`: recall and list_memories (the read path);
 - :mod:`.importing`: an import's pages;
+- :mod:`.conversations`: a conversation's messages, a memory per turn (:mod:`.turns`);
 - :mod:`.usage`: access statistics (retrievability) read and recorded;
 - :mod:`.status`: stats, projects and health.
 """
 
 from __future__ import annotations
 
+from .conversations import ConversationOperations
 from .edits import EditOperations
-from .importing import ImportOperations
 from .recall import RecallOperations
 from .status import StatusOperations
 from .usage import AccessOperations
 
 
 class MemoryService(
-    EditOperations, RecallOperations, ImportOperations, AccessOperations, StatusOperations
+    EditOperations, RecallOperations, ConversationOperations, AccessOperations, StatusOperations
 ):
     """Stores and finds memories; runs the registered write-time hooks."""

@@ -48,6 +48,11 @@ from .context import (
     Patterns,
     PatternsQuery,
 )
+from .conversations import (
+    ConversationMessage,
+    IngestConversationRequest,
+    IngestConversationResult,
+)
 from .episodes import (
     Episode,
     EpisodeChain,
@@ -209,7 +214,8 @@ from .structured import (
 __all__ = [
     "AccessCount", "AccessInfo", "BackgroundEmbeddings", "BatchesInfo", "CONTEXT_BUDGET",
     "CallTotals", "CitedIds", "Context", "ContextActive", "ContextFailed", "ContextLesson",
-    "ContextPattern", "ContextQuery", "CorrectRequest", "Costs", "Decision", "DecisionEdit",
+    "ContextPattern", "ContextQuery", "ConversationMessage", "CorrectRequest", "Costs",
+    "Decision", "DecisionEdit",
     "DetectorModelInfo", "DiskInfo", "EDITABLE_STATUSES", "EPISODES_LIMIT", "EPISODES_OFFSET",
     "EPISODES_SCOPED_DOC", "EPISODE_ID_PATTERN", "EPISODE_STATUSES", "EVENT_TYPES",
     "EditableStatus", "EmbeddingInfo", "Episode", "EpisodeChain", "EpisodeCounts",
@@ -220,7 +226,8 @@ __all__ = [
     "EpisodeSplitResult", "EpisodeStartRequest", "EpisodeStartResult", "EpisodeStatus",
     "EpisodeUpdateRequest", "EpisodesListQuery", "EpisodesReplayRequest",
     "EpisodesSearchRequest", "Error", "Event", "EventEdit", "EventType", "ForgetRequest",
-    "ForgetResult", "Health", "HistoryActor", "HistoryEntry", "ItemText", "LastAccessed",
+    "ForgetResult", "Health", "HistoryActor", "HistoryEntry", "IngestConversationRequest",
+    "IngestConversationResult", "ItemText", "LastAccessed",
     "Lesson", "LessonEdit", "LlmStatus", "MAX_BATCH", "MAX_CITED_IDS", "MAX_CONTEXT_CHARS",
     "MAX_DECISIONS", "MAX_EPISODE_ID_CHARS", "MAX_EPISODE_QUERY_CHARS", "MAX_EVENTS",
     "MAX_FILTER_CHARS", "MAX_FUTURE_SECONDS", "MAX_ITEM_CHARS", "MAX_LESSONS", "MAX_MEMORY_IDS",

@@ -1,4 +1,4 @@
-"""The memory tools: remember, recall, forget, used, correct.
+"""The memory tools: remember, recall, forget, used, correct, ingest_conversation.
 
 Each function is one tool; its name, annotations and request model are in :data:`.table.TOOLS`.
 """
@@ -31,6 +31,7 @@ def memory_tools(env: ToolEnv) -> list[Callable[..., Any]]:
     remember_arg = shapes.RememberRequest
     recall_arg = shapes.RecallRequest
     correct_arg = shapes.CorrectRequest
+    ingest_arg = shapes.IngestConversationRequest
 
     async def remember(
         content: Annotated[str, RAW, arg(remember_arg, "content")],
@@ -116,4 +117,31 @@ def memory_tools(env: ToolEnv) -> list[Callable[..., Any]]:
             **passed,
         )
 
-    return [remember, recall, forget, used, correct]
+    async def ingest_conversation(
+        conversation_id: Annotated[str, RAW, arg(ingest_arg, "conversation_id")],
+        messages: Annotated[list[Any], RAW, arg(ingest_arg, "messages")],
+        session: Annotated[str, RAW, arg(ingest_arg, "session", SESSION_DOC)] = "",
+        project: Annotated[str, RAW, arg(ingest_arg, "project", PROJECT_DOC)] = "",
+        ctx: Context[Any, Any] | None = None,
+        **passed: Any,
+    ) -> shapes.IngestConversationResult:
+        """Store a whole conversation (a chat, a session transcript) in the team's memory.
+
+        Send its messages ({role, content, timestamp?, name?}) in order; each turn becomes a
+        memory, episodes form from them as from remembered memories, and system messages,
+        tool output and bare acknowledgements are folded into the turn before. Send the same
+        conversation_id again with more messages and only the new ones are stored; a long
+        conversation goes in pages of up to 1000 messages (first_index: the position of the
+        page's first message).
+        """
+        return await call(
+            "ingest_conversation",
+            conversation_id=conversation_id,
+            messages=messages,
+            source_instance=author(ctx),
+            session=session_key(ctx, session, default_session),
+            project=scope(project),
+            **passed,
+        )
+
+    return [remember, recall, forget, used, correct, ingest_conversation]

@@ -38,6 +38,9 @@ TOOLS: dict[str, Tool] = {
     "forget": Tool("tribal_forget", DELETE),
     "used": Tool("tribal_used", WRITE),
     "correct": Tool("tribal_correct", WRITE, shapes.CorrectRequest),
+    "ingest_conversation": Tool(
+        "tribal_ingest_conversation", WRITE, shapes.IngestConversationRequest
+    ),
     "stats": Tool("tribal_stats", READ),
     "episodes_list": Tool("tribal_episodes_list", READ, shapes.EpisodesListQuery),
     "episode_get": Tool("tribal_episode_get", READ),

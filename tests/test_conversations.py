@@ -1,0 +1,280 @@
+"""Conversations in: the folding rules (pure), the file formats of ``tribalmemory ingest``
+(pure), and ``POST /v1/conversations`` / ``tribal_ingest_conversation`` / the CLI on the real
+engine: turns stored in order with their metadata, episodes formed, a re-send storing
+nothing, a longer one only its new turns, bad input refused with nothing stored."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_http import free_port, write_config
+from starlette.testclient import TestClient
+from test_cli import run, run_json
+
+from tribalmemory.cli.transcripts import TranscriptError, read
+from tribalmemory.service import turns
+from tribalmemory.timeutil import to_iso
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def message(index: int, role: str, content: str, name: str | None = None) -> turns.Message:
+    return turns.Message(index, role, content, T0 + timedelta(minutes=index), name)
+
+
+# -- folding (pure) ------------------------------------------------------------------------------
+
+
+def test_each_said_message_is_a_turn_named_by_its_speaker() -> None:
+    found, folded = turns.turns_of(
+        [
+            message(0, "user", "The export times out", "dana"),
+            message(1, "assistant", "Add an index"),
+        ]
+    )
+    assert [t.text(1000) for t in found] == [
+        "dana: The export times out",
+        "assistant: Add an index",
+    ]
+    assert [t.index for t in found] == [0, 1] and folded == 0
+
+
+def test_system_empty_tool_and_acknowledgements_fold() -> None:
+    found, folded = turns.turns_of(
+        [
+            message(0, "system", "You are a helpful agent"),
+            message(1, "user", "Why does the nightly export fail?"),
+            message(2, "assistant", "Let me look at the log."),
+            message(3, "tool", "ERROR timeout after 30 s " + "x" * 1000),
+            message(4, "user", "ok thanks!"),
+            message(5, "user", "   "),
+            message(6, "user", "Thanks, but why does it scan the whole table?"),
+        ]
+    )
+    assert folded == 4  # system, tool, acknowledgement, empty
+    assert [t.index for t in found] == [1, 2, 6]
+    second = found[1].text(10_000).split("\n")
+    assert second[0] == "assistant: Let me look at the log."
+    assert second[1].startswith("[tool] ERROR timeout after 30 s") and len(second[1]) == 7 + 500
+    assert second[2] == "user: ok thanks!"
+    # a sentence that starts with thanks says something: its own turn
+    assert found[2].text(1000).startswith("user: Thanks, but why")
+
+
+def test_what_comes_before_any_turn() -> None:
+    found, folded = turns.turns_of([message(0, "user", "ok"), message(1, "tool", "42 rows")])
+    assert folded == 1  # the acknowledgement: nothing to fold into
+    assert [t.text(100) for t in found] == ["tool: 42 rows"]  # the tool output stands alone
+
+
+def test_turn_text_is_cut_to_the_limit() -> None:
+    (turn,), _ = turns.turns_of([message(0, "user", "y" * 50)])
+    assert len(turn.text(20)) == 20 and turn.text(20).endswith("…")
+
+
+def test_turn_ids_depend_on_project_conversation_and_position() -> None:
+    first = turns.turn_id("default", "c1", 0)
+    assert first == turns.turn_id("default", "c1", 0)
+    assert len({first, turns.turn_id("default", "c1", 1), turns.turn_id("other", "c1", 0)}) == 3
+    assert turns.turn_id("default", "c2", 0) != first
+
+
+@pytest.mark.parametrize(
+    ("text", "ack"),
+    [("ok", True), ("Sounds good!", True), ("thank you", True), ("LGTM 👍", True),
+     ("ok, deploy it now", False), ("no", False), ("no worries", True),
+     ("done with the migration", False)],
+)  # fmt: skip
+def test_acknowledgements(text: str, ack: bool) -> None:
+    assert turns.is_acknowledgement(text) is ack
+
+
+# -- files (pure) --------------------------------------------------------------------------------
+
+
+MESSAGES = [
+    {"role": "user", "content": "The export fails", "timestamp": "2026-03-02T09:00:00Z"},
+    {"role": "assistant", "content": [{"type": "text", "text": "Add an index"}]},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
+]
+
+
+def test_the_three_formats_read_alike() -> None:
+    want = [
+        {"role": "user", "content": "The export fails", "timestamp": "2026-03-02T09:00:00Z"},
+        {"role": "assistant", "content": "Add an index"},
+        {"role": "assistant", "content": ""},
+    ]
+    document = read(json.dumps({"conversation_id": "c-1", "messages": MESSAGES}))
+    assert (document.conversation_id, document.messages) == ("c-1", want)
+    assert read(json.dumps(MESSAGES)).messages == want
+    lines = read("\n".join(json.dumps(m) for m in MESSAGES) + "\n\n")
+    assert (lines.conversation_id, lines.messages) == (None, want)
+
+
+def test_damaged_lines_are_named_by_number() -> None:
+    text = "\n".join(
+        [json.dumps(MESSAGES[0]), "{not json", json.dumps({"role": "bot", "content": "x"}), "[]"]
+    )
+    with pytest.raises(TranscriptError) as caught:
+        read(text)
+    assert [p.split(":")[0] for p in caught.value.problems] == ["line 2", "line 3", "line 4"]
+    assert "role must be one of user, assistant, system, tool, not 'bot'" in str(caught.value)
+    with pytest.raises(TranscriptError, match="message 2: content must be a string"):
+        read(json.dumps([MESSAGES[0], {"role": "user", "content": 7}]))
+
+
+# -- the real engine over HTTP -------------------------------------------------------------------
+
+
+def said(minutes: int, role: str, content: str, name: str | None = None) -> dict[str, Any]:
+    out = {"role": role, "content": content, "timestamp": to_iso(T0 + timedelta(minutes=minutes))}
+    return out | ({"name": name} if name else {})
+
+
+CONVERSATION = [
+    said(0, "user", "Our nightly export job fails with a timeout since Monday", "dana"),
+    said(1, "assistant", "The export query scans the whole events table without an index"),
+    said(2, "tool", "EXPLAIN: Seq Scan on events (cost=0.00..912345.00)"),
+    said(3, "user", "ok"),
+    said(4, "user", "Can you add an index on events.created_at for the export?", "dana"),
+    said(5, "assistant", "Added the index on events.created_at; the export query now finishes"),
+]
+
+
+def ingest(client: TestClient, **body: Any) -> dict[str, Any]:
+    response = client.post("/v1/conversations", json=body)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def test_a_conversation_is_stored_a_turn_a_memory_and_forms_an_episode(
+    client: TestClient,
+) -> None:
+    done = ingest(client, conversation_id="support-1", messages=CONVERSATION)
+    assert {k: done[k] for k in ("messages", "turns", "stored", "existing", "folded")} == {
+        "messages": 6, "turns": 4, "stored": 4, "existing": 0, "folded": 2,
+    }  # fmt: skip
+    memories = [client.get(f"/v1/memory/{i}").json() for i in done["memory_ids"]]
+    assert [m["content"].split("\n")[0] for m in memories] == [
+        "dana: Our nightly export job fails with a timeout since Monday",
+        "assistant: The export query scans the whole events table without an index",
+        "dana: Can you add an index on events.created_at for the export?",
+        "assistant: Added the index on events.created_at; the export query now finishes",
+    ]
+    assert memories[1]["content"].split("\n")[1:] == [
+        "[tool] EXPLAIN: Seq Scan on events (cost=0.00..912345.00)",
+        "user: ok",
+    ]
+    assert [m["metadata"]["message_index"] for m in memories] == [0, 1, 4, 5]
+    assert [m["metadata"]["role"] for m in memories] == ["user", "assistant", "user", "assistant"]
+    assert {m["metadata"]["conversation_id"] for m in memories} == {"support-1"}
+    assert [m["source_instance"] for m in memories][0] == "dana"
+    assert [m["created_at"] for m in memories] == [
+        to_iso(T0 + timedelta(minutes=k)) for k in (0, 1, 4, 5)
+    ]
+    episodes = [m["episode_id"] for m in memories]
+    # one thread of work: the detector puts at least three of the four turns in one episode
+    assert max(episodes.count(e) for e in episodes if e is not None) >= 3, episodes
+
+
+def test_sending_again_stores_nothing_and_a_longer_version_only_its_new_turns(
+    client: TestClient,
+) -> None:
+    first = ingest(client, conversation_id="c-2", messages=CONVERSATION[:2])
+    again = ingest(client, conversation_id="c-2", messages=CONVERSATION[:2])
+    assert (again["stored"], again["existing"]) == (0, 2)
+    assert again["memory_ids"] == first["memory_ids"]
+    longer = ingest(client, conversation_id="c-2", messages=CONVERSATION)
+    assert (longer["stored"], longer["existing"]) == (2, 2)
+    assert longer["memory_ids"][:2] == first["memory_ids"]
+    # a page of the same conversation sent alone lands at its position
+    page = ingest(client, conversation_id="c-2", messages=CONVERSATION[4:], first_index=4)
+    assert (page["stored"], page["memory_ids"]) == (0, longer["memory_ids"][2:])
+    listed = client.get("/v1/memories", params={"limit": 100}).json()["memories"]
+    assert len([m for m in listed if m["metadata"].get("conversation_id") == "c-2"]) == 4
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ({"messages": CONVERSATION}, 422, "conversation_id"),
+        ({"conversation_id": "c", "messages": []}, 422, "messages must be a list of 1 to 1000"),
+        (
+            {"conversation_id": "c", "messages": [*CONVERSATION, {"role": "bot", "content": "x"}]},
+            422,
+            "messages[6]: role must be one of user, assistant, system, tool, not 'bot'",
+        ),
+        (
+            {"conversation_id": "c", "messages": [{"role": "user", "content": "x", "colour": 1}]},
+            422,
+            "messages[0]: unknown field 'colour'",
+        ),
+        (
+            {"conversation_id": "c", "messages": [said(0, "user", "x" * 20_001)]},
+            413,
+            "messages[0]: content has 20001 characters",
+        ),
+        (
+            {
+                "conversation_id": "c",
+                "messages": [{"role": "user", "content": "x", "timestamp": "2999-01-01T00:00:00Z"}],
+            },
+            422,
+            "messages[0]: timestamp",
+        ),
+        ({"conversation_id": "c", "messages": CONVERSATION, "first_index": -1}, 422, "first_index"),
+    ],
+)
+def test_bad_input_is_refused_with_nothing_stored(
+    client: TestClient, body: dict[str, Any], status: int, fragment: str
+) -> None:
+    response = client.post("/v1/conversations", json=body)
+    assert response.status_code == status, response.text
+    assert fragment in response.json()["error"]
+    assert client.get("/v1/stats").json()["total_memories"] == 0
+
+
+# -- the CLI --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def local(tm_home: Path) -> str:
+    """A config for local mode (no daemon answers on its port), episodes on."""
+    return str(write_config(tm_home, server={"port": free_port()}))
+
+
+def test_cli_ingests_each_format_and_refuses_a_damaged_file(
+    capsys: pytest.CaptureFixture[str], local: str, tmp_path: Path
+) -> None:
+    document = tmp_path / "session.json"
+    document.write_text(json.dumps({"conversation_id": "cli-1", "messages": CONVERSATION}))
+    done = run_json(capsys, "--config", local, "ingest", str(document))
+    assert (done["conversation_id"], done["turns"], done["stored"]) == ("cli-1", 4, 4)
+    listed = tmp_path / "openai.json"
+    listed.write_text(json.dumps(CONVERSATION[:2]))
+    code, _, err = run(capsys, "--config", local, "ingest", str(listed))
+    assert code == 2 and "give --conversation ID" in err
+    done = run_json(capsys, "--config", local, "ingest", str(listed), "--conversation", "cli-1")
+    assert (done["stored"], done["existing"]) == (0, 2)  # the same conversation's first turns
+    lines = tmp_path / "session.jsonl"
+    lines.write_text("\n".join(json.dumps(m) for m in CONVERSATION))
+    done = run_json(capsys, "--config", local, "ingest", str(lines), "--conversation", "cli-2")
+    assert (done["turns"], done["stored"]) == (4, 4)
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(json.dumps(CONVERSATION[0]) + "\n{oops\n" + json.dumps(CONVERSATION[1]))
+    code, _, err = run(capsys, "--config", local, "ingest", str(damaged), "--conversation", "x")
+    assert code == 2 and "line 2: not JSON" in err and "nothing was sent" in err
+    future = tmp_path / "future.jsonl"
+    future.write_text(
+        json.dumps({"role": "user", "content": "x", "timestamp": "2999-01-01T00:00:00Z"})
+    )
+    code, _, err = run(capsys, "--config", local, "ingest", str(future), "--conversation", "y")
+    assert code == 2 and "message 1: timestamp" in err
+    stats = run_json(capsys, "--config", local, "stats")
+    # cli-1 and cli-2 (episode summaries aside); nothing of the refused files
+    assert stats["by_source_type"]["AUTO_CAPTURE"] == 8

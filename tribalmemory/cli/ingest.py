@@ -1,0 +1,90 @@
+"""``tribalmemory ingest FILE``: a conversation file (:mod:`.transcripts`) checked whole, then
+sent in pages to ``ingest_conversation``, with a progress bar on a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInput, PayloadTooLarge
+from ..portability import progress
+from ..service.conversations import checked_messages
+from ..shapes.conversations import MAX_MESSAGES
+from .output import CliError, print_json
+from .transcripts import TranscriptError, read
+
+PAGE = 500  # messages a request
+
+
+def _text(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read {source}: {exc}", 2) from None
+
+
+async def run(api: Any, args: argparse.Namespace) -> int:
+    """Check every message (as the server will), then send the pages in order; sums the
+    answers. Nothing is sent when any message is wrong."""
+    try:
+        transcript = read(_text(args.file))
+    except TranscriptError as exc:
+        raise CliError(f"{args.file}: nothing was sent:\n{exc}", 2) from None
+    conversation = args.conversation or transcript.conversation_id
+    if not conversation:
+        raise CliError(
+            f"{args.file} names no conversation: give --conversation ID (a stable id: "
+            "sending it again stores only what is new)",
+            2,
+        )
+    messages = transcript.messages
+    if not messages:
+        raise CliError(f"{args.file}: no message in it", 2)
+    limit = args.max_content_chars
+    for start in range(0, len(messages), MAX_MESSAGES):  # the server's checks, on every page
+        try:
+            checked_messages(messages[start : start + MAX_MESSAGES], start, limit)
+        except (InvalidInput, PayloadTooLarge) as exc:
+            problem = _numbered(exc.message, start)
+            raise CliError(f"{args.file}: nothing was sent: {problem}", 2) from None
+    totals: dict[str, Any] = {"messages": 0, "turns": 0, "stored": 0, "existing": 0}
+    totals |= {"folded": 0, "memory_ids": []}
+    answer: dict[str, Any] = {}
+    with progress.bar("Ingesting", len(messages), progress.wanted(args.json)) as advance:
+        for start in range(0, len(messages), PAGE):
+            page = messages[start : start + PAGE]
+            answer = await api.ingest_conversation(
+                conversation_id=conversation,
+                messages=page,
+                first_index=start,
+                project=args.project,
+                source_instance=args.source_instance,
+                session=args.session,
+            )
+            for key in ("messages", "turns", "stored", "existing", "folded"):
+                totals[key] += answer[key]
+            totals["memory_ids"] += answer["memory_ids"]
+            advance(len(page))
+    result = {"conversation_id": answer["conversation_id"], "project": answer["project"]}
+    result |= totals
+    if args.json:
+        print_json(result)
+    else:
+        print(
+            f"Conversation {result['conversation_id']}: {result['messages']} messages, "
+            f"{result['turns']} turns: {result['stored']} stored, {result['existing']} there "
+            f"already; {result['folded']} messages folded into the turn before"
+        )
+    return 0
+
+
+def _numbered(message: str, start: int) -> str:
+    """The server's ``messages[i]: ...`` as the file's message number."""
+    head, sep, rest = message.partition("]: ")
+    if sep and head.startswith("messages["):
+        return f"message {start + int(head.removeprefix('messages[')) + 1}: {rest}"
+    return message

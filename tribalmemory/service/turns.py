@@ -1,0 +1,105 @@
+"""A conversation's messages as turns, each turn one memory (pure).
+
+The rules (docs/http.md, *Conversations*):
+
+* a ``system`` message and an empty one make no turn;
+* a ``tool`` message is added to the turn before it, as ``[tool] <output>`` cut to
+  :data:`TOOL_CHARS` characters (with no turn before it, it is a turn of its own);
+* an acknowledgement (``ok``, ``thanks!``, ``sounds good``: at most :data:`ACK_WORDS` words,
+  all of them in :data:`ACKNOWLEDGEMENTS`) is added to the turn before it (with none before
+  it, it makes no turn);
+* every other message is a turn: ``"<name or role>: <content>"``.
+
+A turn's id is derived from the project, the conversation id and the position of its first
+message (:func:`turn_id`), so the same conversation sent again finds its turns stored. A turn
+stored once is not changed: a tool message or an acknowledgement that arrives in a later send
+after a stored turn is not added to it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+
+TOOL_CHARS = 500
+ACK_WORDS = 3
+ACKNOWLEDGEMENTS = frozenset(
+    "ok okay k kk yes yep yeah sure thanks thank you thx ty great cool nice perfect good "
+    "sounds done got it will do alright right fine agreed lgtm np cheers".split()
+)
+ACK_PHRASES = frozenset({"no problem", "no worries"})
+TURN_IDS = uuid.UUID("1f7a9a52-5b1e-4c8f-9d3e-7c2b6a0e4d11")
+_WORDS = re.compile(r"[a-z']+")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One checked message: its position in the conversation, role, text, time, speaker."""
+
+    index: int
+    role: str
+    content: str
+    timestamp: datetime
+    name: str | None = None
+
+
+@dataclass
+class Turn:
+    """A memory to be: the message it starts with, and the text of the messages in it."""
+
+    first: Message
+    parts: list[str] = field(default_factory=list)
+
+    @property
+    def index(self) -> int:
+        return self.first.index
+
+    def text(self, max_chars: int) -> str:
+        """The turn's text, at most ``max_chars`` characters (what was folded in is cut)."""
+        joined = "\n".join(self.parts)
+        return joined if len(joined) <= max_chars else joined[: max_chars - 1] + "…"
+
+
+def speaker(message: Message) -> str:
+    return message.name or message.role
+
+
+def is_acknowledgement(text: str) -> bool:
+    """A short message that carries nothing but assent or thanks."""
+    words = _WORDS.findall(text.lower())
+    if " ".join(words) in ACK_PHRASES:
+        return True
+    return 0 < len(words) <= ACK_WORDS and all(w in ACKNOWLEDGEMENTS for w in words)
+
+
+def turns_of(messages: list[Message]) -> tuple[list[Turn], int]:
+    """The turns ``messages`` make (see the module docstring), and how many messages made
+    no turn of their own."""
+    turns: list[Turn] = []
+    folded = 0
+    for message in messages:
+        text = message.content.strip()
+        before = turns[-1] if turns else None
+        if message.role == "system" or not text:
+            folded += 1
+        elif message.role == "tool":
+            if before is None:
+                turns.append(Turn(message, [f"{speaker(message)}: {text}"]))
+                continue
+            cut = text if len(text) <= TOOL_CHARS else text[: TOOL_CHARS - 1] + "…"
+            before.parts.append(f"[tool] {cut}")
+            folded += 1
+        elif is_acknowledgement(text):
+            if before is not None:
+                before.parts.append(f"{speaker(message)}: {text}")
+            folded += 1
+        else:
+            turns.append(Turn(message, [f"{speaker(message)}: {text}"]))
+    return turns, folded
+
+
+def turn_id(project: str, conversation_id: str, index: int) -> str:
+    """The memory id of the turn that starts at message ``index`` of the conversation."""
+    return str(uuid.uuid5(TURN_IDS, f"{project}\x1f{conversation_id}\x1f{index}"))
