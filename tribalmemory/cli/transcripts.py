@@ -48,8 +48,9 @@ def _text(content: Any) -> Any:
     """``content`` as text: a list of OpenAI content parts keeps its text parts."""
     if isinstance(content, list):
         parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        if all(isinstance(p, str) for p in parts):
-            return "\n".join(parts)
+        texts = [p for p in parts if isinstance(p, str)]
+        if len(texts) == len(parts):
+            return "\n".join(texts)
     return content
 
 
