@@ -77,6 +77,13 @@ def checked_messages(items: Any, first_index: int, max_chars: int) -> list[turns
 class ConversationOperations(ImportOperations):
     """ingest_conversation."""
 
+    async def _embedded(self, page: list[Memory]) -> list[ImportItem]:
+        """``page`` with its vectors, ready for :meth:`import_page`."""
+        self.check_space([m.content for m in page])
+        texts = [m.content for m in page]
+        vectors = await (self.embed_bulk(texts) if len(texts) > 1 else self.embed(texts))
+        return [ImportItem(m, np.asarray(v)) for m, v in zip(page, vectors, strict=True)]
+
     async def ingest_conversation(self, request: IngestConversationRequest) -> Ingested:
         """Store a conversation's messages as memories, one per turn (:mod:`.turns`), in
         order, through the write-time hooks (the episode engine places them as if each had
@@ -118,13 +125,22 @@ class ConversationOperations(ImportOperations):
             for turn, memory_id in new
         ]
         stored = 0
-        for start in range(0, len(memories), PAGE):
-            page = memories[start : start + PAGE]
-            self.check_space([m.content for m in page])
-            texts = [m.content for m in page]
-            vectors = await (self.embed_bulk(texts) if len(texts) > 1 else self.embed(texts))
-            items = [ImportItem(m, np.asarray(v)) for m, v in zip(page, vectors, strict=True)]
-            stored += len(await self.import_page(items))
+        pages = [memories[start : start + PAGE] for start in range(0, len(memories), PAGE)]
+        ahead = asyncio.ensure_future(self._embedded(pages[0])) if pages else None
+        for number in range(len(pages)):  # each page embedded while the one before is stored
+            assert ahead is not None
+            items = await ahead
+            ahead = (
+                asyncio.ensure_future(self._embedded(pages[number + 1]))
+                if number + 1 < len(pages)
+                else None
+            )
+            try:
+                stored += len(await self.import_page(items))
+            except BaseException:
+                if ahead is not None:
+                    ahead.cancel()
+                raise
         return Ingested(
             conversation_id=conversation,
             project=project,
