@@ -93,6 +93,30 @@ def test_acknowledgements(text: str, ack: bool) -> None:
     assert turns.is_acknowledgement(text) is ack
 
 
+def test_a_message_starts_a_turn_exactly_when_the_folding_makes_it_one() -> None:
+    said = [
+        message(0, "user", "Why does the export fail?"),
+        message(1, "system", "Be brief"),
+        message(2, "assistant", "It scans the events table"),
+        message(3, "tool", "Seq Scan on events"),
+        message(4, "user", "sounds good"),
+        message(5, "user", " "),
+        message(6, "assistant", "Adding the index now"),
+    ]
+    found, _ = turns.turns_of(said)
+    starting = [m.index for m in said if turns.starts_turn(m.role, m.content)]
+    assert starting == [t.index for t in found] == [0, 2, 6]
+
+
+def test_pages_end_where_a_turn_starts() -> None:
+    starts = [True, True, False, True, False, False, True, True]
+    assert turns.pages(starts, 4) == [range(0, 3), range(3, 7), range(7, 8)]
+    assert turns.pages(starts, 100) == [range(0, 8)]
+    assert turns.pages([], 4) == []
+    # a run longer than a page of which no message starts a turn: cut where it must
+    assert turns.pages([True, *[False] * 5, True], 3) == [range(0, 3), range(3, 6), range(6, 7)]
+
+
 # -- files (pure) --------------------------------------------------------------------------------
 
 
@@ -278,3 +302,44 @@ def test_cli_ingests_each_format_and_refuses_a_damaged_file(
     stats = run_json(capsys, "--config", local, "stats")
     # cli-1 and cli-2 (episode summaries aside); nothing of the refused files
     assert stats["by_source_type"]["AUTO_CAPTURE"] == 8
+
+
+def test_cli_pages_make_the_turns_of_the_whole_conversation(
+    capsys: pytest.CaptureFixture[str], local: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sent in pages of at most 4 messages, the conversation makes the turns it makes sent in
+    one request: no page starts with a tool output or an acknowledgement (which would have no
+    turn before it), and a page's first message without a time takes the time of the last
+    message before it (not the time of the request)."""
+    from tribalmemory.cli import ingest as ingest_command
+
+    monkeypatch.setattr(ingest_command, "PAGE", 4)
+    messages = [
+        {"role": "user", "content": "The nightly export fails", "timestamp": to_iso(T0)},
+        {"role": "assistant", "content": "Looking at the export query plan"},
+        {"role": "assistant", "content": "Running EXPLAIN on the export query"},
+        {"role": "user", "content": "Please check the events table first"},
+        {"role": "tool", "content": "Seq Scan on events (cost=0.00..912345.00)"},
+        {"role": "user", "content": "thanks"},
+        {"role": "user", "content": "Add an index on events.created_at please"},
+        {"role": "assistant", "content": "Index added; the export finishes in two minutes"},
+    ]  # fmt: skip
+    source = tmp_path / "paged.jsonl"
+    source.write_text("\n".join(json.dumps(m) for m in messages))
+    done = run_json(capsys, "--config", local, "ingest", str(source), "--conversation", "paged")
+    assert (done["messages"], done["turns"], done["stored"], done["folded"]) == (8, 6, 6, 2)
+    whole = [0, 1, 2, 3, 6, 7]  # the turns of the conversation sent in one request
+    assert done["memory_ids"] == [turns.turn_id(done["project"], "paged", i) for i in whole]
+    code, out, _ = run(capsys, "--config", local, "export")
+    records = [json.loads(line) for line in out.splitlines()]
+    by_id = {r["id"]: r for r in records if "content" in r and "id" in r}
+    shown = [by_id[i] for i in done["memory_ids"]]
+    assert shown[3]["content"].split("\n") == [
+        "user: Please check the events table first",
+        "[tool] Seq Scan on events (cost=0.00..912345.00)",
+        "user: thanks",
+    ]
+    assert {m["created_at"] for m in shown} == {to_iso(T0)}
+    monkeypatch.setattr(ingest_command, "PAGE", 500)
+    again = run_json(capsys, "--config", local, "ingest", str(source), "--conversation", "paged")
+    assert (again["stored"], again["existing"], again["memory_ids"]) == (0, 6, done["memory_ids"])

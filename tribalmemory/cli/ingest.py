@@ -10,12 +10,13 @@ from typing import Any
 
 from ..errors import InvalidInput, PayloadTooLarge
 from ..portability import progress
+from ..service import turns
 from ..service.conversations import checked_messages
 from ..shapes.conversations import MAX_MESSAGES
 from .output import CliError, print_json
 from .transcripts import TranscriptError, read
 
-PAGE = 500  # messages a request
+PAGE = 500  # messages a request at most (a page ends where a turn starts: turns.pages)
 
 
 def _text(source: str) -> str:
@@ -55,12 +56,13 @@ async def run(api: Any, args: argparse.Namespace) -> int:
     totals |= {"folded": 0, "memory_ids": []}
     answer: dict[str, Any] = {}
     with progress.bar("Ingesting", len(messages), progress.wanted(args.json)) as advance:
-        for start in range(0, len(messages), PAGE):
-            page = messages[start : start + PAGE]
+        starts = [turns.starts_turn(m["role"], m["content"]) for m in messages]
+        for cut in turns.pages(starts, PAGE):
+            page = _dated(messages, cut.start, cut.stop)
             answer = await api.ingest_conversation(
                 conversation_id=conversation,
                 messages=page,
-                first_index=start,
+                first_index=cut.start,
                 project=args.project,
                 source_instance=args.source_instance,
                 session=args.session,
@@ -80,6 +82,18 @@ async def run(api: Any, args: argparse.Namespace) -> int:
             f"already; {result['folded']} messages folded into the turn before"
         )
     return 0
+
+
+def _dated(messages: list[dict[str, Any]], start: int, stop: int) -> list[dict[str, Any]]:
+    """``messages[start:stop]``, the first of them given the time of the last message before
+    it that has one when it has none (as it would take sent in one request, not now)."""
+    page = messages[start:stop]
+    if page and "timestamp" not in page[0]:
+        before = (messages[i] for i in range(start - 1, -1, -1))
+        said = next((m["timestamp"] for m in before if "timestamp" in m), None)
+        if said is not None:
+            page[0] = page[0] | {"timestamp": said}
+    return page
 
 
 def _numbered(message: str, start: int) -> str:

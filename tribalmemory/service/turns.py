@@ -10,6 +10,9 @@ The rules (docs/http.md, *Conversations*):
   it, it makes no turn);
 * every other message is a turn: ``"<name or role>: <content>"``.
 
+A long conversation sent in pages (``first_index``) is cut where a turn starts
+(:func:`pages`), so that it makes the same turns as sent whole.
+
 A turn's id is derived from the project, the conversation id and the position of its first
 message (:func:`turn_id`), so the same conversation sent again finds its turns stored. A turn
 stored once is not changed: a tool message or an acknowledgement that arrives in a later send
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -72,6 +76,30 @@ def is_acknowledgement(text: str) -> bool:
     if " ".join(words) in ACK_PHRASES:
         return True
     return 0 < len(words) <= ACK_WORDS and all(w in ACKNOWLEDGEMENTS for w in words)
+
+
+def starts_turn(role: str, content: str) -> bool:
+    """Whether a message is a turn of its own wherever it stands (it folds into nothing): said
+    by the user or the assistant, not empty, not an acknowledgement."""
+    text = content.strip()
+    return role in ("user", "assistant") and bool(text) and not is_acknowledgement(text)
+
+
+def pages(starts: Sequence[bool], size: int) -> list[range]:
+    """A conversation's messages cut into pages of at most ``size`` each, every page but the
+    first beginning with a message that starts a turn (``starts[i]``: :func:`starts_turn` of
+    message ``i``), as late as possible: a tool output or an acknowledgement at a page's
+    start would have no turn before it in its request. Only a run of more than ``size``
+    messages of which none starts a turn is cut where it must."""
+    out: list[range] = []
+    start, total = 0, len(starts)
+    while start < total:
+        end = min(start + size, total)
+        if end < total:
+            end = next((i for i in range(end, start, -1) if starts[i]), end)
+        out.append(range(start, end))
+        start = end
+    return out
 
 
 def turns_of(messages: list[Message]) -> tuple[list[Turn], int]:
