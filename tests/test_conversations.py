@@ -6,14 +6,18 @@ nothing, a longer one only its new turns, bad input refused with nothing stored.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_http import free_port, write_config
+from helpers_http import EPISODES, free_port, write_config
 from starlette.testclient import TestClient
 from test_cli import run, run_json
+from test_import_pages import open_runtime
 
 from tribalmemory.cli.transcripts import TranscriptError, read
 from tribalmemory.service import turns
@@ -343,3 +347,85 @@ def test_cli_pages_make_the_turns_of_the_whole_conversation(
     monkeypatch.setattr(ingest_command, "PAGE", 500)
     again = run_json(capsys, "--config", local, "ingest", str(source), "--conversation", "paged")
     assert (again["stored"], again["existing"], again["memory_ids"]) == (0, 6, done["memory_ids"])
+
+
+# -- a crash in the middle of an ingest ----------------------------------------------------------
+
+
+KILLER = """
+import asyncio, json, os, signal, sys
+from pathlib import Path
+from tribalmemory.config import load_config
+from tribalmemory.episodes.detection import Detection
+from tribalmemory.runtime import start_runtime
+from tribalmemory.service import conversations
+
+conversations.PAGE = 4
+decided = 0
+original = Detection.detect
+
+async def detect(self, memory, vector):
+    global decided
+    decided += 1
+    if decided == 6:  # the second page of turns is stored, its first turn decided: kill -9
+        os.kill(os.getpid(), signal.SIGKILL)
+    return await original(self, memory, vector)
+
+Detection.detect = detect
+
+async def main():
+    runtime = await start_runtime(load_config(Path(sys.argv[1])), run_scheduler=False)
+    await runtime.api.ingest_conversation(**json.loads(Path(sys.argv[2]).read_text()))
+
+asyncio.run(main())
+"""
+
+TOPICS = ["the export timeout", "the events index", "the staging port", "the release notes"]
+
+
+async def test_an_ingest_killed_in_the_middle_is_completed_by_sending_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL while the second page of a 12-turn conversation is being placed: the 8 turns
+    stored survive, sending the conversation again stores the 4 others once, every turn is
+    decided by the episode engine, and no turn is stored twice or in two episodes."""
+    messages = [
+        said(i, "user" if i % 2 == 0 else "assistant", f"Turn {i} about {TOPICS[i // 3]}: step {i}")
+        for i in range(12)
+    ]
+    body = {"conversation_id": "crash-1", "messages": messages}
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    folder = tmp_path / "data"
+    config = write_config(folder, episodes=EPISODES)
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["TRIBAL_MEMORY_HOME"] = str(folder)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLER, str(config), str(request)],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+
+    ids = [turns.turn_id("default", "crash-1", i) for i in range(12)]
+    runtime = await open_runtime(folder, monkeypatch)
+    try:
+        stored = {m.id for m in await runtime.service.get_many(ids)}
+        assert stored == set(ids[:8])  # two pages of 4, acknowledged; the third never sent
+        done = await runtime.api.ingest_conversation(**body)
+        assert (done["stored"], done["existing"], done["memory_ids"]) == (4, 8, ids)
+        assert await runtime.episodes.worker.drain(60)
+        memories = await runtime.service.get_many(ids)
+        assert sorted(m.metadata["message_index"] for m in memories) == list(range(12))
+        listed = await runtime.api.memories_list(limit=100)
+        turns_listed = [m for m in listed["memories"] if m["metadata"].get("conversation_id")]
+        assert len(turns_listed) == 12  # each turn once
+        states = runtime.episodes.store.detections.states(ids)
+        assert set(states) == set(ids) and "pending" not in states.values()
+        members = runtime.episodes.store.memberships.all_member_ids()
+        assert len(members) == len(set(members))  # no turn in two episodes
+        again = await runtime.api.ingest_conversation(**body)
+        assert (again["stored"], again["existing"]) == (0, 12)
+    finally:
+        await runtime.stop()
