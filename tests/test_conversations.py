@@ -156,6 +156,20 @@ def test_damaged_lines_are_named_by_number() -> None:
         read(json.dumps([MESSAGES[0], {"role": "user", "content": 7}]))
 
 
+def test_a_damaged_indented_document_is_named_by_the_line_where_it_breaks() -> None:
+    """A conversation written over many lines (indented JSON) with one mistake is one damaged
+    document, not many damaged JSON lines."""
+    document = {"conversation_id": "c-1", "messages": MESSAGES[:2]}
+    lines = json.dumps(document, indent=2).splitlines()
+    broken = next(n for n, line in enumerate(lines) if '"Add an index"' in line)
+    lines[broken] += ",,"
+    with pytest.raises(TranscriptError) as caught:
+        read("\n".join(lines))
+    assert caught.value.problems == [
+        f"line {broken + 1}: not JSON: Expecting property name enclosed in double quotes"
+    ]
+
+
 # -- the real engine over HTTP -------------------------------------------------------------------
 
 
