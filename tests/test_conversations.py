@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_http import EPISODES, free_port, write_config
+from helpers_http import EPISODES, free_port, start_daemon, write_config
 from starlette.testclient import TestClient
 from test_cli import run, run_json
 from test_import_pages import open_runtime
@@ -117,6 +117,11 @@ def test_pages_end_where_a_turn_starts() -> None:
     assert turns.pages(starts, 4) == [range(0, 3), range(3, 7), range(7, 8)]
     assert turns.pages(starts, 100) == [range(0, 8)]
     assert turns.pages([], 4) == []
+    # pages of at most 10 bytes (the weights: each message's), cut where a turn starts, but
+    # where they must when no message of a full page does (3-5)
+    weights = [4, 4, 4, 4, 4, 4, 4, 4]
+    assert turns.pages(starts, 100, weights, 10) == [range(0, 1), range(1, 3), range(3, 5),
+                                                     range(5, 7), range(7, 8)]  # fmt: skip
     # a run longer than a page of which no message starts a turn: cut where it must
     assert turns.pages([True, *[False] * 5, True], 3) == [range(0, 3), range(3, 6), range(6, 7)]
 
@@ -443,3 +448,29 @@ async def test_an_ingest_killed_in_the_middle_is_completed_by_sending_again(
         assert (again["stored"], again["existing"]) == (0, 12)
     finally:
         await runtime.stop()
+
+
+def test_cli_pages_fit_the_daemons_request_body_limit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A conversation larger than the daemon's server.max_body_bytes goes in several requests,
+    each within it; a single message too large for any request is refused before anything is
+    sent."""
+    daemon = start_daemon(tmp_path, server={"max_body_bytes": 10_000})
+    try:
+        config = str(daemon.config_path)
+        messages = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"step {i}: " + "x" * 900}
+            for i in range(24)
+        ]  # about 22 kB
+        source = tmp_path / "long.jsonl"
+        source.write_text("\n".join(json.dumps(m) for m in messages))
+        done = run_json(capsys, "--config", config, "ingest", str(source), "--conversation", "big")
+        assert (done["messages"], done["turns"], done["stored"]) == (24, 24, 24)
+        huge = tmp_path / "huge.jsonl"
+        huge.write_text(json.dumps({"role": "user", "content": "y" * 6_000}))
+        code, _, err = run(capsys, "--config", config, "ingest", str(huge), "--conversation", "h")
+        assert code == 2 and "message 1 is 6" in err and "server.max_body_bytes" in err
+        assert run_json(capsys, "--config", config, "stats")["total_memories"] == 24
+    finally:
+        assert daemon.stop() == 0

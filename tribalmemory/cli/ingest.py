@@ -4,6 +4,7 @@ sent in pages to ``ingest_conversation``, with a progress bar on a terminal."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from ..shapes.conversations import MAX_MESSAGES
 from .output import CliError, print_json
 from .transcripts import TranscriptError, read
 
-PAGE = 500  # messages a request at most (a page ends where a turn starts: turns.pages)
+PAGE = 500  # messages a request at most (a page ends where a turn starts: turns.pages), and at
+# most half of server.max_body_bytes of them
 
 
 def _text(source: str) -> str:
@@ -52,12 +54,22 @@ async def run(api: Any, args: argparse.Namespace) -> int:
         except (InvalidInput, PayloadTooLarge) as exc:
             problem = _numbered(exc.message, start)
             raise CliError(f"{args.file}: nothing was sent: {problem}", 2) from None
+    weights = [_bytes(m) for m in messages]
+    budget = args.max_body_bytes // 2  # the rest: room for the request's other fields
+    for number, weight in enumerate(weights, 1):
+        if weight > budget:
+            raise CliError(
+                f"{args.file}: nothing was sent: message {number} is {weight} bytes as JSON, "
+                f"more than a request can carry (half of server.max_body_bytes, "
+                f"{args.max_body_bytes})",
+                2,
+            )
     totals: dict[str, Any] = {"messages": 0, "turns": 0, "stored": 0, "existing": 0}
     totals |= {"folded": 0, "memory_ids": []}
     answer: dict[str, Any] = {}
     with progress.bar("Ingesting", len(messages), progress.wanted(args.json)) as advance:
         starts = [turns.starts_turn(m["role"], m["content"]) for m in messages]
-        for cut in turns.pages(starts, PAGE):
+        for cut in turns.pages(starts, PAGE, weights, budget):
             page = _dated(messages, cut.start, cut.stop)
             answer = await api.ingest_conversation(
                 conversation_id=conversation,
@@ -82,6 +94,11 @@ async def run(api: Any, args: argparse.Namespace) -> int:
             f"already; {result['folded']} messages folded into the turn before"
         )
     return 0
+
+
+def _bytes(message: dict[str, Any]) -> int:
+    """A message's size in a request body (UTF-8 JSON, as the client sends it), with its comma."""
+    return len(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()) + 1
 
 
 def _dated(messages: list[dict[str, Any]], start: int, stop: int) -> list[dict[str, Any]]:

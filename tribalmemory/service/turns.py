@@ -85,16 +85,28 @@ def starts_turn(role: str, content: str) -> bool:
     return role in ("user", "assistant") and bool(text) and not is_acknowledgement(text)
 
 
-def pages(starts: Sequence[bool], size: int) -> list[range]:
-    """A conversation's messages cut into pages of at most ``size`` each, every page but the
-    first beginning with a message that starts a turn (``starts[i]``: :func:`starts_turn` of
-    message ``i``), as late as possible: a tool output or an acknowledgement at a page's
-    start would have no turn before it in its request. Only a run of more than ``size``
-    messages of which none starts a turn is cut where it must."""
+def pages(
+    starts: Sequence[bool],
+    size: int,
+    weights: Sequence[int] | None = None,
+    budget: int | None = None,
+) -> list[range]:
+    """A conversation's messages cut into pages of at most ``size`` each (and, ``weights``
+    given, of at most ``budget`` of their total weight: a request's bytes; a message heavier
+    than that is a page of its own), every page but the first beginning with a message that
+    starts a turn (``starts[i]``: :func:`starts_turn` of message ``i``), as late as
+    possible: a tool output or an acknowledgement at a page's start would have no turn
+    before it in its request. Only a run of messages of which none starts a turn, too long
+    for one page, is cut where it must."""
     out: list[range] = []
     start, total = 0, len(starts)
     while start < total:
-        end = min(start + size, total)
+        end, used = start + 1, weights[start] if weights else 0
+        while end < total and end - start < size:
+            if weights and budget is not None and used + weights[end] > budget:
+                break
+            used += weights[end] if weights else 0
+            end += 1
         if end < total:
             end = next((i for i in range(end, start, -1) if starts[i]), end)
         out.append(range(start, end))
