@@ -75,6 +75,14 @@ def test_what_comes_before_any_turn() -> None:
     assert [t.text(100) for t in found] == ["tool: 42 rows"]  # the tool output stands alone
 
 
+def test_a_tool_output_keeps_its_first_characters_wherever_it_stands() -> None:
+    long = "row " * 5000  # 20,000 characters
+    assert turns.tool_output(turns.tool_output(long)) == turns.tool_output(long)
+    assert len(turns.tool_output(long)) == turns.TOOL_CHARS
+    (alone,), _ = turns.turns_of([message(0, "tool", long)])  # no turn before it
+    assert alone.text(100_000) == "tool: " + turns.tool_output(long)
+
+
 def test_turn_text_is_cut_to_the_limit() -> None:
     (turn,), _ = turns.turns_of([message(0, "user", "y" * 50)])
     assert len(turn.text(20)) == 20 and turn.text(20).endswith("…")
@@ -227,6 +235,19 @@ def test_a_conversation_is_stored_a_turn_a_memory_and_forms_an_episode(
     episodes = [m["episode_id"] for m in memories]
     # one thread of work: the detector puts at least three of the four turns in one episode
     assert max(episodes.count(e) for e in episodes if e is not None) >= 3, episodes
+
+
+def test_a_tool_output_longer_than_a_memory_is_taken_and_cut(client: TestClient) -> None:
+    """An agent's tool output (a file read, a log) may be longer than server.max_content_chars:
+    only its first characters are kept, so it is not refused."""
+    log = "ERROR timeout after 30 s\n" * 1200  # 30,000 characters
+    messages = [*CONVERSATION[:2], said(2, "tool", log)]
+    done = ingest(client, conversation_id="long-tool", messages=messages)
+    assert (done["turns"], done["stored"], done["folded"]) == (2, 2, 1)
+    answer = client.get(f"/v1/memory/{done['memory_ids'][1]}").json()["content"]
+    assert answer.split("\n", 1)[1] == "[tool] " + turns.tool_output(log)
+    too_long = {"conversation_id": "c", "messages": [said(0, "user", log)]}
+    assert client.post("/v1/conversations", json=too_long).status_code == 413  # not a tool's
 
 
 def test_sending_again_stores_nothing_and_a_longer_version_only_its_new_turns(
@@ -454,8 +475,8 @@ def test_cli_pages_fit_the_daemons_request_body_limit(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """A conversation larger than the daemon's server.max_body_bytes goes in several requests,
-    each within it; a single message too large for any request is refused before anything is
-    sent."""
+    each within it, a tool output cut to what is kept before it is sent; a single message too
+    large for any request is refused before anything is sent."""
     daemon = start_daemon(tmp_path, server={"max_body_bytes": 10_000})
     try:
         config = str(daemon.config_path)
@@ -463,10 +484,11 @@ def test_cli_pages_fit_the_daemons_request_body_limit(
             {"role": "user" if i % 2 == 0 else "assistant", "content": f"step {i}: " + "x" * 900}
             for i in range(24)
         ]  # about 22 kB
+        messages.insert(3, {"role": "tool", "content": "z" * 30_000})  # sent as kept
         source = tmp_path / "long.jsonl"
         source.write_text("\n".join(json.dumps(m) for m in messages))
         done = run_json(capsys, "--config", config, "ingest", str(source), "--conversation", "big")
-        assert (done["messages"], done["turns"], done["stored"]) == (24, 24, 24)
+        assert (done["messages"], done["turns"], done["stored"]) == (25, 24, 24)
         huge = tmp_path / "huge.jsonl"
         huge.write_text(json.dumps({"role": "user", "content": "y" * 6_000}))
         code, _, err = run(capsys, "--config", config, "ingest", str(huge), "--conversation", "h")

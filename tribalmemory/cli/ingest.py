@@ -44,7 +44,7 @@ async def run(api: Any, args: argparse.Namespace) -> int:
             "sending it again stores only what is new)",
             2,
         )
-    messages = transcript.messages
+    messages = [_kept(m) for m in transcript.messages]
     if not messages:
         raise CliError(f"{args.file}: no message in it", 2)
     limit = args.max_content_chars
@@ -94,6 +94,14 @@ async def run(api: Any, args: argparse.Namespace) -> int:
             f"already; {result['folded']} messages folded into the turn before"
         )
     return 0
+
+
+def _kept(message: dict[str, Any]) -> dict[str, Any]:
+    """A tool message with only what the server keeps of its output (turns.tool_output):
+    an agent's tool output (a file read, a log) need not travel."""
+    if message["role"] != "tool":
+        return message
+    return message | {"content": turns.tool_output(message["content"])}
 
 
 def _bytes(message: dict[str, Any]) -> int:

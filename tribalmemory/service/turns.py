@@ -3,8 +3,9 @@
 The rules (docs/http.md, *Conversations*):
 
 * a ``system`` message and an empty one make no turn;
-* a ``tool`` message is added to the turn before it, as ``[tool] <output>`` cut to
-  :data:`TOOL_CHARS` characters (with no turn before it, it is a turn of its own);
+* a ``tool`` message is added to the turn before it, as ``[tool] <output>``; only the first
+  :data:`TOOL_CHARS` characters of a tool output are kept (:func:`tool_output`), so it may be
+  longer than server.max_content_chars (with no turn before it, it is a turn of its own);
 * an acknowledgement (``ok``, ``thanks!``, ``sounds good``: at most :data:`ACK_WORDS` words,
   all of them in :data:`ACKNOWLEDGEMENTS`) is added to the turn before it (with none before
   it, it makes no turn);
@@ -27,7 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-TOOL_CHARS = 500
+from ..shapes.conversations import TOOL_CHARS
+
 ACK_WORDS = 3
 ACKNOWLEDGEMENTS = frozenset(
     "ok okay k kk yes yep yeah sure thanks thank you thx ty great cool nice perfect good "
@@ -64,6 +66,13 @@ class Turn:
         """The turn's text, at most ``max_chars`` characters (what was folded in is cut)."""
         joined = "\n".join(self.parts)
         return joined if len(joined) <= max_chars else joined[: max_chars - 1] + "…"
+
+
+def tool_output(content: str) -> str:
+    """What is kept of a tool message's content: its first :data:`TOOL_CHARS` characters
+    (stripped; cut with an ellipsis). Cutting again changes nothing."""
+    text = content.strip()
+    return text if len(text) <= TOOL_CHARS else text[: TOOL_CHARS - 1] + "…"
 
 
 def speaker(message: Message) -> str:
@@ -126,10 +135,9 @@ def turns_of(messages: list[Message]) -> tuple[list[Turn], int]:
             folded += 1
         elif message.role == "tool":
             if before is None:
-                turns.append(Turn(message, [f"{speaker(message)}: {text}"]))
+                turns.append(Turn(message, [f"{speaker(message)}: {tool_output(text)}"]))
                 continue
-            cut = text if len(text) <= TOOL_CHARS else text[: TOOL_CHARS - 1] + "…"
-            before.parts.append(f"[tool] {cut}")
+            before.parts.append(f"[tool] {tool_output(text)}")
             folded += 1
         elif is_acknowledgement(text):
             if before is not None:
