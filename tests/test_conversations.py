@@ -5,6 +5,7 @@ nothing, a longer one only its new turns, bad input refused with nothing stored.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -155,6 +156,13 @@ def test_the_three_formats_read_alike() -> None:
     assert read(json.dumps(MESSAGES)).messages == want
     lines = read("\n".join(json.dumps(m) for m in MESSAGES) + "\n\n")
     assert (lines.conversation_id, lines.messages) == (None, want)
+
+
+def test_a_byte_order_mark_is_not_damage() -> None:
+    document = json.dumps({"conversation_id": "c-1", "messages": MESSAGES[:1]})
+    assert read("\ufeff" + document).conversation_id == "c-1"
+    lines = "\ufeff" + "\n".join(json.dumps(m) for m in MESSAGES[:2])
+    assert len(read(lines).messages) == 2
 
 
 def test_damaged_lines_are_named_by_number() -> None:
@@ -346,6 +354,15 @@ def test_cli_ingests_each_format_and_refuses_a_damaged_file(
     stats = run_json(capsys, "--config", local, "stats")
     # cli-1 and cli-2 (episode summaries aside); nothing of the refused files
     assert stats["by_source_type"]["AUTO_CAPTURE"] == 8
+
+
+def test_cli_reads_standard_input(
+    capsys: pytest.CaptureFixture[str], local: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = "\n".join(json.dumps(m) for m in CONVERSATION)
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    done = run_json(capsys, "--config", local, "ingest", "-", "--conversation", "piped")
+    assert (done["conversation_id"], done["turns"], done["stored"]) == ("piped", 4, 4)
 
 
 def test_cli_pages_make_the_turns_of_the_whole_conversation(

@@ -78,7 +78,9 @@ def message(item: Any) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def read(text: str) -> Transcript:
-    """The conversation in ``text`` (any of the formats above); TranscriptError otherwise."""
+    """The conversation in ``text`` (any of the formats above); TranscriptError otherwise.
+    A byte order mark at the start (editors on Windows write one) is not part of it."""
+    text = text.removeprefix("\ufeff")
     stripped = text.lstrip()
     if not stripped:
         raise TranscriptError(["line 1: the file is empty"])
