@@ -17,8 +17,9 @@ from ..shapes.conversations import MAX_MESSAGES
 from .output import CliError, print_json
 from .transcripts import TranscriptError, read
 
-PAGE = 500  # messages a request at most (a page ends where a turn starts: turns.pages), and at
-# most half of server.max_body_bytes of them
+# Messages a request at most, and at most half of server.max_body_bytes of them; a page ends
+# where a turn starts (turns.pages).
+PAGE = 500
 
 
 def _text(source: str) -> str:
