@@ -215,12 +215,13 @@ def start_daemon(
     root: Path, *args: str, environ: dict[str, str] | None = None, **sections: Any
 ) -> Daemon:
     """``tribalmemory serve`` on a free port, data in ``root/home``, with ``environ`` added to
-    its environment; waits until healthy."""
+    its environment and ``sections`` to its configuration; waits until healthy."""
     home, user = root / "home", root / "user"
     user.mkdir(parents=True, exist_ok=True)
     port = free_port()
     sections.setdefault("episodes", {"enabled": False})
-    config_path = write_config(home, server={"port": port}, **sections)
+    sections["server"] = sections.get("server", {}) | {"port": port}
+    config_path = write_config(home, **sections)
     env = subprocess_env(home, user) | (environ or {})
     output = root / "daemon.out"
     with output.open("wb") as sink:

@@ -5,15 +5,20 @@ nothing, a longer one only its new turns, bad input refused with nothing stored.
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_http import free_port, write_config
+from helpers_http import EPISODES, free_port, start_daemon, write_config
 from starlette.testclient import TestClient
 from test_cli import run, run_json
+from test_import_pages import open_runtime
 
 from tribalmemory.cli.transcripts import TranscriptError, read
 from tribalmemory.service import turns
@@ -71,6 +76,14 @@ def test_what_comes_before_any_turn() -> None:
     assert [t.text(100) for t in found] == ["tool: 42 rows"]  # the tool output stands alone
 
 
+def test_a_tool_output_keeps_its_first_characters_wherever_it_stands() -> None:
+    long = "row " * 5000  # 20,000 characters
+    assert turns.tool_output(turns.tool_output(long)) == turns.tool_output(long)
+    assert len(turns.tool_output(long)) == turns.TOOL_CHARS
+    (alone,), _ = turns.turns_of([message(0, "tool", long)])  # no turn before it
+    assert alone.text(100_000) == "tool: " + turns.tool_output(long)
+
+
 def test_turn_text_is_cut_to_the_limit() -> None:
     (turn,), _ = turns.turns_of([message(0, "user", "y" * 50)])
     assert len(turn.text(20)) == 20 and turn.text(20).endswith("…")
@@ -91,6 +104,35 @@ def test_turn_ids_depend_on_project_conversation_and_position() -> None:
 )  # fmt: skip
 def test_acknowledgements(text: str, ack: bool) -> None:
     assert turns.is_acknowledgement(text) is ack
+
+
+def test_a_message_starts_a_turn_exactly_when_the_folding_makes_it_one() -> None:
+    said = [
+        message(0, "user", "Why does the export fail?"),
+        message(1, "system", "Be brief"),
+        message(2, "assistant", "It scans the events table"),
+        message(3, "tool", "Seq Scan on events"),
+        message(4, "user", "sounds good"),
+        message(5, "user", " "),
+        message(6, "assistant", "Adding the index now"),
+    ]
+    found, _ = turns.turns_of(said)
+    starting = [m.index for m in said if turns.starts_turn(m.role, m.content)]
+    assert starting == [t.index for t in found] == [0, 2, 6]
+
+
+def test_pages_end_where_a_turn_starts() -> None:
+    starts = [True, True, False, True, False, False, True, True]
+    assert turns.pages(starts, 4) == [range(0, 3), range(3, 7), range(7, 8)]
+    assert turns.pages(starts, 100) == [range(0, 8)]
+    assert turns.pages([], 4) == []
+    # pages of at most 10 bytes (the weights: each message's), cut where a turn starts, but
+    # where they must when no message of a full page does (3-5)
+    weights = [4, 4, 4, 4, 4, 4, 4, 4]
+    assert turns.pages(starts, 100, weights, 10) == [range(0, 1), range(1, 3), range(3, 5),
+                                                     range(5, 7), range(7, 8)]  # fmt: skip
+    # a run longer than a page of which no message starts a turn: cut where it must
+    assert turns.pages([True, *[False] * 5, True], 3) == [range(0, 3), range(3, 6), range(6, 7)]
 
 
 # -- files (pure) --------------------------------------------------------------------------------
@@ -116,6 +158,13 @@ def test_the_three_formats_read_alike() -> None:
     assert (lines.conversation_id, lines.messages) == (None, want)
 
 
+def test_a_byte_order_mark_is_not_damage() -> None:
+    document = json.dumps({"conversation_id": "c-1", "messages": MESSAGES[:1]})
+    assert read("\ufeff" + document).conversation_id == "c-1"
+    lines = "\ufeff" + "\n".join(json.dumps(m) for m in MESSAGES[:2])
+    assert len(read(lines).messages) == 2
+
+
 def test_damaged_lines_are_named_by_number() -> None:
     text = "\n".join(
         [json.dumps(MESSAGES[0]), "{not json", json.dumps({"role": "bot", "content": "x"}), "[]"]
@@ -126,6 +175,20 @@ def test_damaged_lines_are_named_by_number() -> None:
     assert "role must be one of user, assistant, system, tool, not 'bot'" in str(caught.value)
     with pytest.raises(TranscriptError, match="message 2: content must be a string"):
         read(json.dumps([MESSAGES[0], {"role": "user", "content": 7}]))
+
+
+def test_a_damaged_indented_document_is_named_by_the_line_where_it_breaks() -> None:
+    """A conversation written over many lines (indented JSON) with one mistake is one damaged
+    document, not many damaged JSON lines."""
+    document = {"conversation_id": "c-1", "messages": MESSAGES[:2]}
+    lines = json.dumps(document, indent=2).splitlines()
+    broken = next(n for n, line in enumerate(lines) if '"Add an index"' in line)
+    lines[broken] += ",,"
+    with pytest.raises(TranscriptError) as caught:
+        read("\n".join(lines))
+    assert caught.value.problems == [
+        f"line {broken + 1}: not JSON: Expecting property name enclosed in double quotes"
+    ]
 
 
 # -- the real engine over HTTP -------------------------------------------------------------------
@@ -180,6 +243,19 @@ def test_a_conversation_is_stored_a_turn_a_memory_and_forms_an_episode(
     episodes = [m["episode_id"] for m in memories]
     # one thread of work: the detector puts at least three of the four turns in one episode
     assert max(episodes.count(e) for e in episodes if e is not None) >= 3, episodes
+
+
+def test_a_tool_output_longer_than_a_memory_is_taken_and_cut(client: TestClient) -> None:
+    """An agent's tool output (a file read, a log) may be longer than server.max_content_chars:
+    only its first characters are kept, so it is not refused."""
+    log = "ERROR timeout after 30 s\n" * 1200  # 30,000 characters
+    messages = [*CONVERSATION[:2], said(2, "tool", log)]
+    done = ingest(client, conversation_id="long-tool", messages=messages)
+    assert (done["turns"], done["stored"], done["folded"]) == (2, 2, 1)
+    answer = client.get(f"/v1/memory/{done['memory_ids'][1]}").json()["content"]
+    assert answer.split("\n", 1)[1] == "[tool] " + turns.tool_output(log)
+    too_long = {"conversation_id": "c", "messages": [said(0, "user", log)]}
+    assert client.post("/v1/conversations", json=too_long).status_code == 413  # not a tool's
 
 
 def test_sending_again_stores_nothing_and_a_longer_version_only_its_new_turns(
@@ -278,3 +354,162 @@ def test_cli_ingests_each_format_and_refuses_a_damaged_file(
     stats = run_json(capsys, "--config", local, "stats")
     # cli-1 and cli-2 (episode summaries aside); nothing of the refused files
     assert stats["by_source_type"]["AUTO_CAPTURE"] == 8
+
+
+def test_cli_reads_standard_input(
+    capsys: pytest.CaptureFixture[str], local: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = "\n".join(json.dumps(m) for m in CONVERSATION)
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    done = run_json(capsys, "--config", local, "ingest", "-", "--conversation", "piped")
+    assert (done["conversation_id"], done["turns"], done["stored"]) == ("piped", 4, 4)
+
+
+def test_cli_pages_make_the_turns_of_the_whole_conversation(
+    capsys: pytest.CaptureFixture[str], local: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sent in pages of at most 4 messages, the conversation makes the turns it makes sent in
+    one request: no page starts with a tool output or an acknowledgement (which would have no
+    turn before it), and a page's first message without a time takes the time of the last
+    message before it (not the time of the request)."""
+    from tribalmemory.cli import ingest as ingest_command
+
+    monkeypatch.setattr(ingest_command, "PAGE", 4)
+    messages = [
+        {"role": "user", "content": "The nightly export fails", "timestamp": to_iso(T0)},
+        {"role": "assistant", "content": "Looking at the export query plan"},
+        {"role": "assistant", "content": "Running EXPLAIN on the export query"},
+        {"role": "user", "content": "Please check the events table first"},
+        {"role": "tool", "content": "Seq Scan on events (cost=0.00..912345.00)"},
+        {"role": "user", "content": "thanks"},
+        {"role": "user", "content": "Add an index on events.created_at please"},
+        {"role": "assistant", "content": "Index added; the export finishes in two minutes"},
+    ]  # fmt: skip
+    source = tmp_path / "paged.jsonl"
+    source.write_text("\n".join(json.dumps(m) for m in messages))
+    done = run_json(capsys, "--config", local, "ingest", str(source), "--conversation", "paged")
+    assert (done["messages"], done["turns"], done["stored"], done["folded"]) == (8, 6, 6, 2)
+    whole = [0, 1, 2, 3, 6, 7]  # the turns of the conversation sent in one request
+    assert done["memory_ids"] == [turns.turn_id(done["project"], "paged", i) for i in whole]
+    code, out, _ = run(capsys, "--config", local, "export")
+    records = [json.loads(line) for line in out.splitlines()]
+    by_id = {r["id"]: r for r in records if "content" in r and "id" in r}
+    shown = [by_id[i] for i in done["memory_ids"]]
+    assert shown[3]["content"].split("\n") == [
+        "user: Please check the events table first",
+        "[tool] Seq Scan on events (cost=0.00..912345.00)",
+        "user: thanks",
+    ]
+    assert {m["created_at"] for m in shown} == {to_iso(T0)}
+    monkeypatch.setattr(ingest_command, "PAGE", 500)
+    again = run_json(capsys, "--config", local, "ingest", str(source), "--conversation", "paged")
+    assert (again["stored"], again["existing"], again["memory_ids"]) == (0, 6, done["memory_ids"])
+
+
+# -- a crash in the middle of an ingest ----------------------------------------------------------
+
+
+KILLER = """
+import asyncio, json, os, signal, sys
+from pathlib import Path
+from tribalmemory.config import load_config
+from tribalmemory.episodes.detection import Detection
+from tribalmemory.runtime import start_runtime
+from tribalmemory.service import conversations
+
+conversations.PAGE = 4
+decided = 0
+original = Detection.detect
+
+async def detect(self, memory, vector):
+    global decided
+    decided += 1
+    if decided == 6:  # the second page of turns is stored, its first turn decided: kill -9
+        os.kill(os.getpid(), signal.SIGKILL)
+    return await original(self, memory, vector)
+
+Detection.detect = detect
+
+async def main():
+    runtime = await start_runtime(load_config(Path(sys.argv[1])), run_scheduler=False)
+    await runtime.api.ingest_conversation(**json.loads(Path(sys.argv[2]).read_text()))
+
+asyncio.run(main())
+"""
+
+TOPICS = ["the export timeout", "the events index", "the staging port", "the release notes"]
+
+
+async def test_an_ingest_killed_in_the_middle_is_completed_by_sending_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL while the second page of a 12-turn conversation is being placed: the 8 turns
+    stored survive, sending the conversation again stores the 4 others once, every turn is
+    decided by the episode engine, and no turn is stored twice or in two episodes."""
+    messages = [
+        said(i, "user" if i % 2 == 0 else "assistant", f"Turn {i} about {TOPICS[i // 3]}: step {i}")
+        for i in range(12)
+    ]
+    body = {"conversation_id": "crash-1", "messages": messages}
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    folder = tmp_path / "data"
+    config = write_config(folder, episodes=EPISODES)
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["TRIBAL_MEMORY_HOME"] = str(folder)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLER, str(config), str(request)],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+
+    ids = [turns.turn_id("default", "crash-1", i) for i in range(12)]
+    runtime = await open_runtime(folder, monkeypatch)
+    try:
+        stored = {m.id for m in await runtime.service.get_many(ids)}
+        assert stored == set(ids[:8])  # two pages of 4, acknowledged; the third never sent
+        done = await runtime.api.ingest_conversation(**body)
+        assert (done["stored"], done["existing"], done["memory_ids"]) == (4, 8, ids)
+        assert await runtime.episodes.worker.drain(60)
+        memories = await runtime.service.get_many(ids)
+        assert sorted(m.metadata["message_index"] for m in memories) == list(range(12))
+        listed = await runtime.api.memories_list(limit=100)
+        turns_listed = [m for m in listed["memories"] if m["metadata"].get("conversation_id")]
+        assert len(turns_listed) == 12  # each turn once
+        states = runtime.episodes.store.detections.states(ids)
+        assert set(states) == set(ids) and "pending" not in states.values()
+        members = runtime.episodes.store.memberships.all_member_ids()
+        assert len(members) == len(set(members))  # no turn in two episodes
+        again = await runtime.api.ingest_conversation(**body)
+        assert (again["stored"], again["existing"]) == (0, 12)
+    finally:
+        await runtime.stop()
+
+
+def test_cli_pages_fit_the_daemons_request_body_limit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A conversation larger than the daemon's server.max_body_bytes goes in several requests,
+    each within it, a tool output cut to what is kept before it is sent; a single message too
+    large for any request is refused before anything is sent."""
+    daemon = start_daemon(tmp_path, server={"max_body_bytes": 10_000})
+    try:
+        config = str(daemon.config_path)
+        messages = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"step {i}: " + "x" * 900}
+            for i in range(24)
+        ]  # about 22 kB
+        messages.insert(3, {"role": "tool", "content": "z" * 30_000})  # sent as kept
+        source = tmp_path / "long.jsonl"
+        source.write_text("\n".join(json.dumps(m) for m in messages))
+        done = run_json(capsys, "--config", config, "ingest", str(source), "--conversation", "big")
+        assert (done["messages"], done["turns"], done["stored"]) == (25, 24, 24)
+        huge = tmp_path / "huge.jsonl"
+        huge.write_text(json.dumps({"role": "user", "content": "y" * 6_000}))
+        code, _, err = run(capsys, "--config", config, "ingest", str(huge), "--conversation", "h")
+        assert code == 2 and "message 1 is 6" in err and "server.max_body_bytes" in err
+        assert run_json(capsys, "--config", config, "stats")["total_memories"] == 24
+    finally:
+        assert daemon.stop() == 0

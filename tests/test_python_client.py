@@ -11,7 +11,7 @@ from helpers_http import Daemon, start_daemon
 
 from tribalmemory import AsyncClient, Client
 from tribalmemory.errors import InvalidInput, Unavailable
-from tribalmemory.shapes import RecallResult, RememberResult
+from tribalmemory.shapes import IngestConversationResult, RecallResult, RememberResult
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "python.md"
 
@@ -59,6 +59,31 @@ def test_results_are_typed_and_errors_are_the_clis(daemon: Daemon) -> None:
         with pytest.raises(AttributeError, match="no operation 'rememberr'"):
             tm.rememberr("typo")
         assert "remember" in dir(tm) and "episodes_list" in dir(tm)
+
+
+def test_a_conversation_goes_in_through_the_client(daemon: Daemon) -> None:
+    """The daemon stores the turns once; a later page lands at its position; a bad message is
+    the client's InvalidInput naming it."""
+    said = [
+        {"role": "user", "content": "Where do the release notes for 4.2 live?", "name": "ana"},
+        {"role": "assistant", "content": "The 4.2 release notes are in docs/releases/4.2.md."},
+        {"role": "user", "content": "thanks"},
+    ]
+    with Client(daemon.config_path) as tm:
+        done = tm.ingest_conversation(conversation_id="client-1", messages=said)
+        assert isinstance(done, IngestConversationResult)
+        assert (done.turns, done.stored, done.folded) == (2, 2, 1)
+        later = [{"role": "user", "content": "Who signs off the 4.2 release notes?"}]
+        page = tm.ingest_conversation(conversation_id="client-1", messages=later, first_index=3)
+        assert (page.stored, page.memory_ids[0] in done.memory_ids) == (1, False)
+        again = tm.ingest_conversation(conversation_id="client-1", messages=said)
+        assert (again.stored, again.existing, again.memory_ids) == (0, 2, done.memory_ids)
+        first = tm.get_memory(done.memory_ids[0])
+        assert first.source_instance == "ana" and first.metadata["message_index"] == 0
+        with pytest.raises(InvalidInput, match=r"messages\[0\]: role must be one of"):
+            tm.ingest_conversation(
+                conversation_id="client-2", messages=[{"role": "bot", "content": "x"}]
+            )
 
 
 async def test_the_async_client(daemon: Daemon) -> None:

@@ -4,18 +4,22 @@ sent in pages to ``ingest_conversation``, with a progress bar on a terminal."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, PayloadTooLarge
 from ..portability import progress
+from ..service import turns
 from ..service.conversations import checked_messages
 from ..shapes.conversations import MAX_MESSAGES
 from .output import CliError, print_json
 from .transcripts import TranscriptError, read
 
-PAGE = 500  # messages a request
+# Messages a request at most, and at most half of server.max_body_bytes of them; a page ends
+# where a turn starts (turns.pages).
+PAGE = 500
 
 
 def _text(source: str) -> str:
@@ -41,7 +45,7 @@ async def run(api: Any, args: argparse.Namespace) -> int:
             "sending it again stores only what is new)",
             2,
         )
-    messages = transcript.messages
+    messages = [_kept(m) for m in transcript.messages]
     if not messages:
         raise CliError(f"{args.file}: no message in it", 2)
     limit = args.max_content_chars
@@ -51,16 +55,27 @@ async def run(api: Any, args: argparse.Namespace) -> int:
         except (InvalidInput, PayloadTooLarge) as exc:
             problem = _numbered(exc.message, start)
             raise CliError(f"{args.file}: nothing was sent: {problem}", 2) from None
+    weights = [_bytes(m) for m in messages]
+    budget = args.max_body_bytes // 2  # the rest: room for the request's other fields
+    for number, weight in enumerate(weights, 1):
+        if weight > budget:
+            raise CliError(
+                f"{args.file}: nothing was sent: message {number} is {weight} bytes as JSON, "
+                f"more than a request can carry (half of server.max_body_bytes, "
+                f"{args.max_body_bytes})",
+                2,
+            )
     totals: dict[str, Any] = {"messages": 0, "turns": 0, "stored": 0, "existing": 0}
     totals |= {"folded": 0, "memory_ids": []}
     answer: dict[str, Any] = {}
     with progress.bar("Ingesting", len(messages), progress.wanted(args.json)) as advance:
-        for start in range(0, len(messages), PAGE):
-            page = messages[start : start + PAGE]
+        starts = [turns.starts_turn(m["role"], m["content"]) for m in messages]
+        for cut in turns.pages(starts, PAGE, weights, budget):
+            page = _dated(messages, cut.start, cut.stop)
             answer = await api.ingest_conversation(
                 conversation_id=conversation,
                 messages=page,
-                first_index=start,
+                first_index=cut.start,
                 project=args.project,
                 source_instance=args.source_instance,
                 session=args.session,
@@ -80,6 +95,31 @@ async def run(api: Any, args: argparse.Namespace) -> int:
             f"already; {result['folded']} messages folded into the turn before"
         )
     return 0
+
+
+def _kept(message: dict[str, Any]) -> dict[str, Any]:
+    """A tool message with only what the server keeps of its output (turns.tool_output):
+    an agent's tool output (a file read, a log) need not travel."""
+    if message["role"] != "tool":
+        return message
+    return message | {"content": turns.tool_output(message["content"])}
+
+
+def _bytes(message: dict[str, Any]) -> int:
+    """A message's size in a request body (UTF-8 JSON, as the client sends it), with its comma."""
+    return len(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()) + 1
+
+
+def _dated(messages: list[dict[str, Any]], start: int, stop: int) -> list[dict[str, Any]]:
+    """``messages[start:stop]``, the first of them given the time of the last message before
+    it that has one when it has none (as it would take sent in one request, not now)."""
+    page = messages[start:stop]
+    if page and "timestamp" not in page[0]:
+        before = (messages[i] for i in range(start - 1, -1, -1))
+        said = next((m["timestamp"] for m in before if "timestamp" in m), None)
+        if said is not None:
+            page[0] = page[0] | {"timestamp": said}
+    return page
 
 
 def _numbered(message: str, start: int) -> str:

@@ -48,6 +48,7 @@ def _ingest(args: argparse.Namespace, config: Config) -> int:
     from . import commands, ingest
 
     args.max_content_chars = config.server.max_content_chars
+    args.max_body_bytes = config.server.max_body_bytes
     return asyncio.run(commands.with_api(config, ingest.run, args))
 
 

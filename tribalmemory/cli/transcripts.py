@@ -6,8 +6,9 @@ Formats:
 * a JSON object ``{"conversation_id": ..., "messages": [...]}``;
 * a JSON list of messages (OpenAI style);
 
-(problems in these two are reported by message number)
-* JSON lines, one message a line (blank lines are skipped).
+(problems in these two are reported by message number; a damaged one, by the line where the
+JSON parser stopped)
+* JSON lines, one message a line (blank lines are skipped; each damaged line is reported).
 
 A message is ``{role, content, timestamp?, name?}``; other keys of the OpenAI format
 (``tool_call_id``, ``tool_calls``...) are left out, and ``content`` given as a list of parts
@@ -77,7 +78,9 @@ def message(item: Any) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def read(text: str) -> Transcript:
-    """The conversation in ``text`` (any of the formats above); TranscriptError otherwise."""
+    """The conversation in ``text`` (any of the formats above); TranscriptError otherwise.
+    A byte order mark at the start (editors on Windows write one) is not part of it."""
+    text = text.removeprefix("\ufeff")
     stripped = text.lstrip()
     if not stripped:
         raise TranscriptError(["line 1: the file is empty"])
@@ -85,7 +88,7 @@ def read(text: str) -> Transcript:
         try:
             whole = json.loads(text)
         except json.JSONDecodeError as exc:
-            if stripped[0] == "[":
+            if stripped[0] == "[" or not _mostly_lines(text):  # one damaged document
                 raise TranscriptError([f"line {exc.lineno}: not JSON: {exc.msg}"]) from None
             whole = None  # JSON lines, each an object
         if isinstance(whole, dict) and "messages" in whole:
@@ -93,6 +96,21 @@ def read(text: str) -> Transcript:
         if isinstance(whole, list):
             return _listed(whole)
     return _lines(text)
+
+
+def _mostly_lines(text: str) -> bool:
+    """Whether ``text`` (not one JSON document) is JSON lines, some of them damaged: at least
+    half of its lines are JSON on their own. The lines of a document written over many lines
+    (indented) are not: it is one damaged document, reported where the parser stopped."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    whole = 0
+    for line in lines:
+        try:
+            json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        whole += 1
+    return 2 * whole >= len(lines)
 
 
 def _document(whole: dict[str, Any]) -> Transcript:

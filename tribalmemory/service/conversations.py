@@ -63,8 +63,9 @@ def checked_messages(items: Any, first_index: int, max_chars: int) -> list[turns
             content = item["content"]
             if not isinstance(content, str):
                 raise InvalidInput("content must be a string")
-            if content.strip():
-                check.text("content", content, max_chars, setting="server.max_content_chars")
+            if content.strip():  # a tool output is cut to what is kept (turns.tool_output)
+                limit = len(content) if role == "tool" else max_chars
+                check.text("content", content, limit, setting="server.max_content_chars")
             name = check.text("name", item.get("name"), MAX_SOURCE_INSTANCE_CHARS, required=False)
             said = check.memory_time("timestamp", item.get("timestamp"))
         except (InvalidInput, PayloadTooLarge) as exc:

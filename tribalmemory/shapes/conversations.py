@@ -14,6 +14,8 @@ MAX_MESSAGES = 1000
 """Messages in one request; a longer conversation is sent in pages (``first_index``)."""
 MAX_CONVERSATION_ID_CHARS = 200
 MAX_CONVERSATION_INDEX = 10_000_000
+TOOL_CHARS = 500
+"""What is kept of a tool message's output: its first characters (the rest is not stored)."""
 
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -21,7 +23,10 @@ ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 
 class ConversationMessage(Request):
     role: Role = Field(description="user, assistant, system or tool.")
-    content: str = Field(description="What was said. At most server.max_content_chars characters.")
+    content: str = Field(
+        description="What was said. At most server.max_content_chars characters; a tool "
+        f"output may be longer: its first {TOOL_CHARS} characters are kept."
+    )
     timestamp: Timestamp | None = Field(
         None,
         description=f"When it was said: {WHEN}; default the previous message's time (the "
