@@ -122,6 +122,41 @@ async def test_chain_links_a_follow_up_to_a_recently_closed_episode(runtime_fact
     assert [e["id"] for e in (await rt.api.episode_chain(parent))["chain"]] == [parent, child]
 
 
+AUTH_AGAIN = [
+    AUTH[3],
+    "Multi-tab logout follow-up: the 10 second grace window for the previous refresh token "
+    "shipped; Sentry shows no more 'refresh token revoked' 401s after a refresh.",
+]
+
+
+async def test_a_continuation_in_the_same_words_chains_early_in_a_stream(
+    runtime_factory, monkeypatch
+):
+    """Issue 40, item 13: a thread closed by hand (one memory taken out of it first) and taken
+    up again 23 hours later in the same words gets its parent, at the default threshold,
+    though the young stream's background is still wide (centroid cosine 0.73 scored 0.83);
+    an unrelated episode the day after gets none."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt = await runtime_factory(detector_strategy="embedding")
+    a = [await remember(rt, AUTH[i], 3, 9 + i) for i in range(3)]
+    parent = a[1]["episode_id"]
+    assert parent is not None
+    await rt.api.episode_remove(parent, a[2]["memory_id"])  # left loose
+    await rt.api.episode_close(parent)
+    await settle(rt)
+    b = [await remember(rt, AUTH_AGAIN[i], 4, 10 + i) for i in range(2)]
+    await settle(rt)
+    child = b[1]["episode_id"]
+    assert child not in (None, parent)
+    assert (await rt.api.episode_get(child))["episode"]["parent_episode_id"] == parent
+    await rt.api.episode_close(child)
+    d = [await remember(rt, DB[i], 5, 10 + i) for i in range(2)]
+    await settle(rt)
+    other = d[1]["episode_id"]
+    assert other not in (None, parent, child)
+    assert (await rt.api.episode_get(other))["episode"]["parent_episode_id"] is None
+
+
 async def test_a_late_link_job_decides_on_the_episode_as_it_started(runtime_factory, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     rt = await runtime_factory(detector_strategy="embedding", chain_similarity_threshold=0.5)
