@@ -240,9 +240,8 @@ def test_a_conversation_is_stored_a_turn_a_memory_and_forms_an_episode(
     assert [m["created_at"] for m in memories] == [
         to_iso(T0 + timedelta(minutes=k)) for k in (0, 1, 4, 5)
     ]
-    episodes = [m["episode_id"] for m in memories]
-    # one thread of work: the detector puts at least three of the four turns in one episode
-    assert max(episodes.count(e) for e in episodes if e is not None) >= 3, episodes
+    episodes = {m["episode_id"] for m in memories}
+    assert len(episodes) == 1 and None not in episodes  # one sitting, one episode
 
 
 def test_a_tool_output_longer_than_a_memory_is_taken_and_cut(client: TestClient) -> None:
@@ -256,6 +255,24 @@ def test_a_tool_output_longer_than_a_memory_is_taken_and_cut(client: TestClient)
     assert answer.split("\n", 1)[1] == "[tool] " + turns.tool_output(log)
     too_long = {"conversation_id": "c", "messages": [said(0, "user", log)]}
     assert client.post("/v1/conversations", json=too_long).status_code == 413  # not a tool's
+
+
+def test_each_sitting_is_an_episode_whatever_its_turns_talk_about(client: TestClient) -> None:
+    """Turns at most an hour apart are one sitting, one episode, small talk included; a turn
+    two days later starts the next sitting, which is not merged into the first though the
+    same people talk (the engine's resumption check would merge such threads)."""
+    later = 2 * 24 * 60
+    second = [
+        said(later, "user", "Back from the weekend: the export ran fine every night", "dana"),
+        said(later + 1, "assistant", "Good; the events index keeps the export under a minute"),
+        said(later + 2, "user", "By the way, the team lunch moved to Thursday", "dana"),
+        said(later + 3, "assistant", "Noted, Thursday lunch with the data team"),
+    ]
+    done = ingest(client, conversation_id="sittings", messages=[*CONVERSATION, *second])
+    episodes = [client.get(f"/v1/memory/{i}").json()["episode_id"] for i in done["memory_ids"]]
+    assert len(episodes) == 8 and None not in episodes
+    assert len(set(episodes[:4])) == 1 and len(set(episodes[4:])) == 1
+    assert episodes[0] != episodes[4]
 
 
 def test_sending_again_stores_nothing_and_a_longer_version_only_its_new_turns(

@@ -27,6 +27,7 @@ from .events import Arriving, Doubtful, Events, Grown
 from .matching import MemoryFeatures, Placement, when
 from .membership import Membership
 from .sessions import Sessions
+from .sittings import Sittings
 from .state import EngineState
 from .upkeep import Upkeep
 
@@ -49,6 +50,7 @@ class Detection:
         *,
         budget: Budget,
         sessions: Sessions,
+        sittings: Sittings,
         events: Events,
     ) -> None:
         self.state = state
@@ -58,6 +60,8 @@ class Detection:
         self.budget = budget
         self.sessions = sessions
         """Declared episodes: a session's memory joins its episode before any decision."""
+        self.sittings = sittings
+        """A conversation's turns said close together: one episode."""
         self.events = events
         """Where a memory about to be decided, an episode grown and a doubtful decision are
         announced."""
@@ -93,16 +97,19 @@ class Detection:
             if await self.sessions.claim(memory, features):
                 self.budget.count(memories=1)
                 return self.status_of(memory.id)  # joined its session's declared episode
-            decision = state.matcher.decide(
-                features,
-                state.active_for(features),
-                state.seed_pool(features),
-                doubt_share=self.budget.doubt_share(),
-                learn=True,
-                project=memory.project,
-            )
+            decision = self.sittings.placement(memory, features)
+            if decision is None:
+                decision = state.matcher.decide(
+                    features,
+                    state.active_for(features),
+                    state.seed_pool(features),
+                    doubt_share=self.budget.doubt_share(),
+                    learn=True,
+                    project=memory.project,
+                )
             self.budget.count(memories=1)
             await self.apply(memory, features, decision)
+            self.sittings.placed(memory)
             state.save_detector()
             return self.status_of(memory.id)
 

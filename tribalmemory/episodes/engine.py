@@ -46,6 +46,7 @@ from .restore import Restore
 from .resumption import Resumption
 from .review import Review
 from .sessions import Sessions
+from .sittings import Sittings
 from .splitting import Splitting
 from .state import EngineState
 from .store import EpisodeStore, Job
@@ -79,13 +80,15 @@ class EpisodeEngine:
         self.sessions = Sessions(self.state, self.upkeep, summariser)
         self.consolidation = Consolidation(self.state, summariser, self.membership, self.budget)
         self.splitting = Splitting(self.state, summariser, self.membership, self.budget)
-        self.resumption = Resumption(self.state, self.membership)
+        self.sittings = Sittings(self.state)
+        self.resumption = Resumption(self.state, self.membership, self.sittings)
         self.detection = Detection(
             self.state,
             self.membership,
             self.upkeep,
             budget=self.budget,
             sessions=self.sessions,
+            sittings=self.sittings,
             events=self.events,
         )
         self.review = Review(self.detection, self.consolidation, summariser)

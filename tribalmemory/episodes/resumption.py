@@ -26,6 +26,7 @@ from datetime import datetime
 from .detector import DetectorContext, EpisodeFeatures
 from .events import Arriving
 from .membership import Membership
+from .sittings import Sittings
 from .state import EngineState
 
 log = logging.getLogger("tribalmemory.episodes")
@@ -96,9 +97,11 @@ class Resumption:
     """Checks each active episode once it has gone quiet (at its member count then), from the
     detection of a later memory; merges it into the older episode it resumes."""
 
-    def __init__(self, state: EngineState, membership: Membership) -> None:
+    def __init__(self, state: EngineState, membership: Membership, sittings: Sittings) -> None:
         self.state = state
         self.membership = membership
+        self.sittings = sittings
+        """A conversation's sittings are its episodes: never merged here."""
         self._checked: dict[str, int] = {}  # episode -> members when it was checked
 
     async def arriving(self, event: Arriving) -> None:
@@ -115,7 +118,7 @@ class Resumption:
         mine = [e for k, e in state.active.items() if state.project_of_episode(k) == project]
         for episode_id in due(mine, self._checked, now, context):
             episode = state.active.get(episode_id)  # a merge before may have taken it
-            if episode is None:
+            if episode is None or episode_id in self.sittings.episodes:
                 continue
             self._remember_checked(episode_id, episode.memory_count)
             target = resumed(episode, self.membership.merge_partners(episode_id), context)

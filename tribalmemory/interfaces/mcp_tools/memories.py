@@ -128,7 +128,7 @@ def memory_tools(env: ToolEnv) -> list[Callable[..., Any]]:
         """Store a whole conversation (a chat, a session transcript) in the team's memory.
 
         Send its messages ({role, content, timestamp?, name?}) in order; each turn becomes a
-        memory, episodes form from them as from remembered memories, and system messages,
+        memory, each sitting (turns at most an hour apart) is one episode, and system messages,
         tool output and bare acknowledgements are folded into the turn before. Send the same
         conversation_id again with more messages and only the new ones are stored; a long
         conversation goes in pages of up to 1000 messages (first_index: the position of the
