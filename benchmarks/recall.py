@@ -486,6 +486,8 @@ def rows_of(runs: dict[str, dict[str, list[Answer]]]) -> list[dict[str, Any]]:
     for kind in sorted({KIND_OF[n] for by_set in runs.values() for n in by_set}):
         for mode, by_set in runs.items():
             answers = [a for name, found in by_set.items() if KIND_OF[name] == kind for a in found]
+            if not answers:  # a mode that left this kind out (ingest: conversations only)
+                continue
             cats = sorted({a.question.category for a in answers})
             for category in ["all", *cats]:
                 chosen = [a for a in answers if category in ("all", a.question.category)]
