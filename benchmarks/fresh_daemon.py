@@ -158,18 +158,24 @@ def import_through_daemon(
     env = {**code_env(code), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     daemon = start_daemon(root, root.parent / "daemons.log", {"enabled": True}, env=env)
     try:
-        env = {**os.environ, **env, "TRIBAL_MEMORY_HOME": str(root), "HOME": str(root)}
-        env.pop("TRIBAL_MEMORY_TOKEN", None)
-        command = [sys.executable, "-m", "tribalmemory", "import", str(export), "--json"]
-        command += ["--config", str(root / "config.yaml")]
-        start = time.perf_counter()
-        done = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True)
-        seconds = time.perf_counter() - start
-        if done.returncode != 0 or f'"stored": {count}' not in done.stdout:
-            raise SystemExit(f"the import failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+        seconds = run_import(root, export, count, env)
         return count / seconds, settled(daemon.url, 600)
     finally:
         daemon.stop()
+
+
+def run_import(root: Path, export: Path, count: int, env: dict[str, str]) -> float:
+    """Seconds ``tribalmemory import EXPORT`` takes (the CLI, which finds the daemon serving
+    ``root`` and streams the file to it); exits unless all ``count`` memories were stored."""
+    environ = {**os.environ, **env, "TRIBAL_MEMORY_HOME": str(root), "HOME": str(root)}
+    environ.pop("TRIBAL_MEMORY_TOKEN", None)
+    command = [sys.executable, "-m", "tribalmemory", "import", str(export), "--json"]
+    command += ["--config", str(root / "config.yaml")]
+    start = time.perf_counter()
+    done = subprocess.run(command, env=environ, cwd=root, capture_output=True, text=True)
+    if done.returncode != 0 or f'"stored": {count}' not in done.stdout:
+        raise SystemExit(f"the import failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return time.perf_counter() - start
 
 
 # -- main ------------------------------------------------------------------------------------

@@ -38,31 +38,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 from detector_sim import scores  # noqa: E402
-from recall import Dataset, load_locomo  # noqa: E402
+from recall import Dataset, load_locomo, messages_of  # noqa: E402
 from report import write_section  # noqa: E402
 
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.runtime import start_runtime  # noqa: E402
-from tribalmemory.timeutil import to_iso  # noqa: E402
 
 PAGE = 1000
 LOCOMO = Path("/work/shared/recall/locomo")
-
-
-def messages_of(dataset: Dataset) -> list[dict[str, Any]]:
-    """The conversation's turns as messages (the speaker's name, the text without it)."""
-    out = []
-    for item in dataset.items:
-        text = item.content.split(": ", 1)[1]
-        out.append(
-            {
-                "role": "user",
-                "name": item.source_instance,
-                "content": text,
-                "timestamp": to_iso(item.created_at),
-            }
-        )
-    return out
 
 
 async def ingest_all(api: Any, name: str, messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -63,6 +63,7 @@ from report import write_section  # noqa: E402
 
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.runtime import start_runtime  # noqa: E402
+from tribalmemory.timeutil import to_iso  # noqa: E402
 
 SHARED = Path("/work/shared")
 KS = (5, 10, 25)
@@ -404,6 +405,20 @@ async def replay(
     return answers
 
 
+def messages_of(dataset: Dataset) -> list[dict[str, Any]]:
+    """``dataset``'s items as a conversation's messages: each named by its speaker, its text
+    without the "Speaker: " the item starts with, dated as the item."""
+    return [
+        {
+            "role": "user",
+            "name": item.source_instance,
+            "content": item.content.split(": ", 1)[-1],
+            "timestamp": to_iso(item.created_at),
+        }
+        for item in dataset.items
+    ]
+
+
 async def ingest(
     api: Any, dataset: Dataset, key_of: dict[str, str], folded: dict[str, list[str]]
 ) -> None:
@@ -411,15 +426,7 @@ async def ingest(
     messages), each item a message named by its speaker; ``key_of`` maps each turn's memory to
     its first item, ``folded`` to the items folded into it (an acknowledgement: its text is
     in that memory)."""
-    messages = [
-        {
-            "role": "user",
-            "name": item.source_instance,
-            "content": item.content.split(": ", 1)[-1],
-            "timestamp": item.created_at.isoformat().replace("+00:00", "Z"),
-        }
-        for item in dataset.items
-    ]
+    messages = messages_of(dataset)
     for start in range(0, len(messages), 1000):
         page = messages[start : start + 1000]
         done = await api.ingest_conversation(

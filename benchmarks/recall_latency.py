@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -37,7 +35,7 @@ from typing import Any
 import httpx
 import numpy as np
 from detector_sim import load_stream
-from fresh_daemon import LLM_KEYS, code_env, load, settled
+from fresh_daemon import LLM_KEYS, code_env, load, run_import, settled
 from latency import sequential_recall, start_daemon
 from report import write_section
 
@@ -104,13 +102,7 @@ def build(home: Path, export: Path, count: int) -> tuple[float, dict[str, Any]]:
     env = {**code_env(None), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     daemon = start_daemon(home, home.parent / "daemons.log", {"enabled": True}, env=env)
     try:
-        environ = {**os.environ, **env, "TRIBAL_MEMORY_HOME": str(home), "HOME": str(home)}
-        environ.pop("TRIBAL_MEMORY_TOKEN", None)
-        command = [sys.executable, "-m", "tribalmemory", "import", str(export), "--json"]
-        command += ["--config", str(home / "config.yaml")]
-        done = subprocess.run(command, env=environ, cwd=home, capture_output=True, text=True)
-        if done.returncode != 0 or f'"stored": {count}' not in done.stdout:
-            raise SystemExit(f"the import failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+        run_import(home, export, count, env)
         seconds = settled(daemon.url, 900)
         if seconds is None:
             raise SystemExit("the episode work did not settle within 15 minutes")

@@ -280,6 +280,18 @@ async def test_memories_remembered_during_an_import_keep_every_invariant(
         await runtime.stop()
 
 
+async def assert_request_vectors(runtime: Runtime, texts: list[str]) -> None:
+    """Each stored memory of ``texts`` has the vector the request model gives its text."""
+    memories = list(runtime.service.store.scroll())
+    stored = await runtime.service.vectors([m.id for m in memories])
+    by_text = {m.content: stored[m.id] for m in memories}
+    expected = await runtime.service.embed(texts)
+    for text, vector in zip(texts, expected, strict=True):
+        # the same model and weights on one thread instead of two, in other runs: only the
+        # order of float32 sums differs, far below 1e-4 of cosine
+        assert float(np.dot(by_text[text], vector)) > 1 - 1e-4
+
+
 async def test_an_import_embeds_its_pages_with_the_single_threaded_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -302,14 +314,7 @@ async def test_an_import_embeds_its_pages_with_the_single_threaded_model(
         assert (report.stored, report.vectors_used) == (len(texts), False)
         assert background.status()["model"] == "loaded"
         assert background.status()["calls"] == 0  # not through the low-priority thread
-        memories = list(runtime.service.store.scroll())
-        stored = await runtime.service.vectors([m.id for m in memories])
-        by_text = {m.content: stored[m.id] for m in memories}
-        expected = await runtime.service.embed(texts)
-        for text, vector in zip(texts, expected, strict=True):
-            # the same model and weights on one thread instead of two: only the order of
-            # float32 sums differs, far below 1e-4 of cosine
-            assert float(np.dot(by_text[text], vector)) > 1 - 1e-4
+        await assert_request_vectors(runtime, texts)
     finally:
         await runtime.stop()
 
@@ -345,12 +350,6 @@ async def test_an_import_page_is_embedded_in_one_part_per_cpu_in_order(
         assert report.stored == len(texts)
         # pages of 256 and 44: the first in two parts of 128, the second (< 2 x 64) whole
         assert sorted(calls) == [44, 128, 128]
-        memories = list(runtime.service.store.scroll())
-        stored = await runtime.service.vectors([m.id for m in memories])
-        by_text = {m.content: stored[m.id] for m in memories}
-        expected = await runtime.service.embed(texts)
-        for text, vector in zip(texts, expected, strict=True):
-            # as above: one thread instead of two, other runs; only float32 sums differ
-            assert float(np.dot(by_text[text], vector)) > 1 - 1e-4
+        await assert_request_vectors(runtime, texts)
     finally:
         await runtime.stop()

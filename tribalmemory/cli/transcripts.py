@@ -18,12 +18,12 @@ keeps its text parts.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..shapes.conversations import ROLES
 
-KEPT = ("role", "content", "timestamp", "name")
 MAX_REPORTED = 20
 
 
@@ -125,33 +125,38 @@ def _document(whole: dict[str, Any]) -> Transcript:
 
 def _listed(items: list[Any], conversation: str | None = None) -> Transcript:
     """Messages of a JSON list; a problem is reported with the message's number."""
-    out, problems = [], []
-    for number, item in enumerate(items, 1):
-        kept, problem = message(item)
-        if problem is not None:
-            problems.append(f"message {number}: {problem}")
-        elif kept is not None:
-            out.append(kept)
-    if problems:
-        raise TranscriptError(problems)
-    return Transcript(conversation, out)
+    numbered = ((f"message {number}", item, None) for number, item in enumerate(items, 1))
+    return Transcript(conversation, _collected(numbered))
 
 
 def _lines(text: str) -> Transcript:
-    out, problems = [], []
+    """Messages of JSON lines; a problem is reported with its line's number."""
+    return Transcript(None, _collected(_parsed_lines(text)))
+
+
+def _parsed_lines(text: str) -> Iterator[tuple[str, Any, str | None]]:
+    """``(where, item, problem)`` of each non-blank line: its JSON, or why it is none."""
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            yield f"line {number}", json.loads(line), None
         except json.JSONDecodeError as exc:
-            problems.append(f"line {number}: not JSON: {exc.msg}")
-            continue
-        kept, problem = message(item)
+            yield f"line {number}", None, f"not JSON: {exc.msg}"
+
+
+def _collected(entries: Iterable[tuple[str, Any, str | None]]) -> list[dict[str, Any]]:
+    """The messages of ``entries`` (``(where, item, problem)``); TranscriptError naming every
+    problem (a problem given, or what :func:`message` finds) where it is."""
+    out, problems = [], []
+    for where, item, problem in entries:
+        kept = None
+        if problem is None:
+            kept, problem = message(item)
         if problem is not None:
-            problems.append(f"line {number}: {problem}")
+            problems.append(f"{where}: {problem}")
         elif kept is not None:
             out.append(kept)
     if problems:
         raise TranscriptError(problems)
-    return Transcript(None, out)
+    return out
