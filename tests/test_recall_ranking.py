@@ -45,6 +45,23 @@ def test_a_summary_is_kept_only_when_it_beats_its_best_member_by_the_margin() ->
     assert "s" in {c.id for c in ranking.admitted(pool(best + ranking.SUMMARY_MARGIN))}
 
 
+def test_a_summary_far_below_the_closest_memory_is_left_out_however_weak_its_members() -> None:
+    # a thread the query barely touches: its summary mixes the members and beats them all,
+    # yet a memory of another thread answers far better
+    def pool(summary_score: float) -> list[Ranked]:
+        return [
+            Ranked("x", 0.80, episode_id="ep-2"),
+            Ranked("s", summary_score, Kind.SUMMARY, "ep-1"),
+            Ranked("a", 0.30, episode_id="ep-1"),
+        ]
+
+    closest = 0.80
+    assert "s" not in {c.id for c in ranking.admitted(pool(0.60))}  # beats "a" by 0.3
+    below = closest - ranking.SUMMARY_REACH
+    assert "s" not in {c.id for c in ranking.admitted(pool(below - 0.01))}
+    assert "s" in {c.id for c in ranking.admitted(pool(below))}
+
+
 def test_a_summary_none_of_whose_members_was_found_stands_for_nothing() -> None:
     pool = [Ranked("s", 0.9, Kind.SUMMARY, "ep-1"), Ranked("x", 0.5, episode_id="ep-2")]
     assert [c.id for c in ranking.admitted(pool)] == ["x"]

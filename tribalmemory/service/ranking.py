@@ -10,10 +10,15 @@ the first k + 1 kept.
   beside it only takes a slot.
 - An episode summary is shown only when it carries more of the query than the members it
   stands for: its score exceeds the best score of its members in the pool by
-  :data:`SUMMARY_MARGIN`. A summary none of whose members is in the pool stands for nothing
-  the search found, and is left out too (measured on benchmarks/recall.py: such summaries
-  took slots from evidence far more often than they covered it). A search that can find no
-  plain memory (``source_types`` naming summaries only) keeps every summary.
+  :data:`SUMMARY_MARGIN`, and it is about as close to the query as the closest memory the
+  search found (within :data:`SUMMARY_REACH`). The second test leaves out the summary of a
+  thread the query barely touches, which beats its weakly matched members only because a
+  summary mixes them (measured on benchmarks/recall.py: these took slots from evidence on
+  the agent-memory questions and covered none). A summary none of whose members is in the
+  pool stands for nothing the search found, and is left out too (measured on the same
+  benchmark: such summaries took slots from evidence far more often than they covered it).
+  A search that can find no plain memory (``source_types`` naming summaries only) keeps every
+  summary.
 - A query that names a period (:mod:`.periods`) shows the memories dated in it first, each
   group in the pool's order: the period is a filter that never empties the list.
 """
@@ -31,6 +36,10 @@ CANDIDATE_POOL = 50
 SUMMARY_MARGIN = 0.05
 """How much more of the query (score, cosine 0–1) a summary must carry than its best member
 in the pool to take a slot of its own."""
+
+SUMMARY_REACH = 0.05
+"""How far below the closest memory in the pool (score, cosine 0–1) a summary may be and still
+take a slot: a summary is shown as one of the best answers, not as a thread's digest."""
 
 
 class Kind(Enum):
@@ -66,18 +75,22 @@ def summaries_that_add(
     pool: Sequence[Ranked], margin: float = SUMMARY_MARGIN, orphans: bool = False
 ) -> list[Ranked]:
     """``pool`` without the summaries that carry no more of the query than their best member
-    in ``pool`` (score + ``margin``), nor, unless ``orphans``, those none of whose members is
-    in ``pool`` while other memories are (a search restricted to summaries keeps them all)."""
+    in ``pool`` (score + ``margin``) or lie further than :data:`SUMMARY_REACH` below the
+    closest memory among the first :data:`CANDIDATE_POOL` (so a longer pool never changes
+    it), nor, unless ``orphans``, those none of whose members is in ``pool`` while other
+    memories are (a search restricted to summaries keeps them all)."""
     best: dict[str, float] = {}
     for c in pool:
         if c.kind is Kind.MEMORY and c.episode_id is not None:
             best[c.episode_id] = max(best.get(c.episode_id, 0.0), c.score)
+    closest = max((c.score for c in pool[:CANDIDATE_POOL] if c.kind is Kind.MEMORY), default=None)
     orphans = orphans or not any(c.kind is Kind.MEMORY for c in pool)
 
     def adds(c: Ranked) -> bool:
         if c.episode_id not in best:
             return orphans
-        return c.score >= best[c.episode_id] + margin
+        near = closest is None or c.score >= closest - SUMMARY_REACH
+        return near and c.score >= best[c.episode_id] + margin
 
     return [c for c in pool if c.kind is not Kind.SUMMARY or adds(c)]
 
