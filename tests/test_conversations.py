@@ -275,6 +275,50 @@ def test_each_sitting_is_an_episode_whatever_its_turns_talk_about(client: TestCl
     assert episodes[0] != episodes[4]
 
 
+async def test_sittings_carry_on_across_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversation's latest turn and its sittings are kept in the episode database: after a
+    restart, small talk a minute after the last turn still goes into that sitting's episode,
+    and a sitting two days later is not merged into it though the same people talk."""
+    folder = tmp_path / "data"
+    runtime = await open_runtime(folder, monkeypatch)
+    try:
+        lunch = [  # a thread of its own that the small talk below would join by its words
+            "Team lunch with the data team is planned for Wednesday at noon",
+            "The team lunch with the data team: Wednesday noon, the Thai place",
+            "Team lunch for the data team booked: Wednesday noon at the Thai place",
+        ]
+        for minutes, text in enumerate(lunch):
+            await runtime.api.remember(text, created_at=T0 - timedelta(minutes=30 - minutes))
+        first = await runtime.api.ingest_conversation(
+            conversation_id="restart", messages=CONVERSATION
+        )
+        assert await runtime.episodes.worker.drain(60)
+    finally:
+        await runtime.stop()
+    later = 2 * 24 * 60
+    more = [
+        said(6, "user", "By the way, the team lunch with the data team moved to Thursday"),
+        said(later, "user", "Back from the weekend: the export ran fine every night", "dana"),
+        said(later + 1, "assistant", "Good; the events index keeps the export under a minute"),
+    ]
+    runtime = await open_runtime(folder, monkeypatch)
+    try:
+        done = await runtime.api.ingest_conversation(
+            conversation_id="restart", messages=more, first_index=len(CONVERSATION)
+        )
+        assert await runtime.episodes.worker.drain(60)
+        ids = first["memory_ids"] + done["memory_ids"]
+        annotated = runtime.service.annotate(await runtime.service.get_many(ids))
+        episodes = [annotated[i]["episode_id"] for i in ids]
+    finally:
+        await runtime.stop()
+    assert None not in episodes
+    assert len(set(episodes[:5])) == 1  # the small talk stayed in its sitting
+    assert len(set(episodes[5:])) == 1 and episodes[5] != episodes[0]  # the next sitting
+
+
 def test_sending_again_stores_nothing_and_a_longer_version_only_its_new_turns(
     client: TestClient,
 ) -> None:

@@ -118,7 +118,7 @@ class Resumption:
         mine = [e for k, e in state.active.items() if state.project_of_episode(k) == project]
         for episode_id in due(mine, self._checked, now, context):
             episode = state.active.get(episode_id)  # a merge before may have taken it
-            if episode is None or episode_id in self.sittings.episodes:
+            if episode is None or self.sittings.is_sitting(episode_id):
                 continue
             self._remember_checked(episode_id, episode.memory_count)
             target = resumed(episode, self.membership.merge_partners(episode_id), context)

@@ -9,8 +9,8 @@ sitting before, as any new episode). The first turn of a conversation is decided
 memory. Chit-chat that changes the subject mid-sitting stays in it; the detector alone cut a
 sitting into about two episodes, and with a sitting's turns kept together but its first turn
 decided by the detector, sittings days apart joined one episode (docs/benchmarks.md,
-*Conversations in*). The previous turns are remembered in memory only: after a
-restart, a conversation's next turn is decided as any memory, and the ones after it follow it.
+*Conversations in*). Each conversation's latest turn and the sitting episodes are kept in the
+episode database (``conversations`` and ``sittings`` tables), so a restart changes nothing.
 """
 
 from __future__ import annotations
@@ -34,19 +34,20 @@ class Sittings:
 
     def __init__(self, state: EngineState) -> None:
         self.state = state
-        self.last: dict[tuple[str, str], tuple[str, float]] = {}
-        """(project, conversation) -> its latest turn: memory id, memory time."""
-        self.episodes: set[str] = set()
-        """Episodes a conversation's turns are in: its sittings, which a resumption check
-        (:mod:`.resumption`) does not merge into the sitting before, as it would merge two
-        episodes of one thread taken up after a pause that name the same people."""
+
+    def is_sitting(self, episode_id: str) -> bool:
+        """Whether a conversation's turns are in ``episode_id``: a sitting, which a resumption
+        check (:mod:`.resumption`) does not merge into the sitting before, as it would merge
+        two episodes of one thread taken up after a pause that name the same people."""
+        return self.state.store.conversations.is_sitting(episode_id)
 
     def placement(self, memory: Memory, features: MemoryFeatures) -> Placement | None:
         """Where ``memory`` goes as the next turn of its sitting; None: decided as any memory."""
         conversation = conversation_of(memory)
         if conversation is None:
             return None
-        before = self.last.get((memory.project, conversation))
+        state = self.state
+        before = state.store.conversations.latest(memory.project, conversation)
         if before is None:
             return None
         previous, said = before
@@ -55,7 +56,6 @@ class Sittings:
             return Placement.new_seed()  # a new sitting starts a thread of its own
         if gap < 0.0:
             return None  # said before the latest turn (a page sent again, out of order)
-        state = self.state
         episode = state.store.memberships.episode_of(previous)
         if episode is not None and episode in state.active:
             similarity = float(state.active[episode].centroid @ features.vector)
@@ -67,15 +67,16 @@ class Sittings:
         return None
 
     def placed(self, memory: Memory) -> None:
-        """Remember ``memory`` as its conversation's latest turn."""
+        """Keep ``memory`` as its conversation's latest turn (unless a later one is kept), and
+        its episode as a sitting."""
         conversation = conversation_of(memory)
         if conversation is None:
             return
-        episode = self.state.store.memberships.episode_of(memory.id)
-        if episode is not None:
-            self.episodes.add(episode)
-        key = (memory.project, conversation)
-        said = to_epoch(memory.created_at)
-        before = self.last.get(key)
-        if before is None or said >= before[1]:
-            self.last[key] = (memory.id, said)
+        store = self.state.store
+        episode = store.memberships.episode_of(memory.id)
+        with store.transaction() as db:
+            if episode is not None:
+                store.conversations.mark_sitting(db, episode)
+            store.conversations.record_turn(
+                db, memory.project, conversation, memory.id, to_epoch(memory.created_at)
+            )

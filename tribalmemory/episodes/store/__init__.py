@@ -2,8 +2,9 @@
 
 ``database`` owns the connection, the schema (``schema``) and the transactions, and the changes
 that span tables; each table has a small class of its own (``episodes``, ``memberships``,
-``detections``, ``jobs``, ``history``, ``pins``, ``sessions``, ``terms``) that runs its
-statements on the connection the caller's transaction holds. ``rows``: the typed rows returned.
+``detections``, ``jobs``, ``history``, ``pins``, ``sessions``, ``conversations``, ``terms``)
+that runs its statements on the connection the caller's transaction holds. ``rows``: the
+typed rows returned.
 """
 
 from .database import BACKSTOP_CHECKPOINT_PAGES, EpisodeStore

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .conversations import Conversations
 from .detections import Detections
 from .episodes import Episodes
 from .history import History
@@ -42,7 +43,7 @@ class EpisodeStore:
     """The episode database: its connection and transactions, its meta values, the changes that
     span tables, and one class per table (``store.episodes``, ``store.memberships``,
     ``store.detections``, ``store.jobs``, ``store.history``, ``store.pins``,
-    ``store.sessions``, ``store.terms``)."""
+    ``store.sessions``, ``store.conversations``, ``store.terms``)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,6 +71,7 @@ class EpisodeStore:
         self.history = History(self.db)
         self.pins = Pins(self.db)
         self.sessions = Sessions(self.db)
+        self.conversations = Conversations(self.db)
         self.terms = TermCounts(self.db)
 
     def close(self) -> None:
@@ -166,6 +168,7 @@ class EpisodeStore:
     def forget_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
         self.detections.delete(db, memory_id)
         self.jobs.drop(db, ("detect", "classify"), memory_id)
+        self.conversations.forget_memory(db, memory_id)
 
     def queue_summary(
         self,

@@ -88,6 +88,17 @@ CREATE TABLE IF NOT EXISTS sessions (
     topic TEXT NOT NULL,
     started_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS conversations ( -- each ingested conversation's latest turn (sittings)
+    project TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    memory_time REAL NOT NULL,
+    PRIMARY KEY (project, conversation)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS conversations_memory ON conversations(memory_id);
+CREATE TABLE IF NOT EXISTS sittings (      -- episodes that are a conversation's sittings
+    episode_id TEXT PRIMARY KEY REFERENCES episodes(id) ON DELETE CASCADE
+) WITHOUT ROWID;
 """
 
 ADDED_COLUMNS = {
