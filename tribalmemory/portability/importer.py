@@ -14,7 +14,6 @@ page before is stored).
 
 from __future__ import annotations
 
-import asyncio
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -330,25 +329,15 @@ async def apply(
                 for offset in order[start : start + PAGE]
             ]
 
-        ahead = asyncio.ensure_future(prepare(load(0))) if order else None
-        for start in range(0, len(order), PAGE):
-            assert ahead is not None
+        async def page(number: int) -> list[ImportItem]:
+            return await prepare(load(number * PAGE))
+
+        def check(stored: int) -> None:
             if stopping():
-                ahead.cancel()
-                raise stopped(f"{report.stored} of {len(order)} new memories were imported")
-            page = await ahead
-            following = start + PAGE
-            ahead = (
-                asyncio.ensure_future(prepare(load(following))) if following < len(order) else None
-            )
-            try:
-                report.stored += len(await service.import_page(page))
-            except BaseException:
-                if ahead is not None:
-                    ahead.cancel()
-                raise
-            if progress is not None:
-                progress(len(page))
+                raise stopped(f"{stored} of {len(order)} new memories were imported")
+
+        pages = -(-len(order) // PAGE)
+        report.stored += await service.import_pages(pages, page, check, progress)
         if api.episodes is not None:
             for number, offset in enumerate(index.episodes):
                 if stopping():

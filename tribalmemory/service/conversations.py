@@ -125,23 +125,12 @@ class ConversationOperations(ImportOperations):
             )
             for turn, memory_id in new
         ]
-        stored = 0
         pages = [memories[start : start + PAGE] for start in range(0, len(memories), PAGE)]
-        ahead = asyncio.ensure_future(self._embedded(pages[0])) if pages else None
-        for number in range(len(pages)):  # each page embedded while the one before is stored
-            assert ahead is not None
-            items = await ahead
-            ahead = (
-                asyncio.ensure_future(self._embedded(pages[number + 1]))
-                if number + 1 < len(pages)
-                else None
-            )
-            try:
-                stored += len(await self.import_page(items))
-            except BaseException:
-                if ahead is not None:
-                    ahead.cancel()
-                raise
+
+        async def page(number: int) -> list[ImportItem]:
+            return await self._embedded(pages[number])
+
+        stored = await self.import_pages(len(pages), page)
         return Ingested(
             conversation_id=conversation,
             project=project,

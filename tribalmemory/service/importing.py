@@ -4,6 +4,7 @@ check, one durable store write, the batch hook), the episode engine placing them
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ class ImportItem:
 
 
 class ImportOperations(ServiceState):
-    """import_memory and import_page."""
+    """import_memory, import_pages and import_page."""
 
     async def import_memory(
         self, memory: Memory, vector: np.ndarray | None, placed: bool = False
@@ -37,6 +38,36 @@ class ImportOperations(ServiceState):
             vector = (await self.embed([memory.content]))[0]
         item = ImportItem(memory, np.asarray(vector, dtype=np.float32), placed)
         return bool(await self.import_page([item]))
+
+    async def import_pages(
+        self,
+        count: int,
+        prepare: Callable[[int], Awaitable[list[ImportItem]]],
+        check: Callable[[int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Store ``count`` pages in order (:meth:`import_page`), page ``n`` made by
+        ``prepare(n)``, each prepared (embedded) while the one before is stored; returns how
+        many memories were stored. ``check`` runs before each page with the number stored so
+        far, and stops the import by raising (the page prepared ahead is dropped);
+        ``progress`` runs after each page with its size."""
+        stored = 0
+        ahead = asyncio.ensure_future(prepare(0)) if count else None
+        try:
+            for number in range(count):
+                assert ahead is not None
+                if check is not None:
+                    check(stored)
+                page = await ahead
+                following = number + 1
+                ahead = asyncio.ensure_future(prepare(following)) if following < count else None
+                stored += len(await self.import_page(page))
+                if progress is not None:
+                    progress(len(page))
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+        return stored
 
     async def import_page(self, page: list[ImportItem]) -> list[str]:
         """Store a page of exported memories at once (an import), each under its own id,
