@@ -40,3 +40,38 @@ async def engine_runtime(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitabl
 async def settle(rt: Runtime) -> None:
     """Wait until the episode queue is empty."""
     assert await rt.episodes.worker.drain(SETTLE_SECONDS), "episode work did not settle"
+
+
+def killed_at_sixth_decision(module: str, run: str) -> str:
+    """A script for ``python -c`` that starts a runtime on the configuration named by argv[1],
+    with ``{module}.PAGE`` set to 4, and runs ``run`` (an awaited expression of ``runtime``
+    and ``Path(sys.argv[2])``); the episode engine's sixth decision kills it with SIGKILL:
+    the second page is stored and its first memory decided."""
+    package, name = module.rsplit(".", 1)
+    return f"""
+import asyncio, json, os, signal, sys
+from pathlib import Path
+from tribalmemory.config import load_config
+from tribalmemory.episodes.detection import Detection
+from tribalmemory.runtime import start_runtime
+from {package} import {name}
+
+{name}.PAGE = 4
+decided = 0
+original = Detection.detect
+
+async def detect(self, memory, vector):
+    global decided
+    decided += 1
+    if decided == 6:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return await original(self, memory, vector)
+
+Detection.detect = detect
+
+async def main():
+    runtime = await start_runtime(load_config(Path(sys.argv[1])), run_scheduler=False)
+    await {run}
+
+asyncio.run(main())
+"""

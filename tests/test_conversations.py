@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from helpers_http import EPISODES, free_port, start_daemon, write_config
+from helpers_runtime import killed_at_sixth_decision
 from starlette.testclient import TestClient
 from test_cli import run, run_json
 from test_import_pages import open_runtime
@@ -470,33 +471,10 @@ def test_cli_pages_make_the_turns_of_the_whole_conversation(
 # -- a crash in the middle of an ingest ----------------------------------------------------------
 
 
-KILLER = """
-import asyncio, json, os, signal, sys
-from pathlib import Path
-from tribalmemory.config import load_config
-from tribalmemory.episodes.detection import Detection
-from tribalmemory.runtime import start_runtime
-from tribalmemory.service import conversations
-
-conversations.PAGE = 4
-decided = 0
-original = Detection.detect
-
-async def detect(self, memory, vector):
-    global decided
-    decided += 1
-    if decided == 6:  # the second page of turns is stored, its first turn decided: kill -9
-        os.kill(os.getpid(), signal.SIGKILL)
-    return await original(self, memory, vector)
-
-Detection.detect = detect
-
-async def main():
-    runtime = await start_runtime(load_config(Path(sys.argv[1])), run_scheduler=False)
-    await runtime.api.ingest_conversation(**json.loads(Path(sys.argv[2]).read_text()))
-
-asyncio.run(main())
-"""
+KILLER = killed_at_sixth_decision(
+    "tribalmemory.service.conversations",
+    "runtime.api.ingest_conversation(**json.loads(Path(sys.argv[2]).read_text()))",
+)
 
 TOPICS = ["the export timeout", "the events index", "the staging port", "the release notes"]
 

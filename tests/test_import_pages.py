@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers_http import EPISODES, write_config
+from helpers_runtime import killed_at_sixth_decision
 
 from tribalmemory.config import load_config
 from tribalmemory.models import SourceType
@@ -151,33 +152,9 @@ async def test_pages_in_time_order_place_memories_as_one_at_a_time(
     assert by_pages == one_by_one
 
 
-KILLER = """
-import asyncio, os, signal, sys
-from pathlib import Path
-from tribalmemory.config import load_config
-from tribalmemory.episodes.detection import Detection
-from tribalmemory.portability import importer
-from tribalmemory.runtime import start_runtime
-
-importer.PAGE = 4
-decided = 0
-original = Detection.detect
-
-async def detect(self, memory, vector):
-    global decided
-    decided += 1
-    if decided == 6:  # the second page is stored, its first memory decided: kill -9
-        os.kill(os.getpid(), signal.SIGKILL)
-    return await original(self, memory, vector)
-
-Detection.detect = detect
-
-async def main():
-    runtime = await start_runtime(load_config(Path(sys.argv[1])), run_scheduler=False)
-    await importer.apply(runtime.api, Path(sys.argv[2]))
-
-asyncio.run(main())
-"""
+KILLER = killed_at_sixth_decision(
+    "tribalmemory.portability.importer", "importer.apply(runtime.api, Path(sys.argv[2]))"
+)
 
 
 async def test_an_import_killed_in_a_page_is_completed_by_importing_again(
