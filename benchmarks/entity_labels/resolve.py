@@ -10,8 +10,12 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PARTS = {"synth-payments-backend": "train", "synth-game-studio": "train",
-         "synth-solo-oss": "validation", "synth-support-agents": "validation"}
+PARTS = {
+    "synth-payments-backend": "train",
+    "synth-game-studio": "train",
+    "synth-solo-oss": "validation",
+    "synth-support-agents": "validation",
+}
 
 
 def main(corpus: Path) -> None:
@@ -35,7 +39,12 @@ def main(corpus: Path) -> None:
                     sys.exit(f"{stream} {mid}: {surface!r} not found")
                 for start, end in hits:
                     out[-1]["entities"].append(
-                        {"start": start, "end": end, "canonical": canonical or surface, "kind": kind}
+                        {
+                            "start": start,
+                            "end": end,
+                            "canonical": canonical or surface,
+                            "kind": kind,
+                        }
                     )
         with (HERE / f"{stream}.jsonl").open("w", encoding="utf-8") as f:
             for row in out:
