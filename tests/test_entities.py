@@ -71,3 +71,8 @@ def test_a_known_name_is_found_at_a_sentence_start_and_in_lower_case() -> None:
     assert "Quill" not in found(text)
     names = [e.text for e in extract_entities(text, known={"quill"})]
     assert names == ["Quill", "quill"]
+
+
+def test_a_known_capitalised_name_is_found_only_as_written() -> None:
+    text = "Wren signed off. The wren in the logo is not her."
+    assert [e.text for e in extract_entities(text, known={"Wren"})] == ["Wren"]

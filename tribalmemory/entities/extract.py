@@ -135,7 +135,10 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             add(kind, m.group(), m.start(), m.end())
     for surface, start, end in _names(text, known_names):
         add("name", surface, start, end)
-    for name in known_names:  # lower-case names the corpus taught (uv, pgbouncer)
-        for m in re.finditer(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])", text, re.I):
+    for name in sorted(set(known), key=len, reverse=True):
+        # names the corpus taught: as written (``Priya`` opening a sentence), and in any case
+        # when taught in lower case (``uv``, ``pgbouncer``)
+        flags = 0 if name != name.lower() else re.I
+        for m in re.finditer(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])", text, flags):
             add("name", m.group(), m.start(), m.end())
     return sorted(found, key=lambda e: e.start)
