@@ -1,5 +1,6 @@
-"""Entity extraction without an LLM (the stream's repeated capitalised names passed as known) against the hand labels of benchmarks/entity_labels/.
+"""Entity extraction without an LLM against the hand labels of benchmarks/entity_labels/.
 
+Each stream's repeated capitalised names are passed to the extraction as known names.
 Prints precision / recall / F1 per stream (span match and canonical-name match), for the tuning
 streams and the kept-aside streams apart, and "which episodes touched X" answered from the
 extracted entities against a keyword search of X's canonical name.
