@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tribalmemory.entities.aliases import canonical
+from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.stoplist import STOP
 
 
@@ -41,15 +42,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"(?<![\w-])--[a-z][\w-]*")),
     ("identifier", re.compile(r"(?<![\w#])#[a-z][a-z0-9]*(?:-[a-z0-9]+)+")),
     ("identifier", re.compile(r"@?\b[A-Za-z_]\w*(?=\(\))")),
-    (
-        "identifier",
-        re.compile(
-            r"\b(?:[A-Za-z]\w*_\w+"
-            r"|[a-z]+(?:[A-Z][a-z0-9]*)+"
-            r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"
-            r"|[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+)"
-        ),
-    ),
+    ("identifier", CODE_NAME),  # the detector's code names (features.identifiers)
     ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")),
 )
@@ -121,7 +114,7 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     taken: list[tuple[int, int]] = []
 
     def add(kind: str, surface: str, start: int, end: int) -> None:
-        surface = surface.rstrip(".")
+        surface = surface.rstrip(".(")
         end = start + len(surface)
         if any(start < e and s < end for s, e in taken):
             return
