@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from tribalmemory.entities.patterns import CODE_NAME, NUMBER_REF, PATH, TICKET
+
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -84,16 +86,7 @@ def proper_names(content: str) -> frozenset[str]:
 IDENTIFIER_MARK = "#"
 """Prefix of the identifier terms (:func:`identifiers`), which :func:`tokenize` never makes."""
 
-_NUMBER_REF = re.compile(r"(?<![\w.])#?(\d{3,})(?![\w.])")
-_TICKET = re.compile(r"\b([A-Za-z][A-Za-z0-9]*-\d+)\b")
-_PATH = re.compile(r"(?<![\w/])((?:[\w.-]+/)+[\w.-]*\w)")
-_CODE_NAME = re.compile(
-    r"\b([A-Za-z]\w*_\w+"  # snake_case, _private
-    r"|[a-z]+(?:[A-Z][a-z0-9]*)+"  # camelCase
-    r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"  # PascalCase with two humps or more
-    r"|[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+)"  # dotted.names (two letters a part at least)
-    r"\(?"
-)
+_NUMBER_REF, _TICKET, _PATH, _CODE_NAME = NUMBER_REF, TICKET, PATH, CODE_NAME
 
 
 def identifiers(content: str) -> frozenset[str]:

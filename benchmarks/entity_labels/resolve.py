@@ -1,0 +1,56 @@
+"""Turn the hand-written drafts (draft/<stream>.txt: `mNNN: surface[>canonical]=kind; ...`)
+into label files (<stream>.jsonl: id, start, end, canonical, kind), marking every whole-word,
+case-sensitive occurrence of each surface in the memory. Reads the texts from the corpus."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PARTS = {
+    "synth-payments-backend": "train",
+    "synth-game-studio": "train",
+    "synth-solo-oss": "validation",
+    "synth-support-agents": "validation",
+}
+
+
+def main(corpus: Path) -> None:
+    for draft in sorted((HERE / "draft").glob("*.txt")):
+        stream = draft.stem
+        texts = {}
+        for line in (corpus / PARTS[stream] / f"{stream}.jsonl").open(encoding="utf-8"):
+            row = json.loads(line)
+            texts[row["id"]] = row["content"]
+        out = []
+        for line in draft.read_text(encoding="utf-8").splitlines():
+            mid, _, rest = line.partition(":")
+            text = texts[mid]
+            out.append({"id": mid, "entities": []})
+            for item in filter(None, (x.strip() for x in rest.split(";"))):
+                name, _, kind = item.rpartition("=")
+                surface, _, canonical = name.partition(">")
+                pattern = re.compile(r"(?<![\w])" + re.escape(surface) + r"(?![\w])")
+                hits = [m.span() for m in pattern.finditer(text)]
+                if not hits:
+                    sys.exit(f"{stream} {mid}: {surface!r} not found")
+                for start, end in hits:
+                    out[-1]["entities"].append(
+                        {
+                            "start": start,
+                            "end": end,
+                            "canonical": canonical or surface,
+                            "kind": kind,
+                        }
+                    )
+        with (HERE / f"{stream}.jsonl").open("w", encoding="utf-8") as f:
+            for row in out:
+                row["entities"].sort(key=lambda e: e["start"])
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,6 @@
+"""Entities named in memories, found without an LLM: pure functions, no I/O."""
+
+from tribalmemory.entities.aliases import canonical
+from tribalmemory.entities.extract import Entity, extract_entities
+
+__all__ = ["Entity", "canonical", "extract_entities"]

@@ -1,0 +1,31 @@
+"""One name for the ways a memory writes an entity (:func:`canonical`)."""
+
+from __future__ import annotations
+
+import re
+
+_SEPARATORS = re.compile(r"[\s_-]+")
+_SUFFIXES = {"svc": "service", "srv": "service", "api": "api"}
+_VERSION = re.compile(r"v?(\d+(?:\.\d+){1,3})")
+
+
+def canonical(name: str) -> str:
+    """Lower-case, one ``-`` for any run of spaces, ``_`` or ``-``, ``svc``/``srv`` spelled
+    ``service``; a trailing ``()``, a leading ``@`` and a trailing ``/`` or ``/...`` dropped;
+    a version always with its ``v``. ``orders-svc``, ``Orders Service`` and ``orders_service``
+    meet; ``orders`` and ``orders-service`` stay apart."""
+    text = name.strip().strip("'\"`")
+    if text.endswith("()"):
+        text = text[:-2]
+    text = text.removeprefix("@")
+    if text.endswith("/...") and len(text) > 4:
+        text = text[:-4]
+    if len(text) > 1 and text.endswith("/"):
+        text = text[:-1]
+    version = _VERSION.fullmatch(text)
+    if version:
+        return "v" + version.group(1)
+    if "/" in text or "\\" in text or "." in text:  # paths and dotted names keep their separators
+        return text.lower()
+    words = [w for w in _SEPARATORS.split(text.lower()) if w]
+    return "-".join(_SUFFIXES.get(w, w) if i else w for i, w in enumerate(words))
