@@ -314,7 +314,8 @@ async def replay(
 
 def chain_links(records: list[Any], predicted: list[str | None], store: Any) -> dict[str, int]:
     """Gold follow-up episodes (``parent`` on their first memory) whose predicted episode
-    links to the predicted episode of the parent thread; and links that are wrong."""
+    links to the predicted episode of the parent thread; links that are wrong, and how many of
+    those join two episodes holding mostly one gold thread (a thread the detection split)."""
     by_label: dict[str, list[str]] = {}
     for record, episode in zip(records, predicted, strict=True):
         if record.gold and episode:
@@ -337,8 +338,28 @@ def chain_links(records: list[Any], predicted: list[str | None], store: Any) -> 
         for row in store.episodes.find(limit=len(records) + 1)
         if row.parent_episode_id is not None
     ]
-    wrong = sum(1 for child, parent in linked if gold_parent.get(child) != parent)
-    return {"links_expected": expected, "links_found": found, "links_wrong": wrong}
+    wrong = [(child, parent) for child, parent in linked if gold_parent.get(child) != parent]
+    thread = episode_threads(records, predicted)
+    same = sum(
+        1
+        for child, parent in wrong
+        if thread.get(child) and thread.get(child) == thread.get(parent)
+    )
+    return {
+        "links_expected": expected,
+        "links_found": found,
+        "links_wrong": len(wrong),
+        "links_wrong_same_thread": same,
+    }
+
+
+def episode_threads(records: list[Any], predicted: list[str | None]) -> dict[str, str]:
+    """The gold thread holding most of each predicted episode's memories."""
+    golds: dict[str, list[str]] = {}
+    for record, episode in zip(records, predicted, strict=True):
+        if record.gold and episode:
+            golds.setdefault(episode, []).append(record.gold)
+    return {e: max(sorted(set(g)), key=g.count) for e, g in golds.items()}
 
 
 def splits_made(
@@ -621,7 +642,8 @@ def report(row: dict[str, Any], seed: int | None = None) -> None:
     print(
         f"{row['stream']} {row['strategy']}: F1 {row['f1']:.3f} classify "
         f"{row['classify_calls']} calls {row['calls']} ${row['usd']:.5f} links "
-        f"{row['links_found']}/{row['links_expected']} ({row['links_wrong']} wrong) "
+        f"{row['links_found']}/{row['links_expected']} ({row['links_wrong']} wrong, "
+        f"{row.get('links_wrong_same_thread', 0)} of them within one gold thread) "
         f"({row['seconds']:.1f} s){extra}",
         file=sys.stderr,
         flush=True,
