@@ -513,6 +513,28 @@ def test_chain_score_monotone_and_bounded():
     assert all(b > a for a, b in zip(values, values[1:], strict=False))
 
 
+def test_small_talk_of_two_conversations_does_not_chain_on_its_centroids() -> None:
+    """Three memories of one sitting and three of another conversation share only a common
+    part (every cross cosine 0.4, no shared words): their centroids keep that part and lose
+    the rest (centroid cosine 0.67, z 4.3 against a memory background), yet a member of one
+    is no closer to a member of the other than the stream's small talk. A sitting that says
+    the same things again chains."""
+    common = math.sqrt(0.4)
+
+    def talk(id: str, first: int, hours: float) -> list[MemoryFeatures]:
+        return [
+            mem(f"{id}{k}", common * basis(0) + math.sqrt(0.6) * basis(first + k), hours + k)
+            for k in range(3)
+        ]
+
+    context = DetectorContext(doc_count=200, cos_mean=0.15)  # past the young stream
+    one, other = build_episode("A", talk("a", 1, 0)), build_episode("B", talk("b", 4, 30))
+    assert float(one.centroid @ other.centroid) == pytest.approx(2 / 3, abs=1e-6)
+    assert chain_score(other, one, context) < 0.85  # chain_similarity_threshold
+    again = build_episode("C", [mem(f"c{k}", v, 30 + k) for k, v in enumerate(one.vectors)])
+    assert chain_score(again, one, context) >= 0.85
+
+
 # ---------------------------------------------------------------- metrics
 
 

@@ -11,8 +11,15 @@ from .stream import DetectorContext
 
 @dataclass(frozen=True)
 class ChainModel:
-    """``u = z(centroid cosine) + lexical_weight * lexical + near_weight * max(0, cosine -
+    """``u = z(cross cosine) + lexical_weight * lexical + near_weight * max(0, cosine -
     near_cosine)``, ``score = sigmoid(u - midpoint)``.
+
+    The cross cosine is the mean cosine between a member of one episode and a member of the
+    other, the scale of the stream's background (cosines between two memories), which the z
+    is taken against. The cosine of the two centroids is not: a mean of a few memories keeps
+    what they share and loses what they do not, so two centroids of unrelated small talk are
+    as close as 0.34 on average where two of its memories are 0.21, and three sittings of
+    different conversations chained at z 3 (docs/benchmarks.md, chain links).
 
     The last term, while the stream is young (fewer than ``young`` memories), lets two
     episodes whose centroids are nearly the same text chain whatever the stream's background:
@@ -41,7 +48,10 @@ def chain_score(
     z-scale as :func:`score`. The time rule (closed at most ``chain_window_hours`` before the
     new episode started) is applied by the caller, not here."""
     sim = float(new_episode.centroid @ closed_episode.centroid)
-    z = (sim - context.cos_mean) / context.cos_std
+    cross = float(new_episode.vector_sum @ closed_episode.vector_sum) / (
+        new_episode.memory_count * closed_episode.memory_count
+    )
+    z = (cross - context.cos_mean) / context.cos_std
     bag_terms = frozenset(new_episode.term_counts)
     lex = lexical_overlap(bag_terms, closed_episode.term_counts, context)
     near = 0.0
