@@ -70,7 +70,7 @@ from fakellm import (  # noqa: E402
 )
 from report import write_section  # noqa: E402
 
-from tribalmemory.config import config_from_dict  # noqa: E402
+from tribalmemory.config import EpisodesConfig, config_from_dict  # noqa: E402
 from tribalmemory.runtime import start_runtime  # noqa: E402
 
 MONTH_MEMORIES = 500
@@ -522,15 +522,18 @@ def render_mixed(rows: list[dict[str, Any]], mixed: list[dict[str, Any]]) -> lis
     return lines
 
 
-NOTES = """How to read this:
+_D = EpisodesConfig()
+NOTES = f"""How to read this:
 - `embedding` is the default detector with no LLM. Targets (issue 38): every source kind's
   mean F1 ≥ 0.60 with no stream below 0.40; hybrid with a perfect classifier ≥ 0.85 at ≤ 0.3
   classification calls per memory, with a 90 %-accurate one ≥ 0.75.
   [detection.md](detection.md) describes the fitted detector; the pure replay of the same
   detector per kind, with the baselines, is the "detection-kinds" section.
-- Every memory is placed at once; the doubtful ones (`llm_doubt_share` 0.45) are reviewed by
-  the LLM in batches (`classify_batch_size` 2, waiting up to `classify_batch_wait_paces` 4 of
-  the stream's own pace), capped by `classify_calls_per_memory` (0.3). Merge checks ride along
+- Every memory is placed at once; the doubtful ones (`llm_doubt_share`
+  {_D.llm_doubt_share}: all but the surest decisions) are reviewed by the LLM in batches
+  (`classify_batch_size` {_D.classify_batch_size}, waiting up to
+  `classify_batch_wait_paces` {_D.classify_batch_wait_paces:g} of the stream's own pace),
+  capped by `classify_calls_per_memory` ({_D.classify_calls_per_memory}). Merge checks ride along
   (an episode grown to 4, 8, 16 or 32 memories against its 4 most similar; a merge needs a
   second, confirming answer); `-nomerge` rows turn them off.
 - An imperfect classifier draws for each question by what is asked (the seed, the kind of
