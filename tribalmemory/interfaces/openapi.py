@@ -29,6 +29,7 @@ REF_TEMPLATE = "#/components/schemas/{model}"
 PATH_PARAMS: dict[str, tuple[dict[str, Any], Callable[[Any], str]]] = {
     "memory_id": (shapes.ForgetRequest.argument_schema("memory_id"), check.memory_id),
     "episode_id": (shapes.EpisodeRef.argument_schema("episode_id"), check.episode_id),
+    "name": (shapes.EntityRef.argument_schema("name"), check.entity_name),
 }
 """Every path parameter name, with its schema and the shared check that cleans it."""
 
@@ -105,6 +106,8 @@ class Op:
 
     @property
     def tag(self) -> str:
+        if self.path.startswith("/v1/entities"):
+            return "entities"
         episodes = self.path.startswith(("/v1/episodes", "/v1/context", "/v1/patterns"))
         return "episodes" if episodes else "memories"
 
@@ -190,6 +193,22 @@ ROUTES: list[Op] = [
         "List episodes, most recently active first",
         shapes.EpisodeList,
         query_model=shapes.EpisodesListQuery,
+    ),
+    Op(
+        "GET",
+        "/v1/entities",
+        "entities_list",
+        "A project's entities (services, files, tickets, people), most mentioned first",
+        shapes.EntityList,
+        query_model=shapes.EntitiesListQuery,
+    ),
+    Op(
+        "GET",
+        "/v1/entities/{name}",
+        "entity_get",
+        "One entity (by any alias): its episodes, latest memories and co-occurring entities",
+        shapes.EntityDetail,
+        query_model=shapes.EntityGetQuery,
     ),
     Op(
         "GET",
@@ -392,7 +411,7 @@ def _responses(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str,
         codes["409"] = CONFLICTS[op.call]
     if op.call == "remember_batch":
         codes["429"] = "Two batches are being stored already (Retry-After header)"
-    if op.tag == "episodes":
+    if op.tag in ("episodes", "entities"):
         codes["501"] = "Episode feature not enabled"
     if op.call in ("recall", "memories_list"):
         codes["501"] = "episode_id is given and the episode feature is not enabled"

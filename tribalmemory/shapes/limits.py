@@ -73,6 +73,11 @@ MEMORIES_LIMIT = Range(1, 100, 20)
 REPLAY_LIMIT = Range(1, 20, 5)
 CONTEXT_BUDGET = Range(50, 20000, 1500)
 PATTERNS_LIMIT = Range(1, 50, 10)
+ENTITIES_LIMIT = Range(1, 200, 50)
+ENTITY_MEMORIES_LIMIT = Range(1, 50, 10)
+MAX_ENTITY_CHARS = 200
+EntityKind = Literal["url", "ticket", "version", "path", "identifier", "system", "name"]
+ENTITY_KINDS: tuple[str, ...] = typing.get_args(EntityKind)
 PatternKind = Literal["pattern", "antipattern"]
 PATTERN_KINDS: tuple[str, ...] = typing.get_args(PatternKind)
 
