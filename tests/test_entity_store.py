@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from helpers_runtime import engine_runtime  # noqa: F401  (fixture)
 from starlette.testclient import TestClient
 from test_http import error
 from test_mcp import connect, error_of, ok
