@@ -5,10 +5,14 @@ filter restricting the search in the store, and bad input refused."""
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from helpers_runtime import SETTLE_SECONDS
 from starlette.testclient import TestClient
 from test_http import error
 from test_mcp import connect, error_of, ok
@@ -159,3 +163,25 @@ def test_entities_off_without_the_episode_engine(client_no_episodes: TestClient)
         501,
         "Episode feature not enabled",
     )
+
+
+async def test_memories_from_before_entities_get_theirs_at_the_next_start(
+    engine_runtime: Make, tmp_path: Any
+) -> None:
+    rt = await engine_runtime()
+    older = await remember(rt, "The orders-svc deploy of v2.4.0 failed on the canary.", 0)
+    await remember(rt, "Rolled the Orders Service back to v2.3.9.", 5)
+    await rt.stop()
+    # the database of an older version: no entity was stored
+    with sqlite3.connect(tmp_path / "data" / "episodes.sqlite3") as db:
+        db.execute("DELETE FROM mentions")
+        db.execute("DELETE FROM entities")
+        db.execute("DELETE FROM meta WHERE key = 'entities_backfilled'")
+    rt = await engine_runtime()
+    backfill = rt.episodes.backfill
+    assert backfill is not None
+    assert await asyncio.wait_for(backfill, SETTLE_SECONDS) == 2
+    found = await rt.api.entity_get("orders-svc", project="shop")
+    assert sorted(found["entity"]["aliases"]) == ["Orders Service", "orders-svc"]
+    assert found["memories"][-1]["memory_id"] == older
+    assert (await rt.api.entities_list(kind="version", project="shop"))["count"] == 2

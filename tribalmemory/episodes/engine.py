@@ -37,6 +37,7 @@ from .compose import Compose
 from .consolidation import Consolidation
 from .context import Context
 from .detection import Detection
+from .entity_backfill import EntityBackfill
 from .entity_reads import EntityReads
 from .events import Events
 from .membership import Membership
@@ -101,6 +102,7 @@ class EpisodeEngine:
         self.pattern_finder = Patterns(self.state)
         self.context_builder = Context(self.state, summariser, self.pattern_finder)
         self.entity_reads = EntityReads(self.state)
+        self.entity_backfill = EntityBackfill(self.state, self.detection)
 
     def _subscribe(self) -> None:
         """Who reacts to what the parts announce (:mod:`.events`), in the order they react."""

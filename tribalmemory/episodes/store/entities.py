@@ -97,6 +97,15 @@ class Entities(Table):
         )
         return {(r[0], r[1]) for r in rows}
 
+    def decided_without_mentions(self) -> list[str]:
+        """Memories the detector decided that name nothing stored (all of them in a database
+        from before entities were kept), oldest first."""
+        rows = self.db.execute(
+            "SELECT memory_id FROM detections WHERE state != 'pending' AND memory_id NOT IN "
+            "(SELECT memory_id FROM mentions) ORDER BY memory_time, memory_id"
+        )
+        return [r[0] for r in rows]
+
     def known(self, project: str) -> list[str]:
         """The project's capitalised names already mentioned in two memories or more: the
         extraction then also finds them opening a sentence."""
