@@ -6,15 +6,21 @@ filter restricting the search in the store, and bad input refused."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_http import EPISODES, write_config
 from helpers_runtime import SETTLE_SECONDS
 from starlette.testclient import TestClient
 from test_http import error
+from test_import_pages import open_runtime
 from test_mcp import connect, error_of, ok
 
 from tribalmemory.errors import InvalidInput, NotFound
@@ -185,3 +191,47 @@ async def test_memories_from_before_entities_get_theirs_at_the_next_start(
     assert sorted(found["entity"]["aliases"]) == ["Orders Service", "orders-svc"]
     assert found["memories"][-1]["memory_id"] == older
     assert (await rt.api.entities_list(kind="version", project="shop"))["count"] == 2
+
+
+KILLER = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from tribalmemory.config import load_config
+from tribalmemory.episodes.detection import Detection
+from tribalmemory.runtime import start_runtime
+
+def killed(self, memory):
+    os.kill(os.getpid(), signal.SIGKILL)  # stored, its detect job durable, nothing decided
+
+Detection.record_entities = killed
+
+async def main():
+    runtime = await start_runtime(load_config(Path(sys.argv[1])), run_scheduler=False)
+    await runtime.api.remember("The orders-svc crashed on PROJ-77 again.", project="shop")
+
+asyncio.run(main())
+"""
+
+
+async def test_a_memory_killed_before_its_entities_gets_them_at_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "data"
+    config = write_config(folder, episodes=EPISODES)
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["TRIBAL_MEMORY_HOME"] = str(folder)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLER, str(config)], env=env, capture_output=True, timeout=120
+    )
+    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+    runtime = await open_runtime(folder, monkeypatch)
+    try:
+        assert await runtime.episodes.worker.drain(SETTLE_SECONDS)  # the resumed detect job
+        found = await runtime.api.entity_get("Orders Service", project="shop")
+        assert found["entity"]["aliases"] == ["orders-svc"]
+        [memory] = found["memories"]
+        states = runtime.episodes.store.detections.states([memory["memory_id"]])
+        assert states[memory["memory_id"]] != "pending"
+        assert (await runtime.api.entity_get("proj-77", project="shop"))["entity"]["mentions"] == 1
+    finally:
+        await runtime.stop()
