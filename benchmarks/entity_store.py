@@ -166,14 +166,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_section(
             "entity-store",
             "## Entities stored: which episodes touched X\n\n"
-            "`python benchmarks/entity_store.py ../shared/corpus --write`: each labelled stream "
-            "remembered whole through the real engine (episodes on, no LLM), then for each "
-            "labelled entity X that touches a labelled episode, the share of those episodes "
-            "reached by the memories the stored entity names (found by `GET /v1/entities/{X}`) "
-            "and by a recall of X's name (top 10 and top 50; a stream has 160-188 memories). Remember latency: median per memory in process, the same "
-            "stream with the entity write on and turned off (target: within 1.3x of episodes "
-            "off is measured by `benchmarks/latency.py`; this isolates the entity write).\n\n"
-            + text,
+            "`python benchmarks/entity_store.py ../shared/corpus --write`: each labelled "
+            "stream remembered whole through the real engine (episodes on, no LLM), then for "
+            "each labelled entity X that touches a labelled episode, the share of those "
+            "episodes reached by the memories the stored entity names (found by "
+            "`GET /v1/entities/{X}`) and by a recall of X's name (top 10 and top 50; a stream "
+            "has 160-188 memories). Target (issue 43): >= 0.9 from entities against <= 0.7 "
+            "for keyword recall. On these labels recall finds X's episodes (the labels' "
+            "canonical name is mostly how the text writes it), and the stored entities miss "
+            "what the extraction misses (a name opening a sentence before it is known, a "
+            "file's bare name against its path): the target is not met, as in the extraction "
+            "benchmark above. Remember latency: median per memory in process, the same "
+            "stream remembered with the entity write on and turned off, on a shared machine "
+            "(the load is printed; blocks are not alternated, so a few ms either way are the "
+            "machine); the extraction alone is the last column.\n\n" + text,
         )
     return 0
 
