@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 from helpers_http import EPISODES, write_config
 from helpers_runtime import SETTLE_SECONDS
 from starlette.testclient import TestClient
+from test_cli import run, run_json
 from test_http import error
 from test_import_pages import open_runtime
 from test_mcp import connect, error_of, ok
@@ -235,3 +237,21 @@ async def test_a_memory_killed_before_its_entities_gets_them_at_restart(
         assert (await runtime.api.entity_get("proj-77", project="shop"))["entity"]["mentions"] == 1
     finally:
         await runtime.stop()
+
+
+def test_cli_lists_and_shows_entities(tm_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as sock:  # no daemon answers: each command opens the store itself
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = str(write_config(tm_home, server={"port": port}, episodes=EPISODES))
+    for text in ("The orders-svc times out on checkout.", "Orders Service retries raised to 5."):
+        assert run(capsys, "remember", text, "--project", "shop", "--config", config)[0] == 0
+    listed = run_json(capsys, "entities", "--project", "shop", "--config", config)
+    assert listed["entities"][0]["name"] == "orders-service"
+    code, out, _ = run(capsys, "entities", "orders-svc", "--project", "shop", "--config", config)
+    assert code == 0 and "orders-service (system): 2 memories" in out
+    assert "Orders Service, orders-svc" in out
+    code, _, err = run(capsys, "entities", "ledger-db", "--project", "shop", "--config", config)
+    assert code == 1 and "no entity 'ledger-db' in project shop" in err
+    elsewhere = run_json(capsys, "entities", "--project", "other", "--config", config)
+    assert elsewhere["entities"] == []
