@@ -193,6 +193,40 @@ async def test_memories_from_before_entities_get_theirs_at_the_next_start(
     assert sorted(found["entity"]["aliases"]) == ["Orders Service", "orders-svc"]
     assert found["memories"][-1]["memory_id"] == older
     assert (await rt.api.entities_list(kind="version", project="shop"))["count"] == 2
+    queue = rt.api.health()["episodes"]
+    assert (queue["entities_waiting"], queue["entities_error"]) == (0, None)
+
+
+async def test_a_backfill_that_fails_says_why_and_runs_again(
+    engine_runtime: Make, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    rt = await engine_runtime()
+    await remember(rt, "The orders-svc deploy failed.", 0)
+    plugin = rt.episodes
+    assert plugin.backfill is not None and await plugin.backfill == 0  # a new database
+    store = plugin.store
+    with store.transaction() as db:  # as if from an older version
+        db.execute("DELETE FROM mentions")
+        db.execute("DELETE FROM entities")
+        store.set_meta(db, "entities_backfilled", False)
+    backfill = plugin.engine.entity_backfill
+    host = plugin.engine.state.host
+    original = host.get_memories
+
+    async def failing(ids: list[str]) -> list[Any]:
+        raise OSError("the store is gone")
+
+    monkeypatch.setattr(host, "get_memories", failing)
+    assert await backfill.run() == 0
+    queue = rt.api.health()["episodes"]
+    assert queue["entities_waiting"] == 1
+    assert queue["entities_error"] == "OSError: the store is gone"
+    assert "the next start resumes it" in caplog.text
+    monkeypatch.setattr(host, "get_memories", original)
+    assert await backfill.run() == 1
+    assert (await rt.api.entity_get("orders-service", project="shop"))["entity"]["mentions"] == 1
+    queue = rt.api.health()["episodes"]
+    assert (queue["entities_waiting"], queue["entities_error"]) == (0, None)
 
 
 KILLER = """

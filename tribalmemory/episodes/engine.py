@@ -139,6 +139,7 @@ class EpisodeEngine:
             **self.detection.health(),
             **self.consolidation.health(),
             **self.splitting.health(),
+            **self.entity_backfill.health(),
         }
 
     # -- the API's episode operations -------------------------------------------------------

@@ -6,6 +6,7 @@ the ``entities_backfilled`` meta value says when it is done."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ..timeutil import to_epoch
 from .detection import Detection
@@ -24,6 +25,13 @@ class EntityBackfill:
         self.state = state
         self.store = state.store
         self.detection = detection
+        self.waiting = 0
+        """Memories whose entities are still to be found by this run."""
+        self.error: str | None = None
+        """Why this run stopped (None: it did not)."""
+
+    def health(self) -> dict[str, Any]:
+        return {"entities_waiting": self.waiting, "entities_error": self.error}
 
     def done(self) -> bool:
         return bool(self.store.get_meta(DONE))
@@ -34,6 +42,7 @@ class EntityBackfill:
         if self.done():
             return 0
         ids = self.store.entities.decided_without_mentions()
+        self.waiting, self.error = len(ids), None
         read = 0
         try:
             for start in range(0, len(ids), PAGE):
@@ -42,7 +51,9 @@ class EntityBackfill:
                     for memory in sorted(memories, key=lambda m: to_epoch(m.created_at)):
                         self.detection.record_entities(memory)
                 read += len(memories)
+                self.waiting = max(0, len(ids) - start - PAGE)
         except Exception as exc:  # the next start tries again
+            self.error = f"{type(exc).__name__}: {exc}"
             log.warning(
                 "finding the entities of %d older memories stopped after %d (%s); the next "
                 "start resumes it",
