@@ -6,6 +6,7 @@ filter restricting the search in the store, and bad input refused."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import sqlite3
@@ -25,6 +26,8 @@ from test_http import error
 from test_import_pages import open_runtime
 from test_mcp import connect, error_of, ok
 
+from tribalmemory.entities import mentions_of
+from tribalmemory.episodes.store import EpisodeStore
 from tribalmemory.errors import InvalidInput, NotFound
 from tribalmemory.runtime import Runtime
 from tribalmemory.timeutil import to_iso
@@ -289,3 +292,28 @@ def test_cli_lists_and_shows_entities(tm_home: Path, capsys: pytest.CaptureFixtu
     assert code == 1 and "no entity 'ledger-db' in project shop" in err
     elsewhere = run_json(capsys, "entities", "--project", "other", "--config", config)
     assert elsewhere["entities"] == []
+
+
+def test_a_memory_written_again_replaces_its_mentions(tmp_path: Path) -> None:
+    """A resumed detect job writes a memory's entities again, maybe with other known names:
+    its mentions are replaced, never added twice, and the aliases only it gave go."""
+    store = EpisodeStore(tmp_path / "episodes.sqlite3")
+    entities = store.entities
+    try:
+        with store.transaction() as db:
+            entities.record_memory(
+                db, "p", "m1", 10.0, mentions_of("We asked the Orders Service team.")
+            )
+            entities.record_memory(db, "p", "m2", 20.0, mentions_of("The orders-svc is up."))
+        with store.transaction() as db:  # m2 again: the same mention, then another text
+            entities.record_memory(db, "p", "m2", 20.0, mentions_of("The orders-svc is up."))
+        row = entities.get("p", "orders-service")
+        assert row is not None and row["mentions"] == 2
+        assert json.loads(row["aliases"]) == ["Orders Service", "orders-svc"]
+        with store.transaction() as db:
+            entities.record_memory(db, "p", "m2", 20.0, mentions_of("Nothing named here."))
+        row = entities.get("p", "orders-service")
+        assert row is not None and row["mentions"] == 1 and row["last_seen"] == 10.0
+        assert json.loads(row["aliases"]) == ["Orders Service"]
+    finally:
+        store.close()

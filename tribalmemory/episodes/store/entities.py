@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable
 
 from .table import Table
 
@@ -50,41 +49,59 @@ class Entities(Table):
                 for name, (kind, surfaces) in found.items()
             ],
         )
-        self._refresh(db, before | {(project, n) for n in found})
+        added = {(project, n): surfaces for n, (_, surfaces) in found.items()}
+        for key in sorted(set(added) | before):
+            # a new mention only adds its surfaces; one written again may have dropped some
+            self._refresh(db, key, None if key in before else added[key])
 
     def forget_memory(self, db: sqlite3.Connection, memory_id: str) -> None:
         """A forgotten memory's mentions go; an entity no memory mentions any more goes."""
-        before = self.names_of(memory_id, db)
-        db.execute("DELETE FROM mentions WHERE memory_id = ?", (memory_id,))
-        self._refresh(db, before)
-
-    def _refresh(self, db: sqlite3.Connection, keys: Iterable[tuple[str, str]]) -> None:
-        for project, name in sorted(set(keys)):
-            rows = db.execute(
-                "SELECT memory_time, kind, surfaces FROM mentions WHERE project = ? AND name = ?",
-                (project, name),
-            ).fetchall()
-            if not rows:
-                db.execute("DELETE FROM entities WHERE project = ? AND name = ?", (project, name))
-                continue
-            kinds = Counter(r["kind"] for r in rows)
-            aliases = sorted({s for r in rows for s in json.loads(r["surfaces"])})
-            times = [r["memory_time"] for r in rows]
+        for key in sorted(self.names_of(memory_id, db)):
             db.execute(
-                "INSERT INTO entities VALUES (?,?,?,?,?,?,?) ON CONFLICT(project, name) DO UPDATE "
-                "SET kind = excluded.kind, first_seen = excluded.first_seen, "
-                "last_seen = excluded.last_seen, aliases = excluded.aliases, "
-                "mentions = excluded.mentions",
-                (
-                    project,
-                    name,
-                    main_kind(kinds),
-                    min(times),
-                    max(times),
-                    json.dumps(aliases),
-                    len(rows),
-                ),
+                "DELETE FROM mentions WHERE memory_id = ? AND project = ? AND name = ?",
+                (memory_id, *key),
             )
+            self._refresh(db, key, None)
+
+    def _refresh(
+        self, db: sqlite3.Connection, key: tuple[str, str], new_surfaces: list[str] | None
+    ) -> None:
+        """Recompute the entity's row from its mentions (counts and times in SQL). Its aliases:
+        the stored ones and ``new_surfaces``, or (None) every mention's surfaces again."""
+        kinds = Counter(
+            dict(
+                db.execute(
+                    "SELECT kind, COUNT(*) FROM mentions WHERE project = ? AND name = ? "
+                    "GROUP BY kind",
+                    key,
+                ).fetchall()
+            )
+        )
+        if not kinds:
+            db.execute("DELETE FROM entities WHERE project = ? AND name = ?", key)
+            return
+        first, last = db.execute(
+            "SELECT MIN(memory_time), MAX(memory_time) FROM mentions "
+            "WHERE project = ? AND name = ?",
+            key,
+        ).fetchone()
+        if new_surfaces is not None:
+            row = db.execute(
+                "SELECT aliases FROM entities WHERE project = ? AND name = ?", key
+            ).fetchone()
+            aliases = set(json.loads(row[0]) if row else []) | set(new_surfaces)
+        else:
+            rows = db.execute(
+                "SELECT surfaces FROM mentions WHERE project = ? AND name = ?", key
+            ).fetchall()
+            aliases = {s for r in rows for s in json.loads(r[0])}
+        db.execute(
+            "INSERT INTO entities VALUES (?,?,?,?,?,?,?) ON CONFLICT(project, name) DO UPDATE "
+            "SET kind = excluded.kind, first_seen = excluded.first_seen, "
+            "last_seen = excluded.last_seen, aliases = excluded.aliases, "
+            "mentions = excluded.mentions",
+            (*key, main_kind(kinds), first, last, json.dumps(sorted(aliases)), kinds.total()),
+        )
 
     # -- reads -------------------------------------------------------------------------------
 
