@@ -156,6 +156,9 @@ def test_http_routes_answer_404_and_400(client: TestClient) -> None:
     one = client.get("/v1/entities/Search%20API", params={"project": "alpha"})
     assert one.status_code == 200 and one.json()["entity"]["name"] == "search-api"
     error(client.get("/v1/entities/search-api", params={"project": "beta"}), 404, "no entity")
+    client.post("/v1/remember", json={"content": "Edited src/app.py today.", "project": "alpha"})
+    path = client.get("/v1/entities/src%2Fapp.py", params={"project": "alpha"})  # a slash in it
+    assert path.status_code == 200 and path.json()["entity"]["kind"] == "path", path.text
     assert client.get("/v1/entities", params={"project": "beta"}).json()["entities"] == []
     error(client.get("/v1/entities", params={"limit": "0"}), 400, "limit")
     error(client.get("/v1/entities", params={"kind": "planet"}), 400, "kind")

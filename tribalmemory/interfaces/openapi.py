@@ -33,6 +33,9 @@ PATH_PARAMS: dict[str, tuple[dict[str, Any], Callable[[Any], str]]] = {
 }
 """Every path parameter name, with its schema and the shared check that cleans it."""
 
+SLASHED_PARAMS = ("name",)
+"""Path parameters whose value may hold ``/`` (sent as ``%2F``, decoded before routing)."""
+
 
 @dataclass(frozen=True)
 class Param:
@@ -59,6 +62,15 @@ class Op:
     @property
     def path_params(self) -> list[str]:
         return re.findall(r"{(\w+)}", self.path)
+
+    @property
+    def route_path(self) -> str:
+        """The path as the router matches it: a parameter of :data:`SLASHED_PARAMS` takes the
+        rest of the path, slashes included (an entity named ``src/app.py``)."""
+        path = self.path
+        for name in SLASHED_PARAMS:
+            path = path.replace(f"{{{name}}}", f"{{{name}:path}}")
+        return path
 
     @property
     def query(self) -> tuple[Param, ...]:
