@@ -262,9 +262,10 @@ def test_without_a_path_the_sessions_of_the_working_repository_are_read(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """In a subfolder of a git repository: Claude Code's project folder of the repository and
-    the Codex rollouts that ran inside it, into the repository's project; other repositories'
-    sessions are left alone."""
+    """In a subfolder of a git repository: Claude Code's project folders of the repository and
+    of its subfolders, and the Codex rollouts that ran inside it, into the repository's
+    project; other repositories' sessions (one with a name alike) are left alone, and so are
+    a sub-agent's files."""
     repository = (tmp_path / "Billing.API").resolve()
     (repository / "deploy").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repository)], check=True, timeout=30)
@@ -276,16 +277,20 @@ def test_without_a_path_the_sessions_of_the_working_repository_are_read(
     mine = claude / "projects" / str(repository).replace("/", "-").replace(".", "-")
     write_session(mine / f"{CLAUDE_SESSION}.jsonl", CLAUDE_FILE, str(repository), CLAUDE_SESSION)
     write_session(mine / "agent-1f2e.jsonl", CLAUDE_FILE, str(repository), CLAUDE_SESSION)
+    sub = claude / "projects" / str(repository / "deploy").replace("/", "-").replace(".", "-")
+    write_session(sub / "c0ffee00-sub.jsonl", CLAUDE_FILE, str(repository / "deploy"), "sub")
     theirs = claude / "projects" / str(other).replace("/", "-")
     write_session(theirs / "a-other-session.jsonl", CLAUDE_FILE, str(other), "a-other-session")
+    alike = claude / "projects" / (mine.name + "-web")  # Billing.API-web: named alike, not in it
+    write_session(alike / "alike.jsonl", CLAUDE_FILE, str(repository) + "-web", "alike")
     day = codex / "sessions" / "2026" / "03" / "03"
     write_session(day / CODEX_FILE.name, CODEX_FILE, str(repository / "deploy"), CODEX_SESSION)
     write_session(day / "rollout-2026-03-03T15-00-00-x.jsonl", CODEX_FILE, str(other), "x")
 
     done = run_json(capsys, "--config", local, "ingest", "--from", "claude-code")
     assert (done["project"], done["source"]) == ("billing.api", str(repository))
-    assert [f["conversation_id"] for f in done["files"]] == [CLAUDE_SESSION]
-    assert done["stored"] == 5
+    assert [f["conversation_id"] for f in done["files"]] == [CLAUDE_SESSION, "sub"]
+    assert done["stored"] == 10
     done = run_json(capsys, "--config", local, "ingest", "--from", "codex")
     assert [f["conversation_id"] for f in done["files"]] == [CODEX_SESSION]
     assert (done["project"], done["stored"]) == ("billing.api", 2)

@@ -34,6 +34,9 @@ ROOTS = {
 STATE_FOLDER = "ingested"
 STATE_VERSION = 1
 SIDE_FOLDERS = frozenset({"subagents", "tool-results"})
+CWD_LINES = 50
+"""Lines of a Claude Code session read to find its working directory (the first records may
+be bookkeeping without one)."""
 
 
 def sessions_root(client: str, environ: Mapping[str, str], home: Path) -> Path:
@@ -59,14 +62,21 @@ def inside(cwd: str | None, repository: Path) -> bool:
 
 
 def repository_files(client: str, root: Path, repository: Path) -> list[Path]:
-    """The session files of ``repository``: Claude Code's project folder of it, or the Codex
-    rollouts whose ``session_meta`` names a working directory inside it."""
-    if client == "claude-code":
-        found: list[Path] = []
-        for name in sorted(claude_folder_names(repository)):
-            found += _claude_sessions(root / name)
-        return sorted(set(found))
-    return [p for p in _walk(root, "rollout-*.jsonl") if inside(_first_cwd(p), repository)]
+    """The session files of ``repository``: those of Claude Code's project folder of it and of
+    its subfolders (a folder named like a subfolder's holds sessions whose ``cwd`` is inside
+    the repository), or the Codex rollouts whose ``session_meta`` names a working directory
+    inside it."""
+    if client == "codex":
+        return [p for p in _walk(root, "rollout-*.jsonl") if inside(_first_cwd(p), repository)]
+    names = claude_folder_names(repository)
+    found: list[Path] = []
+    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    for folder in folders:
+        if folder.name in names:
+            found += _claude_sessions(folder)
+        elif folder.name.startswith(tuple(f"{name}-" for name in names)):
+            found += [p for p in _claude_sessions(folder) if inside(_claude_cwd(p), repository)]
+    return sorted(set(found))
 
 
 def given_files(client: str, path: Path) -> list[Path]:
@@ -97,6 +107,23 @@ def _folders(path: Path) -> Iterator[Path]:
 
 def _walk(root: Path, pattern: str) -> list[Path]:
     return sorted(p for p in root.rglob(pattern) if p.is_file()) if root.is_dir() else []
+
+
+def _claude_cwd(path: Path, lines: int = CWD_LINES) -> str | None:
+    """The working directory a Claude Code session names in its first ``lines`` lines."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for _, line in zip(range(lines), handle, strict=False):
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                cwd = record.get("cwd") if isinstance(record, dict) else None
+                if isinstance(cwd, str) and cwd:
+                    return cwd
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def _first_cwd(path: Path) -> str | None:
