@@ -163,8 +163,9 @@ def _summary(
 
 
 def _sentence(summary: dict[str, Any]) -> str:
-    parts = [f"{summary['sent']} sent ({summary['stored']} turns stored, "
-             f"{summary['existing']} there already)"]  # fmt: skip
+    parts = [f"{summary['sent']} sent"]
+    if summary["sent"]:
+        parts[0] += f" ({summary['stored']} turns stored, {summary['existing']} there already)"
     parts += [f"{summary[k]} {k}" for k in ("unchanged", "empty", "refused") if summary[k]]
     return (
         f"{summary['client']} sessions of {clean(summary['source'])} into project "
