@@ -309,3 +309,16 @@ def test_the_options_that_do_not_go_with_from_are_refused(
     assert code == 2 and "not '-'" in err
     code, _, err = run(capsys, "--config", local, "ingest", "--from", "codex", str(tmp_path / "no"))
     assert code == 2 and "no such file or folder" in err
+
+
+def test_a_session_id_too_long_for_a_conversation_refuses_its_file(
+    capsys: pytest.CaptureFixture[str], local: str, tmp_path: Path
+) -> None:
+    """Named by its file (no sessionId in it), a session whose name is longer than a
+    conversation id may be is refused by the CLI, not sent to fail at the server."""
+    session = tmp_path / ("s" * 210 + ".jsonl")
+    record = {"type": "user", "message": {"role": "user", "content": "Where is the CI config?"}}
+    session.write_text(json.dumps(record) + "\n")
+    code, _, err = run(capsys, "--config", local, "ingest", "--from", "claude-code", str(session))
+    assert code == 2 and "session id is longer than 200 characters" in err
+    assert stored(capsys, local) == 0

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import projects
 from ..plural import counted
+from ..shapes.conversations import MAX_CONVERSATION_ID_CHARS
 from ..timeutil import to_iso, utc_now
 from . import claude_code_sessions, codex_sessions, session_files
 from .ingest import checked, kept, send
@@ -86,6 +87,9 @@ async def _one(
     except TranscriptError as exc:
         return report | {"status": "refused", "problems": exc.problems}, None
     report["conversation_id"] = session.conversation_id
+    if len(session.conversation_id) > MAX_CONVERSATION_ID_CHARS:
+        problem = f"its session id is longer than {MAX_CONVERSATION_ID_CHARS} characters"
+        return report | {"status": "refused", "problems": [problem]}, None
     messages, cut = _fitted(session, args.max_content_chars)
     report["warnings"] = session.warnings + cut
     entry = now | {
