@@ -79,6 +79,7 @@ async def run(api: Any, args: argparse.Namespace) -> int:
                 project=args.project,
                 source_instance=args.source_instance,
                 session=args.session,
+                run=args.run,
             )
             for key in ("messages", "turns", "stored", "existing", "folded"):
                 totals[key] += answer[key]
