@@ -64,6 +64,7 @@ TOOLS = {
     "tribal_context",
     "tribal_patterns",
     "tribal_projects",
+    "tribal_sessions",
 }
 EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episodes_list": {},
@@ -255,6 +256,7 @@ async def test_arguments_reach_the_api_unchanged(fake: FakeAPI) -> None:
             "skip_dedup": None,  # left out: the API applies its default
             "project": None,  # the daemon's /mcp names no project: the API's default
             "shared": None,
+            "run": None,
         }
 
 
@@ -321,6 +323,7 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         shapes.EpisodeSplitRequest,
         shapes.ContextQuery,
         shapes.PatternsQuery,
+        shapes.SessionsQuery,
     ]
     outputs = {
         "tribal_remember": shapes.RememberResult,
@@ -345,6 +348,7 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_context": shapes.Context,
         "tribal_patterns": shapes.Patterns,
         "tribal_projects": shapes.ProjectList,
+        "tribal_sessions": shapes.SessionList,
     }
     async with connect(fake) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

@@ -123,6 +123,7 @@ async def send(
                 project=args.project,
                 source_instance=source_instance or args.source_instance,
                 session=session or args.session,
+                run=args.run,
             )
             for key in ("messages", "turns", "stored", "existing", "folded"):
                 totals[key] += answer[key]

@@ -205,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmd.add_argument("--source-instance", help="the agent it is with (default: memory config)")
     cmd.add_argument("--session", help="the client session it belongs to")
+    cmd.add_argument("--run", help="the run it belongs to (a CI job, one agent invocation)")
 
     cmd = add(
         "status",
@@ -214,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.set_defaults(tolerates_config_error=True)
     add("stats", _api("stats"), "memory counts")
     add("projects", _api("projects"), "projects with their memory and episode counts")
+    cmd = add("sessions", _api("sessions"), "client sessions, newest activity first", [reads])
+    cmd.add_argument("--limit", type=_positive, help="sessions (1-100, default 20)")
+    add_fields(cmd, shapes.SessionsQuery)
     add("costs", _api("costs"), "LLM spend of the episode engine")
 
     episodes = sub.add_parser("episodes", help="list and edit episodes").add_subparsers(
@@ -342,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument(
         "--project", metavar="NAME", default=None, help="only this project (default: all, '*')"
     )
+    add_fields(cmd, shapes.ExportQuery)
     cmd.set_defaults(project_given_only=True)
     cmd = add("import", _lazy("portability", "import_"), "import an export file (by memory id)")
     cmd.add_argument(

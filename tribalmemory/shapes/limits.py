@@ -28,6 +28,7 @@ MAX_METADATA_CHARS = 10_000
 """A PATCH's metadata: at most this many fields, this many characters as JSON."""
 METADATA_KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 MAX_SESSION_CHARS = 200
+MAX_RUN_CHARS = 200
 MAX_FUTURE_SECONDS = 300
 # The structured episode record (episodes/structured.py validates the LLM's and users' values).
 MAX_TASK_CHARS = 200
@@ -73,6 +74,7 @@ MEMORIES_LIMIT = Range(1, 100, 20)
 REPLAY_LIMIT = Range(1, 20, 5)
 CONTEXT_BUDGET = Range(50, 20000, 1500)
 PATTERNS_LIMIT = Range(1, 50, 10)
+SESSIONS_LIMIT = Range(1, 100, 20)
 PatternKind = Literal["pattern", "antipattern"]
 PATTERN_KINDS: tuple[str, ...] = typing.get_args(PatternKind)
 

@@ -12,7 +12,7 @@ from .env import Caller, ToolEnv
 from .episodes import episode_tools
 from .memories import memory_tools
 from .overview import overview_tools
-from .params import with_fields
+from .params import SERVER_FILLED, with_fields
 from .server import ToolServer
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -59,9 +59,10 @@ TOOLS: dict[str, Tool] = {
     "episode_split": Tool("tribal_episode_split", WRITE),
     "episode_delete": Tool("tribal_episode_delete", DELETE),
     "episode_chain": Tool("tribal_episode_chain", READ),
-    "episode_replay": Tool("tribal_episode_replay", READ),
+    "episode_replay": Tool("tribal_episode_replay", READ, shapes.EpisodesReplayRequest),
     "episodes_search": Tool("tribal_episodes_search", READ, shapes.EpisodesSearchRequest),
     "projects": Tool("tribal_projects", READ),
+    "sessions": Tool("tribal_sessions", READ, shapes.SessionsQuery),
 }
 """The tools by the name of their function (in :mod:`.memories`, :mod:`.episodes`,
 :mod:`.overview`), in the order they are listed."""
@@ -86,7 +87,8 @@ def register_tools(
     for key, tool in TOOLS.items():
         fn = functions[key]
         if tool.request is not None:
-            fn.__signature__ = with_fields(fn, tool.request)
+            reads = bool(tool.annotations.read_only_hint)  # a read filters by source_instance
+            fn.__signature__ = with_fields(fn, tool.request, filled=() if reads else SERVER_FILLED)
         server.add_checked_tool(
             fn,
             tool.name,
