@@ -437,7 +437,7 @@ def test_openapi_document_lists_every_route(client: TestClient) -> None:
     assert document["openapi"] == "3.1.0"
     documented = {(m.upper(), p) for p, ops in document["paths"].items() for m in ops}
     served = {(op.method, op.path) for op in ROUTES}
-    assert documented == served and len(served) == 34
+    assert documented == served and len(served) == 35
     remember_op = document["paths"]["/v1/remember"]["post"]
     assert remember_op["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/RememberRequest"

@@ -66,6 +66,7 @@ TOOLS = {
     "tribal_projects",
     "tribal_entities",
     "tribal_entity",
+    "tribal_sessions",
 }
 EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episodes_list": {},
@@ -259,6 +260,7 @@ async def test_arguments_reach_the_api_unchanged(fake: FakeAPI) -> None:
             "skip_dedup": None,  # left out: the API applies its default
             "project": None,  # the daemon's /mcp names no project: the API's default
             "shared": None,
+            "run": None,
         }
 
 
@@ -328,6 +330,7 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         shapes.EntitiesListQuery,
         shapes.EntityRef,
         shapes.EntityGetQuery,
+        shapes.SessionsQuery,
     ]
     outputs = {
         "tribal_remember": shapes.RememberResult,
@@ -354,6 +357,7 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_projects": shapes.ProjectList,
         "tribal_entities": shapes.EntityList,
         "tribal_entity": shapes.EntityDetail,
+        "tribal_sessions": shapes.SessionList,
     }
     async with connect(fake) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

@@ -34,7 +34,7 @@ def test_the_docs_examples_run(
 ) -> None:
     monkeypatch.setenv("TRIBAL_MEMORY_CONFIG", str(daemon.config_path))
     blocks = examples()
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), {"__name__": "__main__"})
     out = capsys.readouterr().out
@@ -45,6 +45,8 @@ def test_the_docs_examples_run(
     assert "web sees the shared rule: True" in out
     assert "all projects: ['billing-api'" in out  # project "*" reads every project
     assert "billing-api 2 1" in out
+    assert "session memories: 2" in out and "run hits: 2" in out  # the scope filters
+    assert "nightly-2026-03-02 ['ci-bot'] 2" in out  # sessions(): its agents and count
 
 
 def test_results_are_typed_and_errors_are_the_clis(daemon: Daemon) -> None:

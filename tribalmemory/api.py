@@ -80,7 +80,9 @@ class EpisodeOperations(Protocol):
     def project_stats(self) -> dict[str, tuple[int, float | None]]: ...
     def costs(self) -> dict[str, Any]: ...
     async def chain(self, episode_id: str) -> dict[str, Any]: ...
-    async def replay(self, topic: str, limit: int, project: str | None) -> dict[str, Any]: ...
+    async def replay(
+        self, topic: str, limit: int, project: str | None, members: list[str] | None = None
+    ) -> dict[str, Any]: ...
     async def search(
         self,
         query: str,
@@ -298,6 +300,25 @@ class TribalAPI:
         found = await engine.entity(check.project(project), wanted, size)
         return shapes.EntityDetail.model_validate(found).to_json()
 
+    @takes(shapes.SessionsQuery)
+    async def sessions(self, request: shapes.SessionsQuery) -> dict[str, Any]:
+        """The client sessions of a project, newest activity first."""
+        found = await self.service.sessions(request)
+        items = [
+            shapes.SessionInfo(
+                session=s.session,
+                project=s.project,
+                source_instances=sorted(s.agents),
+                runs=sorted(s.runs),
+                first_memory_at=to_iso(s.first or s.last),
+                last_memory_at=to_iso(s.last),
+                memory_count=s.count,
+                episode_ids=s.episode_ids,
+            )
+            for s in found
+        ]
+        return shapes.SessionList(sessions=items, count=len(items)).to_json()
+
     # -- episodes ---------------------------------------------------------------------------
 
     def _engine(self) -> EpisodeOperations:
@@ -308,35 +329,29 @@ class TribalAPI:
             )
         return self.episodes
 
-    async def episodes_list(
-        self,
-        status: Any = None,
-        limit: Any = None,
-        offset: Any = None,
-        outcome: Any = None,
-        tag: Any = None,
-        participant: Any = None,
-        task: Any = None,
-        tool: Any = None,
-        entity: Any = None,
-        since: Any = None,
-        until: Any = None,
-        project: Any = None,
-    ) -> dict[str, Any]:
+    async def _scoped_members(self, scope: str | None, request: Any) -> list[str] | None:
+        """The memory ids an episode read's scope filters select (None: none given)."""
+        return await self.service.scoped_ids(scope, check.scopes(request))
+
+    @takes(shapes.EpisodesListQuery)
+    async def episodes_list(self, request: shapes.EpisodesListQuery) -> dict[str, Any]:
         engine = self._engine()
-        state = check.episode_status(status)
-        size = check.integer("limit", limit, shapes.EPISODES_LIMIT)
-        start = check.integer("offset", offset, shapes.EPISODES_OFFSET)
-        filters: dict[str, Any] = {"project": check.scope(project)}
-        given = {"tag": tag, "participant": participant, "task": task, "tool": tool}
-        given["entity"] = entity
+        state = check.episode_status(request.status)
+        size = check.integer("limit", request.limit, shapes.EPISODES_LIMIT)
+        start = check.integer("offset", request.offset, shapes.EPISODES_OFFSET)
+        filters: dict[str, Any] = {"project": check.scope(request.project)}
+        given = {"tag": request.tag, "participant": request.participant, "task": request.task}
+        given |= {"tool": request.tool, "entity": request.entity}
         for name, value in given.items():
             if value is not None:
                 filters[name] = check.text(name, value, shapes.MAX_FILTER_CHARS) or ""
-        if outcome is not None:
-            filters["outcome"] = check.choice("outcome", outcome, shapes.OUTCOMES)
-        after = check.timestamp("since", since)
-        before = check.timestamp("until", until)
+        if request.outcome is not None:
+            filters["outcome"] = check.choice("outcome", request.outcome, shapes.OUTCOMES)
+        after = check.timestamp("since", request.since)
+        before = check.timestamp("until", request.until)
+        members = await self._scoped_members(filters["project"], request)
+        if members is not None:
+            filters["members"] = members
         if after and before and after > before:
             raise InvalidInput("since must not be after until")
         if after:
@@ -496,14 +511,14 @@ class TribalAPI:
         found["chain"] = self._with_access(found["chain"])
         return shapes.EpisodeChain.model_validate(found).to_json()
 
-    async def episodes_replay(
-        self, topic: Any, limit: Any = None, project: Any = None
-    ) -> dict[str, Any]:
+    @takes(shapes.EpisodesReplayRequest)
+    async def episodes_replay(self, request: shapes.EpisodesReplayRequest) -> dict[str, Any]:
         engine = self._engine()
-        text = check.text("topic", topic, shapes.MAX_TOPIC_CHARS)
+        text = check.text("topic", request.topic, shapes.MAX_TOPIC_CHARS)
         assert text is not None
-        size = check.integer("limit", limit, shapes.REPLAY_LIMIT)
-        found = await engine.replay(text, size, check.scope(project))
+        size = check.integer("limit", request.limit, shapes.REPLAY_LIMIT)
+        scope = check.scope(request.project)
+        found = await engine.replay(text, size, scope, await self._scoped_members(scope, request))
         return shapes.Replay.model_validate(found).to_json()
 
     async def episodes_search(

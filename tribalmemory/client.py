@@ -281,12 +281,19 @@ class DaemonClient:
     # -- portability (streamed routes, not in the route table) ------------------------------
 
     async def export_stream(
-        self, since: str | None, vectors: bool, project: str | None = None
+        self,
+        since: str | None,
+        vectors: bool,
+        project: str | None = None,
+        **scopes: str | None,
     ) -> AsyncIterator[bytes]:
-        """``GET /v1/export``: the export's bytes as they arrive (of one project, if given)."""
+        """``GET /v1/export``: the export's bytes as they arrive (of one project, if given;
+        ``scopes``: the source_instance, session and run filters of
+        :class:`~tribalmemory.shapes.ExportQuery`)."""
         await self._identify_async()
         params = {"vectors": "true" if vectors else "false"} | ({"since": since} if since else {})
         params |= {"project": project} if project else {}
+        params |= {name: value for name, value in scopes.items() if value is not None}
         try:
             async with self._async_client().stream(
                 "GET", "/v1/export", params=params, headers=self._auth(), timeout=None

@@ -29,6 +29,7 @@ from .shapes import (
     MAX_TAG_CHARS,
     MAX_TAGS,
     METADATA_KEY_PATTERN,
+    SCOPES,
     EpisodeStatus,
     Range,
     Request,
@@ -100,6 +101,19 @@ def text(
             f"Send a shorter {field} (at most {max_chars} characters).",
         )
     return value
+
+
+def scopes(request: Any) -> dict[str, str]:
+    """The scope filters ``request`` gives (its ``source_instance``, ``session`` and ``run``
+    attributes, as sent; None: not given), checked: {name: value}. An empty or blank one is
+    refused (it would match nothing); session and run are matched stripped, as stored."""
+    found: dict[str, str] = {}
+    for name, (chars, _) in SCOPES.items():
+        value = getattr(request, name, None)
+        checked = text(name, value, chars, required=value is not None)
+        if checked is not None:
+            found[name] = checked if name == "source_instance" else checked.strip()
+    return found
 
 
 def tags(value: Any, field: str = "tags") -> list[str]:

@@ -182,6 +182,29 @@ async def projects(api: Api, args: argparse.Namespace) -> int:
     return 0
 
 
+async def sessions(api: Api, args: argparse.Namespace) -> int:
+    result = await api.sessions(limit=args.limit, project=args.project, **fields.given(args))
+    if args.json:
+        print_json(result)
+        return 0
+    if not result["sessions"]:
+        print("No sessions: no memory stored here names one (remember with a session).")
+        return 0
+    rows = [
+        [
+            clean(s["session"]),
+            clean(s["project"]),
+            clean(", ".join(s["source_instances"])),
+            s["memory_count"],
+            len(s["episode_ids"]),
+            s["last_memory_at"][:16],
+        ]
+        for s in result["sessions"]
+    ]
+    print(table(["SESSION", "PROJECT", "AGENTS", "MEMORIES", "EPISODES", "LAST ACTIVE"], rows))
+    return 0
+
+
 async def costs(api: Api, args: argparse.Namespace) -> int:
     result = await api.episode_costs()
     print_json(result) if args.json else print_mapping(result)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,14 @@ def _text(source: str) -> str:
 
 async def run(api: Any, args: argparse.Namespace) -> int:
     """Check every message (as the server will), then send the pages in order; sums the
-    answers. Nothing is sent when any message is wrong."""
+    answers. Nothing is sent when any message is wrong. With ``--from``, the sessions of
+    Claude Code or Codex (:mod:`.ingest_from`)."""
+    if args.client:
+        from . import ingest_from
+
+        return await ingest_from.run(api, args)
+    if not args.file:
+        raise CliError("give FILE ('-' reads standard input), or --from claude-code|codex", 2)
     try:
         transcript = read(_text(args.file))
     except TranscriptError as exc:
@@ -45,47 +53,11 @@ async def run(api: Any, args: argparse.Namespace) -> int:
             "sending it again stores only what is new)",
             2,
         )
-    messages = [_kept(m) for m in transcript.messages]
+    messages = [kept(m) for m in transcript.messages]
     if not messages:
         raise CliError(f"{args.file}: no message in it", 2)
-    limit = args.max_content_chars
-    for start in range(0, len(messages), MAX_MESSAGES):  # the server's checks, on every page
-        try:
-            checked_messages(messages[start : start + MAX_MESSAGES], start, limit)
-        except (InvalidInput, PayloadTooLarge) as exc:
-            problem = _numbered(exc.message, start)
-            raise CliError(f"{args.file}: nothing was sent: {problem}", 2) from None
-    weights = [_bytes(m) for m in messages]
-    budget = args.max_body_bytes // 2  # the rest: room for the request's other fields
-    for number, weight in enumerate(weights, 1):
-        if weight > budget:
-            raise CliError(
-                f"{args.file}: nothing was sent: message {number} is {weight} bytes as JSON, "
-                f"more than a request can carry (half of server.max_body_bytes, "
-                f"{args.max_body_bytes})",
-                2,
-            )
-    totals: dict[str, Any] = {"messages": 0, "turns": 0, "stored": 0, "existing": 0}
-    totals |= {"folded": 0, "memory_ids": []}
-    answer: dict[str, Any] = {}
-    with progress.bar("Ingesting", len(messages), progress.wanted(args.json)) as advance:
-        starts = [turns.starts_turn(m["role"], m["content"]) for m in messages]
-        for cut in turns.pages(starts, PAGE, weights, budget):
-            page = _dated(messages, cut.start, cut.stop)
-            answer = await api.ingest_conversation(
-                conversation_id=conversation,
-                messages=page,
-                first_index=cut.start,
-                project=args.project,
-                source_instance=args.source_instance,
-                session=args.session,
-            )
-            for key in ("messages", "turns", "stored", "existing", "folded"):
-                totals[key] += answer[key]
-            totals["memory_ids"] += answer["memory_ids"]
-            advance(len(page))
-    result = {"conversation_id": answer["conversation_id"], "project": answer["project"]}
-    result |= totals
+    weights = checked(messages, args, args.file)
+    result = await send(api, args, conversation, messages, weights)
     if args.json:
         print_json(result)
     else:
@@ -97,7 +69,71 @@ async def run(api: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _kept(message: dict[str, Any]) -> dict[str, Any]:
+def checked(
+    messages: list[dict[str, Any]],
+    args: argparse.Namespace,
+    source: str,
+    where: Callable[[int], str] | None = None,
+) -> list[int]:
+    """Each message's size in a request; CliError (nothing sent) naming the first message the
+    server would refuse (``where(i)``: how to name message ``i``, default its number)."""
+    limit = args.max_content_chars
+    for start in range(0, len(messages), MAX_MESSAGES):  # the server's checks, on every page
+        try:
+            checked_messages(messages[start : start + MAX_MESSAGES], start, limit)
+        except (InvalidInput, PayloadTooLarge) as exc:
+            problem = _numbered(exc.message, start, where)
+            raise CliError(f"{source}: nothing was sent: {problem}", 2) from None
+    weights = [_bytes(m) for m in messages]
+    budget = args.max_body_bytes // 2  # the rest: room for the request's other fields
+    for number, weight in enumerate(weights, 1):
+        if weight > budget:
+            named = where(number - 1) if where else f"message {number}"
+            raise CliError(
+                f"{source}: nothing was sent: {named} is {weight} bytes as JSON, "
+                f"more than a request can carry (half of server.max_body_bytes, "
+                f"{args.max_body_bytes})",
+                2,
+            )
+    return weights
+
+
+async def send(
+    api: Any,
+    args: argparse.Namespace,
+    conversation: str,
+    messages: list[dict[str, Any]],
+    weights: list[int],
+    session: str | None = None,
+    source_instance: str | None = None,
+) -> dict[str, Any]:
+    """Send checked ``messages`` in pages (a progress bar on a terminal); the answers summed."""
+    totals: dict[str, Any] = {"messages": 0, "turns": 0, "stored": 0, "existing": 0}
+    totals |= {"folded": 0, "memory_ids": []}
+    answer: dict[str, Any] = {}
+    budget = args.max_body_bytes // 2
+    with progress.bar("Ingesting", len(messages), progress.wanted(args.json)) as advance:
+        starts = [turns.starts_turn(m["role"], m["content"]) for m in messages]
+        for cut in turns.pages(starts, PAGE, weights, budget):
+            page = _dated(messages, cut.start, cut.stop)
+            answer = await api.ingest_conversation(
+                conversation_id=conversation,
+                messages=page,
+                first_index=cut.start,
+                project=args.project,
+                source_instance=source_instance or args.source_instance,
+                session=session or args.session,
+                run=args.run,
+            )
+            for key in ("messages", "turns", "stored", "existing", "folded"):
+                totals[key] += answer[key]
+            totals["memory_ids"] += answer["memory_ids"]
+            advance(len(page))
+    result = {"conversation_id": answer["conversation_id"], "project": answer["project"]}
+    return result | totals
+
+
+def kept(message: dict[str, Any]) -> dict[str, Any]:
     """A tool message with only what the server keeps of its output (turns.tool_output):
     an agent's tool output (a file read, a log) need not travel."""
     if message["role"] != "tool":
@@ -122,9 +158,10 @@ def _dated(messages: list[dict[str, Any]], start: int, stop: int) -> list[dict[s
     return page
 
 
-def _numbered(message: str, start: int) -> str:
-    """The server's ``messages[i]: ...`` as the file's message number."""
+def _numbered(message: str, start: int, where: Callable[[int], str] | None = None) -> str:
+    """The server's ``messages[i]: ...`` as the file's message number (or ``where(i)``)."""
     head, sep, rest = message.partition("]: ")
     if sep and head.startswith("messages["):
-        return f"message {start + int(head.removeprefix('messages[')) + 1}: {rest}"
+        index = start + int(head.removeprefix("messages["))
+        return f"{where(index) if where else f'message {index + 1}'}: {rest}"
     return message

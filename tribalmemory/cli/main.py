@@ -44,11 +44,13 @@ def _api(name: str) -> Handler:
 
 
 def _ingest(args: argparse.Namespace, config: Config) -> int:
-    """``ingest``: the file checked with the configuration's limits, then sent."""
+    """``ingest``: the file (or, ``--from``, the session files) checked with the
+    configuration's limits, then sent."""
     from . import commands, ingest
 
     args.max_content_chars = config.server.max_content_chars
     args.max_body_bytes = config.server.max_body_bytes
+    args.data_path = config.data_path  # where --from records the files it sent
     return asyncio.run(commands.with_api(config, ingest.run, args))
 
 
@@ -183,14 +185,27 @@ def build_parser() -> argparse.ArgumentParser:
     cmd = add("ingest", _ingest, "store a conversation file, a memory per turn", [scoped])
     cmd.add_argument(
         "file",
+        nargs="?",
+        metavar="FILE|PATH",
         help="a JSON object {conversation_id, messages}, a JSON list of messages or JSON lines "
-        "of messages ({role, content, timestamp?, name?}); '-' reads standard input",
+        "of messages ({role, content, timestamp?, name?}); '-' reads standard input. With "
+        "--from: a session file or a folder of them (default: the sessions of the working "
+        "directory's repository)",
+    )
+    cmd.add_argument(
+        "--from",
+        dest="client",
+        choices=["claude-code", "codex"],
+        default=None,
+        help="read the session files Claude Code or Codex writes, each one conversation, "
+        "those changed since the last ingest only",
     )
     cmd.add_argument(
         "--conversation", metavar="ID", help="the conversation's id (default: the file's)"
     )
     cmd.add_argument("--source-instance", help="the agent it is with (default: memory config)")
     cmd.add_argument("--session", help="the client session it belongs to")
+    cmd.add_argument("--run", help="the run it belongs to (a CI job, one agent invocation)")
 
     cmd = add(
         "status",
@@ -200,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.set_defaults(tolerates_config_error=True)
     add("stats", _api("stats"), "memory counts")
     add("projects", _api("projects"), "projects with their memory and episode counts")
+    cmd = add("sessions", _api("sessions"), "client sessions, newest activity first", [reads])
+    cmd.add_argument("--limit", type=_positive, help="sessions (1-100, default 20)")
+    add_fields(cmd, shapes.SessionsQuery)
     add("costs", _api("costs"), "LLM spend of the episode engine")
 
     cmd = add(
@@ -339,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument(
         "--project", metavar="NAME", default=None, help="only this project (default: all, '*')"
     )
+    add_fields(cmd, shapes.ExportQuery)
     cmd.set_defaults(project_given_only=True)
     cmd = add("import", _lazy("portability", "import_"), "import an export file (by memory id)")
     cmd.add_argument(

@@ -21,6 +21,8 @@ from ..plural import counted
 from ..portability import backup as backups
 from ..portability import exporter, importer, legacy09
 from ..portability.progress import bar, wanted
+from ..shapes import ExportQuery
+from . import fields
 from .output import CliError, print_json
 
 CHUNK = 1 << 16
@@ -43,7 +45,9 @@ async def _export(args: argparse.Namespace, config: Config, since: Any) -> int:
         try:
             total = (await client.stats())["total_memories"]
             with bar("export", total, show) as advance:
-                async for chunk in client.export_stream(args.since, args.vectors, args.project):
+                scopes = fields.given(args)
+                stream = client.export_stream(args.since, args.vectors, args.project, **scopes)
+                async for chunk in stream:
                     out.write(chunk)
                     advance(chunk.count(b"\n"))
         finally:
@@ -52,12 +56,13 @@ async def _export(args: argparse.Namespace, config: Config, since: Any) -> int:
         return 0
     from ..runtime import start_runtime
 
+    scopes = check.scopes(ExportQuery.model_construct(**fields.given(args)))
     runtime = await start_runtime(config)
     try:
         total = await asyncio.to_thread(runtime.service.store.count)
         with bar("export", total, show) as advance:
             lines = exporter.export_lines(
-                runtime.api, since, args.vectors, advance, project=args.project
+                runtime.api, since, args.vectors, advance, project=args.project, scopes=scopes
             )
             async for line in lines:
                 out.write(line.encode("utf-8"))

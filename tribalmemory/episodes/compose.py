@@ -167,17 +167,27 @@ class Compose:
     # -- replay and search ------------------------------------------------------------------
 
     async def _relevant(
-        self, query: str, fetch: int, floor: Floor, project: str | None
+        self,
+        query: str,
+        fetch: int,
+        floor: Floor,
+        project: str | None,
+        members: list[str] | None = None,
     ) -> list[tuple[EpisodeRow, float]]:
         """Episodes of ``project`` (None: of every project) whose summary memory matches
         ``query`` (hybrid search), best first, those under ``floor`` left out
-        (:func:`above_floor`)."""
+        (:func:`above_floor`); with ``members``, only the episodes that have one of those
+        memories (the search is restricted to their summaries)."""
+        summaries = None
+        if members is not None:
+            summaries = self.store.episodes.summaries_with_members(members)
         hits = await self.state.host.search(
             query,
             [SourceType.EPISODE_SUMMARY],
             limit=min(50, fetch),
             min_relevance=floor.absolute,
             project=project,
+            ids=summaries,
         )
         found: list[tuple[EpisodeRow, float]] = []
         for hit in hits:
@@ -188,10 +198,13 @@ class Compose:
                 found.append((row, hit.similarity_score))
         return above_floor(found, floor)
 
-    async def replay(self, topic: str, limit: int, project: str | None) -> dict[str, Any]:
+    async def replay(
+        self, topic: str, limit: int, project: str | None, members: list[str] | None = None
+    ) -> dict[str, Any]:
         """The episodes of ``project`` relevant to ``topic`` in chronological order, as JSON
-        and as text."""
-        found = (await self._relevant(topic, limit * 3, REPLAY_FLOOR, project))[:limit]
+        and as text; with ``members``, only those that have one of these memories."""
+        relevant = await self._relevant(topic, limit * 3, REPLAY_FLOOR, project, members)
+        found = relevant[:limit]
         found.sort(key=lambda pair: pair[0].first_activity or pair[0].created_at)
         items = []
         lines = (

@@ -244,8 +244,10 @@ class EpisodeEngine:
     async def chain(self, episode_id: str) -> dict[str, Any]:
         return await self.compose.chain(episode_id)
 
-    async def replay(self, topic: str, limit: int, project: str | None) -> dict[str, Any]:
-        return await self.compose.replay(topic, limit, project)
+    async def replay(
+        self, topic: str, limit: int, project: str | None, members: list[str] | None = None
+    ) -> dict[str, Any]:
+        return await self.compose.replay(topic, limit, project, members)
 
     async def search(
         self,

@@ -200,6 +200,14 @@ ROUTES: list[Op] = [
     ),
     Op(
         "GET",
+        "/v1/sessions",
+        "sessions",
+        "The client sessions of a project (their memories' session), newest activity first",
+        shapes.SessionList,
+        query_model=shapes.SessionsQuery,
+    ),
+    Op(
+        "GET",
         "/v1/episodes",
         "episodes_list",
         "List episodes, most recently active first",

@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .. import shapes
 from .. import validation as check
 from ..errors import BadQuery, InvalidInput, TribalError, Unavailable
 from ..portability import backup, exporter, importer
@@ -62,13 +63,17 @@ def _guarded(
 
 
 async def export(request: Request, api: Any) -> Response:
-    _only(request, {"since", "vectors", "project"})
+    _only(request, set(shapes.ExportQuery.model_fields))
+    query = request.query_params
     try:
-        since = check.timestamp("since", request.query_params.get("since"))
-        project = check.project_filter(request.query_params.get("project"))
+        since = check.timestamp("since", query.get("since"))
+        project = check.project_filter(query.get("project"))
+        given: dict[str, Any] = dict(query)
+        scopes = check.scopes(shapes.ExportQuery.model_construct(**given))
     except InvalidInput as exc:
         raise BadQuery(exc.message) from None
-    lines = exporter.export_lines(api, since, _flag(request, "vectors"), project=project)
+    flag = _flag(request, "vectors")
+    lines = exporter.export_lines(api, since, flag, project=project, scopes=scopes)
     return StreamingResponse(lines, media_type="application/x-ndjson")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..api import TribalAPI
 from ..models import ENGINE_WRITTEN
-from ..storage.base import MemoryFilter
+from ..storage.base import MemoryFilter, scoped
 from ..timeutil import to_iso, utc_now
 from . import records
 
@@ -29,9 +29,12 @@ async def export_lines(
     vectors: bool = False,
     progress: Callable[[int], None] | None = None,
     project: str | None = None,
+    scopes: dict[str, str] | None = None,
 ) -> AsyncIterator[str]:
     """The export as JSON lines (of ``project`` only, when given); ``progress(n)`` after
-    every ``n`` memories written."""
+    every ``n`` memories written. ``scopes`` (``validation.scopes``: source_instance,
+    session, run) keeps only the memories they select and the episodes with one of them."""
+    scopes = scopes or {}
     service = api.service
     yield records.dumps(
         records.header(
@@ -50,6 +53,7 @@ async def export_lines(
         project=project,
         include_shared=False,  # another project's shared memories are that project's
     )
+    scoped(where, scopes)
     pages = service.store.scroll(where, batch_size=PAGE)
     while True:
         page = await asyncio.to_thread(lambda: list(itertools.islice(pages, PAGE)))
@@ -69,16 +73,17 @@ async def export_lines(
         if progress is not None:
             progress(len(page))
     if api.episodes is not None:
-        async for detail in _episodes(api, since, project):
+        async for detail in _episodes(api, since, project, scopes):
             episodes += 1
             yield records.dumps(records.episode_record(detail))
     yield records.dumps(records.end(memories, episodes))
 
 
 async def _episodes(
-    api: TribalAPI, since: datetime | None, project: str | None
+    api: TribalAPI, since: datetime | None, project: str | None, scopes: dict[str, str]
 ) -> AsyncIterator[dict[str, Any]]:
-    """The episodes of ``project``, or of every project that has any."""
+    """The episodes of ``project``, or of every project that has any (with ``scopes``: those
+    with a memory they select)."""
     if project is not None:
         names = [project]
     else:
@@ -86,7 +91,9 @@ async def _episodes(
     for name in sorted(names):
         offset = 0
         while True:
-            listed = await api.episodes_list(limit=EPISODE_PAGE, offset=offset, project=name)
+            listed = await api.episodes_list(
+                limit=EPISODE_PAGE, offset=offset, project=name, **scopes
+            )
             page = listed["episodes"]
             for episode in page:
                 last = episode.get("last_activity_at")

@@ -30,6 +30,8 @@ from ..models import ENGINE_WRITTEN, Memory
 from ..shapes import (
     EPISODE_STATUSES,
     MAX_CONTEXT_CHARS,
+    MAX_RUN_CHARS,
+    MAX_SESSION_CHARS,
     MAX_SOURCE_INSTANCE_CHARS,
     PLAIN_IMPORT_FIELDS,
     HistoryActor,
@@ -278,6 +280,10 @@ def parse_plain(data: dict[str, Any], line: int, head: Header, max_chars: int) -
         given = check.memory_time("created_at", data.get("created_at"), advice=PLAIN_ADVICE)
         project = check.project(data.get("project"))
         shared = check.boolean("shared", data.get("shared"))
+        kept = {
+            key: check.text(key, data.get(key), chars, required=False)
+            for key, chars in (("session", MAX_SESSION_CHARS), ("run", MAX_RUN_CHARS))
+        }
     except TribalError as exc:
         raise _bad(line, exc.message) from None
     assert content is not None and head.imported_at is not None
@@ -291,6 +297,7 @@ def parse_plain(data: dict[str, Any], line: int, head: Header, max_chars: int) -
         context=context,
         created_at=created,
         updated_at=created,
+        metadata={key: value.strip() for key, value in kept.items() if value},
         project=project,
         shared=shared,
     )

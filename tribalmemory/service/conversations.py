@@ -21,7 +21,7 @@ from ..shapes.conversations import (
     ROLES,
     ConversationMessage,
 )
-from ..shapes.limits import MAX_SESSION_CHARS, MAX_SOURCE_INSTANCE_CHARS, Range
+from ..shapes.limits import MAX_RUN_CHARS, MAX_SESSION_CHARS, MAX_SOURCE_INSTANCE_CHARS, Range
 from ..timeutil import utc_now
 from . import turns
 from .importing import ImportItem, ImportOperations
@@ -105,6 +105,7 @@ class ConversationOperations(ImportOperations):
         )
         agent = agent or self.config.memory.default_source_instance
         session = check.text("session", request.session, MAX_SESSION_CHARS, required=False)
+        run = check.text("run", request.run, MAX_RUN_CHARS, required=False)
         found, folded = turns.turns_of(messages)
         ids = [turns.turn_id(project, conversation, t.index) for t in found]
         known = {m.id for m in await asyncio.to_thread(self.store.get, ids)}
@@ -120,7 +121,7 @@ class ConversationOperations(ImportOperations):
                 context=None,
                 created_at=turn.first.timestamp,
                 updated_at=now,
-                metadata=_metadata(conversation, turn, session),
+                metadata=_metadata(conversation, turn, session, run),
                 project=project,
             )
             for turn, memory_id in new
@@ -143,7 +144,9 @@ class ConversationOperations(ImportOperations):
         )
 
 
-def _metadata(conversation: str, turn: turns.Turn, session: str | None) -> dict[str, Any]:
+def _metadata(
+    conversation: str, turn: turns.Turn, session: str | None, run: str | None
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "conversation_id": conversation,
         "message_index": turn.index,
@@ -153,4 +156,6 @@ def _metadata(conversation: str, turn: turns.Turn, session: str | None) -> dict[
         out["name"] = turn.first.name
     if session:
         out["session"] = session.strip()
+    if run:
+        out["run"] = run.strip()
     return out

@@ -45,9 +45,10 @@ class PluginHost(Protocol):
         limit: int,
         min_relevance: float,
         project: str | None,
+        ids: list[str] | None = None,
     ) -> list[RecallHit]:
         """Hybrid search (as ``recall``) restricted to ``source_types`` and to what
-        ``project`` sees (None: every project), best first."""
+        ``project`` sees (None: every project), and to ``ids`` when given, best first."""
         ...
 
     async def write_owned(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:

@@ -23,11 +23,17 @@ from __future__ import annotations
 from .conversations import ConversationOperations
 from .edits import EditOperations
 from .recall import RecallOperations
+from .sessions import SessionOperations
 from .status import StatusOperations
 from .usage import AccessOperations
 
 
 class MemoryService(
-    EditOperations, RecallOperations, ConversationOperations, AccessOperations, StatusOperations
+    EditOperations,
+    RecallOperations,
+    ConversationOperations,
+    AccessOperations,
+    StatusOperations,
+    SessionOperations,
 ):
     """Stores and finds memories; runs the registered write-time hooks."""

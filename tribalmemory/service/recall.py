@@ -16,7 +16,7 @@ from ..shapes import (
     MemoriesListQuery,
     RecallRequest,
 )
-from ..storage.base import MemoryFilter, SearchHit
+from ..storage.base import MemoryFilter, SearchHit, scoped
 from ..timeutil import utc_now
 from . import access as stats
 from . import listing, periods, ranking
@@ -102,8 +102,10 @@ class RecallOperations(ServiceState):
         ``recall.rerank: retrievability`` (and ``rerank``), :data:`RERANK_POOL` × ``limit``
         candidates are re-ordered by :func:`.access.reranked` and the first ``limit`` kept.
         ``project`` (default ``default``): only its memories and the shared ones; ``*``: every
-        project's. A period the query names (:mod:`.periods`; ``query_dates``, and neither
-        ``after`` nor ``before``) puts the memories dated in it first.
+        project's; ``source_instance``, ``session`` and ``run`` narrow the search in the
+        store's filter (:func:`~tribalmemory.storage.base.scoped`). A period the query names
+        (:mod:`.periods`; ``query_dates``, and neither ``after`` nor ``before``) puts the
+        memories dated in it first.
         """
         max_chars = self.config.server.max_content_chars
         text = check.text("query", request.query, max_chars, setting="server.max_content_chars")
@@ -118,6 +120,7 @@ class RecallOperations(ServiceState):
             ids=ids,
             project=check.scope(request.project),
         )
+        scoped(where, check.scopes(request))
         size = check.integer("limit", request.limit, RECALL_LIMIT)
         floor = check.number("min_relevance", request.min_relevance, MIN_RELEVANCE)
         period = None
@@ -160,7 +163,8 @@ class RecallOperations(ServiceState):
         """Memories without a query, newest first, a page at a time (see :mod:`.listing`);
         ``ids`` restricts the listing to those memories (an episode's members: the API
         resolves the request's ``episode_id``). Episode summaries are listed only when
-        ``source_type`` asks for them."""
+        ``source_type`` asks for them. The scope filters (``source_instance``, ``session``,
+        ``run``) are conditions of the store's filter, so every page is full."""
         label = check.text("tag", request.tag, MAX_TAG_CHARS, required=False)
         kind = None if request.source_type is None else check.source_type(request.source_type)
         where = MemoryFilter(
@@ -172,6 +176,7 @@ class RecallOperations(ServiceState):
             ids=ids,
             project=check.scope(request.project),
         )
+        scoped(where, check.scopes(request))
         size = check.integer("limit", request.limit, MEMORIES_LIMIT)
         cursor = request.cursor
         start = None if cursor is None else listing.decode_cursor(cursor)

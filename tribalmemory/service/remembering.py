@@ -17,6 +17,7 @@ from ..models import ENGINE_WRITTEN, Memory, SourceType, new_memory_id
 from ..shapes import (
     MAX_BATCH,
     MAX_CONTEXT_CHARS,
+    MAX_RUN_CHARS,
     MAX_SESSION_CHARS,
     MAX_SOURCE_INSTANCE_CHARS,
     RememberRequest,
@@ -69,6 +70,12 @@ class NewMemory:
     session: str | None = None
     project: str = "default"
     shared: bool = False
+    run: str | None = None
+
+    def metadata(self) -> dict[str, str]:
+        """What the memory's metadata keeps of the request: its session and run."""
+        kept = {"session": self.session, "run": self.run}
+        return {key: value.strip() for key, value in kept.items() if value}
 
 
 def new_memory(request: RememberRequest, config: Config) -> NewMemory:
@@ -93,6 +100,7 @@ def new_memory(request: RememberRequest, config: Config) -> NewMemory:
         session=check.text("session", request.session, MAX_SESSION_CHARS, required=False),
         project=check.project(request.project),
         shared=check.boolean("shared", request.shared),
+        run=check.text("run", request.run, MAX_RUN_CHARS, required=False),
     )
 
 
@@ -172,7 +180,7 @@ class RememberOperations(ServiceState):
                 created_at=new.created_at or now,
                 updated_at=now,
                 supersedes=supersedes,
-                metadata={"session": new.session.strip()} if new.session else {},
+                metadata=new.metadata(),
                 project=new.project,
                 shared=new.shared,
             )

@@ -54,6 +54,7 @@ class ServiceHost:
         limit: int,
         min_relevance: float,
         project: str | None,
+        ids: list[str] | None = None,
     ) -> list[RecallHit]:
         if not source_types:
             raise ValueError("a plugin's search names the source types it searches")
@@ -65,7 +66,7 @@ class ServiceHost:
             project=ALL_PROJECTS if project is None else project,
         )
         # the plugin's own searches are not re-ranked by access statistics
-        return await self._service.recall(request, rerank=False)
+        return await self._service.recall(request, ids, rerank=False)
 
     async def write_owned(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
         _check_owned(memories)

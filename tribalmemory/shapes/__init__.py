@@ -27,6 +27,7 @@ The parts, each importable from here:
 - :mod:`.health`: ``/v1/health`` and ``/v1/stats``.
 - :mod:`.projects`: the project list.
 - :mod:`.entities`: entities (list, one entity, an episode's entities).
+- :mod:`.sessions`: the client sessions of a project.
 """
 
 from .base import (
@@ -102,6 +103,7 @@ from .fields import (
     EPISODES_SCOPED_DOC,
     PROJECT_DOC,
     SCOPED_DOC,
+    SCOPES,
     WHEN,
     AccessCount,
     EpisodeId,
@@ -158,6 +160,7 @@ from .limits import (
     MAX_METADATA_FIELDS,
     MAX_OPTION_CHARS,
     MAX_OPTIONS,
+    MAX_RUN_CHARS,
     MAX_SESSION_CHARS,
     MAX_SOURCE_INSTANCE_CHARS,
     MAX_TAG_CHARS,
@@ -174,6 +177,7 @@ from .limits import (
     RECALL_LIMIT,
     REPLAY_LIMIT,
     SEARCH_LIMIT,
+    SESSIONS_LIMIT,
     SOURCE_TYPES,
     WRITABLE_SOURCE_TYPES,
     EditableStatus,
@@ -193,6 +197,7 @@ from .llm import (
 from .memories import (
     PLAIN_IMPORT_FIELDS,
     CorrectRequest,
+    ExportQuery,
     ForgetRequest,
     ForgetResult,
     MemoriesListQuery,
@@ -212,6 +217,11 @@ from .memories import (
 from .projects import (
     ProjectInfo,
     ProjectList,
+)
+from .sessions import (
+    SessionInfo,
+    SessionList,
+    SessionsQuery,
 )
 from .structured import (
     CitedIds,
@@ -245,14 +255,14 @@ __all__ = [
     "EpisodeMetrics", "EpisodeQueue", "EpisodeRef", "EpisodeSearch", "EpisodeSplitRequest",
     "EpisodeSplitResult", "EpisodeStartRequest", "EpisodeStartResult", "EpisodeStatus",
     "EpisodeUpdateRequest", "EpisodesListQuery", "EpisodesReplayRequest",
-    "EpisodesSearchRequest", "Error", "Event", "EventEdit", "EventType", "ForgetRequest",
-    "ForgetResult", "Health", "HistoryActor", "HistoryEntry", "IngestConversationRequest",
-    "IngestConversationResult", "ItemText", "LastAccessed",
+    "EpisodesSearchRequest", "Error", "Event", "EventEdit", "EventType", "ExportQuery",
+    "ForgetRequest", "ForgetResult", "Health", "HistoryActor", "HistoryEntry",
+    "IngestConversationRequest", "IngestConversationResult", "ItemText", "LastAccessed",
     "Lesson", "LessonEdit", "LlmStatus", "MAX_BATCH", "MAX_CITED_IDS", "MAX_CONTEXT_CHARS",
     "MAX_DECISIONS", "MAX_EPISODE_ID_CHARS", "MAX_EPISODE_QUERY_CHARS", "MAX_EVENTS",
     "MAX_FILTER_CHARS", "MAX_FUTURE_SECONDS", "MAX_ITEM_CHARS", "MAX_LESSONS", "MAX_MEMORY_IDS",
     "MAX_METADATA_CHARS", "MAX_METADATA_FIELDS", "MAX_OPTIONS", "MAX_OPTION_CHARS",
-    "MAX_SESSION_CHARS", "MAX_SOURCE_INSTANCE_CHARS", "MAX_TAGS", "MAX_TAG_CHARS",
+    "MAX_RUN_CHARS", "MAX_SESSION_CHARS", "MAX_SOURCE_INSTANCE_CHARS", "MAX_TAGS", "MAX_TAG_CHARS",
     "MAX_TASK_CHARS", "MAX_TITLE_CHARS", "MAX_TOPIC_CHARS", "MEMORIES_LIMIT",
     "METADATA_KEY_PATTERN", "MIN_RELEVANCE", "MemoriesListQuery", "Memory", "MemoryId",
     "MemoryList", "OUTCOMES", "OpenResponse", "Outcome", "PATTERNS_LIMIT", "PATTERN_KINDS",
@@ -261,7 +271,8 @@ __all__ = [
     "ProjectScope", "RECALL_LIMIT", "REPLAY_LIMIT", "Range", "RecallGroup", "RecallHit",
     "RecallPeriod", "RecallRequest", "RecallResult", "RememberBatchRequest", "RememberBatchResult",
     "RememberRequest", "RememberResult", "Replay", "ReplayItem", "Request", "Response",
-    "Retrievability", "SCOPED_DOC", "SEARCH_LIMIT", "SOURCE_TYPES", "SearchedEpisode",
+    "Retrievability", "SCOPED_DOC", "SCOPES", "SEARCH_LIMIT", "SESSIONS_LIMIT", "SOURCE_TYPES",
+    "SearchedEpisode", "SessionInfo", "SessionList", "SessionsQuery",
     "SourceTypeName", "Stats", "StoreInfo", "StructuredEdit", "StructuredRecord", "Success",
     "Tag", "Tags", "TimeSpan", "TimelineItem", "Timestamp", "UsedResult", "WHEN",
     "WRITABLE_SOURCE_TYPES", "WarmUp", "WritableSourceType", "bounded",

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from .base import Request, Response
 from .fields import WHEN, MemoryId, ProjectName, Timestamp
-from .limits import MAX_SESSION_CHARS, MAX_SOURCE_INSTANCE_CHARS
+from .limits import MAX_RUN_CHARS, MAX_SESSION_CHARS, MAX_SOURCE_INSTANCE_CHARS
 
 MAX_MESSAGES = 1000
 """Messages in one request; a longer conversation is sent in pages (``first_index``)."""
@@ -72,6 +72,12 @@ class IngestConversationRequest(Request):
         None,
         max_length=MAX_SESSION_CHARS,
         description="The client session it belongs to, kept in each memory's metadata.",
+    )
+    run: str | None = Field(
+        None,
+        max_length=MAX_RUN_CHARS,
+        description="The run it belongs to (a CI job, one invocation of an agent), kept in "
+        "each memory's metadata.run.",
     )
 
 

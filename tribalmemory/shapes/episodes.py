@@ -23,6 +23,7 @@ from .fields import (
     ProjectScope,
     Retrievability,
     Timestamp,
+    scope_filter,
 )
 from .limits import (
     EPISODES_LIMIT,
@@ -51,6 +52,9 @@ from .structured import (
 
 # -- requests: episodes ------------------------------------------------------------------------
 
+EPISODES_WITH = "Only episodes with a memory"
+"""What an episode read's scope filters keep (:func:`~.fields.scope_filter`)."""
+
 
 class EpisodesListQuery(Request):
     status: EpisodeStatus | None = Field(
@@ -67,8 +71,9 @@ class EpisodesListQuery(Request):
     participant: str | None = Field(
         None,
         max_length=MAX_FILTER_CHARS,
-        description="Only episodes with a memory from this source_instance (or a participant "
-        "the LLM named).",
+        description="Only episodes with this participant: a source_instance of one of its "
+        "memories, or a participant the LLM named in its summary (source_instance: the "
+        "memories alone).",
     )
     task: str | None = Field(
         None, max_length=MAX_FILTER_CHARS, description="Only episodes whose task contains this."
@@ -88,6 +93,9 @@ class EpisodesListQuery(Request):
         None, description=f"Only episodes with memories at or before this time: {WHEN}."
     )
     project: ProjectScope | None = Field(None, description=EPISODES_SCOPED_DOC)
+    source_instance: str | None = scope_filter("source_instance", EPISODES_WITH)
+    session: str | None = scope_filter("session", EPISODES_WITH)
+    run: str | None = scope_filter("run", EPISODES_WITH)
 
 
 class EpisodeRef(Request):
@@ -211,6 +219,9 @@ class EpisodesReplayRequest(Request):
     )
     limit: int = bounded(REPLAY_LIMIT, "Maximum number of episodes.")
     project: ProjectScope | None = Field(None, description=EPISODES_SCOPED_DOC)
+    source_instance: str | None = scope_filter("source_instance", EPISODES_WITH)
+    session: str | None = scope_filter("session", EPISODES_WITH)
+    run: str | None = scope_filter("run", EPISODES_WITH)
 
 
 # -- responses: episodes -----------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, WithJsonSchema
 
@@ -16,6 +16,9 @@ from ..projects import (
 from .limits import (
     EPISODE_ID_PATTERN,
     MAX_EPISODE_ID_CHARS,
+    MAX_RUN_CHARS,
+    MAX_SESSION_CHARS,
+    MAX_SOURCE_INSTANCE_CHARS,
     MAX_TAG_CHARS,
     MAX_TAGS,
     SOURCE_TYPES,
@@ -84,3 +87,25 @@ Retrievability = Annotated[
     ),
 ]
 """Access statistics of a memory or an episode (see docs/http.md#retrievability)."""
+
+
+# -- scopes: who stored a memory, in which client session and which run ------------------------
+
+SCOPES: dict[str, tuple[int, str]] = {
+    "source_instance": (MAX_SOURCE_INSTANCE_CHARS, "stored by this agent (its source_instance)"),
+    "session": (MAX_SESSION_CHARS, "of this client session (its metadata.session)"),
+    "run": (MAX_RUN_CHARS, "of this run (its metadata.run)"),
+}
+"""The scope filters of the reads, by name: the longest value and what they keep."""
+
+
+def scope_filter(name: str, subject: str = "Only memories") -> Any:
+    """Field metadata of the scope filter ``name`` (:data:`SCOPES`); ``subject`` says what is
+    kept ("Only episodes with a memory")."""
+    chars, what = SCOPES[name]
+    return Field(
+        None,
+        min_length=1,
+        max_length=chars,
+        description=f"{subject} {what}, matched exactly (at most {chars} characters).",
+    )

@@ -28,6 +28,7 @@ MAX_METADATA_CHARS = 10_000
 """A PATCH's metadata: at most this many fields, this many characters as JSON."""
 METADATA_KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 MAX_SESSION_CHARS = 200
+MAX_RUN_CHARS = 200
 MAX_FUTURE_SECONDS = 300
 # The structured episode record (episodes/structured.py validates the LLM's and users' values).
 MAX_TASK_CHARS = 200
@@ -78,6 +79,7 @@ ENTITY_MEMORIES_LIMIT = Range(1, 50, 10)
 MAX_ENTITY_CHARS = 200
 EntityKind = Literal["url", "ticket", "version", "path", "identifier", "system", "name"]
 ENTITY_KINDS: tuple[str, ...] = typing.get_args(EntityKind)
+SESSIONS_LIMIT = Range(1, 100, 20)
 PatternKind = Literal["pattern", "antipattern"]
 PATTERN_KINDS: tuple[str, ...] = typing.get_args(PatternKind)
 

@@ -26,12 +26,14 @@ from .fields import (
     Tags,
     Timestamp,
     WritableSourceType,
+    scope_filter,
 )
 from .limits import (
     MAX_BATCH,
     MAX_CONTEXT_CHARS,
     MAX_ENTITY_CHARS,
     MAX_FUTURE_SECONDS,
+    MAX_RUN_CHARS,
     MAX_SESSION_CHARS,
     MAX_SOURCE_INSTANCE_CHARS,
     MAX_TAG_CHARS,
@@ -94,6 +96,13 @@ class RememberRequest(Request):
         description="Every project sees it (a team-wide convention, a user preference); it "
         "still belongs to its own project's episodes.",
     )
+    run: str | None = Field(
+        None,
+        max_length=MAX_RUN_CHARS,
+        description="The run it comes from (a CI job, one invocation of an agent: any stable "
+        f"name of at most {MAX_RUN_CHARS} characters). Kept in the memory's metadata.run; "
+        "reads filter by it.",
+    )
 
 
 PLAIN_IMPORT_FIELDS = (
@@ -105,6 +114,8 @@ PLAIN_IMPORT_FIELDS = (
     "source_type",
     "context",
     "shared",
+    "session",
+    "run",
 )
 """The keys of a plain import line (``tribalmemory import`` of JSON lines without an export
 header): the fields of :class:`RememberRequest` that describe a memory, checked as remember
@@ -166,6 +177,9 @@ class RecallRequest(Request):
         "words alone.",
     )
     project: ProjectScope | None = Field(None, description=SCOPED_DOC)
+    source_instance: str | None = scope_filter("source_instance")
+    session: str | None = scope_filter("session")
+    run: str | None = scope_filter("run")
 
 
 class MemoriesListQuery(Request):
@@ -189,6 +203,24 @@ class MemoriesListQuery(Request):
         description="next_cursor of the previous page; omit for the newest memories.",
     )
     project: ProjectScope | None = Field(None, description=SCOPED_DOC)
+    source_instance: str | None = scope_filter("source_instance")
+    session: str | None = scope_filter("session")
+    run: str | None = scope_filter("run")
+
+
+class ExportQuery(Request):
+    """The query of ``GET /v1/export`` (a streamed route, outside the route table)."""
+
+    since: Timestamp | None = Field(
+        None, description=f"Only memories created at or after this time: {WHEN}."
+    )
+    vectors: bool = Field(False, description="Include each memory's vector.")
+    project: ProjectName | None = Field(
+        None, description="Only this project's memories and episodes; default: every project."
+    )
+    source_instance: str | None = scope_filter("source_instance")
+    session: str | None = scope_filter("session")
+    run: str | None = scope_filter("run")
 
 
 class CorrectRequest(Request):

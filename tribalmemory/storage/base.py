@@ -42,6 +42,8 @@ class MemoryFilter:
     after: datetime | None = None  # created_at >= after
     before: datetime | None = None  # created_at < before
     metadata_equals: dict[str, str] = field(default_factory=dict)  # e.g. {"episode_id": "ep-1"}
+    metadata_present: list[str] = field(default_factory=list)  # these metadata keys are set
+    source_instance: str | None = None  # stored by this agent
     exclude_superseded: bool = False  # leave out memories a correction superseded
     project: str | None = None  # this project's memories ...
     include_shared: bool = True  # ... plus the shared ones of every project (when project)
@@ -168,6 +170,9 @@ KEYWORD_FIELDS = (
     "superseded_by",
     "project",
     "scope",
+    "source_instance",
+    "metadata.session",
+    "metadata.run",
 )
 FLOAT_FIELDS = ("created_ts",)
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -190,6 +195,16 @@ def to_payload(memory: Memory) -> dict[str, Any]:
     payload["created_ts"] = to_epoch(memory.created_at)
     payload["scope"] = scope_of(memory)
     return payload
+
+
+def scoped(where: MemoryFilter, scopes: dict[str, str]) -> MemoryFilter:
+    """``where`` narrowed by the scope filters of a read (``validation.scopes``): the agent
+    (source_instance), and the session and run kept in a memory's metadata."""
+    where.source_instance = scopes.get("source_instance", where.source_instance)
+    for key in ("session", "run"):
+        if key in scopes:
+            where.metadata_equals[key] = scopes[key]
+    return where
 
 
 def project_conditions(where: MemoryFilter) -> list[tuple[str, list[str]]]:

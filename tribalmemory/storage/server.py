@@ -93,6 +93,16 @@ def server_filter(where: MemoryFilter | None) -> models.Filter | None:
         must.append(
             models.FieldCondition(key=metadata_field(key), match=models.MatchValue(value=value))
         )
+    for key in where.metadata_present:
+        must_not.append(
+            models.IsEmptyCondition(is_empty=models.PayloadField(key=metadata_field(key)))
+        )
+    if where.source_instance is not None:
+        must.append(
+            models.FieldCondition(
+                key="source_instance", match=models.MatchValue(value=where.source_instance)
+            )
+        )
     if where.exclude_superseded:
         must.append(models.IsEmptyCondition(is_empty=models.PayloadField(key="superseded_by")))
     for key, values in project_conditions(where):

@@ -20,6 +20,12 @@ EPISODE_COLUMNS = (
 )
 
 
+MEMBERS_OF = (
+    "SELECT episode_id FROM memberships WHERE memory_id IN (SELECT value FROM json_each(?))"
+)
+"""The episodes of the memory ids of one JSON array parameter (one key lookup per id)."""
+
+
 class Episodes(Table):
     """Reads and writes of the ``episodes`` table."""
 
@@ -48,7 +54,8 @@ class Episodes(Table):
         """Newest activity first. ``filters``: project (None: every project), outcome (the
         structured record's, else the metadata's), task (substring, any case), tag /
         participant / tool / entity (an item of that metadata list), since / until (epoch
-        seconds: the members' time span overlaps)."""
+        seconds: the members' time span overlaps), members (a list of memory ids: one of
+        them is a member)."""
         clauses: list[str] = []
         args: list[Any] = []
         if status:
@@ -72,6 +79,9 @@ class Episodes(Table):
                     f"EXISTS (SELECT 1 FROM json_each(e.metadata, '$.{lists[name]}') "
                     "WHERE value = ?)"
                 )
+            elif name == "members":
+                clauses.append(f"e.id IN ({MEMBERS_OF})")
+                value = json.dumps(list(value))
             elif name == "project":
                 clauses.append("e.project = ?")
             elif name == "since":
@@ -87,6 +97,14 @@ class Episodes(Table):
         return self._select(
             where, (*args, limit, offset), "ORDER BY e.last_activity DESC, e.id LIMIT ? OFFSET ?"
         )
+
+    def summaries_with_members(self, memory_ids: list[str]) -> list[str]:
+        """The summary memory ids of the episodes that have one of ``memory_ids``."""
+        sql = (
+            "SELECT summary_memory_id FROM episodes WHERE summary_memory_id IS NOT NULL "
+            f"AND id IN ({MEMBERS_OF})"
+        )
+        return [r[0] for r in self.db.execute(sql, (json.dumps(memory_ids),))]
 
     def closed_version(self) -> tuple[int, float | None, int]:
         """Changes whenever a closed or archived episode is added (closed), changed or

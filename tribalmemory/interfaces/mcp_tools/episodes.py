@@ -173,6 +173,7 @@ def episode_tools(env: ToolEnv) -> list[Callable[..., Any]]:
         project: Annotated[
             str, RAW, arg(shapes.EpisodesReplayRequest, "project", PROJECT_READ_DOC)
         ] = "",
+        **passed: Any,
     ) -> shapes.Replay:
         """Replay the history of a topic: the relevant episodes in chronological order.
 
@@ -180,7 +181,9 @@ def episode_tools(env: ToolEnv) -> list[Callable[..., Any]]:
         comes with its date range, title, a marker when it continues an earlier episode, a
         short summary, tags and outcome; `text` is the same as a readable story.
         """
-        return await call("episodes_replay", topic=topic, limit=limit, project=read_scope(project))
+        return await call(
+            "episodes_replay", topic=topic, limit=limit, project=read_scope(project), **passed
+        )
 
     async def episodes_search(
         query: Annotated[str, RAW, arg(search_arg, "query")],

@@ -1,4 +1,4 @@
-"""The overview tools: stats, the context to read first, patterns, projects.
+"""The overview tools: stats, the context to read first, patterns, projects, sessions.
 
 Each function is one tool; its name, annotations and request model are in :data:`.table.TOOLS`.
 """
@@ -56,4 +56,14 @@ def overview_tools(env: ToolEnv) -> list[Callable[..., Any]]:
         in), with their memory and episode counts and last activity, most recent first."""
         return await call("projects")
 
-    return [stats, context, patterns, projects]
+    async def sessions(
+        project: Annotated[str, RAW, arg(shapes.SessionsQuery, "project", PROJECT_READ_DOC)] = "",
+        **passed: Any,
+    ) -> shapes.SessionList:
+        """The client sessions of the project (yours and other agents'), newest activity
+        first: each with its agents, runs, first and last memory time, memory count and
+        episode_ids. To read a session's recent memories, call tribal_recall with its
+        session."""
+        return await call("sessions", project=read_scope(project), **passed)
+
+    return [stats, context, patterns, projects, sessions]

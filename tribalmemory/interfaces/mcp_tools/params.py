@@ -1,7 +1,7 @@
 """Tool parameters advertised with the schema of a request model's field, passed on raw."""
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Annotated, Any
 
 from pydantic import Field, WrapValidator
@@ -34,8 +34,8 @@ def arg(request: type[shapes.Request], name: str, description: str | None = None
 
 
 SERVER_FILLED = frozenset({"source_instance"})
-"""Fields no tool offers: the server fills them (who stores: ``--source-instance``, else the
-client's name)."""
+"""Fields no writing tool offers: the server fills them (who stores: ``--source-instance``,
+else the client's name). A read offers them: there they are filters."""
 
 _PYTHON_TYPES: dict[str, Any] = {
     "string": str,
@@ -47,9 +47,13 @@ _PYTHON_TYPES: dict[str, Any] = {
 }
 
 
-def with_fields(fn: Callable[..., Any], request: type[shapes.Request]) -> inspect.Signature:
+def with_fields(
+    fn: Callable[..., Any],
+    request: type[shapes.Request],
+    filled: Collection[str] = SERVER_FILLED,
+) -> inspect.Signature:
     """``fn``'s signature with its ``**passed`` replaced by the fields of ``request`` it does
-    not name (but :data:`SERVER_FILLED`), in the model's order, all keyword-only: each
+    not name (but those the server ``filled``), in the model's order, all keyword-only: each
     advertised with the field's schema (:func:`arg`) and passed on raw, optional ones
     defaulting to None. A required text field is plain ``str`` (never JSON-decoded)."""
     own = inspect.signature(fn)
@@ -64,7 +68,7 @@ def with_fields(fn: Callable[..., Any], request: type[shapes.Request]) -> inspec
         if name in named:
             params.append(named[name])
             continue
-        if name in SERVER_FILLED:
+        if name in filled:
             continue
         kind = _PYTHON_TYPES.get(str(request.argument_schema(name).get("type")), object)
         annotation: Any = Annotated[kind, RAW, arg(request, name)]

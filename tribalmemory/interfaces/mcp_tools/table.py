@@ -13,7 +13,7 @@ from .env import Caller, ToolEnv
 from .episodes import episode_tools
 from .memories import memory_tools
 from .overview import overview_tools
-from .params import with_fields
+from .params import SERVER_FILLED, with_fields
 from .server import ToolServer
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -60,11 +60,12 @@ TOOLS: dict[str, Tool] = {
     "episode_split": Tool("tribal_episode_split", WRITE),
     "episode_delete": Tool("tribal_episode_delete", DELETE),
     "episode_chain": Tool("tribal_episode_chain", READ),
-    "episode_replay": Tool("tribal_episode_replay", READ),
+    "episode_replay": Tool("tribal_episode_replay", READ, shapes.EpisodesReplayRequest),
     "episodes_search": Tool("tribal_episodes_search", READ, shapes.EpisodesSearchRequest),
     "projects": Tool("tribal_projects", READ),
     "entities_list": Tool("tribal_entities", READ, shapes.EntitiesListQuery),
     "entity_get": Tool("tribal_entity", READ),
+    "sessions": Tool("tribal_sessions", READ, shapes.SessionsQuery),
 }
 """The tools by the name of their function (in :mod:`.memories`, :mod:`.episodes`,
 :mod:`.overview`, :mod:`.entities`), in the order they are listed."""
@@ -89,7 +90,8 @@ def register_tools(
     for key, tool in TOOLS.items():
         fn = functions[key]
         if tool.request is not None:
-            fn.__signature__ = with_fields(fn, tool.request)
+            reads = bool(tool.annotations.read_only_hint)  # a read filters by source_instance
+            fn.__signature__ = with_fields(fn, tool.request, filled=() if reads else SERVER_FILLED)
         server.add_checked_tool(
             fn,
             tool.name,

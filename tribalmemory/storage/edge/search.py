@@ -61,6 +61,12 @@ def edge_filter(where: MemoryFilter | None) -> qe.Filter | None:
         )
     for key, value in where.metadata_equals.items():
         must.append(qe.FieldCondition(metadata_field(key), match=qe.MatchValue(value)))
+    for key in where.metadata_present:
+        must_not.append(qe.IsEmptyCondition(metadata_field(key)))
+    if where.source_instance is not None:
+        must.append(
+            qe.FieldCondition("source_instance", match=qe.MatchValue(where.source_instance))
+        )
     if where.exclude_superseded:
         must.append(qe.IsEmptyCondition("superseded_by"))
     for key, values in project_conditions(where):
