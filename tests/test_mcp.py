@@ -64,6 +64,8 @@ TOOLS = {
     "tribal_context",
     "tribal_patterns",
     "tribal_projects",
+    "tribal_entities",
+    "tribal_entity",
     "tribal_sessions",
 }
 EPISODE_CALLS: dict[str, dict[str, Any]] = {
@@ -86,6 +88,8 @@ EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episode_decisions": {"episode_id": "ep-0123456789ab"},
     "tribal_context": {"query": "refresh tokens"},
     "tribal_patterns": {"kind": "antipattern"},
+    "tribal_entities": {},
+    "tribal_entity": {"name": "orders-svc"},
 }
 REMEMBER_KEYS = {"success", "memory_id", "duplicate_of", "episode_id", "error", "episode_status"}
 MEMORY_KEYS = {
@@ -323,6 +327,9 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         shapes.EpisodeSplitRequest,
         shapes.ContextQuery,
         shapes.PatternsQuery,
+        shapes.EntitiesListQuery,
+        shapes.EntityRef,
+        shapes.EntityGetQuery,
         shapes.SessionsQuery,
     ]
     outputs = {
@@ -348,6 +355,8 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_context": shapes.Context,
         "tribal_patterns": shapes.Patterns,
         "tribal_projects": shapes.ProjectList,
+        "tribal_entities": shapes.EntityList,
+        "tribal_entity": shapes.EntityDetail,
         "tribal_sessions": shapes.SessionList,
     }
     async with connect(fake) as client:
@@ -817,7 +826,7 @@ async def test_episode_tools_shapes(episode_runtime: Any) -> None:
         assert closed["count"] == 0
 
         got = ok(await c.call_tool("tribal_episode_get", {"episode_id": eid}))
-        assert set(got) == {"episode", "memory_ids", "history", "timeline"}
+        assert set(got) == {"episode", "memory_ids", "history", "timeline", "entities"}
         assert got["timeline"] is None
         assert set(got["episode"]) >= DETAIL_KEYS and got["memory_ids"] == [mid]
         added = ok(await c.call_tool("tribal_episode_add", {"episode_id": eid, "memory_id": other}))

@@ -167,6 +167,16 @@ def test_timeline_lanes_episode_view_and_rename(
     assert page.locator("#ep-title").inner_text() == target["title"]
     memories = page.locator("#ep-memories li")
     assert memories.count() == target["memory_count"]
+    named = httpx.get(
+        f"{daemon.url}/v1/episodes/{target['id']}",
+        params={"include_entities": "true"},
+        trust_env=False,
+    ).json()["entities"]
+    assert named, "the episode's memories name something"
+    first = named[0]
+    expect(page.locator("#ep-entities")).to_contain_text(
+        f"{first['name']} ({first['kind']}, {first['mentions']})"
+    )
     page.mouse.move(5, 790)  # no tooltip in the screenshot
     page.screenshot(path=str(tmp_path / "episode.png"), full_page=True)
     page.fill("#ep-rename", "Renamed from the page")

@@ -20,6 +20,7 @@ from .models import SourceType
 from .shapes import (
     EPISODE_ID_PATTERN,
     EPISODE_STATUSES,
+    MAX_ENTITY_CHARS,
     MAX_EPISODE_ID_CHARS,
     MAX_FUTURE_SECONDS,
     MAX_MEMORY_IDS,
@@ -140,6 +141,13 @@ def tags(value: Any, field: str = "tags") -> list[str]:
         if tag not in cleaned:
             cleaned.append(tag)
     return cleaned
+
+
+def entity_name(value: Any, field: str = "name") -> str:
+    """An entity's name or alias: a non-blank string of at most ``MAX_ENTITY_CHARS``."""
+    name = text(field, value, MAX_ENTITY_CHARS)
+    assert name is not None
+    return name
 
 
 def integer(field: str, value: Any, limits: Range) -> int:

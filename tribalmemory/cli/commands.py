@@ -258,6 +258,50 @@ async def _running_status(client: Any, args: argparse.Namespace, url: str) -> in
     return 0
 
 
+# -- entities ---------------------------------------------------------------------------------
+
+
+async def entities(api: Api, args: argparse.Namespace) -> int:
+    """``entities``: the project's entities, or one (``NAME``) with its episodes and memories."""
+    if args.name is not None:
+        found = await api.entity_get(args.name, limit=args.limit, project=args.project)
+        print_json(found) if args.json else print_entity(found)
+        return 0
+    result = await api.entities_list(
+        query=args.query, kind=args.kind, limit=args.limit, project=args.project
+    )
+    if args.json:
+        print_json(result)
+    elif not result["entities"]:
+        print(f"No entities in project {result['project']}.")
+    else:
+        rows = [
+            [e["name"], e["kind"], e["mentions"], e["last_seen_at"][:16], ", ".join(e["aliases"])]
+            for e in result["entities"]
+        ]
+        print(table(["ENTITY", "KIND", "MENTIONS", "LAST SEEN", "ALIASES"], rows))
+    return 0
+
+
+def print_entity(found: dict[str, Any]) -> None:
+    entity = found["entity"]
+    print(f"{entity['name']} ({entity['kind']}): {counted(entity['mentions'], 'memory')}")
+    print(f"aliases: {', '.join(entity['aliases'])}")
+    print(f"seen: {entity['first_seen_at'][:16]} .. {entity['last_seen_at'][:16]}")
+    if found["episodes"]:
+        rows = [
+            [e["episode_id"], e["mentions"], e["last_mention_at"][:16], e["title"]]
+            for e in found["episodes"]
+        ]
+        print(table(["EPISODE", "MENTIONS", "LAST", "TITLE"], rows))
+    for memory in found["memories"]:
+        print(f"- {memory['memory_id']} {memory['created_at'][:16]}")
+        print(indented(memory["content"]))
+    if found["co_occurring"]:
+        named = ", ".join(f"{c['name']} ({c['mentions']})" for c in found["co_occurring"])
+        print(f"named with: {named}")
+
+
 # -- episodes ---------------------------------------------------------------------------------
 
 

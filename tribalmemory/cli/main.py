@@ -220,6 +220,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_fields(cmd, shapes.SessionsQuery)
     add("costs", _api("costs"), "LLM spend of the episode engine")
 
+    cmd = add(
+        "entities",
+        _api("entities"),
+        "the things memories name (services, files, tickets, people), or one of them",
+        [scoped],
+    )
+    cmd.add_argument("name", nargs="?", help="one entity (any alias): its episodes and memories")
+    cmd.add_argument("--query", help="only entities whose name or an alias contains this")
+    cmd.add_argument("--kind", choices=shapes.ENTITY_KINDS)
+    cmd.add_argument("--limit", type=_positive, help="entities listed, or memories shown")
+
     episodes = sub.add_parser("episodes", help="list and edit episodes").add_subparsers(
         title="actions", metavar="ACTION", required=True
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..entities import mentions_of
 from ..models import Memory
 from ..timeutil import to_epoch
 from . import lifecycle
@@ -88,6 +89,7 @@ class Detection:
                 return {}
             if detection["state"] != "pending":
                 return self.status_of(memory.id)
+            self.record_entities(memory)
             features = state.matcher.memory(memory, vector)
             await self.upkeep.close_idle(to_epoch(memory.created_at), memory.project)
             llm_merges = self.budget.llm_wanted()
@@ -112,6 +114,16 @@ class Detection:
             self.sittings.placed(memory)
             state.save_detector()
             return self.status_of(memory.id)
+
+    def record_entities(self, memory: Memory) -> None:
+        """Store the entities the memory names (before its decision, under the detect lock:
+        idempotent, so a detect job resumed after a crash writes them again)."""
+        entities = self.store.entities
+        found = mentions_of(memory.content, entities.known(memory.project))
+        with self.store.transaction() as db:
+            entities.record_memory(
+                db, memory.project, memory.id, to_epoch(memory.created_at), found
+            )
 
     async def run_job(self, memory_id: str) -> None:
         """A detect job left by a crash: run the write-time decision now."""

@@ -37,6 +37,8 @@ from .compose import Compose
 from .consolidation import Consolidation
 from .context import Context
 from .detection import Detection
+from .entity_backfill import EntityBackfill
+from .entity_reads import EntityReads
 from .events import Events
 from .membership import Membership
 from .operations import Operations
@@ -99,6 +101,8 @@ class EpisodeEngine:
         self.restorer = Restore(self.state, self.summaries, self.upkeep)
         self.pattern_finder = Patterns(self.state)
         self.context_builder = Context(self.state, summariser, self.pattern_finder)
+        self.entity_reads = EntityReads(self.state)
+        self.entity_backfill = EntityBackfill(self.state, self.detection)
 
     def _subscribe(self) -> None:
         """Who reacts to what the parts announce (:mod:`.events`), in the order they react."""
@@ -135,6 +139,7 @@ class EpisodeEngine:
             **self.detection.health(),
             **self.consolidation.health(),
             **self.splitting.health(),
+            **self.entity_backfill.health(),
         }
 
     # -- the API's episode operations -------------------------------------------------------
@@ -192,6 +197,20 @@ class EpisodeEngine:
 
     def member_ids(self, episode_id: str) -> list[str]:
         return self.operations.member_ids(episode_id)
+
+    def entities(
+        self, project: str, query: str | None, kind: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        return self.entity_reads.entities(project, query, kind, limit)
+
+    async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]:
+        return await self.entity_reads.entity(project, name, limit)
+
+    def entity_memory_ids(self, project: str | None, name: str) -> list[str]:
+        return self.entity_reads.memory_ids(project, name)
+
+    def episode_entities(self, episode_id: str) -> list[dict[str, Any]]:
+        return self.entity_reads.of_episode(episode_id)
 
     def titles(self, episode_ids: list[str]) -> dict[str, str | None]:
         return self.operations.titles(episode_ids)

@@ -71,6 +71,8 @@ class EpisodePlugin:
         self._check: asyncio.Task[Any] | None = None
         self._checkpoints: asyncio.Task[Any] | None = None
         self._upgrades: asyncio.Task[Any] | None = None
+        self.backfill: asyncio.Task[int] | None = None
+        """The entities of memories from before they were stored (see :mod:`.entity_backfill`)."""
 
     @hookimpl
     async def start(self, host: PluginHost) -> None:
@@ -92,6 +94,7 @@ class EpisodePlugin:
         self._check = asyncio.create_task(self._check_llm())
         self._checkpoints = asyncio.create_task(self._checkpoint_loop())
         self._upgrades = asyncio.create_task(upgrades.run())
+        self.backfill = asyncio.create_task(self.engine.entity_backfill.run())
 
     async def _check_llm(self) -> None:
         status = await self.summariser.check()
@@ -139,7 +142,7 @@ class EpisodePlugin:
 
     @hookimpl
     async def stop(self) -> None:
-        for task in (self._check, self._checkpoints, self._upgrades):
+        for task in (self._check, self._checkpoints, self._upgrades, self.backfill):
             if task is not None:
                 task.cancel()
         if self._upgrades is not None:  # it may be in a summary: let it finish its cancel

@@ -238,7 +238,7 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
                 await active.stop()
 
     routes: list[BaseRoute] = [
-        Route(op.path, endpoint(op, holder, max_body), methods=[op.method]) for op in ROUTES
+        Route(op.route_path, endpoint(op, holder, max_body), methods=[op.method]) for op in ROUTES
     ]
     routes += portability_routes(holder.get)
     routes += [Route("/openapi.json", openapi, methods=["GET"]), Route("/mcp", mcp)]

@@ -29,8 +29,12 @@ REF_TEMPLATE = "#/components/schemas/{model}"
 PATH_PARAMS: dict[str, tuple[dict[str, Any], Callable[[Any], str]]] = {
     "memory_id": (shapes.ForgetRequest.argument_schema("memory_id"), check.memory_id),
     "episode_id": (shapes.EpisodeRef.argument_schema("episode_id"), check.episode_id),
+    "name": (shapes.EntityRef.argument_schema("name"), check.entity_name),
 }
 """Every path parameter name, with its schema and the shared check that cleans it."""
+
+SLASHED_PARAMS = ("name",)
+"""Path parameters whose value may hold ``/`` (sent as ``%2F``, decoded before routing)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,15 @@ class Op:
     @property
     def path_params(self) -> list[str]:
         return re.findall(r"{(\w+)}", self.path)
+
+    @property
+    def route_path(self) -> str:
+        """The path as the router matches it: a parameter of :data:`SLASHED_PARAMS` takes the
+        rest of the path, slashes included (an entity named ``src/app.py``)."""
+        path = self.path
+        for name in SLASHED_PARAMS:
+            path = path.replace(f"{{{name}}}", f"{{{name}:path}}")
+        return path
 
     @property
     def query(self) -> tuple[Param, ...]:
@@ -105,6 +118,8 @@ class Op:
 
     @property
     def tag(self) -> str:
+        if self.path.startswith("/v1/entities"):
+            return "entities"
         episodes = self.path.startswith(("/v1/episodes", "/v1/context", "/v1/patterns"))
         return "episodes" if episodes else "memories"
 
@@ -198,6 +213,22 @@ ROUTES: list[Op] = [
         "List episodes, most recently active first",
         shapes.EpisodeList,
         query_model=shapes.EpisodesListQuery,
+    ),
+    Op(
+        "GET",
+        "/v1/entities",
+        "entities_list",
+        "A project's entities (services, files, tickets, people), most mentioned first",
+        shapes.EntityList,
+        query_model=shapes.EntitiesListQuery,
+    ),
+    Op(
+        "GET",
+        "/v1/entities/{name}",
+        "entity_get",
+        "One entity (by any alias): its episodes, latest memories and co-occurring entities",
+        shapes.EntityDetail,
+        query_model=shapes.EntityGetQuery,
     ),
     Op(
         "GET",
@@ -400,7 +431,7 @@ def _responses(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str,
         codes["409"] = CONFLICTS[op.call]
     if op.call == "remember_batch":
         codes["429"] = "Two batches are being stored already (Retry-After header)"
-    if op.tag == "episodes":
+    if op.tag in ("episodes", "entities"):
         codes["501"] = "Episode feature not enabled"
     if op.call in ("recall", "memories_list"):
         codes["501"] = "episode_id is given and the episode feature is not enabled"

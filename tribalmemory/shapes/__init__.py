@@ -26,6 +26,7 @@ The parts, each importable from here:
 - :mod:`.llm`: the LLM's state and the month's spend.
 - :mod:`.health`: ``/v1/health`` and ``/v1/stats``.
 - :mod:`.projects`: the project list.
+- :mod:`.entities`: entities (list, one entity, an episode's entities).
 - :mod:`.sessions`: the client sessions of a project.
 """
 
@@ -53,6 +54,18 @@ from .conversations import (
     ConversationMessage,
     IngestConversationRequest,
     IngestConversationResult,
+)
+from .entities import (
+    CoEntity,
+    EntitiesListQuery,
+    Entity,
+    EntityDetail,
+    EntityEpisode,
+    EntityGetQuery,
+    EntityList,
+    EntityMemory,
+    EntityRef,
+    EpisodeEntity,
 )
 from .episodes import (
     Episode,
@@ -122,6 +135,9 @@ from .health import (
 from .limits import (
     CONTEXT_BUDGET,
     EDITABLE_STATUSES,
+    ENTITIES_LIMIT,
+    ENTITY_KINDS,
+    ENTITY_MEMORIES_LIMIT,
     EPISODE_ID_PATTERN,
     EPISODE_STATUSES,
     EPISODES_LIMIT,
@@ -131,6 +147,7 @@ from .limits import (
     MAX_CITED_IDS,
     MAX_CONTEXT_CHARS,
     MAX_DECISIONS,
+    MAX_ENTITY_CHARS,
     MAX_EPISODE_ID_CHARS,
     MAX_EPISODE_QUERY_CHARS,
     MAX_EVENTS,
@@ -228,6 +245,9 @@ __all__ = [
     "Decision", "DecisionEdit",
     "DetectorModelInfo", "DiskInfo", "EDITABLE_STATUSES", "EPISODES_LIMIT", "EPISODES_OFFSET",
     "EPISODES_SCOPED_DOC", "EPISODE_ID_PATTERN", "EPISODE_STATUSES", "EVENT_TYPES",
+    "CoEntity", "ENTITIES_LIMIT", "ENTITY_KINDS", "ENTITY_MEMORIES_LIMIT", "EntitiesListQuery",
+    "Entity", "EntityDetail", "EntityEpisode", "EntityGetQuery", "EntityList", "EntityMemory",
+    "EntityRef", "EpisodeEntity", "MAX_ENTITY_CHARS",
     "EditableStatus", "EmbeddingInfo", "Episode", "EpisodeChain", "EpisodeCounts",
     "EpisodeCreateRequest", "EpisodeCreateResult", "EpisodeCurrent", "EpisodeCurrentQuery",
     "EpisodeDecisions", "EpisodeDetail", "EpisodeGetQuery", "EpisodeGetResult", "EpisodeId",

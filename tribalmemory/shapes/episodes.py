@@ -10,6 +10,7 @@ from .base import (
     Request,
     Response,
 )
+from .entities import EpisodeEntity
 from .fields import (
     EPISODES_SCOPED_DOC,
     PROJECT_DOC,
@@ -107,6 +108,9 @@ class EpisodeRef(Request):
 class EpisodeGetQuery(Request):
     include_timeline: bool = Field(
         False, description="Also return the episode's memories in time order."
+    )
+    include_entities: bool = Field(
+        False, description="Also return the entities its memories name, most mentioned first."
     )
 
 
@@ -303,6 +307,9 @@ class EpisodeGetResult(Response):
     history: list[HistoryEntry] = Field(description="Every edit of the episode, oldest first.")
     timeline: list[TimelineItem] | None = Field(
         None, description="The member memories in time order, when include_timeline is true."
+    )
+    entities: list[EpisodeEntity] | None = Field(
+        None, description="The entities its memories name, when include_entities is true."
     )
 
 

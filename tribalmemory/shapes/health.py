@@ -68,6 +68,16 @@ class EpisodeQueue(OpenResponse):
         description="Episodes waiting for the LLM's check that they are not one thread with "
         "another (episodes.merge_checks)."
     )
+    entities_waiting: int = Field(
+        0,
+        description="Memories stored by an earlier version whose entities are still to be "
+        "found (in the background after start; 0 when done, docs/entities.md).",
+    )
+    entities_error: str | None = Field(
+        None,
+        description="Why finding those entities stopped (retried at the next start; a "
+        "WARNING says it too); null when it did not.",
+    )
     merge_unanswered: int = Field(
         0,
         description="Merge checks that rode along in a review call whose answer placed its "

@@ -31,6 +31,7 @@ from .fields import (
 from .limits import (
     MAX_BATCH,
     MAX_CONTEXT_CHARS,
+    MAX_ENTITY_CHARS,
     MAX_FUTURE_SECONDS,
     MAX_RUN_CHARS,
     MAX_SESSION_CHARS,
@@ -156,6 +157,12 @@ class RecallRequest(Request):
     )
     episode_id: EpisodeId | None = Field(
         None, description="Only the members of this episode (404 when it does not exist)."
+    )
+    entity: str | None = Field(
+        None,
+        max_length=MAX_ENTITY_CHARS,
+        description="Only the memories naming this entity (any alias, e.g. 'orders-svc'; "
+        "see GET /v1/entities); none when no memory names it.",
     )
     group_by_episode: bool = Field(
         False,

@@ -21,6 +21,7 @@ from typing import Any
 
 from .conversations import Conversations
 from .detections import Detections
+from .entities import Entities
 from .episodes import Episodes
 from .history import History
 from .jobs import Jobs
@@ -43,7 +44,7 @@ class EpisodeStore:
     """The episode database: its connection and transactions, its meta values, the changes that
     span tables, and one class per table (``store.episodes``, ``store.memberships``,
     ``store.detections``, ``store.jobs``, ``store.history``, ``store.pins``,
-    ``store.sessions``, ``store.conversations``, ``store.terms``)."""
+    ``store.sessions``, ``store.conversations``, ``store.terms``, ``store.entities``)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,6 +74,7 @@ class EpisodeStore:
         self.sessions = Sessions(self.db)
         self.conversations = Conversations(self.db)
         self.terms = TermCounts(self.db)
+        self.entities = Entities(self.db)
 
     def close(self) -> None:
         with self._checkpoint_lock:
@@ -169,6 +171,7 @@ class EpisodeStore:
         self.detections.delete(db, memory_id)
         self.jobs.drop(db, ("detect", "classify"), memory_id)
         self.conversations.forget_memory(db, memory_id)
+        self.entities.forget_memory(db, memory_id)
 
     def queue_summary(
         self,

@@ -96,6 +96,27 @@ CREATE TABLE IF NOT EXISTS conversations ( -- each ingested conversation's lates
     PRIMARY KEY (project, conversation)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS conversations_memory ON conversations(memory_id);
+CREATE TABLE IF NOT EXISTS entities (     -- derived from mentions (store/entities.py)
+    project TEXT NOT NULL,
+    name TEXT NOT NULL,                    -- canonical name (entities.canonical)
+    kind TEXT NOT NULL,                    -- the kind most mentions have
+    first_seen REAL NOT NULL,              -- memory time of the first and last mention
+    last_seen REAL NOT NULL,
+    aliases TEXT NOT NULL DEFAULT '[]',    -- the surfaces seen, as written
+    mentions INTEGER NOT NULL,             -- memories naming it
+    PRIMARY KEY (project, name)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entities_mentions ON entities(project, mentions DESC, name);
+CREATE TABLE IF NOT EXISTS mentions (      -- each entity a memory names
+    project TEXT NOT NULL,
+    name TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    memory_time REAL NOT NULL,
+    kind TEXT NOT NULL,
+    surfaces TEXT NOT NULL DEFAULT '[]',   -- as written in this memory
+    PRIMARY KEY (project, name, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mentions_memory ON mentions(memory_id);
 CREATE TABLE IF NOT EXISTS sittings (      -- episodes that are a conversation's sittings
     episode_id TEXT PRIMARY KEY REFERENCES episodes(id) ON DELETE CASCADE
 ) WITHOUT ROWID;

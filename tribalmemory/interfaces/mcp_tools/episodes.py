@@ -48,12 +48,20 @@ def episode_tools(env: ToolEnv) -> list[Callable[..., Any]]:
         include_timeline: Annotated[
             bool | None, RAW, arg(shapes.EpisodeGetQuery, "include_timeline")
         ] = None,
+        include_entities: Annotated[
+            bool | None, RAW, arg(shapes.EpisodeGetQuery, "include_entities")
+        ] = None,
     ) -> shapes.EpisodeGetResult:
         """One episode in full: title, summary, status, dates, metadata and its memory_ids.
 
         Use it to catch up on a thread of work before continuing it.
         """
-        return await call("episode_get", episode_id=episode_id, include_timeline=include_timeline)
+        return await call(
+            "episode_get",
+            episode_id=episode_id,
+            include_timeline=include_timeline,
+            include_entities=include_entities,
+        )
 
     async def episode_decisions(episode_id: EpisodeId) -> shapes.EpisodeDecisions:
         """The decisions of an episode in time order: context, options, what was chosen, why,

@@ -8,6 +8,7 @@ from typing import Any
 from mcp_types import ToolAnnotations
 
 from ... import shapes
+from .entities import entity_tools
 from .env import Caller, ToolEnv
 from .episodes import episode_tools
 from .memories import memory_tools
@@ -62,12 +63,14 @@ TOOLS: dict[str, Tool] = {
     "episode_replay": Tool("tribal_episode_replay", READ, shapes.EpisodesReplayRequest),
     "episodes_search": Tool("tribal_episodes_search", READ, shapes.EpisodesSearchRequest),
     "projects": Tool("tribal_projects", READ),
+    "entities_list": Tool("tribal_entities", READ, shapes.EntitiesListQuery),
+    "entity_get": Tool("tribal_entity", READ),
     "sessions": Tool("tribal_sessions", READ, shapes.SessionsQuery),
 }
 """The tools by the name of their function (in :mod:`.memories`, :mod:`.episodes`,
-:mod:`.overview`), in the order they are listed."""
+:mod:`.overview`, :mod:`.entities`), in the order they are listed."""
 
-FAMILIES = (memory_tools, episode_tools, overview_tools)
+FAMILIES = (memory_tools, episode_tools, overview_tools, entity_tools)
 
 
 def register_tools(

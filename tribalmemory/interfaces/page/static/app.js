@@ -239,7 +239,7 @@ function structured(record) {
 
 async function openEpisode(id) {
   const [got, chain] = await Promise.all([
-    api("GET", `/v1/episodes/${encodeURIComponent(id)}?include_timeline=true`),
+    api("GET", `/v1/episodes/${encodeURIComponent(id)}?include_timeline=true&include_entities=true`),
     api("GET", `/v1/episodes/${encodeURIComponent(id)}/chain`),
   ]);
   const ep = got.episode;
@@ -253,6 +253,8 @@ async function openEpisode(id) {
   $("ep-summary").textContent = ep.summary || "no summary yet";
   $("ep-close-go").hidden = ep.status !== "active";
   structured(ep.structured);
+  const named = (got.entities || []).map((e) => `${e.name} (${e.kind}, ${e.mentions})`);
+  $("ep-entities").textContent = named.length ? named.join(" · ") : "none found";
   const chainList = $("ep-chain");
   chainList.replaceChildren();
   for (const link of chain.chain) {

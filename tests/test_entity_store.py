@@ -1,0 +1,322 @@
+"""Entities stored and served (issue 43): mentions written when the engine decides a memory,
+aliases meeting in one entity, its episodes from memberships, forget taking away what only the
+forgotten memory supported, project isolation on every route and tool, recall's ``entity``
+filter restricting the search in the store, and bad input refused."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_http import EPISODES, write_config
+from helpers_runtime import SETTLE_SECONDS
+from starlette.testclient import TestClient
+from test_cli import run, run_json
+from test_http import error
+from test_import_pages import open_runtime
+from test_mcp import connect, error_of, ok
+
+from tribalmemory.entities import mentions_of
+from tribalmemory.episodes.store import EpisodeStore
+from tribalmemory.errors import InvalidInput, NotFound
+from tribalmemory.runtime import Runtime
+from tribalmemory.timeutil import to_iso
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+Make = Callable[..., Awaitable[Runtime]]
+
+
+async def remember(rt: Runtime, text: str, minute: int, project: str = "shop") -> str:
+    stored = await rt.api.remember(
+        text, created_at=to_iso(T0 + timedelta(minutes=minute)), project=project
+    )
+    assert stored["success"], stored
+    memory_id: str = stored["memory_id"]
+    return memory_id
+
+
+async def test_aliases_meet_in_one_entity_with_its_episodes(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    first = await remember(rt, "The orders-svc times out on checkout after the 2.4 deploy.", 0)
+    second = await remember(rt, "Raised the Orders Service retry budget to stop the timeouts.", 3)
+    other = await remember(rt, "Renamed the ledger-db backups folder.", 400)
+    created = await rt.api.episode_create("orders timeouts", [first, second])
+
+    found = await rt.api.entity_get("orders-svc", project="shop")
+    entity = found["entity"]
+    assert entity["name"] == "orders-service" and entity["kind"] == "system"
+    assert sorted(entity["aliases"]) == ["Orders Service", "orders-svc"]
+    assert entity["mentions"] == 2
+    assert entity["first_seen_at"] == to_iso(T0)
+    assert entity["last_seen_at"] == to_iso(T0 + timedelta(minutes=3))
+    assert [e["episode_id"] for e in found["episodes"]] == [created["episode_id"]]
+    assert found["episodes"][0]["mentions"] == 2
+    assert [m["memory_id"] for m in found["memories"]] == [second, first]  # newest first
+    assert other not in {m["memory_id"] for m in found["memories"]}
+    # any spelling finds it; the same answer
+    assert (await rt.api.entity_get("Orders Service", project="shop")) == found
+    assert (await rt.api.entity_get("orders_service", project="shop")) == found
+
+    listed = await rt.api.entities_list(project="shop")
+    names = [e["name"] for e in listed["entities"]]
+    assert names[0] == "orders-service"  # most mentioned first
+    assert "ledger-db" in names
+    queried = await rt.api.entities_list(query="Orders svc", project="shop")
+    assert [e["name"] for e in queried["entities"]] == ["orders-service"]
+    systems = await rt.api.entities_list(kind="version", project="shop")
+    assert [e["name"] for e in systems["entities"]] == []
+
+    got = await rt.api.episode_get(created["episode_id"], include_entities=True)
+    assert got["entities"][0] == {"name": "orders-service", "kind": "system", "mentions": 2}
+    assert (await rt.api.episode_get(created["episode_id"]))["entities"] is None
+
+
+async def test_forget_removes_what_only_the_forgotten_memory_named(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    gone = await remember(rt, "The ledger-db failover left orders-svc without writes.", 0)
+    kept = await remember(rt, "Orders Service writes are back after the failover.", 5)
+    await rt.api.forget(gone)
+
+    with pytest.raises(NotFound, match="no entity 'ledger-db' in project shop"):
+        await rt.api.entity_get("ledger-db", project="shop")
+    orders = (await rt.api.entity_get("orders-service", project="shop"))["entity"]
+    assert orders["mentions"] == 1 and orders["aliases"] == ["Orders Service"]
+    assert orders["first_seen_at"] == to_iso(T0 + timedelta(minutes=5))
+    found = await rt.api.entity_get("orders-service", project="shop")
+    assert [m["memory_id"] for m in found["memories"]] == [kept]
+    listed = [e["name"] for e in (await rt.api.entities_list(project="shop"))["entities"]]
+    assert "ledger-db" not in listed
+
+
+async def test_recall_entity_filter_searches_only_the_memories_naming_it(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    for i in range(4):  # closer to the query than the one naming the entity
+        await remember(rt, f"Checkout timeouts on the payment page, attempt {i}.", i * 300)
+    naming = await remember(rt, "The billing-api was slow during checkout.", 2000)
+    plain = await rt.api.recall("checkout timeouts on the payment page", limit=1, project="shop")
+    assert plain["results"][0]["memory_id"] != naming
+    # the filter restricts the search: a page of one still holds the memory naming it
+    hit = await rt.api.recall(
+        "checkout timeouts on the payment page", limit=1, entity="Billing API", project="shop"
+    )
+    assert [r["memory_id"] for r in hit["results"]] == [naming]
+    none = await rt.api.recall("checkout", entity="no-such-service", project="shop")
+    assert none["results"] == []
+    with pytest.raises(InvalidInput, match="entity"):
+        await rt.api.recall("checkout", entity="   ", project="shop")
+
+
+async def test_projects_never_see_each_others_entities(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    mine = await remember(rt, "The payouts-service queue is stuck on PROJ-4411.", 0, "alpha")
+    assert (await rt.api.entity_get("payouts-service", project="alpha"))["entity"]["mentions"] == 1
+    assert (await rt.api.entities_list(project="beta"))["entities"] == []
+    assert (await rt.api.entities_list(query="payouts", project="beta"))["entities"] == []
+    with pytest.raises(NotFound, match="in project beta"):
+        await rt.api.entity_get("payouts-service", project="beta")
+    recalled = await rt.api.recall("payouts queue", entity="payouts-service", project="beta")
+    assert recalled["results"] == []
+    found = await rt.api.recall("payouts queue", entity="payouts-service", project="alpha")
+    assert [r["memory_id"] for r in found["results"]] == [mine]
+
+    async with connect(rt.api) as agent:
+        listed = ok(await agent.call_tool("tribal_entities", {"project": "alpha"}))
+        assert "payouts-service" in [e["name"] for e in listed["entities"]]
+        assert ok(await agent.call_tool("tribal_entities", {"project": "beta"}))["entities"] == []
+        one = ok(await agent.call_tool("tribal_entity", {"name": "PROJ-4411", "project": "alpha"}))
+        assert one["entity"]["kind"] == "ticket"
+        text = error_of(
+            await agent.call_tool("tribal_entity", {"name": "payouts-service", "project": "beta"})
+        )
+        assert "no entity 'payouts-service' in project beta" in text
+        bad = error_of(await agent.call_tool("tribal_entities", {"project": "*"}))
+        assert "project" in bad
+
+
+def test_http_routes_answer_404_and_400(client: TestClient) -> None:
+    stored = client.post(
+        "/v1/remember",
+        json={"content": "The search-api crashed on v3.2.1 again.", "project": "alpha"},
+    )
+    assert stored.status_code == 200, stored.text
+    listed = client.get("/v1/entities", params={"project": "alpha"}).json()
+    assert {"search-api", "v3.2.1"} <= {e["name"] for e in listed["entities"]}
+    one = client.get("/v1/entities/Search%20API", params={"project": "alpha"})
+    assert one.status_code == 200 and one.json()["entity"]["name"] == "search-api"
+    error(client.get("/v1/entities/search-api", params={"project": "beta"}), 404, "no entity")
+    client.post("/v1/remember", json={"content": "Edited src/app.py today.", "project": "alpha"})
+    path = client.get("/v1/entities/src%2Fapp.py", params={"project": "alpha"})  # a slash in it
+    assert path.status_code == 200 and path.json()["entity"]["kind"] == "path", path.text
+    assert client.get("/v1/entities", params={"project": "beta"}).json()["entities"] == []
+    error(client.get("/v1/entities", params={"limit": "0"}), 400, "limit")
+    error(client.get("/v1/entities", params={"kind": "planet"}), 400, "kind")
+    error(client.get("/v1/entities", params={"project": "*"}), 400, "project")
+    error(client.get("/v1/entities", params={"colour": "red"}), 400, "colour")
+    error(client.get("/v1/entities/" + "x" * 300), 413, "name has 300 characters")
+    error(client.get("/v1/entities/x", params={"limit": "many"}), 400, "limit")
+    error(client.post("/v1/recall", json={"query": "x", "entity": 5}), 422, "entity")
+    error(client.get("/v1/episodes/ep-000000000000", params={"include_entities": "maybe"}), 400)
+
+
+def test_entities_off_without_the_episode_engine(client_no_episodes: TestClient) -> None:
+    error(client_no_episodes.get("/v1/entities"), 501, "Episode feature not enabled")
+    error(
+        client_no_episodes.post("/v1/recall", json={"query": "x", "entity": "orders"}),
+        501,
+        "Episode feature not enabled",
+    )
+
+
+async def test_memories_from_before_entities_get_theirs_at_the_next_start(
+    engine_runtime: Make, tmp_path: Any
+) -> None:
+    rt = await engine_runtime()
+    older = await remember(rt, "The orders-svc deploy of v2.4.0 failed on the canary.", 0)
+    await remember(rt, "Rolled the Orders Service back to v2.3.9.", 5)
+    await rt.stop()
+    # the database of an older version: no entity was stored
+    with sqlite3.connect(tmp_path / "data" / "episodes.sqlite3") as db:
+        db.execute("DELETE FROM mentions")
+        db.execute("DELETE FROM entities")
+        db.execute("DELETE FROM meta WHERE key = 'entities_backfilled'")
+    rt = await engine_runtime()
+    backfill = rt.episodes.backfill
+    assert backfill is not None
+    assert await asyncio.wait_for(backfill, SETTLE_SECONDS) == 2
+    found = await rt.api.entity_get("orders-svc", project="shop")
+    assert sorted(found["entity"]["aliases"]) == ["Orders Service", "orders-svc"]
+    assert found["memories"][-1]["memory_id"] == older
+    assert (await rt.api.entities_list(kind="version", project="shop"))["count"] == 2
+    queue = rt.api.health()["episodes"]
+    assert (queue["entities_waiting"], queue["entities_error"]) == (0, None)
+
+
+async def test_a_backfill_that_fails_says_why_and_runs_again(
+    engine_runtime: Make, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    rt = await engine_runtime()
+    await remember(rt, "The orders-svc deploy failed.", 0)
+    plugin = rt.episodes
+    assert plugin.backfill is not None and await plugin.backfill == 0  # a new database
+    store = plugin.store
+    with store.transaction() as db:  # as if from an older version
+        db.execute("DELETE FROM mentions")
+        db.execute("DELETE FROM entities")
+        store.set_meta(db, "entities_backfilled", False)
+    backfill = plugin.engine.entity_backfill
+    host = plugin.engine.state.host
+    original = host.get_memories
+
+    async def failing(ids: list[str]) -> list[Any]:
+        raise OSError("the store is gone")
+
+    monkeypatch.setattr(host, "get_memories", failing)
+    assert await backfill.run() == 0
+    queue = rt.api.health()["episodes"]
+    assert queue["entities_waiting"] == 1
+    assert queue["entities_error"] == "OSError: the store is gone"
+    assert "the next start resumes it" in caplog.text
+    monkeypatch.setattr(host, "get_memories", original)
+    assert await backfill.run() == 1
+    assert (await rt.api.entity_get("orders-service", project="shop"))["entity"]["mentions"] == 1
+    queue = rt.api.health()["episodes"]
+    assert (queue["entities_waiting"], queue["entities_error"]) == (0, None)
+
+
+KILLER = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from tribalmemory.config import load_config
+from tribalmemory.episodes.detection import Detection
+from tribalmemory.runtime import start_runtime
+
+def killed(self, memory):
+    os.kill(os.getpid(), signal.SIGKILL)  # stored, its detect job durable, nothing decided
+
+Detection.record_entities = killed
+
+async def main():
+    runtime = await start_runtime(load_config(Path(sys.argv[1])), run_scheduler=False)
+    await runtime.api.remember("The orders-svc crashed on PROJ-77 again.", project="shop")
+
+asyncio.run(main())
+"""
+
+
+async def test_a_memory_killed_before_its_entities_gets_them_at_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "data"
+    config = write_config(folder, episodes=EPISODES)
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["TRIBAL_MEMORY_HOME"] = str(folder)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLER, str(config)], env=env, capture_output=True, timeout=120
+    )
+    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+    runtime = await open_runtime(folder, monkeypatch)
+    try:
+        assert await runtime.episodes.worker.drain(SETTLE_SECONDS)  # the resumed detect job
+        found = await runtime.api.entity_get("Orders Service", project="shop")
+        assert found["entity"]["aliases"] == ["orders-svc"]
+        [memory] = found["memories"]
+        states = runtime.episodes.store.detections.states([memory["memory_id"]])
+        assert states[memory["memory_id"]] != "pending"
+        assert (await runtime.api.entity_get("proj-77", project="shop"))["entity"]["mentions"] == 1
+    finally:
+        await runtime.stop()
+
+
+def test_cli_lists_and_shows_entities(tm_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as sock:  # no daemon answers: each command opens the store itself
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = str(write_config(tm_home, server={"port": port}, episodes=EPISODES))
+    for text in ("The orders-svc times out on checkout.", "Orders Service retries raised to 5."):
+        assert run(capsys, "remember", text, "--project", "shop", "--config", config)[0] == 0
+    listed = run_json(capsys, "entities", "--project", "shop", "--config", config)
+    assert listed["entities"][0]["name"] == "orders-service"
+    code, out, _ = run(capsys, "entities", "orders-svc", "--project", "shop", "--config", config)
+    assert code == 0 and "orders-service (system): 2 memories" in out
+    assert "Orders Service, orders-svc" in out
+    code, _, err = run(capsys, "entities", "ledger-db", "--project", "shop", "--config", config)
+    assert code == 1 and "no entity 'ledger-db' in project shop" in err
+    elsewhere = run_json(capsys, "entities", "--project", "other", "--config", config)
+    assert elsewhere["entities"] == []
+
+
+def test_a_memory_written_again_replaces_its_mentions(tmp_path: Path) -> None:
+    """A resumed detect job writes a memory's entities again, maybe with other known names:
+    its mentions are replaced, never added twice, and the aliases only it gave go."""
+    store = EpisodeStore(tmp_path / "episodes.sqlite3")
+    entities = store.entities
+    try:
+        with store.transaction() as db:
+            entities.record_memory(
+                db, "p", "m1", 10.0, mentions_of("We asked the Orders Service team.")
+            )
+            entities.record_memory(db, "p", "m2", 20.0, mentions_of("The orders-svc is up."))
+        with store.transaction() as db:  # m2 again: the same mention, then another text
+            entities.record_memory(db, "p", "m2", 20.0, mentions_of("The orders-svc is up."))
+        row = entities.get("p", "orders-service")
+        assert row is not None and row["mentions"] == 2
+        assert json.loads(row["aliases"]) == ["Orders Service", "orders-svc"]
+        with store.transaction() as db:
+            entities.record_memory(db, "p", "m2", 20.0, mentions_of("Nothing named here."))
+        row = entities.get("p", "orders-service")
+        assert row is not None and row["mentions"] == 1 and row["last_seen"] == 10.0
+        assert json.loads(row["aliases"]) == ["Orders Service"]
+    finally:
+        store.close()

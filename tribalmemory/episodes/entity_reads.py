@@ -1,0 +1,112 @@
+"""The entity reads: a project's entities, one entity with its episodes and memories, an
+episode's entities, and the memories naming an entity (recall's ``entity`` filter)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from ..entities import canonical
+from ..errors import NotFound
+from ..timeutil import from_epoch, to_iso
+from .state import EngineState
+
+CO_OCCURRING = 10
+"""How many co-occurring entities one entity lists."""
+
+
+def _iso(epoch: float) -> str:
+    return to_iso(from_epoch(epoch))
+
+
+def entity_json(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "name": row["name"],
+        "kind": row["kind"],
+        "aliases": json.loads(row["aliases"]),
+        "first_seen_at": _iso(row["first_seen"]),
+        "last_seen_at": _iso(row["last_seen"]),
+        "mentions": row["mentions"],
+    }
+
+
+def matches(query: str, row: sqlite3.Row) -> bool:
+    """``query`` is in the entity's name or one of its aliases (both compared canonically,
+    and the aliases also as written, in any case)."""
+    wanted = canonical(query)
+    if wanted and wanted in row["name"]:
+        return True
+    lowered = query.strip().lower()
+    return any(lowered in alias.lower() for alias in json.loads(row["aliases"]))
+
+
+class EntityReads:
+    """Reads of the ``entities`` and ``mentions`` tables, as the API answers them."""
+
+    def __init__(self, state: EngineState) -> None:
+        self.state = state
+        self.store = state.store
+
+    def entities(
+        self, project: str, query: str | None, kind: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        rows = self.store.entities.listing(project, kind)
+        if query is not None:
+            rows = [r for r in rows if matches(query, r)]
+        return [entity_json(r) for r in rows[:limit]]
+
+    def _row(self, project: str, name: str) -> sqlite3.Row:
+        row = self.store.entities.get(project, canonical(name))
+        if row is None:
+            raise NotFound(
+                f"no entity {name!r} in project {project}; list entities (GET /v1/entities) "
+                "to find its name"
+            )
+        return row
+
+    async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]:
+        row = self._row(project, name)
+        entities = self.store.entities
+        key = row["name"]
+        ids = entities.memory_ids(project, key, limit)
+        found = {m.id: m for m in await self.state.host.get_memories(ids)}
+        episode_of = self.store.memberships.episodes_of(ids) if ids else {}
+        memories = [
+            {
+                "memory_id": m.id,
+                "content": m.content,
+                "created_at": to_iso(m.created_at),
+                "episode_id": episode_of.get(m.id),
+            }
+            for m in (found[i] for i in ids if i in found)
+        ]
+        episodes = [
+            {
+                "episode_id": r["id"],
+                "title": r["title"],
+                "first_mention_at": _iso(r["first_mention"]),
+                "last_mention_at": _iso(r["last_mention"]),
+                "mentions": r["mentions"],
+            }
+            for r in entities.episodes(project, key)
+        ]
+        co = entities.co_occurring(project, key, CO_OCCURRING)
+        return {
+            "entity": entity_json(row),
+            "project": project,
+            "episodes": episodes,
+            "memories": memories,
+            "co_occurring": [{"name": n, "mentions": c} for n, c in co],
+        }
+
+    def memory_ids(self, project: str | None, name: str) -> list[str]:
+        """The memories naming the entity in ``project`` (None: every project)."""
+        return self.store.entities.naming(project, canonical(name))
+
+    def of_episode(self, episode_id: str) -> list[dict[str, Any]]:
+        self.state.episode(episode_id)
+        return [
+            {"name": n, "kind": k, "mentions": c}
+            for n, k, c in self.store.entities.of_episode(episode_id)
+        ]

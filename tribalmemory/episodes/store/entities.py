@@ -1,0 +1,207 @@
+"""The ``entities`` and ``mentions`` tables: which memory names which entity.
+
+``mentions`` is the record (one row per entity a memory names, with the surfaces it used);
+``entities`` is derived from it, recomputed for the names a change touched (first/last seen,
+aliases, mention count, kind), so that forgetting a memory takes away what only it supported.
+The episodes of an entity come from a join with ``memberships``, never from a copy."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+
+from .table import Table
+
+KINDS = ("url", "ticket", "version", "path", "identifier", "system", "name")
+"""The extraction's kinds, the more specific first (the order of its rules)."""
+
+Found = dict[str, tuple[str, list[str]]]
+"""The entities one memory names: canonical name -> (kind, surfaces as written)."""
+
+
+def main_kind(kinds: Counter[str]) -> str:
+    """The kind most mentions have; on a tie the more specific (``system`` over ``name``)."""
+    return min(kinds, key=lambda k: (-kinds[k], KINDS.index(k) if k in KINDS else len(KINDS)))
+
+
+class Entities(Table):
+    """Reads and writes of the ``entities`` and ``mentions`` tables."""
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def record_memory(
+        self,
+        db: sqlite3.Connection,
+        project: str,
+        memory_id: str,
+        memory_time: float,
+        found: Found,
+    ) -> None:
+        """Replace the memory's mentions with ``found`` (idempotent: a resumed job writes the
+        same rows again) and refresh the entities either side names."""
+        before = self.names_of(memory_id, db)
+        db.execute("DELETE FROM mentions WHERE memory_id = ?", (memory_id,))
+        db.executemany(
+            "INSERT INTO mentions VALUES (?,?,?,?,?,?)",
+            [
+                (project, name, memory_id, memory_time, kind, json.dumps(surfaces))
+                for name, (kind, surfaces) in found.items()
+            ],
+        )
+        added = {(project, n): surfaces for n, (_, surfaces) in found.items()}
+        for key in sorted(set(added) | before):
+            # a new mention only adds its surfaces; one written again may have dropped some
+            self._refresh(db, key, None if key in before else added[key])
+
+    def forget_memory(self, db: sqlite3.Connection, memory_id: str) -> None:
+        """A forgotten memory's mentions go; an entity no memory mentions any more goes."""
+        for key in sorted(self.names_of(memory_id, db)):
+            db.execute(
+                "DELETE FROM mentions WHERE memory_id = ? AND project = ? AND name = ?",
+                (memory_id, *key),
+            )
+            self._refresh(db, key, None)
+
+    def _refresh(
+        self, db: sqlite3.Connection, key: tuple[str, str], new_surfaces: list[str] | None
+    ) -> None:
+        """Recompute the entity's row from its mentions (counts and times in SQL). Its aliases:
+        the stored ones and ``new_surfaces``, or (None) every mention's surfaces again."""
+        kinds = Counter(
+            dict(
+                db.execute(
+                    "SELECT kind, COUNT(*) FROM mentions WHERE project = ? AND name = ? "
+                    "GROUP BY kind",
+                    key,
+                ).fetchall()
+            )
+        )
+        if not kinds:
+            db.execute("DELETE FROM entities WHERE project = ? AND name = ?", key)
+            return
+        first, last = db.execute(
+            "SELECT MIN(memory_time), MAX(memory_time) FROM mentions "
+            "WHERE project = ? AND name = ?",
+            key,
+        ).fetchone()
+        if new_surfaces is not None:
+            row = db.execute(
+                "SELECT aliases FROM entities WHERE project = ? AND name = ?", key
+            ).fetchone()
+            aliases = set(json.loads(row[0]) if row else []) | set(new_surfaces)
+        else:
+            rows = db.execute(
+                "SELECT surfaces FROM mentions WHERE project = ? AND name = ?", key
+            ).fetchall()
+            aliases = {s for r in rows for s in json.loads(r[0])}
+        db.execute(
+            "INSERT INTO entities VALUES (?,?,?,?,?,?,?) ON CONFLICT(project, name) DO UPDATE "
+            "SET kind = excluded.kind, first_seen = excluded.first_seen, "
+            "last_seen = excluded.last_seen, aliases = excluded.aliases, "
+            "mentions = excluded.mentions",
+            (*key, main_kind(kinds), first, last, json.dumps(sorted(aliases)), kinds.total()),
+        )
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def names_of(
+        self, memory_id: str, db: sqlite3.Connection | None = None
+    ) -> set[tuple[str, str]]:
+        """(project, name) of every entity the memory names."""
+        rows = (db or self.db).execute(
+            "SELECT project, name FROM mentions WHERE memory_id = ?", (memory_id,)
+        )
+        return {(r[0], r[1]) for r in rows}
+
+    def decided_without_mentions(self) -> list[str]:
+        """Memories the detector decided that name nothing stored (all of them in a database
+        from before entities were kept), oldest first."""
+        rows = self.db.execute(
+            "SELECT memory_id FROM detections WHERE state != 'pending' AND memory_id NOT IN "
+            "(SELECT memory_id FROM mentions) ORDER BY memory_time, memory_id"
+        )
+        return [r[0] for r in rows]
+
+    def known(self, project: str) -> list[str]:
+        """The project's capitalised names already mentioned in two memories or more: the
+        extraction then also finds them opening a sentence."""
+        rows = self.db.execute(
+            "SELECT aliases FROM entities WHERE project = ? AND kind = 'name' AND mentions >= 2",
+            (project,),
+        )
+        return sorted({a for r in rows for a in json.loads(r[0])})
+
+    def get(self, project: str, name: str) -> sqlite3.Row | None:
+        return self.db.execute(
+            "SELECT * FROM entities WHERE project = ? AND name = ?", (project, name)
+        ).fetchone()
+
+    def listing(self, project: str, kind: str | None) -> list[sqlite3.Row]:
+        """The project's entities (of ``kind``), most mentioned first, ties by name."""
+        sql = "SELECT * FROM entities WHERE project = ?"
+        args: list[str] = [project]
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        return list(self.db.execute(sql + " ORDER BY mentions DESC, name", args))
+
+    def memory_ids(self, project: str, name: str, limit: int | None = None) -> list[str]:
+        """The memories that name the entity, newest first."""
+        sql = (
+            "SELECT memory_id FROM mentions WHERE project = ? AND name = ? "
+            "ORDER BY memory_time DESC, memory_id"
+        )
+        args: list[object] = [project, name]
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [r[0] for r in self.db.execute(sql, args)]
+
+    def naming(self, project: str | None, name: str) -> list[str]:
+        """Every memory naming the entity in ``project`` (None: in any project)."""
+        if project is None:
+            rows = self.db.execute("SELECT memory_id FROM mentions WHERE name = ?", (name,))
+        else:
+            rows = self.db.execute(
+                "SELECT memory_id FROM mentions WHERE project = ? AND name = ?", (project, name)
+            )
+        return [r[0] for r in rows]
+
+    def episodes(self, project: str, name: str) -> list[sqlite3.Row]:
+        """The episodes whose memories name the entity (a join with ``memberships``): id,
+        title, first and last mention, mentions; newest mention first."""
+        return list(
+            self.db.execute(
+                "SELECT e.id, e.title, MIN(m.memory_time) AS first_mention, "
+                "MAX(m.memory_time) AS last_mention, COUNT(*) AS mentions "
+                "FROM mentions m JOIN memberships b ON b.memory_id = m.memory_id "
+                "JOIN episodes e ON e.id = b.episode_id "
+                "WHERE m.project = ? AND m.name = ? GROUP BY e.id "
+                "ORDER BY last_mention DESC, e.id",
+                (project, name),
+            )
+        )
+
+    def co_occurring(self, project: str, name: str, limit: int) -> list[tuple[str, int]]:
+        """The entities named in the same memories, by how many memories they share."""
+        rows = self.db.execute(
+            "SELECT o.name, COUNT(*) AS together FROM mentions m "
+            "JOIN mentions o ON o.memory_id = m.memory_id AND o.name != m.name "
+            "AND o.project = m.project "
+            "WHERE m.project = ? AND m.name = ? GROUP BY o.name "
+            "ORDER BY together DESC, o.name LIMIT ?",
+            (project, name, limit),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def of_episode(self, episode_id: str) -> list[tuple[str, str, int]]:
+        """The entities an episode's memories name: (name, kind, mentions), most first."""
+        rows = self.db.execute(
+            "SELECT m.name, e.kind, COUNT(*) AS n FROM memberships b "
+            "JOIN mentions m ON m.memory_id = b.memory_id "
+            "JOIN entities e ON e.project = m.project AND e.name = m.name "
+            "WHERE b.episode_id = ? GROUP BY m.name ORDER BY n DESC, m.name",
+            (episode_id,),
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
