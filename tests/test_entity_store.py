@@ -320,3 +320,27 @@ def test_a_memory_written_again_replaces_its_mentions(tmp_path: Path) -> None:
         assert json.loads(row["aliases"]) == ["Orders Service"]
     finally:
         store.close()
+
+
+def test_the_known_names_are_the_most_mentioned_and_bounded(tmp_path: Path) -> None:
+    """The extraction runs one pattern per known name over each memory: the names passed are
+    the project's most mentioned, at most KNOWN_NAMES, so its cost does not grow with the
+    project."""
+    from tribalmemory.episodes.store.entities import KNOWN_NAMES
+
+    store = EpisodeStore(tmp_path / "episodes.sqlite3")
+    entities = store.entities
+    names = [f"Person{chr(65 + i // 26)}{chr(97 + i % 26)}" for i in range(KNOWN_NAMES + 1)]
+    try:
+        with store.transaction() as db:
+            for i, name in enumerate(names):
+                times = 3 if i < KNOWN_NAMES else 2  # the last is mentioned least
+                for k in range(times):
+                    found = {name.lower(): ("name", [name])}
+                    entities.record_memory(db, "p", f"m{i}-{k}", float(i), found)
+        known = entities.known("p")
+        assert len(known) == KNOWN_NAMES and names[-1] not in known
+        assert set(known) == set(names[:KNOWN_NAMES])
+        assert entities.known("other") == []  # per project
+    finally:
+        store.close()

@@ -16,6 +16,9 @@ from .table import Table
 KINDS = ("url", "ticket", "version", "path", "identifier", "system", "name")
 """The extraction's kinds, the more specific first (the order of its rules)."""
 
+KNOWN_NAMES = 200
+"""At most this many known names (the most mentioned) are passed to the extraction."""
+
 Found = dict[str, tuple[str, list[str]]]
 """The entities one memory names: canonical name -> (kind, surfaces as written)."""
 
@@ -124,11 +127,14 @@ class Entities(Table):
         return [r[0] for r in rows]
 
     def known(self, project: str) -> list[str]:
-        """The project's capitalised names already mentioned in two memories or more: the
-        extraction then also finds them opening a sentence."""
+        """The project's capitalised names already mentioned in two memories or more, the
+        :data:`KNOWN_NAMES` most mentioned: the extraction then also finds them opening a
+        sentence. Bounded, so a memory's extraction costs the same in a project of any age
+        (each known name is one more pattern run over the text)."""
         rows = self.db.execute(
-            "SELECT aliases FROM entities WHERE project = ? AND kind = 'name' AND mentions >= 2",
-            (project,),
+            "SELECT aliases FROM entities WHERE project = ? AND kind = 'name' AND mentions >= 2 "
+            "ORDER BY mentions DESC, name LIMIT ?",
+            (project, KNOWN_NAMES),
         )
         return sorted({a for r in rows for a in json.loads(r[0])})
 
