@@ -34,12 +34,7 @@ def _text(source: str) -> str:
 
 async def run(api: Any, args: argparse.Namespace) -> int:
     """Check every message (as the server will), then send the pages in order; sums the
-    answers. Nothing is sent when any message is wrong. With ``--from``, the sessions of
-    Claude Code or Codex (:mod:`.ingest_from`)."""
-    if args.client:
-        from . import ingest_from
-
-        return await ingest_from.run(api, args)
+    answers. Nothing is sent when any message is wrong. (``--from``: :mod:`.ingest_from`.)"""
     if not args.file:
         raise CliError("give FILE ('-' reads standard input), or --from claude-code|codex", 2)
     try:

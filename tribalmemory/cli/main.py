@@ -46,12 +46,13 @@ def _api(name: str) -> Handler:
 def _ingest(args: argparse.Namespace, config: Config) -> int:
     """``ingest``: the file (or, ``--from``, the session files) checked with the
     configuration's limits, then sent."""
-    from . import commands, ingest
+    from . import commands, ingest, ingest_from
 
     args.max_content_chars = config.server.max_content_chars
     args.max_body_bytes = config.server.max_body_bytes
     args.data_path = config.data_path  # where --from records the files it sent
-    return asyncio.run(commands.with_api(config, ingest.run, args))
+    command = ingest_from.run if args.client else ingest.run
+    return asyncio.run(commands.with_api(config, command, args))
 
 
 def _lazy(module: str, name: str) -> Handler:
