@@ -4,6 +4,7 @@ inside sentences, minus a stop list."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -128,10 +129,25 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             add(kind, m.group(), m.start(), m.end())
     for surface, start, end in _names(text, known_names):
         add("name", surface, start, end)
-    for name in sorted(set(known), key=len, reverse=True):
-        # names the corpus taught: as written (``Priya`` opening a sentence), and in any case
-        # when taught in lower case (``uv``, ``pgbouncer``)
-        flags = 0 if name != name.lower() else re.I
-        for m in re.finditer(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])", text, flags):
-            add("name", m.group(), m.start(), m.end())
+    # names the corpus taught: as written (``Priya`` opening a sentence), and in any case when
+    # taught in lower case (``uv``, ``pgbouncer``); the longer first where two overlap
+    taught = [m for pattern in _known_patterns(frozenset(known)) for m in pattern.finditer(text)]
+    for m in sorted(taught, key=lambda m: (m.start() - m.end(), m.start())):
+        add("name", m.group(), m.start(), m.end())
     return sorted(found, key=lambda e: e.start)
+
+
+@functools.lru_cache(maxsize=64)
+def _known_patterns(known: frozenset[str]) -> tuple[re.Pattern[str], ...]:
+    """One pattern for the names taught as written and one, ignoring case, for those taught in
+    lower case: each memory is scanned twice, not once a name (the known set of a project
+    changes seldom, so the compiled patterns are kept)."""
+    out = []
+    for names, flags in (
+        (sorted((n for n in known if n != n.lower()), key=len, reverse=True), 0),
+        (sorted((n for n in known if n == n.lower()), key=len, reverse=True), re.I),
+    ):
+        if names:
+            either = "|".join(re.escape(n) for n in names)
+            out.append(re.compile(r"(?<![\w.-])(?:" + either + r")(?![\w-])", flags))
+    return tuple(out)
