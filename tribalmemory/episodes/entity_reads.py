@@ -51,9 +51,10 @@ class EntityReads:
     def entities(
         self, project: str, query: str | None, kind: str | None, limit: int
     ) -> list[dict[str, Any]]:
-        rows = self.store.entities.listing(project, kind)
-        if query is not None:
-            rows = [r for r in rows if matches(query, r)]
+        if query is None:  # the page alone, from the index on (project, mentions, name)
+            rows = self.store.entities.listing(project, kind, limit)
+        else:  # names and aliases matched here: every entity of the project read
+            rows = [r for r in self.store.entities.listing(project, kind) if matches(query, r)]
         return [entity_json(r) for r in rows[:limit]]
 
     def _row(self, project: str, name: str) -> sqlite3.Row:

@@ -78,6 +78,7 @@ ENTITIES_LIMIT = Range(1, 200, 50)
 ENTITY_MEMORIES_LIMIT = Range(1, 50, 10)
 MAX_ENTITY_CHARS = 200
 EntityKind = Literal["url", "ticket", "version", "path", "identifier", "system", "name"]
+"""The extraction's kinds, the more specific first (the order of its rules)."""
 ENTITY_KINDS: tuple[str, ...] = typing.get_args(EntityKind)
 SESSIONS_LIMIT = Range(1, 100, 20)
 PatternKind = Literal["pattern", "antipattern"]

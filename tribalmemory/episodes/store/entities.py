@@ -11,9 +11,10 @@ import json
 import sqlite3
 from collections import Counter
 
+from ...shapes.limits import ENTITY_KINDS
 from .table import Table
 
-KINDS = ("url", "ticket", "version", "path", "identifier", "system", "name")
+KINDS = ENTITY_KINDS
 """The extraction's kinds, the more specific first (the order of its rules)."""
 
 KNOWN_NAMES = 200
@@ -143,14 +144,21 @@ class Entities(Table):
             "SELECT * FROM entities WHERE project = ? AND name = ?", (project, name)
         ).fetchone()
 
-    def listing(self, project: str, kind: str | None) -> list[sqlite3.Row]:
-        """The project's entities (of ``kind``), most mentioned first, ties by name."""
+    def listing(
+        self, project: str, kind: str | None, limit: int | None = None
+    ) -> list[sqlite3.Row]:
+        """The project's entities (of ``kind``), most mentioned first, ties by name; the first
+        ``limit`` (None: all)."""
         sql = "SELECT * FROM entities WHERE project = ?"
-        args: list[str] = [project]
+        args: list[str | int] = [project]
         if kind is not None:
             sql += " AND kind = ?"
             args.append(kind)
-        return list(self.db.execute(sql + " ORDER BY mentions DESC, name", args))
+        sql += " ORDER BY mentions DESC, name"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return list(self.db.execute(sql, args))
 
     def memory_ids(self, project: str, name: str, limit: int | None = None) -> list[str]:
         """The memories that name the entity, newest first."""
