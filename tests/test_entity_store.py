@@ -1,7 +1,8 @@
 """Entities stored and served (issue 43): mentions written when the engine decides a memory,
 aliases meeting in one entity, its episodes from memberships, forget taking away what only the
 forgotten memory supported, project isolation on every route and tool, recall's ``entity``
-filter restricting the search in the store, and bad input refused."""
+filter restricting the search in the store, each episode's entities on the episodes list and
+search (one read a page), and bad input refused."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 from helpers_http import EPISODES, write_config
-from helpers_runtime import SETTLE_SECONDS
+from helpers_runtime import SETTLE_SECONDS, settle
 from starlette.testclient import TestClient
 from test_cli import run, run_json
 from test_http import error
@@ -145,6 +146,88 @@ async def test_projects_never_see_each_others_entities(engine_runtime: Make) -> 
         assert "project" in bad
 
 
+async def test_episode_list_and_search_carry_each_episodes_entities(engine_runtime: Make) -> None:
+    """Issue 43: only one episode's GET gave its entities. The list and search give each
+    episode its own (as that GET does), read in one query for the page; another project's
+    episode naming the same entity keeps its own count."""
+    rt = await engine_runtime()
+    orders = [
+        await remember(rt, "The orders-svc times out on checkout after the 2.4 deploy.", 0),
+        await remember(rt, "Raised the Orders Service retry budget; PROJ-812 tracks it.", 3),
+    ]
+    ledger = [await remember(rt, "Renamed the ledger-db backups folder to nightly.", 400)]
+    plain = [await remember(rt, "lunch is at noon on most days.", 800)]
+    elsewhere = [
+        await remember(rt, "The orders-svc checkout timeouts hit the beta shop too.", 5, "beta")
+    ]
+    made = {}
+    for title, ids in (
+        ("orders timeouts", orders),
+        ("ledger backups", ledger),
+        ("lunch", plain),
+        ("beta orders timeouts", elsewhere),
+    ):
+        made[title] = (await rt.api.episode_create(title, ids))["episode_id"]
+    await settle(rt)
+
+    async def own(episode_id: str) -> list[dict[str, Any]]:
+        found = (await rt.api.episode_get(episode_id, include_entities=True))["entities"]
+        assert found is not None
+        return found
+
+    reads: list[str] = []
+    db = rt.episodes.store.db
+    db.set_trace_callback(lambda sql: reads.append(sql) if "JOIN mentions" in sql else None)
+    try:
+        listed = await rt.api.episodes_list(project="*", include_entities=True, limit=100)
+        assert len(reads) == 1, reads  # one query for the page, not one an episode
+    finally:
+        db.set_trace_callback(None)
+    by_id = {e["id"]: e["entities"] for e in listed["episodes"]}
+    assert set(made.values()) <= set(by_id)
+    for episode_id in made.values():
+        assert by_id[episode_id] == await own(episode_id)
+    assert by_id[made["orders timeouts"]][0] == {
+        "name": "orders-service",
+        "kind": "system",
+        "mentions": 2,
+    }
+    assert {e["name"] for e in by_id[made["orders timeouts"]]} >= {"orders-service", "proj-812"}
+    assert by_id[made["beta orders timeouts"]] == [
+        {"name": "orders-service", "kind": "system", "mentions": 1}  # beta's own mention
+    ]
+    assert "ledger-db" in {e["name"] for e in by_id[made["ledger backups"]]}
+    assert by_id[made["lunch"]] == []  # names nothing: an empty list, not null
+    shop = await rt.api.episodes_list(project="shop", include_entities=True)
+    assert made["beta orders timeouts"] not in {e["id"] for e in shop["episodes"]}
+    without = await rt.api.episodes_list(project="shop")
+    assert {e["entities"] is None for e in without["episodes"]} == {True}
+
+    found = await rt.api.episodes_search(
+        "orders service checkout timeouts", project="shop", include_entities=True
+    )
+    hits = {e["id"]: e["entities"] for e in found["episodes"]}
+    assert made["orders timeouts"] in hits and made["beta orders timeouts"] not in hits
+    for episode_id, entities in hits.items():
+        assert entities == await own(episode_id)
+    plain_search = await rt.api.episodes_search("orders service checkout timeouts", project="shop")
+    assert {e["entities"] is None for e in plain_search["episodes"]} == {True}
+    with pytest.raises(InvalidInput, match="include_entities must be true or false"):
+        await rt.api.episodes_list(include_entities="yes")
+    with pytest.raises(InvalidInput, match="include_entities must be true or false"):
+        await rt.api.episodes_search("orders", include_entities=1)
+
+    async with connect(rt.api) as agent:
+        args = {"project": "shop", "include_entities": True}
+        tool = ok(await agent.call_tool("tribal_episodes_list", args))
+        assert {e["id"]: e["entities"] for e in tool["episodes"]} == {
+            e["id"]: e["entities"] for e in shop["episodes"]
+        }
+        args["query"] = "orders service checkout timeouts"
+        tool = ok(await agent.call_tool("tribal_episodes_search", args))
+        assert {e["id"]: e["entities"] for e in tool["episodes"]} == hits
+
+
 def test_http_routes_answer_404_and_400(client: TestClient) -> None:
     stored = client.post(
         "/v1/remember",
@@ -168,6 +251,15 @@ def test_http_routes_answer_404_and_400(client: TestClient) -> None:
     error(client.get("/v1/entities/x", params={"limit": "many"}), 400, "limit")
     error(client.post("/v1/recall", json={"query": "x", "entity": 5}), 422, "entity")
     error(client.get("/v1/episodes/ep-000000000000", params={"include_entities": "maybe"}), 400)
+    error(client.get("/v1/episodes", params={"include_entities": "maybe"}), 400)
+    made = client.post(
+        "/v1/episodes", json={"title": "search crash", "memory_ids": [stored.json()["memory_id"]]}
+    )
+    listed = client.get("/v1/episodes", params={"project": "alpha", "include_entities": "true"})
+    named = {e["id"]: e["entities"] for e in listed.json()["episodes"]}[made.json()["episode_id"]]
+    assert {"search-api", "v3.2.1"} <= {n["name"] for n in named}
+    body = {"query": "search-api crash", "include_entities": "maybe"}
+    error(client.post("/v1/episodes/search", json=body), 422, "include_entities")
 
 
 def test_entities_off_without_the_episode_engine(client_no_episodes: TestClient) -> None:

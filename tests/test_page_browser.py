@@ -419,3 +419,75 @@ def test_the_project_picker_all_projects_and_search_within_a_project(
         page.close()
     finally:
         running.stop()
+
+
+def test_an_entity_view_from_an_episode(browser: Any, tmp_path: Path) -> None:
+    """Issue 43: the episode view listed its entities as text, with nowhere to go from there.
+    Clicking one opens its view: kind, aliases, first and last seen, its episodes and its
+    memories in time order; another project's mentions of the same name stay out."""
+    running = start_daemon(
+        tmp_path, episodes={"detector_strategy": "embedding", "summary_debounce_seconds": 0}
+    )
+    shop = [  # (created_at, content, episode): two threads of project shop name orders-svc
+        ("2025-03-03T09:00:00Z", "The orders-svc times out on checkout after the 2.4 deploy.", 0),
+        ("2025-03-03T11:00:00Z", "Raised the Orders Service retry budget to stop timeouts.", 0),
+        ("2025-03-10T09:00:00Z", "The orders-svc health check now probes the database.", 1),
+    ]
+    try:
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=60) as http:
+            ids: list[list[str]] = [[], []]
+            for when, content, thread in shop:
+                memory = {"content": content, "created_at": when, "project": "shop"}
+                ids[thread].append(http.post("/v1/remember", json=memory).json()["memory_id"])
+            other = {
+                "content": "The orders-svc in beta was slow too.",
+                "created_at": "2025-03-05T09:00:00Z",
+                "project": "beta",
+            }
+            beta_id = http.post("/v1/remember", json=other).json()["memory_id"]
+            titles = ["Orders checkout timeouts", "Orders health check"]
+            made = [
+                http.post("/v1/episodes", json={"title": t, "memory_ids": m}).json()["episode_id"]
+                for t, m in zip(titles, ids, strict=True)
+            ]
+            http.post("/v1/episodes", json={"title": "Beta orders", "memory_ids": [beta_id]})
+            settle(http)
+
+        page, problems = open_page(browser, running.url)
+        page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+        page.locator(".vis-item.vis-range", has_text=titles[1]).first.click()
+        expect(page.locator("#ep-title")).to_have_text(titles[1], timeout=WAIT_MS)
+        assert page.locator("#entity").is_hidden()
+        page.locator("#ep-entities .entity[data-name='orders-service']").click()
+
+        view = page.locator("#entity")
+        expect(view).to_be_visible(timeout=WAIT_MS)
+        expect(page.locator("#en-name")).to_have_text("orders-service")
+        expect(page.locator("#en-meta")).to_have_text("system · project shop · named in 3 memories")
+        aliases = page.locator("#en-aliases").inner_text()
+        assert "orders-svc" in aliases and "Orders Service" in aliases
+        expect(page.locator("#en-seen")).to_have_text(
+            "First seen 2025-03-03 09:00 · last seen 2025-03-10 09:00"
+        )
+        episodes = page.locator("#en-episodes li")
+        assert episodes.evaluate_all("items => items.map((i) => i.dataset.id)") == made
+        expect(episodes.first).to_contain_text(titles[0])
+        memories = page.locator("#en-memories li")
+        shown = memories.evaluate_all("items => items.map((i) => i.dataset.id)")
+        assert shown == ids[0] + ids[1]  # time order, oldest first; beta's mention left out
+        expect(memories.first).to_contain_text("2025-03-03 09:00")
+        page.screenshot(path=str(tmp_path / "entity.png"), full_page=True)
+
+        # its episodes open from it; closing it shows the episode it was opened from
+        episodes.first.click()
+        expect(page.locator("#ep-title")).to_have_text(titles[0], timeout=WAIT_MS)
+        assert view.is_hidden()
+        page.locator("#ep-entities .entity[data-name='orders-service']").click()
+        expect(view).to_be_visible(timeout=WAIT_MS)
+        page.click("#entity-close")
+        assert view.is_hidden()
+        expect(page.locator("#ep-title")).to_have_text(titles[0])
+        assert problems == []
+        page.close()
+    finally:
+        running.stop()

@@ -1,7 +1,8 @@
 """Scopes (issue 42 item 3): ``run`` on every write path, the ``source_instance`` (agent),
-``session`` and ``run`` filters on every read (recall, memories list, episodes list, replay,
-export) applied in the store's filter, ``GET /v1/sessions``, project isolation, and bad
-values refused. On the real engine (embedding detector, no LLM), the real app, MCP and CLI."""
+``session`` and ``run`` filters on every read (recall, memories list, episodes list, episode
+search, replay, export) applied in the store's filter, ``GET /v1/sessions`` a page at a time,
+project isolation, and bad values refused. On the real engine (embedding detector, no LLM),
+the real app, MCP and CLI."""
 
 from __future__ import annotations
 
@@ -228,6 +229,44 @@ async def test_episodes_list_and_replay_filter_by_their_members(rt: Runtime) -> 
     assert await replayed("Postgres migration with pgloader", session="s-3") == set()
 
 
+async def test_episode_search_filters_by_its_members_as_the_list_does(rt: Runtime) -> None:
+    """Issue 42: episode search took no scope filter. An episode matches when one of its
+    members matches: the episodes list's rule, so search finds within what the list shows."""
+    s = await seed(rt)
+    query = "refresh token logout"
+
+    async def searched(**filters: Any) -> set[str]:
+        result = await rt.api.episodes_search(query, limit=50, project="alpha", **filters)
+        return {e["id"] for e in result["episodes"]}
+
+    async def listed(**filters: Any) -> set[str]:
+        result = await rt.api.episodes_list(limit=100, project="alpha", **filters)
+        return {e["id"] for e in result["episodes"]}
+
+    auth_episode = (await rt.api.get_memory(s.auth[0]))["episode_id"]
+    assert auth_episode in await searched()
+    for filters in (
+        {"session": "s-1"},
+        {"session": "s-2"},
+        {"run": "r-2"},
+        {"source_instance": "claude-code"},
+        {"source_instance": "codex", "session": "s-1"},
+    ):
+        found = await searched(**filters)
+        assert found <= await listed(**filters), filters
+    assert auth_episode in await searched(session="s-1")
+    assert auth_episode in await searched(source_instance="claude-code")
+    assert auth_episode not in await searched(session="s-2")
+    assert auth_episode not in await searched(run="r-2")
+    assert await searched(session="s-3") == set()
+    # beta's session s-1 matches in beta only
+    beta = await rt.api.episodes_search(query, limit=50, project="beta", session="s-1")
+    assert {e["id"] for e in beta["episodes"]} == await episodes_of(rt, set(s.beta))
+    assert {e["project"] for e in beta["episodes"]} == {"beta"}
+    every = await rt.api.episodes_search(query, limit=50, project="*", session="s-1")
+    assert {e["project"] for e in every["episodes"]} == {"alpha", "beta"}
+
+
 async def test_export_keeps_the_selected_memories_and_their_episodes(rt: Runtime) -> None:
     s = await seed(rt)
     lines = [
@@ -289,6 +328,72 @@ async def test_a_shared_memory_lists_its_session_in_its_own_project_only(rt: Run
     assert (await rt.api.sessions(project="beta"))["sessions"] == []
 
 
+async def pages(rt: Runtime, limit: int, **query: Any) -> list[list[tuple[str, str]]]:
+    """Every page of the sessions list, following next_cursor to its end."""
+    found: list[list[tuple[str, str]]] = []
+    cursor = None
+    while True:
+        page = await rt.api.sessions(limit=limit, cursor=cursor, **query)
+        assert page["count"] == len(page["sessions"])
+        found.append([(x["project"], x["session"]) for x in page["sessions"]])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return found
+        assert len(found) < 50, "the cursor does not move"
+
+
+async def test_sessions_page_past_the_limit_in_a_stable_order(rt: Runtime) -> None:
+    """Issue 42: GET /v1/sessions stopped at its limit. Sessions whose memories interleave
+    (one that was active long ago and again last) and that share their last instant page in
+    the order of the whole list, each once, the last page's next_cursor null."""
+
+    def at(day: int, hour: int = 9) -> str:
+        return f"2025-04-0{day}T{hour:02d}:00:00Z"
+
+    plan = [  # (session, project, day, hour): s-old's newest memory is the newest of all
+        ("s-old", "alpha", 1, 9),
+        ("s-mid", "alpha", 2, 9),
+        ("s-tie-a", "alpha", 3, 9),
+        ("s-tie-b", "alpha", 3, 9),
+        ("s-tie-c", "alpha", 3, 9),
+        ("s-beta", "beta", 4, 9),
+        ("s-mid", "alpha", 5, 9),
+        ("s-old", "alpha", 6, 8),  # right below its newest: met first on the next page
+        ("s-old", "alpha", 6, 9),
+    ]
+    for i, (session, project, day, hour) in enumerate(plan):
+        text = f"Note {i} of the session {session}"
+        await put(rt, text, at(day, hour), project=project, session=session)
+
+    whole = (await rt.api.sessions(project="alpha", limit=100))["sessions"]
+    order = [("alpha", x["session"]) for x in whole]
+    assert order[:2] == [("alpha", "s-old"), ("alpha", "s-mid")]
+    assert sorted(order[2:]) == [("alpha", "s-tie-a"), ("alpha", "s-tie-b"), ("alpha", "s-tie-c")]
+    assert (await rt.api.sessions(project="alpha", limit=100))["next_cursor"] is None
+    for limit in (1, 2, 4):
+        paged = await pages(rt, limit, project="alpha")
+        assert [x for page in paged for x in page] == order, limit  # each once, in order
+        assert [len(page) for page in paged[:-1]] == [limit] * (len(paged) - 1)
+        assert paged[-1]  # no empty last page: next_cursor is null as soon as none is left
+    every = [x for page in await pages(rt, 2, project="*") for x in page]
+    assert every[:2] == [("alpha", "s-old"), ("alpha", "s-mid")]
+    assert sorted(every) == sorted([*order, ("beta", "s-beta")])
+    assert await pages(rt, 1, project="beta") == [[("beta", "s-beta")]]
+
+    # a session listed on an earlier page that gains a memory is not shown again
+    first = await rt.api.sessions(project="alpha", limit=2)
+    await put(rt, "A late note of s-mid", at(7), project="alpha", session="s-mid")
+    rest = await rt.api.sessions(project="alpha", limit=100, cursor=first["next_cursor"])
+    assert [x["session"] for x in rest["sessions"]] == [s for _, s in order[2:]]
+
+
+async def test_a_bad_sessions_cursor_is_refused(rt: Runtime) -> None:
+    await put(rt, "A note", "2025-04-01T09:00:00Z", session="s-1")
+    for bad in ("nonsense!", "", "x" * 201, 7):
+        with pytest.raises(InvalidInput, match="cursor is not one this server gave"):
+            await rt.api.sessions(cursor=bad)
+
+
 # -- bad values --------------------------------------------------------------------------------
 
 
@@ -298,6 +403,7 @@ async def test_empty_or_too_long_filters_are_refused(rt: Runtime, name: str) -> 
         lambda **f: rt.api.recall("anything", **f),
         lambda **f: rt.api.memories_list(**f),
         lambda **f: rt.api.episodes_list(**f),
+        lambda **f: rt.api.episodes_search("anything", **f),
         lambda **f: rt.api.episodes_replay("anything", **f),
     ):
         with pytest.raises(InvalidInput, match=f"{name} must not be empty"):
@@ -342,6 +448,15 @@ def test_http_doors_take_the_filters_and_refuse_bad_values(client: TestClient) -
     assert export.status_code == 400 and "session must not be empty" in export.json()["error"]
     limit = client.get("/v1/sessions", params={"limit": 0})
     assert limit.status_code == 400 and "limit" in limit.json()["error"]
+    first = client.get("/v1/sessions", params={"limit": 1}).json()
+    assert [x["session"] for x in first["sessions"]] == ["s-b"]
+    second = client.get("/v1/sessions", params={"limit": 1, "cursor": first["next_cursor"]})
+    assert [x["session"] for x in second.json()["sessions"]] == ["s-a"]
+    assert second.json()["next_cursor"] is None
+    cursor = client.get("/v1/sessions", params={"cursor": "not-a-cursor"})
+    assert cursor.status_code == 400 and "cursor is not one" in cursor.json()["error"]
+    searched = client.post("/v1/episodes/search", json={"query": "billing", "session": ""})
+    assert searched.status_code == 422 and "session" in searched.json()["error"]
     other = client.get("/v1/sessions", params={"agent": "x"})
     assert other.status_code == 400 and "agent" in other.json()["error"]
 
@@ -371,10 +486,31 @@ async def test_mcp_reads_filter_by_agent_and_list_sessions(rt: Runtime) -> None:
         )
         auth_episode = (await rt.api.get_memory(s.auth[0]))["episode_id"]
         assert auth_episode not in {e["id"] for e in replay.structured_content["episodes"]}
+        searched = await agent.call_tool(
+            "tribal_episodes_search",
+            {"query": "refresh token logout", "project": "alpha", "session": "s-2"},
+        )
+        assert searched.is_error is not True, searched.content
+        assert auth_episode not in {e["id"] for e in searched.structured_content["episodes"]}
+        searched = await agent.call_tool(
+            "tribal_episodes_search",
+            {"query": "refresh token logout", "project": "alpha", "session": "s-1"},
+        )
+        assert auth_episode in {e["id"] for e in searched.structured_content["episodes"]}
         sessions = await agent.call_tool("tribal_sessions", {"project": "alpha"})
         assert [x["session"] for x in sessions.structured_content["sessions"]] == ["s-1", "s-2"]
+        first = await agent.call_tool("tribal_sessions", {"project": "alpha", "limit": 1})
+        assert [x["session"] for x in first.structured_content["sessions"]] == ["s-1"]
+        cursor = first.structured_content["next_cursor"]
+        second = await agent.call_tool(
+            "tribal_sessions", {"project": "alpha", "limit": 1, "cursor": cursor}
+        )
+        assert [x["session"] for x in second.structured_content["sessions"]] == ["s-2"]
+        assert second.structured_content["next_cursor"] is None
         refused = await agent.call_tool("tribal_sessions", {"project": "alpha", "limit": 101})
         assert refused.is_error is True
+        refused = await agent.call_tool("tribal_sessions", {"cursor": "not-a-cursor"})
+        assert refused.is_error is True and "cursor is not one" in str(refused.content)
 
 
 def test_cli_sessions_recall_and_export_take_the_filters(tm_home: Path, capsys: Any) -> None:
@@ -390,6 +526,16 @@ def test_cli_sessions_recall_and_export_take_the_filters(tm_home: Path, capsys: 
         assert run(capsys, *argv, *(["--session", session] if session else []))[0] == 0
     listed = run_json(capsys, "sessions", "--config", config)
     assert [(x["session"], x["runs"]) for x in listed["sessions"]] == [("s-c", ["r-c"])]
+    argv = ["remember", "CLI: the CDN purges at 07:00", "--session", "s-d", "--config", config]
+    assert run(capsys, *argv)[0] == 0
+    code, out, _ = run(capsys, "sessions", "--limit", "1", "--config", config)
+    assert code == 0 and "s-d" in out and "s-c" not in out
+    cursor = out.strip().splitlines()[-1].removeprefix("more: --cursor ")
+    assert cursor != out.strip().splitlines()[-1]  # the table says how to read on
+    rest = run_json(capsys, "sessions", "--limit", "1", "--cursor", cursor, "--config", config)
+    assert [x["session"] for x in rest["sessions"]] == ["s-c"] and rest["next_cursor"] is None
+    code, _, err = run(capsys, "sessions", "--cursor", "nope", "--config", config)
+    assert code != 0 and "cursor is not one" in err
     found = run_json(capsys, "recall", "cache", "--session", "s-c", "--config", config)
     assert [h["memory"]["content"] for h in found["results"]] == ["CLI: the cache warms at 06:00"]
     code, out, _ = run(capsys, "export", "--session", "s-c", "--config", config)

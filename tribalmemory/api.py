@@ -62,6 +62,7 @@ class EpisodeOperations(Protocol):
     async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]: ...
     def entity_memory_ids(self, project: str | None, name: str) -> list[str]: ...
     def episode_entities(self, episode_id: str) -> list[dict[str, Any]]: ...
+    def episodes_entities(self, episode_ids: list[str]) -> dict[str, list[dict[str, Any]]]: ...
     def titles(self, episode_ids: list[str]) -> dict[str, str | None]: ...
     def existing_episodes(self, episode_ids: list[str]) -> set[str]: ...
     async def restore_episode(
@@ -91,6 +92,7 @@ class EpisodeOperations(Protocol):
         status: str | None,
         limit: int,
         project: str | None,
+        members: list[str] | None = None,
     ) -> dict[str, Any]: ...
 
 
@@ -302,8 +304,8 @@ class TribalAPI:
 
     @takes(shapes.SessionsQuery)
     async def sessions(self, request: shapes.SessionsQuery) -> dict[str, Any]:
-        """The client sessions of a project, newest activity first."""
-        found = await self.service.sessions(request)
+        """The client sessions of a project, newest activity first, a page at a time."""
+        found, next_cursor = await self.service.sessions(request)
         items = [
             shapes.SessionInfo(
                 session=s.session,
@@ -317,7 +319,9 @@ class TribalAPI:
             )
             for s in found
         ]
-        return shapes.SessionList(sessions=items, count=len(items)).to_json()
+        return shapes.SessionList(
+            sessions=items, count=len(items), next_cursor=next_cursor
+        ).to_json()
 
     # -- episodes ---------------------------------------------------------------------------
 
@@ -333,12 +337,22 @@ class TribalAPI:
         """The memory ids an episode read's scope filters select (None: none given)."""
         return await self.service.scoped_ids(scope, check.scopes(request))
 
+    def _with_entities(self, episodes: list[dict[str, Any]], wanted: bool) -> None:
+        """Give each of a page of episodes its entities when ``wanted`` (include_entities):
+        one read for the page."""
+        if not wanted:
+            return
+        named = self._engine().episodes_entities([e["id"] for e in episodes])
+        for episode in episodes:
+            episode["entities"] = named[episode["id"]]
+
     @takes(shapes.EpisodesListQuery)
     async def episodes_list(self, request: shapes.EpisodesListQuery) -> dict[str, Any]:
         engine = self._engine()
         state = check.episode_status(request.status)
         size = check.integer("limit", request.limit, shapes.EPISODES_LIMIT)
         start = check.integer("offset", request.offset, shapes.EPISODES_OFFSET)
+        with_entities = check.boolean("include_entities", request.include_entities)
         filters: dict[str, Any] = {"project": check.scope(request.project)}
         given = {"tag": request.tag, "participant": request.participant, "task": request.task}
         given |= {"tool": request.tool, "entity": request.entity}
@@ -359,7 +373,8 @@ class TribalAPI:
         if before:
             filters["until"] = before.timestamp()
         rows = self._with_access(await engine.list_episodes(state, size, start, filters))
-        episodes = [shapes.Episode.model_validate(row) for row in rows]
+        self._with_entities(rows, with_entities)
+        episodes = [shapes.ListedEpisode.model_validate(row) for row in rows]
         return shapes.EpisodeList(episodes=episodes, count=len(episodes), status=state).to_json()
 
     async def episode_get(
@@ -521,32 +536,30 @@ class TribalAPI:
         found = await engine.replay(text, size, scope, await self._scoped_members(scope, request))
         return shapes.Replay.model_validate(found).to_json()
 
-    async def episodes_search(
-        self,
-        query: Any,
-        time_start: Any = None,
-        time_end: Any = None,
-        status: Any = None,
-        limit: Any = None,
-        project: Any = None,
-    ) -> dict[str, Any]:
+    @takes(shapes.EpisodesSearchRequest)
+    async def episodes_search(self, request: shapes.EpisodesSearchRequest) -> dict[str, Any]:
         engine = self._engine()
-        text = check.text("query", query, shapes.MAX_EPISODE_QUERY_CHARS)
+        text = check.text("query", request.query, shapes.MAX_EPISODE_QUERY_CHARS)
         assert text is not None
-        state = check.episode_status(status)
-        start = check.timestamp("time_start", time_start)
-        end = check.timestamp("time_end", time_end)
+        state = check.episode_status(request.status)
+        start = check.timestamp("time_start", request.time_start)
+        end = check.timestamp("time_end", request.time_end)
         if start and end and start > end:
             raise InvalidInput("time_start must not be after time_end")
+        size = check.integer("limit", request.limit, shapes.SEARCH_LIMIT)
+        scope = check.scope(request.project)
+        with_entities = check.boolean("include_entities", request.include_entities)
         found = await engine.search(
             text,
             start.timestamp() if start else None,
             end.timestamp() if end else None,
             state,
-            check.integer("limit", limit, shapes.SEARCH_LIMIT),
-            check.scope(project),
+            size,
+            scope,
+            await self._scoped_members(scope, request),
         )
         found["episodes"] = self._with_access(found["episodes"])
+        self._with_entities(found["episodes"], with_entities)
         return shapes.EpisodeSearch.model_validate(found).to_json()
 
 

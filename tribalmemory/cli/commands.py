@@ -202,6 +202,8 @@ async def sessions(api: Api, args: argparse.Namespace) -> int:
         for s in result["sessions"]
     ]
     print(table(["SESSION", "PROJECT", "AGENTS", "MEMORIES", "EPISODES", "LAST ACTIVE"], rows))
+    if result["next_cursor"]:
+        print(f"more: --cursor {result['next_cursor']}")
     return 0
 
 
@@ -337,7 +339,12 @@ def print_episodes(episodes: list[dict[str, Any]]) -> None:
         ]
         for e in episodes
     ]
-    print(table(["ID", "STATUS", "MEMORIES", "LAST ACTIVE", "TITLE"], rows))
+    head = ["ID", "STATUS", "MEMORIES", "LAST ACTIVE", "TITLE"]
+    if any(e.get("entities") is not None for e in episodes):  # --include-entities
+        head.append("ENTITIES")
+        for row, e in zip(rows, episodes, strict=True):
+            row.append(clean(", ".join(n["name"] for n in e.get("entities") or [])))
+    print(table(head, rows))
 
 
 async def episodes_search(api: Api, args: argparse.Namespace) -> int:

@@ -248,9 +248,11 @@ class Compose:
         status: str | None,
         limit: int,
         project: str | None,
+        members: list[str] | None = None,
     ) -> dict[str, Any]:
         """Hybrid search over the summaries and titles of ``project``'s episodes with time
-        and status filters.
+        and status filters; with ``members``, only those that have one of these memories (as
+        replay and the episode list).
 
         An episode matches the time range when its memories' span overlaps it. Ranking:
         ``relevance × (0.8 + 0.2 × 2^(−days since last activity / 14))`` — a recency boost
@@ -258,7 +260,7 @@ class Compose:
         """
         now = self.state.clock()
         results = []
-        for row, relevance in await self._relevant(query, 50, SEARCH_FLOOR, project):
+        for row, relevance in await self._relevant(query, 50, SEARCH_FLOOR, project, members):
             start = row.first_activity or row.created_at
             if status is not None and row.status != status:
                 continue

@@ -212,6 +212,9 @@ class EpisodeEngine:
     def episode_entities(self, episode_id: str) -> list[dict[str, Any]]:
         return self.entity_reads.of_episode(episode_id)
 
+    def episodes_entities(self, episode_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+        return self.entity_reads.of_episodes(episode_ids)
+
     def titles(self, episode_ids: list[str]) -> dict[str, str | None]:
         return self.operations.titles(episode_ids)
 
@@ -257,5 +260,8 @@ class EpisodeEngine:
         status: str | None,
         limit: int,
         project: str | None,
+        members: list[str] | None = None,
     ) -> dict[str, Any]:
-        return await self.compose.search(query, time_start, time_end, status, limit, project)
+        return await self.compose.search(
+            query, time_start, time_end, status, limit, project, members
+        )

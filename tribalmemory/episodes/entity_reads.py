@@ -1,5 +1,6 @@
-"""The entity reads: a project's entities, one entity with its episodes and memories, an
-episode's entities, and the memories naming an entity (recall's ``entity`` filter)."""
+"""The entity reads: a project's entities, one entity with its episodes and memories, the
+entities of episodes (one or a page of them), and the memories naming an entity (recall's
+``entity`` filter)."""
 
 from __future__ import annotations
 
@@ -107,7 +108,12 @@ class EntityReads:
 
     def of_episode(self, episode_id: str) -> list[dict[str, Any]]:
         self.state.episode(episode_id)
-        return [
-            {"name": n, "kind": k, "mentions": c}
-            for n, k, c in self.store.entities.of_episode(episode_id)
-        ]
+        return self.of_episodes([episode_id])[episode_id]
+
+    def of_episodes(self, episode_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """The entities of each episode of ``episode_ids`` (a page of a list), one query."""
+        found = self.store.episode_entities.of_episodes(episode_ids)
+        return {
+            episode_id: [{"name": n, "kind": k, "mentions": c} for n, k, c in named]
+            for episode_id, named in found.items()
+        }

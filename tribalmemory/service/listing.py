@@ -30,7 +30,12 @@ def key(memory: Memory) -> Key:
 
 
 def encode_cursor(memory: Memory) -> str:
-    raw = f"{to_iso(memory.created_at)}/{memory.id}".encode()
+    return encode_key(key(memory))
+
+
+def encode_key(at: Key) -> str:
+    """The cursor standing for the key ``at``."""
+    raw = f"{to_iso(at[0])}/{at[1]}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

@@ -4,10 +4,17 @@ reads, which filter by their members), and the list of a project's client sessio
 A session is the ``metadata.session`` its memories carry; nothing else records it. The list
 reads the store newest first (its ``created_ts`` order, only memories that have a session)
 until it has seen ``limit`` sessions: the first memory seen of a session is its newest, so the
-sessions come in the order of their last activity. Every memory read on the way belongs to
-one of the sessions listed, and each listed session is then read whole (its count, first
-memory, agents, runs and episodes). A call's cost therefore grows with the memories of the
-sessions it lists, never with the rest of the store.
+sessions come in the order of their last activity (on a tie, of their newest memories' ids:
+the memory listing's key). Each listed session is then read whole (its count, first memory,
+agents, runs and episodes).
+
+The list pages like the memory listing (:mod:`.listing`): a page's cursor is the key of its
+last session's newest memory, and the next page reads the store from below that key. A
+session met there that has a memory above the key was listed on an earlier page (one read of
+its newest memory tells). A session that gains a memory while a client pages moves above the
+cursor: it is not shown again on a later page (nor, if not shown yet, at all: a new listing
+shows it first). A call's cost therefore grows with the memories of the sessions it lists and
+of the earlier pages' sessions it meets, never with the rest of the store.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ class SessionFound:
     session: str
     project: str
     last: datetime
+    newest_id: str = ""
     first: datetime | None = None
     count: int = 0
     agents: set[str] = field(default_factory=set)
@@ -51,32 +59,53 @@ def project_filter(scope: str | None) -> MemoryFilter:
     )
 
 
-def newest_sessions(store: MemoryStore, scope: str | None, limit: int) -> list[SessionFound]:
-    """Up to ``limit`` sessions of ``scope``, newest activity first: the store read newest
-    first (only memories that have a session) until ``limit`` sessions were seen."""
+def session_filter(project: str, session: str) -> MemoryFilter:
+    """The memories of one session of ``project``."""
+    where = project_filter(project)
+    where.metadata_equals["session"] = session
+    return where
+
+
+def listed_before(store: MemoryStore, key: tuple[str, str], after: listing.Key) -> bool:
+    """Whether the session ``key`` (project, session) has a memory at or above ``after``: an
+    earlier page listed it (the one at ``after`` is the previous page's last)."""
+    newest, _ = listing.page(store, session_filter(*key), 1, None)
+    return not newest or listing.key(newest[0]) >= after
+
+
+def newest_sessions(
+    store: MemoryStore, scope: str | None, limit: int, after: listing.Key | None = None
+) -> tuple[list[SessionFound], str | None]:
+    """Up to ``limit`` sessions of ``scope``, newest activity first, those whose newest memory
+    is below ``after`` (a page's cursor; None: from the newest), and the cursor of the next
+    page (None: this is the last). The store is read newest first (only memories that have a
+    session) until a session more than ``limit`` is seen."""
     where = project_filter(scope)
     where.metadata_present = ["session"]
-    seen: dict[tuple[str, str], SessionFound] = {}
-    cursor: listing.Key | None = None
-    while len(seen) < limit:
+    seen: set[tuple[str, str]] = set()
+    found: list[SessionFound] = []
+    cursor = after
+    while True:
         page, following = listing.page(store, where, SCAN_PAGE, cursor)
         for memory in page:
             key = (memory.project, str(memory.metadata["session"]))
-            if key not in seen:
-                seen[key] = SessionFound(key[1], key[0], memory.created_at)
-                if len(seen) == limit:
-                    break
+            if key in seen:
+                continue
+            seen.add(key)
+            if after is not None and listed_before(store, key, after):
+                continue
+            if len(found) == limit:  # one more exists: the next page starts below this one
+                last = found[-1]
+                return found, listing.encode_key((last.last, last.newest_id))
+            found.append(SessionFound(key[1], key[0], memory.created_at, memory.id))
         if following is None:
-            break
+            return found, None
         cursor = listing.decode_cursor(following)
-    return list(seen.values())
 
 
 def members(store: MemoryStore, found: SessionFound) -> Iterator[list[Memory]]:
     """The memories of one session, a page at a time."""
-    where = project_filter(found.project)
-    where.metadata_equals["session"] = found.session
-    pages = store.scroll(where, batch_size=SCAN_PAGE)
+    pages = store.scroll(session_filter(found.project, found.session), batch_size=SCAN_PAGE)
     while page := list(itertools.islice(pages, SCAN_PAGE)):
         yield page
 
@@ -98,16 +127,19 @@ class SessionOperations(ServiceState):
         with self.activity.request():
             return await asyncio.to_thread(read)
 
-    async def sessions(self, request: SessionsQuery) -> list[SessionFound]:
-        """The client sessions of ``request.project``, newest activity first (see the
-        module's docstring for what a call reads)."""
+    async def sessions(self, request: SessionsQuery) -> tuple[list[SessionFound], str | None]:
+        """A page of the client sessions of ``request.project``, newest activity first, and
+        the cursor of the next page (see the module's docstring for what a call reads)."""
         size = check.integer("limit", request.limit, SESSIONS_LIMIT)
         scope = check.scope(request.project)
+        after = None if request.cursor is None else listing.decode_cursor(request.cursor)
         with self.activity.request():
-            return await asyncio.to_thread(self._sessions, scope, size)
+            return await asyncio.to_thread(self._sessions, scope, size, after)
 
-    def _sessions(self, scope: str | None, limit: int) -> list[SessionFound]:
-        found = newest_sessions(self.store, scope, limit)
+    def _sessions(
+        self, scope: str | None, limit: int, after: listing.Key | None
+    ) -> tuple[list[SessionFound], str | None]:
+        found, following = newest_sessions(self.store, scope, limit, after)
         for session in found:
             episodes: dict[str, datetime] = {}
             for page in members(self.store, session):
@@ -124,4 +156,4 @@ class SessionOperations(ServiceState):
                         episodes[episode_id] = memory.created_at
             ordered = sorted(episodes.items(), key=lambda item: (item[1], item[0]), reverse=True)
             session.episode_ids = [episode_id for episode_id, _ in ordered]
-        return [s for s in found if s.count]  # one forgotten meanwhile is gone
+        return [s for s in found if s.count], following  # one forgotten meanwhile is gone

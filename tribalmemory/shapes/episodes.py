@@ -96,6 +96,11 @@ class EpisodesListQuery(Request):
     source_instance: str | None = scope_filter("source_instance", EPISODES_WITH)
     session: str | None = scope_filter("session", EPISODES_WITH)
     run: str | None = scope_filter("run", EPISODES_WITH)
+    include_entities: bool = Field(
+        False,
+        description="Also return each episode's entities (the ones its memories name, most "
+        "mentioned first), read in one query for the whole page.",
+    )
 
 
 class EpisodeRef(Request):
@@ -209,6 +214,14 @@ class EpisodesSearchRequest(Request):
     status: EpisodeStatus | None = Field(None, description="Only episodes in this state.")
     limit: int = bounded(SEARCH_LIMIT, "Maximum number of episodes.")
     project: ProjectScope | None = Field(None, description=EPISODES_SCOPED_DOC)
+    source_instance: str | None = scope_filter("source_instance", EPISODES_WITH)
+    session: str | None = scope_filter("session", EPISODES_WITH)
+    run: str | None = scope_filter("run", EPISODES_WITH)
+    include_entities: bool = Field(
+        False,
+        description="Also return each episode's entities (the ones its memories name, most "
+        "mentioned first), read in one query for the whole page.",
+    )
 
 
 class EpisodesReplayRequest(Request):
@@ -258,6 +271,14 @@ class Episode(Response):
     retrievability: Retrievability = None
 
 
+class ListedEpisode(Episode):
+    """An episode as listed and searched: with its entities when asked for."""
+
+    entities: list[EpisodeEntity] | None = Field(
+        None, description="The entities its memories name, when include_entities is true."
+    )
+
+
 class EpisodeDetail(Episode):
     summary_memory_id: MemoryId | None
     metadata: dict[str, Any]
@@ -285,7 +306,7 @@ class TimelineItem(Response):
 
 
 class EpisodeList(Response):
-    episodes: list[Episode]
+    episodes: list[ListedEpisode]
     count: int
     status: EpisodeStatus | None
 
@@ -376,7 +397,7 @@ class Replay(Response):
     text: str
 
 
-class SearchedEpisode(Episode):
+class SearchedEpisode(ListedEpisode):
     relevance: float
     score: float
 

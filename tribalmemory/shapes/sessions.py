@@ -11,7 +11,13 @@ from .limits import SESSIONS_LIMIT, bounded
 
 
 class SessionsQuery(Request):
-    limit: int = bounded(SESSIONS_LIMIT, "Maximum number of sessions.")
+    limit: int = bounded(SESSIONS_LIMIT, "Sessions per page.")
+    cursor: str | None = Field(
+        None,
+        max_length=200,
+        description="next_cursor of the previous page; omit for the sessions of the newest "
+        "activity.",
+    )
     project: ProjectScope | None = Field(
         None,
         description="Only the sessions of this project's memories (shared ones of other "
@@ -37,6 +43,10 @@ class SessionInfo(Response):
 
 class SessionList(Response):
     sessions: list[SessionInfo] = Field(
-        description="Newest activity first (last_memory_at, then project and session)."
+        description="Newest activity first (last_memory_at; on a tie, the order of the "
+        "sessions' newest memories by id)."
     )
     count: int
+    next_cursor: str | None = Field(
+        description="Pass it as cursor for the next page; null on the last page."
+    )

@@ -2,7 +2,8 @@
 
 ``database`` owns the connection, the schema (``schema``) and the transactions, and the changes
 that span tables; each table has a small class of its own (``episodes``, ``memberships``,
-``detections``, ``jobs``, ``history``, ``pins``, ``sessions``, ``conversations``, ``terms``)
+``detections``, ``jobs``, ``history``, ``pins``, ``sessions``, ``conversations``, ``terms``,
+``entities``; ``episode_entities``: the entities of episodes, a read joining two tables)
 that runs its statements on the connection the caller's transaction holds. ``rows``: the
 typed rows returned.
 """

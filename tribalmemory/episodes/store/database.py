@@ -22,6 +22,7 @@ from typing import Any
 from .conversations import Conversations
 from .detections import Detections
 from .entities import Entities
+from .episode_entities import EpisodeEntities
 from .episodes import Episodes
 from .history import History
 from .jobs import Jobs
@@ -44,7 +45,8 @@ class EpisodeStore:
     """The episode database: its connection and transactions, its meta values, the changes that
     span tables, and one class per table (``store.episodes``, ``store.memberships``,
     ``store.detections``, ``store.jobs``, ``store.history``, ``store.pins``,
-    ``store.sessions``, ``store.conversations``, ``store.terms``, ``store.entities``)."""
+    ``store.sessions``, ``store.conversations``, ``store.terms``, ``store.entities``,
+    ``store.episode_entities``)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -75,6 +77,7 @@ class EpisodeStore:
         self.conversations = Conversations(self.db)
         self.terms = TermCounts(self.db)
         self.entities = Entities(self.db)
+        self.episode_entities = EpisodeEntities(self.db)
 
     def close(self) -> None:
         with self._checkpoint_lock:

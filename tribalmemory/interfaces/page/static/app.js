@@ -55,7 +55,7 @@ const day = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "—");
 
 function showLogin(message) {
   $("login").hidden = false;
-  $("timeline-view").hidden = $("health-view").hidden = $("episode").hidden = true;
+  $("timeline-view").hidden = $("health-view").hidden = $("episode").hidden = $("entity").hidden = true;
   $("login-error").textContent = sessionStorage.getItem(TOKEN_KEY) ? message : "";
 }
 
@@ -245,6 +245,7 @@ async function openEpisode(id) {
   const ep = got.episode;
   state.open = ep.id;
   $("episode").hidden = false;
+  $("entity").hidden = true; // an entity's view, if open, was about another episode
   $("ep-title").textContent = ep.title;
   $("ep-meta").textContent =
     `${ep.id} · project ${ep.project} · ${ep.status} · outcome ${ep.outcome || "unknown"} · ${counted(ep.memory_count, "memory")} · ` +
@@ -253,8 +254,17 @@ async function openEpisode(id) {
   $("ep-summary").textContent = ep.summary || "no summary yet";
   $("ep-close-go").hidden = ep.status !== "active";
   structured(ep.structured);
-  const named = (got.entities || []).map((e) => `${e.name} (${e.kind}, ${e.mentions})`);
-  $("ep-entities").textContent = named.length ? named.join(" · ") : "none found";
+  const named = $("ep-entities");
+  named.replaceChildren();
+  for (const [i, entity] of (got.entities || []).entries()) {
+    if (i) named.append(document.createTextNode(" · "));
+    const link = el("span", `${entity.name} (${entity.kind}, ${entity.mentions})`, "entity");
+    link.dataset.name = entity.name;
+    link.title = "Open this entity: its episodes and memories";
+    link.addEventListener("click", () => openEntity(entity.name, ep.project).catch(showError));
+    named.append(link);
+  }
+  if (!named.childNodes.length) named.textContent = "none found";
   const chainList = $("ep-chain");
   chainList.replaceChildren();
   for (const link of chain.chain) {
@@ -307,8 +317,57 @@ $("ep-merge-go").addEventListener("click", () => {
   if (other) edit("POST", openPath("/merge"), { other_id: other }, "merged");
 });
 $("episode-close").addEventListener("click", () => {
-  $("episode").hidden = true;
+  $("episode").hidden = $("entity").hidden = true;
   state.open = null;
+});
+
+// -- entity view ---------------------------------------------------------------------------
+
+const ENTITY_MEMORIES = 50; // the API's largest page of an entity's latest memories
+const byTime = (key) => (a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0);
+
+// One entity of a project (GET /v1/entities/{name}): its kind, aliases, first and last
+// mention, and its episodes and latest memories, both in time order (the API answers them
+// newest first). Opened from an episode's entities; closing it shows the episode again.
+async function openEntity(name, inProject) {
+  const query = new URLSearchParams({ project: inProject, limit: ENTITY_MEMORIES });
+  const found = await api("GET", `/v1/entities/${encodeURIComponent(name)}?${query}`);
+  const entity = found.entity;
+  state.entity = { name: entity.name, project: found.project };
+  $("entity").hidden = false;
+  $("en-name").textContent = entity.name;
+  $("en-meta").textContent = `${entity.kind} · project ${found.project} · named in ${counted(entity.mentions, "memory")}`;
+  $("en-aliases").textContent = `Aliases: ${entity.aliases.join(", ") || "none"}`;
+  $("en-seen").textContent = `First seen ${day(entity.first_seen_at)} · last seen ${day(entity.last_seen_at)}`;
+  const episodes = $("en-episodes");
+  episodes.replaceChildren();
+  for (const ep of [...found.episodes].sort(byTime("first_mention_at"))) {
+    const item = el("li", `${day(ep.first_mention_at)} → ${day(ep.last_mention_at)} ${ep.title} (${counted(ep.mentions, "mention")})`);
+    item.dataset.id = ep.episode_id;
+    item.addEventListener("click", () => {
+      $("entity").hidden = true;
+      openEpisode(ep.episode_id).catch(showError);
+    });
+    episodes.append(item);
+  }
+  if (!found.episodes.length) episodes.append(el("li", "in no episode"));
+  const shown = [...found.memories].sort(byTime("created_at"));
+  $("en-memories-note").textContent =
+    shown.length < entity.mentions ? `(time order, the latest ${shown.length} of ${entity.mentions})` : "(time order)";
+  const memories = $("en-memories");
+  memories.replaceChildren();
+  for (const memory of shown) {
+    const item = el("li");
+    item.dataset.id = memory.memory_id;
+    item.append(el("span", day(memory.created_at), "when"));
+    item.append(document.createTextNode(memory.content));
+    memories.append(item);
+  }
+}
+
+$("entity-close").addEventListener("click", () => {
+  $("entity").hidden = true;
+  state.entity = null;
 });
 
 // -- spend and health ----------------------------------------------------------------------
