@@ -75,3 +75,34 @@ async def main():
 
 asyncio.run(main())
 """
+
+
+def killed_after_remember(text: str, project: str) -> str:
+    """A script for ``python -c`` that starts a runtime on the configuration named by argv[1],
+    holds its entity work (its first pass at start done), remembers ``text`` in ``project``,
+    prints ``{"result": <remember's answer>, "mentions": <the memory's stored mentions>}`` as
+    one JSON line, and kills itself with SIGKILL at once: the memory was acknowledged, its
+    entities not yet found."""
+    return f"""
+import asyncio, json, os, signal, sys
+from pathlib import Path
+from tribalmemory.config import load_config
+from tribalmemory.runtime import start_runtime
+
+async def main():
+    runtime = await start_runtime(load_config(Path(sys.argv[1])), run_scheduler=False)
+    work = runtime.episodes.engine.entity_work
+    await asyncio.wait_for(work.idle.wait(), 60)
+    held = asyncio.Event()
+
+    async def never():
+        await held.wait()
+
+    work.turn = never
+    result = await runtime.api.remember({text!r}, project={project!r})
+    mentions = sorted(runtime.episodes.store.entities.names_of(result["memory_id"]))
+    print(json.dumps({{"result": result, "mentions": mentions}}), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+asyncio.run(main())
+"""

@@ -1,8 +1,9 @@
-"""Entities stored and served (issue 43): mentions written when the engine decides a memory,
-aliases meeting in one entity, its episodes from memberships, forget taking away what only the
-forgotten memory supported, project isolation on every route and tool, recall's ``entity``
-filter restricting the search in the store, each episode's entities on the episodes list and
-search (one read a page), and bad input refused."""
+"""Entities stored and served (issue 43): mentions written in the background right after the
+engine decides a memory (never inside the request; durable across kill -9; reads wait for
+them), aliases meeting in one entity, its episodes from memberships, forget taking away what
+only the forgotten memory supported, project isolation on every route and tool, recall's
+``entity`` filter restricting the search in the store, each episode's entities on the episodes
+list and search (one read a page), and bad input refused."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 from helpers_http import EPISODES, write_config
-from helpers_runtime import SETTLE_SECONDS, settle
+from helpers_runtime import SETTLE_SECONDS, killed_after_remember, settle
 from starlette.testclient import TestClient
 from test_cli import run, run_json
 from test_http import error
@@ -271,6 +272,52 @@ def test_entities_off_without_the_episode_engine(client_no_episodes: TestClient)
     )
 
 
+async def held_entity_work(rt: Runtime) -> tuple[Any, asyncio.Event]:
+    """The runtime's entity work, held before its next page until the event is set (the
+    first pass, at start, is done)."""
+    work = rt.episodes.engine.entity_work
+    await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
+    gate = asyncio.Event()
+
+    async def held() -> None:
+        await gate.wait()
+
+    work.turn = held
+    return work, gate
+
+
+async def test_a_memorys_entities_are_found_in_the_background_not_in_the_request(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    work, gate = await held_entity_work(rt)
+    store = rt.episodes.store
+    memory_id = await remember(rt, "The orders-svc crashed on PROJ-77 again.", 0)
+    # acknowledged and decided while the entity work is held: nothing written yet
+    assert store.detections.states([memory_id])[memory_id] != "pending"
+    assert store.entities.names_of(memory_id) == set()
+    assert rt.api.health()["episodes"]["entities_waiting"] == 1
+    gate.set()
+    await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
+    assert store.entities.names_of(memory_id) == {("shop", "orders-service"), ("shop", "proj-77")}
+    assert rt.api.health()["episodes"]["entities_waiting"] == 0
+
+
+async def test_an_entity_read_waits_for_the_memories_acknowledged_before_it(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    await held_entity_work(rt)  # the background work never gets its turn
+    first = await remember(rt, "The ledger-db failover left orders-svc without writes.", 0)
+    second = await remember(rt, "Orders Service writes are back after the failover.", 5)
+    found = await rt.api.entity_get("orders-service", project="shop")
+    assert [m["memory_id"] for m in found["memories"]] == [second, first]
+    assert rt.api.health()["episodes"]["entities_waiting"] == 0
+    third = await remember(rt, "The billing-api was slow during checkout.", 9)
+    hit = await rt.api.recall("checkout", entity="billing-api", project="shop")
+    assert [r["memory_id"] for r in hit["results"]] == [third]
+
+
 async def test_memories_from_before_entities_get_theirs_at_the_next_start(
     engine_runtime: Make, tmp_path: Any
 ) -> None:
@@ -278,53 +325,64 @@ async def test_memories_from_before_entities_get_theirs_at_the_next_start(
     older = await remember(rt, "The orders-svc deploy of v2.4.0 failed on the canary.", 0)
     await remember(rt, "Rolled the Orders Service back to v2.3.9.", 5)
     await rt.stop()
-    # the database of an older version: no entity was stored
+    # the database of a version from before entities were stored
     with sqlite3.connect(tmp_path / "data" / "episodes.sqlite3") as db:
         db.execute("DELETE FROM mentions")
         db.execute("DELETE FROM entities")
-        db.execute("DELETE FROM meta WHERE key = 'entities_backfilled'")
+        db.execute("DROP TABLE entity_waiting")
+        db.execute("DELETE FROM meta WHERE key IN ('entities_backfilled', 'entities_queued')")
     rt = await engine_runtime()
-    backfill = rt.episodes.backfill
-    assert backfill is not None
-    assert await asyncio.wait_for(backfill, SETTLE_SECONDS) == 2
+    await asyncio.wait_for(rt.episodes.engine.entity_work.idle.wait(), SETTLE_SECONDS)
+    queue = rt.api.health()["episodes"]
+    assert (queue["entities_waiting"], queue["entities_error"]) == (0, None)
     found = await rt.api.entity_get("orders-svc", project="shop")
     assert sorted(found["entity"]["aliases"]) == ["Orders Service", "orders-svc"]
     assert found["memories"][-1]["memory_id"] == older
     assert (await rt.api.entities_list(kind="version", project="shop"))["count"] == 2
-    queue = rt.api.health()["episodes"]
-    assert (queue["entities_waiting"], queue["entities_error"]) == (0, None)
 
 
-async def test_a_backfill_that_fails_says_why_and_runs_again(
+async def test_entity_work_that_fails_says_why_and_tries_again(
     engine_runtime: Make, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     rt = await engine_runtime()
-    await remember(rt, "The orders-svc deploy failed.", 0)
-    plugin = rt.episodes
-    assert plugin.backfill is not None and await plugin.backfill == 0  # a new database
-    store = plugin.store
-    with store.transaction() as db:  # as if from an older version
-        db.execute("DELETE FROM mentions")
-        db.execute("DELETE FROM entities")
-        store.set_meta(db, "entities_backfilled", False)
-    backfill = plugin.engine.entity_backfill
-    host = plugin.engine.state.host
+    work, gate = await held_entity_work(rt)
+    host = rt.episodes.engine.state.host
     original = host.get_memories
 
     async def failing(ids: list[str]) -> list[Any]:
         raise OSError("the store is gone")
 
     monkeypatch.setattr(host, "get_memories", failing)
-    assert await backfill.run() == 0
+    await remember(rt, "The orders-svc deploy failed.", 0)
+    with pytest.raises(NotFound):  # the read answers with what is stored
+        await rt.api.entity_get("orders-service", project="shop")
     queue = rt.api.health()["episodes"]
     assert queue["entities_waiting"] == 1
     assert queue["entities_error"] == "OSError: the store is gone"
-    assert "the next start resumes it" in caplog.text
+    assert "finding the entities of 1 waiting memories stopped" in caplog.text
+    assert "entity read answered while 1 memories still wait" in caplog.text
     monkeypatch.setattr(host, "get_memories", original)
-    assert await backfill.run() == 1
-    assert (await rt.api.entity_get("orders-service", project="shop"))["entity"]["mentions"] == 1
+    gate.set()
+    work.wake()  # as the next decision would
+    await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
     queue = rt.api.health()["episodes"]
     assert (queue["entities_waiting"], queue["entities_error"]) == (0, None)
+    assert (await rt.api.entity_get("orders-service", project="shop"))["entity"]["mentions"] == 1
+
+
+async def test_a_memory_forgotten_while_its_entities_wait_gets_none(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    work, gate = await held_entity_work(rt)
+    gone = await remember(rt, "The ledger-db failover left orders-svc without writes.", 0)
+    await rt.api.forget(gone)
+    assert rt.api.health()["episodes"]["entities_waiting"] == 0
+    gate.set()
+    work.wake()
+    await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
+    assert rt.episodes.store.entities.names_of(gone) == set()
+    assert (await rt.api.entities_list(project="shop"))["entities"] == []
 
 
 KILLER = """
@@ -334,10 +392,10 @@ from tribalmemory.config import load_config
 from tribalmemory.episodes.detection import Detection
 from tribalmemory.runtime import start_runtime
 
-def killed(self, memory):
+async def killed(self, *args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)  # stored, its detect job durable, nothing decided
 
-Detection.record_entities = killed
+Detection.apply = killed
 
 async def main():
     runtime = await start_runtime(load_config(Path(sys.argv[1])), run_scheduler=False)
@@ -347,7 +405,7 @@ asyncio.run(main())
 """
 
 
-async def test_a_memory_killed_before_its_entities_gets_them_at_restart(
+async def test_a_memory_killed_before_its_decision_gets_its_entities_at_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = tmp_path / "data"
@@ -367,6 +425,38 @@ async def test_a_memory_killed_before_its_entities_gets_them_at_restart(
         states = runtime.episodes.store.detections.states([memory["memory_id"]])
         assert states[memory["memory_id"]] != "pending"
         assert (await runtime.api.entity_get("proj-77", project="shop"))["entity"]["mentions"] == 1
+    finally:
+        await runtime.stop()
+
+
+async def test_a_memory_killed_right_after_its_remember_gets_its_entities_at_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill -9 once remember() answered, the entity work held: the memory waits in the
+    database, and the entity work of the next start finds its entities."""
+    folder = tmp_path / "data"
+    config = write_config(folder, episodes=EPISODES)
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["TRIBAL_MEMORY_HOME"] = str(folder)
+    script = killed_after_remember("The orders-svc crashed on PROJ-77 again.", "shop")
+    killed = subprocess.run(
+        [sys.executable, "-c", script, str(config)], env=env, capture_output=True, timeout=120
+    )
+    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+    acknowledged = json.loads(killed.stdout.decode().strip().splitlines()[-1])
+    memory_id = acknowledged["result"]["memory_id"]
+    assert acknowledged["mentions"] == []  # none written when it was acknowledged
+    runtime = await open_runtime(folder, monkeypatch)
+    try:
+        work = runtime.episodes.engine.entity_work
+        await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)  # the background, no read
+        assert runtime.episodes.store.entities.names_of(memory_id) == {
+            ("shop", "orders-service"),
+            ("shop", "proj-77"),
+        }
+        assert runtime.api.health()["episodes"]["entities_waiting"] == 0
+        found = await runtime.api.entity_get("orders-svc", project="shop")
+        assert [m["memory_id"] for m in found["memories"]] == [memory_id]
     finally:
         await runtime.stop()
 
@@ -433,6 +523,44 @@ def test_the_known_names_are_the_most_mentioned_and_bounded(tmp_path: Path) -> N
         known = entities.known("p")
         assert len(known) == KNOWN_NAMES and names[-1] not in known
         assert set(known) == set(names[:KNOWN_NAMES])
-        assert entities.known("other") == []  # per project
+        assert entities.known("other") == frozenset()  # per project
+    finally:
+        store.close()
+
+
+def test_the_known_names_are_read_once_until_a_change_can_alter_them(tmp_path: Path) -> None:
+    """Each memory's extraction asks for its project's known names: they are read from SQL
+    once and kept until a change makes a name known or not known, or changes a known name's
+    aliases (forget included); other changes keep them."""
+    store = EpisodeStore(tmp_path / "episodes.sqlite3")
+    entities = store.entities
+    reads: list[str] = []
+    store.db.set_trace_callback(lambda sql: reads.append(sql) if "mentions >= 2" in sql else None)
+
+    def record(memory_id: str, found: dict[str, tuple[str, list[str]]]) -> None:
+        with store.transaction() as db:
+            entities.record_memory(db, "p", memory_id, 1.0, found)
+
+    def known_read() -> tuple[frozenset[str], int]:
+        before = len(reads)
+        known = entities.known("p")
+        return known, len(reads) - before
+
+    try:
+        priya = {"priya": ("name", ["Priya"])}
+        record("m1", priya)
+        assert known_read() == (frozenset(), 1)
+        assert known_read() == (frozenset(), 0)  # kept
+        record("m2", priya)  # a second mention: Priya becomes known
+        assert known_read() == (frozenset({"Priya"}), 1)
+        record("m3", {"ledger-db": ("system", ["ledger-db"])})  # not a name: kept
+        record("m4", priya)  # one more mention of a known name: kept (the limit is not cut)
+        assert known_read() == (frozenset({"Priya"}), 0)
+        record("m5", {"priya": ("name", ["Priya S"])})  # a new alias
+        assert known_read() == (frozenset({"Priya", "Priya S"}), 1)
+        with store.transaction() as db:
+            for memory_id in ("m1", "m2", "m4"):
+                entities.forget_memory(db, memory_id)
+        assert known_read() == (frozenset(), 1)  # forgotten down to one mention
     finally:
         store.close()

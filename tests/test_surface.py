@@ -163,7 +163,7 @@ class AnyEpisode:
     def member_ids(self, episode_id: str) -> list[str]:
         return ["4f0c0b2e-0000-4000-8000-000000000000"]
 
-    def entity_memory_ids(self, project: str | None, name: str) -> list[str]:
+    async def entity_memory_ids(self, project: str | None, name: str) -> list[str]:
         return ["4f0c0b2e-0000-4000-8000-000000000000"]
 
 

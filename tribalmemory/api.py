@@ -56,13 +56,15 @@ class EpisodeOperations(Protocol):
         self, episode_id: str, memory_ids: list[str], title: str | None
     ) -> dict[str, Any]: ...
     def member_ids(self, episode_id: str) -> list[str]: ...
-    def entities(
+    async def entities(
         self, project: str, query: str | None, kind: str | None, limit: int
     ) -> list[dict[str, Any]]: ...
     async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]: ...
-    def entity_memory_ids(self, project: str | None, name: str) -> list[str]: ...
-    def episode_entities(self, episode_id: str) -> list[dict[str, Any]]: ...
-    def episodes_entities(self, episode_ids: list[str]) -> dict[str, list[dict[str, Any]]]: ...
+    async def entity_memory_ids(self, project: str | None, name: str) -> list[str]: ...
+    async def episode_entities(self, episode_id: str) -> list[dict[str, Any]]: ...
+    async def episodes_entities(
+        self, episode_ids: list[str]
+    ) -> dict[str, list[dict[str, Any]]]: ...
     def titles(self, episode_ids: list[str]) -> dict[str, str | None]: ...
     def existing_episodes(self, episode_ids: list[str]) -> set[str]: ...
     async def restore_episode(
@@ -162,7 +164,7 @@ class TribalAPI:
     async def recall(self, request: shapes.RecallRequest) -> dict[str, Any]:
         grouped = check.boolean("group_by_episode", request.group_by_episode)
         ids = self._members(request.episode_id)
-        ids = self._naming(request.entity, request.project, ids)
+        ids = await self._naming(request.entity, request.project, ids)
         found = await self.service.recall_dated(request, ids)
         hits = found.hits
         memories = [h.memory for h in hits]
@@ -217,12 +219,12 @@ class TribalAPI:
             return None
         return self._engine().member_ids(check.episode_id(episode_id))
 
-    def _naming(self, entity: Any, project: Any, ids: list[str] | None) -> list[str] | None:
+    async def _naming(self, entity: Any, project: Any, ids: list[str] | None) -> list[str] | None:
         """An entity filter: the memories of ``project`` naming it (within ``ids``)."""
         if entity is None:
             return ids
         name = check.entity_name(entity, "entity")
-        naming = self._engine().entity_memory_ids(check.scope(project), name)
+        naming = await self._engine().entity_memory_ids(check.scope(project), name)
         return naming if ids is None else [i for i in ids if i in set(naming)]
 
     @takes(shapes.MemoriesListQuery)
@@ -291,7 +293,7 @@ class TribalAPI:
         query = check.text("query", request.query, shapes.MAX_FILTER_CHARS, required=False)
         kind = check.choice("kind", request.kind, shapes.ENTITY_KINDS)
         size = check.integer("limit", request.limit, shapes.ENTITIES_LIMIT)
-        found = engine.entities(project, query, kind, size)
+        found = await engine.entities(project, query, kind, size)
         entities = [shapes.Entity.model_validate(e) for e in found]
         return shapes.EntityList(entities=entities, count=len(entities), project=project).to_json()
 
@@ -337,12 +339,12 @@ class TribalAPI:
         """The memory ids an episode read's scope filters select (None: none given)."""
         return await self.service.scoped_ids(scope, check.scopes(request))
 
-    def _with_entities(self, episodes: list[dict[str, Any]], wanted: bool) -> None:
+    async def _with_entities(self, episodes: list[dict[str, Any]], wanted: bool) -> None:
         """Give each of a page of episodes its entities when ``wanted`` (include_entities):
         one read for the page."""
         if not wanted:
             return
-        named = self._engine().episodes_entities([e["id"] for e in episodes])
+        named = await self._engine().episodes_entities([e["id"] for e in episodes])
         for episode in episodes:
             episode["entities"] = named[episode["id"]]
 
@@ -373,7 +375,7 @@ class TribalAPI:
         if before:
             filters["until"] = before.timestamp()
         rows = self._with_access(await engine.list_episodes(state, size, start, filters))
-        self._with_entities(rows, with_entities)
+        await self._with_entities(rows, with_entities)
         episodes = [shapes.ListedEpisode.model_validate(row) for row in rows]
         return shapes.EpisodeList(episodes=episodes, count=len(episodes), status=state).to_json()
 
@@ -387,7 +389,7 @@ class TribalAPI:
         found = await engine.get_episode(eid, timeline)
         found["episode"] = self._with_access([found["episode"]])[0]
         if with_entities:
-            found["entities"] = engine.episode_entities(eid)
+            found["entities"] = await engine.episode_entities(eid)
         return shapes.EpisodeGetResult.model_validate(found).to_json()
 
     async def episode_create(
@@ -559,7 +561,7 @@ class TribalAPI:
             await self._scoped_members(scope, request),
         )
         found["episodes"] = self._with_access(found["episodes"])
-        self._with_entities(found["episodes"], with_entities)
+        await self._with_entities(found["episodes"], with_entities)
         return shapes.EpisodeSearch.model_validate(found).to_json()
 
 

@@ -110,7 +110,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     """The entities ``text`` names, in order, without overlap (an earlier rule wins, then the
     longer match). ``known``: names (any alias) already seen in the corpus, which are then also
     found as a sentence's first word."""
-    known_names = frozenset(canonical(k) for k in known)
+    taught_names = frozenset(known)  # the same object when given a frozenset
+    known_names = _canonical_names(taught_names)
     found: list[Entity] = []
     taken: list[tuple[int, int]] = []
 
@@ -131,10 +132,16 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         add("name", surface, start, end)
     # names the corpus taught: as written (``Priya`` opening a sentence), and in any case when
     # taught in lower case (``uv``, ``pgbouncer``); the longer first where two overlap
-    taught = [m for pattern in _known_patterns(frozenset(known)) for m in pattern.finditer(text)]
+    taught = [m for pattern in _known_patterns(taught_names) for m in pattern.finditer(text)]
     for m in sorted(taught, key=lambda m: (m.start() - m.end(), m.start())):
         add("name", m.group(), m.start(), m.end())
     return sorted(found, key=lambda e: e.start)
+
+
+@functools.lru_cache(maxsize=64)
+def _canonical_names(known: frozenset[str]) -> frozenset[str]:
+    """The canonical names of a known set (kept, like its patterns)."""
+    return frozenset(canonical(k) for k in known)
 
 
 @functools.lru_cache(maxsize=64)

@@ -8,7 +8,8 @@ review by the LLM (:mod:`.review`, within the call budget of :mod:`.budget`), wh
 memory later through :meth:`Detection.apply`. Decisions hold ``detect_lock``, so concurrent
 writers decide as a sequential run would. A memory about to be decided, an episode a join grew
 and a doubtful decision are announced on the engine's hub (:mod:`.events`), for resumption, the
-merge and split checks and the review.
+merge and split checks and the review; a decided memory is announced too, for the
+background work that finds its entities (:mod:`.entity_work`: the entities are not found here).
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ..entities import mentions_of
 from ..models import Memory
 from ..timeutil import to_epoch
 from . import lifecycle
 from .budget import Budget
 from .detector import DEFAULT_MODEL
 from .edits import Pin, may_join, may_move
-from .events import Arriving, Doubtful, Events, Grown
+from .events import Arriving, Decided, Doubtful, Events, Grown
 from .matching import MemoryFeatures, Placement, when
 from .membership import Membership
 from .sessions import Sessions
@@ -72,13 +72,14 @@ class Detection:
         self.register_pending_many([memory])
 
     def register_pending_many(self, memories: list[Memory]) -> None:
-        """Before a page of memories is stored (an import): their detect jobs, in one
-        transaction."""
+        """Before a page of memories is stored (an import): their detect jobs, and their
+        wait for their entities (found after the decision), in one transaction."""
         now = self.state.clock()
         with self.store.transaction() as db:
             for memory in memories:
                 self.store.detections.record(db, memory.id, "pending", to_epoch(memory.created_at))
                 self.store.jobs.enqueue(db, "detect", memory.id, now)
+                self.store.entities.wait(db, memory.id)
 
     async def detect(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
         """Decide the memory's episode now when the embedding path can; else queue the LLM."""
@@ -89,7 +90,6 @@ class Detection:
                 return {}
             if detection["state"] != "pending":
                 return self.status_of(memory.id)
-            self.record_entities(memory)
             features = state.matcher.memory(memory, vector)
             await self.upkeep.close_idle(to_epoch(memory.created_at), memory.project)
             llm_merges = self.budget.llm_wanted()
@@ -98,6 +98,7 @@ class Detection:
             )
             if await self.sessions.claim(memory, features):
                 self.budget.count(memories=1)
+                self.events.decided.announce(Decided(memory.id, memory.project))
                 return self.status_of(memory.id)  # joined its session's declared episode
             decision = self.sittings.placement(memory, features)
             if decision is None:
@@ -113,17 +114,8 @@ class Detection:
             await self.apply(memory, features, decision)
             self.sittings.placed(memory)
             state.save_detector()
+            self.events.decided.announce(Decided(memory.id, memory.project))
             return self.status_of(memory.id)
-
-    def record_entities(self, memory: Memory) -> None:
-        """Store the entities the memory names (before its decision, under the detect lock:
-        idempotent, so a detect job resumed after a crash writes them again)."""
-        entities = self.store.entities
-        found = mentions_of(memory.content, entities.known(memory.project))
-        with self.store.transaction() as db:
-            entities.record_memory(
-                db, memory.project, memory.id, to_epoch(memory.created_at), found
-            )
 
     async def run_job(self, memory_id: str) -> None:
         """A detect job left by a crash: run the write-time decision now."""

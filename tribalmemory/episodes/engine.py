@@ -3,6 +3,7 @@
 - :mod:`.state`: features of active episodes and seeds, the locks, loading at start;
 - :mod:`.events`: the hub where the parts announce what they did, for those that react;
 - :mod:`.detection`: the write-time decision (:mod:`.detector`: its pure functions);
+- :mod:`.entity_work`: each decided memory's entities, found in the background;
 - :mod:`.review`: the LLM's review of doubtful decisions (the classify job);
 - :mod:`.budget`: the detector's budget of LLM calls;
 - :mod:`.consolidation`: the merge check of two episodes that are one thread;
@@ -37,8 +38,8 @@ from .compose import Compose
 from .consolidation import Consolidation
 from .context import Context
 from .detection import Detection
-from .entity_backfill import EntityBackfill
 from .entity_reads import EntityReads
+from .entity_work import EntityWork
 from .events import Events
 from .membership import Membership
 from .operations import Operations
@@ -94,6 +95,7 @@ class EpisodeEngine:
             events=self.events,
         )
         self.review = Review(self.detection, self.consolidation, summariser)
+        self.entity_work = EntityWork(self.state)
         self._subscribe()
         self.operations = Operations(self.state, summariser, self.membership, self.upkeep)
         self.compose = Compose(self.state, summariser)
@@ -101,8 +103,7 @@ class EpisodeEngine:
         self.restorer = Restore(self.state, self.summaries, self.upkeep)
         self.pattern_finder = Patterns(self.state)
         self.context_builder = Context(self.state, summariser, self.pattern_finder)
-        self.entity_reads = EntityReads(self.state)
-        self.entity_backfill = EntityBackfill(self.state, self.detection)
+        self.entity_reads = EntityReads(self.state, self.entity_work)
 
     def _subscribe(self) -> None:
         """Who reacts to what the parts announce (:mod:`.events`), in the order they react."""
@@ -111,6 +112,7 @@ class EpisodeEngine:
         events.grown.subscribe(self.consolidation.grown)
         events.grown.subscribe(self.splitting.grown)
         events.doubtful.subscribe(self.review.queue)
+        events.decided.subscribe(lambda _: self.entity_work.wake())
         events.summary_waits.subscribe(lambda _: self.upgrades.wake())
 
     async def tick(self) -> None:
@@ -139,7 +141,7 @@ class EpisodeEngine:
             **self.detection.health(),
             **self.consolidation.health(),
             **self.splitting.health(),
-            **self.entity_backfill.health(),
+            **self.entity_work.health(),
         }
 
     # -- the API's episode operations -------------------------------------------------------
@@ -198,22 +200,22 @@ class EpisodeEngine:
     def member_ids(self, episode_id: str) -> list[str]:
         return self.operations.member_ids(episode_id)
 
-    def entities(
+    async def entities(
         self, project: str, query: str | None, kind: str | None, limit: int
     ) -> list[dict[str, Any]]:
-        return self.entity_reads.entities(project, query, kind, limit)
+        return await self.entity_reads.entities(project, query, kind, limit)
 
     async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]:
         return await self.entity_reads.entity(project, name, limit)
 
-    def entity_memory_ids(self, project: str | None, name: str) -> list[str]:
-        return self.entity_reads.memory_ids(project, name)
+    async def entity_memory_ids(self, project: str | None, name: str) -> list[str]:
+        return await self.entity_reads.memory_ids(project, name)
 
-    def episode_entities(self, episode_id: str) -> list[dict[str, Any]]:
-        return self.entity_reads.of_episode(episode_id)
+    async def episode_entities(self, episode_id: str) -> list[dict[str, Any]]:
+        return await self.entity_reads.of_episode(episode_id)
 
-    def episodes_entities(self, episode_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
-        return self.entity_reads.of_episodes(episode_ids)
+    async def episodes_entities(self, episode_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+        return await self.entity_reads.of_episodes(episode_ids)
 
     def titles(self, episode_ids: list[str]) -> dict[str, str | None]:
         return self.operations.titles(episode_ids)

@@ -1,6 +1,7 @@
 """The entity reads: a project's entities, one entity with its episodes and memories, the
 entities of episodes (one or a page of them), and the memories naming an entity (recall's
-``entity`` filter)."""
+``entity`` filter). Each first waits for the entities of the memories acknowledged before it
+(:meth:`.EntityWork.settle`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from ..entities import canonical
 from ..errors import NotFound
 from ..timeutil import from_epoch, to_iso
+from .entity_work import EntityWork
 from .state import EngineState
 
 CO_OCCURRING = 10
@@ -45,13 +47,15 @@ def matches(query: str, row: sqlite3.Row) -> bool:
 class EntityReads:
     """Reads of the ``entities`` and ``mentions`` tables, as the API answers them."""
 
-    def __init__(self, state: EngineState) -> None:
+    def __init__(self, state: EngineState, work: EntityWork) -> None:
         self.state = state
         self.store = state.store
+        self.work = work
 
-    def entities(
+    async def entities(
         self, project: str, query: str | None, kind: str | None, limit: int
     ) -> list[dict[str, Any]]:
+        await self.work.settle()
         if query is None:  # the page alone, from the index on (project, mentions, name)
             rows = self.store.entities.listing(project, kind, limit)
         else:  # names and aliases matched here: every entity of the project read
@@ -68,6 +72,7 @@ class EntityReads:
         return row
 
     async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]:
+        await self.work.settle()
         row = self._row(project, name)
         entities = self.store.entities
         key = row["name"]
@@ -102,16 +107,18 @@ class EntityReads:
             "co_occurring": [{"name": n, "mentions": c} for n, c in co],
         }
 
-    def memory_ids(self, project: str | None, name: str) -> list[str]:
+    async def memory_ids(self, project: str | None, name: str) -> list[str]:
         """The memories naming the entity in ``project`` (None: every project)."""
+        await self.work.settle()
         return self.store.entities.naming(project, canonical(name))
 
-    def of_episode(self, episode_id: str) -> list[dict[str, Any]]:
+    async def of_episode(self, episode_id: str) -> list[dict[str, Any]]:
         self.state.episode(episode_id)
-        return self.of_episodes([episode_id])[episode_id]
+        return (await self.of_episodes([episode_id]))[episode_id]
 
-    def of_episodes(self, episode_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    async def of_episodes(self, episode_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
         """The entities of each episode of ``episode_ids`` (a page of a list), one query."""
+        await self.work.settle()
         found = self.store.episode_entities.of_episodes(episode_ids)
         return {
             episode_id: [{"name": n, "kind": k, "mentions": c} for n, k, c in named]

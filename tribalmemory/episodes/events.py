@@ -10,6 +10,8 @@ in the order they run:
   transaction; merge checks, then split checks, queue a check at their sizes;
 - :attr:`Events.doubtful`: a decision the detector doubts was carried out; the review queues
   it for the LLM;
+- :attr:`Events.decided`: the detector decided a memory (its detect job is done); the entity
+  work wakes to find its entities;
 - :attr:`Events.summary_waits`: a summary written during an LLM outage waits for its upgrade;
   the upgrade task wakes.
 
@@ -60,6 +62,14 @@ class Doubtful:
 
 
 @dataclass(frozen=True)
+class Decided:
+    """The detector decided ``memory_id`` of ``project`` (its decision is committed)."""
+
+    memory_id: str
+    project: str
+
+
+@dataclass(frozen=True)
 class SummaryWaits:
     """The extractive summary of ``episode_id`` was written during an LLM outage and waits
     for an LLM summary (:mod:`.upgrades`)."""
@@ -102,4 +112,5 @@ class Events:
         self.arriving: AsyncTopic[Arriving] = AsyncTopic()
         self.grown: Topic[Grown] = Topic()
         self.doubtful: Topic[Doubtful] = Topic()
+        self.decided: Topic[Decided] = Topic()
         self.summary_waits: Topic[SummaryWaits] = Topic()

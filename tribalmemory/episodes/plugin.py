@@ -71,8 +71,8 @@ class EpisodePlugin:
         self._check: asyncio.Task[Any] | None = None
         self._checkpoints: asyncio.Task[Any] | None = None
         self._upgrades: asyncio.Task[Any] | None = None
-        self.backfill: asyncio.Task[int] | None = None
-        """The entities of memories from before they were stored (see :mod:`.entity_backfill`)."""
+        self.entity_task: asyncio.Task[None] | None = None
+        """Finds each decided memory's entities in the background (see :mod:`.entity_work`)."""
 
     @hookimpl
     async def start(self, host: PluginHost) -> None:
@@ -94,7 +94,10 @@ class EpisodePlugin:
         self._check = asyncio.create_task(self._check_llm())
         self._checkpoints = asyncio.create_task(self._checkpoint_loop())
         self._upgrades = asyncio.create_task(upgrades.run())
-        self.backfill = asyncio.create_task(self.engine.entity_backfill.run())
+        entity_work = self.engine.entity_work
+        entity_work.turn = host.background_turn
+        entity_work.start()
+        self.entity_task = asyncio.create_task(entity_work.run(), name="entity-work")
 
     async def _check_llm(self) -> None:
         status = await self.summariser.check()
@@ -142,11 +145,12 @@ class EpisodePlugin:
 
     @hookimpl
     async def stop(self) -> None:
-        for task in (self._check, self._checkpoints, self._upgrades, self.backfill):
+        for task in (self._check, self._checkpoints, self._upgrades, self.entity_task):
             if task is not None:
                 task.cancel()
-        if self._upgrades is not None:  # it may be in a summary: let it finish its cancel
-            await asyncio.wait({self._upgrades})
+        for task in (self._upgrades, self.entity_task):  # let them finish their cancel
+            if task is not None:
+                await asyncio.wait({task})
         await self.worker.stop()
         self.engine.state.save_detector(force=True)
         self.engine.budget.save()

@@ -70,13 +70,14 @@ class EpisodeQueue(OpenResponse):
     )
     entities_waiting: int = Field(
         0,
-        description="Memories stored by an earlier version whose entities are still to be "
-        "found (in the background after start; 0 when done, docs/entities.md).",
+        description="Memories whose entities are still to be found: they are found in the "
+        "background right after each memory's episode decision (and, once, for the memories "
+        "of an earlier version's database); 0 when done, docs/entities.md.",
     )
     entities_error: str | None = Field(
         None,
-        description="Why finding those entities stopped (retried at the next start; a "
-        "WARNING says it too); null when it did not.",
+        description="Why finding those entities stopped (tried again at the next decision or "
+        "within 30 s; a WARNING says it too); null when the last pass did not stop.",
     )
     merge_unanswered: int = Field(
         0,

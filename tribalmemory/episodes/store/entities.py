@@ -3,7 +3,10 @@
 ``mentions`` is the record (one row per entity a memory names, with the surfaces it used);
 ``entities`` is derived from it, recomputed for the names a change touched (first/last seen,
 aliases, mention count, kind), so that forgetting a memory takes away what only it supported.
-The episodes of an entity come from a join with ``memberships``, never from a copy."""
+The episodes of an entity come from a join with ``memberships``, never from a copy.
+``entity_waiting`` holds the memories whose entities are still to be found (in arrival order;
+see :mod:`..entity_work`): a memory leaves it in the transaction that writes its mentions, so a
+memory naming nothing is done too."""
 
 from __future__ import annotations
 
@@ -23,14 +26,41 @@ KNOWN_NAMES = 200
 Found = dict[str, tuple[str, list[str]]]
 """The entities one memory names: canonical name -> (kind, surfaces as written)."""
 
+Row = tuple[str, int, str]
+"""An entity row as the known names see it: kind, mentions, aliases (JSON)."""
+
 
 def main_kind(kinds: Counter[str]) -> str:
     """The kind most mentions have; on a tie the more specific (``system`` over ``name``)."""
     return min(kinds, key=lambda k: (-kinds[k], KINDS.index(k) if k in KINDS else len(KINDS)))
 
 
+def is_known(row: Row | None) -> bool:
+    """Whether an entity row is a known name: kind ``name``, in two memories or more."""
+    return row is not None and row[0] == "name" and row[1] >= 2
+
+
+def changes_known(before: Row | None, after: Row | None, full: bool) -> bool:
+    """Whether a change of one entity row can change the project's known names: it becomes or
+    stops being one, or a known name's aliases change; when the known names are ``full`` (the
+    :data:`KNOWN_NAMES` limit cut them), a known name's mention count too (the ranking)."""
+    was, now = is_known(before), is_known(after)
+    if was != now:
+        return True
+    if not was or before is None or after is None:
+        return False
+    return before[2] != after[2] or (full and before[1] != after[1])
+
+
 class Entities(Table):
-    """Reads and writes of the ``entities`` and ``mentions`` tables."""
+    """Reads and writes of the ``entities``, ``mentions`` and ``entity_waiting`` tables. The
+    known names of each project are kept in memory (:meth:`known`) and dropped when a change
+    can alter them (:func:`changes_known`)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        super().__init__(db)
+        self._known: dict[str, tuple[frozenset[str], bool]] = {}
+        """project -> (its known names, whether the limit cut them)."""
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -59,7 +89,9 @@ class Entities(Table):
             self._refresh(db, key, None if key in before else added[key])
 
     def forget_memory(self, db: sqlite3.Connection, memory_id: str) -> None:
-        """A forgotten memory's mentions go; an entity no memory mentions any more goes."""
+        """A forgotten memory's mentions go (and its wait for them); an entity no memory
+        mentions any more goes."""
+        db.execute("DELETE FROM entity_waiting WHERE memory_id = ?", (memory_id,))
         for key in sorted(self.names_of(memory_id, db)):
             db.execute(
                 "DELETE FROM mentions WHERE memory_id = ? AND project = ? AND name = ?",
@@ -72,6 +104,9 @@ class Entities(Table):
     ) -> None:
         """Recompute the entity's row from its mentions (counts and times in SQL). Its aliases:
         the stored ones and ``new_surfaces``, or (None) every mention's surfaces again."""
+        before = db.execute(
+            "SELECT kind, mentions, aliases FROM entities WHERE project = ? AND name = ?", key
+        ).fetchone()
         kinds = Counter(
             dict(
                 db.execute(
@@ -83,6 +118,7 @@ class Entities(Table):
         )
         if not kinds:
             db.execute("DELETE FROM entities WHERE project = ? AND name = ?", key)
+            self._changed(key[0], before, None)
             return
         first, last = db.execute(
             "SELECT MIN(memory_time), MAX(memory_time) FROM mentions "
@@ -90,21 +126,75 @@ class Entities(Table):
             key,
         ).fetchone()
         if new_surfaces is not None:
-            row = db.execute(
-                "SELECT aliases FROM entities WHERE project = ? AND name = ?", key
-            ).fetchone()
-            aliases = set(json.loads(row[0]) if row else []) | set(new_surfaces)
+            aliases = set(json.loads(before[2]) if before else []) | set(new_surfaces)
         else:
             rows = db.execute(
                 "SELECT surfaces FROM mentions WHERE project = ? AND name = ?", key
             ).fetchall()
             aliases = {s for r in rows for s in json.loads(r[0])}
+        after = (main_kind(kinds), kinds.total(), json.dumps(sorted(aliases)))
         db.execute(
             "INSERT INTO entities VALUES (?,?,?,?,?,?,?) ON CONFLICT(project, name) DO UPDATE "
             "SET kind = excluded.kind, first_seen = excluded.first_seen, "
             "last_seen = excluded.last_seen, aliases = excluded.aliases, "
             "mentions = excluded.mentions",
-            (*key, main_kind(kinds), first, last, json.dumps(sorted(aliases)), kinds.total()),
+            (*key, after[0], first, last, after[2], after[1]),
+        )
+        self._changed(key[0], before, after)
+
+    def _changed(self, project: str, before: sqlite3.Row | None, after: Row | None) -> None:
+        """An entity row of ``project`` changed: its known names are read again if it may
+        change them (a rolled-back change only costs that read)."""
+        cached = self._known.get(project)
+        old = None if before is None else (before[0], before[1], before[2])
+        if cached is not None and changes_known(old, after, cached[1]):
+            del self._known[project]
+
+    # -- the memories waiting for their entities ---------------------------------------------
+
+    def wait(self, db: sqlite3.Connection, memory_id: str) -> None:
+        """The memory's entities are to be found (after its decision)."""
+        db.execute("INSERT OR IGNORE INTO entity_waiting (memory_id) VALUES (?)", (memory_id,))
+
+    def take(self, db: sqlite3.Connection, memory_id: str) -> bool:
+        """The memory no longer waits; False when it did not (forgotten meanwhile)."""
+        gone = db.execute("DELETE FROM entity_waiting WHERE memory_id = ?", (memory_id,))
+        return gone.rowcount > 0
+
+    def wait_untracked(self, db: sqlite3.Connection, decided_too: bool) -> int:
+        """A database from an earlier version: its memories not yet decided wait for their
+        entities, and (``decided_too``: from before entities were stored) those decided that
+        name nothing stored, oldest first. Returns how many now wait."""
+        sql = (
+            "INSERT OR IGNORE INTO entity_waiting (memory_id) SELECT memory_id FROM detections "
+            "WHERE state = 'pending'"
+        )
+        if decided_too:
+            sql += " OR memory_id NOT IN (SELECT memory_id FROM mentions)"
+        return db.execute(sql + " ORDER BY memory_time, memory_id").rowcount
+
+    def waiting_page(self, limit: int, up_to: int | None = None) -> list[str]:
+        """The first ``limit`` decided memories waiting for their entities, in arrival order
+        (``up_to``: those that arrived at or before that place only)."""
+        sql = (
+            "SELECT w.memory_id FROM entity_waiting w JOIN detections d "
+            "ON d.memory_id = w.memory_id WHERE d.state != 'pending'"
+        )
+        args: list[int] = []
+        if up_to is not None:
+            sql += " AND w.seq <= ?"
+            args.append(up_to)
+        args.append(limit)
+        return [r[0] for r in self.db.execute(sql + " ORDER BY w.seq LIMIT ?", args)]
+
+    def waiting(self) -> int:
+        """How many memories wait for their entities."""
+        return int(self.db.execute("SELECT COUNT(*) FROM entity_waiting").fetchone()[0])
+
+    def last_waiting(self) -> int:
+        """The place of the latest memory waiting (0: none waits)."""
+        return int(
+            self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM entity_waiting").fetchone()[0]
         )
 
     # -- reads -------------------------------------------------------------------------------
@@ -118,26 +208,21 @@ class Entities(Table):
         )
         return {(r[0], r[1]) for r in rows}
 
-    def decided_without_mentions(self) -> list[str]:
-        """Memories the detector decided that name nothing stored (all of them in a database
-        from before entities were kept), oldest first."""
-        rows = self.db.execute(
-            "SELECT memory_id FROM detections WHERE state != 'pending' AND memory_id NOT IN "
-            "(SELECT memory_id FROM mentions) ORDER BY memory_time, memory_id"
-        )
-        return [r[0] for r in rows]
-
-    def known(self, project: str) -> list[str]:
+    def known(self, project: str) -> frozenset[str]:
         """The project's capitalised names already mentioned in two memories or more, the
-        :data:`KNOWN_NAMES` most mentioned: the extraction then also finds them opening a
-        sentence. Bounded, so a memory's extraction costs the same in a project of any age
-        (each known name is one more pattern run over the text)."""
-        rows = self.db.execute(
-            "SELECT aliases FROM entities WHERE project = ? AND kind = 'name' AND mentions >= 2 "
-            "ORDER BY mentions DESC, name LIMIT ?",
-            (project, KNOWN_NAMES),
-        )
-        return sorted({a for r in rows for a in json.loads(r[0])})
+        :data:`KNOWN_NAMES` most mentioned (all their aliases): the extraction then also finds
+        them opening a sentence. Bounded, so a memory's extraction costs the same in a project
+        of any age. Read once and kept until a change may alter them (see :meth:`_changed`)."""
+        cached = self._known.get(project)
+        if cached is None:
+            rows = self.db.execute(
+                "SELECT aliases FROM entities WHERE project = ? AND kind = 'name' "
+                "AND mentions >= 2 ORDER BY mentions DESC, name LIMIT ?",
+                (project, KNOWN_NAMES),
+            ).fetchall()
+            names = frozenset(a for r in rows for a in json.loads(r[0]))
+            cached = self._known[project] = (names, len(rows) >= KNOWN_NAMES)
+        return cached[0]
 
     def get(self, project: str, name: str) -> sqlite3.Row | None:
         return self.db.execute(
@@ -208,14 +293,3 @@ class Entities(Table):
             (project, name, limit),
         )
         return [(r[0], r[1]) for r in rows]
-
-    def of_episode(self, episode_id: str) -> list[tuple[str, str, int]]:
-        """The entities an episode's memories name: (name, kind, mentions), most first."""
-        rows = self.db.execute(
-            "SELECT m.name, e.kind, COUNT(*) AS n FROM memberships b "
-            "JOIN mentions m ON m.memory_id = b.memory_id "
-            "JOIN entities e ON e.project = m.project AND e.name = m.name "
-            "WHERE b.episode_id = ? GROUP BY m.name ORDER BY n DESC, m.name",
-            (episode_id,),
-        )
-        return [(r[0], r[1], r[2]) for r in rows]

@@ -117,6 +117,10 @@ CREATE TABLE IF NOT EXISTS mentions (      -- each entity a memory names
     PRIMARY KEY (project, name, memory_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mentions_memory ON mentions(memory_id);
+CREATE TABLE IF NOT EXISTS entity_waiting ( -- memories whose entities are still to be found
+    seq INTEGER PRIMARY KEY,               -- arrival order: the order they are found in
+    memory_id TEXT NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS sittings (      -- episodes that are a conversation's sittings
     episode_id TEXT PRIMARY KEY REFERENCES episodes(id) ON DELETE CASCADE
 ) WITHOUT ROWID;
