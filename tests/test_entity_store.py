@@ -29,6 +29,7 @@ from test_import_pages import open_runtime
 from test_mcp import connect, error_of, ok
 
 from tribalmemory.entities import mentions_of
+from tribalmemory.episodes import entity_work
 from tribalmemory.episodes.store import EpisodeStore
 from tribalmemory.errors import InvalidInput, NotFound
 from tribalmemory.runtime import Runtime
@@ -346,27 +347,46 @@ async def test_entity_work_that_fails_says_why_and_tries_again(
 ) -> None:
     rt = await engine_runtime()
     work, gate = await held_entity_work(rt)
-    host = rt.episodes.engine.state.host
-    original = host.get_memories
+    original = entity_work.record_memory_entities
 
-    async def failing(ids: list[str]) -> list[Any]:
-        raise OSError("the store is gone")
+    def failing(store: Any, memory: Any) -> bool:
+        raise OSError("the disk is gone")
 
-    monkeypatch.setattr(host, "get_memories", failing)
+    monkeypatch.setattr(entity_work, "record_memory_entities", failing)
     await remember(rt, "The orders-svc deploy failed.", 0)
     with pytest.raises(NotFound):  # the read answers with what is stored
         await rt.api.entity_get("orders-service", project="shop")
     queue = rt.api.health()["episodes"]
     assert queue["entities_waiting"] == 1
-    assert queue["entities_error"] == "OSError: the store is gone"
+    assert queue["entities_error"] == "OSError: the disk is gone"
     assert "finding the entities of 1 waiting memories stopped" in caplog.text
     assert "entity read answered while 1 memories still wait" in caplog.text
-    monkeypatch.setattr(host, "get_memories", original)
+    monkeypatch.setattr(entity_work, "record_memory_entities", original)
     gate.set()
     work.wake()  # as the next decision would
     await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
     queue = rt.api.health()["episodes"]
     assert (queue["entities_waiting"], queue["entities_error"]) == (0, None)
+    assert (await rt.api.entity_get("orders-service", project="shop"))["entity"]["mentions"] == 1
+
+
+async def test_the_entity_work_reads_no_memory_it_was_handed(
+    engine_runtime: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decision hands its memory to the entity work: finding its entities reads nothing
+    back from the memory store (a read there competes with the requests)."""
+    rt = await engine_runtime()
+    host = rt.episodes.engine.state.host
+    original = host.get_memories
+
+    async def unread(ids: list[str]) -> list[Any]:
+        raise AssertionError(f"the entity work read {ids} back from the store")
+
+    monkeypatch.setattr(host, "get_memories", unread)
+    await remember(rt, "The orders-svc deploy failed.", 0)
+    await asyncio.wait_for(rt.episodes.engine.entity_work.idle.wait(), SETTLE_SECONDS)
+    assert rt.api.health()["episodes"]["entities_error"] is None
+    monkeypatch.setattr(host, "get_memories", original)  # the read below lists its memories
     assert (await rt.api.entity_get("orders-service", project="shop"))["entity"]["mentions"] == 1
 
 

@@ -98,7 +98,7 @@ class Detection:
             )
             if await self.sessions.claim(memory, features):
                 self.budget.count(memories=1)
-                self.events.decided.announce(Decided(memory.id, memory.project))
+                self.events.decided.announce(Decided(memory))
                 return self.status_of(memory.id)  # joined its session's declared episode
             decision = self.sittings.placement(memory, features)
             if decision is None:
@@ -114,7 +114,7 @@ class Detection:
             await self.apply(memory, features, decision)
             self.sittings.placed(memory)
             state.save_detector()
-            self.events.decided.announce(Decided(memory.id, memory.project))
+            self.events.decided.announce(Decided(memory))
             return self.status_of(memory.id)
 
     async def run_job(self, memory_id: str) -> None:

@@ -112,7 +112,7 @@ class EpisodeEngine:
         events.grown.subscribe(self.consolidation.grown)
         events.grown.subscribe(self.splitting.grown)
         events.doubtful.subscribe(self.review.queue)
-        events.decided.subscribe(lambda _: self.entity_work.wake())
+        events.decided.subscribe(lambda event: self.entity_work.wake(event.memory))
         events.summary_waits.subscribe(lambda _: self.upgrades.wake())
 
     async def tick(self) -> None:

@@ -41,6 +41,9 @@ READ_WAIT = 10.0
 """How long an entity read waits for the entities of the memories acknowledged before it."""
 RETRY_SECONDS = 30.0
 """After a failed pass, the next one starts at the next decision or after this long."""
+HELD = 4096
+"""Decided memories kept in hand for the worker, so that a page reads the memory store only
+for the rest (those decided before a restart, or beyond this many)."""
 
 
 def record_memory_entities(store: EpisodeStore, memory: Memory) -> bool:
@@ -71,6 +74,7 @@ class EntityWork:
         """Set when a pass found nothing more waiting; cleared by :meth:`wake`."""
         self._wake = asyncio.Event()
         self._pages = asyncio.Lock()
+        self._held: dict[str, Memory] = {}  # decided memories not read yet, in arrival order
         self._late = False  # a read answered before the entities it waited for were found
 
     def health(self) -> dict[str, Any]:
@@ -89,8 +93,13 @@ class EntityWork:
                 log.info("entities to find for %d memories of an earlier version", queued)
         self.wake()
 
-    def wake(self) -> None:
-        """A memory was decided: look for waiting memories (called on the request path)."""
+    def wake(self, memory: Memory | None = None) -> None:
+        """A memory was decided (kept in hand, so its page needs no read of the memory store):
+        look for waiting memories. Called on the request path."""
+        if memory is not None:
+            if len(self._held) >= HELD:  # the oldest is read from the store when its turn comes
+                del self._held[next(iter(self._held))]
+            self._held[memory.id] = memory
         self.idle.clear()
         self._wake.set()
 
@@ -137,7 +146,10 @@ class EntityWork:
             ids = self.store.entities.waiting_page(PAGE, up_to)
             if not ids:
                 return 0
-            found = {m.id: m for m in await self.state.host.get_memories(ids)}
+            found = {i: m for i in ids if (m := self._held.pop(i, None)) is not None}
+            missing = [i for i in ids if i not in found]
+            if missing:
+                found |= {m.id: m for m in await self.state.host.get_memories(missing)}
             for memory_id in ids:
                 memory = found.get(memory_id)
                 if memory is None:  # decided, then gone from the memory store: nothing to read

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
+from ..models import Memory
+
 E = TypeVar("E")
 
 
@@ -63,10 +65,9 @@ class Doubtful:
 
 @dataclass(frozen=True)
 class Decided:
-    """The detector decided ``memory_id`` of ``project`` (its decision is committed)."""
+    """The detector decided ``memory`` (its decision is committed)."""
 
-    memory_id: str
-    project: str
+    memory: Memory
 
 
 @dataclass(frozen=True)
