@@ -584,3 +584,43 @@ def test_the_known_names_are_read_once_until_a_change_can_alter_them(tmp_path: P
         assert known_read() == (frozenset(), 1)  # forgotten down to one mention
     finally:
         store.close()
+
+
+async def test_an_imported_episode_s_members_get_their_entities(
+    engine_runtime: Make, tmp_path: Path
+) -> None:
+    """Members of an exported episode are stored by the import without the write-time hooks
+    (no detection): the restore queues their entities for the entity work."""
+    from tribalmemory.config import config_from_dict
+    from tribalmemory.portability import exporter, importer
+    from tribalmemory.runtime import start_runtime
+
+    source = await engine_runtime()
+    texts = [
+        "The orders-svc times out on checkout after the 2.4 deploy.",
+        "The orders-svc checkout timeouts come from the new retry budget of the 2.4 deploy.",
+        "Rolled the orders-svc retry budget back: checkout timeouts are gone since the deploy.",
+    ]
+    ids = [await remember(source, text, minute) for minute, text in enumerate(texts)]
+    await settle(source)
+    episode = source.episodes.store.memberships.episode_of(ids[0])
+    assert episode is not None  # the import restores this episode, members without hooks
+    export = tmp_path / "export.jsonl"
+    lines = [line async for line in exporter.export_lines(source.api, vectors=True)]
+    export.write_text("".join(lines), encoding="utf-8")
+
+    config = config_from_dict(
+        {"data_dir": str(tmp_path / "fresh"), "episodes": {"detector_strategy": "embedding"}}
+    )
+    fresh = await start_runtime(config, run_scheduler=False)
+    try:
+        done = await importer.apply(fresh.api, export)
+        assert done.episodes_created == 1, done.to_json()
+        members = [r["memory_id"] for r in fresh.episodes.store.memberships.members(episode)]
+        assert fresh.episodes.store.jobs.count("detect") == 0  # restored, not detected
+        found = await fresh.api.entity_get("orders-svc", project="shop")
+        naming = {m["memory_id"] for m in found["memories"]}
+        assert set(members) <= naming, (members, naming)
+        assert fresh.api.health()["episodes"]["entities_waiting"] == 0
+    finally:
+        await fresh.stop()

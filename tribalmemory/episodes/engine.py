@@ -187,7 +187,10 @@ class EpisodeEngine:
         return self.restorer.existing(episode_ids)
 
     async def restore_episode(self, record: dict[str, Any], chain_ids: set[str]) -> dict[str, Any]:
-        return (await self.restorer.restore(record, chain_ids)).to_json()
+        restored = await self.restorer.restore(record, chain_ids)
+        if restored.created:  # its members' entities wait for the entity work
+            self.entity_work.wake()
+        return restored.to_json()
 
     async def merge_episodes(self, episode_id: str, other_id: str) -> dict[str, Any]:
         return await self.operations.merge_episodes(episode_id, other_id)

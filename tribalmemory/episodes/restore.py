@@ -121,6 +121,7 @@ class Restore:
                     memory_time = to_epoch(memory.created_at)
                     self.store.add_member(db, episode_id, memory.id, memory_time, now)
                     self.store.jobs.finish_detection(db, memory.id)
+                    self.store.entities.wait(db, memory.id)  # found by the entity work
                 for entry in record["history"]:
                     self.store.history.add(
                         db,

@@ -174,11 +174,12 @@ class Entities(Table):
         return db.execute(sql + " ORDER BY memory_time, memory_id").rowcount
 
     def waiting_page(self, limit: int, up_to: int | None = None) -> list[str]:
-        """The first ``limit`` decided memories waiting for their entities, in arrival order
-        (``up_to``: those that arrived at or before that place only)."""
+        """The first ``limit`` memories waiting for their entities that are decided (or were
+        never to be: members of an imported episode), in arrival order (``up_to``: those that
+        arrived at or before that place only)."""
         sql = (
-            "SELECT w.memory_id FROM entity_waiting w JOIN detections d "
-            "ON d.memory_id = w.memory_id WHERE d.state != 'pending'"
+            "SELECT w.memory_id FROM entity_waiting w LEFT JOIN detections d "
+            "ON d.memory_id = w.memory_id WHERE d.state IS NULL OR d.state != 'pending'"
         )
         args: list[int] = []
         if up_to is not None:
