@@ -390,6 +390,32 @@ async def test_the_entity_work_reads_no_memory_it_was_handed(
     assert (await rt.api.entity_get("orders-service", project="shop"))["entity"]["mentions"] == 1
 
 
+async def test_a_text_the_extraction_fails_on_holds_up_nothing(
+    engine_runtime: Make, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    rt = await engine_runtime()
+    work, gate = await held_entity_work(rt)
+    extract = entity_work.mentions_of
+
+    def fragile(text: str, known: Any) -> Any:
+        if "cursed" in text:
+            raise ValueError("cannot read this text")
+        return extract(text, known)
+
+    monkeypatch.setattr(entity_work, "mentions_of", fragile)
+    bad = await remember(rt, "A cursed note about the orders-svc.", 0)
+    good = await remember(rt, "The orders-svc deploy failed.", 1)
+    gate.set()
+    work.wake()
+    await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
+    queue = rt.api.health()["episodes"]
+    assert (queue["entities_waiting"], queue["entities_error"]) == (0, None)
+    assert f"finding the entities of memory {bad} failed (ValueError" in caplog.text
+    assert rt.episodes.store.entities.names_of(bad) == set()
+    found = await rt.api.entity_get("orders-service", project="shop")
+    assert [m["memory_id"] for m in found["memories"]] == [good]
+
+
 async def test_a_memory_forgotten_while_its_entities_wait_gets_none(
     engine_runtime: Make,
 ) -> None:

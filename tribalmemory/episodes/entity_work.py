@@ -48,9 +48,21 @@ for the rest (those decided before a restart, or beyond this many)."""
 
 def record_memory_entities(store: EpisodeStore, memory: Memory) -> bool:
     """Find and store the memory's entities if it still waits for them, in one transaction
-    that also ends its wait; False when it no longer waited (forgotten meanwhile)."""
+    that also ends its wait; False when it no longer waited (forgotten meanwhile). A text the
+    extraction fails on would fail again at every retry and hold up the memories behind it: it
+    is stored naming nothing, with a WARNING (a failed write is retried instead)."""
     entities = store.entities
-    found = mentions_of(memory.content, entities.known(memory.project))
+    known = entities.known(memory.project)
+    try:
+        found = mentions_of(memory.content, known)
+    except Exception as exc:  # a defect of the extraction on this text, not a passing state
+        log.warning(
+            "finding the entities of memory %s failed (%s: %s); it is kept without entities",
+            memory.id,
+            type(exc).__name__,
+            exc,
+        )
+        found = {}
     with store.transaction() as db:
         if not entities.take(db, memory.id):
             return False
