@@ -114,6 +114,46 @@ async def test_invalid_parts_of_the_answer_are_dropped_with_a_warning(
     assert fake_llm_env.by_purpose("final") and len(fake_llm_env.by_purpose("final")) == 1
 
 
+async def test_facts_the_llm_reads_off_an_episode_are_memories_of_their_own(
+    engine_runtime, fake_llm_env: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    """mem0-style facts: the final summary's answer lists standalone facts, each a FACT
+    memory that recall finds, never shown beside the memory it was read from, and gone with
+    that memory; an invented citation drops the fact with a warning."""
+    fact = "Refresh tokens of the web app live 14 days and rotate on every use."
+
+    def answer(request: Recorded) -> Reply:
+        reply = default_reply(request)
+        if request.purpose != "final":
+            return reply
+        data = json.loads(reply.content or "{}")
+        first = json.loads(json.dumps(data["structured"]["events"][0]["memory_ids"]))
+        data["structured"]["facts"] = [
+            {"text": fact, "memory_ids": first},
+            {"text": "Made up.", "memory_ids": ["not-a-member"]},
+        ]
+        return Reply.json(data)
+
+    fake_llm_env.responder = answer
+    rt = await engine_runtime()
+    with caplog.at_level(logging.WARNING, logger="tribalmemory.episodes"):
+        episode_id, ids = await closed_episode(rt)
+    record = (await rt.api.episode_get(episode_id))["episode"]["structured"]
+    assert record["facts"] == [{"text": fact, "memory_ids": [ids[0]]}]
+    assert "facts[1].memory_ids" in caplog.text and "not-a-member" in caplog.text
+    found = await rt.api.recall("how long do refresh tokens live", source_types=["FACT"])
+    facts = [h["memory"] for h in found["results"]]
+    assert [m["content"] for m in facts] == [f"Fact (episode: Random logouts): {fact}"]
+    assert facts[0]["episode_id"] == episode_id and facts[0]["episode_status"] == "fact"
+    plain = await rt.api.recall("401 error after a token refresh auth/refresh.py", limit=10)
+    shown = {h["memory"]["id"] for h in plain["results"]}
+    assert ids[0] in shown and facts[0]["id"] not in shown  # not beside its source
+    await rt.api.forget(ids[0])
+    gone = await rt.api.recall("how long do refresh tokens live", source_types=["FACT"])
+    assert gone["results"] == []
+    assert (await rt.api.episode_get(episode_id))["episode"]["structured"]["facts"] == []
+
+
 async def test_without_an_llm_the_cue_rules_fill_the_record(engine_runtime, no_llm) -> None:
     rt = await engine_runtime()
     assert rt.api.health()["llm"]["state"] != "ready"

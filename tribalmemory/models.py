@@ -24,6 +24,7 @@ class SourceType(StrEnum):
     EPISODE_SUMMARY = "episode_summary"
     LESSON = "lesson"
     DECISION = "decision"
+    FACT = "fact"
 
     @classmethod
     def parse(cls, value: object) -> SourceType:
@@ -43,8 +44,11 @@ class SourceType(StrEnum):
         return self.name
 
 
-ENGINE_WRITTEN = frozenset({SourceType.EPISODE_SUMMARY, SourceType.LESSON, SourceType.DECISION})
-"""Source types only the episode engine writes: an episode's summary, lessons and decisions."""
+ENGINE_WRITTEN = frozenset(
+    {SourceType.EPISODE_SUMMARY, SourceType.LESSON, SourceType.DECISION, SourceType.FACT}
+)
+"""Source types only the episode engine writes: an episode's summary, lessons, decisions and
+facts."""
 
 
 def new_memory_id() -> str:

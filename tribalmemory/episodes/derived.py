@@ -1,6 +1,7 @@
-"""Lessons and decisions as memories (``LESSON``, ``DECISION``) so plain ``recall()`` finds them.
+"""Lessons, decisions and facts as memories (``LESSON``, ``DECISION``, ``FACT``) so plain
+``recall()`` finds them.
 
-Pure builders. Each lesson or decision of an episode's structured record is one plugin-owned
+Pure builders. Each lesson, decision or fact of an episode's structured record is one plugin-owned
 memory whose id is derived from the episode id, the kind and the position (``uuid5``), so a
 rewrite replaces the same memories, and the ids an episode should have can be computed from its
 record alone (reconcile deletes any other, e.g. left by a crash mid-rewrite). They are tagged
@@ -19,7 +20,7 @@ from ..timeutil import from_epoch, parse_iso
 from .store import EpisodeRow
 
 NAMESPACE = uuid.UUID("6f1d2c1e-4b8a-4e4f-9a57-1b7d0f3c9e21")
-KINDS = {"lessons": SourceType.LESSON, "decisions": SourceType.DECISION}
+KINDS = {"lessons": SourceType.LESSON, "decisions": SourceType.DECISION, "facts": SourceType.FACT}
 INSTANCE = "tribalmemory"
 
 
@@ -46,6 +47,8 @@ def stale_ids(episode_id: str, old: dict[str, Any], new: dict[str, Any]) -> list
 def content(kind: str, item: dict[str, Any], title: str) -> str:
     if kind == "lessons":
         return f"Lesson (episode: {title}): {item['text']}"
+    if kind == "facts":
+        return f"Fact (episode: {title}): {item['text']}"
     text = f"Decision (episode: {title}): {item['chosen']}"
     if item.get("rationale"):
         text += f" Why: {item['rationale']}"
@@ -63,7 +66,7 @@ def memories(
     title: str,
     now: datetime,
 ) -> list[Memory]:
-    """The lesson and decision memories of an episode, tagged like its summary memory."""
+    """The lesson, decision and fact memories of an episode, tagged like its summary memory."""
     tags = sorted({t for m in members for t in m.tags} | {f"episode:{row.id}"})
     times = {m.id: m.created_at for m in members}
     start = from_epoch(row.first_activity or row.created_at)

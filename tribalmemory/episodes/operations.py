@@ -30,6 +30,7 @@ ENGINE_STATUS = {
     SourceType.EPISODE_SUMMARY: "summary",
     SourceType.LESSON: "lesson",
     SourceType.DECISION: "decision",
+    SourceType.FACT: "fact",
 }
 
 

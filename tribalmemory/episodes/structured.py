@@ -2,8 +2,8 @@
 
 Pure functions only. A record is a JSON object::
 
-    {"task", "outcome", "outcome_reason", "decisions", "events", "lessons", "metrics",
-     "source": "llm" | "extractive", "edited": [field names the user set]}
+    {"task", "outcome", "outcome_reason", "decisions", "events", "lessons", "facts",
+     "metrics", "source": "llm" | "extractive", "edited": [field names the user set]}
 
 - :func:`from_llm` validates each part of the LLM's ``structured`` answer on its own and drops
   an invalid part (a wrong type, an over-long text or list, a memory id not in the episode),
@@ -25,6 +25,8 @@ cause, realised/realized, noticed), ``milestone`` (done, shipped, released, merg
 completed, finished). A memory that states a lesson in an explicit form ("Lesson: ...", "Next
 time ...", "lesson learned") gives a lesson (that sentence): a cue word in passing ("always",
 "never", "agreed", "a big decision") gives neither a decision nor a lesson.
+Facts come only from an LLM: the fallback gives none (a fact stated in passing cannot be told
+from chatter by cue words).
 Outcome: ``ongoing`` while the episode is active; else ``success`` when the last
 error/fix event is a fix or there are milestones and no error, ``failure`` when it is an error,
 ``unknown`` otherwise.
@@ -40,16 +42,29 @@ from typing import Any
 
 from .. import shapes
 from ..models import Memory
-from ..shapes import EVENT_TYPES, MAX_DECISIONS, MAX_EVENTS, MAX_LESSONS, MAX_OPTIONS, OUTCOMES
+from ..shapes import (
+    EVENT_TYPES,
+    MAX_DECISIONS,
+    MAX_EVENTS,
+    MAX_FACTS,
+    MAX_LESSONS,
+    MAX_OPTIONS,
+    OUTCOMES,
+)
 from ..timeutil import to_iso
 from . import statements
 
-EDITABLE = ("task", "outcome", "outcome_reason", "decisions", "events", "lessons")
+EDITABLE = ("task", "outcome", "outcome_reason", "decisions", "events", "lessons", "facts")
 TASK_MAX = shapes.MAX_TASK_CHARS
 REASON_MAX = TEXT_MAX = shapes.MAX_ITEM_CHARS
 OPTION_MAX = shapes.MAX_OPTION_CHARS
 MAX_IDS = shapes.MAX_CITED_IDS
-LIMITS = {"decisions": MAX_DECISIONS, "events": MAX_EVENTS, "lessons": MAX_LESSONS}
+LIMITS = {
+    "decisions": MAX_DECISIONS,
+    "events": MAX_EVENTS,
+    "lessons": MAX_LESSONS,
+    "facts": MAX_FACTS,
+}
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -164,7 +179,12 @@ def lesson_item(value: Any, name: str, members: set[str], *, strict_ids: bool) -
     }
 
 
-ITEMS = {"decisions": decision_item, "events": event_item, "lessons": lesson_item}
+ITEMS = {
+    "decisions": decision_item,
+    "events": event_item,
+    "lessons": lesson_item,
+    "facts": lesson_item,  # the same parts: a text and the memories it rests on
+}
 
 
 # ---------------------------------------------------------------- LLM answer
@@ -367,6 +387,7 @@ def empty() -> dict[str, Any]:
         "decisions": [],
         "events": [],
         "lessons": [],
+        "facts": [],
     }
 
 
@@ -397,7 +418,7 @@ def finish(
             for item in record[key] or []
             if all(i in members for i in item.get("memory_ids", []))
         ]
-        record[key] = _stamp(kept, times) if key != "lessons" else kept
+        record[key] = _stamp(kept, times) if key in ("decisions", "events") else kept
     record["metrics"] = metrics(memories, record)
     record["source"] = source
     record["edited"] = sorted(pinned | new_edits)

@@ -1,9 +1,10 @@
 """Episode summaries: the summary job, the extractive refresh and the summary memory.
 
 Each episode's summary is also stored as one ``EPISODE_SUMMARY`` memory (same id every time),
-and its lessons and decisions as ``LESSON`` / ``DECISION`` memories (:mod:`.derived`), written
-through the plugin host, so that plain ``recall()`` finds them. The structured record (task,
-outcome, decisions, events, lessons, metrics: :mod:`.structured`) is rewritten with the summary.
+and its lessons, decisions and facts as ``LESSON`` / ``DECISION`` / ``FACT`` memories
+(:mod:`.derived`), written through the plugin host, so that plain ``recall()`` finds them. The
+structured record (task, outcome, decisions, events, lessons, facts, metrics:
+:mod:`.structured`) is rewritten with the summary.
 Everything here that writes an episode's summary holds that episode's lock.
 """
 
@@ -168,8 +169,8 @@ class Summaries:
     async def write_derived(
         self, row: EpisodeRow, record: dict[str, Any], memories: list[Memory], title: str
     ) -> None:
-        """Insert or replace the episode's LESSON / DECISION memories and delete the ones its
-        shorter lists no longer have (the record is stored first: see :mod:`.derived`). The
+        """Insert or replace the episode's LESSON / DECISION / FACT memories and delete the ones
+        its shorter lists no longer have (the record is stored first: see :mod:`.derived`). The
         caller holds locks that requests may wait for: embedded at request priority."""
         now = from_epoch(self.state.clock())
         wanted = derived.memories(row, record, memories, title, now)

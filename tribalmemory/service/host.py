@@ -5,9 +5,9 @@ and deletes the memories it owns, and waits for a quiet moment before CPU-heavy 
 work. It never reaches the store, the embedders or the request counter of the service.
 
 Plugin-owned memories are those of a source type clients cannot write (``EPISODE_SUMMARY``,
-``LESSON``, ``DECISION``); they are stored without the write-time hooks or deduplication, and
-their text is embedded by the low-priority background embedder. :mod:`.service_host`
-implements this interface over the memory service.
+``LESSON``, ``DECISION``, ``FACT``); they are stored without the write-time hooks or
+deduplication, and their text is embedded by the low-priority background embedder.
+:mod:`.service_host` implements this interface over the memory service.
 """
 
 from __future__ import annotations

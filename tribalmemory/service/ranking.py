@@ -45,7 +45,7 @@ take a slot: a summary is shown as one of the best answers, not as a thread's di
 class Kind(Enum):
     MEMORY = "memory"  # written by a user or agent
     SUMMARY = "summary"  # an episode's summary (EPISODE_SUMMARY)
-    DERIVED = "derived"  # a lesson or decision read off memories (LESSON, DECISION)
+    DERIVED = "derived"  # read off memories: LESSON, DECISION, FACT
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ MAX_CITED_IDS = 20
 MAX_DECISIONS = 20
 MAX_EVENTS = 40
 MAX_LESSONS = 12
+MAX_FACTS = 10
 """How far a memory's ``created_at`` may be ahead of the server's clock (clock skew between
 machines); a later time is refused, since it would close episodes that are still active."""
 EPISODE_ID_PATTERN = r"^[A-Za-z0-9_:-]+$"

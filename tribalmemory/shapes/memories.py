@@ -261,12 +261,12 @@ class Memory(OpenResponse):
         None, description="The episode the memory belongs to (null without the episode engine)."
     )
     episode_status: (
-        Literal["assigned", "pending", "unassigned", "summary", "lesson", "decision"] | None
+        Literal["assigned", "pending", "unassigned", "summary", "lesson", "decision", "fact"] | None
     ) = Field(
         None,
         description="assigned, pending (detection still running), unassigned, or summary, "
-        "lesson, decision (the memory is an episode's summary, one of its lessons or one of "
-        "its decisions); null without the episode engine.",
+        "lesson, decision, fact (the memory is an episode's summary, or one of its lessons, "
+        "decisions or facts); null without the episode engine.",
     )
     access_count: AccessCount = None
     last_accessed_at: LastAccessed = None

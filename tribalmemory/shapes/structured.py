@@ -18,6 +18,7 @@ from .limits import (
     MAX_CITED_IDS,
     MAX_DECISIONS,
     MAX_EVENTS,
+    MAX_FACTS,
     MAX_ITEM_CHARS,
     MAX_LESSONS,
     MAX_OPTION_CHARS,
@@ -56,6 +57,14 @@ class LessonEdit(Request):
     memory_ids: CitedIds | None = None
 
 
+class FactEdit(Request):
+    text: ItemText = Field(
+        description="One standalone fact worth keeping beyond the episode: a preference, a "
+        "setting, a name, a number, a date."
+    )
+    memory_ids: CitedIds | None = None
+
+
 class StructuredEdit(Request):
     """The structured fields a user sets; each one given replaces the stored one and is kept
     when the episode is regenerated."""
@@ -66,6 +75,7 @@ class StructuredEdit(Request):
     decisions: list[DecisionEdit] | None = Field(None, max_length=MAX_DECISIONS)
     events: list[EventEdit] | None = Field(None, max_length=MAX_EVENTS)
     lessons: list[LessonEdit] | None = Field(None, max_length=MAX_LESSONS)
+    facts: list[FactEdit] | None = Field(None, max_length=MAX_FACTS)
 
 
 class Decision(Response):
@@ -86,6 +96,11 @@ class Event(Response):
 
 
 class Lesson(Response):
+    text: str
+    memory_ids: list[MemoryId]
+
+
+class Fact(Response):
     text: str
     memory_ids: list[MemoryId]
 
@@ -115,6 +130,10 @@ class StructuredRecord(Response):
     decisions: list[Decision]
     events: list[Event]
     lessons: list[Lesson]
+    facts: list[Fact] = Field(
+        default_factory=list,
+        description="Standalone facts the LLM read off the episode (none without an LLM).",
+    )
     metrics: EpisodeMetrics
     source: Literal["llm", "extractive"] = Field(
         description="llm: extracted with the final summary; extractive: the cue-word rules."

@@ -31,8 +31,9 @@ MAX_MEMORIES = 40
 HEAD_MEMORIES = 5
 MAX_NEW_MEMORIES = 10
 
-#: The structured part (task, outcome, decisions, events, lessons) rides in the same answer as
-#: the summary of ``regenerate`` and ``final``: no extra call, more output tokens.
+#: The structured part (task, outcome, decisions, events, lessons, facts) rides in the same
+#: answer as the summary of ``regenerate`` and ``final``: no extra call, more output tokens
+#: (facts added 300 to each: ten facts of about 30 tokens).
 #: ``classify``, ``merge`` and ``split`` answer a list: these are tokens an item, plus
 #: :data:`LIST_ANSWER_TOKENS` for the list around them. Sized on the longest valid items
 #: (ids of uuid length, an 80-character title) printed with indents, as a model may: a cap
@@ -42,8 +43,8 @@ MAX_TOKENS = {
     "merge": 50,
     "split": 40,
     "update": 450,
-    "regenerate": 1200,
-    "final": 1500,
+    "regenerate": 1500,
+    "final": 1800,
 }
 LIST_ANSWER_TOKENS = 25
 

@@ -39,9 +39,11 @@ _STRUCTURED_RULE = (
     '"...", "memory_ids": ["<memory id>"]}] in time order; "events": [{"type": "milestone" | '
     '"error" | "fix" | "decision" | "discovery" | "blocker" | "handoff", "text": "...", '
     '"memory_ids": ["<memory id>"]}] in time order; "lessons": [{"text": a short reusable '
-    'statement, "memory_ids": ["<memory id>"]}]}. memory_ids: the exact ids of the memories '
-    "each item rests on (at least one). Texts at most 300 characters; at most 20 decisions, 40 "
-    "events, 12 lessons; [] when there are none"
+    'statement, "memory_ids": ["<memory id>"]}]; "facts": [{"text": one standalone fact worth '
+    "knowing after the episode is over (a preference, a setting, a name, a number, a date, who "
+    'owns what), stated so it reads alone, "memory_ids": ["<memory id>"]}]}. memory_ids: the '
+    "exact ids of the memories each item rests on (at least one). Texts at most 300 "
+    "characters; at most 20 decisions, 40 events, 12 lessons, 10 facts; [] when there are none"
 )
 
 SEED_TITLE = "(new thread)"
