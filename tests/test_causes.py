@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fakellm import FakeLLM, Recorded, Reply, default_reply
+from helpers_http import EPISODES, write_config
 from starlette.testclient import TestClient
+from test_cli import run, run_json
 from test_http import error, remember, settle
 from test_mcp import connect, error_of, ok
 from test_structured_episodes import closed_episode
@@ -83,6 +87,14 @@ def test_the_shortest_path_prefers_fewer_links_then_the_more_confident() -> None
     assert causes.shortest_path("a", "e", steps_from, 1) is None  # two links needed
     # membership steps alone are no causal chain
     assert causes.shortest_path("d", "e", steps_from, 8) is None
+    # a chain never comes back through a node: a -> b inside one episode E gives no b -> a
+    loop = {
+        "b": [Step("b", "E", "part_of", 1.0, "membership")],
+        "E": [Step("E", "a", "contains", 1.0, "membership")],
+        "a": [Step("a", "b", "causes", 1.0, "user"), Step("a", "E", "part_of", 1.0, "membership")],
+    }
+    assert causes.shortest_path("b", "a", lambda n: loop.get(n, []), 8) is None
+    assert causes.shortest_path("a", "b", lambda n: loop.get(n, []), 8) is not None
 
 
 # -- three linked episodes over HTTP ------------------------------------------------------------
@@ -310,3 +322,32 @@ async def test_the_llms_caused_by_is_stored_and_an_invalid_one_dropped_with_a_wa
     assert record["events"][1]["links"][0]["source"] == "llm"
     path = await rt.api.causal_path(ids[2], ids[3])
     assert [s["source"] for s in path["path"]] == ["llm"]
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+
+def test_cli_adds_lists_follows_and_removes_links(
+    tm_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as sock:  # no daemon answers: each command opens the store itself
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = str(write_config(tm_home, server={"port": port}, episodes=EPISODES))
+    scope = ("--project", "shop", "--config", config)
+    ids = [
+        run_json(capsys, "remember", text, *scope)["memory_id"]
+        for text in ("The cache-service stalled.", "Cache TTL halved.")
+    ]
+    added = run_json(capsys, "causes", "add", ids[0], f"memory:{ids[1]}", "--note", "n", *scope)
+    link_id = added["link"]["id"]
+    code, out, _ = run(capsys, "causes", "list", ids[1], *scope)
+    assert code == 0 and link_id in out and "user" in out
+    code, out, _ = run(capsys, "causes", "path", ids[0], ids[1], *scope)
+    assert code == 0 and f"memory:{ids[0]} -> memory:{ids[1]} (causes, user 1.0)" in out
+    code, out, _ = run(capsys, "causes", "path", ids[1], ids[0], *scope)
+    assert code == 0 and "No causal path: no chain of at most 8 causal links" in out
+    code, _, err = run(capsys, "causes", "list", ids[1], "--project", "other", "--config", config)
+    assert code == 1 and f"no memory {ids[1]} in project other" in err
+    assert run(capsys, "causes", "remove", link_id, *scope)[0] == 0
+    assert run_json(capsys, "causes", "list", ids[1], *scope)["links"] == []

@@ -198,7 +198,9 @@ def shortest_path(
 ) -> list[Step] | None:
     """The chain from ``start`` to ``goal`` with the fewest causal links (at least one, at most
     ``max_links``; membership steps are free), then the highest product of confidences, then
-    the fewest steps. None when there is none. Dijkstra over (node, a link taken yet)."""
+    the fewest steps; no node twice. None when there is none. Dijkstra over (node, a link taken
+    yet), each chain kept simple (a memory and its episode stand for each other, so a chain
+    could otherwise come back to where it was)."""
     if start == goal:
         return []
     State = tuple[str, bool]
@@ -217,9 +219,10 @@ def shortest_path(
                 state, step = back[state]
                 chain.append(step)
             return chain[::-1]
+        visited = _nodes_to(state, first, back)
         for step in steps_from(here):
             causal = step.relation == "causes"
-            if links + causal > max_links:
+            if links + causal > max_links or step.effect in visited:
                 continue
             price = (links + causal, cost - math.log(max(step.confidence, 1e-9)), count + 1)
             there = (step.effect, linked or causal)
@@ -228,6 +231,19 @@ def shortest_path(
                 back[there] = (state, step)
                 heapq.heappush(queue, (*price, *there))
     return None
+
+
+def _nodes_to(
+    state: tuple[str, bool],
+    first: tuple[str, bool],
+    back: Mapping[tuple[str, bool], tuple[tuple[str, bool], Step]],
+) -> set[str]:
+    """The nodes of the best chain found so far from ``first`` to ``state``."""
+    nodes = {state[0]}
+    while state != first:
+        state = back[state][0]
+        nodes.add(state[0])
+    return nodes
 
 
 def path_confidence(chain: Sequence[Step]) -> float:
