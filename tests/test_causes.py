@@ -232,6 +232,39 @@ def test_forget_and_delete_take_the_links_that_rest_on_them(
     error(client.get("/v1/causes", params={"node": f"episode:{ep['A']}"}), 404, "no episode")
 
 
+def test_a_merge_moves_links_and_a_users_caused_by_is_a_user_link(
+    client: TestClient, runtime: Runtime
+) -> None:
+    mem, ep = three_episodes(client, runtime)
+    merged = client.post(f"/v1/episodes/{ep['B']}/merge", json={"other_id": ep["A"]})
+    assert merged.status_code == 200, merged.text
+    survivor = merged.json()["episode_id"]
+    absorbed = ep["A"] if survivor == ep["B"] else ep["B"]
+    settle(client, runtime)
+    listed = client.get("/v1/causes", params={"node": mem["C"]}).json()["links"]
+    assert [x["cause"] for x in listed] == [f"episode:{survivor}"]
+    assert f"episode:{absorbed}" not in json.dumps(
+        client.get("/v1/causes", params={"node": f"episode:{survivor}"}).json()
+    )
+
+    members = [mem["A"], mem["B"]]
+    events = [
+        {"type": "error", "text": "pool exhausted", "memory_ids": [members[0]]},
+        {"type": "fix", "text": "raised the limit", "memory_ids": [members[1]]},
+    ]
+    events[1]["caused_by"] = [members[0]]
+    patched = client.patch(f"/v1/episodes/{survivor}", json={"structured": {"events": events}})
+    assert patched.status_code == 200, patched.text
+    record = patched.json()["episode"]["structured"]
+    assert record["events"][1]["caused_by"] == [members[0]]
+    (link,) = [x for x in record["events"][1]["links"] if x["source"] == "user"]
+    assert (link["cause"], link["confidence"]) == (f"memory:{members[0]}", 1.0)
+
+    events[1]["caused_by"] = [mem["C"]]  # not a member of the episode
+    refused = client.patch(f"/v1/episodes/{survivor}", json={"structured": {"events": events}})
+    error(refused, 422, "structured.events[1].caused_by names memories not in the episode")
+
+
 def test_another_projects_nodes_are_not_found(client: TestClient, runtime: Runtime) -> None:
     mine = remember(client, "The billing-service crashed because of the nightly job.")
     theirs = remember(client, "Alerting moved to a new pager rota.", project="beta")

@@ -44,11 +44,20 @@ class Causal:
 
     def derive(self, row: EpisodeRow, record: dict[str, Any], memories: list[Memory]) -> list[Link]:
         """The links the episode's record states and the rules find in its memories."""
-        named = {m.id: set(causes.names(m.content)) for m in memories}
+        events = record.get("events") or []
+        ordered = {
+            i
+            for e in events
+            if e.get("type") in (*causes.FAILURES, "fix")
+            for i in e.get("memory_ids") or []
+        }
+        phrased = {m.id for m in memories if causes.has_causal_phrase(m.content) is not None}
+        read = ordered | phrased  # only the memories a rule reads: extraction is not free
+        named = {m.id: set(causes.names(m.content)) for m in memories if m.id in read}
         found = causes.record_links(record)
-        found += causes.order_links(record.get("events") or [], named)
+        found += causes.order_links(events, named)
         for memory in memories:
-            if causes.has_causal_phrase(memory.content) is None:
+            if memory.id not in phrased:
                 continue
             earlier: dict[str, str] = {}
             for name in named[memory.id]:
