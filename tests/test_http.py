@@ -437,7 +437,7 @@ def test_openapi_document_lists_every_route(client: TestClient) -> None:
     assert document["openapi"] == "3.1.0"
     documented = {(m.upper(), p) for p, ops in document["paths"].items() for m in ops}
     served = {(op.method, op.path) for op in ROUTES}
-    assert documented == served and len(served) == 35
+    assert documented == served and len(served) == 39
     remember_op = document["paths"]["/v1/remember"]["post"]
     assert remember_op["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/RememberRequest"
@@ -697,7 +697,7 @@ def test_http_docs_examples_run(tmp_path: Path) -> None:
     blocks = doc_blocks()
     assert len(blocks) >= 10
     # 501 without episodes
-    episode_paths = ("/v1/episodes", "/v1/context", "/v1/patterns", "/v1/entities")
+    episode_paths = ("/v1/episodes", "/v1/context", "/v1/patterns", "/v1/entities", "/v1/caus")
     memory_blocks = [b for b in blocks if not any(path in b for path in episode_paths)]
     token = generate_token()
     TokenStore(tmp_path / "home" / "auth.json").save(token)  # the examples must work with auth

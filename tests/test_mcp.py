@@ -67,6 +67,10 @@ TOOLS = {
     "tribal_entities",
     "tribal_entity",
     "tribal_sessions",
+    "tribal_causes",
+    "tribal_causal_path",
+    "tribal_cause_add",
+    "tribal_cause_remove",
 }
 EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_episodes_list": {},
@@ -90,6 +94,10 @@ EPISODE_CALLS: dict[str, dict[str, Any]] = {
     "tribal_patterns": {"kind": "antipattern"},
     "tribal_entities": {},
     "tribal_entity": {"name": "orders-svc"},
+    "tribal_causes": {"node": "ep-0123456789ab"},
+    "tribal_causal_path": {"from_node": "ep-0123456789ab", "to_node": "ep-0123456789ac"},
+    "tribal_cause_add": {"cause": "ep-0123456789ab", "effect": "ep-0123456789ac"},
+    "tribal_cause_remove": {"link_id": "cl-0123456789ab"},
 }
 REMEMBER_KEYS = {"success", "memory_id", "duplicate_of", "episode_id", "error", "episode_status"}
 MEMORY_KEYS = {
@@ -330,6 +338,11 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         shapes.EntitiesListQuery,
         shapes.EntityRef,
         shapes.EntityGetQuery,
+        shapes.CausesQuery,
+        shapes.CauseAddRequest,
+        shapes.CauseRef,
+        shapes.CauseRemoveQuery,
+        shapes.CausalPathQuery,
         shapes.SessionsQuery,
     ]
     outputs = {
@@ -358,6 +371,9 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_entities": shapes.EntityList,
         "tribal_entity": shapes.EntityDetail,
         "tribal_sessions": shapes.SessionList,
+        "tribal_causes": shapes.CauseList,
+        "tribal_causal_path": shapes.CausalPath,
+        "tribal_cause_add": shapes.CauseAddResult,
     }
     async with connect(fake) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

@@ -74,6 +74,12 @@ class EpisodeOperations(Protocol):
     async def current_episode(self, session: str) -> dict[str, Any]: ...
     async def update_structured(self, episode_id: str, patch: dict[str, Any]) -> None: ...
     async def decisions(self, episode_id: str) -> dict[str, Any]: ...
+    async def causes(self, project: str, node: str) -> dict[str, Any]: ...
+    async def cause_add(
+        self, project: str, cause: str, effect: str, note: str | None
+    ) -> dict[str, Any]: ...
+    async def cause_remove(self, project: str, link_id: str) -> None: ...
+    async def causal_path(self, project: str, start: str, goal: str) -> dict[str, Any]: ...
     async def context(
         self, query: str | None, budget: int, project: str | None
     ) -> dict[str, Any]: ...
@@ -499,6 +505,40 @@ class TribalAPI:
         engine = self._engine()
         found = await engine.decisions(check.episode_id(episode_id))
         return shapes.EpisodeDecisions.model_validate(found).to_json()
+
+    # -- causes -----------------------------------------------------------------------------
+
+    async def causes_list(self, node: Any = None, project: Any = None) -> dict[str, Any]:
+        """The node's links (the fields of :class:`~.shapes.CausesQuery`)."""
+        engine = self._engine()
+        wanted = check.text("node", node, shapes.MAX_NODE_CHARS)
+        assert wanted is not None
+        found = await engine.causes(check.project(project), wanted)
+        return shapes.CauseList.model_validate(found).to_json()
+
+    @takes(shapes.CauseAddRequest)
+    async def cause_add(self, request: shapes.CauseAddRequest) -> dict[str, Any]:
+        engine = self._engine()
+        project = check.project(request.project)
+        note = check.text("note", request.note, shapes.MAX_CAUSE_NOTE_CHARS, required=False)
+        added = await engine.cause_add(project, request.cause, request.effect, note)
+        return shapes.CauseAddResult.model_validate(added).to_json()
+
+    async def cause_remove(self, link_id: Any, project: Any = None) -> dict[str, Any]:
+        engine = self._engine()
+        await engine.cause_remove(check.project(project), check.link_id(link_id))
+        return success()
+
+    async def causal_path(
+        self, from_node: Any = None, to_node: Any = None, project: Any = None
+    ) -> dict[str, Any]:
+        """The chain between two nodes (the fields of :class:`~.shapes.CausalPathQuery`)."""
+        engine = self._engine()
+        start = check.text("from_node", from_node, shapes.MAX_NODE_CHARS)
+        goal = check.text("to_node", to_node, shapes.MAX_NODE_CHARS)
+        assert start is not None and goal is not None
+        found = await engine.causal_path(check.project(project), start, goal)
+        return shapes.CausalPath.model_validate(found).to_json()
 
     async def context(
         self, query: Any = None, budget_tokens: Any = None, project: Any = None

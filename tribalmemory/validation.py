@@ -150,6 +150,16 @@ def entity_name(value: Any, field: str = "name") -> str:
     return name
 
 
+LINK_ID = re.compile(r"^cl-[0-9a-f]{12}$")
+
+
+def link_id(value: Any, field: str = "link_id") -> str:
+    """A causal link's id: ``cl-`` and 12 hex digits (any case)."""
+    if not isinstance(value, str) or not LINK_ID.match(value.strip().lower()):
+        raise InvalidInput(f"{field} must be a causal link id like 'cl-0123456789ab'")
+    return value.strip().lower()
+
+
 def integer(field: str, value: Any, limits: Range) -> int:
     """An integer within ``limits`` (its default when ``None``)."""
     low, high = limits.low, limits.high

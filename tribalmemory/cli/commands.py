@@ -304,6 +304,56 @@ def print_entity(found: dict[str, Any]) -> None:
         print(f"named with: {named}")
 
 
+# -- causes -----------------------------------------------------------------------------------
+
+
+async def causes(api: Api, args: argparse.Namespace) -> int:
+    """``causes list|path|add|remove``: causal links between episodes and memories."""
+    project = args.project
+    if args.action == "list":
+        found = await api.causes_list(args.node, project=project)
+        if args.json:
+            print_json(found)
+        elif not found["links"]:
+            print(f"No causal links of {found['node']}.")
+        else:
+            print(table(LINK_HEADERS, [link_row(link) for link in found["links"]]))
+    elif args.action == "path":
+        found = await api.causal_path(args.from_node, args.to_node, project=project)
+        print_json(found) if args.json else print_path(found)
+    elif args.action == "add":
+        added = await api.cause_add(args.cause, args.effect, note=args.note, project=project)
+        print_json(added) if args.json else print(f"Linked: {added['link']['id']}")
+    else:
+        await api.cause_remove(args.link_id, project=project)
+        print_json({"success": True}) if args.json else print(f"Removed {args.link_id}.")
+    return 0
+
+
+LINK_HEADERS = ["LINK", "CAUSE", "EFFECT", "CONFIDENCE", "SOURCE", "NOTE"]
+
+
+def link_row(link: dict[str, Any]) -> list[Any]:
+    return [
+        link["id"],
+        link["cause"],
+        link["effect"],
+        link["confidence"],
+        link["source"],
+        link["note"],
+    ]
+
+
+def print_path(found: dict[str, Any]) -> None:
+    if found["path"] is None:
+        print(f"No causal path: {found['reason']}.")
+        return
+    print(f"{found['from_node']} -> {found['to_node']} (confidence {found['confidence']})")
+    for step in found["path"]:
+        via = f"{step['relation']}, {step['source']} {step['confidence']}"
+        print(f"  {step['cause']} -> {step['effect']} ({via})")
+
+
 # -- episodes ---------------------------------------------------------------------------------
 
 

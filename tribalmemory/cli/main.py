@@ -232,6 +232,30 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--kind", choices=shapes.ENTITY_KINDS)
     cmd.add_argument("--limit", type=_positive, help="entities listed, or memories shown")
 
+    causes = sub.add_parser(
+        "causes", help="what led to what: causal links between episodes and memories"
+    ).add_subparsers(title="actions", metavar="ACTION", required=True)
+    node_help = "episode:<id>, memory:<id>, or a bare id (a UUID is a memory)"
+    for name, text in (
+        ("list", "the causal links of an episode or a memory, strongest first"),
+        ("path", "the shortest chain of causal links from one node to another"),
+        ("add", "link a cause to its effect by hand"),
+        ("remove", "remove a causal link"),
+    ):
+        cmd = causes.add_parser(name, help=text, description=text, parents=[scoped])
+        cmd.set_defaults(handler=_api("causes"), action=name)
+        if name == "list":
+            cmd.add_argument("node", help=node_help)
+        elif name == "path":
+            cmd.add_argument("from_node", metavar="FROM", help=node_help)
+            cmd.add_argument("to_node", metavar="TO", help=node_help)
+        elif name == "add":
+            cmd.add_argument("cause", help=node_help)
+            cmd.add_argument("effect", help=node_help)
+            cmd.add_argument("--note", help="why the one led to the other")
+        else:
+            cmd.add_argument("link_id", help="the link's id (cl-...), as listed")
+
     episodes = sub.add_parser("episodes", help="list and edit episodes").add_subparsers(
         title="actions", metavar="ACTION", required=True
     )

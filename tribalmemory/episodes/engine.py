@@ -104,6 +104,7 @@ class EpisodeEngine:
         self.pattern_finder = Patterns(self.state)
         self.context_builder = Context(self.state, summariser, self.pattern_finder)
         self.entity_reads = EntityReads(self.state, self.entity_work)
+        self.causal = self.summaries.causal
 
     def _subscribe(self) -> None:
         """Who reacts to what the parts announce (:mod:`.events`), in the order they react."""
@@ -152,7 +153,12 @@ class EpisodeEngine:
         return await self.operations.list_episodes(status, limit, offset, filters)
 
     async def get_episode(self, episode_id: str, include_timeline: bool) -> dict[str, Any]:
-        return await self.operations.get_episode(episode_id, include_timeline)
+        found = await self.operations.get_episode(episode_id, include_timeline)
+        episode = found["episode"]
+        if episode.get("structured"):  # a copy: the row's record is left as stored
+            episode["structured"] = dict(episode["structured"])
+        self.causal.decorate(episode["project"], episode.get("structured"))
+        return found
 
     async def create_episode(
         self, title: str, memory_ids: list[str], parent_episode_id: str | None
@@ -234,6 +240,20 @@ class EpisodeEngine:
 
     async def decisions(self, episode_id: str) -> dict[str, Any]:
         return self.records.decisions(episode_id)
+
+    async def causes(self, project: str, node: str) -> dict[str, Any]:
+        return await self.causal.of_node(project, node)
+
+    async def cause_add(
+        self, project: str, cause: str, effect: str, note: str | None
+    ) -> dict[str, Any]:
+        return await self.causal.add(project, cause, effect, note)
+
+    async def cause_remove(self, project: str, link_id: str) -> None:
+        self.causal.remove(project, link_id)
+
+    async def causal_path(self, project: str, start: str, goal: str) -> dict[str, Any]:
+        return await self.causal.path(project, start, goal)
 
     async def context(self, query: str | None, budget: int, project: str | None) -> dict[str, Any]:
         return await self.context_builder.build(query, budget, project)

@@ -34,13 +34,17 @@ class Records:
             previous = row.structured or structured.fallback(memories, row.status)
             source = row.structured.get("source", "extractive")
             record = structured.finish(fresh, previous, memories, source, edited=fresh)
+            links = self.summaries.causal.derive(row, record, memories)
             with self.store.transaction() as db:
                 self.store.episodes.update(
                     db, episode_id, structured=record, updated_at=state.clock()
                 )
+                self.summaries.causal.write_derived(db, row, links, state.clock())
             await self.summaries.write_derived(row, record, memories, row.title)
 
     def decisions(self, episode_id: str) -> dict[str, Any]:
         row = self.state.episode(episode_id)
-        items = list((row.structured or {}).get("decisions") or [])
+        record = {"decisions": [dict(d) for d in (row.structured or {}).get("decisions") or []]}
+        self.summaries.causal.decorate(row.project, record)
+        items = record["decisions"]
         return {"episode_id": row.id, "title": row.title, "decisions": items, "count": len(items)}

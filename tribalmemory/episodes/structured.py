@@ -14,6 +14,11 @@ Pure functions only. A record is a JSON object::
   that cite memories no longer in the episode, orders by time and computes ``metrics``.
 - :func:`from_user` validates a user's edit strictly (an error names the field).
 
+A decision has a ``type`` (technical, process, product, other: ``other`` when not given) and
+``effects`` (short texts); an event may have ``caused_by`` / ``leads_to``: ids of the episode's
+members (the memories other events rest on), from which :mod:`.causes` derives causal links. In
+the LLM's answer an invalid ``caused_by`` / ``leads_to`` is dropped alone (the event is kept).
+
 Fallback rules (one event per memory). A memory that states a decision in one of the explicit
 forms of :mod:`.statements` ("Decision: ...", "We decided to ...") gives a ``decision`` event
 and a decision record (chosen: that sentence; rationale: the words after "because" or
@@ -43,8 +48,11 @@ from typing import Any
 from .. import shapes
 from ..models import Memory
 from ..shapes import (
+    DECISION_TYPES,
     EVENT_TYPES,
     MAX_DECISIONS,
+    MAX_EFFECT_CHARS,
+    MAX_EFFECTS,
     MAX_EVENTS,
     MAX_FACTS,
     MAX_LESSONS,
@@ -138,9 +146,49 @@ def _outcome(value: Any, name: str = "outcome") -> str:
 # ---------------------------------------------------------------- items
 
 
-def decision_item(value: Any, name: str, members: set[str], *, strict_ids: bool) -> dict[str, Any]:
+def _links(
+    data: dict[str, Any], key: str, name: str, members: set[str], dropped: list[str] | None
+) -> list[str]:
+    """An event's ``caused_by`` / ``leads_to``: members of the episode. Invalid: an error for a
+    user's edit (``dropped`` None); the LLM's is dropped alone, its reason added to ``dropped``."""
+    try:
+        return _ids(data.get(key), f"{name}.{key}", members, False)
+    except InvalidPart as exc:
+        if dropped is None:
+            raise
+        dropped.append(f"{exc} ({key} dropped)")
+        return []
+
+
+def _decision_type(value: Any, name: str) -> str:
+    if value is None:
+        return "other"
+    if value not in DECISION_TYPES:
+        raise InvalidPart(f"{name}.type must be one of {', '.join(DECISION_TYPES)}, got {value!r}")
+    return str(value)
+
+
+def _effects(value: Any, name: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_EFFECTS:
+        raise InvalidPart(f"{name}.effects must be a list of at most {MAX_EFFECTS} strings")
+    return [_text(e, f"{name}.effects item", MAX_EFFECT_CHARS) for e in value]
+
+
+def decision_item(
+    value: Any,
+    name: str,
+    members: set[str],
+    *,
+    strict_ids: bool,
+    dropped: list[str] | None = None,
+) -> dict[str, Any]:
     data = _keys(
-        value, name, {"chosen"}, {"at", "context", "options", "rationale", "outcome", "memory_ids"}
+        value,
+        name,
+        {"chosen"},
+        {"at", "context", "options", "rationale", "outcome", "memory_ids", "type", "effects"},
     )
     options = data.get("options") or []
     if not isinstance(options, list) or len(options) > MAX_OPTIONS:
@@ -156,11 +204,20 @@ def decision_item(value: Any, name: str, members: set[str], *, strict_ids: bool)
         "outcome": _text(data.get("outcome") or "", f"{name}.outcome", TEXT_MAX, allow_empty=True)
         or None,
         "memory_ids": _ids(data.get("memory_ids"), f"{name}.memory_ids", members, strict_ids),
+        "type": _decision_type(data.get("type"), name),
+        "effects": _effects(data.get("effects"), name),
     }
 
 
-def event_item(value: Any, name: str, members: set[str], *, strict_ids: bool) -> dict[str, Any]:
-    data = _keys(value, name, {"type", "text"}, {"at", "memory_ids"})
+def event_item(
+    value: Any,
+    name: str,
+    members: set[str],
+    *,
+    strict_ids: bool,
+    dropped: list[str] | None = None,
+) -> dict[str, Any]:
+    data = _keys(value, name, {"type", "text"}, {"at", "memory_ids", "caused_by", "leads_to"})
     if data["type"] not in EVENT_TYPES:
         raise InvalidPart(f"{name}.type must be one of {', '.join(EVENT_TYPES)}")
     return {
@@ -168,10 +225,19 @@ def event_item(value: Any, name: str, members: set[str], *, strict_ids: bool) ->
         "type": data["type"],
         "text": _text(data["text"], f"{name}.text", TEXT_MAX),
         "memory_ids": _ids(data.get("memory_ids"), f"{name}.memory_ids", members, strict_ids),
+        "caused_by": _links(data, "caused_by", name, members, dropped),
+        "leads_to": _links(data, "leads_to", name, members, dropped),
     }
 
 
-def lesson_item(value: Any, name: str, members: set[str], *, strict_ids: bool) -> dict[str, Any]:
+def lesson_item(
+    value: Any,
+    name: str,
+    members: set[str],
+    *,
+    strict_ids: bool,
+    dropped: list[str] | None = None,
+) -> dict[str, Any]:
     data = _keys(value, name, {"text"}, {"memory_ids"})
     return {
         "text": _text(data["text"], f"{name}.text", TEXT_MAX),
@@ -223,7 +289,9 @@ def from_llm(answer: Any, member_ids: Iterable[str]) -> tuple[dict[str, Any], li
         kept = []
         for index, entry in enumerate(value):
             try:
-                kept.append(item(entry, f"{key}[{index}]", members, strict_ids=True))
+                kept.append(
+                    item(entry, f"{key}[{index}]", members, strict_ids=True, dropped=dropped)
+                )
             except InvalidPart as exc:
                 dropped.append(f"{exc} (item dropped)")
         out[key] = kept
@@ -307,6 +375,8 @@ def fallback(memories: Sequence[Memory], status: str) -> dict[str, Any]:
                     "rationale": _clip(why.group(1)) if why else "",
                     "outcome": None,
                     "memory_ids": [memory.id],
+                    "type": "other",
+                    "effects": [],
                 }
             )
         elif kind is not None:
@@ -419,6 +489,10 @@ def finish(
             if all(i in members for i in item.get("memory_ids", []))
         ]
         record[key] = _stamp(kept, times) if key in ("decisions", "events") else kept
+    for event in record["events"]:  # a link to a memory gone from the episode goes
+        for key in ("caused_by", "leads_to"):
+            if key in event:
+                event[key] = [i for i in event[key] if i in members]
     record["metrics"] = metrics(memories, record)
     record["source"] = source
     record["edited"] = sorted(pinned | new_edits)

@@ -22,6 +22,7 @@ import numpy as np
 from ..models import Memory, SourceType, new_memory_id
 from ..timeutil import from_epoch
 from . import derived, extractive, lifecycle, structured, upgrades
+from .causal import Causal
 from .distinctive import Background
 from .events import Events, SummaryWaits
 from .state import EngineState
@@ -51,6 +52,8 @@ class Summaries:
         self.summariser = summariser
         self.events = events
         """Where a summary left waiting for its LLM upgrade is announced."""
+        self.causal = Causal(state)
+        """The causal links each summary job derives from the record and the memories."""
 
     async def run(self, episode_id: str, trigger: str | None = None, upgrade: bool = False) -> bool:
         """The summary job: LLM summary of the planned kind, or the extractive fallback.
@@ -119,6 +122,7 @@ class Summaries:
             background,
         )
         values = made.values
+        links = self.causal.derive(row, values["structured"], memories)
         writes = await self._derived_writes(row, values["structured"], made.derived)
         embedded_summary, *embedded_derived = await self._embedded(
             [made.summary, *writes.memories], background=True
@@ -136,6 +140,7 @@ class Summaries:
             await self._put([embedded_summary])
             with self.store.transaction() as db:
                 self.store.episodes.update(db, episode_id, **values)
+                self.causal.write_derived(db, row, links, self.state.clock())
                 marked = plan != "interim" and upgrades.mark(self.store, db, episode_id, outage)
             await self._put(embedded_derived)
             await self._delete_stale(writes)

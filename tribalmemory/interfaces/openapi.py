@@ -30,6 +30,7 @@ PATH_PARAMS: dict[str, tuple[dict[str, Any], Callable[[Any], str]]] = {
     "memory_id": (shapes.ForgetRequest.argument_schema("memory_id"), check.memory_id),
     "episode_id": (shapes.EpisodeRef.argument_schema("episode_id"), check.episode_id),
     "name": (shapes.EntityRef.argument_schema("name"), check.entity_name),
+    "link_id": (shapes.CauseRef.argument_schema("link_id"), check.link_id),
 }
 """Every path parameter name, with its schema and the shared check that cleans it."""
 
@@ -120,6 +121,8 @@ class Op:
     def tag(self) -> str:
         if self.path.startswith("/v1/entities"):
             return "entities"
+        if self.path.startswith(("/v1/causes", "/v1/causal-path")):
+            return "causes"
         episodes = self.path.startswith(("/v1/episodes", "/v1/context", "/v1/patterns"))
         return "episodes" if episodes else "memories"
 
@@ -229,6 +232,38 @@ ROUTES: list[Op] = [
         "One entity (by any alias): its episodes, latest memories and co-occurring entities",
         shapes.EntityDetail,
         query_model=shapes.EntityGetQuery,
+    ),
+    Op(
+        "GET",
+        "/v1/causes",
+        "causes_list",
+        "A node's causal links (an episode or a memory, as cause or effect), strongest first",
+        shapes.CauseList,
+        query_model=shapes.CausesQuery,
+    ),
+    Op(
+        "POST",
+        "/v1/causes",
+        "cause_add",
+        "Link a cause to its effect by hand (kept when episodes are regenerated)",
+        shapes.CauseAddResult,
+        body=shapes.CauseAddRequest,
+    ),
+    Op(
+        "DELETE",
+        "/v1/causes/{link_id}",
+        "cause_remove",
+        "Remove a causal link",
+        shapes.Success,
+        query_model=shapes.CauseRemoveQuery,
+    ),
+    Op(
+        "GET",
+        "/v1/causal-path",
+        "causal_path",
+        "The shortest chain of causal links from one node to another, or why none is known",
+        shapes.CausalPath,
+        query_model=shapes.CausalPathQuery,
     ),
     Op(
         "GET",
@@ -431,7 +466,7 @@ def _responses(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str,
         codes["409"] = CONFLICTS[op.call]
     if op.call == "remember_batch":
         codes["429"] = "Two batches are being stored already (Retry-After header)"
-    if op.tag in ("episodes", "entities"):
+    if op.tag in ("episodes", "entities", "causes"):
         codes["501"] = "Episode feature not enabled"
     if op.call in ("recall", "memories_list"):
         codes["501"] = "episode_id is given and the episode feature is not enabled"

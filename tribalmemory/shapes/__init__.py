@@ -27,6 +27,7 @@ The parts, each importable from here:
 - :mod:`.health`: ``/v1/health`` and ``/v1/stats``.
 - :mod:`.projects`: the project list.
 - :mod:`.entities`: entities (list, one entity, an episode's entities).
+- :mod:`.causes`: causal links between episodes and memories, and the causal path.
 - :mod:`.sessions`: the client sessions of a project.
 """
 
@@ -36,6 +37,19 @@ from .base import (
     Request,
     Response,
     Success,
+)
+from .causes import (
+    NODE_DOC,
+    CausalLink,
+    CausalPath,
+    CausalPathQuery,
+    CausalStep,
+    CauseAddRequest,
+    CauseAddResult,
+    CauseList,
+    CauseRef,
+    CauseRemoveQuery,
+    CausesQuery,
 )
 from .context import (
     Context,
@@ -134,7 +148,10 @@ from .health import (
     WarmUp,
 )
 from .limits import (
+    CAUSAL_PATH_MAX_DEPTH,
+    CAUSE_SOURCES,
     CONTEXT_BUDGET,
+    DECISION_TYPES,
     EDITABLE_STATUSES,
     ENTITIES_LIMIT,
     ENTITY_KINDS,
@@ -145,9 +162,12 @@ from .limits import (
     EPISODES_OFFSET,
     EVENT_TYPES,
     MAX_BATCH,
+    MAX_CAUSE_NOTE_CHARS,
     MAX_CITED_IDS,
     MAX_CONTEXT_CHARS,
     MAX_DECISIONS,
+    MAX_EFFECT_CHARS,
+    MAX_EFFECTS,
     MAX_ENTITY_CHARS,
     MAX_EPISODE_ID_CHARS,
     MAX_EPISODE_QUERY_CHARS,
@@ -160,6 +180,8 @@ from .limits import (
     MAX_MEMORY_IDS,
     MAX_METADATA_CHARS,
     MAX_METADATA_FIELDS,
+    MAX_NODE_CHARS,
+    MAX_NODE_LINKS,
     MAX_OPTION_CHARS,
     MAX_OPTIONS,
     MAX_RUN_CHARS,
@@ -182,6 +204,8 @@ from .limits import (
     SESSIONS_LIMIT,
     SOURCE_TYPES,
     WRITABLE_SOURCE_TYPES,
+    CauseSource,
+    DecisionType,
     EditableStatus,
     EpisodeStatus,
     EventType,
@@ -252,6 +276,11 @@ __all__ = [
     "CoEntity", "ENTITIES_LIMIT", "ENTITY_KINDS", "ENTITY_MEMORIES_LIMIT", "EntitiesListQuery",
     "Entity", "EntityDetail", "EntityEpisode", "EntityGetQuery", "EntityList", "EntityMemory",
     "EntityRef", "EpisodeEntity", "MAX_ENTITY_CHARS",
+    "CAUSAL_PATH_MAX_DEPTH", "CAUSE_SOURCES", "CausalLink", "CausalPath", "CausalPathQuery",
+    "CausalStep", "CauseAddRequest", "CauseAddResult", "CauseList", "CauseRef",
+    "CauseRemoveQuery", "CauseSource", "CausesQuery", "DECISION_TYPES", "DecisionType",
+    "MAX_CAUSE_NOTE_CHARS", "MAX_EFFECTS", "MAX_EFFECT_CHARS", "MAX_NODE_CHARS",
+    "MAX_NODE_LINKS", "NODE_DOC",
     "EditableStatus", "EmbeddingInfo", "Episode", "EpisodeChain", "EpisodeCounts",
     "EpisodeCreateRequest", "EpisodeCreateResult", "EpisodeCurrent", "EpisodeCurrentQuery",
     "EpisodeDecisions", "EpisodeDetail", "EpisodeGetQuery", "EpisodeGetResult", "EpisodeId",

@@ -53,6 +53,23 @@ Outcome = Literal["success", "failure", "partial", "ongoing", "unknown"]
 OUTCOMES: tuple[Outcome, ...] = typing.get_args(Outcome)
 EventType = Literal["milestone", "error", "fix", "decision", "discovery", "blocker", "handoff"]
 EVENT_TYPES: tuple[EventType, ...] = typing.get_args(EventType)
+DecisionType = Literal["technical", "process", "product", "other"]
+"""What a decision is about: technical (code, architecture, tools, infrastructure), process (how
+the work is done: reviews, releases, rotas), product (what users get: features, scope,
+priorities), other."""
+DECISION_TYPES: tuple[DecisionType, ...] = typing.get_args(DecisionType)
+MAX_EFFECTS = 5
+"""A decision's effects: at most this many short texts of at most MAX_EFFECT_CHARS."""
+MAX_EFFECT_CHARS = 200
+# Causal links (docs/causes.md): between nodes ``episode:<id>`` and ``memory:<id>``.
+CauseSource = Literal["llm", "reference", "order", "user"]
+CAUSE_SOURCES: tuple[CauseSource, ...] = typing.get_args(CauseSource)
+MAX_CAUSE_NOTE_CHARS = 500
+MAX_NODE_CHARS = 80
+CAUSAL_PATH_MAX_DEPTH = 8
+"""A causal path has at most this many causal links (membership steps not counted)."""
+MAX_NODE_LINKS = 200
+"""The most links one node lists (the strongest first)."""
 SOURCE_TYPES = tuple(s.json_name for s in SourceType)
 WRITABLE_SOURCE_TYPES = tuple(s.json_name for s in SourceType if s not in ENGINE_WRITTEN)
 

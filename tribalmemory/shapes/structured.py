@@ -10,6 +10,7 @@ from .base import (
     Request,
     Response,
 )
+from .causes import CausalLink
 from .fields import (
     MemoryId,
     Timestamp,
@@ -17,6 +18,8 @@ from .fields import (
 from .limits import (
     MAX_CITED_IDS,
     MAX_DECISIONS,
+    MAX_EFFECT_CHARS,
+    MAX_EFFECTS,
     MAX_EVENTS,
     MAX_FACTS,
     MAX_ITEM_CHARS,
@@ -24,6 +27,7 @@ from .limits import (
     MAX_OPTION_CHARS,
     MAX_OPTIONS,
     MAX_TASK_CHARS,
+    DecisionType,
     EventType,
     Outcome,
 )
@@ -33,6 +37,21 @@ CitedIds = Annotated[
     list[MemoryId],
     Field(max_length=MAX_CITED_IDS, description="Members of the episode it rests on."),
 ]
+Effects = Annotated[
+    list[Annotated[str, Field(max_length=MAX_EFFECT_CHARS)]],
+    Field(max_length=MAX_EFFECTS, description="What it led to, in short texts."),
+]
+LinkedIds = Annotated[
+    list[MemoryId],
+    Field(
+        max_length=MAX_CITED_IDS,
+        description="Members of the episode (the memories other events rest on).",
+    ),
+]
+LINKS_DOC = (
+    "Every causal link of the memory it rests on (its first memory_id), from any source "
+    "(docs/causes.md)."
+)
 
 
 class DecisionEdit(Request):
@@ -44,12 +63,16 @@ class DecisionEdit(Request):
     rationale: ItemText | None = Field(None, description="Why.")
     outcome: ItemText | None = Field(None, description="How it turned out.")
     memory_ids: CitedIds | None = None
+    type: DecisionType | None = Field(None, description="What it is about (default other).")
+    effects: Effects | None = None
 
 
 class EventEdit(Request):
     type: EventType
     text: ItemText
     memory_ids: CitedIds | None = None
+    caused_by: LinkedIds | None = Field(None, description="What led to it.")
+    leads_to: LinkedIds | None = Field(None, description="What it led to.")
 
 
 class LessonEdit(Request):
@@ -86,6 +109,9 @@ class Decision(Response):
     rationale: str
     outcome: str | None
     memory_ids: list[MemoryId]
+    type: DecisionType = "other"
+    effects: list[str] = Field(default_factory=list, description="What it led to.")
+    links: list[CausalLink] = Field(default_factory=list, description=LINKS_DOC)
 
 
 class Event(Response):
@@ -93,6 +119,13 @@ class Event(Response):
     type: EventType
     text: str
     memory_ids: list[MemoryId]
+    caused_by: list[MemoryId] = Field(
+        default_factory=list, description="The members whose events led to it."
+    )
+    leads_to: list[MemoryId] = Field(
+        default_factory=list, description="The members whose events it led to."
+    )
+    links: list[CausalLink] = Field(default_factory=list, description=LINKS_DOC)
 
 
 class Lesson(Response):

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .causes import CausalLinks
 from .conversations import Conversations
 from .detections import Detections
 from .entities import Entities
@@ -46,7 +47,7 @@ class EpisodeStore:
     span tables, and one class per table (``store.episodes``, ``store.memberships``,
     ``store.detections``, ``store.jobs``, ``store.history``, ``store.pins``,
     ``store.sessions``, ``store.conversations``, ``store.terms``, ``store.entities``,
-    ``store.episode_entities``)."""
+    ``store.episode_entities``, ``store.causes``)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,6 +79,7 @@ class EpisodeStore:
         self.terms = TermCounts(self.db)
         self.entities = Entities(self.db)
         self.episode_entities = EpisodeEntities(self.db)
+        self.causes = CausalLinks(self.db)
 
     def close(self) -> None:
         with self._checkpoint_lock:
@@ -157,6 +159,7 @@ class EpisodeStore:
         if previous is not None:
             self.memberships.delete(db, memory_id)
             self.episodes.mark_stale(db, previous, now)
+            self.causes.member_left(db, previous, memory_id)
         self.memberships.insert(db, (memory_id, episode_id, memory_time, now, score, surprise))
         self.episodes.count_joined(db, episode_id, memory_time, now)
         self.detections.record(db, memory_id, "assigned", memory_time)
@@ -168,6 +171,7 @@ class EpisodeStore:
         removed = self.memberships.delete(db, memory_id, episode_id)
         if removed:
             self.episodes.mark_stale(db, episode_id, now)
+            self.causes.member_left(db, episode_id, memory_id)
         return removed
 
     def forget_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
@@ -175,6 +179,7 @@ class EpisodeStore:
         self.jobs.drop(db, ("detect", "classify"), memory_id)
         self.conversations.forget_memory(db, memory_id)
         self.entities.forget_memory(db, memory_id)
+        self.causes.forget_node(db, f"memory:{memory_id}")
 
     def queue_summary(
         self,
@@ -205,6 +210,7 @@ class EpisodeStore:
         self.episodes.take_over(db, survivor, absorbed, len(moved), now)
         self.pins.move_all(db, absorbed, survivor)
         self.sessions.move_all(db, absorbed, survivor)
+        self.causes.move_episode(db, absorbed, survivor)
         self.jobs.drop(db, EPISODE_JOBS, absorbed)
         self.episodes.delete_row(db, absorbed)
         return moved
@@ -218,5 +224,6 @@ class EpisodeStore:
         self.episodes.orphan_children(db, episode_id)
         self.pins.delete_episode(db, episode_id)
         self.sessions.delete_episode(db, episode_id)
+        self.causes.delete_episode(db, episode_id)
         self.episodes.delete_row(db, episode_id)
         return members

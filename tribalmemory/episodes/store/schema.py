@@ -121,6 +121,21 @@ CREATE TABLE IF NOT EXISTS entity_waiting ( -- memories whose entities are still
     seq INTEGER PRIMARY KEY,               -- arrival order: the order they are found in
     memory_id TEXT NOT NULL UNIQUE
 );
+CREATE TABLE IF NOT EXISTS causal_links ( -- what led to what (store/causes.py, docs/causes.md)
+    id TEXT PRIMARY KEY,                   -- cl-<12 hex>
+    project TEXT NOT NULL,
+    cause TEXT NOT NULL,                   -- episode:<id> | memory:<id>
+    effect TEXT NOT NULL,
+    confidence REAL NOT NULL,              -- 0..1
+    source TEXT NOT NULL,                  -- llm | reference | order | user
+    note TEXT NOT NULL DEFAULT '',
+    owner TEXT,                            -- the episode that derived it (null: a user's link)
+    created_at REAL NOT NULL,
+    UNIQUE (project, cause, effect, source)
+);
+CREATE INDEX IF NOT EXISTS causal_links_cause ON causal_links(cause);
+CREATE INDEX IF NOT EXISTS causal_links_effect ON causal_links(effect);
+CREATE INDEX IF NOT EXISTS causal_links_owner ON causal_links(owner);
 CREATE TABLE IF NOT EXISTS sittings (      -- episodes that are a conversation's sittings
     episode_id TEXT PRIMARY KEY REFERENCES episodes(id) ON DELETE CASCADE
 ) WITHOUT ROWID;

@@ -11,8 +11,8 @@ The parts:
 
 - :mod:`.table`: the tool table (:data:`TOOLS`: name, annotations, request model of each tool)
   and :func:`register_tools`.
-- :mod:`.memories`, :mod:`.episodes`, :mod:`.overview`, :mod:`.entities`: the tool functions,
-  by family.
+- :mod:`.memories`, :mod:`.episodes`, :mod:`.overview`, :mod:`.entities`, :mod:`.causes`:
+  the tool functions, by family.
 - :mod:`.params`: parameters advertised with a request field's schema (:func:`arg`, ``RAW``,
   :func:`with_fields`).
 - :mod:`.sessions`: the agent's session and name; :mod:`.env`: what a server's tools share.

@@ -8,6 +8,7 @@ from typing import Any
 from mcp_types import ToolAnnotations
 
 from ... import shapes
+from .causes import cause_tools
 from .entities import entity_tools
 from .env import Caller, ToolEnv
 from .episodes import episode_tools
@@ -66,11 +67,15 @@ TOOLS: dict[str, Tool] = {
     "entities_list": Tool("tribal_entities", READ, shapes.EntitiesListQuery),
     "entity_get": Tool("tribal_entity", READ),
     "sessions": Tool("tribal_sessions", READ, shapes.SessionsQuery),
+    "causes_list": Tool("tribal_causes", READ),
+    "causal_path": Tool("tribal_causal_path", READ),
+    "cause_add": Tool("tribal_cause_add", WRITE),
+    "cause_remove": Tool("tribal_cause_remove", DELETE),
 }
 """The tools by the name of their function (in :mod:`.memories`, :mod:`.episodes`,
-:mod:`.overview`, :mod:`.entities`), in the order they are listed."""
+:mod:`.overview`, :mod:`.entities`, :mod:`.causes`), in the order they are listed."""
 
-FAMILIES = (memory_tools, episode_tools, overview_tools, entity_tools)
+FAMILIES = (memory_tools, episode_tools, overview_tools, entity_tools, cause_tools)
 
 
 def register_tools(

@@ -36,14 +36,18 @@ _STRUCTURED_RULE = (
     '"structured": {"task": one line, what the episode set out to do; "outcome": "success" | '
     '"failure" | "partial" | "ongoing" | "unknown"; "outcome_reason": one line; "decisions": '
     '[{"context": "...", "options": ["..."], "chosen": "...", "rationale": "...", "outcome": '
-    '"...", "memory_ids": ["<memory id>"]}] in time order; "events": [{"type": "milestone" | '
-    '"error" | "fix" | "decision" | "discovery" | "blocker" | "handoff", "text": "...", '
-    '"memory_ids": ["<memory id>"]}] in time order; "lessons": [{"text": a short reusable '
+    '"...", "memory_ids": ["<memory id>"], "type": "technical" | "process" | "product" | '
+    '"other", "effects": [what it led to, at most 5 short texts]}] in time order; "events": '
+    '[{"type": "milestone" | "error" | "fix" | "decision" | "discovery" | "blocker" | '
+    '"handoff", "text": "...", "memory_ids": ["<memory id>"], "caused_by": ["<memory id>"], '
+    '"leads_to": ["<memory id>"]}] in time order; "lessons": [{"text": a short reusable '
     'statement, "memory_ids": ["<memory id>"]}]; "facts": [{"text": one standalone fact worth '
     "knowing after the episode is over (a preference, a setting, a name, a number, a date, who "
     'owns what), stated so it reads alone, "memory_ids": ["<memory id>"]}]}. memory_ids: the '
-    "exact ids of the memories each item rests on (at least one). Texts at most 300 "
-    "characters; at most 20 decisions, 40 events, 12 lessons, 10 facts; [] when there are none"
+    "exact ids of the memories each item rests on (at least one). caused_by / leads_to: the "
+    "memory ids of the other events that led to this one / that it led to, only when the "
+    "memories say so ([] otherwise). Texts at most 300 characters; at most 20 decisions, 40 "
+    "events, 12 lessons, 10 facts; [] when there are none"
 )
 
 SEED_TITLE = "(new thread)"

@@ -1,0 +1,386 @@
+"""Causal links (docs/causes.md): the rules without an LLM as pure functions, links from the
+LLM's structured answer (real litellm client, fake provider), user links over HTTP kept across
+a regeneration, the causal path on three linked episodes, forget and delete taking links away,
+and project isolation on every route and tool."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakellm import FakeLLM, Recorded, Reply, default_reply
+from helpers_http import EPISODES, write_config
+from starlette.testclient import TestClient
+from test_cli import run, run_json
+from test_http import error, remember, settle
+from test_mcp import connect, error_of, ok
+from test_structured_episodes import closed_episode
+
+from tribalmemory.episodes import causes
+from tribalmemory.episodes.causes import Step
+from tribalmemory.runtime import Runtime
+
+# -- the rules as pure functions ---------------------------------------------------------------
+
+A = "aaaaaaaa-0000-4000-8000-000000000001"
+B = "bbbbbbbb-0000-4000-8000-000000000002"
+C = "cccccccc-0000-4000-8000-000000000003"
+
+
+def test_a_causal_phrase_naming_what_an_earlier_episode_named_links_that_episode() -> None:
+    text = "Fixed the outage caused by the payments-gateway pool: raised max_client_conn."
+    earlier = {"payments-gateway": "ep-a"}
+    (link,) = causes.reference_links(B, text, earlier)
+    assert (link.cause, link.effect, link.source) == ("episode:ep-a", f"memory:{B}", "reference")
+    assert link.confidence == causes.REFERENCE_CONFIDENCE
+    assert "caused by" in link.note and "payments-gateway" in link.note
+    # no explicit causal phrase: the same names link nothing
+    plain = "Raised max_client_conn on the payments-gateway pool."
+    assert causes.reference_links(B, plain, earlier) == []
+    # a phrase, but nothing named first in an earlier episode
+    assert causes.reference_links(B, text, {}) == []
+    for phrase in ("due to", "led to", "as a result of", "fixes #4411", "reverts", "because of"):
+        assert causes.has_causal_phrase(f"x {phrase} y") is not None, phrase
+    assert causes.has_causal_phrase("after the rollout of payments-gateway v2") is not None
+    assert causes.has_causal_phrase("We fixed it and moved on.") is None
+
+
+def test_a_fix_after_an_error_sharing_a_name_is_linked_with_a_low_confidence() -> None:
+    events = [
+        {"type": "error", "memory_ids": [A]},
+        {"type": "discovery", "memory_ids": [C]},
+        {"type": "fix", "memory_ids": [B]},
+    ]
+    named = {A: {"payments-gateway"}, B: {"payments-gateway", "pool"}, C: {"other"}}
+    (link,) = causes.order_links(events, named)
+    assert (link.cause, link.effect, link.source) == (f"memory:{A}", f"memory:{B}", "order")
+    assert link.confidence == causes.ORDER_CONFIDENCE < causes.REFERENCE_CONFIDENCE
+    # no shared name, or the fix before the error: no link
+    assert causes.order_links(events, {A: {"x"}, B: {"y"}}) == []
+    assert causes.order_links(list(reversed(events)), named) == []
+
+
+def test_nodes_are_told_apart_by_prefix_or_by_the_uuid_form() -> None:
+    assert causes.parse_node(f"memory:{A}") == ("memory", A)
+    assert causes.parse_node("episode:ep-1") == ("episode", "ep-1")
+    assert causes.parse_node(A) == ("memory", A)
+    assert causes.parse_node("ep-1a2b") == ("episode", "ep-1a2b")
+
+
+def test_the_shortest_path_prefers_fewer_links_then_the_more_confident() -> None:
+    edges = {
+        "a": [Step("a", "b", "causes", 0.9, "user"), Step("a", "c", "causes", 0.3, "order")],
+        "b": [Step("b", "d", "causes", 0.9, "user")],
+        "c": [Step("c", "d", "causes", 0.9, "user")],
+        "d": [Step("d", "e", "part_of", 1.0, "membership")],
+    }
+    steps_from: Callable[[str], list[Step]] = lambda n: edges.get(n, [])  # noqa: E731
+    chain = causes.shortest_path("a", "e", steps_from, 8)
+    assert chain is not None and [s.effect for s in chain] == ["b", "d", "e"]
+    assert causes.path_confidence(chain) == pytest.approx(0.81)  # float product
+    assert causes.shortest_path("e", "a", steps_from, 8) is None
+    assert causes.shortest_path("a", "e", steps_from, 1) is None  # two links needed
+    # membership steps alone are no causal chain
+    assert causes.shortest_path("d", "e", steps_from, 8) is None
+    # a chain never comes back through a node: a -> b inside one episode E gives no b -> a
+    loop = {
+        "b": [Step("b", "E", "part_of", 1.0, "membership")],
+        "E": [Step("E", "a", "contains", 1.0, "membership")],
+        "a": [Step("a", "b", "causes", 1.0, "user"), Step("a", "E", "part_of", 1.0, "membership")],
+    }
+    assert causes.shortest_path("b", "a", lambda n: loop.get(n, []), 8) is None
+    assert causes.shortest_path("a", "b", lambda n: loop.get(n, []), 8) is not None
+
+
+# -- three linked episodes over HTTP ------------------------------------------------------------
+
+STORY = {
+    "A": ("Deploy of payments-gateway failed: connection pool exhausted error.", "2026-03-02"),
+    "B": (
+        "Fixed the outage caused by the payments-gateway pool: raised max_client_conn to 400.",
+        "2026-03-05",
+    ),
+    "C": ("We decided to add pool alerts because of the max_client_conn change.", "2026-03-09"),
+}
+
+
+def entity_work_done(client: TestClient, runtime: Runtime) -> None:
+    assert client.portal is not None
+    assert client.portal.call(runtime.episodes.engine.entity_work.settle, 30)
+
+
+def three_episodes(client: TestClient, runtime: Runtime) -> tuple[dict[str, str], dict[str, str]]:
+    """A's error -> B's fix -> C's decision: the memory ids and the episode ids by letter."""
+    memories = {
+        key: remember(client, text, created_at=f"{day}T09:00:00Z")
+        for key, (text, day) in STORY.items()
+    }
+    entity_work_done(client, runtime)
+    episodes = {}
+    for key, memory_id in memories.items():
+        created = client.post(
+            "/v1/episodes", json={"title": f"ep {key}", "memory_ids": [memory_id]}
+        )
+        assert created.status_code == 200, created.text
+        episodes[key] = created.json()["episode_id"]
+    settle(client, runtime)
+    return memories, episodes
+
+
+def test_a_causal_path_runs_through_three_linked_episodes(
+    client: TestClient, runtime: Runtime
+) -> None:
+    mem, ep = three_episodes(client, runtime)
+    found = client.get(
+        "/v1/causal-path", params={"from_node": f"memory:{mem['A']}", "to_node": mem["C"]}
+    )
+    assert found.status_code == 200, found.text
+    body = found.json()
+    assert body["reason"] is None
+    steps = [(s["cause"], s["effect"], s["relation"], s["source"]) for s in body["path"]]
+    assert steps == [
+        (f"memory:{mem['A']}", f"episode:{ep['A']}", "part_of", "membership"),
+        (f"episode:{ep['A']}", f"memory:{mem['B']}", "causes", "reference"),
+        (f"memory:{mem['B']}", f"episode:{ep['B']}", "part_of", "membership"),
+        (f"episode:{ep['B']}", f"memory:{mem['C']}", "causes", "reference"),
+    ]
+    assert body["confidence"] == pytest.approx(causes.REFERENCE_CONFIDENCE**2)  # float product
+    assert all(s["link_id"] for s in body["path"] if s["relation"] == "causes")
+
+    whole = client.get(
+        "/v1/causal-path", params={"from_node": f"episode:{ep['A']}", "to_node": ep["C"]}
+    ).json()
+    assert [s["effect"] for s in whole["path"]][-1] == f"episode:{ep['C']}"
+
+    # the item of B's record shows its links
+    events = client.get(f"/v1/episodes/{ep['B']}").json()["episode"]["structured"]["events"]
+    assert [link["cause"] for link in events[0]["links"]] == [f"episode:{ep['A']}"]
+
+    # none known the other way round: 200 with a reason
+    back = client.get(
+        "/v1/causal-path", params={"from_node": mem["C"], "to_node": f"memory:{mem['A']}"}
+    )
+    assert back.status_code == 200
+    assert back.json()["path"] is None and back.json()["confidence"] is None
+    assert "no chain of at most 8 causal links" in back.json()["reason"]
+
+    # a node that does not exist, a malformed one
+    missing = {"from_node": mem["A"], "to_node": "episode:ep-000000000000"}
+    error(client.get("/v1/causal-path", params=missing), 404, "no episode ep-000000000000")
+    error(client.get("/v1/causal-path", params={"from_node": "bad id!", "to_node": mem["A"]}), 400)
+    error(client.get("/v1/causal-path", params={"from_node": mem["A"]}), 400, "to_node")
+
+
+def test_user_links_are_kept_across_a_regeneration_and_removed_by_hand(
+    client: TestClient, runtime: Runtime
+) -> None:
+    mem, ep = three_episodes(client, runtime)
+    added = client.post(
+        "/v1/causes",
+        json={"cause": f"memory:{mem['A']}", "effect": f"memory:{mem['C']}", "note": "pager"},
+    )
+    assert added.status_code == 200, added.text
+    link = added.json()["link"]
+    assert (link["source"], link["confidence"], link["note"]) == ("user", 1.0, "pager")
+    assert link["created_at"].endswith("Z")
+
+    assert client.post(f"/v1/episodes/{ep['C']}/regenerate").status_code == 200
+    settle(client, runtime)
+    listed = client.get("/v1/causes", params={"node": f"memory:{mem['C']}"}).json()
+    assert {(x["source"], x["cause"]) for x in listed["links"]} == {
+        ("user", f"memory:{mem['A']}"),
+        ("reference", f"episode:{ep['B']}"),
+    }
+
+    # a shortcut now: A's memory -> C's memory in one link
+    path = client.get("/v1/causal-path", params={"from_node": mem["A"], "to_node": mem["C"]})
+    assert [s["source"] for s in path.json()["path"]] == ["user"]
+
+    assert client.delete(f"/v1/causes/{link['id']}").status_code == 200
+    error(client.delete(f"/v1/causes/{link['id']}"), 404, "no causal link")
+    error(client.delete("/v1/causes/not-a-link"), 400, "causal link id")
+    listed = client.get("/v1/causes", params={"node": f"memory:{mem['C']}"}).json()
+    assert [x["source"] for x in listed["links"]] == ["reference"]
+
+    same = {"cause": mem["A"], "effect": f"memory:{mem['A']}"}
+    error(client.post("/v1/causes", json=same), 422, "the same node")
+    error(client.post("/v1/causes", json={"cause": mem["A"]}), 422, "effect")
+
+
+def test_forget_and_delete_take_the_links_that_rest_on_them(
+    client: TestClient, runtime: Runtime
+) -> None:
+    mem, ep = three_episodes(client, runtime)
+    user = client.post("/v1/causes", json={"cause": ep["C"], "effect": mem["B"]}).json()["link"]
+    kept = client.post("/v1/causes", json={"cause": ep["A"], "effect": mem["C"]}).json()["link"]
+    assert client.delete(f"/v1/forget/{mem['B']}").status_code == 200
+    settle(client, runtime)
+    # the reference link A -> B's memory and the user's link to B's memory are gone
+    links = client.get("/v1/causes", params={"node": f"episode:{ep['A']}"}).json()["links"]
+    assert [x["id"] for x in links] == [kept["id"]]
+    error(client.delete(f"/v1/causes/{user['id']}"), 404)
+
+    assert client.delete(f"/v1/episodes/{ep['A']}").status_code == 200
+    assert kept["id"] not in [
+        x["id"] for x in client.get("/v1/causes", params={"node": mem["C"]}).json()["links"]
+    ]
+    error(client.get("/v1/causes", params={"node": f"episode:{ep['A']}"}), 404, "no episode")
+
+
+def test_a_merge_moves_links_and_a_users_caused_by_is_a_user_link(
+    client: TestClient, runtime: Runtime
+) -> None:
+    mem, ep = three_episodes(client, runtime)
+    merged = client.post(f"/v1/episodes/{ep['B']}/merge", json={"other_id": ep["A"]})
+    assert merged.status_code == 200, merged.text
+    survivor = merged.json()["episode_id"]
+    absorbed = ep["A"] if survivor == ep["B"] else ep["B"]
+    settle(client, runtime)
+    listed = client.get("/v1/causes", params={"node": mem["C"]}).json()["links"]
+    assert [x["cause"] for x in listed] == [f"episode:{survivor}"]
+    assert f"episode:{absorbed}" not in json.dumps(
+        client.get("/v1/causes", params={"node": f"episode:{survivor}"}).json()
+    )
+
+    members = [mem["A"], mem["B"]]
+    events = [
+        {"type": "error", "text": "pool exhausted", "memory_ids": [members[0]]},
+        {"type": "fix", "text": "raised the limit", "memory_ids": [members[1]]},
+    ]
+    events[1]["caused_by"] = [members[0]]
+    patched = client.patch(f"/v1/episodes/{survivor}", json={"structured": {"events": events}})
+    assert patched.status_code == 200, patched.text
+    record = patched.json()["episode"]["structured"]
+    assert record["events"][1]["caused_by"] == [members[0]]
+    (link,) = [x for x in record["events"][1]["links"] if x["source"] == "user"]
+    assert (link["cause"], link["confidence"]) == (f"memory:{members[0]}", 1.0)
+
+    events[1]["caused_by"] = [mem["C"]]  # not a member of the episode
+    refused = client.patch(f"/v1/episodes/{survivor}", json={"structured": {"events": events}})
+    error(refused, 422, "structured.events[1].caused_by names memories not in the episode")
+
+
+def test_another_projects_nodes_are_not_found(client: TestClient, runtime: Runtime) -> None:
+    mine = remember(client, "The billing-service crashed because of the nightly job.")
+    theirs = remember(client, "Alerting moved to a new pager rota.", project="beta")
+    both = {"cause": mine, "effect": theirs}
+    error(client.post("/v1/causes", json=both), 404, f"no memory {theirs} in project default")
+    error(client.post("/v1/causes", json=both | {"project": "beta"}), 404, "in project beta")
+    error(client.get("/v1/causes", params={"node": mine, "project": "beta"}), 404)
+    crossing = {"from_node": mine, "to_node": theirs}
+    error(client.get("/v1/causal-path", params=crossing), 404, "in project default")
+
+    other = remember(client, "Nightly job rescheduled to 02:00.")
+    link = client.post("/v1/causes", json={"cause": mine, "effect": other}).json()["link"]
+    error(client.delete(f"/v1/causes/{link['id']}", params={"project": "beta"}), 404)
+    listed = client.get("/v1/causes", params={"node": other}).json()
+    assert [x["id"] for x in listed["links"]] == [link["id"]]
+
+
+async def test_mcp_tools_answer_and_keep_projects_apart(engine_runtime: Any) -> None:
+    rt = await engine_runtime()
+    first = (await rt.api.remember("The cache-service stalled.", project="alpha"))["memory_id"]
+    then = (await rt.api.remember("Cache TTL halved.", project="alpha"))["memory_id"]
+    async with connect(rt.api) as agent:
+        added = ok(
+            await agent.call_tool(
+                "tribal_cause_add", {"cause": first, "effect": then, "project": "alpha"}
+            )
+        )
+        link_id = added["link"]["id"]
+        listed = ok(await agent.call_tool("tribal_causes", {"node": then, "project": "alpha"}))
+        assert [x["id"] for x in listed["links"]] == [link_id]
+        path = ok(
+            await agent.call_tool(
+                "tribal_causal_path", {"from_node": first, "to_node": then, "project": "alpha"}
+            )
+        )
+        assert path["confidence"] == 1.0 and len(path["path"]) == 1
+        text = error_of(await agent.call_tool("tribal_causes", {"node": then, "project": "beta"}))
+        assert f"no memory {then} in project beta" in text
+        text = error_of(
+            await agent.call_tool("tribal_cause_remove", {"link_id": link_id, "project": "beta"})
+        )
+        assert "no causal link" in text
+        ok(await agent.call_tool("tribal_cause_remove", {"link_id": link_id, "project": "alpha"}))
+        listed = ok(await agent.call_tool("tribal_causes", {"node": then, "project": "alpha"}))
+        assert listed["links"] == []
+
+
+# -- the LLM's structured answer ----------------------------------------------------------------
+
+
+async def test_the_llms_caused_by_is_stored_and_an_invalid_one_dropped_with_a_warning(
+    engine_runtime: Any, fake_llm_env: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    state: dict[str, list[str]] = {}
+
+    def answer(request: Recorded) -> Reply:
+        reply = default_reply(request)
+        if request.purpose != "final":
+            return reply
+        data = json.loads(reply.content or "{}")
+        events = data["structured"]["events"]
+        ids = [e["memory_ids"][0] for e in events]
+        state["ids"] = ids
+        events[1]["caused_by"] = [ids[0]]  # the discovery came of the error
+        events[3]["caused_by"] = ["not-a-member"]  # invented: dropped, the event kept
+        events[2]["leads_to"] = [ids[3]]
+        decision = data["structured"]["decisions"][0]
+        decision |= {"type": "technical", "effects": ["no more random logouts"]}
+        return Reply.json(data)
+
+    fake_llm_env.responder = answer
+    rt = await engine_runtime()
+    with caplog.at_level(logging.WARNING, logger="tribalmemory.episodes"):
+        episode_id, ids = await closed_episode(rt)
+    record = (await rt.api.episode_get(episode_id))["episode"]["structured"]
+    assert record["source"] == "llm"
+    assert [e["caused_by"] for e in record["events"]] == [[], [ids[0]], [], []]
+    assert record["events"][2]["leads_to"] == [ids[3]]
+    assert record["decisions"][0]["type"] == "technical"
+    assert record["decisions"][0]["effects"] == ["no more random logouts"]
+    warnings = "\n".join(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert "events[3].caused_by names memories not in the episode: not-a-member" in warnings
+    assert "(caused_by dropped)" in warnings
+
+    found = await rt.api.causes_list(f"memory:{ids[1]}")
+    llm = [x for x in found["links"] if x["source"] == "llm"]
+    assert [(x["cause"], x["confidence"]) for x in llm] == [(f"memory:{ids[0]}", 0.8)]
+    assert record["events"][1]["links"][0]["source"] == "llm"
+    path = await rt.api.causal_path(ids[2], ids[3])
+    assert [s["source"] for s in path["path"]] == ["llm"]
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+
+def test_cli_adds_lists_follows_and_removes_links(
+    tm_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as sock:  # no daemon answers: each command opens the store itself
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = str(write_config(tm_home, server={"port": port}, episodes=EPISODES))
+    scope = ("--project", "shop", "--config", config)
+    ids = [
+        run_json(capsys, "remember", text, *scope)["memory_id"]
+        for text in ("The cache-service stalled.", "Cache TTL halved.")
+    ]
+    added = run_json(capsys, "causes", "add", ids[0], f"memory:{ids[1]}", "--note", "n", *scope)
+    link_id = added["link"]["id"]
+    code, out, _ = run(capsys, "causes", "list", ids[1], *scope)
+    assert code == 0 and link_id in out and "user" in out
+    code, out, _ = run(capsys, "causes", "path", ids[0], ids[1], *scope)
+    assert code == 0 and f"memory:{ids[0]} -> memory:{ids[1]} (causes, user 1.0)" in out
+    code, out, _ = run(capsys, "causes", "path", ids[1], ids[0], *scope)
+    assert code == 0 and "No causal path: no chain of at most 8 causal links" in out
+    code, _, err = run(capsys, "causes", "list", ids[1], "--project", "other", "--config", config)
+    assert code == 1 and f"no memory {ids[1]} in project other" in err
+    assert run(capsys, "causes", "remove", link_id, *scope)[0] == 0
+    assert run_json(capsys, "causes", "list", ids[1], *scope)["links"] == []

@@ -1,0 +1,193 @@
+"""Causal links as clients read and edit them, and the links each summary job derives: the I/O
+around the pure rules of :mod:`.causes` (docs/causes.md)."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from typing import Any
+
+from .. import validation as check
+from ..errors import InvalidInput, NotFound
+from ..models import Memory
+from ..shapes import CAUSAL_PATH_MAX_DEPTH, MAX_NODE_CHARS, MAX_NODE_LINKS
+from ..timeutil import from_epoch, to_epoch, to_iso
+from . import causes
+from .causes import EPISODE, MEMORY, Link, Step
+from .state import EngineState
+from .store.rows import EpisodeRow
+
+log = logging.getLogger("tribalmemory.episodes")
+
+
+def link_json(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "cause": row["cause"],
+        "effect": row["effect"],
+        "relation": "causes",
+        "confidence": row["confidence"],
+        "source": row["source"],
+        "note": row["note"],
+        "created_at": to_iso(from_epoch(row["created_at"])),
+    }
+
+
+class Causal:
+    """The ``causal_links`` of the episode database, as the API answers them."""
+
+    def __init__(self, state: EngineState) -> None:
+        self.state = state
+        self.store = state.store
+
+    # -- derived by a summary job -----------------------------------------------------------
+
+    def derive(self, row: EpisodeRow, record: dict[str, Any], memories: list[Memory]) -> list[Link]:
+        """The links the episode's record states and the rules find in its memories."""
+        events = record.get("events") or []
+        ordered = {
+            i
+            for e in events
+            if e.get("type") in (*causes.FAILURES, "fix")
+            for i in e.get("memory_ids") or []
+        }
+        phrased = {m.id for m in memories if causes.has_causal_phrase(m.content) is not None}
+        read = ordered | phrased  # only the memories a rule reads: extraction is not free
+        named = {m.id: set(causes.names(m.content)) for m in memories if m.id in read}
+        found = causes.record_links(record)
+        found += causes.order_links(events, named)
+        for memory in memories:
+            if memory.id not in phrased:
+                continue
+            earlier: dict[str, str] = {}
+            for name in named[memory.id]:
+                first = self.store.causes.first_episode_naming(
+                    row.project, name, to_epoch(memory.created_at)
+                )
+                if first is not None and first != row.id:
+                    earlier[name] = first
+            found += causes.reference_links(memory.id, memory.content, earlier)
+        return causes.unique(found)
+
+    def write_derived(
+        self, db: sqlite3.Connection, row: EpisodeRow, links: list[Link], now: float
+    ) -> None:
+        self.store.causes.replace_derived(db, row.project, row.id, links, now)
+
+    # -- nodes --------------------------------------------------------------------------------
+
+    async def node(self, project: str, text: Any, field: str) -> str:
+        """A client's node in canonical form, or InvalidInput; NotFound when it is not in the
+        project (another project's node is not found either)."""
+        if not isinstance(text, str) or not text.strip() or len(text) > MAX_NODE_CHARS:
+            raise InvalidInput(
+                f"{field} must be a node: 'episode:<id>' or 'memory:<id>' (at most "
+                f"{MAX_NODE_CHARS} characters)"
+            )
+        kind, raw = causes.parse_node(text)
+        if kind == MEMORY:
+            key = check.memory_id(raw, field)
+            found = await self.state.host.get_memories([key])
+            if not found or found[0].project != project:
+                raise NotFound(f"{field}: no memory {key} in project {project}")
+        else:
+            key = check.episode_id(raw, field)
+            row = self.store.episodes.get(key)
+            if row is None or row.project != project:
+                raise NotFound(f"{field}: no episode {key} in project {project}")
+        return causes.node(kind, key)
+
+    # -- reads and edits ----------------------------------------------------------------------
+
+    async def of_node(self, project: str, node: Any) -> dict[str, Any]:
+        name = await self.node(project, node, "node")
+        rows = self.store.causes.of_nodes(project, [name], MAX_NODE_LINKS)
+        links = [link_json(r) for r in rows]
+        return {"node": name, "project": project, "links": links, "count": len(links)}
+
+    async def add(self, project: str, cause: Any, effect: Any, note: str | None) -> dict[str, Any]:
+        first = await self.node(project, cause, "cause")
+        then = await self.node(project, effect, "effect")
+        if first == then:
+            raise InvalidInput("cause and effect are the same node")
+        link = Link(first, then, causes.USER_CONFIDENCE, "user", note or "")
+        with self.store.transaction() as db:
+            row = self.store.causes.add(db, project, link, None, self.state.clock())
+        return {"success": True, "link": link_json(row)}
+
+    def remove(self, project: str, link_id: str) -> None:
+        row = self.store.causes.get(link_id)
+        if row is None or row["project"] != project:
+            raise NotFound(f"no causal link {link_id} in project {project}")
+        with self.store.transaction() as db:
+            self.store.causes.delete(db, link_id)
+
+    def decorate(self, project: str, record: dict[str, Any] | None) -> None:
+        """Give each decision and event of ``record`` the links of the memory it rests on."""
+        if not record:
+            return
+        for key in ("decisions", "events"):  # copies: the row's record is left as stored
+            record[key] = [dict(i) for i in record.get(key) or []]
+        items = [i for key in ("decisions", "events") for i in record[key]]
+        nodes = {causes.node(MEMORY, i["memory_ids"][0]) for i in items if i.get("memory_ids")}
+        rows = self.store.causes.of_nodes(project, sorted(nodes), MAX_NODE_LINKS * 4)
+        for item in items:
+            ids = item.get("memory_ids") or []
+            here = causes.node(MEMORY, ids[0]) if ids else None
+            item["links"] = [link_json(r) for r in rows if here in (r["cause"], r["effect"])]
+
+    # -- paths --------------------------------------------------------------------------------
+
+    def _steps(self, project: str, here: str) -> list[Step]:
+        kind, key = causes.split_node(here)
+        steps = [
+            Step(
+                r["cause"], r["effect"], "causes", r["confidence"], r["source"], r["id"], r["note"]
+            )
+            for r in self.store.causes.from_node(project, here)
+        ]
+        if kind == MEMORY:
+            episode_id = self.store.memberships.episode_of(key)
+            if episode_id is not None:
+                there = causes.node(EPISODE, episode_id)
+                steps.append(Step(here, there, "part_of", 1.0, "membership"))
+        else:
+            for cause in self.store.causes.causes_in_episode(project, key):
+                steps.append(Step(here, cause, "contains", 1.0, "membership"))
+        return steps
+
+    async def path(self, project: str, start: Any, goal: Any) -> dict[str, Any]:
+        first = await self.node(project, start, "from_node")
+        last = await self.node(project, goal, "to_node")
+        kind, key = causes.split_node(last)
+        owner = self.store.memberships.episode_of(key) if kind == MEMORY else None
+        holder = causes.node(EPISODE, owner) if owner else None
+
+        def steps_from(here: str) -> list[Step]:
+            steps = self._steps(project, here)
+            if here == holder:  # an episode leads to the goal memory it contains
+                steps.append(Step(here, last, "contains", 1.0, "membership"))
+            return steps
+
+        chain = causes.shortest_path(first, last, steps_from, CAUSAL_PATH_MAX_DEPTH)
+        answer: dict[str, Any] = {"from_node": first, "to_node": last, "project": project}
+        if chain is None:
+            reason = (
+                f"no chain of at most {CAUSAL_PATH_MAX_DEPTH} causal links is known from "
+                f"{first} to {last}"
+            )
+            return answer | {"path": None, "confidence": None, "reason": reason}
+        path = [
+            {
+                "cause": s.cause,
+                "effect": s.effect,
+                "relation": s.relation,
+                "confidence": s.confidence,
+                "source": s.source,
+                "link_id": s.link_id,
+                "note": s.note,
+            }
+            for s in chain
+        ]
+        confidence = causes.path_confidence(chain)
+        return answer | {"path": path, "confidence": confidence, "reason": None}
