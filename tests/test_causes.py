@@ -21,9 +21,11 @@ from test_http import error, remember, settle
 from test_mcp import connect, error_of, ok
 from test_structured_episodes import closed_episode
 
+from tribalmemory.config import config_from_dict
 from tribalmemory.episodes import causes
 from tribalmemory.episodes.causes import Step
-from tribalmemory.runtime import Runtime
+from tribalmemory.portability import exporter, importer
+from tribalmemory.runtime import Runtime, start_runtime
 
 # -- the rules as pure functions ---------------------------------------------------------------
 
@@ -316,7 +318,7 @@ async def test_mcp_tools_answer_and_keep_projects_apart(engine_runtime: Any) -> 
 
 
 async def test_the_llms_caused_by_is_stored_and_an_invalid_one_dropped_with_a_warning(
-    engine_runtime: Any, fake_llm_env: FakeLLM, caplog: pytest.LogCaptureFixture
+    engine_runtime: Any, fake_llm_env: FakeLLM, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     state: dict[str, list[str]] = {}
 
@@ -355,6 +357,26 @@ async def test_the_llms_caused_by_is_stored_and_an_invalid_one_dropped_with_a_wa
     assert record["events"][1]["links"][0]["source"] == "llm"
     path = await rt.api.causal_path(ids[2], ids[3])
     assert [s["source"] for s in path["path"]] == ["llm"]
+
+    # Exported and imported elsewhere, the episode's record gives its links again.
+    export = tmp_path / "export.jsonl"
+    export.write_text(
+        "".join([line async for line in exporter.export_lines(rt.api, vectors=True)]),
+        encoding="utf-8",
+    )
+    config = config_from_dict(
+        {"data_dir": str(tmp_path / "elsewhere"), "episodes": {"detector_strategy": "embedding"}}
+    )
+    fresh = await start_runtime(config, run_scheduler=False)
+    try:
+        assert (await importer.apply(fresh.api, export)).episodes_created == 1
+        found = await fresh.api.causes_list(f"memory:{ids[1]}")
+        assert [(x["cause"], x["source"]) for x in found["links"]] == [(f"memory:{ids[0]}", "llm")]
+        assert [s["source"] for s in (await fresh.api.causal_path(ids[2], ids[3]))["path"]] == [
+            "llm"
+        ]
+    finally:
+        await fresh.stop()
 
 
 # -- the CLI ------------------------------------------------------------------------------------

@@ -7,9 +7,11 @@ are written after it, as the summary job writes them. A crash in between leaves 
 with its summary memory missing: start-up's reconcile queues its summary job, which writes an
 extractive (or LLM) summary afresh.
 
-What is not recreated (documented in docs/portability.md): detector scores and surprise of the
-memberships (no key moments are marked), the user's pins, the LLM cost ledger (``cost_usd``
-starts at 0) and sessions.
+The causal links the record states, and those the fix-after-error rule finds, are derived
+again in the same transaction (:meth:`.causal.Causal.derive`). What is not recreated
+(documented in docs/portability.md): detector scores and surprise of the memberships (no key
+moments are marked), the user's pins, a user's own causal links, the LLM cost ledger
+(``cost_usd`` starts at 0) and sessions.
 """
 
 from __future__ import annotations
@@ -115,6 +117,8 @@ class Restore:
             if row.status == "active":
                 await self.upkeep.make_room(adding=1, project=row.project)
             now = state.clock()
+            memories = sorted(members, key=lambda m: m.created_at)
+            links = self.summaries.causal.derive(row, row.structured or {}, memories)
             with self.store.transaction() as db:
                 self.store.episodes.insert(db, row)
                 for memory in members:
@@ -144,7 +148,7 @@ class Restore:
                 )
                 if not row.summary:  # exported before its first summary: write one now
                     state.queue_summary(db, episode_id, now, trigger=None, delay=0.0)
-            memories = sorted(members, key=lambda m: m.created_at)
+                self.summaries.causal.write_derived(db, row, links, now)  # from its record
             await self.summaries.write_memory(
                 row, memories, row.title, row.summary, row.summary_kind
             )

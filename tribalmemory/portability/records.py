@@ -87,10 +87,27 @@ ACCESS_FIELDS = ("access_count", "last_accessed_at", "retrievability")
 """Access statistics: not exported (an imported item starts fresh)."""
 
 
+def _as_stored(structured: Any) -> Any:
+    """A structured record without what a read adds to it: each decision's and event's
+    ``links`` (the causal links of the memory it rests on, kept in a table of their own)."""
+    if not isinstance(structured, dict):
+        return structured
+    out = dict(structured)
+    for key in ("decisions", "events"):
+        if isinstance(out.get(key), list):
+            out[key] = [
+                {k: v for k, v in item.items() if k != "links"} if isinstance(item, dict) else item
+                for item in out[key]
+            ]
+    return out
+
+
 def episode_record(detail: dict[str, Any]) -> dict[str, Any]:
     """An episode line from ``TribalAPI.episode_get``'s answer (with its history), without
-    its access statistics."""
+    its access statistics and without the causal links a read adds to its record."""
     episode = {k: v for k, v in detail["episode"].items() if k not in ACCESS_FIELDS}
+    if "structured" in episode:
+        episode["structured"] = _as_stored(episode["structured"])
     return {
         "type": "episode",
         **episode,
