@@ -193,6 +193,19 @@ def test_user_edits_survive_a_fresh_record_and_removed_memories_drop_items() -> 
     assert all("m2" not in e["memory_ids"] for e in pruned["events"])
 
 
+def test_a_record_as_read_can_be_sent_back_as_an_edit() -> None:
+    """A read gives each decision and event its causal ``links``: sent back in an edit (a
+    client's read-modify-write) they are accepted and left out, never stored in the record."""
+    link = {"id": "cl-1", "cause": "memory:m1", "effect": "memory:m3", "source": "user"}
+    read = {
+        "decisions": [{"chosen": "Grace window", "memory_ids": ["m3"], "links": [link]}],
+        "events": [{"type": "fix", "text": "Fixed", "memory_ids": ["m4"], "links": []}],
+    }
+    edit = structured.from_user(read, IDS)
+    assert "links" not in edit["decisions"][0] and "links" not in edit["events"][0]
+    assert edit["decisions"][0]["chosen"] == "Grace window"
+
+
 @pytest.mark.parametrize(
     ("patch", "fragment"),
     [

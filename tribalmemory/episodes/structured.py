@@ -176,6 +176,11 @@ def _effects(value: Any, name: str) -> list[str]:
     return [_text(e, f"{name}.effects item", MAX_EFFECT_CHARS) for e in value]
 
 
+READ_ONLY = frozenset({"links"})
+"""What a read adds to a decision or an event (its causal links, kept in their own table):
+accepted back in an edit or an import, and ignored, so a record read can be sent back."""
+
+
 def decision_item(
     value: Any,
     name: str,
@@ -188,7 +193,8 @@ def decision_item(
         value,
         name,
         {"chosen"},
-        {"at", "context", "options", "rationale", "outcome", "memory_ids", "type", "effects"},
+        {"at", "context", "options", "rationale", "outcome", "memory_ids", "type", "effects"}
+        | READ_ONLY,
     )
     options = data.get("options") or []
     if not isinstance(options, list) or len(options) > MAX_OPTIONS:
@@ -217,7 +223,9 @@ def event_item(
     strict_ids: bool,
     dropped: list[str] | None = None,
 ) -> dict[str, Any]:
-    data = _keys(value, name, {"type", "text"}, {"at", "memory_ids", "caused_by", "leads_to"})
+    data = _keys(
+        value, name, {"type", "text"}, {"at", "memory_ids", "caused_by", "leads_to"} | READ_ONLY
+    )
     if data["type"] not in EVENT_TYPES:
         raise InvalidPart(f"{name}.type must be one of {', '.join(EVENT_TYPES)}")
     return {
