@@ -176,6 +176,7 @@ def test_a_causal_path_runs_through_three_linked_episodes(
     error(client.get("/v1/causal-path", params=missing), 404, "no episode ep-000000000000")
     error(client.get("/v1/causal-path", params={"from_node": "bad id!", "to_node": mem["A"]}), 400)
     error(client.get("/v1/causal-path", params={"from_node": mem["A"]}), 400, "to_node")
+    error(client.get("/v1/causes"), 400, "node")  # a required field left out: 400, not 500
 
 
 def test_user_links_are_kept_across_a_regeneration_and_removed_by_hand(

@@ -508,12 +508,13 @@ class TribalAPI:
 
     # -- causes -----------------------------------------------------------------------------
 
-    async def causes_list(self, node: Any = None, project: Any = None) -> dict[str, Any]:
-        """The node's links (the fields of :class:`~.shapes.CausesQuery`)."""
+    @takes(shapes.CausesQuery, query=True)
+    async def causes_list(self, request: shapes.CausesQuery) -> dict[str, Any]:
+        """The node's links."""
         engine = self._engine()
-        wanted = check.text("node", node, shapes.MAX_NODE_CHARS)
+        wanted = check.text("node", request.node, shapes.MAX_NODE_CHARS)
         assert wanted is not None
-        found = await engine.causes(check.project(project), wanted)
+        found = await engine.causes(check.project(request.project), wanted)
         return shapes.CauseList.model_validate(found).to_json()
 
     @takes(shapes.CauseAddRequest)
@@ -529,15 +530,14 @@ class TribalAPI:
         await engine.cause_remove(check.project(project), check.link_id(link_id))
         return success()
 
-    async def causal_path(
-        self, from_node: Any = None, to_node: Any = None, project: Any = None
-    ) -> dict[str, Any]:
-        """The chain between two nodes (the fields of :class:`~.shapes.CausalPathQuery`)."""
+    @takes(shapes.CausalPathQuery, query=True)
+    async def causal_path(self, request: shapes.CausalPathQuery) -> dict[str, Any]:
+        """The chain between two nodes."""
         engine = self._engine()
-        start = check.text("from_node", from_node, shapes.MAX_NODE_CHARS)
-        goal = check.text("to_node", to_node, shapes.MAX_NODE_CHARS)
+        start = check.text("from_node", request.from_node, shapes.MAX_NODE_CHARS)
+        goal = check.text("to_node", request.to_node, shapes.MAX_NODE_CHARS)
         assert start is not None and goal is not None
-        found = await engine.causal_path(check.project(project), start, goal)
+        found = await engine.causal_path(check.project(request.project), start, goal)
         return shapes.CausalPath.model_validate(found).to_json()
 
     async def context(

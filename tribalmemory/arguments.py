@@ -24,10 +24,12 @@ T = TypeVar("T")
 Operation = Callable[[Any, R], Awaitable[T]]
 
 
-def signature_of(model: type[Request]) -> inspect.Signature:
-    """A method's signature (``self`` first) taking the fields of ``model``."""
+def signature_of(model: type[Request], query: bool = False) -> inspect.Signature:
+    """A method's signature (``self`` first) taking the fields of ``model``; with ``query`` (a
+    query string's fields) every one defaults to None, as the route table declares them: a
+    query parameter may be left out, and its check refuses a missing required one (a 400)."""
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    required = set(model.required_names())
+    required = set() if query else set(model.required_names())
     params = [inspect.Parameter("self", kind)]
     params += [
         inspect.Parameter(
@@ -44,14 +46,18 @@ def signature_of(model: type[Request]) -> inspect.Signature:
 def request_of(model: type[R], values: dict[str, Any]) -> R:
     """``values`` (as sent) as an object of ``model``. None for an optional field is the field
     left out (its default); a required one keeps it, for its check to refuse."""
-    required = set(model.required_names())
+    required = model.required_names()
     kept = {k: v for k, v in values.items() if v is not None or k in required}
+    kept |= {name: None for name in required if name not in kept}  # a query may leave it out
     return model.model_construct(**kept)
 
 
-def takes(model: type[R]) -> Callable[[Operation[R, T]], Callable[..., Awaitable[T]]]:
-    """Make ``operation(self, request)`` a method taking the fields of ``model``."""
-    signature = signature_of(model)
+def takes(
+    model: type[R], query: bool = False
+) -> Callable[[Operation[R, T]], Callable[..., Awaitable[T]]]:
+    """Make ``operation(self, request)`` a method taking the fields of ``model`` (``query``:
+    of a query string, see :func:`signature_of`)."""
+    signature = signature_of(model, query)
 
     def decorate(operation: Operation[R, T]) -> Callable[..., Awaitable[T]]:
         @functools.wraps(operation)
