@@ -56,6 +56,14 @@ EPISODES_WITH = "Only episodes with a memory"
 """What an episode read's scope filters keep (:func:`~.fields.scope_filter`)."""
 
 
+EACH_EPISODE_S_ENTITIES: Any = Field(
+    False,
+    description="Also return each episode's entities (the ones its memories name, most "
+    "mentioned first), read in one query for the whole page.",
+)
+"""The ``include_entities`` flag of the episodes list and of episode search."""
+
+
 class EpisodesListQuery(Request):
     status: EpisodeStatus | None = Field(
         None,
@@ -96,11 +104,7 @@ class EpisodesListQuery(Request):
     source_instance: str | None = scope_filter("source_instance", EPISODES_WITH)
     session: str | None = scope_filter("session", EPISODES_WITH)
     run: str | None = scope_filter("run", EPISODES_WITH)
-    include_entities: bool = Field(
-        False,
-        description="Also return each episode's entities (the ones its memories name, most "
-        "mentioned first), read in one query for the whole page.",
-    )
+    include_entities: bool = EACH_EPISODE_S_ENTITIES
 
 
 class EpisodeRef(Request):
@@ -217,11 +221,7 @@ class EpisodesSearchRequest(Request):
     source_instance: str | None = scope_filter("source_instance", EPISODES_WITH)
     session: str | None = scope_filter("session", EPISODES_WITH)
     run: str | None = scope_filter("run", EPISODES_WITH)
-    include_entities: bool = Field(
-        False,
-        description="Also return each episode's entities (the ones its memories name, most "
-        "mentioned first), read in one query for the whole page.",
-    )
+    include_entities: bool = EACH_EPISODE_S_ENTITIES
 
 
 class EpisodesReplayRequest(Request):
