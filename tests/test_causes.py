@@ -21,9 +21,11 @@ from test_http import error, remember, settle
 from test_mcp import connect, error_of, ok
 from test_structured_episodes import closed_episode
 
+from tribalmemory import validation as check
 from tribalmemory.config import config_from_dict
 from tribalmemory.episodes import causes
 from tribalmemory.episodes.causes import Step
+from tribalmemory.errors import InvalidInput
 from tribalmemory.portability import exporter, importer
 from tribalmemory.runtime import Runtime, start_runtime
 
@@ -68,10 +70,21 @@ def test_a_fix_after_an_error_sharing_a_name_is_linked_with_a_low_confidence() -
 
 
 def test_nodes_are_told_apart_by_prefix_or_by_the_uuid_form() -> None:
-    assert causes.parse_node(f"memory:{A}") == ("memory", A)
-    assert causes.parse_node("episode:ep-1") == ("episode", "ep-1")
-    assert causes.parse_node(A) == ("memory", A)
-    assert causes.parse_node("ep-1a2b") == ("episode", "ep-1a2b")
+    assert check.node(f"memory:{A}") == f"memory:{A}"
+    assert check.node(" Episode:EP-1 ") == "episode:ep-1"  # canonical: trimmed, lower-case
+    assert check.node(A.upper()) == f"memory:{A}"
+    assert check.node("ep-1a2b") == "episode:ep-1a2b"
+    assert check.node("ep-1a2b:x") == "episode:ep-1a2b:x"  # an episode id may hold ':'
+    # one check, in one place, for every door: malformed or too long is invalid input (400)
+    for bad, says in (
+        (None, "node must be a node"),
+        ("  ", "node must be a node"),
+        ("memory:" + "a" * 80, "at most 80 characters"),
+        ("memory:not-a-uuid", "is not a memory id"),
+        ("bad id!", "is not an episode id"),
+    ):
+        with pytest.raises(InvalidInput, match=says):
+            check.node(bad)
 
 
 def test_the_shortest_path_prefers_fewer_links_then_the_more_confident() -> None:
