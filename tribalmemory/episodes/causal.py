@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import InvalidInput, NotFound
 from ..models import Memory
+from ..plural import counted
 from ..shapes import CAUSAL_PATH_MAX_DEPTH, MAX_NODE_LINKS
 from ..timeutil import from_epoch, to_epoch, to_iso
 from . import causes
@@ -112,6 +113,49 @@ class Causal:
             raise NotFound(f"no causal link {link_id} in project {project}")
         with self.store.transaction() as db:
             self.store.causes.delete(db, link_id)
+
+    # -- export and import -------------------------------------------------------------------
+
+    def user_links(self, project: str | None) -> list[dict[str, Any]]:
+        """The links a user added by hand, of ``project`` (None: every project), with it."""
+        return [
+            {**link_json(r), "project": r["project"]} for r in self.store.causes.user_links(project)
+        ]
+
+    async def restore(self, links: list[dict[str, Any]]) -> dict[str, Any]:
+        """Store exported user links (checked: ``project``, canonical ``cause`` / ``effect``,
+        ``id``, ``note``, ``created_at`` in epoch seconds) whose nodes are both in their
+        project here; the others are skipped, counted and named in a WARNING."""
+        nodes = {link[end] for link in links for end in ("cause", "effect")}
+        ends = [causes.split_node(name) for name in sorted(nodes)]
+        found = await self.state.host.get_memories([key for kind, key in ends if kind == MEMORY])
+        project_of = {causes.node(MEMORY, m.id): m.project for m in found}
+        for kind, key in ends:
+            row = self.store.episodes.get(key) if kind == EPISODE else None
+            if row is not None:
+                project_of[causes.node(EPISODE, key)] = row.project
+        kept: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
+        for link in links:
+            here = project_of.get(link["cause"]), project_of.get(link["effect"])
+            (kept if here == (link["project"],) * 2 else skipped).append(link)
+        created = 0
+        with self.store.transaction() as db:
+            for link in kept:
+                made = Link(
+                    link["cause"], link["effect"], causes.USER_CONFIDENCE, "user", link["note"]
+                )
+                created += self.store.causes.restore(
+                    db, link["project"], made, link["id"], link["created_at"]
+                )
+        if skipped:
+            log.warning(
+                "import: %s skipped, a node of each is in neither the file nor this data "
+                "folder (in the link's project): %s",
+                counted(len(skipped), "causal link"),
+                ", ".join(link["id"] for link in skipped[:20]),
+            )
+        return {"created": created, "existing": len(kept) - created, "skipped": len(skipped)}
 
     def decorate(self, project: str, record: dict[str, Any] | None) -> None:
         """Give each decision and event of ``record`` the links of the memory it rests on."""
