@@ -1,7 +1,7 @@
 """Causal links (docs/causes.md): the rules without an LLM as pure functions, links from the
 LLM's structured answer (real litellm client, fake provider), user links over HTTP kept across
-a regeneration, the causal path on three linked episodes, forget and delete taking links away,
-and project isolation on every route and tool."""
+a regeneration and through an export and an import, the causal path on three linked episodes,
+forget and delete taking links away, and project isolation on every route and tool."""
 
 from __future__ import annotations
 
@@ -21,9 +21,12 @@ from test_http import error, remember, settle
 from test_mcp import connect, error_of, ok
 from test_structured_episodes import closed_episode
 
-from tribalmemory.config import config_from_dict
+from tribalmemory import validation as check
+from tribalmemory.config import config_from_dict, load_config
 from tribalmemory.episodes import causes
 from tribalmemory.episodes.causes import Step
+from tribalmemory.errors import InvalidInput
+from tribalmemory.interfaces.http import create_app
 from tribalmemory.portability import exporter, importer
 from tribalmemory.runtime import Runtime, start_runtime
 
@@ -68,10 +71,21 @@ def test_a_fix_after_an_error_sharing_a_name_is_linked_with_a_low_confidence() -
 
 
 def test_nodes_are_told_apart_by_prefix_or_by_the_uuid_form() -> None:
-    assert causes.parse_node(f"memory:{A}") == ("memory", A)
-    assert causes.parse_node("episode:ep-1") == ("episode", "ep-1")
-    assert causes.parse_node(A) == ("memory", A)
-    assert causes.parse_node("ep-1a2b") == ("episode", "ep-1a2b")
+    assert check.node(f"memory:{A}") == f"memory:{A}"
+    assert check.node(" Episode:EP-1 ") == "episode:ep-1"  # canonical: trimmed, lower-case
+    assert check.node(A.upper()) == f"memory:{A}"
+    assert check.node("ep-1a2b") == "episode:ep-1a2b"
+    assert check.node("ep-1a2b:x") == "episode:ep-1a2b:x"  # an episode id may hold ':'
+    # one check, in one place, for every door: malformed or too long is invalid input (400)
+    for bad, says in (
+        (None, "node must be a node"),
+        ("  ", "node must be a node"),
+        ("memory:" + "a" * 80, "at most 80 characters"),
+        ("memory:not-a-uuid", "is not a memory id"),
+        ("bad id!", "is not an episode id"),
+    ):
+        with pytest.raises(InvalidInput, match=says):
+            check.node(bad)
 
 
 def test_the_shortest_path_prefers_fewer_links_then_the_more_confident() -> None:
@@ -313,6 +327,111 @@ async def test_mcp_tools_answer_and_keep_projects_apart(engine_runtime: Any) -> 
         ok(await agent.call_tool("tribal_cause_remove", {"link_id": link_id, "project": "alpha"}))
         listed = ok(await agent.call_tool("tribal_causes", {"node": then, "project": "alpha"}))
         assert listed["links"] == []
+
+
+# -- export and import ----------------------------------------------------------------------------
+
+NDJSON = {"Content-Type": "application/x-ndjson"}
+
+
+def records_of(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_a_users_links_go_out_in_an_export_and_come_back_with_an_import(
+    client: TestClient,
+    runtime: Runtime,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    mem, ep = three_episodes(client, runtime)
+    summary = client.get(f"/v1/episodes/{ep['B']}").json()["episode"]["summary_memory_id"]
+    beta = [remember(client, t, project="beta") for t in ("Beta pager fired.", "Beta rota.")]
+    asked = [
+        {"cause": mem["A"], "effect": mem["C"], "note": "the pager"},  # memory -> memory
+        {"cause": ep["C"], "effect": f"episode:{ep['A']}"},  # episode -> episode
+        {"cause": summary, "effect": ep["C"]},  # the engine's summary memory of B -> C
+        {"cause": beta[0], "effect": beta[1], "project": "beta"},
+    ]
+    added = []
+    for body in asked:
+        answer = client.post("/v1/causes", json=body)
+        assert answer.status_code == 200, answer.text
+        added.append(answer.json()["link"] | {"project": body.get("project", "default")})
+    derived = client.get("/v1/causes", params={"node": f"episode:{ep['A']}"}).json()["links"]
+    assert "reference" in {x["source"] for x in derived}  # the records' links: not exported
+
+    exported = records_of(client.get("/v1/export").text)
+    lines = [r for r in exported if r["type"] == "cause"]
+    assert lines == [{"type": "cause", **link} for link in sorted(added, key=by_project)]
+    assert exported[-1]["causes"] == len(added)
+    # one project: its links only; a link whose node is not in the file is not written
+    beta_only = records_of(client.get("/v1/export", params={"project": "beta"}).text)
+    assert [r["id"] for r in beta_only if r["type"] == "cause"] == [added[3]["id"]]
+    since = records_of(client.get("/v1/export", params={"since": "2026-03-04T00:00:00Z"}).text)
+    assert mem["A"] not in {r["id"] for r in since if r["type"] == "memory"}
+    assert added[0]["id"] not in {r["id"] for r in since if r["type"] == "cause"}
+
+    # Elsewhere: every link is back, same id, nodes, note and time; a second import adds none.
+    other = tmp_path / "other"
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(other))
+    config = load_config(write_config(other, episodes=EPISODES))
+    body = "".join(json.dumps(r) + "\n" for r in exported).encode()
+    with TestClient(create_app(config), base_url=str(client.base_url)) as fresh:
+        planned = fresh.post("/v1/import", headers=NDJSON, params={"dry_run": "true"}, content=body)
+        assert planned.json()["causes"] == len(added)
+        assert planned.json()["causes_created"] == 0
+        done = fresh.post("/v1/import", headers=NDJSON, content=body).json()
+        assert (done["causes"], done["causes_created"], done["causes_existing"]) == (4, 4, 0)
+        assert done["causes_skipped"] == {}
+        for link in added:
+            listed = fresh.get(
+                "/v1/causes", params={"node": link["cause"], "project": link["project"]}
+            ).json()["links"]
+            (back,) = [x for x in listed if x["id"] == link["id"]]
+            assert back | {"project": link["project"]} == link
+        again = fresh.post("/v1/import", headers=NDJSON, content=body).json()
+        assert (again["causes_created"], again["causes_existing"]) == (0, 4)
+
+        # A link whose node is in neither the file nor here, or in another project, is
+        # skipped and counted, never an error; the WARNING names it.
+        absent = "dddddddd-0000-4000-8000-000000000004"
+        first = next(line for line in lines if line["id"] == added[0]["id"])
+        strays = [
+            first | {"id": "cl-00000000000a", "cause": f"memory:{absent}"},
+            first | {"id": "cl-00000000000b", "effect": f"memory:{beta[1]}"},
+        ]
+        edited = exported[:-1] + strays + [exported[-1] | {"causes": len(added) + 2}]
+        with caplog.at_level(logging.WARNING, logger="tribalmemory.episodes"):
+            stray = fresh.post(
+                "/v1/import",
+                headers=NDJSON,
+                content="".join(json.dumps(r) + "\n" for r in edited).encode(),
+            ).json()
+        assert stray["causes_skipped"] == {"node not in the import": 2}
+        assert (stray["causes_created"], stray["causes_existing"]) == (0, 4)
+        warned = "\n".join(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+        assert "2 causal links skipped" in warned and "cl-00000000000a, cl-00000000000b" in warned
+
+        # A derived link in the file is refused with its line, like any bad line.
+        bad = exported[:-1] + [first | {"source": "reference"}] + [exported[-1]]
+        bad[-1] = bad[-1] | {"causes": len(added) + 1}
+        refused = fresh.post(
+            "/v1/import",
+            headers=NDJSON,
+            content="".join(json.dumps(r) + "\n" for r in bad).encode(),
+        )
+        error(refused, 422, "1 problem in the file")
+        assert refused.json()["detail"] == [
+            f"line {len(bad) - 1}: source must be user: links an episode derived are derived "
+            "again from its record on import"
+        ]
+
+
+def by_project(link: dict[str, Any]) -> tuple[str, str, str]:
+    """The order of an export's cause lines: by project, then time."""
+    return (link["project"], link["created_at"], link["id"])
 
 
 # -- the LLM's structured answer ----------------------------------------------------------------

@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 from tribalmemory.config import load_config
 from tribalmemory.interfaces.auth import generate_token, token_store
 from tribalmemory.interfaces.http import create_app
+from tribalmemory.interfaces.openapi import ROUTES
 from tribalmemory.interfaces.page import STATIC_DIR
 from tribalmemory.llm.ledger import Ledger
 
@@ -77,6 +78,20 @@ def test_the_page_never_puts_the_token_in_a_url() -> None:
     assert "sessionStorage" in script and "Authorization" in script
     assert not re.search(r"[?&]token=", script)
     assert "localStorage" not in script  # gone when the tab closes
+
+
+def test_every_route_the_page_reads_is_served() -> None:
+    """The page's data comes from the API's own routes (a typo would be a 404 in the page's
+    error line): each ``/v1`` path in app.js, its ``${…}`` parts as path parameters, is one
+    of the route table's; the causal links of an episode view come from ``GET /v1/causes``."""
+    script = (STATIC_DIR / "app.js").read_text(encoding="utf-8")
+    paths = {
+        re.sub(r"(\{\})+", "{}", re.sub(r"\$\{[^}]*\}", "{}", path)).split("?")[0]
+        for path in re.findall(r"[\"`](/v1/[^\"`]*)[\"`]", script)
+    }
+    served = {re.sub(r"\{[^}]*\}", "{}", op.path) for op in ROUTES}
+    assert paths - served == set()
+    assert {"/v1/causes", "/v1/memory/{}", "/v1/episodes/{}"} <= paths
 
 
 @pytest.mark.parametrize(

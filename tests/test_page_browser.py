@@ -491,3 +491,112 @@ def test_an_entity_view_from_an_episode(browser: Any, tmp_path: Path) -> None:
         page.close()
     finally:
         running.stop()
+
+
+def test_an_episodes_causes_and_effects_open_the_other_end(browser: Any, tmp_path: Path) -> None:
+    """Issue 43.2: the page showed no causal links. Three episodes that the ``reference`` rule
+    links (A's error -> B's fix -> C's decision) and a link added by hand (C -> B): B's view
+    lists its causes and effects with source and confidence, strongest first, and each opens
+    the other end (an episode; a memory in its episode, marked)."""
+    from test_causes import STORY
+
+    running = start_daemon(
+        tmp_path, episodes={"detector_strategy": "embedding", "summary_debounce_seconds": 0}
+    )
+    try:
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=60) as http:
+            mem = {
+                key: http.post(
+                    "/v1/remember", json={"content": text, "created_at": f"{day}T09:00:00Z"}
+                ).json()["memory_id"]
+                for key, (text, day) in STORY.items()
+            }
+            entities_found(http)  # the rule reads which episode first named a name
+            ep = {
+                key: http.post(
+                    "/v1/episodes", json={"title": f"Story {key}", "memory_ids": [mem[key]]}
+                ).json()["episode_id"]
+                for key in STORY
+            }
+            settle(http)
+            user = http.post(
+                "/v1/causes",
+                json={"cause": ep["C"], "effect": ep["B"], "note": "the review asked for it"},
+            ).json()["link"]
+
+            def reference(node: str) -> str:
+                links = http.get("/v1/causes", params={"node": node}).json()["links"]
+                (link,) = [x for x in links if x["source"] == "reference"]
+                return str(link["id"])
+
+            a_to_b, b_to_c = reference(f"memory:{mem['B']}"), reference(f"memory:{mem['C']}")
+            fix = http.get(f"/v1/episodes/{ep['B']}").json()["episode"]["structured"]["events"][0]
+
+        page, problems = open_page(browser, running.url)
+        page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+
+        def open_bar(key: str) -> None:
+            page.locator(".vis-item.vis-range", has_text=f"Story {key}").first.click()
+            wait_links(ep[key])
+
+        def wait_links(episode_id: str) -> None:
+            page.wait_for_selector(f"#ep-effects[data-episode='{episode_id}']", timeout=WAIT_MS)
+
+        def rows(list_id: str) -> list[tuple[str, str, str, str]]:
+            return page.locator(f"#{list_id} li").evaluate_all(
+                """items => items.map((i) => [i.dataset.id, i.dataset.node,
+                    i.querySelector('.here').textContent, i.querySelector('.how').textContent])"""
+            )
+
+        open_bar("B")
+        here = f"{fix['type']}: {fix['text']}"  # B's one memory is its record's event (< 90
+        # characters: not clipped)
+        assert rows("ep-causes") == [
+            [user["id"], f"episode:{ep['C']}", "this episode", "user, 1.0"],
+            [a_to_b, f"episode:{ep['A']}", here, "reference, 0.6"],
+        ]
+        # the rule's link runs from the episode that first named the name: B itself
+        assert rows("ep-effects") == [
+            [b_to_c, f"memory:{mem['C']}", "this episode", "reference, 0.6"]
+        ]
+        cause = page.locator(f"#ep-causes li[data-id='{user['id']}']")
+        assert cause.get_attribute("title") == "the review asked for it"
+        expect(cause.locator(".node")).to_have_text("episode: Story C")
+        expect(page.locator(f"#ep-effects li[data-id='{b_to_c}'] .node")).to_have_text(
+            f"memory: {STORY['C'][0]} (in Story C)"
+        )
+        page.screenshot(path=str(tmp_path / "causes.png"), full_page=True)
+
+        # The cause opens episode A; its effect, B's memory, opens B with the memory marked.
+        page.locator(f"#ep-causes li[data-id='{a_to_b}'] .node").click()
+        wait_links(ep["A"])
+        expect(page.locator("#ep-title")).to_have_text("Story A")
+        assert page.locator("#ep-causes li").all_inner_texts() == ["none known"]
+        assert rows("ep-effects") == [
+            [a_to_b, f"memory:{mem['B']}", "this episode", "reference, 0.6"]
+        ]
+        page.locator(f"#ep-effects li[data-id='{a_to_b}'] .node").click()
+        wait_links(ep["B"])
+        expect(page.locator("#ep-title")).to_have_text("Story B")
+        picked = page.locator("#ep-memories li.picked")
+        expect(picked).to_have_count(1)
+        assert picked.get_attribute("data-id") == mem["B"]
+        # B's effect, C's memory, opens C with it marked.
+        page.locator(f"#ep-effects li[data-id='{b_to_c}'] .node").click()
+        wait_links(ep["C"])
+        expect(page.locator("#ep-title")).to_have_text("Story C")
+        assert page.locator("#ep-memories li.picked").get_attribute("data-id") == mem["C"]
+        assert problems == []
+        page.close()
+    finally:
+        running.stop()
+
+
+def entities_found(http: httpx.Client, deadline: float = 60.0) -> None:
+    """Wait until the daemon's entity work has read every memory."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if http.get("/v1/health").json()["episodes"]["entities_waiting"] == 0:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"the entity work did not finish within {deadline} s")

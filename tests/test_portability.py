@@ -73,7 +73,12 @@ def test_export_streams_memories_with_their_episode_and_the_episodes(
     assert head["model"] == BUNDLED_MODEL and head["dim"] == 384 and not head["vectors"]
     memories = {r["id"]: r for r in rest if r["type"] == "memory"}
     episodes = [r for r in rest if r["type"] == "episode"]
-    assert end == {"type": "end", "memories": len(memories), "episodes": len(episodes)}
+    assert end == {
+        "type": "end",
+        "memories": len(memories),
+        "episodes": len(episodes),
+        "causes": 0,  # no link added by hand (tests/test_causes.py exports some)
+    }
     assert len(memories) + len(episodes) == len(rest)
     assert set(memories) == {m["id"] for m in stored}  # summary memories are not exported
     for memory in stored:
@@ -146,6 +151,10 @@ def test_import_is_validated_first_then_idempotent_by_id(
             "episodes_new": 1,
             "episodes_existing": 0,
             "episodes_created": 0,
+            "causes": 0,
+            "causes_created": 0,
+            "causes_existing": 0,
+            "causes_skipped": {},
         }
         assert fresh.get("/v1/stats").json()["total_memories"] == 0
         done = fresh.post("/v1/import", headers=NDJSON, content=export.encode()).json()
@@ -702,3 +711,13 @@ def test_the_import_line_says_one_memory_and_one_episode() -> None:
     )
     dry = describe(report | {"dry_run": True, "new": 2, "episodes_new": 0})
     assert dry.startswith("Would import 2 new memories (") and "; 0 episodes to recreate" in dry
+    # A user's causal links, when the file has any (an older daemon's answer counts none).
+    links = {"causes": 2, "causes_created": 1, "causes_existing": 0}
+    skipped = {"causes_skipped": {"node not in the import": 1}}
+    assert describe(report | links | skipped).endswith(
+        "; 1 causal link restored (0 already stored, 1 skipped: node not in the import, "
+        "2 in the file)"
+    )
+    assert describe(report | links | {"dry_run": True, "new": 1, "episodes_new": 0}).endswith(
+        "; 2 causal links in the file"
+    )

@@ -277,7 +277,7 @@ async def test_export_keeps_the_selected_memories_and_their_episodes(rt: Runtime
     episodes = {r["id"] for r in lines if r["type"] == "episode"}
     assert memories == set(s.db)
     assert episodes == await episodes_of(rt, set(s.db))
-    assert lines[-1] == {"type": "end", "memories": 4, "episodes": len(episodes)}
+    assert lines[-1] == {"type": "end", "memories": 4, "episodes": len(episodes), "causes": 0}
 
 
 # -- the sessions ------------------------------------------------------------------------------

@@ -70,6 +70,8 @@ class EpisodeOperations(Protocol):
     async def restore_episode(
         self, record: dict[str, Any], chain_ids: set[str]
     ) -> dict[str, Any]: ...
+    def user_causes(self, project: str | None) -> list[dict[str, Any]]: ...
+    async def restore_causes(self, links: list[dict[str, Any]]) -> dict[str, Any]: ...
     async def start_episode(self, topic: str, session: str, project: str) -> dict[str, Any]: ...
     async def current_episode(self, session: str) -> dict[str, Any]: ...
     async def update_structured(self, episode_id: str, patch: dict[str, Any]) -> None: ...
@@ -512,8 +514,7 @@ class TribalAPI:
     async def causes_list(self, request: shapes.CausesQuery) -> dict[str, Any]:
         """The node's links."""
         engine = self._engine()
-        wanted = check.text("node", request.node, shapes.MAX_NODE_CHARS)
-        assert wanted is not None
+        wanted = check.node(request.node, "node")
         found = await engine.causes(check.project(request.project), wanted)
         return shapes.CauseList.model_validate(found).to_json()
 
@@ -521,8 +522,9 @@ class TribalAPI:
     async def cause_add(self, request: shapes.CauseAddRequest) -> dict[str, Any]:
         engine = self._engine()
         project = check.project(request.project)
+        cause, effect = check.node(request.cause, "cause"), check.node(request.effect, "effect")
         note = check.text("note", request.note, shapes.MAX_CAUSE_NOTE_CHARS, required=False)
-        added = await engine.cause_add(project, request.cause, request.effect, note)
+        added = await engine.cause_add(project, cause, effect, note)
         return shapes.CauseAddResult.model_validate(added).to_json()
 
     async def cause_remove(self, link_id: Any, project: Any = None) -> dict[str, Any]:
@@ -534,9 +536,8 @@ class TribalAPI:
     async def causal_path(self, request: shapes.CausalPathQuery) -> dict[str, Any]:
         """The chain between two nodes."""
         engine = self._engine()
-        start = check.text("from_node", request.from_node, shapes.MAX_NODE_CHARS)
-        goal = check.text("to_node", request.to_node, shapes.MAX_NODE_CHARS)
-        assert start is not None and goal is not None
+        start = check.node(request.from_node, "from_node")
+        goal = check.node(request.to_node, "to_node")
         found = await engine.causal_path(check.project(request.project), start, goal)
         return shapes.CausalPath.model_validate(found).to_json()
 

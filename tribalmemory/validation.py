@@ -26,6 +26,7 @@ from .shapes import (
     MAX_MEMORY_IDS,
     MAX_METADATA_CHARS,
     MAX_METADATA_FIELDS,
+    MAX_NODE_CHARS,
     MAX_TAG_CHARS,
     MAX_TAGS,
     METADATA_KEY_PATTERN,
@@ -158,6 +159,27 @@ def link_id(value: Any, field: str = "link_id") -> str:
     if not isinstance(value, str) or not LINK_ID.match(value.strip().lower()):
         raise InvalidInput(f"{field} must be a causal link id like 'cl-0123456789ab'")
     return value.strip().lower()
+
+
+def node(value: Any, field: str = "node") -> str:
+    """A causal link's node in canonical form, ``episode:<id>`` or ``memory:<id>``, from
+    either form or a bare id (a UUID is a memory, anything else an episode id). Whether it
+    exists, in which project, is the episode engine's answer (404)."""
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NODE_CHARS:
+        raise InvalidInput(
+            f"{field} must be a node: 'episode:<id>' or 'memory:<id>' (at most "
+            f"{MAX_NODE_CHARS} characters)"
+        )
+    raw = value.strip()
+    kind, _, key = raw.partition(":")
+    if kind.lower() == "memory":
+        return "memory:" + memory_id(key, field)
+    if kind.lower() == "episode":
+        return "episode:" + episode_id(key, field)
+    try:
+        return f"memory:{uuid.UUID(raw)}"
+    except ValueError:
+        return "episode:" + episode_id(raw, field)
 
 
 def integer(field: str, value: Any, limits: Range) -> int:

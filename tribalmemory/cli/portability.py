@@ -133,7 +133,23 @@ def describe(report: dict[str, Any]) -> str:
     return (
         f"{head} ({report['existing']} already stored, {report['memories']} in the file, "
         f"{vectors}); {episodes} ({report['episodes_existing']} already stored, "
-        f"{report['episodes']} in the file)"
+        f"{report['episodes']} in the file){_causes(report)}"
+    )
+
+
+def _causes(report: dict[str, Any]) -> str:
+    """The user's causal links of the file, when it has any (an older daemon counts none)."""
+    links = report.get("causes") or 0
+    if not links:
+        return ""
+    if report["dry_run"]:
+        return f"; {counted(links, 'causal link')} in the file"
+    skipped = "".join(
+        f", {n} skipped: {reason}" for reason, n in (report.get("causes_skipped") or {}).items()
+    )
+    return (
+        f"; {counted(report['causes_created'], 'causal link')} restored "
+        f"({report['causes_existing']} already stored{skipped}, {links} in the file)"
     )
 
 

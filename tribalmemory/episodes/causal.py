@@ -7,10 +7,10 @@ import logging
 import sqlite3
 from typing import Any
 
-from .. import validation as check
 from ..errors import InvalidInput, NotFound
 from ..models import Memory
-from ..shapes import CAUSAL_PATH_MAX_DEPTH, MAX_NODE_CHARS, MAX_NODE_LINKS
+from ..plural import counted
+from ..shapes import CAUSAL_PATH_MAX_DEPTH, MAX_NODE_LINKS
 from ..timeutil import from_epoch, to_epoch, to_iso
 from . import causes
 from .causes import EPISODE, MEMORY, Link, Step
@@ -76,41 +76,33 @@ class Causal:
 
     # -- nodes --------------------------------------------------------------------------------
 
-    async def node(self, project: str, text: Any, field: str) -> str:
-        """A client's node in canonical form, or InvalidInput; NotFound when it is not in the
-        project (another project's node is not found either)."""
-        if not isinstance(text, str) or not text.strip() or len(text) > MAX_NODE_CHARS:
-            raise InvalidInput(
-                f"{field} must be a node: 'episode:<id>' or 'memory:<id>' (at most "
-                f"{MAX_NODE_CHARS} characters)"
-            )
-        kind, raw = causes.parse_node(text)
+    async def exists(self, project: str, name: str, field: str) -> None:
+        """NotFound unless ``name`` (a node as :func:`tribalmemory.validation.node` gives it)
+        is in the project (another project's node is not found either)."""
+        kind, key = causes.split_node(name)
         if kind == MEMORY:
-            key = check.memory_id(raw, field)
             found = await self.state.host.get_memories([key])
             if not found or found[0].project != project:
                 raise NotFound(f"{field}: no memory {key} in project {project}")
         else:
-            key = check.episode_id(raw, field)
             row = self.store.episodes.get(key)
             if row is None or row.project != project:
                 raise NotFound(f"{field}: no episode {key} in project {project}")
-        return causes.node(kind, key)
 
     # -- reads and edits ----------------------------------------------------------------------
 
-    async def of_node(self, project: str, node: Any) -> dict[str, Any]:
-        name = await self.node(project, node, "node")
-        rows = self.store.causes.of_nodes(project, [name], MAX_NODE_LINKS)
+    async def of_node(self, project: str, node: str) -> dict[str, Any]:
+        await self.exists(project, node, "node")
+        rows = self.store.causes.of_nodes(project, [node], MAX_NODE_LINKS)
         links = [link_json(r) for r in rows]
-        return {"node": name, "project": project, "links": links, "count": len(links)}
+        return {"node": node, "project": project, "links": links, "count": len(links)}
 
-    async def add(self, project: str, cause: Any, effect: Any, note: str | None) -> dict[str, Any]:
-        first = await self.node(project, cause, "cause")
-        then = await self.node(project, effect, "effect")
-        if first == then:
+    async def add(self, project: str, cause: str, effect: str, note: str | None) -> dict[str, Any]:
+        await self.exists(project, cause, "cause")
+        await self.exists(project, effect, "effect")
+        if cause == effect:
             raise InvalidInput("cause and effect are the same node")
-        link = Link(first, then, causes.USER_CONFIDENCE, "user", note or "")
+        link = Link(cause, effect, causes.USER_CONFIDENCE, "user", note or "")
         with self.store.transaction() as db:
             row = self.store.causes.add(db, project, link, None, self.state.clock())
         return {"success": True, "link": link_json(row)}
@@ -121,6 +113,49 @@ class Causal:
             raise NotFound(f"no causal link {link_id} in project {project}")
         with self.store.transaction() as db:
             self.store.causes.delete(db, link_id)
+
+    # -- export and import -------------------------------------------------------------------
+
+    def user_links(self, project: str | None) -> list[dict[str, Any]]:
+        """The links a user added by hand, of ``project`` (None: every project), with it."""
+        return [
+            {**link_json(r), "project": r["project"]} for r in self.store.causes.user_links(project)
+        ]
+
+    async def restore(self, links: list[dict[str, Any]]) -> dict[str, Any]:
+        """Store exported user links (checked: ``project``, canonical ``cause`` / ``effect``,
+        ``id``, ``note``, ``created_at`` in epoch seconds) whose nodes are both in their
+        project here; the others are skipped, counted and named in a WARNING."""
+        nodes = {link[end] for link in links for end in ("cause", "effect")}
+        ends = [causes.split_node(name) for name in sorted(nodes)]
+        found = await self.state.host.get_memories([key for kind, key in ends if kind == MEMORY])
+        project_of = {causes.node(MEMORY, m.id): m.project for m in found}
+        for kind, key in ends:
+            row = self.store.episodes.get(key) if kind == EPISODE else None
+            if row is not None:
+                project_of[causes.node(EPISODE, key)] = row.project
+        kept: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
+        for link in links:
+            here = project_of.get(link["cause"]), project_of.get(link["effect"])
+            (kept if here == (link["project"],) * 2 else skipped).append(link)
+        created = 0
+        with self.store.transaction() as db:
+            for link in kept:
+                made = Link(
+                    link["cause"], link["effect"], causes.USER_CONFIDENCE, "user", link["note"]
+                )
+                created += self.store.causes.restore(
+                    db, link["project"], made, link["id"], link["created_at"]
+                )
+        if skipped:
+            log.warning(
+                "import: %s skipped, a node of each is in neither the file nor this data "
+                "folder (in the link's project): %s",
+                counted(len(skipped), "causal link"),
+                ", ".join(link["id"] for link in skipped[:20]),
+            )
+        return {"created": created, "existing": len(kept) - created, "skipped": len(skipped)}
 
     def decorate(self, project: str, record: dict[str, Any] | None) -> None:
         """Give each decision and event of ``record`` the links of the memory it rests on."""
@@ -156,9 +191,9 @@ class Causal:
                 steps.append(Step(here, cause, "contains", 1.0, "membership"))
         return steps
 
-    async def path(self, project: str, start: Any, goal: Any) -> dict[str, Any]:
-        first = await self.node(project, start, "from_node")
-        last = await self.node(project, goal, "to_node")
+    async def path(self, project: str, first: str, last: str) -> dict[str, Any]:
+        await self.exists(project, first, "from_node")
+        await self.exists(project, last, "to_node")
         kind, key = causes.split_node(last)
         owner = self.store.memberships.episode_of(key) if kind == MEMORY else None
         holder = causes.node(EPISODE, owner) if owner else None

@@ -23,7 +23,6 @@ from __future__ import annotations
 import heapq
 import math
 import re
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,20 +60,6 @@ def split_node(name: str) -> tuple[str, str]:
     if kind not in (EPISODE, MEMORY) or not key:
         raise ValueError(f"{name!r} is not a node")
     return kind, key
-
-
-def parse_node(text: str) -> tuple[str, str]:
-    """A client's node: ``episode:<id>``, ``memory:<id>`` or a bare id (a UUID is a memory,
-    anything else an episode id) as (kind, raw id); the caller checks the id itself."""
-    raw = text.strip()
-    for kind in (EPISODE, MEMORY):
-        if raw.lower().startswith(kind + ":"):
-            return kind, raw[len(kind) + 1 :]
-    try:
-        uuid.UUID(raw)
-    except ValueError:
-        return EPISODE, raw
-    return MEMORY, raw
 
 
 # ---------------------------------------------------------------- links

@@ -198,6 +198,12 @@ class EpisodeEngine:
             self.entity_work.wake()
         return restored.to_json()
 
+    def user_causes(self, project: str | None) -> list[dict[str, Any]]:
+        return self.causal.user_links(project)
+
+    async def restore_causes(self, links: list[dict[str, Any]]) -> dict[str, Any]:
+        return await self.causal.restore(links)
+
     async def merge_episodes(self, episode_id: str, other_id: str) -> dict[str, Any]:
         return await self.operations.merge_episodes(episode_id, other_id)
 

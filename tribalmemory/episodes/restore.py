@@ -10,8 +10,9 @@ extractive (or LLM) summary afresh.
 The causal links the record states, and those the fix-after-error rule finds, are derived
 again in the same transaction (:meth:`.causal.Causal.derive`). What is not recreated
 (documented in docs/portability.md): detector scores and surprise of the memberships (no key
-moments are marked), the user's pins, a user's own causal links, the LLM cost ledger
-(``cost_usd`` starts at 0) and sessions.
+moments are marked), the user's pins, the LLM cost ledger (``cost_usd`` starts at 0) and
+sessions. A user's own causal links are the export's ``cause`` lines, restored after the
+episodes (:meth:`.causal.Causal.restore`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Export: the header, every memory (in the store's order), then every episode; of every
-project, or of one (its own memories, shared ones included, and its episodes).
+"""Export: the header, every memory (in the store's order), every episode, then the causal
+links a user added by hand between them; of every project, or of one (its own memories,
+shared ones included, its episodes and its links).
 
 Lines are produced one page at a time, so an export of any size streams in bounded memory.
 Summary memories of episodes are left out (they are the episodes' ``summary``).
@@ -47,6 +48,11 @@ async def export_lines(
         )
     )
     memories = episodes = 0
+    # A user's link is written when both its nodes are in the file: its nodes are tracked as
+    # the file is written (bounded by the links, few: each was added by hand).
+    links = api.episodes.user_causes(project) if api.episodes is not None else []
+    wanted = {node for link in links for node in (link["cause"], link["effect"])}
+    written: set[str] = set()
     where = MemoryFilter(
         after=since,
         exclude_source_types=list(ENGINE_WRITTEN),
@@ -64,6 +70,8 @@ async def export_lines(
         for memory in page:
             vector = stored.get(memory.id)
             episode_id = extra.get(memory.id, {}).get("episode_id")
+            if f"memory:{memory.id}" in wanted:
+                written.add(f"memory:{memory.id}")
             yield records.dumps(
                 records.memory_record(
                     memory, episode_id, vector.tolist() if vector is not None else None
@@ -75,8 +83,13 @@ async def export_lines(
     if api.episodes is not None:
         async for detail in _episodes(api, since, project, scopes):
             episodes += 1
-            yield records.dumps(records.episode_record(detail))
-    yield records.dumps(records.end(memories, episodes))
+            line = records.episode_record(detail)
+            written |= records.episode_nodes(line) & wanted
+            yield records.dumps(line)
+    kept = [link for link in links if {link["cause"], link["effect"]} <= written]
+    for link in kept:
+        yield records.dumps(records.cause_record(link))
+    yield records.dumps(records.end(memories, episodes, len(kept)))
 
 
 async def _episodes(

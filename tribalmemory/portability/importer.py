@@ -9,7 +9,8 @@ at a time. The file's episodes are recreated as exported (the episode engine's
 ``restore_episode``): their memories are stored without the write-time hooks (no detection,
 no LLM call) and joined to them. The exported vectors are used when the file was written with
 the same embedding model, else the memories are embedded (a page per model call, while the
-page before is stored).
+page before is stored). Last, the links a user added by hand are restored between the nodes
+now stored (a link whose node is neither in the file nor here is skipped, and counted).
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ def stopped(done: str) -> Unavailable:
     )
 
 
+NODE_MISSING = "node not in the import"
+"""Why a user's link is skipped: its cause or effect is in neither the file nor this data
+folder (in the link's project)."""
+EPISODES_OFF = "episodes disabled"
+"""Why every link is skipped: links join episodes and memories, kept by the episode engine."""
+
 CHECK_PAGE = 256  # memory ids checked against the store at once
 PAGE = 256  # memories stored at once, in one durable write (and embedded in one call)
 
@@ -63,6 +70,10 @@ class Report:
     episodes_new: int = 0
     episodes_existing: int = 0
     episodes_created: int = 0
+    causes: int = 0
+    causes_created: int = 0
+    causes_existing: int = 0
+    causes_skipped: dict[str, int] = field(default_factory=dict)  # by reason
     placed: set[str] = field(default_factory=set)  # memories of the episodes to recreate
     chain_ids: set[str] = field(default_factory=set)  # the file's episode ids
     index: Index = field(default_factory=lambda: Index())  # where apply() reads from
@@ -79,12 +90,18 @@ class Report:
             "episodes_new": self.episodes_new,
             "episodes_existing": self.episodes_existing,
             "episodes_created": self.episodes_created,
+            "causes": self.causes,
+            "causes_created": self.causes_created,
+            "causes_existing": self.causes_existing,
+            "causes_skipped": dict(self.causes_skipped),
         }
 
 
 def parse_all(
     lines: Iterable[bytes], max_chars: int, default_instance: str = "default"
-) -> Iterator[records.Header | records.ImportedMemory | records.ImportedEpisode]:
+) -> Iterator[
+    records.Header | records.ImportedMemory | records.ImportedEpisode | records.ImportedCause
+]:
     """Every record of a file, checked; raises InvalidInput listing up to 20 bad lines.
 
     An export starts with its header; a file whose first line has no ``type`` holds plain
@@ -92,7 +109,7 @@ def parse_all(
     ``default_instance``: the source_instance of plain lines that name none."""
     errors: list[str] = []
     head: records.Header | None = None
-    counts = {"memory": 0, "episode": 0}
+    counts = {"memory": 0, "episode": 0, "cause": 0}
     ended: dict[str, Any] | None = None
     member_line: dict[str, int] = {}  # a memory is in at most one episode
     for number, raw in enumerate(lines, start=1):
@@ -123,6 +140,8 @@ def parse_all(
                 counts[data["type"]] += 1
                 if data["type"] == "memory":
                     yield records.parse_memory(data, number, head, max_chars)
+                elif data["type"] == "cause":
+                    yield records.parse_cause(data, number)
                 else:
                     episode = records.parse_episode(data, number)
                     for memory_id in episode.memory_ids:
@@ -164,6 +183,11 @@ def _end_problems(ended: dict[str, Any] | None, counts: dict[str, int]) -> list[
             f"the end line counts {ended.get('memories')} memories and {ended.get('episodes')} "
             f"episodes, the file holds {counts['memory']} and {counts['episode']}"
         ]
+    if ended.get("causes", 0) != counts["cause"]:  # an export from before cause lines: none
+        return [
+            f"the end line counts {ended.get('causes')} causal links, the file holds "
+            f"{counts['cause']}"
+        ]
     return []
 
 
@@ -187,13 +211,15 @@ class OffsetLines:
 
 @dataclass
 class Index:
-    """Where the new memories and the episodes are in a file: the memories' times and line
-    offsets (compact arrays: 16 bytes a memory), the episode lines' offsets in file order."""
+    """Where the new memories, the episodes and the causal links are in a file: the memories'
+    times and line offsets (compact arrays: 16 bytes a memory), the episode and cause lines'
+    offsets in file order."""
 
     header: records.Header | None = None
     times: array = field(default_factory=lambda: array("d"))
     offsets: array = field(default_factory=lambda: array("q"))
     episodes: list[int] = field(default_factory=list)
+    causes: list[int] = field(default_factory=list)
 
     def time_order(self) -> list[int]:
         """The memory offsets by memory time, equal times in file order."""
@@ -254,6 +280,9 @@ async def plan(api: TribalAPI, path: Path, stopping: Stopping = never) -> Report
                 if stopping():
                     raise stopped("nothing was imported")
                 await flush()
+        elif isinstance(item, records.ImportedCause):
+            report.causes += 1
+            index.causes.append(lines.offset)
         else:
             report.episodes += 1
             report.chain_ids.add(item.id)
@@ -348,4 +377,29 @@ async def apply(
                 episode = records.parse_episode(read_at(handle, offset), 0)
                 done = await api.episodes.restore_episode(episode.as_record(), report.chain_ids)
                 report.episodes_created += int(done["created"])
+            await _restore_causes(api, handle, report, stopping)
+        elif index.causes:
+            report.causes_skipped[EPISODES_OFF] = len(index.causes)
     return report
+
+
+async def _restore_causes(
+    api: TribalAPI, handle: BinaryIO, report: Report, stopping: Stopping
+) -> None:
+    """The file's user links, a page at a time, once its memories and episodes are stored."""
+    assert api.episodes is not None
+    offsets = report.index.causes
+    for start in range(0, len(offsets), PAGE):
+        if stopping():
+            raise stopped(
+                f"all {report.stored} new memories and the episodes were imported, {start} of "
+                f"{len(offsets)} causal links"
+            )
+        page = [records.parse_cause(read_at(handle, o), 0) for o in offsets[start : start + PAGE]]
+        counted = await api.episodes.restore_causes([c.as_record() for c in page])
+        report.causes_created += counted["created"]
+        report.causes_existing += counted["existing"]
+        if counted["skipped"]:
+            report.causes_skipped[NODE_MISSING] = (
+                report.causes_skipped.get(NODE_MISSING, 0) + counted["skipped"]
+            )

@@ -3,8 +3,10 @@
 Line 1 is the header (``{"type": "header", "format": "tribalmemory-export", "version": 1,
 ...}``); then ``memory`` lines (a memory with its tags, times, source, the episode it belongs
 to and, optionally, its vector) and ``episode`` lines (an episode with its summary, structured
-fields, status, chain parent and member ids); the last line is ``{"type": "end", "memories":
-N, "episodes": M}``, so a file cut short (a dropped connection, a full disk) is recognised.
+fields, status, chain parent and member ids), then ``cause`` lines (the causal links a user
+added by hand whose two nodes are in the file; derived links are derived again from the
+records); the last line is ``{"type": "end", "memories": N, "episodes": M, "causes": K}``, so
+a file cut short (a dropped connection, a full disk) is recognised.
 Episode summary memories are not exported as memories: they are the episodes' ``summary``.
 
 Import also takes plain lines: one memory per line, ``{"content": ..., "created_at": ...,
@@ -24,11 +26,12 @@ from datetime import datetime
 from typing import Any
 
 from .. import validation as check
-from ..episodes import structured
+from ..episodes import derived, structured
 from ..errors import InvalidInput, TribalError
 from ..models import ENGINE_WRITTEN, Memory
 from ..shapes import (
     EPISODE_STATUSES,
+    MAX_CAUSE_NOTE_CHARS,
     MAX_CONTEXT_CHARS,
     MAX_RUN_CHARS,
     MAX_SESSION_CHARS,
@@ -41,7 +44,7 @@ from ..storage.base import check_rows
 FORMAT = "tribalmemory-export"
 VERSION = 1
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one memory with its vector is a few kB
-TYPES = ("header", "memory", "episode", "end")
+TYPES = ("header", "memory", "episode", "cause", "end")
 TITLE_SOURCES = ("keyword", "llm", "user")
 SUMMARY_KINDS = ("extractive", "llm")
 MAX_IMPORTED_TITLE = 2000  # a bound against garbage: the engine's own titles are far shorter
@@ -70,8 +73,8 @@ def header(
     }
 
 
-def end(memories: int, episodes: int) -> dict[str, Any]:
-    return {"type": "end", "memories": memories, "episodes": episodes}
+def end(memories: int, episodes: int, causes: int = 0) -> dict[str, Any]:
+    return {"type": "end", "memories": memories, "episodes": episodes, "causes": causes}
 
 
 def memory_record(
@@ -114,6 +117,22 @@ def episode_record(detail: dict[str, Any]) -> dict[str, Any]:
         "memory_ids": list(detail["memory_ids"]),
         "history": list(detail.get("history") or []),
     }
+
+
+def episode_nodes(line: dict[str, Any]) -> set[str]:
+    """The causal nodes an episode line brings: the episode, and the memories the engine
+    writes for it again on import (its summary, lessons, decisions and facts: their ids are
+    the episode's)."""
+    episode_id = line["id"]
+    owned = derived.expected_ids(episode_id, line.get("structured") or {})
+    if line.get("summary_memory_id"):
+        owned.append(line["summary_memory_id"])
+    return {f"episode:{episode_id}", *(f"memory:{m}" for m in owned)}
+
+
+def cause_record(link: dict[str, Any]) -> dict[str, Any]:
+    """A cause line: a user's link as ``GET /v1/causes`` shows it, with its project."""
+    return {"type": "cause", **link}
 
 
 def dumps(record: dict[str, Any]) -> str:
@@ -174,6 +193,22 @@ class ImportedEpisode:
         return dict(self.__dict__)
 
 
+@dataclass
+class ImportedCause:
+    """A cause line, checked: a user's link (``created_at`` in epoch seconds). ``as_record()``
+    is what the episode engine's ``restore_causes`` takes."""
+
+    id: str
+    project: str
+    cause: str
+    effect: str
+    note: str
+    created_at: float
+
+    def as_record(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
 def _bad(line: int, message: str) -> InvalidInput:
     return InvalidInput(f"line {line}: {message}")
 
@@ -182,7 +217,7 @@ def parse_line(raw: bytes | str, line: int) -> dict[str, Any] | None:
     """The JSON object of one export line (None for a blank line)."""
     data = parse_object(raw, line)
     if data is not None and data.get("type") not in TYPES:
-        raise _bad(line, 'must be an object whose "type" is header, memory, episode or end')
+        raise _bad(line, 'must be an object whose "type" is header, memory, episode, cause or end')
     return data
 
 
@@ -386,6 +421,36 @@ def _episode(data: dict[str, Any]) -> ImportedEpisode:
         memory_ids=ids,
         history=_history(data.get("history")),
     )
+
+
+def parse_cause(data: dict[str, Any], line: int) -> ImportedCause:
+    """A cause line, checked as ``POST /v1/causes`` checks a link (whether its nodes exist is
+    known once the file's memories and episodes are stored)."""
+    try:
+        if data.get("source") != "user":
+            raise InvalidInput(
+                "source must be user: links an episode derived are derived again from its "
+                "record on import"
+            )
+        cause, effect = (
+            check.node(data.get("cause"), "cause"),
+            check.node(data.get("effect"), "effect"),
+        )
+        if cause == effect:
+            raise InvalidInput("cause and effect are the same node")
+        note = check.text("note", data.get("note"), MAX_CAUSE_NOTE_CHARS, required=False)
+        created = _epoch("created_at", data.get("created_at"), required=True)
+        assert created is not None
+        return ImportedCause(
+            id=check.link_id(data.get("id"), "id"),
+            project=check.project(data.get("project")),
+            cause=cause,
+            effect=effect,
+            note=note or "",
+            created_at=created,
+        )
+    except TribalError as exc:
+        raise _bad(line, exc.message) from None
 
 
 def _check_structured(record: dict[str, Any], members: list[str]) -> None:

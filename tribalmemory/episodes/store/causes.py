@@ -19,6 +19,10 @@ def new_link_id() -> str:
     return "cl-" + secrets.token_hex(6)
 
 
+def _values(link: Link) -> tuple[str, str, float, str, str]:
+    return (link.cause, link.effect, link.confidence, link.source, link.note)
+
+
 class CausalLinks(Table):
     """Reads and writes of the ``causal_links`` table."""
 
@@ -29,23 +33,37 @@ class CausalLinks(Table):
         the stored row."""
         db.execute(
             f"INSERT OR IGNORE INTO causal_links ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                new_link_id(),
-                project,
-                link.cause,
-                link.effect,
-                link.confidence,
-                link.source,
-                link.note,
-                owner,
-                now,
-            ),
+            (new_link_id(), project, *_values(link), owner, now),
         )
         return db.execute(
             f"SELECT {COLUMNS} FROM causal_links WHERE project = ? AND cause = ? AND effect = ? "
             "AND source = ?",
             (project, link.cause, link.effect, link.source),
         ).fetchone()
+
+    def restore(
+        self, db: sqlite3.Connection, project: str, link: Link, link_id: str, created_at: float
+    ) -> bool:
+        """Insert a user's link as exported (its id, unless another link has it now, and its
+        time); False when the same link is stored already."""
+        if db.execute("SELECT 1 FROM causal_links WHERE id = ?", (link_id,)).fetchone():
+            link_id = new_link_id()
+        inserted = db.execute(
+            f"INSERT OR IGNORE INTO causal_links ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+            (link_id, project, *_values(link), None, created_at),
+        )
+        return inserted.rowcount == 1
+
+    def user_links(self, project: str | None) -> list[sqlite3.Row]:
+        """The links a user added by hand (no episode derived them), of one project or all."""
+        where, args = ("AND project = ?", (project,)) if project is not None else ("", ())
+        return list(
+            self.db.execute(
+                f"SELECT {COLUMNS} FROM causal_links WHERE owner IS NULL {where} "
+                "ORDER BY project, created_at, id",
+                args,
+            )
+        )
 
     def replace_derived(
         self, db: sqlite3.Connection, project: str, owner: str, links: Iterable[Link], now: float

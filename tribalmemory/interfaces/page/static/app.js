@@ -1,4 +1,5 @@
-// The daemon's page: timeline of episodes, episode view with edits, spend and health.
+// The daemon's page: timeline of episodes, episode view with edits and causal links, spend
+// and health.
 // All data comes from the /v1 routes; the token (when the daemon has one) is kept in
 // sessionStorage and sent as a bearer header, never in a URL.
 import Arrow from "/page/vendor/timeline-arrows/arrow.js";
@@ -254,6 +255,10 @@ async function openEpisode(id) {
   $("ep-summary").textContent = ep.summary || "no summary yet";
   $("ep-close-go").hidden = ep.status !== "active";
   structured(ep.structured);
+  for (const list of [$("ep-causes"), $("ep-effects")]) {
+    list.replaceChildren(el("li", "…"));
+    delete list.dataset.episode; // set again once this episode's links are shown
+  }
   const named = $("ep-entities");
   named.replaceChildren();
   for (const [i, entity] of (got.entities || []).entries()) {
@@ -288,6 +293,113 @@ async function openEpisode(id) {
     item.append(remove);
     memories.append(item);
   }
+  showCauses(ep, got.timeline || []).catch(showError);
+}
+
+// -- causes and effects --------------------------------------------------------------------
+
+const clip = (text, n = 90) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
+const confidence = (c) => c.toFixed(2).replace(/0$/, "");
+
+// The nodes of the open episode that its links rest on: the episode, and the memory each
+// decision and event rests on (its first memory id), with what the view calls them.
+function ownNodes(ep) {
+  const own = new Map([[`episode:${ep.id}`, "this episode"]]);
+  const record = ep.structured || {};
+  for (const d of record.decisions || []) {
+    if (d.memory_ids && d.memory_ids.length) own.set(`memory:${d.memory_ids[0]}`, `decision: ${clip(d.chosen)}`);
+  }
+  for (const e of record.events || []) {
+    if (e.memory_ids && e.memory_ids.length) own.set(`memory:${e.memory_ids[0]}`, `${e.type}: ${clip(e.text)}`);
+  }
+  return own;
+}
+
+// Mark one memory of the open episode's list and bring it into view.
+function pick(memoryId) {
+  for (const item of $("ep-memories").children) item.classList.toggle("picked", item.dataset.id === memoryId);
+  const picked = $("ep-memories").querySelector(".picked");
+  if (picked) picked.scrollIntoView({ block: "center" });
+}
+
+// What the other end of a link is called, and how it opens: an episode opens its view; a
+// memory opens the episode it is in, with the memory marked (a memory in no episode has no
+// view to open).
+async function describeNode(node, ep, own, timeline) {
+  const at = node.indexOf(":");
+  const [kind, key] = [node.slice(0, at), node.slice(at + 1)];
+  if (kind === "episode") {
+    if (key === ep.id) return { label: "this episode", open: null };
+    const known = state.episodes.find((e) => e.id === key);
+    const title = known ? known.title : (await api("GET", `/v1/episodes/${encodeURIComponent(key)}`)).episode.title;
+    return { label: `episode: ${title}`, open: () => openEpisode(key) };
+  }
+  const member = timeline.find((m) => m.memory_id === key);
+  if (own.has(node) || member) {
+    const label = own.get(node) || `memory: ${clip(member.content)}`;
+    return { label, open: async () => pick(key) };
+  }
+  const memory = await api("GET", `/v1/memory/${encodeURIComponent(key)}`);
+  if (!memory.episode_id) return { label: `memory: ${clip(memory.content)} (in no episode)`, open: null };
+  const holder = state.episodes.find((e) => e.id === memory.episode_id);
+  const label = `memory: ${clip(memory.content)}${holder ? ` (in ${holder.title})` : ""}`;
+  return { label, open: () => openEpisode(memory.episode_id).then(() => pick(key)) };
+}
+
+async function describeOrName(node, ep, own, timeline) {
+  try {
+    return await describeNode(node, ep, own, timeline);
+  } catch (err) {
+    if (err instanceof AuthNeeded) throw err;
+    return { label: `${node} (${err.message})`, open: null }; // gone meanwhile, say
+  }
+}
+
+// The episode's causes and effects: the links of its node (GET /v1/causes) and those its
+// decisions and events carry (the episode read gives them), each once a side; the strongest
+// first, with its source and confidence, the note as its tooltip.
+async function showCauses(ep, timeline) {
+  const own = ownNodes(ep);
+  const query = new URLSearchParams({ node: `episode:${ep.id}`, project: ep.project });
+  const read = await api("GET", `/v1/causes?${query}`);
+  const record = ep.structured || {};
+  const carried = [...(record.decisions || []), ...(record.events || [])].flatMap((i) => i.links || []);
+  const links = new Map([...read.links, ...carried].map((link) => [link.id, link]));
+  const rows = { causes: [], effects: [] };
+  for (const link of links.values()) {
+    if (own.has(link.effect)) rows.causes.push({ link, here: link.effect, other: link.cause });
+    if (own.has(link.cause)) rows.effects.push({ link, here: link.cause, other: link.effect });
+  }
+  const others = [...new Set([...rows.causes, ...rows.effects].map((row) => row.other))];
+  const named = new Map(await Promise.all(others.map(async (n) => [n, await describeOrName(n, ep, own, timeline)])));
+  if (state.open !== ep.id) return; // another episode was opened meanwhile
+  fillCausal($("ep-causes"), rows.causes, named, own, true);
+  fillCausal($("ep-effects"), rows.effects, named, own, false);
+  for (const list of [$("ep-causes"), $("ep-effects")]) list.dataset.episode = ep.id;
+}
+
+function fillCausal(list, rows, named, own, causes) {
+  list.replaceChildren();
+  rows.sort((a, b) => b.link.confidence - a.link.confidence || (a.link.created_at < b.link.created_at ? -1 : 1));
+  for (const row of rows) {
+    const item = el("li");
+    item.dataset.id = row.link.id;
+    item.dataset.node = row.other;
+    const other = named.get(row.other);
+    const end = el("span", other.label, other.open ? "node opens" : "node");
+    if (other.open) {
+      end.title = "Open it";
+      end.addEventListener("click", () => other.open().catch(showError));
+    }
+    const here = el("span", own.get(row.here), "here");
+    const arrow = document.createTextNode(" → ");
+    if (causes) item.append(end, arrow, here);
+    else item.append(here, arrow, end);
+    item.append(el("span", `${row.link.source}, ${confidence(row.link.confidence)}`, "how"));
+    if (row.link.note) item.title = row.link.note;
+    list.append(item);
+  }
+  if (!rows.length) list.append(el("li", "none known"));
 }
 
 async function edit(method, path, body, done) {
