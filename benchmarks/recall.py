@@ -22,15 +22,16 @@ Data (see ``/work/shared/recall/README.md``; never copied into the project):
 
 Every question is asked at k = 5, 10 and 25. Per category: evidence recall (share of the
 question's evidence memories in the top k) strict and with episode credit (an
-``EPISODE_SUMMARY`` result covers the evidence memories that are members of its episode),
-hit@k (some evidence memory in the top k), characters returned at k, the engine-written results
-(summaries, lessons, decisions) in the top k, and the recall call's latency (p50 / p95, in
-process). Plain BM25 over the memories (written here) is the baseline. Every text's vector
-(memories, questions, summaries) is computed once per model and kept under ``--cache``;
-summaries are embedded by the request embedder (the same model: the daemon's low-priority thread
-would stretch the replay on a busy machine). ``--model`` embeds with another model instead
-(candidate_model.py; questions as queries, all else as passages). ``--write`` writes the
-"recall" section of docs/benchmarks.md.
+``EPISODE_SUMMARY`` result, or a thread recall attaches as ``context``, covers the evidence
+memories that are members of its episode), hit@k (some evidence memory in the top k),
+characters returned at k (contents, and each context thread's title and gist), the
+engine-written results (summaries, lessons, decisions) in the top k, and the recall call's
+latency (p50 / p95, in process). Plain BM25 over the memories (written here) is the
+baseline. Every text's vector (memories, questions, summaries) is computed once per model
+and kept under ``--cache``; summaries are embedded by the request embedder (the same model:
+the daemon's low-priority thread would stretch the replay on a busy machine). ``--model``
+embeds with another model instead (candidate_model.py; questions as queries, all else as
+passages). ``--write`` writes the "recall" section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -263,7 +264,7 @@ class Answer:
     question: Question
     k: int
     keys: list[str | None]  # per result: the item key (None: engine-written)
-    covered: set[str]  # item keys that are members of a returned summary's episode
+    covered: set[str]  # item keys in the episode of a returned summary or context thread
     chars: int
     engine: int  # engine-written results
     seconds: float
@@ -375,6 +376,11 @@ async def replay(
                         members = api.episodes.member_ids(memory["episode_id"])
                         covered.update(key_of[m] for m in members if m in key_of)
                 chars = sum(len(h["memory"]["content"]) for h in found["results"])
+                for thread in found["context"]:  # the results' threads, attached as context
+                    members = api.episodes.member_ids(thread["episode_id"])
+                    covered.update(key_of[m] for m in members if m in key_of)
+                    covered.update(f for m in members for f in folded.get(m, []))
+                    chars += len(thread["title"] or "") + len(thread["gist"])
                 answers.append(Answer(question, k, keys, covered, chars, engine, seconds))
 
         if mode == "ingest":  # the conversation sent whole: a memory per turn, its sittings
@@ -671,7 +677,8 @@ def main(argv: list[str] | None = None) -> int:
             f"`{command}` (through the in-process API the daemon serves, offline defaults; "
             "data: six LoCoMo conversations and three agent-memory question sets, see the "
             "script). Evidence recall R@k: share of a question's evidence memories in the top "
-            "k; with episode credit, a returned episode summary covers its members; "
+            "k; with episode credit, a returned episode summary or a thread attached as context "
+            "covers its members; "
             "engine-written: summaries, lessons and decisions among the results.\n\n" + text,
         )
     return 0

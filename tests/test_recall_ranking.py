@@ -13,6 +13,7 @@ import pytest
 from helpers_runtime import engine_runtime, settle  # noqa: F401
 
 from tribalmemory.config import config_from_dict
+from tribalmemory.episodes import gist
 from tribalmemory.errors import InvalidInput
 from tribalmemory.models import Memory, SourceType
 from tribalmemory.runtime import Runtime, start_runtime
@@ -218,6 +219,58 @@ async def test_grouped_recall_lists_each_thread_once_with_its_results_best_first
     assert len({g["episode_id"] for g in groups}) == len(groups)
     with pytest.raises(InvalidInput, match="group_by_episode must be true or false"):
         await rt.api.recall(query, group_by_episode="yes")
+
+
+async def test_recall_attaches_the_thread_of_its_best_results_in_a_line(
+    engine_runtime: Any,  # noqa: F811
+) -> None:
+    rt = await engine_runtime()
+    auth = [(await rt.api.remember(text, tags=["auth"]))["memory_id"] for text in THREAD]
+    alone = (await rt.api.remember("Postgres cutover is scheduled for Saturday night."))[
+        "memory_id"
+    ]
+    logout = (await rt.api.episode_create("Multi-tab logout", auth))["episode_id"]
+    single = (await rt.api.episode_create("Postgres cutover", [alone]))["episode_id"]
+    await settle(rt)
+    summary = (await rt.api.episode_get(logout))["episode"]["summary"]
+    assert summary  # the thread has a summary for its gist
+    query = "refresh token rotation logs users out"
+    found = await rt.api.recall(query, limit=3)
+    assert {r["memory"]["episode_id"] for r in found["results"]} == {logout}
+    [thread] = found["context"]  # one thread by default: the best result's
+    assert thread["episode_id"] == logout and thread["title"] == "Multi-tab logout"
+    assert thread["memory_count"] == len(THREAD)
+    assert thread["gist"] and len(thread["title"]) + len(thread["gist"]) <= gist.GIST_CHARS
+    assert not gist._HEADER.match(thread["gist"])  # what it is about, not its size and span
+    assert (await rt.api.recall(query, limit=3, episode_context=0))["context"] == []
+    # A thread of a single memory adds nothing to its result: not attached.
+    cutover = await rt.api.recall("Postgres cutover Saturday", limit=1, episode_context=5)
+    assert cutover["results"][0]["memory_id"] == alone
+    assert single not in {t["episode_id"] for t in cutover["context"]}
+    # A thread whose summary is a result is not repeated as context.
+    with_summary = await rt.api.recall(query, limit=50, episode_context=5)
+    shown = {r["memory_id"] for r in with_summary["results"]}
+    summary_id = (await rt.api.episode_get(logout))["episode"]["summary_memory_id"]
+    in_results = summary_id in shown
+    assert (logout in {t["episode_id"] for t in with_summary["context"]}) is not in_results
+    with pytest.raises(InvalidInput, match="episode_context"):
+        await rt.api.recall(query, episode_context=6)
+
+
+def test_a_gist_is_what_the_summary_says_past_its_size_line_within_the_budget() -> None:
+    summary = (
+        "3 memories, 2025-03-03 to 2025-03-08. Tags: auth.\n"
+        "About: refresh token, rotation, tabs.\n"
+        "- Users with two tabs open get logged out when the refresh token rotates."
+    )
+    line = gist.gist("Multi-tab logout", summary)
+    assert line.startswith("About: refresh token, rotation, tabs. - Users with two tabs")
+    assert len("Multi-tab logout") + len(line) <= gist.GIST_CHARS
+    assert gist.gist("Multi-tab logout", summary, limit=60).endswith("…")
+    assert gist.gist("A" * 150, summary) == ""  # no room beside a long title
+    assert gist.gist("Title", "3 memories, 2025-03-03.") == ""  # nothing past the size line
+    prose = "The team fixed logouts with two tabs by sharing the refresh token."
+    assert gist.gist("Logout", prose) == prose  # an LLM's summary is kept as written
 
 
 CACHE_NOTES = {

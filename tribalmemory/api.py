@@ -66,6 +66,7 @@ class EpisodeOperations(Protocol):
         self, episode_ids: list[str]
     ) -> dict[str, list[dict[str, Any]]]: ...
     def titles(self, episode_ids: list[str]) -> dict[str, str | None]: ...
+    def outlines(self, episode_ids: list[str]) -> dict[str, dict[str, Any]]: ...
     def existing_episodes(self, episode_ids: list[str]) -> set[str]: ...
     async def restore_episode(
         self, record: dict[str, Any], chain_ids: set[str]
@@ -171,6 +172,7 @@ class TribalAPI:
     @takes(shapes.RecallRequest)
     async def recall(self, request: shapes.RecallRequest) -> dict[str, Any]:
         grouped = check.boolean("group_by_episode", request.group_by_episode)
+        threads = check.integer("episode_context", request.episode_context, shapes.EPISODE_CONTEXT)
         ids = self._members(request.episode_id)
         ids = await self._naming(request.entity, request.project, ids)
         found = await self.service.recall_dated(request, ids)
@@ -199,9 +201,35 @@ class TribalAPI:
             results=results,
             query=request.query,
             count=len(results),
+            context=self._context(results, threads),
             episodes=groups,
             period=period,
         ).to_json()
+
+    def _context(self, results: list[shapes.RecallHit], count: int) -> list[shapes.RecallContext]:
+        """The first ``count`` threads of ``results``, in the order of their best result: each
+        episode in a line, unless its summary is among the results or it holds one memory."""
+        if self.episodes is None or count == 0:
+            return []
+        order = list(dict.fromkeys(h.memory.episode_id for h in results if h.memory.episode_id))
+        shown = {h.memory_id for h in results}
+        outlines = self.episodes.outlines(order)
+        context = []
+        for episode_id in order:
+            line = outlines.get(episode_id)
+            if line is None or line["memory_count"] < 2 or line["summary_memory_id"] in shown:
+                continue
+            context.append(
+                shapes.RecallContext(
+                    episode_id=episode_id,
+                    title=line["title"],
+                    gist=line["gist"],
+                    memory_count=line["memory_count"],
+                )
+            )
+            if len(context) == count:
+                break
+        return context
 
     def _groups(self, results: list[shapes.RecallHit]) -> list[shapes.RecallGroup]:
         """The episodes of ``results`` in the order of their best result (a summary counts

@@ -104,6 +104,12 @@ async def recall(api: Api, args: argparse.Namespace) -> int:
             f"{clean(memory['source_type'])}  {clean(memory['created_at'][:10])}{tags}{old}"
         )
         print(indented(memory["content"]))
+    for thread in result.get("context", []):
+        title = clean(thread["title"] or "(untitled)")
+        print(
+            f"\nThread {thread['episode_id']} ({thread['memory_count']} memories): {title}"
+            + (f": {clean(thread['gist'])}" if thread["gist"] else "")
+        )
     if result.get("episodes"):
         rank_of = {hit["memory_id"]: rank for rank, hit in enumerate(result["results"], 1)}
         print("\nBy episode:")

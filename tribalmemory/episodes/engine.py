@@ -235,6 +235,9 @@ class EpisodeEngine:
     def titles(self, episode_ids: list[str]) -> dict[str, str | None]:
         return self.operations.titles(episode_ids)
 
+    def outlines(self, episode_ids: list[str]) -> dict[str, dict[str, Any]]:
+        return self.operations.outlines(episode_ids)
+
     async def start_episode(self, topic: str, session: str, project: str) -> dict[str, Any]:
         return await self.sessions.start(topic, session, project)
 

@@ -20,6 +20,7 @@ from ..models import ENGINE_WRITTEN, Memory, SourceType
 from ..timeutil import from_epoch, to_iso
 from . import derived, edits, lifecycle
 from .detection import episode_status
+from .gist import gist
 from .membership import Membership
 from .shapes import episode_json, episode_summary_json
 from .state import EngineState
@@ -104,6 +105,21 @@ class Operations:
         """The title of each episode of ``episode_ids`` that exists (None: not written yet)."""
         titles = self.store.episodes.titles(episode_ids)
         return {i: title or None for i, title in titles.items()}
+
+    def outlines(self, episode_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Each existing episode of ``episode_ids`` in a line: its title, its gist (what it is
+        about, :func:`.gist.gist`), its summary memory's id and its number of members."""
+        return {
+            episode_id: {
+                "title": title or None,
+                "gist": gist(title, summary),
+                "summary_memory_id": summary_memory_id,
+                "memory_count": count,
+            }
+            for episode_id, (title, summary, summary_memory_id, count) in (
+                self.store.episodes.outlines(episode_ids).items()
+            )
+        }
 
     def costs(self) -> dict[str, Any]:
         return self.summariser.costs()

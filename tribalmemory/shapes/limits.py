@@ -84,6 +84,7 @@ class Range:
 
 
 RECALL_LIMIT = Range(1, 50, 5)
+EPISODE_CONTEXT = Range(0, 5, 1)
 MIN_RELEVANCE = Range(0.0, 1.0, 0.0)
 EPISODES_LIMIT = Range(1, 100, 50)
 EPISODES_OFFSET = Range(0, 1_000_000, 0)

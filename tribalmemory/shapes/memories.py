@@ -29,6 +29,7 @@ from .fields import (
     scope_filter,
 )
 from .limits import (
+    EPISODE_CONTEXT,
     MAX_BATCH,
     MAX_CONTEXT_CHARS,
     MAX_ENTITY_CHARS,
@@ -163,6 +164,12 @@ class RecallRequest(Request):
         max_length=MAX_ENTITY_CHARS,
         description="Only the memories naming this entity (any alias, e.g. 'orders-svc'; "
         "see GET /v1/entities); none when no memory names it.",
+    )
+    episode_context: int = bounded(
+        EPISODE_CONTEXT,
+        "How many threads to attach as context: the episodes of the best results, best first, "
+        "each in a line (title and gist); 0 attaches none. A thread whose summary is among the "
+        "results, or that holds a single memory, is not repeated.",
     )
     group_by_episode: bool = Field(
         False,
@@ -301,6 +308,16 @@ class RecallGroup(Response):
     memory_ids: list[MemoryId] = Field(description="Its results, in the order of results.")
 
 
+class RecallContext(Response):
+    episode_id: str
+    title: str | None = Field(description="The episode's title (null: not written yet).")
+    gist: str = Field(
+        description="What the thread is about, from its summary, in about one memory's worth "
+        "of text together with the title (GET /v1/episodes/{id} reads it whole)."
+    )
+    memory_count: int = Field(ge=0, description="Its members: the results' thread, in full.")
+
+
 class RecallPeriod(Response):
     text: str = Field(description="The words of the query that name the period.")
     after: Timestamp = Field(description="Memories dated at or after this time come first...")
@@ -314,6 +331,10 @@ class RecallResult(Response):
     period: RecallPeriod | None = Field(
         description="The period the query names, whose memories come first (query_dates); "
         "null when it names none."
+    )
+    context: list[RecallContext] = Field(
+        description="The threads of the best results (episode_context of them), best first; "
+        "empty without the episode engine."
     )
     episodes: list[RecallGroup] | None = Field(
         description="With group_by_episode: the episodes of the results, ordered by their best "

@@ -196,6 +196,23 @@ class Episodes(Table):
             found.update((r[0], r[1] or "") for r in self.db.execute(sql, part))
         return found
 
+    def outlines(self, episode_ids: list[str]) -> dict[str, tuple[str, str, str | None, int]]:
+        """Each stored episode of ``episode_ids`` as (title, summary, its summary memory's id,
+        its number of members)."""
+        found: dict[str, tuple[str, str, str | None, int]] = {}
+        for start in range(0, len(episode_ids), 500):
+            part = episode_ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            sql = (
+                "SELECT e.id, e.title, e.summary, e.summary_memory_id, "
+                "(SELECT COUNT(*) FROM memberships m WHERE m.episode_id = e.id) "
+                f"FROM episodes e WHERE e.id IN ({marks})"
+            )
+            found.update(
+                (r[0], (r[1] or "", r[2] or "", r[3], r[4])) for r in self.db.execute(sql, part)
+            )
+        return found
+
     def existing_ids(self, episode_ids: list[str]) -> set[str]:
         """Those of ``episode_ids`` that are stored."""
         return set(self.titles(episode_ids))
