@@ -19,11 +19,18 @@ from pathlib import Path
 from tribalmemory.entities import canonical, extract_entities
 
 LABELS = Path(__file__).resolve().parent / "entity_labels"
-TUNING = ("synth-payments-backend", "synth-game-studio")
+TUNING = (
+    "synth-payments-backend",
+    "synth-game-studio",
+    "synth-mobile-app",
+    "synth-devtools-startup",
+)
 ASIDE = ("synth-solo-oss", "synth-support-agents")
 PARTS = {
     "synth-payments-backend": "train",
     "synth-game-studio": "train",
+    "synth-mobile-app": "train",
+    "synth-devtools-startup": "train",
     "synth-solo-oss": "validation",
     "synth-support-agents": "validation",
 }
