@@ -55,14 +55,15 @@ def prf(tp: int, found: int, gold: int) -> tuple[float, float, float]:
 
 
 def taught(rows: list[dict]) -> frozenset[str]:
-    """The corpus statistics passed to the extraction: capitalised names the stream writes
-    inside a sentence in two memories or more (then also found opening a sentence)."""
-    seen: dict[str, set[str]] = {}
+    """The corpus statistics passed to the extraction, as the engine keeps them: capitalised
+    names the stream writes inside a sentence (then also found opening a sentence) and paths
+    of files in a folder (then also named by their bare file name)."""
+    seen: set[str] = set()
     for row in rows:
         for e in extract_entities(row["content"]):
-            if e.kind == "name":
-                seen.setdefault(e.text, set()).add(row["id"])
-    return frozenset(name for name, ids in seen.items() if len(ids) >= 2)
+            if e.kind == "name" or (e.kind == "path" and "." in e.name.partition("/")[2]):
+                seen.add(e.text if e.kind == "name" else e.name)
+    return frozenset(seen)
 
 
 def extracted(rows: list[dict]) -> dict[str, list]:
