@@ -1,6 +1,7 @@
 """Entity extraction without an LLM against the hand labels of benchmarks/entity_labels/.
 
-Each stream's repeated capitalised names are passed to the extraction as known names.
+Each stream's capitalised names (written inside a sentence) and file paths are passed to the
+extraction as known names, as the engine keeps them.
 Prints precision / recall / F1 per stream (span match and canonical-name match), for the tuning
 streams and the kept-aside streams apart, and "which episodes touched X" answered from the
 extracted entities against a keyword search of X's canonical name.
@@ -167,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_section(
             "entities",
             "## Entities without an LLM\n\n"
-            "`python benchmarks/entities.py ../shared/corpus --write` on the 220 "
+            "`python benchmarks/entities.py ../shared/corpus --write` on the 330 "
             "hand-labelled memories "
             "of `benchmarks/entity_labels/` (targets: P >= 0.85, "
             "R >= 0.7; episodes from entities >= 0.9 against keyword <= 0.7; episode recall is "

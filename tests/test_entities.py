@@ -90,8 +90,9 @@ def test_a_sentence_opening_verb_or_function_word_is_not_part_of_a_name() -> Non
     assert not {"Shipped Quillmark", "Shipped", "Another Android", "Another"} & set(got)
 
 
-def test_a_possessive_opening_a_sentence_is_a_name() -> None:
+def test_a_possessive_or_a_letter_english_lacks_makes_a_sentence_opener_a_name() -> None:
     assert "Lena" in found("Lena's preference: one ViewModel per screen.")
+    assert "Tomás" in found("Tomás is in Buenos Aires.")
     assert "Pulled" not in found("Pulled the logs.")
 
 

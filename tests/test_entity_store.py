@@ -589,6 +589,13 @@ def test_the_known_names_are_the_most_mentioned_and_bounded(tmp_path: Path) -> N
         assert len(known) == KNOWN_NAMES and names[-1] not in known
         assert set(known) == set(names[:KNOWN_NAMES])
         assert entities.known("other") == frozenset()  # per project
+        paths = [f"src/m{i:03d}.py" for i in range(KNOWN_NAMES + 1)]
+        with store.transaction() as db:  # file paths: as many again, the most mentioned
+            for i, path in enumerate(paths):
+                for k in range(2 if i < KNOWN_NAMES else 1):
+                    entities.record_memory(db, "p", f"f{i}-{k}", 1.0, {path: ("path", [path])})
+        known = entities.known("p")
+        assert known - set(names) == set(paths[:KNOWN_NAMES])
     finally:
         store.close()
 

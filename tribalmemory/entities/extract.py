@@ -190,11 +190,13 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
 
 def _opener(text: str, words: list[Word], alone: bool) -> bool:
     """Whether a sentence's first capitalised word is an ordinary word: when ``alone`` (no
-    other capitalised word follows) unless a possessive does (``Lena's``); a past-tense verb
-    always (``Reviewed Rosa``)."""
+    other capitalised word follows) unless a possessive follows (``Lena's``) or it has a letter
+    English words do not (``Tomás``); a past-tense verb always (``Reviewed Rosa``)."""
     word, start = words[0]
     if _INFLECTED.fullmatch(word):
         return True
+    if not word.isascii():
+        return False
     return alone and text[start + len(word) : start + len(word) + 2] not in ("'s", "\u2019s")
 
 
