@@ -162,3 +162,10 @@ def test_a_bare_file_name_names_the_one_known_path_ending_in_it() -> None:
     assert names == {"Math.h": "engine/core/math.h", "Types.h": "types.h"}
     two = {"engine/core/math.h", "tools/math.h"}  # ambiguous: the bare name stays itself
     assert {e.name for e in extract_entities(text, known=two)} == {"math.h", "types.h"}
+
+
+def test_a_known_name_is_found_as_whole_words_with_its_own_separators() -> None:
+    text = "Marek Novak approved. Marek  Novak wrote it. We run quill-2, quill.js and then quill."
+    found = extract_entities(text, known={"Marek Novak", "quill"})
+    assert [e.text for e in found if e.text == "Marek Novak"] == ["Marek Novak"]
+    assert [(e.text, e.start) for e in found if e.text == "quill"] == [("quill", len(text) - 6)]

@@ -4,12 +4,12 @@ inside sentences, minus a stop list."""
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tribalmemory.entities.aliases import canonical
+from tribalmemory.entities.known import FILE, taught, taught_spans
 from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.stoplist import STOP
 
@@ -69,13 +69,19 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),  # headers: Idempotency-Key
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")),
 )
+_NEEDLES: tuple[str | None, ...] = (
+    *(None, ".", "#", "-", "."),  # links, hosts, tickets, keys, versions
+    *(None, "/", "/", "*.", ".", "/"),  # paths
+    *("::", "--", "#", "()", ".", None, "0x", None, "-"),  # identifiers
+    "-",  # systems
+)
+"""What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
+it skips the rule."""
 _SYSTEM_SUFFIXES = frozenset(
     "service svc srv api job jobs db vault rates worker cli app web server client bot core sdk "
     "gateway proxy queue store site repo macros".split()
 )
 
-_FILE = re.compile(r"\.[A-Za-z]\w*$")
-"""A path's last part has an extension."""
 _FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
 """Capitalised folder names (``Engine/Physics``): one path rather than two names."""
 _VERSION_END = re.compile(r"/v?\d+(?:\.\d+)+$")
@@ -98,7 +104,7 @@ def _plausible(kind: str, surface: str) -> bool:
             not surface.startswith(("/", "."))
             and surface.count("/") == 1
             and not surface.endswith("/")
-            and not _FILE.search(surface)
+            and not FILE.search(surface)
             and not _FOLDERS.fullmatch(surface)
             and not _VERSION_END.search(surface)
         ):
@@ -169,7 +175,7 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
             opens = _sentence_initial(text, words[0][1])
             while words and (
                 words[0][0].lower() in STOP
-                or (opens and canonical(words[0][0]) not in known and _opener(text, words, alone))
+                or (opens and words[0][0].lower() not in known and _opener(text, words, alone))
             ):
                 words = words[1:]
                 opens = False
@@ -235,9 +241,7 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     longer match). ``known``: names (any alias) already seen in the corpus, which are then also
     found as a sentence's first word; and paths of files (with a folder), whose bare file name
     then names the path (``Math.h`` -> ``engine/core/math.h``) when only one ends in it."""
-    taught_names = frozenset(known)  # the same object when given a frozenset
-    known_names = _canonical_names(taught_names)
-    files = _known_files(taught_names)
+    corpus = taught(frozenset(known))  # kept per known set (the same object when given one)
     found: list[Entity] = []
     taken: list[tuple[int, int]] = []
 
@@ -252,60 +256,19 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         taken.append((start, end))
         name = canonical(surface)
         if kind == "path" and "/" not in name:
-            name = files.get(name, name)
+            name = corpus.files.get(name, name)
         found.append(Entity(kind, surface, start, end, name))
 
-    for kind, pattern in _RULES:
-        for m in pattern.finditer(text):
-            add(kind, m.group(), m.start(), m.end())
+    for (kind, pattern), needle in zip(_RULES, _NEEDLES, strict=True):
+        if needle is None or needle in text:
+            for m in pattern.finditer(text):
+                add(kind, m.group(), m.start(), m.end())
     for kind, start, end in _code_spans(text):
         add(kind, text[start:end], start, end)
-    for surface, start, end in _names(text, known_names):
+    for surface, start, end in _names(text, corpus.lower):
         add("name", surface, start, end)
     # names the corpus taught: as written (``Priya`` opening a sentence), and in any case when
     # taught in lower case (``uv``, ``pgbouncer``); the longer first where two overlap
-    taught = [m for pattern in _known_patterns(taught_names) for m in pattern.finditer(text)]
-    for m in sorted(taught, key=lambda m: (m.start() - m.end(), m.start())):
-        add("name", m.group(), m.start(), m.end())
+    for start, end in sorted(taught_spans(text, corpus), key=lambda m: (m[0] - m[1], m[0])):
+        add("name", text[start:end], start, end)
     return sorted(found, key=lambda e: e.start)
-
-
-@functools.lru_cache(maxsize=64)
-def _canonical_names(known: frozenset[str]) -> frozenset[str]:
-    """The canonical names of a known set (kept, like its patterns)."""
-    return frozenset(canonical(k) for k in known)
-
-
-@functools.lru_cache(maxsize=64)
-def _known_files(known: frozenset[str]) -> dict[str, str]:
-    """Bare file name -> the known path ending in it (canonical), for the names only one known
-    path ends in."""
-    paths: dict[str, set[str]] = {}
-    for entry in known:
-        if _is_path(entry):
-            path = canonical(entry)
-            base = re.split(r"[\\/]", path)[-1]
-            if _FILE.search(base):
-                paths.setdefault(base, set()).add(path)
-    return {base: next(iter(p)) for base, p in paths.items() if len(p) == 1}
-
-
-def _is_path(entry: str) -> bool:
-    return "/" in entry or "\\" in entry
-
-
-@functools.lru_cache(maxsize=64)
-def _known_patterns(known: frozenset[str]) -> tuple[re.Pattern[str], ...]:
-    """One pattern for the names taught as written and one, ignoring case, for those taught in
-    lower case: each memory is scanned twice, not once a name (the known set of a project
-    changes seldom, so the compiled patterns are kept)."""
-    out = []
-    words = [n for n in known if not _is_path(n)]
-    for names, flags in (
-        (sorted((n for n in words if n != n.lower()), key=len, reverse=True), 0),
-        (sorted((n for n in words if n == n.lower()), key=len, reverse=True), re.I),
-    ):
-        if names:
-            either = "|".join(re.escape(n) for n in names)
-            out.append(re.compile(r"(?<![\w.-])(?:" + either + r")(?![\w-])", flags))
-    return tuple(out)
