@@ -1,6 +1,7 @@
 """Entity extraction without an LLM against the hand labels of benchmarks/entity_labels/.
 
-Each stream's repeated capitalised names are passed to the extraction as known names.
+Each stream's capitalised names (written inside a sentence) and file paths are passed to the
+extraction as known names, as the engine keeps them.
 Prints precision / recall / F1 per stream (span match and canonical-name match), for the tuning
 streams and the kept-aside streams apart, and "which episodes touched X" answered from the
 extracted entities against a keyword search of X's canonical name.
@@ -19,11 +20,18 @@ from pathlib import Path
 from tribalmemory.entities import canonical, extract_entities
 
 LABELS = Path(__file__).resolve().parent / "entity_labels"
-TUNING = ("synth-payments-backend", "synth-game-studio")
+TUNING = (
+    "synth-payments-backend",
+    "synth-game-studio",
+    "synth-mobile-app",
+    "synth-devtools-startup",
+)
 ASIDE = ("synth-solo-oss", "synth-support-agents")
 PARTS = {
     "synth-payments-backend": "train",
     "synth-game-studio": "train",
+    "synth-mobile-app": "train",
+    "synth-devtools-startup": "train",
     "synth-solo-oss": "validation",
     "synth-support-agents": "validation",
 }
@@ -48,14 +56,15 @@ def prf(tp: int, found: int, gold: int) -> tuple[float, float, float]:
 
 
 def taught(rows: list[dict]) -> frozenset[str]:
-    """The corpus statistics passed to the extraction: capitalised names the stream writes
-    inside a sentence in two memories or more (then also found opening a sentence)."""
-    seen: dict[str, set[str]] = {}
+    """The corpus statistics passed to the extraction, as the engine keeps them: capitalised
+    names the stream writes inside a sentence (then also found opening a sentence) and paths
+    of files in a folder (then also named by their bare file name)."""
+    seen: set[str] = set()
     for row in rows:
         for e in extract_entities(row["content"]):
-            if e.kind == "name":
-                seen.setdefault(e.text, set()).add(row["id"])
-    return frozenset(name for name, ids in seen.items() if len(ids) >= 2)
+            if e.kind == "name" or (e.kind == "path" and "." in e.name.partition("/")[2]):
+                seen.add(e.text if e.kind == "name" else e.name)
+    return frozenset(seen)
 
 
 def extracted(rows: list[dict]) -> dict[str, list]:
@@ -159,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_section(
             "entities",
             "## Entities without an LLM\n\n"
-            "`python benchmarks/entities.py ../shared/corpus --write` on the 220 "
+            "`python benchmarks/entities.py ../shared/corpus --write` on the 330 "
             "hand-labelled memories "
             "of `benchmarks/entity_labels/` (targets: P >= 0.85, "
             "R >= 0.7; episodes from entities >= 0.9 against keyword <= 0.7; episode recall is "

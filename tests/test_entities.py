@@ -76,3 +76,96 @@ def test_a_known_name_is_found_at_a_sentence_start_and_in_lower_case() -> None:
 def test_a_known_capitalised_name_is_found_only_as_written() -> None:
     text = "Wren signed off. The wren in the logo is not her."
     assert [e.text for e in extract_entities(text, known={"Wren"})] == ["Wren"]
+
+
+def test_an_acronym_stands_alone_in_a_run_of_capitalised_words() -> None:
+    got = found("The crash is on Hollowmere PS5 builds, not on the Linux VM.")
+    assert {"Hollowmere", "PS5", "Linux"} <= set(got)
+    assert not {"Hollowmere PS5", "Linux VM", "VM"} & set(got)
+
+
+def test_a_sentence_opening_verb_or_function_word_is_not_part_of_a_name() -> None:
+    got = found("Shipped Quillmark to staging. Another Android crash came in.")
+    assert {"Quillmark", "Android"} <= set(got)
+    assert not {"Shipped Quillmark", "Shipped", "Another Android", "Another"} & set(got)
+
+
+def test_a_possessive_or_a_letter_english_lacks_makes_a_sentence_opener_a_name() -> None:
+    assert "Lena" in found("Lena's preference: one ViewModel per screen.")
+    assert "Tomás" in found("Tomás is in Buenos Aires.")
+    assert "Pulled" not in found("Pulled the logs.")
+
+
+def test_quotes_and_line_breaks_open_a_sentence() -> None:
+    got = found("A 'See web pricing' link and a group called 'Beta Club'.\nRollback planned")
+    assert not {"See", "Beta Club", "Rollback"} & set(got)
+    assert "Beta Club" in found("The Beta Club group grew.")  # unquoted, it is a name
+
+
+def test_paths_keep_a_trailing_slash_and_a_depot_ellipsis() -> None:
+    got = found("Moved app/middleware/ and synced //Depot/Builds/... to tripwise.app/.well-known/.")
+    assert got["app/middleware/"] == "path"
+    assert got["//Depot/Builds/..."] == "path"
+    assert got["tripwise.app/.well-known/"] == "path"
+
+
+def test_amounts_and_address_ranges_are_not_paths() -> None:
+    got = found("Overbilled $3.1k/month at $125/connection/month from two /24 ranges.")
+    assert not {"3.1k/month", "125/connection/month", "/24"} & set(got)
+
+
+def test_globs_folders_branches_and_more_file_kinds_are_paths() -> None:
+    got = found(
+        "Copy *.xvc files from Engine/Renderer, cut release/5.12, regenerate TideTokens.swift "
+        "and drop .csproj.user."
+    )
+    assert {g: got.get(g) for g in ("*.xvc", "Engine/Renderer", "release/5.12")} == {
+        "*.xvc": "path",
+        "Engine/Renderer": "path",
+        "release/5.12": "path",
+    }
+    assert got["TideTokens.swift"] == "path" and got[".csproj.user"] == "path"
+    assert not {"Engine", "Renderer", ".csproj", "TideTokens"} & set(got)
+
+
+def test_dotted_code_names_are_whole() -> None:
+    got = found("BookingFlowTest.selectsSecondSlot fails; it writes json.dumps() of the body.")
+    assert got["BookingFlowTest.selectsSecondSlot"] == "identifier"
+    assert got["json.dumps"] == "identifier"
+    assert not {"BookingFlowTest", "selectsSecondSlot", "dumps"} & set(got)
+
+
+def test_version_ranges_hashes_channels_and_headers() -> None:
+    got = found(
+        "Diff v2.87..v2.88 at 8f31c0e, alert in #billing; the Idempotency-Key header, UTC-3."
+    )
+    assert got["v2.87"] == got["v2.88"] == "version"
+    assert got["8f31c0e"] == "identifier"
+    assert got["#billing"] == "identifier"
+    assert got["Idempotency-Key"] == "identifier"
+    assert "UTC-3" not in got and "Key" not in got
+    assert found("Filed HM-4471.")["HM-4471"] == "ticket"
+
+
+def test_code_in_backticks_names_a_code_name_or_the_program_of_a_command() -> None:
+    got = found(
+        "Run `adb shell pm get-app-links`, set `priority`, then `await request.json()`; "
+        "it failed with `dial tcp 10.0.0.1:80: connect: refused`."
+    )
+    assert {"adb", "priority"} <= set(got)
+    assert not {"await", "dial", "shell"} & set(got)
+
+
+def test_a_bare_file_name_names_the_one_known_path_ending_in_it() -> None:
+    text = "Split Math.h and Types.h."
+    names = {e.text: e.name for e in extract_entities(text, known={"engine/core/math.h"})}
+    assert names == {"Math.h": "engine/core/math.h", "Types.h": "types.h"}
+    two = {"engine/core/math.h", "tools/math.h"}  # ambiguous: the bare name stays itself
+    assert {e.name for e in extract_entities(text, known=two)} == {"math.h", "types.h"}
+
+
+def test_a_known_name_is_found_as_whole_words_with_its_own_separators() -> None:
+    text = "Marek Novak approved. Marek  Novak wrote it. We run quill-2, quill.js and then quill."
+    found = extract_entities(text, known={"Marek Novak", "quill"})
+    assert [e.text for e in found if e.text == "Marek Novak"] == ["Marek Novak"]
+    assert [(e.text, e.start) for e in found if e.text == "quill"] == [("quill", len(text) - 6)]

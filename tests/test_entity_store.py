@@ -84,6 +84,25 @@ async def test_aliases_meet_in_one_entity_with_its_episodes(engine_runtime: Make
     assert (await rt.api.episode_get(created["episode_id"]))["entities"] is None
 
 
+async def test_a_bare_file_name_names_its_known_path_and_is_read_by_it(
+    engine_runtime: Make,
+) -> None:
+    """Once a file is written with its folder, its bare name in a later memory names the same
+    entity (only one known path ends in it), and the entity is read by either spelling; a
+    recall filtered by the bare name searches the memories of the path."""
+    rt = await engine_runtime()
+    first = await remember(rt, "Engine/Core/Math.h pulls in windows.h for every unit.", 0)
+    second = await remember(rt, "Split Math.h so the renderer stops rebuilding.", 3)
+    found = await rt.api.entity_get("Engine/Core/Math.h", project="shop")
+    assert found["entity"]["name"] == "engine/core/math.h"
+    assert sorted(found["entity"]["aliases"]) == ["Engine/Core/Math.h", "Math.h"]
+    assert [m["memory_id"] for m in found["memories"]] == [second, first]
+    assert (await rt.api.entity_get("Math.h", project="shop")) == found  # by its alias
+    hits = await rt.api.recall("renderer rebuilding", entity="math.h", project="shop")
+    assert {h["memory_id"] for h in hits["results"]} <= {first, second}
+    assert second in {h["memory_id"] for h in hits["results"]}
+
+
 async def test_forget_removes_what_only_the_forgotten_memory_named(engine_runtime: Make) -> None:
     rt = await engine_runtime()
     gone = await remember(rt, "The ledger-db failover left orders-svc without writes.", 0)
@@ -570,18 +589,25 @@ def test_the_known_names_are_the_most_mentioned_and_bounded(tmp_path: Path) -> N
         assert len(known) == KNOWN_NAMES and names[-1] not in known
         assert set(known) == set(names[:KNOWN_NAMES])
         assert entities.known("other") == frozenset()  # per project
+        paths = [f"src/m{i:03d}.py" for i in range(KNOWN_NAMES + 1)]
+        with store.transaction() as db:  # file paths: as many again, the most mentioned
+            for i, path in enumerate(paths):
+                for k in range(2 if i < KNOWN_NAMES else 1):
+                    entities.record_memory(db, "p", f"f{i}-{k}", 1.0, {path: ("path", [path])})
+        known = entities.known("p")
+        assert known - set(names) == set(paths[:KNOWN_NAMES])
     finally:
         store.close()
 
 
 def test_the_known_names_are_read_once_until_a_change_can_alter_them(tmp_path: Path) -> None:
     """Each memory's extraction asks for its project's known names: they are read from SQL
-    once and kept until a change makes a name known or not known, or changes a known name's
-    aliases (forget included); other changes keep them."""
+    once and kept until a change makes a name or a file path known or not known, or changes a
+    known name's aliases (forget included); other changes keep them."""
     store = EpisodeStore(tmp_path / "episodes.sqlite3")
     entities = store.entities
     reads: list[str] = []
-    store.db.set_trace_callback(lambda sql: reads.append(sql) if "mentions >= 2" in sql else None)
+    store.db.set_trace_callback(lambda sql: reads.append(sql) if "kind = 'name'" in sql else None)
 
     def record(memory_id: str, found: dict[str, tuple[str, list[str]]]) -> None:
         with store.transaction() as db:
@@ -593,21 +619,26 @@ def test_the_known_names_are_read_once_until_a_change_can_alter_them(tmp_path: P
         return known, len(reads) - before
 
     try:
-        priya = {"priya": ("name", ["Priya"])}
-        record("m1", priya)
         assert known_read() == (frozenset(), 1)
         assert known_read() == (frozenset(), 0)  # kept
-        record("m2", priya)  # a second mention: Priya becomes known
+        priya = {"priya": ("name", ["Priya"])}
+        record("m1", priya)  # a first mention: Priya becomes known
         assert known_read() == (frozenset({"Priya"}), 1)
-        record("m3", {"ledger-db": ("system", ["ledger-db"])})  # not a name: kept
+        record("m2", {"ledger-db": ("system", ["ledger-db"])})  # not a name: kept
+        record("m3", {"docs": ("path", ["docs/"])})  # a folder, not a file: kept
         record("m4", priya)  # one more mention of a known name: kept (the limit is not cut)
         assert known_read() == (frozenset({"Priya"}), 0)
         record("m5", {"priya": ("name", ["Priya S"])})  # a new alias
         assert known_read() == (frozenset({"Priya", "Priya S"}), 1)
+        math = {"engine/core/math.h": ("path", ["Engine/Core/Math.h"])}
+        record("m6", math)  # a file in a folder: known by its canonical name
+        assert known_read() == (frozenset({"Priya", "Priya S", "engine/core/math.h"}), 1)
+        record("m7", {"engine/core/math.h": ("path", ["Math.h"])})  # a path's alias: kept
+        assert known_read() == (frozenset({"Priya", "Priya S", "engine/core/math.h"}), 0)
         with store.transaction() as db:
-            for memory_id in ("m1", "m2", "m4"):
+            for memory_id in ("m1", "m4", "m5", "m6", "m7"):
                 entities.forget_memory(db, memory_id)
-        assert known_read() == (frozenset(), 1)  # forgotten down to one mention
+        assert known_read() == (frozenset(), 1)  # forgotten: no mention left
     finally:
         store.close()
 

@@ -1,6 +1,8 @@
 """Turn the hand-written drafts (draft/<stream>.txt: `mNNN: surface[>canonical]=kind; ...`)
 into label files (<stream>.jsonl: id, start, end, canonical, kind), marking every whole-word,
-case-sensitive occurrence of each surface in the memory. Reads the texts from the corpus."""
+case-sensitive occurrence of each surface in the memory, except inside a longer labelled
+surface's occurrence (``Play`` inside ``Play App Signing`` is one mention, the longer one).
+Reads the texts from the corpus."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ HERE = Path(__file__).resolve().parent
 PARTS = {
     "synth-payments-backend": "train",
     "synth-game-studio": "train",
+    "synth-mobile-app": "train",
+    "synth-devtools-startup": "train",
     "synth-solo-oss": "validation",
     "synth-support-agents": "validation",
 }
@@ -30,21 +34,23 @@ def main(corpus: Path) -> None:
             mid, _, rest = line.partition(":")
             text = texts[mid]
             out.append({"id": mid, "entities": []})
+            items = []
             for item in filter(None, (x.strip() for x in rest.split(";"))):
                 name, _, kind = item.rpartition("=")
                 surface, _, canonical = name.partition(">")
+                items.append((surface, canonical or surface, kind))
+            taken: list[tuple[int, int]] = []
+            for surface, canonical, kind in sorted(items, key=lambda i: -len(i[0])):
                 pattern = re.compile(r"(?<![\w])" + re.escape(surface) + r"(?![\w])")
                 hits = [m.span() for m in pattern.finditer(text)]
                 if not hits:
                     sys.exit(f"{stream} {mid}: {surface!r} not found")
                 for start, end in hits:
+                    if any(s <= start and end <= e for s, e in taken):
+                        continue  # part of a longer labelled mention
+                    taken.append((start, end))
                     out[-1]["entities"].append(
-                        {
-                            "start": start,
-                            "end": end,
-                            "canonical": canonical or surface,
-                            "kind": kind,
-                        }
+                        {"start": start, "end": end, "canonical": canonical, "kind": kind}
                     )
         with (HERE / f"{stream}.jsonl").open("w", encoding="utf-8") as f:
             for row in out:

@@ -4,12 +4,12 @@ inside sentences, minus a stop list."""
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tribalmemory.entities.aliases import canonical
+from tribalmemory.entities.known import FILE, taught, taught_spans
 from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.stoplist import STOP
 
@@ -25,136 +25,250 @@ class Entity:
     name: str
 
 
-_EXT = r"(?:py|go|rs|md|toml|h|hpp|c|cc|cpp|hlsl|cs|csv|log|json|ya?ml|js|ts|txt|tmp|bak|sh|sql)"
+_EXT = (
+    r"(?:py|pyi|go|rs|md|rst|toml|ini|cfg|conf|h|hpp|c|cc|cpp|hlsl|cs|csproj|sln|java|kt|kts|"
+    r"swift|rb|php|scala|csv|log|json|ya?ml|xml|html?|css|scss|js|jsx|mjs|ts|tsx|vue|txt|tmp|"
+    r"bak|sh|ps1|bat|sql|lock|proto|tf|gradle|plist|ipynb|pdf|png|jpe?g|svg|zip|gz|tar|pkg|dll|"
+    r"exe|wasm)"
+)
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("url", re.compile(r"https?://[^\s)>\]]+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
     ("url", re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b")),
     ("ticket", re.compile(r"(?<![\w&])#\d{3,}\b")),
-    ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b")),
-    ("version", re.compile(r"(?<![\w.])v\d+(?:\.\d+)+\b|(?<![\w.])\d+\.\d+\.\d+(?![\w.]*\w)")),
+    ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d{2,}\b")),  # not UTC-3, UTF-8
+    (
+        "version",
+        re.compile(
+            r"(?:(?<![\w.])|(?<=\.\.))v\d+(?:\.\d+)+\b"  # v2.88, and v2.88 of v2.87..v2.88
+            r"|(?<![\w.])\d+\.\d+\.\d+(?![\w.]*\w)"
+        ),
+    ),
     ("path", re.compile(r"(?:\\\\|//)[\w.-]+(?:[\\/][\w.*-]+)*(?:/\.\.\.)?")),
     (
         "path",
-        re.compile(r"(?<![\w/.])(?:/?[\w.*-]+/)+[\w.*-]*\w(?:/\*)?|(?<![\w/])/[\w-]+(?:/[\w*-]+)*"),
+        re.compile(
+            r"(?<![\w/.$])(?:/?[\w.*-]+/)+[\w.*-]*\w(?:/\*|/(?!\w))?"  # a trailing / kept
+            r"|(?<![\w/$])/[\w-]+(?:/[\w*-]+)*"
+        ),
     ),
-    ("path", re.compile(r"(?<![\w/])[\w-]+/(?=[\s,;:)]|$)")),
-    ("path", re.compile(r"(?<![\w/])[\w*.-]*\." + _EXT + r"\b|(?<![\w.])\.[a-z][\w.-]*[a-z]\b")),
+    ("path", re.compile(r"(?<![\w/])[\w-]+/(?=[\s,;:)]|\.(?:\s|$)|$)")),
+    ("path", re.compile(r"(?<![\w/])\*\.[A-Za-z0-9]+\b")),  # globs: *.pkg
+    (
+        "path",
+        re.compile(r"(?<![\w/])[\w*.-]*\." + _EXT + r"\b(?!\.\w)|(?<![\w.])\.[a-z][\w.-]*[a-z]\b"),
+    ),
+    ("path", re.compile(r"(?<![\w/])[A-Z][a-z]+(?:/[A-Z][a-z]+)+(?![\w/])")),  # Engine/Physics
     ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+")),
     ("identifier", re.compile(r"(?<![\w-])--[a-z][\w-]*")),
-    ("identifier", re.compile(r"(?<![\w#])#[a-z][a-z0-9]*(?:-[a-z0-9]+)+")),
-    ("identifier", re.compile(r"@?\b[A-Za-z_]\w*(?=\(\))")),
+    ("identifier", re.compile(r"(?<![\w#&])#[a-z][a-z0-9]+(?:-[a-z0-9]+)*")),  # channels, tags
+    ("identifier", re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\(\))")),  # calls: json.dumps()
+    ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w+)+")),  # dotted before humps
     ("identifier", CODE_NAME),  # the detector's code names (features.identifiers)
     ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
+    ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
+    ("identifier", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),  # headers: Idempotency-Key
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")),
 )
+_NEEDLES: tuple[str | None, ...] = (
+    *(None, ".", "#", "-", "."),  # links, hosts, tickets, keys, versions
+    *(None, "/", "/", "*.", ".", "/"),  # paths
+    *("::", "--", "#", "()", ".", None, "0x", None, "-"),  # identifiers
+    "-",  # systems
+)
+"""What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
+it skips the rule."""
 _SYSTEM_SUFFIXES = frozenset(
     "service svc srv api job jobs db vault rates worker cli app web server client bot core sdk "
     "gateway proxy queue store site repo macros".split()
 )
 
+_FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
+"""Capitalised folder names (``Engine/Physics``): one path rather than two names."""
+_VERSION_END = re.compile(r"/v?\d+(?:\.\d+)+$")
+"""A branch of a release (``release/5.12``)."""
+
 
 def _plausible(kind: str, surface: str) -> bool:
     """Whether a pattern's match names something: a hyphenated word names a system only with a
     system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``); a
-    relative path needs two slashes, a trailing one or a file extension (not ``gain/loss``,
-    ``2025/01/09``)."""
+    path is not only numbers (``2025/01/09``, ``/24``), and a relative one needs two slashes,
+    a trailing one, a file extension, capitalised folders or a release (not ``gain/loss``,
+    ``3.1k/month``)."""
     if kind == "system":
         return surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES or any(c.isdigit() for c in surface)
-    if kind == "path" and not surface.startswith(("/", "\\", ".")) and "/" in surface:
-        parts = [p for p in surface.split("/") if p]
+    if kind == "path" and "/" in surface and not surface.startswith(("//", "\\")):
+        parts = [p for p in re.split(r"[/*]+", surface) if p]
         if all(p.isdigit() for p in parts):
             return False
-        if surface.count("/") == 1 and not surface.endswith("/") and "." not in surface:
+        if (
+            not surface.startswith(("/", "."))
+            and surface.count("/") == 1
+            and not surface.endswith("/")
+            and not FILE.search(surface)
+            and not _FOLDERS.fullmatch(surface)
+            and not _VERSION_END.search(surface)
+        ):
             return False
     return True
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
-_SENTENCE_END = frozenset(".!?:")
+_ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z][A-Z0-9&]*")
+"""Two capitals or more and no small letter: ``PS5``, ``GPU``; such a word stands alone,
+never inside a name (``Hollowmere PS5``, ``Linux VM``)."""
+_SENTENCE_END = frozenset(".!?:\n")
+_QUOTES = frozenset("\"'`\u2018\u201c")
+_INFLECTED = re.compile(r"[A-Z][a-z]{3,}ed")
+"""A past-tense verb opening a sentence (``Reviewed Rosa``, ``Shipped ZFS``)."""
 
 
 def _sentence_initial(text: str, start: int) -> bool:
+    """Whether ``start`` opens a sentence: the text's start, after ``.!?:``, a line break or
+    an opening quote (a quoted title or message)."""
     before = start - 1
-    while before >= 0 and text[before] in " \t\n(\"'`*-":
+    while before >= 0 and text[before] in " \t(*-":
         before -= 1
+    if before >= 0 and text[before] in _QUOTES:
+        ahead = before - 1  # an opening quote: at the start, or after a space or a bracket
+        if ahead < 0 or text[ahead] in " \t\n([":
+            return True
+        while before >= 0 and text[before] in " \t(*-\"'`":
+            before -= 1
     return before < 0 or text[before] in _SENTENCE_END
+
+
+Word = tuple[str, int]
+"""A word of a capitalised run and where it starts."""
+
+
+def _segments(match: re.Match[str]) -> Iterable[list[Word]]:
+    """A run of capitalised words cut around its acronyms."""
+    part: list[Word] = []
+    for word in re.finditer(r"\S+", match.group()):
+        item = (word.group(), match.start() + word.start())
+        if _ACRONYM.fullmatch(item[0]):
+            if part:
+                yield part
+            yield [item]
+            part = []
+        else:
+            part.append(item)
+    if part:
+        yield part
+
+
+def _quoted_whole(text: str, start: int, end: int) -> bool:
+    """Whether the span fills a quoted text (``'Beta Club'``): a title, not a name."""
+    return (
+        start > 0
+        and end < len(text)
+        and text[start - 1] in _QUOTES
+        and text[end] in _QUOTES | {"\u2019", "\u201d"}
+    )
 
 
 def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
     for match in _CAPITALISED.finditer(text):
-        words = match.group().split()
-        start = match.start()
-        while words and (
-            words[0].lower() in STOP
-            or (
-                start == match.start()
-                and _sentence_initial(text, start)
-                and canonical(words[0]) not in known
-                and len(words) == 1
-            )
+        # a sentence's first word is kept when more capitalised words follow it
+        alone = len([w for w in match.group().split() if w.lower() not in STOP]) <= 1
+        for words in _segments(match):
+            opens = _sentence_initial(text, words[0][1])
+            while words and (
+                words[0][0].lower() in STOP
+                or (opens and words[0][0].lower() not in known and _opener(text, words, alone))
+            ):
+                words = words[1:]
+                opens = False
+            while words and words[-1][0].lower() in STOP:
+                words = words[:-1]
+            if not words:
+                continue
+            start, end = words[0][1], words[-1][1] + len(words[-1][0])
+            surface = text[start:end]
+            if len(surface) < 2 or (
+                _ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface)
+            ):
+                continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5 does
+            if _quoted_whole(text, start, end):
+                continue
+            yield surface, start, end
+
+
+def _opener(text: str, words: list[Word], alone: bool) -> bool:
+    """Whether a sentence's first capitalised word is an ordinary word: when ``alone`` (no
+    other capitalised word follows) unless a possessive follows (``Lena's``) or it has a letter
+    English words do not (``Tomás``); a past-tense verb always (``Reviewed Rosa``)."""
+    word, start = words[0]
+    if _INFLECTED.fullmatch(word):
+        return True
+    if not word.isascii():
+        return False
+    return alone and text[start + len(word) : start + len(word) + 2] not in ("'s", "\u2019s")
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_TOKEN = re.compile(r"[A-Za-z_$][\w.$-]*\w")
+_KEYWORDS = frozenset(
+    "if else elif for while do new static const let var export import from return await async "
+    "def class fn func function public private void true false null none nil select insert "
+    "update delete with as in is not and or".split()
+)
+"""Words of programming languages that open code, not a command."""
+
+
+def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
+    """Code in backticks: a lone token is a code name (`` `sizes` ``, `` `fb` ``); the first
+    word of a command is its program (`` `adb shell ...` ``), unless a language keyword opens
+    it or it reads as a message (``: `` inside)."""
+    for span in _CODE_SPAN.finditer(text):
+        code, start = span.group(1), span.start(1)
+        token = _TOKEN.match(code)
+        if token is None:
+            continue
+        if token.end() == len(code):
+            yield "identifier", start, start + token.end()
+        elif (
+            code[token.end()] == " "
+            and code[0].islower()
+            and token.group() not in _KEYWORDS
+            and ": " not in code
         ):
-            start += len(words[0]) + 1
-            words = words[1:]
-        while words and words[-1].lower() in STOP:
-            words = words[:-1]
-        if not words:
-            continue
-        surface = " ".join(words)
-        if len(surface) < 2 or (surface.isupper() and not any(c.isdigit() for c in surface)):
-            continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5 does
-            continue
-        yield surface, start, start + len(surface)
+            yield "identifier", start, start + token.end()
 
 
 def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     """The entities ``text`` names, in order, without overlap (an earlier rule wins, then the
     longer match). ``known``: names (any alias) already seen in the corpus, which are then also
-    found as a sentence's first word."""
-    taught_names = frozenset(known)  # the same object when given a frozenset
-    known_names = _canonical_names(taught_names)
+    found as a sentence's first word; and paths of files (with a folder), whose bare file name
+    then names the path (``Math.h`` -> ``engine/core/math.h``) when only one ends in it."""
+    corpus = taught(frozenset(known))  # kept per known set (the same object when given one)
     found: list[Entity] = []
     taken: list[tuple[int, int]] = []
 
     def add(kind: str, surface: str, start: int, end: int) -> None:
-        surface = surface.rstrip(".(")
+        if not surface.endswith("/..."):
+            surface = surface.rstrip(".(")
         end = start + len(surface)
         if any(start < e and s < end for s, e in taken):
             return
         if kind == "identifier" and surface.lower() in STOP or not _plausible(kind, surface):
             return
         taken.append((start, end))
-        found.append(Entity(kind, surface, start, end, canonical(surface)))
+        name = canonical(surface)
+        if kind == "path" and "/" not in name:
+            name = corpus.files.get(name, name)
+        found.append(Entity(kind, surface, start, end, name))
 
-    for kind, pattern in _RULES:
-        for m in pattern.finditer(text):
-            add(kind, m.group(), m.start(), m.end())
-    for surface, start, end in _names(text, known_names):
+    for (kind, pattern), needle in zip(_RULES, _NEEDLES, strict=True):
+        if needle is None or needle in text:
+            for m in pattern.finditer(text):
+                add(kind, m.group(), m.start(), m.end())
+    for kind, start, end in _code_spans(text):
+        add(kind, text[start:end], start, end)
+    for surface, start, end in _names(text, corpus.lower):
         add("name", surface, start, end)
     # names the corpus taught: as written (``Priya`` opening a sentence), and in any case when
     # taught in lower case (``uv``, ``pgbouncer``); the longer first where two overlap
-    taught = [m for pattern in _known_patterns(taught_names) for m in pattern.finditer(text)]
-    for m in sorted(taught, key=lambda m: (m.start() - m.end(), m.start())):
-        add("name", m.group(), m.start(), m.end())
+    for start, end in sorted(taught_spans(text, corpus), key=lambda m: (m[0] - m[1], m[0])):
+        add("name", text[start:end], start, end)
     return sorted(found, key=lambda e: e.start)
-
-
-@functools.lru_cache(maxsize=64)
-def _canonical_names(known: frozenset[str]) -> frozenset[str]:
-    """The canonical names of a known set (kept, like its patterns)."""
-    return frozenset(canonical(k) for k in known)
-
-
-@functools.lru_cache(maxsize=64)
-def _known_patterns(known: frozenset[str]) -> tuple[re.Pattern[str], ...]:
-    """One pattern for the names taught as written and one, ignoring case, for those taught in
-    lower case: each memory is scanned twice, not once a name (the known set of a project
-    changes seldom, so the compiled patterns are kept)."""
-    out = []
-    for names, flags in (
-        (sorted((n for n in known if n != n.lower()), key=len, reverse=True), 0),
-        (sorted((n for n in known if n == n.lower()), key=len, reverse=True), re.I),
-    ):
-        if names:
-            either = "|".join(re.escape(n) for n in names)
-            out.append(re.compile(r"(?<![\w.-])(?:" + either + r")(?![\w-])", flags))
-    return tuple(out)

@@ -176,4 +176,12 @@ COMMON = {
     "tests",
     "test",
 }
-STOP = WEEKDAYS | MONTHS | COMMON
+FUNCTION = set(
+    "another other others many much more most less least few several same such own none "
+    "nobody nothing everyone everybody everything someone somebody something anyone anybody "
+    "anything here there too very just even yet again once per via vs instead however maybe "
+    "perhaps please thanks hence thus otherwise meanwhile can could would should must "
+    "might shall do does did is are was were be been has have had let".split()
+)
+"""English function words: determiners, pronouns, auxiliaries, connectives."""
+STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION

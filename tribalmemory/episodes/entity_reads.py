@@ -63,7 +63,12 @@ class EntityReads:
         return [entity_json(r) for r in rows[:limit]]
 
     def _row(self, project: str, name: str) -> sqlite3.Row:
-        row = self.store.entities.get(project, canonical(name))
+        """The entity ``name`` names: by its canonical name, else by an alias (the most
+        mentioned entity written so)."""
+        entities = self.store.entities
+        row = entities.get(project, canonical(name))
+        if row is None:
+            row = next((entities.get(project, n) for n in entities.by_alias(project, name)), None)
         if row is None:
             raise NotFound(
                 f"no entity {name!r} in project {project}; list entities (GET /v1/entities) "
@@ -108,9 +113,18 @@ class EntityReads:
         }
 
     async def memory_ids(self, project: str | None, name: str) -> list[str]:
-        """The memories naming the entity in ``project`` (None: every project)."""
+        """The memories naming the entity in ``project`` (None: every project); when no
+        entity has that canonical name, those naming the entities written so (an alias)."""
         await self.work.settle()
-        return self.store.entities.naming(project, canonical(name))
+        entities = self.store.entities
+        found = entities.naming(project, canonical(name))
+        if found:
+            return found
+        return list(
+            dict.fromkeys(
+                m for n in entities.by_alias(project, name) for m in entities.naming(project, n)
+            )
+        )
 
     async def of_episode(self, episode_id: str) -> list[dict[str, Any]]:
         self.state.episode(episode_id)

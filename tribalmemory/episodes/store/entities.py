@@ -21,13 +21,14 @@ KINDS = ENTITY_KINDS
 """The extraction's kinds, the more specific first (the order of its rules)."""
 
 KNOWN_NAMES = 200
-"""At most this many known names (the most mentioned) are passed to the extraction."""
+"""At most this many known names (the most mentioned) are passed to the extraction, and as
+many known paths."""
 
 Found = dict[str, tuple[str, list[str]]]
 """The entities one memory names: canonical name -> (kind, surfaces as written)."""
 
-Row = tuple[str, int, str]
-"""An entity row as the known names see it: kind, mentions, aliases (JSON)."""
+Row = tuple[str, str, int, str]
+"""An entity row as the known names see it: name, kind, mentions, aliases (JSON)."""
 
 
 def main_kind(kinds: Counter[str]) -> str:
@@ -35,9 +36,16 @@ def main_kind(kinds: Counter[str]) -> str:
     return min(kinds, key=lambda k: (-kinds[k], KINDS.index(k) if k in KINDS else len(KINDS)))
 
 
+def is_known_path(name: str, kind: str) -> bool:
+    """Whether an entity is a known path: one with a folder and a dot after it, as a file in a
+    folder has (``engine/core/math.h``), whose bare file name then names it."""
+    return kind == "path" and "." in name.partition("/")[2]
+
+
 def is_known(row: Row | None) -> bool:
-    """Whether an entity row is a known name: kind ``name``, in two memories or more."""
-    return row is not None and row[0] == "name" and row[1] >= 2
+    """Whether an entity row is known to the extraction: a name (kind ``name``, in one memory
+    or more) or a file path (:func:`is_known_path`)."""
+    return row is not None and (row[1] == "name" or is_known_path(row[0], row[1]))
 
 
 def changes_known(before: Row | None, after: Row | None, full: bool) -> bool:
@@ -49,7 +57,9 @@ def changes_known(before: Row | None, after: Row | None, full: bool) -> bool:
         return True
     if not was or before is None or after is None:
         return False
-    return before[2] != after[2] or (full and before[1] != after[1])
+    if before[1] != after[1]:
+        return True
+    return (after[1] == "name" and before[3] != after[3]) or (full and before[2] != after[2])
 
 
 class Entities(Table):
@@ -105,7 +115,8 @@ class Entities(Table):
         """Recompute the entity's row from its mentions (counts and times in SQL). Its aliases:
         the stored ones and ``new_surfaces``, or (None) every mention's surfaces again."""
         before = db.execute(
-            "SELECT kind, mentions, aliases FROM entities WHERE project = ? AND name = ?", key
+            "SELECT name, kind, mentions, aliases FROM entities WHERE project = ? AND name = ?",
+            key,
         ).fetchone()
         kinds = Counter(
             dict(
@@ -126,19 +137,19 @@ class Entities(Table):
             key,
         ).fetchone()
         if new_surfaces is not None:
-            aliases = set(json.loads(before[2]) if before else []) | set(new_surfaces)
+            aliases = set(json.loads(before[3]) if before else []) | set(new_surfaces)
         else:
             rows = db.execute(
                 "SELECT surfaces FROM mentions WHERE project = ? AND name = ?", key
             ).fetchall()
             aliases = {s for r in rows for s in json.loads(r[0])}
-        after = (main_kind(kinds), kinds.total(), json.dumps(sorted(aliases)))
+        after = (key[1], main_kind(kinds), kinds.total(), json.dumps(sorted(aliases)))
         db.execute(
             "INSERT INTO entities VALUES (?,?,?,?,?,?,?) ON CONFLICT(project, name) DO UPDATE "
             "SET kind = excluded.kind, first_seen = excluded.first_seen, "
             "last_seen = excluded.last_seen, aliases = excluded.aliases, "
             "mentions = excluded.mentions",
-            (*key, after[0], first, last, after[2], after[1]),
+            (*key, after[1], first, last, after[3], after[2]),
         )
         self._changed(key[0], before, after)
 
@@ -146,7 +157,7 @@ class Entities(Table):
         """An entity row of ``project`` changed: its known names are read again if it may
         change them (a rolled-back change only costs that read)."""
         cached = self._known.get(project)
-        old = None if before is None else (before[0], before[1], before[2])
+        old = None if before is None else (before[0], before[1], before[2], before[3])
         if cached is not None and changes_known(old, after, cached[1]):
             del self._known[project]
 
@@ -210,25 +221,48 @@ class Entities(Table):
         return {(r[0], r[1]) for r in rows}
 
     def known(self, project: str) -> frozenset[str]:
-        """The project's capitalised names already mentioned in two memories or more, the
-        :data:`KNOWN_NAMES` most mentioned (all their aliases): the extraction then also finds
-        them opening a sentence. Bounded, so a memory's extraction costs the same in a project
-        of any age. Read once and kept until a change may alter them (see :meth:`_changed`)."""
+        """What the extraction is taught of the project: its capitalised names (all their
+        aliases), then also found opening a sentence, and its file paths (canonical), then
+        also named by their bare file name; the :data:`KNOWN_NAMES` most mentioned of each.
+        Bounded, so a memory's extraction costs the same in a project of any age. Read once
+        and kept until a change may alter them (see :meth:`_changed`)."""
         cached = self._known.get(project)
         if cached is None:
-            rows = self.db.execute(
+            names = self.db.execute(
                 "SELECT aliases FROM entities WHERE project = ? AND kind = 'name' "
-                "AND mentions >= 2 ORDER BY mentions DESC, name LIMIT ?",
+                "ORDER BY mentions DESC, name LIMIT ?",
                 (project, KNOWN_NAMES),
             ).fetchall()
-            names = frozenset(a for r in rows for a in json.loads(r[0]))
-            cached = self._known[project] = (names, len(rows) >= KNOWN_NAMES)
+            paths = self.db.execute(
+                "SELECT name FROM entities WHERE project = ? AND kind = 'path' "
+                "AND name LIKE '%/%.%' ORDER BY mentions DESC, name LIMIT ?",
+                (project, KNOWN_NAMES),
+            ).fetchall()
+            known = frozenset(a for r in names for a in json.loads(r[0]))
+            known |= frozenset(r[0] for r in paths)
+            full = len(names) >= KNOWN_NAMES or len(paths) >= KNOWN_NAMES
+            cached = self._known[project] = (known, full)
         return cached[0]
 
     def get(self, project: str, name: str) -> sqlite3.Row | None:
         return self.db.execute(
             "SELECT * FROM entities WHERE project = ? AND name = ?", (project, name)
         ).fetchone()
+
+    def by_alias(self, project: str | None, surface: str) -> list[str]:
+        """The entities (of ``project``; None: any) one of whose aliases is ``surface`` in any
+        case, most mentioned first: a name stored under another (``Math.h`` under
+        ``engine/core/math.h``)."""
+        sql = (
+            "SELECT DISTINCT e.name, e.mentions FROM entities e, json_each(e.aliases) a "
+            "WHERE lower(a.value) = lower(?)"
+        )
+        args: list[str] = [surface.strip()]
+        if project is not None:
+            sql += " AND e.project = ?"
+            args.append(project)
+        rows = self.db.execute(sql + " ORDER BY e.mentions DESC, e.name", args).fetchall()
+        return list(dict.fromkeys(r[0] for r in rows))
 
     def listing(
         self, project: str, kind: str | None, limit: int | None = None

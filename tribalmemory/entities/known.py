@@ -1,0 +1,109 @@
+"""What a project taught the extraction (:func:`taught`): its known names, found again where a
+text writes them (:func:`taught_spans`), even opening a sentence; and its known file paths,
+which a bare file name then names. Pure functions over the ``known`` set the caller keeps."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from tribalmemory.entities.aliases import canonical
+
+FILE = re.compile(r"\.[A-Za-z]\w*$")
+"""A path's last part has an extension."""
+_WORD = re.compile(r"[\w&]+[+#]*")
+"""The words a known name is matched by (its separators must match as written)."""
+
+Index = dict[str, list[tuple[list[str], list[str]]]]
+"""First word -> the known names starting with it, as words and the separators between them,
+the longest first."""
+
+
+@dataclass(frozen=True)
+class Taught:
+    """A known set, ready for the extraction."""
+
+    lower: frozenset[str]
+    """Every known name in lower case (a sentence's first word is known in any case)."""
+    exact: Index
+    """The names taught as written (``Priya``)."""
+    any_case: Index
+    """The names taught in lower case, found in any case (``uv``, ``pgbouncer``)."""
+    files: dict[str, str]
+    """Bare file name -> the one known path ending in it (canonical)."""
+
+
+@functools.lru_cache(maxsize=64)
+def taught(known: frozenset[str]) -> Taught:
+    """The known set indexed, in one pass. A dictionary, not a pattern: a project's known set
+    changes with each new name, and compiling a pattern of hundreds of names each time would
+    cost more than the extraction (each entry is read once, :func:`_entry`)."""
+    lower = set()
+    exact: Index = {}
+    any_case: Index = {}
+    paths: dict[str, set[str]] = {}
+    for entry in known:
+        parsed = _entry(entry)
+        if parsed[0] == "path":
+            if parsed[2]:
+                paths.setdefault(parsed[2], set()).add(parsed[1])
+            continue
+        lower.add(entry.lower())
+        if parsed[0] == "name":
+            _, is_lower, words, seps = parsed
+            (any_case if is_lower else exact).setdefault(words[0], []).append((words, seps))
+    for index in (exact, any_case):
+        for names in index.values():
+            if len(names) > 1:
+                names.sort(key=lambda n: -len(n[0]))
+    files = {base: next(iter(p)) for base, p in paths.items() if len(p) == 1}
+    return Taught(frozenset(lower), exact, any_case, files)
+
+
+@functools.lru_cache(maxsize=8192)
+def _entry(entry: str) -> tuple:  # type: ignore[type-arg]
+    """One known entry read: ``("path", canonical name, file name or "")``, ``("name", in
+    lower case, words, separators)``, or ``("other",)`` (a name not made of whole words)."""
+    if "/" in entry or "\\" in entry:
+        name = canonical(entry)
+        base = re.split(r"[\\/]", name)[-1]
+        return ("path", name, base if FILE.search(base) else "")
+    words = list(_WORD.finditer(entry))
+    if not words or words[0].start() or words[-1].end() != len(entry):
+        return ("other",)
+    seps = [entry[a.end() : b.start()] for a, b in zip(words, words[1:], strict=False)]
+    is_lower = entry == entry.lower()
+    return ("name", is_lower, [w.group().lower() if is_lower else w.group() for w in words], seps)
+
+
+def taught_spans(text: str, known: Taught) -> list[tuple[int, int]]:
+    """Where ``text`` writes a known name: its words in a row (in any case for a name taught
+    in lower case), with its separators, the longest first where two start together."""
+    if not known.exact and not known.any_case:
+        return []
+    matches = list(_WORD.finditer(text))
+    words = [m.group() for m in matches]
+    lowered = [w.lower() for w in words] if known.any_case else []
+    spans = []
+    for index, seen in ((known.exact, words), (known.any_case, lowered)):
+        for i, word in enumerate(seen):
+            for parts, seps in index.get(word, ()):
+                last = i + len(parts) - 1
+                if seen[i : last + 1] == parts and _joined(text, matches, i, last, seps):
+                    spans.append((matches[i].start(), matches[last].end()))
+    return spans
+
+
+def _joined(
+    text: str, matches: list[re.Match[str]], first: int, last: int, seps: list[str]
+) -> bool:
+    """Whether words ``first`` to ``last`` are written with ``seps`` between them, and whole
+    (not inside a dotted or hyphenated name)."""
+    start, end = matches[first].start(), matches[last].end()
+    if (start and text[start - 1] in ".-") or (end < len(text) and text[end] == "-"):
+        return False
+    return all(
+        text[matches[k].end() : matches[k + 1].start()] == sep
+        for k, sep in zip(range(first, last), seps, strict=True)
+    )
