@@ -620,7 +620,7 @@ async def test_remember_recall_stats_forget(runtime: Any) -> None:
                 "tribal_recall", {"query": "how do I run the billing tests", "limit": 5}
             )
         )
-        assert set(found) == {"results", "query", "count", "episodes", "period"}
+        assert set(found) == {"results", "query", "count", "context", "episodes", "period"}
         assert found["query"] == "how do I run the billing tests"
         assert found["count"] == len(found["results"]) == 2  # both stored memories rank
         best = found["results"][0]
