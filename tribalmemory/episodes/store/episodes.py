@@ -186,32 +186,30 @@ class Episodes(Table):
             ).fetchall()
         )
 
-    def titles(self, episode_ids: list[str]) -> dict[str, str]:
-        """The title of each of ``episode_ids`` that is stored ("" when none is written)."""
-        found: dict[str, str] = {}
+    def _by_id(self, columns: str, episode_ids: list[str]) -> list[sqlite3.Row]:
+        """``columns`` of each stored episode of ``episode_ids`` (table alias ``e``; its id
+        first), read 500 ids a query (SQLite's bound on parameters)."""
+        rows: list[sqlite3.Row] = []
         for start in range(0, len(episode_ids), 500):
             part = episode_ids[start : start + 500]
             marks = ",".join("?" * len(part))
-            sql = f"SELECT id, title FROM episodes WHERE id IN ({marks})"
-            found.update((r[0], r[1] or "") for r in self.db.execute(sql, part))
-        return found
+            sql = f"SELECT e.id, {columns} FROM episodes e WHERE e.id IN ({marks})"
+            rows.extend(self.db.execute(sql, part))
+        return rows
+
+    def titles(self, episode_ids: list[str]) -> dict[str, str]:
+        """The title of each of ``episode_ids`` that is stored ("" when none is written)."""
+        return {r[0]: r[1] or "" for r in self._by_id("e.title", episode_ids)}
 
     def outlines(self, episode_ids: list[str]) -> dict[str, tuple[str, str, str | None, int]]:
         """Each stored episode of ``episode_ids`` as (title, summary, its summary memory's id,
         its number of members)."""
-        found: dict[str, tuple[str, str, str | None, int]] = {}
-        for start in range(0, len(episode_ids), 500):
-            part = episode_ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            sql = (
-                "SELECT e.id, e.title, e.summary, e.summary_memory_id, "
-                "(SELECT COUNT(*) FROM memberships m WHERE m.episode_id = e.id) "
-                f"FROM episodes e WHERE e.id IN ({marks})"
-            )
-            found.update(
-                (r[0], (r[1] or "", r[2] or "", r[3], r[4])) for r in self.db.execute(sql, part)
-            )
-        return found
+        columns = (
+            "e.title, e.summary, e.summary_memory_id, "
+            "(SELECT COUNT(*) FROM memberships m WHERE m.episode_id = e.id)"
+        )
+        rows = self._by_id(columns, episode_ids)
+        return {r[0]: (r[1] or "", r[2] or "", r[3], r[4]) for r in rows}
 
     def existing_ids(self, episode_ids: list[str]) -> set[str]:
         """Those of ``episode_ids`` that are stored."""
