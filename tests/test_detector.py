@@ -433,7 +433,11 @@ def test_confidence_is_low_for_close_calls():
 
 def test_doubt_threshold_is_the_streams_own_quantile():
     ctx = DetectorContext()
-    assert ctx.doubt_threshold(0.3) == 0.3  # the prior until 20 confidences are known
+    for k in range(19):  # a stream's first decisions are all doubtful
+        update_context(ctx, mem(f"early{k}", basis(0), hours=k), confidence=0.99)
+        assert ctx.doubt_threshold(0.3) == math.inf
+    assert ctx.doubt_threshold(0.0) == 0.0  # no doubt asked for: none, even at the start
+    ctx = DetectorContext()
     for k in range(100):
         update_context(ctx, mem(f"m{k}", basis(0), hours=k), confidence=0.5 + k / 200)
     assert ctx.doubt_threshold(0.3) == pytest.approx(np.quantile(ctx.confidences, 0.3))

@@ -24,6 +24,10 @@ MIN_GAPS = 3
 CONFIDENCE_WINDOW = 200
 """Recent decisions whose confidences set the doubt threshold."""
 MIN_CONFIDENCES = 20
+"""Decisions a stream makes before its doubt threshold is its own quantile. Until then every
+decision is doubtful: the stream's first decisions, made without its pace, background or
+calibrated confidence, shape the episodes that later memories join, so they are the ones most
+worth a classification call (the call budget still caps them)."""
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -86,13 +90,11 @@ class DetectorContext:
         """The confidence below which a decision is doubtful, chosen so that about ``share`` of
         the stream's recent decisions (:data:`CONFIDENCE_WINDOW`) fall below it: the stream
         calibrates its own doubt, whatever the absolute scale of its confidences. Until
-        :data:`MIN_CONFIDENCES` are known, ``share`` itself is the threshold."""
+        :data:`MIN_CONFIDENCES` are known, every decision is doubtful."""
         if share <= 0:
             return 0.0
-        if share >= 1:
+        if share >= 1 or len(self.confidences) < MIN_CONFIDENCES:
             return math.inf
-        if len(self.confidences) < MIN_CONFIDENCES:
-            return share
         return quantile(self.confidences, share)
 
     def paces(self, earlier: datetime, later: datetime) -> float:
