@@ -1,13 +1,19 @@
-"""The background entity work (issue 38): recording a memory's entities costs the same in a
-project of any age."""
+"""The background entity work yields to requests (issue 38): each turn of the host's
+``background_turn`` gives it one slice of work, it still progresses under a request stream
+that never pauses, and recording a memory's entities costs the same in a project of any age."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+from helpers_runtime import SETTLE_SECONDS
+
+from tribalmemory.episodes import entity_work
 from tribalmemory.episodes.store import EpisodeStore
 from tribalmemory.runtime import Runtime
 from tribalmemory.timeutil import to_iso
@@ -28,6 +34,66 @@ async def remember(rt: Runtime, text: str, minute: int) -> str:
 def waiting(rt: Runtime) -> int:
     count: int = rt.api.health()["episodes"]["entities_waiting"]
     return count
+
+
+async def test_each_turn_gives_the_entity_work_one_slice(
+    engine_runtime: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backlog is not worked through on one turn (it used to be, a page of 200 memories
+    interleaved with the requests of that moment): after its slice the work waits for its next
+    turn. With a slice of zero seconds and one memory a read, one memory a turn."""
+    monkeypatch.setattr(entity_work, "SLICE", 0.0)
+    monkeypatch.setattr(entity_work, "STEP", 1)
+    rt = await engine_runtime()
+    work = rt.episodes.engine.entity_work
+    await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)  # the pass at start is done
+    arrived, permits, free = asyncio.Event(), asyncio.Queue[None](), asyncio.Event()
+
+    async def held() -> None:
+        arrived.set()
+        if not free.is_set():
+            await permits.get()
+
+    work.turn = held
+    work.busy = lambda: True  # requests run throughout: each turn is one slice
+    for minute in range(3):
+        await remember(rt, f"The orders-svc deploy {minute} failed on PROJ-{77 + minute}.", minute)
+    await asyncio.wait_for(arrived.wait(), SETTLE_SECONDS)
+    assert waiting(rt) == 3
+    for left in (2, 1, 0):
+        arrived.clear()
+        permits.put_nowait(None)  # one turn
+        await asyncio.wait_for(arrived.wait(), SETTLE_SECONDS)  # back for the next one
+        assert waiting(rt) == left
+    free.set()  # the turns that find nothing more
+    permits.put_nowait(None)
+    await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
+
+
+async def test_the_entity_work_progresses_while_requests_never_pause(
+    engine_runtime: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request in flight throughout: no quiet moment ever comes, and the entity work still
+    finds every memory's entities, on the turns forced under load (every 10 ms here instead
+    of every second; one memory a turn)."""
+    monkeypatch.setattr(entity_work, "SLICE", 0.0)
+    monkeypatch.setattr(entity_work, "STEP", 1)
+    rt = await engine_runtime()
+    activity = rt.service.activity
+    activity.busy_interval = 0.01
+    work = rt.episodes.engine.entity_work
+    await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
+    forced = activity.forced_turns
+    with activity.request():  # never ends while the memories wait
+        ids = [
+            await remember(rt, f"Priya restarted the ledger-db after PROJ-{100 + i}.", i)
+            for i in range(5)
+        ]
+        await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
+        assert activity.busy() and waiting(rt) == 0
+        assert activity.forced_turns - forced >= len(ids)  # each memory waited for a turn
+    store = rt.episodes.store
+    assert all(("shop", "ledger-db") in store.entities.names_of(i) for i in ids)
 
 
 def test_recording_a_mention_costs_the_same_however_often_the_entity_was_named(
