@@ -2,10 +2,14 @@
 
 ``remember()`` (an import, a batch, a conversation turn) only records that the memory waits for
 its entities (``entity_waiting``, in the transaction of its durable detect job, before it is
-stored); the decision wakes this worker, which finds them off the request path: a page at a
-time in arrival order (each memory's known names are those of the memories before it, as when
-they were found inside the decision), after a turn of the host's ``background_turn`` (requests
-first), yielding to the event loop between memories. A memory leaves ``entity_waiting`` in the
+stored); the decision wakes this worker, which finds them off the request path in arrival order
+(each memory's known names are those of the memories before it, as when they were found inside
+the decision). Requests go first: it works after a turn of the host's ``background_turn``,
+:data:`STEP` memories at a time, until a request comes (a turn given in a quiet moment; it
+yields to the event loop between steps) or for :data:`SLICE` seconds in one stretch (a turn
+given under sustained load: one a second, shared with the episode jobs), then waits for its next
+turn. So a stream of requests meets its work once a second, in one request, instead of a page of
+it spread over the requests of that moment. A memory leaves ``entity_waiting`` in the
 transaction that writes its mentions (a memory naming nothing too): killed at any point, the
 next start finds what still waits. No detect lock: the entity tables are written only here and
 by forget, each memory's write is one synchronous transaction, and a memory forgotten while its
@@ -37,6 +41,12 @@ BACKFILLED = "entities_backfilled"
 """Meta value of the version that found entities inside the decision: every decided memory
 has its entities."""
 PAGE = 200
+STEP = 4
+"""Memories the background pass reads at a time, between its looks at the requests (a reader
+catching up reads :data:`PAGE`)."""
+SLICE = 0.01
+"""Seconds the background pass works, without yielding, after a turn given while requests
+run."""
 READ_WAIT = 10.0
 """How long an entity read waits for the entities of the memories acknowledged before it."""
 RETRY_SECONDS = 30.0
@@ -78,8 +88,10 @@ class EntityWork:
         self.state = state
         self.store = state.store
         self.turn: Callable[[], Awaitable[None]] | None = None
-        """Awaited before each page (the plugin sets the host's ``background_turn``: requests
-        first). A test may hold the worker here."""
+        """Awaited before each stretch of work (the plugin sets the host's
+        ``background_turn``: requests first). A test may hold the worker here."""
+        self.busy: Callable[[], bool] = lambda: False
+        """Whether a request runs (the host's ``busy``): a stretch ends when one comes."""
         self.error: str | None = None
         """Why the last pass stopped (None: it did not)."""
         self.idle = asyncio.Event()
@@ -121,11 +133,8 @@ class EntityWork:
             await self._wake.wait()
             self._wake.clear()
             try:
-                while True:
-                    if self.turn is not None:
-                        await self.turn()
-                    if not await self.page():
-                        break
+                while await self.run_slice():
+                    pass
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # retried at the next decision, or after a while
@@ -139,6 +148,21 @@ class EntityWork:
             if not self._wake.is_set():
                 self.idle.set()
 
+    async def run_slice(self) -> bool:
+        """After a turn, find the entities of waiting memories :data:`STEP` at a time until a
+        request comes, or, on a turn given while requests ran, for :data:`SLICE` seconds;
+        False once none waits."""
+        if self.turn is not None:
+            await self.turn()
+        forced = self.busy()
+        deadline = time.monotonic() + SLICE
+        while await self.page(limit=STEP, pause=False):
+            if self.busy() and (not forced or time.monotonic() >= deadline):
+                return True
+            if not forced:
+                await asyncio.sleep(0)  # a request arriving now ends the stretch
+        return False
+
     def _failed(self, exc: Exception) -> None:
         reason = f"{type(exc).__name__}: {exc}"
         if reason != self.error:
@@ -151,11 +175,12 @@ class EntityWork:
             )
         self.error = reason
 
-    async def page(self, up_to: int | None = None) -> int:
-        """Find the entities of one page of waiting decided memories (``up_to``: of those
-        that arrived at or before that place); returns how many memories it read."""
+    async def page(self, up_to: int | None = None, limit: int = PAGE, pause: bool = True) -> int:
+        """Find the entities of the first ``limit`` waiting decided memories (``up_to``: of
+        those that arrived at or before that place), yielding to the event loop after each
+        memory (``pause``); returns how many memories it read."""
         async with self._pages:
-            ids = self.store.entities.waiting_page(PAGE, up_to)
+            ids = self.store.entities.waiting_page(limit, up_to)
             if not ids:
                 return 0
             found = {i: m for i in ids if (m := self._held.pop(i, None)) is not None}
@@ -169,7 +194,8 @@ class EntityWork:
                         self.store.entities.take(db, memory_id)
                     continue
                 record_memory_entities(self.store, memory)
-                await asyncio.sleep(0)  # requests waiting for the event loop go first
+                if pause:
+                    await asyncio.sleep(0)  # requests waiting for the event loop go first
             return len(ids)
 
     async def settle(self, timeout: float = READ_WAIT) -> bool:

@@ -96,6 +96,7 @@ class EpisodePlugin:
         self._upgrades = asyncio.create_task(upgrades.run())
         entity_work = self.engine.entity_work
         entity_work.turn = host.background_turn
+        entity_work.busy = host.busy
         entity_work.start()
         self.entity_task = asyncio.create_task(entity_work.run(), name="entity-work")
 

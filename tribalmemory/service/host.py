@@ -65,6 +65,11 @@ class PluginHost(Protocol):
         """Wait until background work may use the CPU (requests go first)."""
         ...
 
+    def busy(self) -> bool:
+        """A request is running, or one ended a moment ago: background work given a turn in a
+        quiet moment stops at its next step."""
+        ...
+
     def episodes_gone(self, episode_ids: list[str]) -> None:
         """These episodes no longer exist (merged away, emptied): drop what the host keeps
         about them (their access statistics)."""

@@ -79,6 +79,9 @@ class ServiceHost:
     async def background_turn(self) -> None:
         await self._service.activity.background_turn()
 
+    def busy(self) -> bool:
+        return self._service.activity.busy()
+
     def episodes_gone(self, episode_ids: list[str]) -> None:
         self._service.forget_access(episode_ids)
 

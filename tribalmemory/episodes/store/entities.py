@@ -93,10 +93,46 @@ class Entities(Table):
                 for name, (kind, surfaces) in found.items()
             ],
         )
-        added = {(project, n): surfaces for n, (_, surfaces) in found.items()}
+        added = {(project, n): (kind, surfaces) for n, (kind, surfaces) in found.items()}
         for key in sorted(set(added) | before):
-            # a new mention only adds its surfaces; one written again may have dropped some
-            self._refresh(db, key, None if key in before else added[key])
+            if key in before:  # written again: it may have dropped surfaces, count again
+                self._refresh(db, key, None)
+            else:
+                self._add(db, key, *added[key], memory_time)
+
+    def _add(
+        self,
+        db: sqlite3.Connection,
+        key: tuple[str, str],
+        kind: str,
+        surfaces: list[str],
+        memory_time: float,
+    ) -> None:
+        """One new mention of the entity: its row updated from the stored one, without reading
+        the entity's other mentions (their count grows with the project). A mention of another
+        kind than the entity's may change its kind: then the row is recomputed."""
+        before = db.execute(
+            "SELECT name, kind, mentions, aliases, first_seen, last_seen FROM entities "
+            "WHERE project = ? AND name = ?",
+            key,
+        ).fetchone()
+        if before is not None and before[1] != kind:
+            self._refresh(db, key, surfaces)
+            return
+        if before is None:
+            count, first, last, aliases = 1, memory_time, memory_time, set(surfaces)
+        else:
+            count = before[2] + 1
+            first, last = min(before[4], memory_time), max(before[5], memory_time)
+            aliases = set(json.loads(before[3])) | set(surfaces)
+        after: Row = (key[1], kind, count, json.dumps(sorted(aliases)))
+        db.execute(
+            "INSERT INTO entities VALUES (?,?,?,?,?,?,?) ON CONFLICT(project, name) DO UPDATE "
+            "SET first_seen = excluded.first_seen, last_seen = excluded.last_seen, "
+            "aliases = excluded.aliases, mentions = excluded.mentions",
+            (*key, kind, first, last, after[3], count),
+        )
+        self._changed(key[0], before, after)  # a new name or known path, a new alias
 
     def forget_memory(self, db: sqlite3.Connection, memory_id: str) -> None:
         """A forgotten memory's mentions go (and its wait for them); an entity no memory
