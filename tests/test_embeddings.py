@@ -7,6 +7,7 @@ from tribalmemory.embeddings import BUNDLED_MODEL, EmbeddingModelError, load_emb
 from tribalmemory.embeddings.embedder import (
     BUNDLED_DIM,
     BUNDLED_MAX_TOKENS,
+    SINGLE_THREAD_TOKEN_BUDGET,
     TOKEN_BUDGET,
     Embedder,
     bundled_weights,
@@ -72,7 +73,8 @@ def test_runs_are_sorted_by_token_count_and_give_one_by_one_vectors_in_order():
     count = token_counter(real._model)
     assert count is not None
     recording = RecordingModel(real._model)
-    embedder = Embedder(BUNDLED_MODEL, recording, BUNDLED_DIM, BUNDLED_MAX_TOKENS, count)
+    budget = SINGLE_THREAD_TOKEN_BUDGET
+    embedder = Embedder(BUNDLED_MODEL, recording, BUNDLED_DIM, BUNDLED_MAX_TOKENS, count, budget)
     texts = UNEVEN * 3
     vectors = embedder.embed(texts)
     in_runs = [count(run) for run in recording.runs]
@@ -80,7 +82,7 @@ def test_runs_are_sorted_by_token_count_and_give_one_by_one_vectors_in_order():
     assert flat == sorted(count(texts))  # by tokens, not characters: little padding
     assert sorted(t for run in recording.runs for t in run) == sorted(texts)
     for run in in_runs:
-        assert len(run) * max(run) <= TOKEN_BUDGET or len(run) == 1
+        assert len(run) * max(run) <= budget or len(run) == 1
     # Row i is text i's vector as embedded alone. Tolerance: padding inside a run only
     # changes float sums in the last bits (measured: equal, or 1.5e-8 apart).
     alone = np.stack([real.embed([t])[0] for t in UNEVEN])
@@ -95,6 +97,9 @@ def test_token_counts_are_the_models_own_and_estimated_without_a_tokenizer():
     assert real.tokens(UNEVEN)[3] == BUNDLED_MAX_TOKENS
     assert tokenizer.padding is not None  # the copy's padding was turned off, not the model's
     assert token_counter(object()) is None
+    # one thread (imports, ingests): small runs; several (requests): larger ones
+    assert load_embedder(threads=1).budget == SINGLE_THREAD_TOKEN_BUDGET < TOKEN_BUDGET
+    assert real.budget == TOKEN_BUDGET
     guessing = Embedder(BUNDLED_MODEL, real._model, BUNDLED_DIM, BUNDLED_MAX_TOKENS)
     assert guessing.tokens(UNEVEN) == [estimated_tokens(t, BUNDLED_MAX_TOKENS) for t in UNEVEN]
 

@@ -87,7 +87,10 @@ OTHER_MAX_TOKENS = 512  # assumed for other models (most fastembed text models t
 # activations stay in the CPU's caches): one thread embedded LoCoMo's turns (39 tokens on
 # average) with 10 % less CPU in runs of 384 tokens than of ~1000, and texts of 256 tokens
 # with 13 % less one at a time than 8 at a time; below ~256 the cost per run wins again.
-TOKEN_BUDGET = 384
+# A model that splits each run between threads (the request model) needs larger runs: one
+# text of 256 tokens at a time took it 10 % more CPU than 8, three at a time as much.
+TOKEN_BUDGET = 768  # the most, for a model on several threads
+SINGLE_THREAD_TOKEN_BUDGET = 384  # for a model on one thread (imports, ingests, background)
 
 
 def estimated_tokens(text: str, max_tokens: int) -> int:
@@ -133,7 +136,8 @@ def plan_runs(tokens: list[int], max_batch: int, budget: int = TOKEN_BUDGET) -> 
 
 class Embedder:
     """A loaded model: ``embed`` returns float32 unit vectors, one row per text. ``count``
-    gives texts' token counts (:func:`token_counter`); without it, :func:`estimated_tokens`."""
+    gives texts' token counts (:func:`token_counter`); without it, :func:`estimated_tokens`.
+    ``budget``: tokens per ONNX run, at most :data:`TOKEN_BUDGET`."""
 
     def __init__(
         self,
@@ -142,10 +146,12 @@ class Embedder:
         dim: int,
         max_tokens: int = OTHER_MAX_TOKENS,
         count: TokenCounter | None = None,
+        budget: int = TOKEN_BUDGET,
     ) -> None:
         self.model_name = model_name
         self.dim = dim
         self.max_tokens = max_tokens
+        self.budget = min(budget, TOKEN_BUDGET)
         self._model = model
         self._count = count
 
@@ -157,7 +163,7 @@ class Embedder:
 
     def embed(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         """Unit vectors of ``texts``, computed in runs of at most ``batch_size`` texts and
-        :data:`TOKEN_BUDGET` tokens, so the memory a call needs does not grow with the
+        ``budget`` tokens, so the memory a call needs does not grow with the
         number or the length of the texts."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -166,7 +172,7 @@ class Embedder:
         order = sorted(range(len(texts)), key=counts.__getitem__)
         sorted_texts = [texts[i] for i in order]
         rows: list[np.ndarray] = []
-        for run in plan_runs([counts[i] for i in order], batch_size):
+        for run in plan_runs([counts[i] for i in order], batch_size, self.budget):
             chunk = sorted_texts[run.start : run.stop]
             rows.extend(self._model.embed(chunk, batch_size=len(chunk)))  # type: ignore[attr-defined]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -180,7 +186,9 @@ class Embedder:
         return self.embed([text])[0]
 
 
-def _with_counter(model_name: str, model: object, dim: int, max_tokens: int) -> Embedder:
+def _with_counter(
+    model_name: str, model: object, dim: int, max_tokens: int, threads: int | None
+) -> Embedder:
     count = token_counter(model)
     if count is None:
         log.warning(
@@ -188,7 +196,8 @@ def _with_counter(model_name: str, model: object, dim: int, max_tokens: int) -> 
             "estimate of their length (more padding, smaller runs)",
             model_name,
         )
-    return Embedder(model_name, model, dim, max_tokens, count)
+    budget = SINGLE_THREAD_TOKEN_BUDGET if threads == 1 else TOKEN_BUDGET
+    return Embedder(model_name, model, dim, max_tokens, count, budget)
 
 
 @functools.lru_cache(maxsize=4)
@@ -212,7 +221,7 @@ def load_embedder(
         model = TextEmbedding(
             BUNDLED_MODEL, specific_model_path=str(tokenizer_dir()), threads=threads
         )
-        return _with_counter(BUNDLED_MODEL, model, BUNDLED_DIM, BUNDLED_MAX_TOKENS)
+        return _with_counter(BUNDLED_MODEL, model, BUNDLED_DIM, BUNDLED_MAX_TOKENS, threads)
     try:
         model = TextEmbedding(model_name, cache_dir=cache_dir, threads=threads)
     except Exception as exc:
@@ -221,4 +230,4 @@ def load_embedder(
             f"bundled default ({BUNDLED_MODEL}) are downloaded on first use and need a network."
         ) from exc
     dim = len(next(iter(model.embed(["dimension probe"]))))
-    return _with_counter(model_name, model, dim, OTHER_MAX_TOKENS)
+    return _with_counter(model_name, model, dim, OTHER_MAX_TOKENS, threads)
