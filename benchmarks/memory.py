@@ -32,18 +32,19 @@ from report import write_section
 from tribalmemory.embeddings.embedder import TOKEN_BUDGET
 from tribalmemory.service.remembering import MAX_CONCURRENT_BATCHES
 
-NOTE = """How to read this:
+NOTE = f"""How to read this:
 - Before the bound (one ONNX run per 64 texts, any number of batches at once), the same batch
   took a daemon from 311 MB to 3.2 GB, two at once to 5.2 GB, never released (issue 18); in
   runs of 64 texts one batch took 44 s here, in runs of 8 long texts (2,048 tokens) 22–27 s.
-- What bounds the memory: a batch is embedded in runs of at most 2,048 estimated tokens (texts ×
-  longest text; a text's estimate is its characters / 2 + 2, at most the model's 256 tokens),
-  so one run needs ~300 MB of working memory whatever the batch holds; at most 2 batches run at
-  once (a third gets 429 with `Retry-After: 2`); a body over `server.max_body_bytes` (8 MB by
-  default) gets 413 before it is parsed. onnxruntime keeps its memory arena after a run, so the
+- What bounds the memory: a batch is embedded in runs of at most {TOKEN_BUDGET} tokens (texts ×
+  longest text, counted by the model's tokenizer, which cuts a text at 256 tokens), so one
+  run's working memory is bounded whatever the batch holds (~300 MB in runs of 2,048 tokens,
+  less in smaller ones); at most 2 batches run at once (a third gets 429 with
+  `Retry-After: 2`); a body over `server.max_body_bytes` (8 MB by default) gets 413 before it
+  is parsed. onnxruntime keeps its memory arena after a run, so the
   RSS stays near the peak: expect about 0.9 GB for a daemon that serves large batches.
-- Text in scripts with one token per character (e.g. Chinese) is underestimated by the
-  characters / 2 rule: a run of such texts can take up to twice the budget."""
+- Texts are counted by the model's tokenizer, so text in scripts with one token per character
+  (e.g. Chinese) keeps to the budget too."""
 
 WORDS = (
     "the refresh token rotation race postgres migration celery queue backlog grafana panel "
@@ -138,7 +139,7 @@ def main() -> None:
             "",
             f"`python benchmarks/memory.py` — a real daemon (episodes off), batches of "
             f"{args.texts} memories × {args.chars:,} characters, embedded in runs of at most "
-            f"{TOKEN_BUDGET} estimated tokens, at most {MAX_CONCURRENT_BATCHES} batches at once.",
+            f"{TOKEN_BUDGET} tokens, at most {MAX_CONCURRENT_BATCHES} batches at once.",
             "",
             *table,
             "",

@@ -4,7 +4,17 @@ import numpy as np
 import pytest
 
 from tribalmemory.embeddings import BUNDLED_MODEL, EmbeddingModelError, load_embedder
-from tribalmemory.embeddings.embedder import bundled_weights, tokenizer_dir
+from tribalmemory.embeddings.embedder import (
+    BUNDLED_DIM,
+    BUNDLED_MAX_TOKENS,
+    SINGLE_THREAD_TOKEN_BUDGET,
+    TOKEN_BUDGET,
+    Embedder,
+    bundled_weights,
+    estimated_tokens,
+    token_counter,
+    tokenizer_dir,
+)
 
 
 def test_bundled_model_loads_offline_and_ranks_paraphrases_above_unrelated(monkeypatch):
@@ -30,6 +40,68 @@ def test_batch_order_is_kept_and_matches_single_embeddings():
     batch = embedder.embed(texts)
     for text, row in zip(texts, batch, strict=True):
         assert float(row @ embedder.embed_one(text)) > 0.999
+
+
+# Their order by characters is not their order by tokens: digits and punctuation take a token
+# each, a long known word one, a word over 100 characters one ([UNK]).
+UNEVEN = [
+    "ok",
+    "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30",
+    "internationalization " * 12,
+    "the refresh token rotation race needs a grace window " * 40,  # cut at 256 tokens
+    "Deploy failed: ECONNRESET at 10.0.3.7:5432 (pgbouncer), retry #3/5",
+    "merci",
+    "x" * 600,
+    "a. b. c. d. e. f. g. h.",
+]
+
+
+class RecordingModel:
+    """The real fastembed model; records the texts of every ONNX run."""
+
+    def __init__(self, model):
+        self.model = model
+        self.runs = []
+
+    def embed(self, texts, batch_size):
+        self.runs.append(list(texts))
+        return self.model.embed(texts, batch_size=batch_size)
+
+
+def test_runs_are_sorted_by_token_count_and_give_one_by_one_vectors_in_order():
+    real = load_embedder()
+    count = token_counter(real._model)
+    assert count is not None
+    recording = RecordingModel(real._model)
+    budget = SINGLE_THREAD_TOKEN_BUDGET
+    embedder = Embedder(BUNDLED_MODEL, recording, BUNDLED_DIM, BUNDLED_MAX_TOKENS, count, budget)
+    texts = UNEVEN * 3
+    vectors = embedder.embed(texts)
+    in_runs = [count(run) for run in recording.runs]
+    flat = [n for run in in_runs for n in run]
+    assert flat == sorted(count(texts))  # by tokens, not characters: little padding
+    assert sorted(t for run in recording.runs for t in run) == sorted(texts)
+    for run in in_runs:
+        assert len(run) * max(run) <= budget or len(run) == 1
+    # Row i is text i's vector as embedded alone. Tolerance: padding inside a run only
+    # changes float sums in the last bits (measured: equal, or 1.5e-8 apart).
+    alone = np.stack([real.embed([t])[0] for t in UNEVEN])
+    np.testing.assert_allclose(vectors, np.concatenate([alone] * 3), atol=1e-6)
+
+
+def test_token_counts_are_the_models_own_and_estimated_without_a_tokenizer():
+    real = load_embedder()
+    tokenizer = real._model.model.tokenizer
+    padded = tokenizer.encode_batch(UNEVEN)  # fastembed's: padded to the longest
+    assert real.tokens(UNEVEN) == [sum(e.attention_mask) for e in padded]
+    assert real.tokens(UNEVEN)[3] == BUNDLED_MAX_TOKENS
+    assert tokenizer.padding is not None  # the copy's padding was turned off, not the model's
+    assert token_counter(object()) is None
+    # one thread (imports, ingests): small runs; several (requests): larger ones
+    assert load_embedder(threads=1).budget == SINGLE_THREAD_TOKEN_BUDGET < TOKEN_BUDGET
+    assert real.budget == TOKEN_BUDGET
+    guessing = Embedder(BUNDLED_MODEL, real._model, BUNDLED_DIM, BUNDLED_MAX_TOKENS)
+    assert guessing.tokens(UNEVEN) == [estimated_tokens(t, BUNDLED_MAX_TOKENS) for t in UNEVEN]
 
 
 def test_tokenizer_ships_as_package_data_with_its_notice():

@@ -25,6 +25,7 @@ from tribalmemory.embeddings.embedder import (
     estimated_tokens,
     load_embedder,
     plan_runs,
+    token_counter,
 )
 from tribalmemory.errors import Busy
 from tribalmemory.runtime import start_runtime
@@ -69,15 +70,22 @@ def test_plan_runs_keeps_each_run_within_the_budget() -> None:
 def test_long_texts_are_embedded_in_small_runs_with_the_same_vectors() -> None:
     real = load_embedder()
     recording = RecordingModel(real._model)
-    embedder = Embedder(BUNDLED_MODEL, recording, BUNDLED_DIM, BUNDLED_MAX_TOKENS)
+    count = token_counter(real._model)
+    assert count is not None
+    embedder = Embedder(BUNDLED_MODEL, recording, BUNDLED_DIM, BUNDLED_MAX_TOKENS, count)
     texts = [f"{i} {LONG}" for i in range(20)] + [f"short memory number {i}" for i in range(40)]
     vectors = embedder.embed(texts)
     assert vectors.shape == (60, BUNDLED_DIM)
     for run in recording.runs:
-        longest = max(estimated_tokens(t, BUNDLED_MAX_TOKENS) for t in run)
-        assert len(run) * longest <= TOKEN_BUDGET, [len(t) for t in run]
+        assert len(run) * max(count(run)) <= TOKEN_BUDGET, [len(t) for t in run]
     assert sum(len(run) for run in recording.runs) == 60
     assert max(len(run) for run in recording.runs) > 8  # short texts still share a run
+    # without the model's tokenizer, runs are planned on a generous estimate
+    guessing = Embedder(BUNDLED_MODEL, RecordingModel(real._model), BUNDLED_DIM, BUNDLED_MAX_TOKENS)
+    guessing.embed(texts)
+    for run in guessing._model.runs:
+        longest = max(estimated_tokens(t, BUNDLED_MAX_TOKENS) for t in run)
+        assert len(run) * longest <= TOKEN_BUDGET, [len(t) for t in run]
     # The same vectors as one text at a time; tolerance: padding inside a run changes the
     # float sums in the last bits (measured differences ~1e-7).
     alone = np.stack([real.embed([t])[0] for t in texts[::7]])

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import threading
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 
@@ -20,6 +22,9 @@ import numpy as np
 BUNDLED_MODEL = "tribalmemory/all-MiniLM-L6-v2-int8"
 BUNDLED_DIM = 384
 BUNDLED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+log = logging.getLogger("tribalmemory.embeddings")
+TokenCounter = Callable[[list[str]], list[int]]
 
 _register_lock = threading.Lock()
 _registered = False
@@ -74,22 +79,46 @@ def _register_bundled(model_file: Path) -> None:
 
 BUNDLED_MAX_TOKENS = 256  # the bundled tokenizer truncates every text to 256 tokens
 OTHER_MAX_TOKENS = 512  # assumed for other models (most fastembed text models truncate at 512)
-# Estimated tokens per ONNX run (texts × longest text). A run's working memory grows with it
-# (attention alone is texts × 12 heads × tokens² floats per layer): measured with the bundled
-# model, 380 texts of 20k characters took the process from 265 MB to 2.8 GB in runs of 64
-# texts, to 550 MB in runs of 8 (2048 tokens), and ran faster (docs/benchmarks.md#memory).
-TOKEN_BUDGET = 2048
+# Tokens per ONNX run (texts × the run's longest text, padding included), counted by the
+# model's tokenizer. A run's working memory grows with it (attention alone is texts × 12 heads
+# × tokens² floats per layer): measured with the bundled model, 380 texts of 20k characters
+# took the process from 265 MB to 2.8 GB in runs of 64 texts, to 550 MB in runs of 8 (2048
+# tokens) (docs/benchmarks.md#memory). Smaller runs are also cheaper per token (their
+# activations stay in the CPU's caches): one thread embedded LoCoMo's turns (39 tokens on
+# average) with 10 % less CPU in runs of 384 tokens than of ~1000, and texts of 256 tokens
+# with 13 % less one at a time than 8 at a time; below ~256 the cost per run wins again.
+# A model that splits each run between threads (the request model) needs larger runs: one
+# text of 256 tokens at a time took it 10 % more CPU than 8, three at a time as much.
+TOKEN_BUDGET = 768  # the most, for a model on several threads
+SINGLE_THREAD_TOKEN_BUDGET = 384  # for a model on one thread (imports, ingests, background)
 
 
 def estimated_tokens(text: str, max_tokens: int) -> int:
     """A generous token count for ``text`` (English runs at ~4.5 characters per token), at
-    most what the model reads."""
+    most what the model reads: for a model whose tokenizer cannot be reached."""
     return min(max_tokens, len(text) // 2 + 2)
+
+
+def token_counter(model: object) -> TokenCounter | None:
+    """Each text's token count from ``model``'s own tokenizer (a fastembed model's, copied
+    without its padding, with its truncation), or None when it cannot be reached."""
+    tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
+    if tokenizer is None or not hasattr(tokenizer, "to_str"):
+        return None
+    from tokenizers import Tokenizer
+
+    counting = Tokenizer.from_str(tokenizer.to_str())
+    counting.no_padding()
+
+    def count(texts: list[str]) -> list[int]:
+        return [len(encoding) for encoding in counting.encode_batch(texts)]
+
+    return count
 
 
 def plan_runs(tokens: list[int], max_batch: int, budget: int = TOKEN_BUDGET) -> list[range]:
     """Split texts, sorted by length, into consecutive runs of at most ``max_batch`` texts whose
-    size × longest estimate stays within ``budget`` (a single text always makes a run)."""
+    size × longest count stays within ``budget`` (a single text always makes a run)."""
     runs = []
     start = 0
     while start < len(tokens):
@@ -106,28 +135,44 @@ def plan_runs(tokens: list[int], max_batch: int, budget: int = TOKEN_BUDGET) -> 
 
 
 class Embedder:
-    """A loaded model: ``embed`` returns float32 unit vectors, one row per text."""
+    """A loaded model: ``embed`` returns float32 unit vectors, one row per text. ``count``
+    gives texts' token counts (:func:`token_counter`); without it, :func:`estimated_tokens`.
+    ``budget``: tokens per ONNX run, at most :data:`TOKEN_BUDGET`."""
 
     def __init__(
-        self, model_name: str, model: object, dim: int, max_tokens: int = OTHER_MAX_TOKENS
+        self,
+        model_name: str,
+        model: object,
+        dim: int,
+        max_tokens: int = OTHER_MAX_TOKENS,
+        count: TokenCounter | None = None,
+        budget: int = TOKEN_BUDGET,
     ) -> None:
         self.model_name = model_name
         self.dim = dim
         self.max_tokens = max_tokens
+        self.budget = min(budget, TOKEN_BUDGET)
         self._model = model
+        self._count = count
+
+    def tokens(self, texts: list[str]) -> list[int]:
+        """Each text's token count (an estimate without a counter)."""
+        if self._count is None:
+            return [estimated_tokens(t, self.max_tokens) for t in texts]
+        return self._count(texts)
 
     def embed(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         """Unit vectors of ``texts``, computed in runs of at most ``batch_size`` texts and
-        :data:`TOKEN_BUDGET` estimated tokens, so the memory a call needs does not grow with
-        the number or the length of the texts."""
+        ``budget`` tokens, so the memory a call needs does not grow with the
+        number or the length of the texts."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        # Sorting by length keeps padding small inside each run.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        # Sorted by token count, each run pads its texts to nearly their own length.
+        counts = self.tokens(texts)
+        order = sorted(range(len(texts)), key=counts.__getitem__)
         sorted_texts = [texts[i] for i in order]
-        tokens = [estimated_tokens(t, self.max_tokens) for t in sorted_texts]
         rows: list[np.ndarray] = []
-        for run in plan_runs(tokens, batch_size):
+        for run in plan_runs([counts[i] for i in order], batch_size, self.budget):
             chunk = sorted_texts[run.start : run.stop]
             rows.extend(self._model.embed(chunk, batch_size=len(chunk)))  # type: ignore[attr-defined]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -139,6 +184,20 @@ class Embedder:
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+
+def _with_counter(
+    model_name: str, model: object, dim: int, max_tokens: int, threads: int | None
+) -> Embedder:
+    count = token_counter(model)
+    if count is None:
+        log.warning(
+            "the tokenizer of %s cannot be reached: texts are grouped into runs by an "
+            "estimate of their length (more padding, smaller runs)",
+            model_name,
+        )
+    budget = SINGLE_THREAD_TOKEN_BUDGET if threads == 1 else TOKEN_BUDGET
+    return Embedder(model_name, model, dim, max_tokens, count, budget)
 
 
 @functools.lru_cache(maxsize=4)
@@ -162,7 +221,7 @@ def load_embedder(
         model = TextEmbedding(
             BUNDLED_MODEL, specific_model_path=str(tokenizer_dir()), threads=threads
         )
-        return Embedder(BUNDLED_MODEL, model, BUNDLED_DIM, BUNDLED_MAX_TOKENS)
+        return _with_counter(BUNDLED_MODEL, model, BUNDLED_DIM, BUNDLED_MAX_TOKENS, threads)
     try:
         model = TextEmbedding(model_name, cache_dir=cache_dir, threads=threads)
     except Exception as exc:
@@ -171,4 +230,4 @@ def load_embedder(
             f"bundled default ({BUNDLED_MODEL}) are downloaded on first use and need a network."
         ) from exc
     dim = len(next(iter(model.embed(["dimension probe"]))))
-    return Embedder(model_name, model, dim)
+    return _with_counter(model_name, model, dim, OTHER_MAX_TOKENS, threads)
