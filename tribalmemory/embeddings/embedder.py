@@ -167,8 +167,9 @@ class Embedder:
         number or the length of the texts."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        # Sorted by token count, each run pads its texts to nearly their own length.
-        counts = self.tokens(texts)
+        # Sorted by token count, each run pads its texts to nearly their own length. One text
+        # (a request's query or memory) is one run: it is not tokenized twice to count it.
+        counts = self.tokens(texts) if len(texts) > 1 else [0]
         order = sorted(range(len(texts)), key=counts.__getitem__)
         sorted_texts = [texts[i] for i in order]
         rows: list[np.ndarray] = []
