@@ -7,6 +7,7 @@ from tribalmemory.embeddings import BUNDLED_MODEL, EmbeddingModelError, load_emb
 from tribalmemory.embeddings.embedder import (
     BUNDLED_DIM,
     BUNDLED_MAX_TOKENS,
+    CHARS_PER_TOKEN_BOUND,
     SINGLE_THREAD_TOKEN_BUDGET,
     TOKEN_BUDGET,
     Embedder,
@@ -102,6 +103,24 @@ def test_token_counts_are_the_models_own_and_estimated_without_a_tokenizer():
     assert real.budget == TOKEN_BUDGET
     guessing = Embedder(BUNDLED_MODEL, real._model, BUNDLED_DIM, BUNDLED_MAX_TOKENS)
     assert guessing.tokens(UNEVEN) == [estimated_tokens(t, BUNDLED_MAX_TOKENS) for t in UNEVEN]
+
+
+def test_long_texts_count_as_the_most_the_model_reads_without_being_tokenized():
+    real = load_embedder()
+    count = token_counter(real._model)
+    assert count is not None
+    handed: list[str] = []
+
+    def recording(texts: list[str]) -> list[int]:
+        handed.extend(texts)
+        return count(texts)
+
+    embedder = Embedder(BUNDLED_MODEL, real._model, BUNDLED_DIM, BUNDLED_MAX_TOKENS, recording)
+    longest = BUNDLED_MAX_TOKENS * CHARS_PER_TOKEN_BOUND
+    long_text = "x" * longest  # one [UNK] token: the bound overestimates it, never under
+    just_under = "1 " * ((longest - 1) // 2)  # one token a character: tokenized, cut at 256
+    assert embedder.tokens([long_text, "short", just_under]) == [BUNDLED_MAX_TOKENS, 3, 256]
+    assert handed == ["short", just_under]
 
 
 def test_tokenizer_ships_as_package_data_with_its_notice():
