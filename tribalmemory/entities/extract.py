@@ -112,6 +112,20 @@ def _plausible(kind: str, surface: str) -> bool:
     return True
 
 
+_SECTION = re.compile(
+    r"(?:\b(?:req|requirement|section|sec|clause|guideline|article|art|chapter|ch|rule|para|"
+    r"paragraph|control|criterion)\.?|§)\s*$",
+    re.IGNORECASE,
+)
+"""The word before a numbered section of a document (``Req 10.5.1``, ``guideline 3.1.1``,
+``§ 4.2.1``): its number is no release."""
+
+
+def _section_number(text: str, start: int) -> bool:
+    """Whether the number at ``start`` follows a section word (:data:`_SECTION`)."""
+    return bool(_SECTION.search(text, max(0, start - 16), start))
+
+
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
 _ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z][A-Z0-9&]*")
 """Two capitals or more and no small letter: ``PS5``, ``GPU``; such a word stands alone,
@@ -174,16 +188,21 @@ def _quoted_whole(text: str, start: int, end: int) -> bool:
     )
 
 
+def _ordinary(word: str) -> bool:
+    """Whether a capitalised word is an ordinary one at a run's edge: a stop word or an
+    adjective of a language or a nationality (:data:`_ADJECTIVE`)."""
+    return word.lower() in STOP or bool(_ADJECTIVE.fullmatch(word))
+
+
 def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
     for match in _CAPITALISED.finditer(text):
         for words in _segments(match):
             # a sentence's first word is kept when more capitalised words follow it in its
             # segment (an acronym after it is no part of its name: ``Quarterly ASV scan``)
-            alone = len([w for w, _ in words if w.lower() not in STOP]) <= 1
+            alone = len([w for w, _ in words if not _ordinary(w)]) <= 1
             opens = _sentence_initial(text, words[0][1])
             while words and (
-                words[0][0].lower() in STOP
-                or _ADJECTIVE.fullmatch(words[0][0])
+                _ordinary(words[0][0])
                 or (
                     opens
                     and words[0][0].lower() not in known
@@ -192,7 +211,7 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
             ):
                 words = words[1:]
                 opens = False
-            while words and (words[-1][0].lower() in STOP or _ADJECTIVE.fullmatch(words[-1][0])):
+            while words and _ordinary(words[-1][0]):
                 words = words[:-1]
             if not words:
                 continue
@@ -271,6 +290,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         if any(start < e and s < end for s, e in taken):
             return
         if kind == "identifier" and surface.lower() in STOP or not _plausible(kind, surface):
+            return
+        if kind == "version" and _section_number(text, start):
             return
         taken.append((start, end))
         name = canonical(surface)
