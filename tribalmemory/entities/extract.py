@@ -44,6 +44,13 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("path", re.compile(r"(?:\\\\|//)[\w.-]+(?:[\\/][\w.*-]+)*(?:/\.\.\.)?")),
+    (  # Windows: C:\Program Files\x.exe (a space before a capital, inside), Engine\Core
+        "path",
+        re.compile(
+            r"\b[A-Za-z]:\\(?:[\w.-]+(?: [A-Z0-9][\w.-]*)*\\)*[\w.-]*"
+            r"|(?<![\w\\/])[\w.-]+(?:\\[\w.*-]+)+\\?"
+        ),
+    ),
     (
         "path",
         re.compile(
@@ -71,7 +78,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", "#", "-", "."),  # links, hosts, tickets, keys, versions
-    *(None, "/", "/", "*.", ".", "/"),  # paths
+    *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
     *("::", "--", "#", "()", ".", None, "0x", None, "-"),  # identifiers
     "-",  # systems
 )
@@ -96,6 +103,8 @@ def _plausible(kind: str, surface: str) -> bool:
     ``3.1k/month``)."""
     if kind == "system":
         return surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES or any(c.isdigit() for c in surface)
+    if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
+        return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))
     if kind == "path" and "/" in surface and not surface.startswith(("//", "\\")):
         parts = [p for p in re.split(r"[/*]+", surface) if p]
         if all(p.isdigit() for p in parts):
@@ -188,6 +197,18 @@ def _quoted_whole(text: str, start: int, end: int) -> bool:
     )
 
 
+_MENU = re.compile(r"(?<![-=>])>\s?$|\u203a\s?$")
+"""The separator before a step of a menu path (``Settings > Apple ID``, ``Billing \u203a
+Plans``); not an arrow (``->``, ``=>``), which leads to a thing."""
+
+
+def _menu_step(text: str, start: int) -> bool:
+    """Whether a run at ``start`` is a step of a menu path (:data:`_MENU`): the label of a
+    screen or a section, not a name; the first step is left to the other rules (``Play
+    Console > App integrity``)."""
+    return bool(_MENU.search(text, max(0, start - 3), start))
+
+
 def _ordinary(word: str) -> bool:
     """Whether a capitalised word is an ordinary one at a run's edge: a stop word or an
     adjective of a language or a nationality (:data:`_ADJECTIVE`)."""
@@ -223,7 +244,7 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
                 or _PLURAL_ACRONYM.fullmatch(surface)
             ):
                 continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5 does
-            if _quoted_whole(text, start, end):
+            if _quoted_whole(text, start, end) or _menu_step(text, start):
                 continue
             yield surface, start, end
 
