@@ -6,7 +6,7 @@ Prints precision / recall / F1 per stream (span match and canonical-name match),
 streams and the kept-aside streams apart, and "which episodes touched X" answered from the
 extracted entities against a keyword search of X's canonical name.
 
-    python benchmarks/entities.py ../shared/corpus [--write]
+    python benchmarks/entities.py ../shared/corpus [--write | --tuning-only]
 """
 
 from __future__ import annotations
