@@ -169,3 +169,62 @@ def test_a_known_name_is_found_as_whole_words_with_its_own_separators() -> None:
     found = extract_entities(text, known={"Marek Novak", "quill"})
     assert [e.text for e in found if e.text == "Marek Novak"] == ["Marek Novak"]
     assert [(e.text, e.start) for e in found if e.text == "quill"] == [("quill", len(text) - 6)]
+
+
+def test_an_acronym_s_plural_is_a_kind_of_thing_and_stands_alone() -> None:
+    got = found("We reviewed two PRs for the SKUs; Xbox PDBs and the P1s wait.")
+    assert "Xbox" in got
+    assert not {"PRs", "SKUs", "Xbox PDBs", "PDBs", "P1s"} & set(got)
+
+
+def test_a_sentence_opening_gerund_or_short_past_tense_is_not_part_of_a_name() -> None:
+    got = found("Asked Daan for the video. Evaluating Vanta next week.")
+    assert {"Daan", "Vanta"} <= set(got)
+    assert not {"Asked Daan", "Asked", "Evaluating Vanta", "Evaluating"} & set(got)
+
+
+def test_an_acronym_after_a_sentence_opener_does_not_make_the_opener_a_name() -> None:
+    got = found("Quarterly ASV scan passed. Nightly PS5 Release is green.")
+    assert not {"Quarterly", "Nightly"} & set(got)
+    assert "PS5" in got
+
+
+def test_an_opener_before_a_known_name_is_not_part_of_it() -> None:
+    text = "Plan agreed. Needs Rutger to approve."
+    assert [e.text for e in extract_entities(text)] == ["Needs Rutger"]  # nothing known yet
+    assert [e.text for e in extract_entities(text, known={"Rutger"})] == ["Rutger"]
+    # a name known whole keeps its first word
+    assert [e.text for e in extract_entities("Google Play rejected it.", {"Google", "Play"})] == [
+        "Google Play"
+    ]
+
+
+def test_literals_and_language_adjectives_are_not_names() -> None:
+    got = found("The shader returns NaN or Inf when True; the Polish strings and English copy.")
+    assert not {"NaN", "Inf", "True", "Polish", "English"} & set(got)
+    assert "Lokalise" in found("We send Polish strings to Lokalise.")
+
+
+def test_a_number_after_a_section_word_is_no_release() -> None:
+    got = found("Req 10.5.1 and guideline 3.1.1 hold since 2.4.0; see section 4.2.1 too.")
+    assert got.get("2.4.0") == "version"
+    assert not {"10.5.1", "3.1.1", "4.2.1"} & set(got)
+
+
+def test_the_steps_of_a_menu_path_are_screen_labels() -> None:
+    got = found("Open the Play Console > App integrity page and then Settings > Apple ID there.")
+    assert "Play Console" in got
+    assert not {"App", "Apple ID", "Apple"} & set(got)
+    assert {"Firehose", "Lambda"} <= set(found("Logs go to S3 -> Firehose -> Lambda."))
+
+
+def test_windows_paths_are_paths() -> None:
+    got = found(
+        r"It writes C:\Program Files\Forkbase\fb.exe and reads Engine\Core\Math.h "
+        r"and src\app\ but not and\or."
+    )
+    assert got.get(r"C:\Program Files\Forkbase\fb.exe") == "path"
+    assert got.get(r"Engine\Core\Math.h") == "path"
+    assert got.get("src\\app\\") == "path"
+    assert not {r"and\or", "Program Files"} & set(got)
+    assert canonical("src\\app\\") == canonical("src\\app") == "src\\app"

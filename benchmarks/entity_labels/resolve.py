@@ -17,6 +17,7 @@ PARTS = {
     "synth-game-studio": "train",
     "synth-mobile-app": "train",
     "synth-devtools-startup": "train",
+    "synth-ecommerce-frontend": "train",
     "synth-solo-oss": "validation",
     "synth-support-agents": "validation",
 }

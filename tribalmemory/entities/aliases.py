@@ -11,16 +11,16 @@ _VERSION = re.compile(r"v?(\d+(?:\.\d+){1,3})")
 
 def canonical(name: str) -> str:
     """Lower-case, one ``-`` for any run of spaces, ``_`` or ``-``, ``svc``/``srv`` spelled
-    ``service``; a trailing ``()``, a leading ``@`` and a trailing ``/`` or ``/...`` dropped;
-    a version always with its ``v``. ``orders-svc``, ``Orders Service`` and ``orders_service``
-    meet; ``orders`` and ``orders-service`` stay apart."""
+    ``service``; a trailing ``()``, a leading ``@`` and a trailing ``/``, ``\\`` or ``/...``
+    dropped; a version always with its ``v``. ``orders-svc``, ``Orders Service`` and
+    ``orders_service`` meet; ``orders`` and ``orders-service`` stay apart."""
     text = name.strip().strip("'\"`")
     if text.endswith("()"):
         text = text[:-2]
     text = text.removeprefix("@")
     if text.endswith("/...") and len(text) > 4:
         text = text[:-4]
-    if len(text) > 1 and text.endswith("/"):
+    if len(text) > 1 and text.endswith(("/", "\\")):
         text = text[:-1]
     version = _VERSION.fullmatch(text)
     if version:

@@ -44,6 +44,13 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("path", re.compile(r"(?:\\\\|//)[\w.-]+(?:[\\/][\w.*-]+)*(?:/\.\.\.)?")),
+    (  # Windows: C:\Program Files\x.exe (a space before a capital, inside), Engine\Core
+        "path",
+        re.compile(
+            r"\b[A-Za-z]:\\(?:[\w.-]+(?: [A-Z0-9][\w.-]*)*\\)*[\w.-]*"
+            r"|(?<![\w\\/])[\w.-]+(?:\\[\w.*-]+)+\\?"
+        ),
+    ),
     (
         "path",
         re.compile(
@@ -71,7 +78,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", "#", "-", "."),  # links, hosts, tickets, keys, versions
-    *(None, "/", "/", "*.", ".", "/"),  # paths
+    *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
     *("::", "--", "#", "()", ".", None, "0x", None, "-"),  # identifiers
     "-",  # systems
 )
@@ -96,6 +103,8 @@ def _plausible(kind: str, surface: str) -> bool:
     ``3.1k/month``)."""
     if kind == "system":
         return surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES or any(c.isdigit() for c in surface)
+    if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
+        return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))
     if kind == "path" and "/" in surface and not surface.startswith(("//", "\\")):
         parts = [p for p in re.split(r"[/*]+", surface) if p]
         if all(p.isdigit() for p in parts):
@@ -112,14 +121,35 @@ def _plausible(kind: str, surface: str) -> bool:
     return True
 
 
+_SECTION = re.compile(
+    r"(?:\b(?:req|requirement|section|sec|clause|guideline|article|art|chapter|ch|rule|para|"
+    r"paragraph|control|criterion)\.?|§)\s*$",
+    re.IGNORECASE,
+)
+"""The word before a numbered section of a document (``Req 10.5.1``, ``guideline 3.1.1``,
+``§ 4.2.1``): its number is no release."""
+
+
+def _section_number(text: str, start: int) -> bool:
+    """Whether the number at ``start`` follows a section word (:data:`_SECTION`)."""
+    return bool(_SECTION.search(text, max(0, start - 16), start))
+
+
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
 _ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z][A-Z0-9&]*")
 """Two capitals or more and no small letter: ``PS5``, ``GPU``; such a word stands alone,
 never inside a name (``Hollowmere PS5``, ``Linux VM``)."""
+_PLURAL_ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z0-9][A-Z0-9&]*(?:s|'s|\u2019s)")
+"""An acronym's plural (``APIs``, ``SKUs``, ``P1s``): a kind of thing, never one thing; it
+stands alone as an acronym does."""
 _SENTENCE_END = frozenset(".!?:\n")
+_ADJECTIVE = re.compile(r"[A-Z][a-z]+ish")
+"""A language or a nationality (``Polish``, ``English``, ``British``): said of things, it
+names none; trimmed from a run's edges as a stop word is."""
 _QUOTES = frozenset("\"'`\u2018\u201c")
-_INFLECTED = re.compile(r"[A-Z][a-z]{3,}ed")
-"""A past-tense verb opening a sentence (``Reviewed Rosa``, ``Shipped ZFS``)."""
+_INFLECTED = re.compile(r"[A-Z][a-z]{2,}(?:ed|ing)")
+"""A past-tense verb or a gerund opening a sentence (``Asked Daan``, ``Reviewed Rosa``,
+``Checking Kenji``, ``Existing EU customers``)."""
 
 
 def _sentence_initial(text: str, start: int) -> bool:
@@ -146,7 +176,7 @@ def _segments(match: re.Match[str]) -> Iterable[list[Word]]:
     part: list[Word] = []
     for word in re.finditer(r"\S+", match.group()):
         item = (word.group(), match.start() + word.start())
-        if _ACRONYM.fullmatch(item[0]):
+        if _ACRONYM.fullmatch(item[0]) or _PLURAL_ACRONYM.fullmatch(item[0]):
             if part:
                 yield part
             yield [item]
@@ -167,42 +197,71 @@ def _quoted_whole(text: str, start: int, end: int) -> bool:
     )
 
 
+_MENU = re.compile(r"(?<![-=>])>\s?$|\u203a\s?$")
+"""The separator before a step of a menu path (``Settings > Apple ID``, ``Billing \u203a
+Plans``); not an arrow (``->``, ``=>``), which leads to a thing."""
+
+
+def _menu_step(text: str, start: int) -> bool:
+    """Whether a run at ``start`` is a step of a menu path (:data:`_MENU`): the label of a
+    screen or a section, not a name; the first step is left to the other rules (``Play
+    Console > App integrity``)."""
+    return bool(_MENU.search(text, max(0, start - 3), start))
+
+
+def _ordinary(word: str) -> bool:
+    """Whether a capitalised word is an ordinary one at a run's edge: a stop word or an
+    adjective of a language or a nationality (:data:`_ADJECTIVE`)."""
+    return word.lower() in STOP or bool(_ADJECTIVE.fullmatch(word))
+
+
 def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
     for match in _CAPITALISED.finditer(text):
-        # a sentence's first word is kept when more capitalised words follow it
-        alone = len([w for w in match.group().split() if w.lower() not in STOP]) <= 1
         for words in _segments(match):
+            # a sentence's first word is kept when more capitalised words follow it in its
+            # segment (an acronym after it is no part of its name: ``Quarterly ASV scan``)
+            alone = len([w for w, _ in words if not _ordinary(w)]) <= 1
             opens = _sentence_initial(text, words[0][1])
             while words and (
-                words[0][0].lower() in STOP
-                or (opens and words[0][0].lower() not in known and _opener(text, words, alone))
+                _ordinary(words[0][0])
+                or (
+                    opens
+                    and words[0][0].lower() not in known
+                    and _opener(text, words, alone, known)
+                )
             ):
                 words = words[1:]
                 opens = False
-            while words and words[-1][0].lower() in STOP:
+            while words and _ordinary(words[-1][0]):
                 words = words[:-1]
             if not words:
                 continue
             start, end = words[0][1], words[-1][1] + len(words[-1][0])
             surface = text[start:end]
-            if len(surface) < 2 or (
-                _ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface)
+            if (
+                len(surface) < 2
+                or (_ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface))
+                or _PLURAL_ACRONYM.fullmatch(surface)
             ):
                 continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5 does
-            if _quoted_whole(text, start, end):
+            if _quoted_whole(text, start, end) or _menu_step(text, start):
                 continue
             yield surface, start, end
 
 
-def _opener(text: str, words: list[Word], alone: bool) -> bool:
+def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) -> bool:
     """Whether a sentence's first capitalised word is an ordinary word: when ``alone`` (no
     other capitalised word follows) unless a possessive follows (``Lena's``) or it has a letter
-    English words do not (``Tomás``); a past-tense verb always (``Reviewed Rosa``)."""
+    English words do not (``Tomás``); a past-tense verb or a gerund always (``Reviewed
+    Rosa``); and, itself unknown, when what follows it is a known name (``Needs Rutger`` with
+    ``Rutger`` known: the name starts after it)."""
     word, start = words[0]
     if _INFLECTED.fullmatch(word):
         return True
     if not word.isascii():
         return False
+    if len(words) > 1 and text[words[1][1] : words[-1][1] + len(words[-1][0])].lower() in known:
+        return True
     return alone and text[start + len(word) : start + len(word) + 2] not in ("'s", "\u2019s")
 
 
@@ -252,6 +311,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         if any(start < e and s < end for s, e in taken):
             return
         if kind == "identifier" and surface.lower() in STOP or not _plausible(kind, surface):
+            return
+        if kind == "version" and _section_number(text, start):
             return
         taken.append((start, end))
         name = canonical(surface)

@@ -184,4 +184,6 @@ FUNCTION = set(
     "might shall do does did is are was were be been has have had let".split()
 )
 """English function words: determiners, pronouns, auxiliaries, connectives."""
-STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION
+LITERALS = set("true false null nil none undefined nan inf infinity".split())
+"""Values every language writes the same way (``True``, ``NaN``, ``Inf``): no one thing."""
+STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS
