@@ -42,7 +42,7 @@ NOTE = f"""How to read this:
   less in smaller ones); at most 2 batches run at once (a third gets 429 with
   `Retry-After: 2`); a body over `server.max_body_bytes` (8 MB by default) gets 413 before it
   is parsed. onnxruntime keeps its memory arena after a run, so the
-  RSS stays near the peak: expect about 0.9 GB for a daemon that serves large batches.
+  RSS stays near the peak: expect about 0.6 GB for a daemon that serves large batches.
 - Texts are counted by the model's tokenizer, so text in scripts with one token per character
   (e.g. Chinese) keeps to the budget too."""
 
