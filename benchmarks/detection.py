@@ -57,7 +57,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from dataclasses import replace  # noqa: E402
 
 from detection_kinds import kind_of  # noqa: E402
-from detector_sim import Record, load_stream, scores  # noqa: E402
+from detector_sim import Record, load_stream, majority, scores  # noqa: E402
 from fakellm import (  # noqa: E402
     EPISODE_RE,
     MEMORY_RE,
@@ -131,7 +131,7 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
             return {"action": "none"}
         for candidate, body in episodes:
             labels = [gold_of.get(i) for i in shown(body)]
-            if labels and max(set(labels), key=labels.count) == label:
+            if labels and majority(labels) == label:
                 return {"action": "join", "episode_id": candidate}
         return {"action": "create", "title": label}
 
@@ -147,7 +147,7 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
     def label_of(body: str) -> str | None:
         """The majority gold label of the memories an episode block shows."""
         labels = [gold_of.get(i) for i in shown(body)]
-        return max(set(labels), key=labels.count) if labels else None
+        return majority(labels)
 
     def merge_answer(user: str) -> dict[str, Any]:
         """Each check: the first candidate whose shown memories' majority label is the
@@ -171,7 +171,7 @@ def oracle_responder(gold_of: dict[str, str | None], accuracy: float = 1.0, seed
         answers = []
         for checked, (first, second) in split_parts(user).items():
             labels = [
-                max(set(found), key=found.count) if found else None
+                majority(found)
                 for found in ([gold_of.get(i) for i in part] for part in (first, second))
             ]
             right = labels[0] is not None and labels[1] is not None and labels[0] != labels[1]
@@ -321,18 +321,17 @@ def chain_links(records: list[Any], predicted: list[str | None], store: Any) -> 
         if record.gold and episode:
             by_label.setdefault(record.gold, []).append(episode)
 
-    def majority(label: str) -> str | None:
-        found = by_label.get(label) or []
-        return max(set(found), key=found.count) if found else None
+    def majority_of(label: str) -> str | None:
+        return majority(by_label.get(label) or [])
 
     expected = found = 0
     for record in records:
         if record.parent:
             expected += 1
-            child, parent = majority(record.gold or ""), majority(record.parent)
+            child, parent = majority_of(record.gold or ""), majority_of(record.parent)
             row = store.episodes.get(child) if child else None
             found += int(row is not None and parent is not None and row.parent_episode_id == parent)
-    gold_parent = {majority(r.gold or ""): majority(r.parent) for r in records if r.parent}
+    gold_parent = {majority_of(r.gold or ""): majority_of(r.parent) for r in records if r.parent}
     linked = [
         (row.id, row.parent_episode_id)
         for row in store.episodes.find(limit=len(records) + 1)
@@ -373,9 +372,8 @@ def splits_made(
         if episode:
             members.setdefault(episode, []).append(gold[memory_id])
 
-    def majority(labels: list[str | None]) -> str | None:
-        known = [label for label in labels if label]
-        return max(set(known), key=known.count) if known else None
+    def known_majority(labels: list[str | None]) -> str | None:
+        return majority([label for label in labels if label])
 
     made = right = 0
     for row in store.episodes.find(limit=len(records) + 1):
@@ -384,8 +382,8 @@ def splits_made(
                 continue
             made += 1
             moved = json.loads(entry["details"])["memory_ids"]
-            left = majority(members.get(row.id, []))
-            right += int(majority([gold.get(m) for m in moved]) != left)
+            left = known_majority(members.get(row.id, []))
+            right += int(known_majority([gold.get(m) for m in moved]) != left)
     return {"splits": made, "splits_right": right}
 
 

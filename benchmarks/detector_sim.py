@@ -269,7 +269,10 @@ class SimResult:
     episodes: dict[str, EpisodeFeatures] = field(default_factory=dict)
 
 
-def _majority(labels: Sequence[str | None]) -> str | None:
+def majority(labels: Sequence[str | None]) -> str | None:
+    """The most frequent of ``labels`` (None for none); a tie goes to the one seen first, so
+    the simulated classifier gives the same answer in every process (``max(set(...))`` broke
+    ties by string hashes, which change from one run to the next)."""
     c = Counter(labels).most_common(1)
     return c[0][0] if c else None
 
@@ -504,7 +507,7 @@ class Replay:
     def _label(self, kind: str, cid: str) -> str | None:
         gold = self.stream.gold
         ids = self.members[cid] if kind == "episode" else [cid]
-        return _majority([gold[self.index[m]] for m in ids])
+        return majority([gold[self.index[m]] for m in ids])
 
     def _review(self) -> None:
         batch = [i for i, _ in self.queue[: self.review.batch_size]]
