@@ -28,15 +28,8 @@ TUNING = (
     "synth-ecommerce-frontend",
 )
 ASIDE = ("synth-solo-oss", "synth-support-agents")
-PARTS = {
-    "synth-payments-backend": "train",
-    "synth-game-studio": "train",
-    "synth-mobile-app": "train",
-    "synth-devtools-startup": "train",
-    "synth-ecommerce-frontend": "train",
-    "synth-solo-oss": "validation",
-    "synth-support-agents": "validation",
-}
+PARTS = {**dict.fromkeys(TUNING, "train"), **dict.fromkeys(ASIDE, "validation")}
+"""The corpus folder of each labelled stream: tuned on train/, kept aside from validation/."""
 
 
 def load(corpus: Path, stream: str) -> list[dict]:

@@ -12,15 +12,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PARTS = {
-    "synth-payments-backend": "train",
-    "synth-game-studio": "train",
-    "synth-mobile-app": "train",
-    "synth-devtools-startup": "train",
-    "synth-ecommerce-frontend": "train",
-    "synth-solo-oss": "validation",
-    "synth-support-agents": "validation",
-}
+sys.path.insert(0, str(HERE.parent))
+from entities import PARTS  # noqa: E402  (the labelled streams and their corpus folders)
 
 
 def main(corpus: Path) -> None:

@@ -167,7 +167,7 @@ class Embedder:
         if self._count is None:
             return [estimated_tokens(t, self.max_tokens) for t in texts]
         longest = self.max_tokens * CHARS_PER_TOKEN_BOUND
-        counts = [self.max_tokens if len(t) >= longest else 0 for t in texts]
+        counts = [self.max_tokens] * len(texts)
         short = [i for i, t in enumerate(texts) if len(t) < longest]
         for i, count in zip(short, self._count([texts[i] for i in short]), strict=True):
             counts[i] = count
