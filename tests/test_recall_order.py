@@ -30,16 +30,41 @@ WORDS = (
 ).split()
 
 
-def test_rrf_fuse_breaks_ties_by_id_whatever_the_input_order() -> None:
+def test_rrf_fuse_breaks_ties_by_the_dense_rank_whatever_the_input_order() -> None:
     dense = [("b", 0.9), ("a", 0.8), ("c", 0.7)]
-    sparse = [("a", 5.0), ("b", 4.0), ("d", 4.0)]  # c and d: rank 3 in one list each
+    sparse = [("a", 5.0), ("b", 4.0), ("d", 3.0)]  # c and d: rank 3 in one list each
     fused = rrf_fuse([dense, sparse])
-    assert [pid for pid, _ in fused] == ["a", "b", "c", "d"]
+    # a and b: ranks 1 + 2 either way; b is first in the dense list. c and d: one rank 3 each;
+    # c's is the dense one.
+    assert [pid for pid, _ in fused] == ["b", "a", "c", "d"]
     assert fused[0][1] == fused[1][1] == pytest.approx(1 / 61 + 1 / 62)
     assert fused[2][1] == fused[3][1] == pytest.approx(1 / 63)
     for _ in range(5):  # the order the engine lists equal scores in does not matter
         shuffled = [random.sample(dense, len(dense)), random.sample(sparse, len(sparse))]
         assert rrf_fuse(shuffled) == fused
+
+
+def test_rrf_fuse_ranks_do_not_depend_on_the_ids() -> None:
+    """Equal scores share a rank, so renaming the points (a store of the same memories under
+    other random ids) gives the same ranking, even where a list scores points alike."""
+    dense = [("p", 0.9), ("q", 0.8), ("r", 0.7), ("s", 0.6)]
+    sparse = [("s", 2.0), ("r", 2.0), ("q", 2.0)]  # one BM25 score for three texts
+    renamed = {"p": "z", "q": "y", "r": "x", "s": "w"}
+    fused = [pid for pid, _ in rrf_fuse([dense, sparse])]
+    again = [
+        pid
+        for pid, _ in rrf_fuse(
+            [[(renamed[p], v) for p, v in dense], [(renamed[p], v) for p, v in sparse]]
+        )
+    ]
+    assert fused == ["q", "r", "s", "p"]  # q, r, s all rank 1 in BM25; then their dense ranks
+    assert again == [renamed[p] for p in fused]
+
+
+def test_rrf_fuse_orders_copies_of_one_text_by_id() -> None:
+    """Two points every list scores alike: only their ids can order them."""
+    fused = rrf_fuse([[("b", 0.5), ("a", 0.5)], [("b", 1.0), ("a", 1.0)]])
+    assert [pid for pid, _ in fused] == ["a", "b"]
 
 
 @pytest.fixture

@@ -687,7 +687,7 @@ def assert_same_ranking(
 ) -> None:
     """Dense and hybrid rankings identical, cosines exact. Sealing quantizes only the dense
     vectors (hits are rescored with the float ones), BM25's IDF is taken over the whole shard
-    whatever its segments, and the fusion breaks ties by id (:func:`rrf_fuse`), so nothing
+    whatever its segments, and the fusion breaks ties the same way (:func:`rrf_fuse`), so nothing
     may move (measured: 16 of 16 runs identical)."""
     assert [[i for i, _ in hits] for hits in got] == [[i for i, _ in hits] for hits in want]
     for got_hits, want_hits in zip(got, want, strict=True):

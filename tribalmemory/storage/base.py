@@ -292,18 +292,34 @@ def rrf_fuse(
 ) -> list[tuple[str, float]]:
     """Reciprocal rank fusion of ``(point id, score)`` lists, best first.
 
-    Each list is ranked by score, equal scores by id; a point's fused score is the sum over the
-    lists of ``1 / (k + rank)`` (rank 1 is the best); equal fused scores are ordered by id.
-    Qdrant's own fusion orders equal fused scores differently from one query to the next
-    (measured: 16 of 60 queries), and equal fused scores are common (rank 1 + rank 3 equals
-    rank 3 + rank 1), so the fusion is done here, where ties are broken the same way every time.
+    A point's fused score is the sum over the lists of ``1 / (k + rank)``, its rank in a list
+    one more than the number of points that list scores higher (equal scores share a rank);
+    equal fused scores are ordered by the rank in the first list (the dense one: the cosine
+    recall shows), then by id. So no tie depends on the ids but that of two points every list
+    scores alike (a copy of one text): the same store gives the same list every time (Qdrant's
+    own fusion did not: measured 16 of 60 queries), and two stores of the same memories under
+    other ids give the same ranking (ids are random UUIDs: breaking ties by them made a
+    replayed benchmark differ run to run).
     """
     fused: dict[str, float] = {}
-    for hits in ranked:
-        ordered = sorted(hits, key=lambda hit: (-hit[1], hit[0]))
-        for rank, (pid, _) in enumerate(ordered, start=1):
+    first: dict[str, int] = {}
+    for index, hits in enumerate(ranked):
+        for pid, rank in shared_ranks(hits).items():
             fused[pid] = fused.get(pid, 0.0) + 1.0 / (k + rank)
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+            if index == 0:
+                first[pid] = rank
+    unranked = len(first) + 1
+    return sorted(fused.items(), key=lambda item: (-item[1], first.get(item[0], unranked), item[0]))
+
+
+def shared_ranks(hits: Iterable[tuple[str, float]]) -> dict[str, int]:
+    """Each point's rank by score, best 1; equal scores share the best rank they span."""
+    ordered = sorted(hits, key=lambda hit: -hit[1])
+    ranks: dict[str, int] = {}
+    for position, (pid, score) in enumerate(ordered, start=1):
+        tied = position > 1 and score == ordered[position - 2][1]
+        ranks[pid] = ranks[ordered[position - 2][0]] if tied else position
+    return ranks
 
 
 def ensure_same_model(
