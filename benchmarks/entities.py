@@ -26,10 +26,14 @@ TUNING = (
     "synth-mobile-app",
     "synth-devtools-startup",
     "synth-ecommerce-frontend",
+    "episodes-dev",
 )
 ASIDE = ("synth-solo-oss", "synth-support-agents")
-PARTS = {**dict.fromkeys(TUNING, "train"), **dict.fromkeys(ASIDE, "validation")}
-"""The corpus folder of each labelled stream: tuned on train/, kept aside from validation/."""
+BESIDE = {"episodes-dev": "../datasets"}
+"""Labelled streams not in the corpus: the team stream of ../shared/datasets/, beside it."""
+PARTS = {s: BESIDE.get(s, "train") for s in TUNING} | dict.fromkeys(ASIDE, "validation")
+"""The folder of each labelled stream under the corpus: tuned on train/ (and the team stream
+beside the corpus), kept aside from validation/."""
 
 
 def load(corpus: Path, stream: str) -> list[dict]:
