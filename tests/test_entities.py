@@ -228,3 +228,11 @@ def test_windows_paths_are_paths() -> None:
     assert got.get("src\\app\\") == "path"
     assert not {r"and\or", "Program Files"} & set(got)
     assert canonical("src\\app\\") == canonical("src\\app") == "src\\app"
+
+
+def test_a_code_name_in_angle_brackets_is_a_placeholder() -> None:
+    got = found("Resent them with `stripe events resend <evt_id> --webhook-endpoint <we_id>`.")
+    assert not {"evt_id", "we_id"} & set(got)
+    assert got.get("--webhook-endpoint") == "identifier"
+    assert found("The handler reads evt_id first.").get("evt_id") == "identifier"
+    assert found("It includes <windows.h> first.").get("windows.h") == "path"

@@ -152,6 +152,12 @@ _INFLECTED = re.compile(r"[A-Z][a-z]{2,}(?:ed|ing)")
 ``Checking Kenji``, ``Existing EU customers``)."""
 
 
+def _placeholder(text: str, start: int, end: int) -> bool:
+    """Whether a code name fills angle brackets (``<we_id>`` of ``resend <evt>``): a
+    placeholder of a template, naming no one thing (a file there is one: ``<windows.h>``)."""
+    return text[start - 1 : start] == "<" and text[end : end + 1] == ">"
+
+
 def _sentence_initial(text: str, start: int) -> bool:
     """Whether ``start`` opens a sentence: the text's start, after ``.!?:``, a line break or
     an opening quote (a quoted title or message)."""
@@ -313,6 +319,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         if kind == "identifier" and surface.lower() in STOP or not _plausible(kind, surface):
             return
         if kind == "version" and _section_number(text, start):
+            return
+        if kind == "identifier" and _placeholder(text, start, end):
             return
         taken.append((start, end))
         name = canonical(surface)
