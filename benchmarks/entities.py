@@ -56,13 +56,18 @@ def prf(tp: int, found: int, gold: int) -> tuple[float, float, float]:
 
 def taught(rows: list[dict]) -> frozenset[str]:
     """The corpus statistics passed to the extraction, as the engine keeps them: capitalised
-    names the stream writes inside a sentence (then also found opening a sentence) and paths
-    of files in a folder (then also named by their bare file name)."""
+    names the stream writes inside a sentence (then also found opening a sentence), paths
+    of files in a folder (then also named by their bare file name) and releases of three parts
+    (then also named by their first two: ``5.12`` of ``v5.12.0``)."""
     seen: set[str] = set()
     for row in rows:
         for e in extract_entities(row["content"]):
-            if e.kind == "name" or (e.kind == "path" and "." in e.name.partition("/")[2]):
-                seen.add(e.text if e.kind == "name" else e.name)
+            if e.kind == "name":
+                seen.add(e.text)
+            elif (e.kind == "path" and "." in e.name.partition("/")[2]) or (
+                e.kind == "version" and e.name.count(".") >= 2
+            ):
+                seen.add(e.name)
     return frozenset(seen)
 
 

@@ -89,6 +89,9 @@ _SYSTEM_SUFFIXES = frozenset(
     "gateway proxy queue store site repo macros".split()
 )
 
+_TWO_PARTS = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\w)")
+"""A two-part number (``5.12``): a release when a known release starts with it."""
+
 _FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
 """Capitalised folder names (``Engine/Physics``): one path rather than two names."""
 _VERSION_END = re.compile(r"/v?\d+(?:\.\d+)+$")
@@ -332,6 +335,10 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         if needle is None or needle in text:
             for m in pattern.finditer(text):
                 add(kind, m.group(), m.start(), m.end())
+    if corpus.releases and "." in text:  # ``5.12`` once ``5.12.0`` is known: that release
+        for m in _TWO_PARTS.finditer(text):
+            if m.group() in corpus.releases:
+                add("version", m.group(), m.start(), m.end())
     for kind, start, end in _code_spans(text):
         add(kind, text[start:end], start, end)
     for surface, start, end in _names(text, corpus.lower):
