@@ -1,7 +1,7 @@
 """Entity extraction without an LLM against the hand labels of benchmarks/entity_labels/.
 
-Each stream's capitalised names (written inside a sentence) and file paths are passed to the
-extraction as known names, as the engine keeps them.
+Each stream's names (capitalised inside a sentence, or a command's program in backticks), file
+paths and releases are passed to the extraction as known names, as the engine keeps them.
 Prints precision / recall / F1 per stream (span match and canonical-name match), for the tuning
 streams and the kept-aside streams apart, and "which episodes touched X" answered from the
 extracted entities against a keyword search of X's canonical name.
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tribalmemory.entities import canonical, extract_entities
+from tribalmemory.entities.known import RELEASE
 
 LABELS = Path(__file__).resolve().parent / "entity_labels"
 TUNING = (
@@ -55,17 +56,18 @@ def prf(tp: int, found: int, gold: int) -> tuple[float, float, float]:
 
 
 def taught(rows: list[dict]) -> frozenset[str]:
-    """The corpus statistics passed to the extraction, as the engine keeps them: capitalised
-    names the stream writes inside a sentence (then also found opening a sentence), paths
-    of files in a folder (then also named by their bare file name) and releases of three parts
-    (then also named by their first two: ``5.12`` of ``v5.12.0``)."""
+    """The corpus statistics passed to the extraction, as the engine keeps them: names the
+    stream writes (capitalised inside a sentence, then also found opening a sentence; a
+    command's program in backticks, then also found without them), paths of files in a folder
+    (then also named by their bare file name) and releases of three parts or four (then also
+    named by their first two: ``5.12`` of ``v5.12.0``)."""
     seen: set[str] = set()
     for row in rows:
         for e in extract_entities(row["content"]):
             if e.kind == "name":
                 seen.add(e.text)
             elif (e.kind == "path" and "." in e.name.partition("/")[2]) or (
-                e.kind == "version" and e.name.count(".") >= 2
+                e.kind == "version" and RELEASE.fullmatch(e.name)
             ):
                 seen.add(e.name)
     return frozenset(seen)
