@@ -14,9 +14,9 @@ from tribalmemory.entities.aliases import canonical
 FILE = re.compile(r"\.[A-Za-z]\w*$")
 """A path's last part has an extension."""
 _WORD = re.compile(r"[\w&]+[+#]*")
+"""The words a known name is matched by (its separators must match as written)."""
 RELEASE = re.compile(r"v(\d+\.\d+)\.\d+(?:\.\d+)?")
 """A known release of three parts or four (canonical, ``v5.12.0``): its first two parts."""
-"""The words a known name is matched by (its separators must match as written)."""
 
 Index = dict[str, list[tuple[list[str], list[str]]]]
 """First word -> the known names starting with it, as words and the separators between them,
