@@ -245,12 +245,3 @@ def test_a_two_part_number_is_a_release_once_its_three_part_release_is_known() -
     assert got["5.12"] == ("version", "v5.12") and got["5.11"] == ("version", "v5.11")
     assert not {"98.1", "1.24"} & set(got)
     assert "5.12" not in {e.text for e in extract_entities("See Req 5.12 first.", {"v5.12.0"})}
-
-
-def test_the_program_of_a_command_is_a_tool_found_again_once_known() -> None:
-    text = "Run `uv run pytest -n 8` and `timestamp + '.' + raw_body`; uv is pinned."
-    got = {e.text: e.kind for e in extract_entities(text)}
-    assert got["uv"] == "name" and got["timestamp"] == "identifier"
-    assert [e.start for e in extract_entities(text) if e.text == "uv"] == [5]
-    again = [e for e in extract_entities("We moved to uv. Uv is fast.", {"uv"}) if e.kind == "name"]
-    assert [e.text for e in again] == ["uv", "Uv"]

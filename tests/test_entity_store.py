@@ -103,22 +103,6 @@ async def test_a_bare_file_name_names_its_known_path_and_is_read_by_it(
     assert second in {h["memory_id"] for h in hits["results"]}
 
 
-async def test_a_program_and_a_release_taught_by_one_memory_are_found_in_the_next(
-    engine_runtime: Make,
-) -> None:
-    """A command's program (`` `uv run ...` ``) and a release of three parts (``5.12.0``) are
-    kept with the known names: a later memory writing ``uv`` without backticks, or the
-    two-part ``5.12``, names them too."""
-    rt = await engine_runtime()
-    first = await remember(rt, "Run the suite with `uv run pytest -n 8` before 5.12.0 ships.", 0)
-    second = await remember(rt, "Pinned uv in CI; the 5.12 freeze is tomorrow.", 3)
-    uv = await rt.api.entity_get("uv", project="shop")
-    assert [m["memory_id"] for m in uv["memories"]] == [second, first]
-    release = await rt.api.entity_get("5.12", project="shop")
-    assert release["entity"]["kind"] == "version"
-    assert [m["memory_id"] for m in release["memories"]] == [second]
-
-
 async def test_forget_removes_what_only_the_forgotten_memory_named(engine_runtime: Make) -> None:
     rt = await engine_runtime()
     gone = await remember(rt, "The ledger-db failover left orders-svc without writes.", 0)

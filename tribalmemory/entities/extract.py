@@ -284,18 +284,10 @@ _KEYWORDS = frozenset(
 """Words of programming languages that open code, not a command."""
 
 
-_OPERATOR = re.compile(r" +(?:[-<>]?=|[-<>] |[+*/%^,;)\]}?])")
-"""An operator after code's first word (`` `timestamp + '.' + body` ``, `` `n = 1` ``): an
-expression, whose first word is a code name; a command goes on with a word, a flag, a path, a
-quote or a placeholder."""
-
-
 def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
     """Code in backticks: a lone token is a code name (`` `sizes` ``, `` `fb` ``); the first
     word of a command is its program (`` `adb shell ...` ``), unless a language keyword opens
-    it or it reads as a message (``: `` inside). A program is a tool's name (kind ``name``):
-    once known, it is found where the text writes it without backticks (``adb``, ``uv``); the
-    first word of an expression (:data:`_OPERATOR`) is a code name."""
+    it or it reads as a message (``: `` inside)."""
     for span in _CODE_SPAN.finditer(text):
         code, start = span.group(1), span.start(1)
         token = _TOKEN.match(code)
@@ -309,8 +301,7 @@ def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
             and token.group() not in _KEYWORDS
             and ": " not in code
         ):
-            expression = _OPERATOR.match(code, token.end())
-            yield ("identifier" if expression else "name"), start, start + token.end()
+            yield "identifier", start, start + token.end()
 
 
 def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
