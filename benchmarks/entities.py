@@ -1,7 +1,6 @@
 """Entity extraction without an LLM against the hand labels of benchmarks/entity_labels/.
 
-Each stream's names (capitalised inside a sentence, or a command's program in backticks), file
-paths and releases are passed to the extraction as known names, as the engine keeps them.
+Each stream's names (capitalised inside a sentence), file paths and releases are passed to the extraction as known names, as the engine keeps them.
 Prints precision / recall / F1 per stream (span match and canonical-name match), for the tuning
 streams and the kept-aside streams apart, and "which episodes touched X" answered from the
 extracted entities against a keyword search of X's canonical name.
@@ -57,8 +56,8 @@ def prf(tp: int, found: int, gold: int) -> tuple[float, float, float]:
 
 def taught(rows: list[dict]) -> frozenset[str]:
     """The corpus statistics passed to the extraction, as the engine keeps them: names the
-    stream writes (capitalised inside a sentence, then also found opening a sentence; a
-    command's program in backticks, then also found without them), paths of files in a folder
+    stream writes (capitalised inside a sentence, then also found opening a sentence), paths of
+    files in a folder
     (then also named by their bare file name) and releases of three parts or four (then also
     named by their first two: ``5.12`` of ``v5.12.0``)."""
     seen: set[str] = set()
