@@ -1,6 +1,7 @@
 """Entity extraction without an LLM against the hand labels of benchmarks/entity_labels/.
 
-Each stream's names (capitalised inside a sentence), file paths and releases are passed to the extraction as known names, as the engine keeps them.
+Each stream's names (capitalised inside a sentence), file paths and releases are passed to the
+extraction as known names, as the engine keeps them.
 Prints precision / recall / F1 per stream (span match and canonical-name match), for the tuning
 streams and the kept-aside streams apart, and "which episodes touched X" answered from the
 extracted entities against a keyword search of X's canonical name.
