@@ -1,6 +1,6 @@
 """Entity extraction without an LLM against the hand labels of benchmarks/entity_labels/.
 
-Each stream's capitalised names (written inside a sentence) and file paths are passed to the
+Each stream's names (capitalised inside a sentence), file paths and releases are passed to the
 extraction as known names, as the engine keeps them.
 Prints precision / recall / F1 per stream (span match and canonical-name match), for the tuning
 streams and the kept-aside streams apart, and "which episodes touched X" answered from the
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tribalmemory.entities import canonical, extract_entities
+from tribalmemory.entities.known import RELEASE
 
 LABELS = Path(__file__).resolve().parent / "entity_labels"
 TUNING = (
@@ -26,10 +27,14 @@ TUNING = (
     "synth-mobile-app",
     "synth-devtools-startup",
     "synth-ecommerce-frontend",
+    "episodes-dev",
 )
 ASIDE = ("synth-solo-oss", "synth-support-agents")
-PARTS = {**dict.fromkeys(TUNING, "train"), **dict.fromkeys(ASIDE, "validation")}
-"""The corpus folder of each labelled stream: tuned on train/, kept aside from validation/."""
+BESIDE = {"episodes-dev": "../datasets"}
+"""Labelled streams not in the corpus: the team stream of ../shared/datasets/, beside it."""
+PARTS = {s: BESIDE.get(s, "train") for s in TUNING} | dict.fromkeys(ASIDE, "validation")
+"""The folder of each labelled stream under the corpus: tuned on train/ (and the team stream
+beside the corpus), kept aside from validation/."""
 
 
 def load(corpus: Path, stream: str) -> list[dict]:
@@ -51,14 +56,20 @@ def prf(tp: int, found: int, gold: int) -> tuple[float, float, float]:
 
 
 def taught(rows: list[dict]) -> frozenset[str]:
-    """The corpus statistics passed to the extraction, as the engine keeps them: capitalised
-    names the stream writes inside a sentence (then also found opening a sentence) and paths
-    of files in a folder (then also named by their bare file name)."""
+    """The corpus statistics passed to the extraction, as the engine keeps them: names the
+    stream writes (capitalised inside a sentence, then also found opening a sentence), paths of
+    files in a folder
+    (then also named by their bare file name) and releases of three parts or four (then also
+    named by their first two: ``5.12`` of ``v5.12.0``)."""
     seen: set[str] = set()
     for row in rows:
         for e in extract_entities(row["content"]):
-            if e.kind == "name" or (e.kind == "path" and "." in e.name.partition("/")[2]):
-                seen.add(e.text if e.kind == "name" else e.name)
+            if e.kind == "name":
+                seen.add(e.text)
+            elif (e.kind == "path" and "." in e.name.partition("/")[2]) or (
+                e.kind == "version" and RELEASE.fullmatch(e.name)
+            ):
+                seen.add(e.name)
     return frozenset(seen)
 
 
@@ -171,9 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_section(
             "entities",
             "## Entities without an LLM\n\n"
-            "`python benchmarks/entities.py ../shared/corpus --write` on the 385 "
+            "`python benchmarks/entities.py ../shared/corpus --write` on the 440 "
             "hand-labelled memories "
-            "of `benchmarks/entity_labels/` (targets: P >= 0.85, "
+            "of `benchmarks/entity_labels/` (the team stream `episodes-dev` is read from "
+            "`../shared/datasets/`; targets: P >= 0.85, "
             "R >= 0.7; episodes from entities >= 0.9 against keyword <= 0.7; episode recall is "
             "over each stream's labelled memories).\n\n" + text,
         )

@@ -1,6 +1,6 @@
 """ "Which episodes touched X" from the stored entities, through the real engine, beside recall.
 
-For each of the six labelled streams (benchmarks/entity_labels/), every memory of the stream
+For each labelled stream (benchmarks/entity_labels/), every memory of the stream
 is remembered in time order into a fresh runtime (episodes on, embedding detection, no LLM), so
 the entities are stored as the daemon stores them (``known``: the names and file paths already
 mentioned). Then, for each labelled entity X that touches an episode of the stream's labels:
@@ -190,13 +190,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "each labelled entity X that touches a labelled episode, the share of those "
             "episodes reached by the memories the stored entity names (found by "
             "`GET /v1/entities/{X}`) and by a recall of X's name (top 10 and top 50; a stream "
-            "has 155-188 memories). Target (issue 43): >= 0.9 from entities against <= 0.7 "
+            "has 120-188 memories). Target (issue 43): >= 0.9 from entities against <= 0.7 "
             "for keyword recall. On these labels recall finds X's episodes (the labels' "
             "canonical name is mostly how the text writes it), and the stored entities miss "
             "what the extraction misses (most entities touch one labelled episode, so this is "
             "close to the share of distinct entities found at least once: acronyms without a "
             "digit, lower-case tools outside backticks, a name opening a sentence before the "
-            "project has written it, two-part release numbers). Remember latency: median per "
+            "project has written it, two-part release numbers before a three-part one is known). "
+            "Remember latency: median per "
             "memory in process, the same "
             "stream remembered with the entity write on and turned off, on a shared machine "
             "(the load is printed; the runs are not alternated, so a few ms either way are the "

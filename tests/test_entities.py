@@ -228,3 +228,20 @@ def test_windows_paths_are_paths() -> None:
     assert got.get("src\\app\\") == "path"
     assert not {r"and\or", "Program Files"} & set(got)
     assert canonical("src\\app\\") == canonical("src\\app") == "src\\app"
+
+
+def test_a_code_name_in_angle_brackets_is_a_placeholder() -> None:
+    got = found("Resent them with `stripe events resend <evt_id> --webhook-endpoint <we_id>`.")
+    assert not {"evt_id", "we_id"} & set(got)
+    assert got.get("--webhook-endpoint") == "identifier"
+    assert found("The handler reads evt_id first.").get("evt_id") == "identifier"
+    assert found("It includes <windows.h> first.").get("windows.h") == "path"
+
+
+def test_a_two_part_number_is_a_release_once_its_three_part_release_is_known() -> None:
+    text = "Open PRs tagged 5.12: 7; crash-free 98.1% (5.11: 99.6%) and Go 1.24."
+    assert not {"5.12", "5.11", "98.1", "1.24"} & set(found(text))
+    got = {e.text: (e.kind, e.name) for e in extract_entities(text, {"v5.12.0", "v5.11.3"})}
+    assert got["5.12"] == ("version", "v5.12") and got["5.11"] == ("version", "v5.11")
+    assert not {"98.1", "1.24"} & set(got)
+    assert "5.12" not in {e.text for e in extract_entities("See Req 5.12 first.", {"v5.12.0"})}

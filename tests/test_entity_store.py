@@ -635,8 +635,15 @@ def test_the_known_names_are_read_once_until_a_change_can_alter_them(tmp_path: P
         assert known_read() == (frozenset({"Priya", "Priya S", "engine/core/math.h"}), 1)
         record("m7", {"engine/core/math.h": ("path", ["Math.h"])})  # a path's alias: kept
         assert known_read() == (frozenset({"Priya", "Priya S", "engine/core/math.h"}), 0)
+        record("m8", {"v5.12": ("version", ["5.12"])})  # a two-part release: kept
+        assert known_read()[1] == 0
+        record("m9", {"v5.12.0": ("version", ["5.12.0"])})  # a release of three parts
+        assert known_read() == (
+            frozenset({"Priya", "Priya S", "engine/core/math.h", "v5.12.0"}),
+            1,
+        )
         with store.transaction() as db:
-            for memory_id in ("m1", "m4", "m5", "m6", "m7"):
+            for memory_id in ("m1", "m4", "m5", "m6", "m7", "m8", "m9"):
                 entities.forget_memory(db, memory_id)
         assert known_read() == (frozenset(), 1)  # forgotten: no mention left
     finally:

@@ -89,6 +89,9 @@ _SYSTEM_SUFFIXES = frozenset(
     "gateway proxy queue store site repo macros".split()
 )
 
+_TWO_PARTS = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\w)")
+"""A two-part number (``5.12``): a release when a known release starts with it."""
+
 _FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
 """Capitalised folder names (``Engine/Physics``): one path rather than two names."""
 _VERSION_END = re.compile(r"/v?\d+(?:\.\d+)+$")
@@ -150,6 +153,12 @@ _QUOTES = frozenset("\"'`\u2018\u201c")
 _INFLECTED = re.compile(r"[A-Z][a-z]{2,}(?:ed|ing)")
 """A past-tense verb or a gerund opening a sentence (``Asked Daan``, ``Reviewed Rosa``,
 ``Checking Kenji``, ``Existing EU customers``)."""
+
+
+def _placeholder(text: str, start: int, end: int) -> bool:
+    """Whether a code name fills angle brackets (``<we_id>`` of ``resend <evt>``): a
+    placeholder of a template, naming no one thing (a file there is one: ``<windows.h>``)."""
+    return text[start - 1 : start] == "<" and text[end : end + 1] == ">"
 
 
 def _sentence_initial(text: str, start: int) -> bool:
@@ -314,6 +323,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if kind == "version" and _section_number(text, start):
             return
+        if kind == "identifier" and _placeholder(text, start, end):
+            return
         taken.append((start, end))
         name = canonical(surface)
         if kind == "path" and "/" not in name:
@@ -324,6 +335,10 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         if needle is None or needle in text:
             for m in pattern.finditer(text):
                 add(kind, m.group(), m.start(), m.end())
+    if corpus.releases and "." in text:  # ``5.12`` once ``5.12.0`` is known: that release
+        for m in _TWO_PARTS.finditer(text):
+            if m.group() in corpus.releases:
+                add("version", m.group(), m.start(), m.end())
     for kind, start, end in _code_spans(text):
         add(kind, text[start:end], start, end)
     for surface, start, end in _names(text, corpus.lower):

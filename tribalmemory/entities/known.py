@@ -1,6 +1,7 @@
 """What a project taught the extraction (:func:`taught`): its known names, found again where a
-text writes them (:func:`taught_spans`), even opening a sentence; and its known file paths,
-which a bare file name then names. Pure functions over the ``known`` set the caller keeps."""
+text writes them (:func:`taught_spans`), even opening a sentence; its known file paths, which a
+bare file name then names; and its known releases (``v5.12.0``), whose two-part number (``5.12``)
+is then a release too. Pure functions over the ``known`` set the caller keeps."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ FILE = re.compile(r"\.[A-Za-z]\w*$")
 """A path's last part has an extension."""
 _WORD = re.compile(r"[\w&]+[+#]*")
 """The words a known name is matched by (its separators must match as written)."""
+RELEASE = re.compile(r"v(\d+\.\d+)\.\d+(?:\.\d+)?")
+"""A known release of three parts or four (canonical, ``v5.12.0``): its first two parts."""
 
 Index = dict[str, list[tuple[list[str], list[str]]]]
 """First word -> the known names starting with it, as words and the separators between them,
@@ -32,6 +35,8 @@ class Taught:
     """The names taught in lower case, found in any case (``uv``, ``pgbouncer``)."""
     files: dict[str, str]
     """Bare file name -> the one known path ending in it (canonical)."""
+    releases: frozenset[str] = frozenset()
+    """The first two parts of the known releases (``5.12`` of ``v5.12.0``)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -43,8 +48,12 @@ def taught(known: frozenset[str]) -> Taught:
     exact: Index = {}
     any_case: Index = {}
     paths: dict[str, set[str]] = {}
+    releases = set()
     for entry in known:
         parsed = _entry(entry)
+        if parsed[0] == "release":
+            releases.add(parsed[1])
+            continue
         if parsed[0] == "path":
             if parsed[2]:
                 paths.setdefault(parsed[2], set()).add(parsed[1])
@@ -58,13 +67,17 @@ def taught(known: frozenset[str]) -> Taught:
             if len(names) > 1:
                 names.sort(key=lambda n: -len(n[0]))
     files = {base: next(iter(p)) for base, p in paths.items() if len(p) == 1}
-    return Taught(frozenset(lower), exact, any_case, files)
+    return Taught(frozenset(lower), exact, any_case, files, frozenset(releases))
 
 
 @functools.lru_cache(maxsize=8192)
 def _entry(entry: str) -> tuple:  # type: ignore[type-arg]
-    """One known entry read: ``("path", canonical name, file name or "")``, ``("name", in
-    lower case, words, separators)``, or ``("other",)`` (a name not made of whole words)."""
+    """One known entry read: ``("path", canonical name, file name or "")``, ``("release",
+    its first two parts)``, ``("name", in lower case, words, separators)``, or ``("other",)``
+    (a name not made of whole words)."""
+    release = RELEASE.fullmatch(entry)
+    if release:
+        return ("release", release.group(1))
     if "/" in entry or "\\" in entry:
         name = canonical(entry)
         base = re.split(r"[\\/]", name)[-1]

@@ -14,6 +14,7 @@ import json
 import sqlite3
 from collections import Counter
 
+from ...entities.known import RELEASE
 from ...shapes.limits import ENTITY_KINDS
 from .table import Table
 
@@ -42,10 +43,18 @@ def is_known_path(name: str, kind: str) -> bool:
     return kind == "path" and "." in name.partition("/")[2]
 
 
+def is_known_release(name: str, kind: str) -> bool:
+    """Whether an entity is a known release: one of three parts or four (``v5.12.0``), whose
+    first two (``5.12``) then name a release too."""
+    return kind == "version" and RELEASE.fullmatch(name) is not None
+
+
 def is_known(row: Row | None) -> bool:
     """Whether an entity row is known to the extraction: a name (kind ``name``, in one memory
-    or more) or a file path (:func:`is_known_path`)."""
-    return row is not None and (row[1] == "name" or is_known_path(row[0], row[1]))
+    or more), a file path (:func:`is_known_path`) or a release (:func:`is_known_release`)."""
+    return row is not None and (
+        row[1] == "name" or is_known_path(row[0], row[1]) or is_known_release(row[0], row[1])
+    )
 
 
 def changes_known(before: Row | None, after: Row | None, full: bool) -> bool:
@@ -258,8 +267,10 @@ class Entities(Table):
 
     def known(self, project: str) -> frozenset[str]:
         """What the extraction is taught of the project: its capitalised names (all their
-        aliases), then also found opening a sentence, and its file paths (canonical), then
-        also named by their bare file name; the :data:`KNOWN_NAMES` most mentioned of each.
+        aliases), then also found opening a sentence, its file paths (canonical), then also
+        named by their bare file name, and its releases of three parts or more (canonical,
+        ``v5.12.0``), whose two-part number then names a release; the :data:`KNOWN_NAMES` most
+        mentioned of each.
         Bounded, so a memory's extraction costs the same in a project of any age. Read once
         and kept until a change may alter them (see :meth:`_changed`)."""
         cached = self._known.get(project)
@@ -274,9 +285,19 @@ class Entities(Table):
                 "AND name LIKE '%/%.%' ORDER BY mentions DESC, name LIMIT ?",
                 (project, KNOWN_NAMES),
             ).fetchall()
+            releases = self.db.execute(
+                "SELECT name FROM entities WHERE project = ? AND kind = 'version' "
+                "AND name LIKE 'v%.%.%' ORDER BY mentions DESC, name LIMIT ?",
+                (project, KNOWN_NAMES),
+            ).fetchall()
             known = frozenset(a for r in names for a in json.loads(r[0]))
             known |= frozenset(r[0] for r in paths)
-            full = len(names) >= KNOWN_NAMES or len(paths) >= KNOWN_NAMES
+            known |= frozenset(r[0] for r in releases if is_known_release(r[0], "version"))
+            full = (
+                len(names) >= KNOWN_NAMES
+                or len(paths) >= KNOWN_NAMES
+                or len(releases) >= KNOWN_NAMES
+            )
             cached = self._known[project] = (known, full)
         return cached[0]
 
