@@ -57,6 +57,11 @@ def is_known(row: Row | None) -> bool:
     )
 
 
+def _aliases(before: sqlite3.Row | None, surfaces: list[str]) -> set[str]:
+    """The stored row's aliases and ``surfaces``."""
+    return set(json.loads(before[3]) if before is not None else []) | set(surfaces)
+
+
 def changes_known(before: Row | None, after: Row | None, full: bool) -> bool:
     """Whether a change of one entity row can change the project's known names: it becomes or
     stops being one, or a known name's aliases change; when the known names are ``full`` (the
@@ -129,19 +134,11 @@ class Entities(Table):
             self._refresh(db, key, surfaces)
             return
         if before is None:
-            count, first, last, aliases = 1, memory_time, memory_time, set(surfaces)
+            count, first, last = 1, memory_time, memory_time
         else:
             count = before[2] + 1
             first, last = min(before[4], memory_time), max(before[5], memory_time)
-            aliases = set(json.loads(before[3])) | set(surfaces)
-        after: Row = (key[1], kind, count, json.dumps(sorted(aliases)))
-        db.execute(
-            "INSERT INTO entities VALUES (?,?,?,?,?,?,?) ON CONFLICT(project, name) DO UPDATE "
-            "SET first_seen = excluded.first_seen, last_seen = excluded.last_seen, "
-            "aliases = excluded.aliases, mentions = excluded.mentions",
-            (*key, kind, first, last, after[3], count),
-        )
-        self._changed(key[0], before, after)  # a new name or known path, a new alias
+        self._write(db, key, before, (kind, count, first, last), _aliases(before, surfaces))
 
     def forget_memory(self, db: sqlite3.Connection, memory_id: str) -> None:
         """A forgotten memory's mentions go (and its wait for them); an entity no memory
@@ -182,21 +179,34 @@ class Entities(Table):
             key,
         ).fetchone()
         if new_surfaces is not None:
-            aliases = set(json.loads(before[3]) if before else []) | set(new_surfaces)
+            aliases = _aliases(before, new_surfaces)
         else:
             rows = db.execute(
                 "SELECT surfaces FROM mentions WHERE project = ? AND name = ?", key
             ).fetchall()
             aliases = {s for r in rows for s in json.loads(r[0])}
-        after = (key[1], main_kind(kinds), kinds.total(), json.dumps(sorted(aliases)))
+        self._write(db, key, before, (main_kind(kinds), kinds.total(), first, last), aliases)
+
+    def _write(
+        self,
+        db: sqlite3.Connection,
+        key: tuple[str, str],
+        before: sqlite3.Row | None,
+        counted: tuple[str, int, float, float],
+        aliases: set[str],
+    ) -> None:
+        """Store the entity's row (``counted``: kind, mentions, first and last seen) and note
+        whether the change may alter the project's known names."""
+        kind, count, first, last = counted
+        after: Row = (key[1], kind, count, json.dumps(sorted(aliases)))
         db.execute(
             "INSERT INTO entities VALUES (?,?,?,?,?,?,?) ON CONFLICT(project, name) DO UPDATE "
             "SET kind = excluded.kind, first_seen = excluded.first_seen, "
             "last_seen = excluded.last_seen, aliases = excluded.aliases, "
             "mentions = excluded.mentions",
-            (*key, after[1], first, last, after[3], after[2]),
+            (*key, kind, first, last, after[3], count),
         )
-        self._changed(key[0], before, after)
+        self._changed(key[0], before, after)  # a new name or known path, a new alias
 
     def _changed(self, project: str, before: sqlite3.Row | None, after: Row | None) -> None:
         """An entity row of ``project`` changed: its known names are read again if it may
