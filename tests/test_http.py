@@ -26,6 +26,7 @@ from tribalmemory.runtime import Runtime
 from tribalmemory.timeutil import parse_iso, to_iso, utc_now
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "http.md"
+UNKNOWN_ID = "3f2b8a61-0c4e-4d7a-9b15-6e8f2a9c7d40"  # a well-formed memory id no test stores
 
 
 def error(response: httpx.Response, status: int, *fragments: str) -> dict[str, Any]:
@@ -322,14 +323,14 @@ def test_a_created_at_within_the_clock_skew_tolerance_is_stored(client: TestClie
 @pytest.mark.parametrize(
     ("path", "status"),
     [
-        (f"/v1/memory/{uuid.uuid4()}", 404),
+        (f"/v1/memory/{UNKNOWN_ID}", 404),
         ("/v1/memory/not-a-uuid", 400),
         ("/v1/memory/" + "a" * 5000, 400),
         ("/v1/memory/%00", 400),
         ("/v1/memory/..%2F..%2Fetc%2Fpasswd", 404),
         ("/v1/memory/..", 404),  # the client resolves it to /v1
-        (f"/v1/memory/{uuid.uuid4()}/", 404),
-        (f"/v1/memory/{uuid.uuid4()}?x=1", 400),
+        (f"/v1/memory/{UNKNOWN_ID}/", 404),
+        (f"/v1/memory/{UNKNOWN_ID}?x=1", 400),
     ],
 )
 def test_get_memory_errors(module_client: TestClient, path: str, status: int) -> None:
