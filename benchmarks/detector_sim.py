@@ -47,7 +47,7 @@ from tribalmemory.config import EpisodesConfig
 from tribalmemory.episodes import resumption
 from tribalmemory.episodes.budget import memories_per_review, within_budget
 from tribalmemory.episodes.consolidation import BATCH as MERGE_BATCH
-from tribalmemory.episodes.consolidation import Taken, agreed
+from tribalmemory.episodes.consolidation import Taken, agreed, first_check_wait
 from tribalmemory.episodes.detector import (
     MERGE_CANDIDATES,
     MERGE_CHECK_SIZES,
@@ -329,7 +329,8 @@ class Replay:
             now = self.now = mem.created_at
             while self.queue and self.queue[0][1] <= now:
                 self._review()
-            while self.checks and self.checks[0][1] <= now:
+            while (due := self._due_check(now)) is not None:
+                self.checks.insert(0, self.checks.pop(due))  # asked first, as ``run`` does
                 self._check()
             for eid in list(self.active):
                 if now - self.episodes[eid].last_activity > window:
@@ -413,13 +414,23 @@ class Replay:
 
     def _grown(self, eid: str, now: datetime) -> None:
         """As :meth:`.consolidation.Consolidation.grown`: queue a merge check at a check size;
-        it waits for a review call to carry it, at most ``max_wait_seconds``."""
+        it waits for a review call to carry it, at most :func:`.consolidation.first_check_wait`
+        (the active window while reviews are on)."""
         count = len(self.members[eid])
         if not self.review.merge_checks or self.oracle is None:
             return
         waiting = any(e == eid for e, _ in self.checks)
         if not waiting and any(count - 1 < size <= count for size in self.review.merge_sizes):
-            self.checks.append((eid, now + timedelta(seconds=self.review.max_wait_seconds)))
+            reviews = self.params.strategy == "llm" or self.params.doubt_share > 0
+            wait = first_check_wait(
+                self.review.max_wait_seconds, self.params.active_window_days, reviews
+            )
+            self.checks.append((eid, now + timedelta(seconds=wait)))
+
+    def _due_check(self, now: datetime) -> int | None:
+        """The place of the oldest waiting check due by ``now`` (a confirmation waits less than
+        a first check queued before it), or None."""
+        return next((i for i, (_, due) in enumerate(self.checks) if due <= now), None)
 
     def _check(self) -> None:
         """Merge checks no review call carried: up to :data:`MERGE_BATCH` in a call of their

@@ -447,3 +447,48 @@ async def test_a_confirmation_queued_while_its_episode_is_in_another_call_is_kep
     await consolidation.settle(in_call, None)  # the first call ends without an answer
     [job] = [j for j in store.jobs.of_kind("merge") if j.key == db_episode]
     assert job.payload == {"confirm": auth_episode}
+
+
+def test_a_first_check_waits_for_a_review_call_while_reviews_are_on() -> None:
+    """A first look waits as long as an episode stays active for a review call to carry it;
+    with reviews off none comes, and it waits as a confirmation does."""
+    from tribalmemory.config import EpisodesConfig
+    from tribalmemory.episodes.consolidation import first_check_wait, reviews_on
+
+    day = 86400.0
+    assert first_check_wait(60, 14, reviews=True) == 14 * day
+    assert first_check_wait(60, 14, reviews=False) == 60
+    assert first_check_wait(2 * day, 0.5, reviews=True) == 2 * day  # never below the review wait
+    assert reviews_on(EpisodesConfig(detector_strategy="hybrid"))
+    assert not reviews_on(EpisodesConfig(detector_strategy="hybrid", llm_doubt_share=0.0))
+    assert reviews_on(EpisodesConfig(detector_strategy="llm", llm_doubt_share=0.0))
+
+
+async def test_with_reviews_on_a_first_check_waits_the_active_window_not_the_review_wait(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """Every memory is reviewed, its review waiting an hour for company: the first check
+    queued meanwhile is due on its own only after the active window (14 days), not after the
+    hour a review waits; a review call carries it long before (as in the ride-along test)."""
+    rt = await runtime_factory(
+        merge_checks=True,
+        **{
+            **SETTINGS,
+            "llm_doubt_share": 1.0,
+            "classify_batch_size": 8,
+            "classify_batch_wait_seconds": 3600,
+        },
+    )
+    for i, text in enumerate(AUTH[:3]):
+        await remember(rt, text, 3, 9 + i)
+    for i, text in enumerate(DB):
+        await remember(rt, text, 3, 12 + i)
+    assert await rt.episodes.worker.drain(30, due_only=True)
+    assert fake_llm_env.by_purpose("merge") == []
+    store = rt.episodes.engine.state.store
+    [check] = store.jobs.of_kind("merge")
+    assert "confirm" not in check.payload  # a first look
+    assert check.not_before - check.created_at == 14 * 86400.0
+    reviews = store.jobs.of_kind("classify")
+    assert reviews and all(j.not_before - j.created_at <= 3600 for j in reviews)

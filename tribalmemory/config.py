@@ -216,8 +216,9 @@ class EpisodesConfig:
         "hybrid/llm: when the detector grows an episode to 4, 8, 16 and 32 memories, ask the LLM "
         "whether it is the same thread as one of its 4 most similar active episodes; a yes is "
         "asked again from the other episode's side, and two yeses merge them. The check rides "
-        "along in the next review call (on its own, within classify_calls_per_memory, if none "
-        "comes within classify_batch_wait_seconds).",
+        "along in the next review call; one that none carries is asked on its own, within "
+        "classify_calls_per_memory: a confirmation after classify_batch_wait_seconds, a first "
+        "check after active_window_days (after classify_batch_wait_seconds with reviews off).",
     )
     split_checks: bool = setting(
         True,

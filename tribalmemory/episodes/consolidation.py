@@ -5,8 +5,12 @@ one of :data:`.detector.MERGE_CHECK_SIZES` members is queued for a check: is it 
 as one of its :data:`.detector.MERGE_CANDIDATES` most similar active episodes of its project?
 A check rides along in the next review call (:meth:`Consolidation.take`, then
 :meth:`Consolidation.settle`): no call of its own, a few more tokens. A check that no review
-call has carried within ``classify_batch_wait_seconds`` runs on its own (the ``merge`` job, up
-to :data:`BATCH` checks a call, within ``classify_calls_per_memory``).
+call has carried in time runs on its own (the ``merge`` job, up to :data:`BATCH` checks a call,
+within ``classify_calls_per_memory``): a confirmation after ``classify_batch_wait_seconds``, a
+first look only after ``active_window_days`` while reviews are on (:func:`first_check_wait`).
+A first look mostly answers "none", and a call of its own spends the budget the reviews of
+the next memories need (on streams where the budget binds, own calls of first looks cost more
+reviews than their merges gave back); a confirmation follows a "same as" and mostly merges.
 
 A merge needs two answers that agree. "A is the same thread as B" queues a *confirmation*: B
 is checked in a later call against its own most similar episodes with A among them (not
@@ -26,9 +30,10 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..config import EpisodesConfig
 from ..llm import EpisodeText, MergeCheck
 from ..llm.prompts import SNIPPETS_PER_CHECK
-from . import detector
+from . import detector, lifecycle
 from .checks import GrowthChecks, reached
 from .store import Job
 
@@ -70,6 +75,20 @@ def agreed(
     return merges, confirms
 
 
+def reviews_on(settings: EpisodesConfig) -> bool:
+    """Does the detector queue reviews (``llm_doubt_share`` above 0, or the ``llm`` strategy)?"""
+    return settings.detector_strategy == "llm" or settings.llm_doubt_share > 0
+
+
+def first_check_wait(review_wait: float, window_days: float, reviews: bool) -> float:
+    """Seconds a first check of an episode waits for a review call to carry it before it is
+    asked on its own: with ``reviews`` on, as long as an episode stays active without a new
+    memory (``window_days``; never less than a confirmation waits, ``review_wait``): a first
+    look is worth the tokens it adds to a review, rarely a call of its own. With reviews off
+    none comes: ``review_wait``, as a confirmation. Pure."""
+    return max(review_wait, window_days * lifecycle.DAY) if reviews else review_wait
+
+
 def wants_check(old_count: int, new_count: int) -> bool:
     """Did growing an episode from ``old_count`` to ``new_count`` members reach a check size?"""
     return reached(old_count, new_count, detector.MERGE_CHECK_SIZES)
@@ -88,7 +107,9 @@ class Consolidation(GrowthChecks):
         return settings.merge_checks and settings.detector_strategy != "embedding"
 
     def first_wait(self) -> float:
-        return self.state.settings.classify_batch_wait_seconds  # for a review call to carry it
+        settings = self.state.settings  # for a review call to carry it
+        wait = settings.classify_batch_wait_seconds
+        return first_check_wait(wait, settings.active_window_days, reviews_on(settings))
 
     async def take(self, limit: int = BATCH, first: str | None = None) -> Taken:
         """Claim up to ``limit`` waiting checks (``first`` first) and prepare them: candidates
