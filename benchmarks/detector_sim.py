@@ -47,7 +47,7 @@ from tribalmemory.config import EpisodesConfig
 from tribalmemory.episodes import resumption
 from tribalmemory.episodes.budget import memories_per_review, within_budget
 from tribalmemory.episodes.consolidation import BATCH as MERGE_BATCH
-from tribalmemory.episodes.consolidation import Taken, agreed, first_check_wait
+from tribalmemory.episodes.consolidation import Taken, agreed, first_check_wait, reviews_on
 from tribalmemory.episodes.detector import (
     MERGE_CANDIDATES,
     MERGE_CHECK_SIZES,
@@ -421,7 +421,7 @@ class Replay:
             return
         waiting = any(e == eid for e, _ in self.checks)
         if not waiting and any(count - 1 < size <= count for size in self.review.merge_sizes):
-            reviews = self.params.strategy == "llm" or self.params.doubt_share > 0
+            reviews = reviews_on(self.params.strategy, self.params.doubt_share)
             wait = first_check_wait(
                 self.review.max_wait_seconds, self.params.active_window_days, reviews
             )

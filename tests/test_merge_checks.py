@@ -459,9 +459,9 @@ def test_a_first_check_waits_for_a_review_call_while_reviews_are_on() -> None:
     assert first_check_wait(60, 14, reviews=True) == 14 * day
     assert first_check_wait(60, 14, reviews=False) == 60
     assert first_check_wait(2 * day, 0.5, reviews=True) == 2 * day  # never below the review wait
-    assert reviews_on(EpisodesConfig(detector_strategy="hybrid"))
-    assert not reviews_on(EpisodesConfig(detector_strategy="hybrid", llm_doubt_share=0.0))
-    assert reviews_on(EpisodesConfig(detector_strategy="llm", llm_doubt_share=0.0))
+    assert reviews_on("hybrid", EpisodesConfig().llm_doubt_share)  # the default hybrid reviews
+    assert not reviews_on("hybrid", 0.0)
+    assert reviews_on("llm", 0.0)
 
 
 async def test_with_reviews_on_a_first_check_waits_the_active_window_not_the_review_wait(

@@ -30,7 +30,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..config import EpisodesConfig
 from ..llm import EpisodeText, MergeCheck
 from ..llm.prompts import SNIPPETS_PER_CHECK
 from . import detector, lifecycle
@@ -75,9 +74,9 @@ def agreed(
     return merges, confirms
 
 
-def reviews_on(settings: EpisodesConfig) -> bool:
-    """Does the detector queue reviews (``llm_doubt_share`` above 0, or the ``llm`` strategy)?"""
-    return settings.detector_strategy == "llm" or settings.llm_doubt_share > 0
+def reviews_on(strategy: str, doubt_share: float) -> bool:
+    """Does the detector queue reviews (a doubt share above 0, or the ``llm`` strategy)?"""
+    return strategy == "llm" or doubt_share > 0
 
 
 def first_check_wait(review_wait: float, window_days: float, reviews: bool) -> float:
@@ -109,7 +108,8 @@ class Consolidation(GrowthChecks):
     def first_wait(self) -> float:
         settings = self.state.settings  # for a review call to carry it
         wait = settings.classify_batch_wait_seconds
-        return first_check_wait(wait, settings.active_window_days, reviews_on(settings))
+        reviews = reviews_on(settings.detector_strategy, settings.llm_doubt_share)
+        return first_check_wait(wait, settings.active_window_days, reviews)
 
     async def take(self, limit: int = BATCH, first: str | None = None) -> Taken:
         """Claim up to ``limit`` waiting checks (``first`` first) and prepare them: candidates
