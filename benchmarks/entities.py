@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tribalmemory.entities import canonical, extract_entities
-from tribalmemory.entities.known import RELEASE
+from tribalmemory.episodes.store.entities import is_known_path, is_known_release
 
 LABELS = Path(__file__).resolve().parent / "entity_labels"
 TUNING = (
@@ -58,17 +58,15 @@ def prf(tp: int, found: int, gold: int) -> tuple[float, float, float]:
 def taught(rows: list[dict]) -> frozenset[str]:
     """The corpus statistics passed to the extraction, as the engine keeps them: names the
     stream writes (capitalised inside a sentence, then also found opening a sentence), paths of
-    files in a folder
-    (then also named by their bare file name) and releases of three parts or four (then also
-    named by their first two: ``5.12`` of ``v5.12.0``)."""
+    files in a folder (then also named by their bare file name) and releases of three parts or
+    four (then also named by their first two: ``5.12`` of ``v5.12.0``), by the store's own
+    tests (:func:`is_known_path`, :func:`is_known_release`)."""
     seen: set[str] = set()
     for row in rows:
         for e in extract_entities(row["content"]):
             if e.kind == "name":
                 seen.add(e.text)
-            elif (e.kind == "path" and "." in e.name.partition("/")[2]) or (
-                e.kind == "version" and RELEASE.fullmatch(e.name)
-            ):
+            elif is_known_path(e.name, e.kind) or is_known_release(e.name, e.kind):
                 seen.add(e.name)
     return frozenset(seen)
 
