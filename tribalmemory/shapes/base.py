@@ -3,6 +3,7 @@ answers), with the shapes every resource shares (:class:`Error`, :class:`Success
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any
 
@@ -27,20 +28,33 @@ class Request(BaseModel):
         """The JSON schema of one field as a single schema (a query or MCP argument).
 
         An optional field is one the client leaves out, so ``X | None`` is advertised as ``X``.
-        Nested models are inlined (the schema stands alone, without ``$defs``).
+        Nested models are inlined (the schema stands alone, without ``$defs``). A new copy
+        each call: callers may change it.
         """
-        full = cls.model_json_schema()
-        schema: dict[str, Any] = _inline(dict(_properties(cls)[name]), full.get("$defs", {}))
-        schema.pop("title", None)
-        kept = [s for s in schema.pop("anyOf", []) if s != {"type": "null"}]
-        if len(kept) == 1:
-            schema = kept[0] | schema
-        elif kept:
-            schema["anyOf"] = kept
-        schema.pop("title", None)  # an inlined model's own title
-        if schema.get("default", 0) is None:
-            del schema["default"]
-        return schema
+        return copy.deepcopy(_argument_schema(cls, name))
+
+
+@functools.cache
+def _json_schema(model: type[Request]) -> dict[str, Any]:
+    """``model``'s JSON schema, made once: pydantic builds it anew on every call, and the
+    doors ask for it per field (each MCP tool argument, each CLI option)."""
+    return model.model_json_schema()
+
+
+@functools.cache
+def _argument_schema(model: type[Request], name: str) -> dict[str, Any]:
+    full = _json_schema(model)
+    schema: dict[str, Any] = _inline(dict(full["properties"][name]), full.get("$defs", {}))
+    schema.pop("title", None)
+    kept = [s for s in schema.pop("anyOf", []) if s != {"type": "null"}]
+    if len(kept) == 1:
+        schema = kept[0] | schema
+    elif kept:
+        schema["anyOf"] = kept
+    schema.pop("title", None)  # an inlined model's own title
+    if schema.get("default", 0) is None:
+        del schema["default"]
+    return schema
 
 
 def _inline(schema: Any, defs: dict[str, Any]) -> Any:
@@ -54,11 +68,6 @@ def _inline(schema: Any, defs: dict[str, Any]) -> Any:
         rest = {k: v for k, v in schema.items() if k != "$ref"}
         return _inline(dict(defs[ref.removeprefix("#/$defs/")]), defs) | rest
     return {key: _inline(value, defs) for key, value in schema.items()}
-
-
-@functools.cache
-def _properties(model: type[Request]) -> dict[str, Any]:
-    return dict(model.model_json_schema()["properties"])
 
 
 def _all_required(schema: dict[str, Any]) -> None:
