@@ -9,3 +9,35 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from fakellm import fake_llm, fake_llm_env  # noqa: E402,F401
 
 pytest_plugins = ["helpers_http", "helpers_runtime", "helpers_reaper"]
+
+LONGEST_FIRST = (
+    "test_durability.py",
+    "test_damaged_files.py",
+    "test_page_browser.py",
+    "test_mcp.py",
+    "test_http.py",
+    "test_status.py",
+    "test_forget.py",
+    "test_cli.py",
+    "test_portability.py",
+    "test_conversations.py",
+    "test_disk_full.py",
+    "test_episode_edits.py",
+    "test_identity.py",
+    "test_schemathesis.py",
+    "test_agent_names.py",
+    "test_all_projects.py",
+    "test_offline.py",
+    "test_memory_bounds.py",
+    "test_privacy.py",
+    "test_import_shutdown.py",
+)
+"""The test files that take longest (``pytest --durations=0``, 2026-11-29), longest first. They
+run first: ``.ci/run`` gives whole files to its workers in collection order
+(``--dist loadfile --no-loadscope-reorder``), so the run does not end on one long file while
+the other workers wait. Files not listed follow in name order."""
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    rank = {name: number for number, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay whole
