@@ -423,13 +423,6 @@ CONFLICTS = {
 PUBLIC_PATHS = frozenset(op.path for op in ROUTES if not op.auth)
 
 
-def body_fields(op: Op) -> tuple[dict[str, Any], list[str]]:
-    """The properties and required names of a route's request body."""
-    if op.body is None:
-        return {}, []
-    return dict(op.body.model_json_schema()["properties"]), op.body.required_names()
-
-
 # -- the OpenAPI document -------------------------------------------------------------------------
 
 
