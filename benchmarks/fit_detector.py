@@ -305,10 +305,15 @@ def _collect_job(args: tuple[Stream, JoinModel | None]) -> Rows:
     return collect(stream, model, DetectorParams(strategy="embedding"))
 
 
-def gather(streams: Sequence[Stream], model: JoinModel | None, pool: ProcessPoolExecutor) -> Rows:
+def gather(
+    streams: Sequence[Stream],
+    model: JoinModel | None,
+    pool: ProcessPoolExecutor,
+    kind_weight: dict[str, float] = KIND_WEIGHT,
+) -> Rows:
     """Rows of every stream, weighted so that each kind, each stream in a kind and each
     decision in a stream weighs the same."""
-    weight = {**KIND_WEIGHT, **AUGMENTED_KINDS}
+    weight = {**kind_weight, **AUGMENTED_KINDS}
     per_kind = Counter(training_kind(s.name) for s in streams)
     total = sum(weight.get(k, 1.0) for k in per_kind)
     parts = list(pool.map(_collect_job, [(s, model) for s in streams]))
@@ -363,6 +368,8 @@ INCREASING = (
     "shares_tag",
     "own_thread",
     "cosine",
+    "coverage",
+    "z_mean",
 )
 DECREASING = ("gap_paces",)
 """Monotone constraints of the trees: more similarity, more shared words, identifiers or tags,
@@ -409,10 +416,10 @@ def fit_trees(rows: Rows, depth: int = 3, iterations: int = 150) -> JoinModel:
     )
 
 
-def fit(kind: str, rows: Rows) -> JoinModel:
+def fit(kind: str, rows: Rows, depth: int = 3, iterations: int = 150) -> JoinModel:
     """A model of ``kind`` (``trees`` or ``logistic``) fitted on ``rows``."""
     if kind == "trees":
-        model = fit_trees(rows)
+        model = fit_trees(rows, depth, iterations)
     else:
         model = JoinModel(FEATURES, *fit_logistic(rows, L2), name="join-logistic")
     return replace(model, threshold=COLLECT_THRESHOLD)
@@ -471,7 +478,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--models", nargs="+", default=["trees"], choices=["trees", "logistic"])
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="rounds replayed with the model")
     ap.add_argument("--no-augment", action="store_true", help="no made-up training streams")
-    ap.add_argument("--write", action="store_true", help="write join_model.json")
+    ap.add_argument("--depth", type=int, default=3, help="the trees' depth")
+    ap.add_argument("--iterations", type=int, default=150, help="boosting iterations")
+    ap.add_argument("--agent-weight", type=float, default=KIND_WEIGHT["agent"])
+    ap.add_argument("--write", action="store_true", help="write the model (see --out)")
+    ap.add_argument("--out", type=Path, default=MODEL_PATH, help="where --write writes it")
     args = ap.parse_args(argv)
     started = time.monotonic()
     train_paths = stream_paths(args.train)
@@ -488,19 +499,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     np.random.seed(SEED)
     best: tuple[tuple[float, float], JoinModel, dict[str, dict[str, float]], str] | None = None
     with ProcessPoolExecutor(args.workers) as pool:
-        teacher = gather(train, None, pool)
+        weights = {**KIND_WEIGHT, "agent": args.agent_weight}
+        teacher = gather(train, None, pool, weights)
         print(f"teacher-forced rows: {len(teacher.y)} ({time.monotonic() - started:.0f} s)")
         for kind in args.models:
             rows = teacher
-            model = fit(kind, rows)
+            model = fit(kind, rows, args.depth, args.iterations)
             for round_ in range(1, args.rounds + 1):
-                more = gather(train, model, pool)
+                more = gather(train, model, pool, weights)
                 rows = Rows(
                     np.vstack([rows.x, more.x]),
                     np.concatenate([rows.y, more.y]),
                     np.concatenate([rows.w, more.w]),
                 )
-                model = fit(kind, rows)
+                model = fit(kind, rows, args.depth, args.iterations)
                 print(
                     f"{kind} round {round_}: {len(rows.y)} rows, log loss "
                     f"{log_loss(rows, model):.4f} ({time.monotonic() - started:.0f} s)",
@@ -524,14 +536,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "train_streams": len(train),
         "model": kind,
         "rounds": args.rounds,
+        "depth": args.depth,
+        "iterations": args.iterations,
+        "agent_weight": args.agent_weight,
         "threshold_objective": [round(score[0], 4), round(score[1], 4)],
         "validation": {k: {m: round(v, 4) for m, v in row.items()} for k, row in table.items()},
     }
     model = replace(model, meta={**meta, "digest": model.digest()})
     print(json.dumps({k: v for k, v in model.to_json().items() if k != "trees"}, indent=1))
     if args.write:
-        MODEL_PATH.write_text(json.dumps(model.to_json(), separators=(",", ":")) + "\n")
-        print(f"wrote {MODEL_PATH}")
+        args.out.write_text(json.dumps(model.to_json(), separators=(",", ":")) + "\n")
+        print(f"wrote {args.out}")
     return 0
 
 

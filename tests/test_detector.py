@@ -290,6 +290,27 @@ def test_a_longer_pause_lowers_the_score_with_no_cap():
     assert logits[-1] < logits[0]
 
 
+def test_coverage_and_mean_similarity_read_the_whole_thread_not_one_neighbour():
+    """A memory close to one member of four covers a quarter of the thread; close to all four,
+    all of it. ``z_mean`` is the mean cosine to the members against the stream's background."""
+    members = [mem("a", basis(0), hours=-3)] + [
+        mem(f"b{k}", basis(2 + k), hours=-2 + k) for k in range(3)
+    ]
+    ep = build_episode("E", members)
+    near_one, _ = candidate_row(mem("m", vec_at(0.9)), ep, CTX)
+    coverage, z_mean = FEATURES.index("coverage"), FEATURES.index("z_mean")
+    # cosine 0.9 to "a", 0 to the others; "close" is at least mean + std = 0.15 + 0.12
+    assert near_one[coverage] == pytest.approx(0.25)
+    assert near_one[z_mean] == pytest.approx((0.9 / 4 - CTX.cos_mean) / CTX.cos_std, rel=1e-4)
+    thread = build_episode("T", [mem(f"t{k}", basis(0), hours=-3 + k) for k in range(4)])
+    near_all, _ = candidate_row(mem("m", vec_at(0.9)), thread, CTX)
+    assert near_all[coverage] == 1.0
+    assert near_all[z_mean] > near_one[z_mean]
+    # a member it is not close to lowers the share: four of five
+    wider = add_member(thread, mem("other", basis(5), hours=2))
+    assert candidate_row(mem("m", vec_at(0.9), hours=3), wider, CTX)[0][coverage] == 0.8
+
+
 def test_recency_is_measured_in_the_streams_pace():
     """Ten minutes is a long pause in a chat with a message a minute and nothing in a stream
     with a memory an hour."""

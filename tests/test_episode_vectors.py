@@ -154,7 +154,7 @@ async def test_a_rewritten_summary_is_never_served_stale(
     summary_id = (await rt.api.episode_get(episode_id))["episode"]["summary_memory_id"]
     host = rt.episodes.engine.state.host
     before = (await host.get_vectors([summary_id]))[summary_id]  # read, and kept
-    await remember(rt, AUTH[3], 6)  # joins: the summary is rewritten under the same id
+    await remember(rt, AUTH[2], 6)  # joins: the summary is rewritten under the same id
     await settle(rt)
     assert (await rt.api.episode_get(episode_id))["episode"]["memory_count"] == 3
     stored = (await rt.service.vectors([summary_id]))[summary_id]

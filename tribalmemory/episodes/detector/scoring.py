@@ -42,6 +42,8 @@ FEATURES = (
     "candidates",
     "cosine",
     "seen",
+    "coverage",
+    "z_mean",
 )
 """The join model's inputs, one row per candidate (:func:`candidate_row`, :func:`fill_margins`):
 
@@ -69,7 +71,10 @@ FEATURES = (
   other candidate's; ``candidates``: ln(1 + number of candidates);
 * ``cosine``: the raw cosine to the nearest member (near-duplicates are one thread whatever
   the stream's background); ``seen``: ln(1 + memories the stream has shown), which tells a
-  cold start, whose statistics are still priors, from a stream in its stride."""
+  cold start, whose statistics are still priors, from a stream in its stride;
+* ``coverage``: share of the candidate's last 32 members the memory is close to (cosine at
+  least one standard deviation above the stream's background); ``z_mean``: the mean cosine to
+  them, as a z-score (a thread is a run of related memories, not one near neighbour)."""
 _Z_MAX, _LEXICAL = FEATURES.index("z_max"), FEATURES.index("lexical")
 _Z_MARGIN, _LEXICAL_MARGIN = FEATURES.index("z_margin"), FEATURES.index("lexical_margin")
 _CANDIDATES = FEATURES.index("candidates")
@@ -204,6 +209,8 @@ def candidate_row(
         0.0,  # candidates, filled by rank_candidates
         s_max,
         _log1p(context.doc_count),
+        float(np.count_nonzero(cos >= mean + std)) / len(cos),
+        (float(cos.mean()) - mean) / std,
     ]
     sim = (s_max + 0.5 * s_cent + 0.2 * s_last) / 1.7
     return row, Evidence(s_max, s_cent, sim, z_max, lex, hours, gap, 0.0, 0.0)
