@@ -480,7 +480,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-augment", action="store_true", help="no made-up training streams")
     ap.add_argument("--depth", type=int, default=3, help="the trees' depth")
     ap.add_argument("--iterations", type=int, default=150, help="boosting iterations")
-    ap.add_argument("--agent-weight", type=float, default=KIND_WEIGHT["agent"])
+    ap.add_argument(
+        "--agent-weight", type=float, default=KIND_WEIGHT["agent"], help="the agents' kind weight"
+    )
     ap.add_argument("--write", action="store_true", help="write the model (see --out)")
     ap.add_argument("--out", type=Path, default=MODEL_PATH, help="where --write writes it")
     args = ap.parse_args(argv)
