@@ -154,11 +154,17 @@ def candidate_row(
         cos = episode.vectors @ memory.vector
     if idf is None:
         idf = context.idf_weights(memory.terms)
-    s_max = float(cos.max())
     s_last = float(cos[-1])
+    s_max = s_last if len(cos) == 1 else float(cos.max())
     s_cent = s_max if is_seed else float(episode.centroid @ memory.vector)
     mean, std = context.cos_mean, context.cos_std
     z_max, z_cent, z_last = (s_max - mean) / std, (s_cent - mean) / std, (s_last - mean) / std
+    close = mean + std
+    if len(cos) == 1:  # a seed or a one-member episode: no array work for one cosine
+        coverage, z_mean = (1.0 if s_max >= close else 0.0), z_max
+    else:
+        coverage = np.count_nonzero(cos >= close) / len(cos)
+        z_mean = (float(cos.sum()) / len(cos) - mean) / std
     bag = episode.term_counts
     lex = weighted_overlap(idf, bag)
     ident_total = ident_shared = 0.0
@@ -209,8 +215,8 @@ def candidate_row(
         0.0,  # candidates, filled by rank_candidates
         s_max,
         _log1p(context.doc_count),
-        float(np.count_nonzero(cos >= mean + std)) / len(cos),
-        (float(cos.mean()) - mean) / std,
+        coverage,
+        z_mean,
     ]
     sim = (s_max + 0.5 * s_cent + 0.2 * s_last) / 1.7
     return row, Evidence(s_max, s_cent, sim, z_max, lex, hours, gap, 0.0, 0.0)
