@@ -154,17 +154,17 @@ def candidate_row(
         cos = episode.vectors @ memory.vector
     if idf is None:
         idf = context.idf_weights(memory.terms)
-    s_last = float(cos[-1])
-    s_max = s_last if len(cos) == 1 else float(cos.max())
-    s_cent = s_max if is_seed else float(episode.centroid @ memory.vector)
     mean, std = context.cos_mean, context.cos_std
-    z_max, z_cent, z_last = (s_max - mean) / std, (s_cent - mean) / std, (s_last - mean) / std
-    close = mean + std
+    s_last = float(cos[-1])
     if len(cos) == 1:  # a seed or a one-member episode: no array work for one cosine
-        coverage, z_mean = (1.0 if s_max >= close else 0.0), z_max
+        s_max = s_mean = s_last
+        coverage = 1.0 if s_last >= mean + std else 0.0
     else:
-        coverage = np.count_nonzero(cos >= close) / len(cos)
-        z_mean = (float(cos.sum()) / len(cos) - mean) / std
+        s_max, s_mean = float(cos.max()), float(cos.sum()) / len(cos)
+        coverage = np.count_nonzero(cos >= mean + std) / len(cos)
+    s_cent = s_max if is_seed else float(episode.centroid @ memory.vector)
+    z_max, z_cent, z_last = (s_max - mean) / std, (s_cent - mean) / std, (s_last - mean) / std
+    z_mean = (s_mean - mean) / std
     bag = episode.term_counts
     lex = weighted_overlap(idf, bag)
     ident_total = ident_shared = 0.0
