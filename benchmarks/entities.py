@@ -28,18 +28,35 @@ TUNING = (
     "synth-devtools-startup",
     "synth-ecommerce-frontend",
     "episodes-dev",
+    "synth-security-team",
+    "synth-health-integration",
+    "synth-consultancy-solo",
 )
+OWN = ("synth-security-team", "synth-health-integration", "synth-consultancy-solo")
+"""The labelled streams of the project's own made-up ones (``benchmarks/training_streams/``),
+read from there, not from the corpus."""
 ASIDE = ("synth-solo-oss", "synth-support-agents")
+TRAINING = Path(__file__).resolve().parent / "training_streams"
 BESIDE = {"episodes-dev": "../datasets"}
 """Labelled streams not in the corpus: the team stream of ../shared/datasets/, beside it."""
-PARTS = {s: BESIDE.get(s, "train") for s in TUNING} | dict.fromkeys(ASIDE, "validation")
+PARTS = {s: BESIDE.get(s, "train") for s in TUNING if s not in OWN} | dict.fromkeys(
+    ASIDE, "validation"
+)
 """The folder of each labelled stream under the corpus: tuned on train/ (and the team stream
 beside the corpus), kept aside from validation/."""
 
 
+def stream_file(corpus: Path, stream: str) -> Path:
+    """Where a labelled stream's texts are: the project's own in ``benchmarks/training_streams/``
+    (:data:`OWN`), the others in their folder of the corpus (:data:`PARTS`)."""
+    if stream in OWN:
+        return TRAINING / f"{stream}.jsonl"
+    return corpus / PARTS[stream] / f"{stream}.jsonl"
+
+
 def load(corpus: Path, stream: str) -> list[dict]:
     rows = {}
-    for line in (corpus / PARTS[stream] / f"{stream}.jsonl").open(encoding="utf-8"):
+    for line in stream_file(corpus, stream).open(encoding="utf-8"):
         row = json.loads(line)
         rows[row["id"]] = row
     out = []
