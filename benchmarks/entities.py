@@ -197,10 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_section(
             "entities",
             "## Entities without an LLM\n\n"
-            "`python benchmarks/entities.py ../shared/corpus --write` on the 440 "
+            "`python benchmarks/entities.py ../shared/corpus --write` on the 605 "
             "hand-labelled memories "
             "of `benchmarks/entity_labels/` (the team stream `episodes-dev` is read from "
-            "`../shared/datasets/`; targets: P >= 0.85, "
+            "`../shared/datasets/`, the project's own streams from "
+            "`benchmarks/training_streams/`; targets: P >= 0.85, "
             "R >= 0.7; episodes from entities >= 0.9 against keyword <= 0.7; episode recall is "
             "over each stream's labelled memories).\n\n" + text,
         )
