@@ -245,3 +245,26 @@ def test_a_two_part_number_is_a_release_once_its_three_part_release_is_known() -
     assert got["5.12"] == ("version", "v5.12") and got["5.11"] == ("version", "v5.11")
     assert not {"98.1", "1.24"} & set(got)
     assert "5.12" not in {e.text for e in extract_entities("See Req 5.12 first.", {"v5.12.0"})}
+
+
+def test_a_scoped_name_keeps_the_member_after_it() -> None:
+    got = found("Moved Mime::Type.register up; ActiveRecord::Base.encrypts needs keys.")
+    assert got.get("Mime::Type.register") == got.get("ActiveRecord::Base.encrypts") == "identifier"
+    assert not {"Mime::Type", "ActiveRecord::Base"} & set(got)
+
+
+def test_a_code_name_in_a_namespace_keeps_its_namespace() -> None:
+    got = found('Set android:exportedService="true" and grant logs:FilterLogEvents to it.')
+    assert got.get("android:exportedService") == got.get("logs:FilterLogEvents") == "identifier"
+    assert not {"exportedService", "FilterLogEvents"} & set(got)
+
+
+def test_links_end_before_punctuation_and_hosts_keep_a_path_or_a_port() -> None:
+    got = found(
+        "Open https://status.quillhq.health/api/ping, then bump golang.org/x/crypto and "
+        "point it at cache.internal:6380; the bug is in app.py:42."
+    )
+    assert got.get("https://status.quillhq.health/api/ping") == "url"
+    assert got.get("golang.org/x/crypto") == "url"
+    assert got.get("cache.internal:6380") == "url"
+    assert got.get("app.py") == "path" and "app.py:42" not in got

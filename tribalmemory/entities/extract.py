@@ -33,7 +33,13 @@ _EXT = (
 )
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("url", re.compile(r"https?://[^\s)>\]]+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
-    ("url", re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b")),
+    (  # a host, with its path (golang.org/x/net), or any host with a port (vault.internal:8200)
+        "url",
+        re.compile(
+            r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b(?:/[\w.~%+-]*[\w~%+-])*"
+            r"|(?<![\w.])[a-z][\w-]*(?:\.[a-z][\w-]*)+:\d{2,5}\b"
+        ),
+    ),
     ("ticket", re.compile(r"(?<![\w&])#\d{3,}\b")),
     ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d{2,}\b")),  # not UTC-3, UTF-8
     (
@@ -65,11 +71,15 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"(?<![\w/])[\w*.-]*\." + _EXT + r"\b(?!\.\w)|(?<![\w.])\.[a-z][\w.-]*[a-z]\b"),
     ),
     ("path", re.compile(r"(?<![\w/])[A-Z][a-z]+(?:/[A-Z][a-z]+)+(?![\w/])")),  # Engine/Physics
-    ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+")),
+    ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\.[A-Za-z_]\w*)*")),
     ("identifier", re.compile(r"(?<![\w-])--[a-z][\w-]*")),
     ("identifier", re.compile(r"(?<![\w#&])#[a-z][a-z0-9]+(?:-[a-z0-9]+)*")),  # channels, tags
     ("identifier", re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\(\))")),  # calls: json.dumps()
     ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w+)+")),  # dotted before humps
+    (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
+        "identifier",
+        re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
+    ),
     ("identifier", CODE_NAME),  # the detector's code names (features.identifiers)
     ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
     ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
@@ -79,7 +89,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", "#", "-", "."),  # links, hosts, tickets, keys, versions
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "()", ".", None, "0x", None, "-"),  # identifiers
+    *("::", "--", "#", "()", ".", ":", None, "0x", None, "-"),  # identifiers
     "-",  # systems
 )
 """What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
@@ -88,6 +98,9 @@ _SYSTEM_SUFFIXES = frozenset(
     "service svc srv api job jobs db vault rates worker cli app web server client bot core sdk "
     "gateway proxy queue store site repo macros".split()
 )
+
+_FILE_LINE = re.compile(r"\." + _EXT + r":\d+$")
+"""A file and a line (``app.py:42``): no host and port."""
 
 _TWO_PARTS = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\w)")
 """A two-part number (``5.12``): a release when a known release starts with it."""
@@ -106,6 +119,8 @@ def _plausible(kind: str, surface: str) -> bool:
     ``3.1k/month``)."""
     if kind == "system":
         return surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES or any(c.isdigit() for c in surface)
+    if kind == "url" and _FILE_LINE.search(surface):
+        return False
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
         return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))
     if kind == "path" and "/" in surface and not surface.startswith(("//", "\\")):
@@ -315,7 +330,7 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
 
     def add(kind: str, surface: str, start: int, end: int) -> None:
         if not surface.endswith("/..."):
-            surface = surface.rstrip(".(")
+            surface = surface.rstrip(".,;:!?'\"(" if kind == "url" else ".(")
         end = start + len(surface)
         if any(start < e and s < end for s, e in taken):
             return
