@@ -268,3 +268,13 @@ def test_links_end_before_punctuation_and_hosts_keep_a_path_or_a_port() -> None:
     assert got.get("golang.org/x/crypto") == "url"
     assert got.get("cache.internal:6380") == "url"
     assert got.get("app.py") == "path" and "app.py:42" not in got
+
+
+def test_a_dependency_s_version_is_no_release_of_the_team() -> None:
+    got = found(
+        "Pinned rails ~> 7.1.5, numpy>=1.26.4, react@18.2.0 and hl7.fhir.us.core#6.1.0; "
+        "bumped x/crypto v0.31.0. Shipped 3.2.1, then v2.87 -> v2.88."
+    )
+    assert not {"7.1.5", "1.26.4", "18.2.0", "6.1.0", "v0.31.0"} & set(got)
+    assert "react@18.2.0" not in got  # a package, not a mail address
+    assert got.get("3.2.1") == got.get("v2.87") == got.get("v2.88") == "version"

@@ -32,7 +32,7 @@ _EXT = (
     r"exe|wasm)"
 )
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("url", re.compile(r"https?://[^\s)>\]]+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
+    ("url", re.compile(r"https?://[^\s)>\]]+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")),
     (  # a host, with its path (golang.org/x/net), or any host with a port (vault.internal:8200)
         "url",
         re.compile(
@@ -151,6 +151,17 @@ _SECTION = re.compile(
 def _section_number(text: str, start: int) -> bool:
     """Whether the number at ``start`` follows a section word (:data:`_SECTION`)."""
     return bool(_SECTION.search(text, max(0, start - 16), start))
+
+
+_DEPENDENCY = re.compile(r"(?:~>|(?<![-=])[<>]=?|[=!]=|[~^@#])\s?$|(?<!\S)[\w.-]+/[\w.-]*\w\s$")
+"""What comes before the version of a dependency: a version constraint (``~> 7.1.5``,
+``>=2.0.1``, ``react@18.2.0``, ``hl7.fhir.us.core#6.1.0``) or a module path (``x/net
+v0.38.0``); it is another project's release, not the team's."""
+
+
+def _dependency_version(text: str, start: int) -> bool:
+    """Whether the number at ``start`` is a dependency's version (:data:`_DEPENDENCY`)."""
+    return bool(_DEPENDENCY.search(text, max(0, start - 64), start))
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
@@ -336,7 +347,7 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if kind == "identifier" and surface.lower() in STOP or not _plausible(kind, surface):
             return
-        if kind == "version" and _section_number(text, start):
+        if kind == "version" and (_section_number(text, start) or _dependency_version(text, start)):
             return
         if kind == "identifier" and _placeholder(text, start, end):
             return
