@@ -278,3 +278,13 @@ def test_a_dependency_s_version_is_no_release_of_the_team() -> None:
     assert not {"7.1.5", "1.26.4", "18.2.0", "6.1.0", "v0.31.0"} & set(got)
     assert "react@18.2.0" not in got  # a package, not a mail address
     assert got.get("3.2.1") == got.get("v2.87") == got.get("v2.88") == "version"
+
+
+def test_a_word_with_humps_in_a_run_of_capitalised_words_is_part_of_a_name() -> None:
+    got = found(
+        "Builds run on GitHub Actions; queries use CloudWatch Insights. Drop QuillLoader too."
+    )
+    assert {"GitHub Actions", "CloudWatch Insights", "QuillLoader"} <= set(got)
+    assert not {"GitHub", "Actions", "CloudWatch", "Drop QuillLoader", "Drop"} & set(got)
+    two = found("Chose WorkOS AuthKit for login.")  # two such words stay two
+    assert two.get("WorkOS") == two.get("AuthKit") == "identifier"

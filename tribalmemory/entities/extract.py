@@ -176,6 +176,10 @@ _ADJECTIVE = re.compile(r"[A-Z][a-z]+ish")
 """A language or a nationality (``Polish``, ``English``, ``British``): said of things, it
 names none; trimmed from a run's edges as a stop word is."""
 _QUOTES = frozenset("\"'`\u2018\u201c")
+_HUMPED = re.compile(r"[a-z][A-Z]")
+"""A capital after a small letter: a word with humps (``GitHub``, ``OfflineMapService``), no
+sentence's ordinary word; it does not keep a sentence opener before it (``Drop
+OfflineMapService``)."""
 _INFLECTED = re.compile(r"[A-Z][a-z]{2,}(?:ed|ing)")
 """A past-tense verb or a gerund opening a sentence (``Asked Daan``, ``Reviewed Rosa``,
 ``Checking Kenji``, ``Existing EU customers``)."""
@@ -255,7 +259,7 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
         for words in _segments(match):
             # a sentence's first word is kept when more capitalised words follow it in its
             # segment (an acronym after it is no part of its name: ``Quarterly ASV scan``)
-            alone = len([w for w, _ in words if not _ordinary(w)]) <= 1
+            alone = len([w for w, _ in words if not _ordinary(w) and not _HUMPED.search(w)]) <= 1
             opens = _sentence_initial(text, words[0][1])
             while words and (
                 _ordinary(words[0][0])
@@ -330,6 +334,22 @@ def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
             yield "identifier", start, start + token.end()
 
 
+_HUMPS = re.compile(r"[A-Z][A-Za-z0-9]*")
+"""A capitalised word of letters and digits only (``GitHub``, ``DevTools``)."""
+
+
+def _in_a_name(match: re.Match[str], names: list[tuple[str, int, int]]) -> bool:
+    """Whether a code name with humps is the one such word of a run of capitalised words
+    (``GitHub Actions``, ``CloudWatch Logs``): the run is a product's name, not code; two
+    of them side by side stay two (``WorkOS AuthKit``)."""
+    if not _HUMPS.fullmatch(match.group()):
+        return False
+    start, end = match.span()
+    return any(
+        s <= start and end <= e and " " in n and len(_HUMPED.findall(n)) == 1 for n, s, e in names
+    )
+
+
 def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     """The entities ``text`` names, in order, without overlap (an earlier rule wins, then the
     longer match). ``known``: names (any alias) already seen in the corpus, which are then also
@@ -357,9 +377,12 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             name = corpus.files.get(name, name)
         found.append(Entity(kind, surface, start, end, name))
 
+    names = list(_names(text, corpus.lower))
     for (kind, pattern), needle in zip(_RULES, _NEEDLES, strict=True):
         if needle is None or needle in text:
             for m in pattern.finditer(text):
+                if pattern is CODE_NAME and _in_a_name(m, names):
+                    continue
                 add(kind, m.group(), m.start(), m.end())
     if corpus.releases and "." in text:  # ``5.12`` once ``5.12.0`` is known: that release
         for m in _TWO_PARTS.finditer(text):
@@ -367,7 +390,7 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
                 add("version", m.group(), m.start(), m.end())
     for kind, start, end in _code_spans(text):
         add(kind, text[start:end], start, end)
-    for surface, start, end in _names(text, corpus.lower):
+    for surface, start, end in names:
         add("name", surface, start, end)
     # names the corpus taught: as written (``Priya`` opening a sentence), and in any case when
     # taught in lower case (``uv``, ``pgbouncer``); the longer first where two overlap
