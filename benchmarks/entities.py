@@ -77,10 +77,18 @@ def taught(rows: list[dict]) -> frozenset[str]:
     stream writes (capitalised inside a sentence, then also found opening a sentence), paths of
     files in a folder (then also named by their bare file name) and releases of three parts or
     four (then also named by their first two: ``5.12`` of ``v5.12.0``), by the store's own
-    tests (:func:`is_known_path`, :func:`is_known_release`)."""
+    tests (:func:`is_known_path`, :func:`is_known_release`). The paths and releases are
+    learned first, and the names then with them known, as the engine finds a memory's names
+    with the paths of the memories before it (a pair of capitalised folders, ``Engine/Physics``,
+    is a path once ``Engine/Core/Math.h`` is known, not two names)."""
     seen: set[str] = set()
     for row in rows:
         for e in extract_entities(row["content"]):
+            if is_known_path(e.name, e.kind) or is_known_release(e.name, e.kind):
+                seen.add(e.name)
+    paths = frozenset(seen)
+    for row in rows:
+        for e in extract_entities(row["content"], paths):
             if e.kind == "name":
                 seen.add(e.text)
             elif is_known_path(e.name, e.kind) or is_known_release(e.name, e.kind):

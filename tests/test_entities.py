@@ -115,10 +115,11 @@ def test_amounts_and_address_ranges_are_not_paths() -> None:
 
 
 def test_globs_folders_branches_and_more_file_kinds_are_paths() -> None:
-    got = found(
+    text = (
         "Copy *.xvc files from Engine/Renderer, cut release/5.12, regenerate TideTokens.swift "
         "and drop .csproj.user."
     )
+    got = {e.text: e.kind for e in extract_entities(text, {"engine/core/math.h"})}
     assert {g: got.get(g) for g in ("*.xvc", "Engine/Renderer", "release/5.12")} == {
         "*.xvc": "path",
         "Engine/Renderer": "path",
@@ -288,3 +289,18 @@ def test_a_word_with_humps_in_a_run_of_capitalised_words_is_part_of_a_name() -> 
     assert not {"GitHub", "Actions", "CloudWatch", "Drop QuillLoader", "Drop"} & set(got)
     two = found("Chose WorkOS AuthKit for login.")  # two such words stay two
     assert two.get("WorkOS") == two.get("AuthKit") == "identifier"
+
+
+def test_capitalised_folders_start_with_a_known_folder_and_pairs_are_no_paths() -> None:
+    text = "Port Engine/Audio to Kotlin/Spring over HTTP/1.1, not on Tue/Thu."
+    got = found(text)
+    assert not {"Engine/Audio", "Kotlin/Spring", "HTTP/1.1", "Tue/Thu"} & set(got)
+    assert {"Kotlin", "Spring"} <= set(got)
+    known = {e.text: e.kind for e in extract_entities(text, {"engine/core/math.h"})}
+    assert known.get("Engine/Audio") == "path"
+
+
+def test_a_time_zone_is_one_code_name() -> None:
+    got = found("Slots render in Europe/Lisbon and America/Argentina/Buenos_Aires time.")
+    assert got.get("Europe/Lisbon") == got.get("America/Argentina/Buenos_Aires") == "identifier"
+    assert not {"Europe", "Lisbon", "Buenos_Aires"} & set(got)

@@ -49,6 +49,13 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|(?<![\w.])\d+\.\d+\.\d+(?![\w.]*\w)"
         ),
     ),
+    (  # a time zone of the tz database: Europe/Dublin, America/Argentina/Buenos_Aires
+        "identifier",
+        re.compile(
+            r"\b(?:Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|"
+            r"Pacific|Etc)(?:/[A-Z][\w+-]*)+"
+        ),
+    ),
     ("path", re.compile(r"(?:\\\\|//)[\w.-]+(?:[\\/][\w.*-]+)*(?:/\.\.\.)?")),
     (  # Windows: C:\Program Files\x.exe (a space before a capital, inside), Engine\Core
         "path",
@@ -70,7 +77,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "path",
         re.compile(r"(?<![\w/])[\w*.-]*\." + _EXT + r"\b(?!\.\w)|(?<![\w.])\.[a-z][\w.-]*[a-z]\b"),
     ),
-    ("path", re.compile(r"(?<![\w/])[A-Z][a-z]+(?:/[A-Z][a-z]+)+(?![\w/])")),  # Engine/Physics
+    ("path", re.compile(r"(?<![\w/.])[A-Z][a-z]+(?:/[A-Z][a-z]+)+(?![\w/])")),  # Engine/Physics
     ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\.[A-Za-z_]\w*)*")),
     ("identifier", re.compile(r"(?<![\w-])--[a-z][\w-]*")),
     ("identifier", re.compile(r"(?<![\w#&])#[a-z][a-z0-9]+(?:-[a-z0-9]+)*")),  # channels, tags
@@ -88,6 +95,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", "#", "-", "."),  # links, hosts, tickets, keys, versions
+    "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
     *("::", "--", "#", "()", ".", ":", None, "0x", None, "-"),  # identifiers
     "-",  # systems
@@ -106,17 +114,19 @@ _TWO_PARTS = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\w)")
 """A two-part number (``5.12``): a release when a known release starts with it."""
 
 _FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
-"""Capitalised folder names (``Engine/Physics``): one path rather than two names."""
-_VERSION_END = re.compile(r"/v?\d+(?:\.\d+)+$")
-"""A branch of a release (``release/5.12``)."""
+"""Capitalised folder names (``Engine/Physics``): one path rather than two names, when the
+first is a known folder (two capitalised words with a slash are more often a pair:
+``Kotlin/Spring``, ``Date/Time``)."""
+_VERSION_END = re.compile(r"^[^/]*[a-z][^/]*/v?\d+(?:\.\d+)+$")
+"""A branch of a release (``release/5.12``; not a protocol's version, ``HTTP/1.1``)."""
 
 
-def _plausible(kind: str, surface: str) -> bool:
+def _plausible(kind: str, surface: str, folders: frozenset[str] = frozenset()) -> bool:
     """Whether a pattern's match names something: a hyphenated word names a system only with a
     system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``); a
     path is not only numbers (``2025/01/09``, ``/24``), and a relative one needs two slashes,
-    a trailing one, a file extension, capitalised folders or a release (not ``gain/loss``,
-    ``3.1k/month``)."""
+    a trailing one, a file extension, capitalised folders starting with a known folder
+    (``folders``) or a release (not ``gain/loss``, ``3.1k/month``, ``HTTP/1.1``)."""
     if kind == "system":
         return surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES or any(c.isdigit() for c in surface)
     if kind == "url" and _FILE_LINE.search(surface):
@@ -132,7 +142,7 @@ def _plausible(kind: str, surface: str) -> bool:
             and surface.count("/") == 1
             and not surface.endswith("/")
             and not FILE.search(surface)
-            and not _FOLDERS.fullmatch(surface)
+            and not (_FOLDERS.fullmatch(surface) and surface.split("/")[0].lower() in folders)
             and not _VERSION_END.search(surface)
         ):
             return False
@@ -365,7 +375,11 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         end = start + len(surface)
         if any(start < e and s < end for s, e in taken):
             return
-        if kind == "identifier" and surface.lower() in STOP or not _plausible(kind, surface):
+        if (
+            kind == "identifier"
+            and surface.lower() in STOP
+            or not _plausible(kind, surface, corpus.folders)
+        ):
             return
         if kind == "version" and (_section_number(text, start) or _dependency_version(text, start)):
             return

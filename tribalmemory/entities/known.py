@@ -1,7 +1,8 @@
 """What a project taught the extraction (:func:`taught`): its known names, found again where a
 text writes them (:func:`taught_spans`), even opening a sentence; its known file paths, which a
-bare file name then names; and its known releases (``v5.12.0``), whose two-part number (``5.12``)
-is then a release too. Pure functions over the ``known`` set the caller keeps."""
+bare file name then names, and their first folders, which a pair of capitalised folders
+(``Engine/Physics``) then starts; and its known releases (``v5.12.0``), whose two-part number
+(``5.12``) is then a release too. Pure functions over the ``known`` set the caller keeps."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ class Taught:
     """Bare file name -> the one known path ending in it (canonical)."""
     releases: frozenset[str] = frozenset()
     """The first two parts of the known releases (``5.12`` of ``v5.12.0``)."""
+    folders: frozenset[str] = frozenset()
+    """The first folder of each known path (``engine`` of ``engine/core/math.h``)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -49,6 +52,7 @@ def taught(known: frozenset[str]) -> Taught:
     any_case: Index = {}
     paths: dict[str, set[str]] = {}
     releases = set()
+    folders = set()
     for entry in known:
         parsed = _entry(entry)
         if parsed[0] == "release":
@@ -57,6 +61,9 @@ def taught(known: frozenset[str]) -> Taught:
         if parsed[0] == "path":
             if parsed[2]:
                 paths.setdefault(parsed[2], set()).add(parsed[1])
+            folder = re.split(r"[\\/]", parsed[1].lstrip("/\\"), maxsplit=1)
+            if len(folder) > 1 and folder[0]:
+                folders.add(folder[0])
             continue
         lower.add(entry.lower())
         if parsed[0] == "name":
@@ -67,7 +74,7 @@ def taught(known: frozenset[str]) -> Taught:
             if len(names) > 1:
                 names.sort(key=lambda n: -len(n[0]))
     files = {base: next(iter(p)) for base, p in paths.items() if len(p) == 1}
-    return Taught(frozenset(lower), exact, any_case, files, frozenset(releases))
+    return Taught(frozenset(lower), exact, any_case, files, frozenset(releases), frozenset(folders))
 
 
 @functools.lru_cache(maxsize=8192)
