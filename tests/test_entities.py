@@ -304,3 +304,15 @@ def test_a_time_zone_is_one_code_name() -> None:
     got = found("Slots render in Europe/Lisbon and America/Argentina/Buenos_Aires time.")
     assert got.get("Europe/Lisbon") == got.get("America/Argentina/Buenos_Aires") == "identifier"
     assert not {"Europe", "Lisbon", "Buenos_Aires"} & set(got)
+
+
+def test_a_key_with_more_number_groups_is_one() -> None:
+    got = found("Sent invoices QH-2025-09 and OPS-1142 today.")
+    assert got.get("QH-2025-09") == got.get("OPS-1142") == "ticket"
+    assert "QH-2025" not in got
+
+
+def test_a_range_of_days_and_plural_days_are_no_names() -> None:
+    got = found("Ilka tests Monday-Tuesday and deploys on Fridays, with the Content-Type header.")
+    assert not {"Monday-Tuesday", "Fridays"} & set(got)
+    assert got.get("Content-Type") == "identifier"

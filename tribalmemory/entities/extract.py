@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from tribalmemory.entities.aliases import canonical
 from tribalmemory.entities.known import FILE, taught, taught_spans
 from tribalmemory.entities.patterns import CODE_NAME
-from tribalmemory.entities.stoplist import STOP
+from tribalmemory.entities.stoplist import MONTHS, STOP, WEEKDAYS
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("ticket", re.compile(r"(?<![\w&])#\d{3,}\b")),
-    ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d{2,}\b")),  # not UTC-3, UTF-8
+    ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d{2,}(?:-\d+)*\b")),  # not UTC-3; BF-2025-08
     (
         "version",
         re.compile(
@@ -344,6 +344,15 @@ def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
             yield "identifier", start, start + token.end()
 
 
+_DATES = frozenset(WEEKDAYS | MONTHS)
+
+
+def _stop_pair(surface: str) -> bool:
+    """Whether a capitalised hyphenated word joins days or months (``Monday-Tuesday``,
+    ``Jan-Mar``): a range, not a header's name."""
+    return surface[:1].isupper() and any(p.lower() in _DATES for p in surface.split("-"))
+
+
 _HUMPS = re.compile(r"[A-Z][A-Za-z0-9]*")
 """A capitalised word of letters and digits only (``GitHub``, ``DevTools``)."""
 
@@ -375,11 +384,9 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         end = start + len(surface)
         if any(start < e and s < end for s, e in taken):
             return
-        if (
-            kind == "identifier"
-            and surface.lower() in STOP
-            or not _plausible(kind, surface, corpus.folders)
-        ):
+        if kind == "identifier" and (surface.lower() in STOP or _stop_pair(surface)):
+            return
+        if not _plausible(kind, surface, corpus.folders):
             return
         if kind == "version" and (_section_number(text, start) or _dependency_version(text, start)):
             return

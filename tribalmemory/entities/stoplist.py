@@ -1,6 +1,7 @@
 """Capitalised words that name nothing on their own."""
 
 WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+WEEKDAYS |= {day + "s" for day in WEEKDAYS}  # on Fridays
 MONTHS = {
     "january",
     "february",
