@@ -316,3 +316,14 @@ def test_a_range_of_days_and_plural_days_are_no_names() -> None:
     got = found("Ilka tests Monday-Tuesday and deploys on Fridays, with the Content-Type header.")
     assert not {"Monday-Tuesday", "Fridays"} & set(got)
     assert got.get("Content-Type") == "identifier"
+
+
+def test_a_word_in_small_letters_opening_a_sentence_is_a_name_written_its_own_way() -> None:
+    text = "Deployed. quill-gw is down again. pnpm failed too... then it recovered; e.g. logs."
+    got = found(text)
+    assert got.get("quill-gw") == "name"  # code-shaped: known, then found anywhere
+    assert got.get("pnpm") == "identifier"  # a plain word: found there only
+    assert not {"then", "logs", "it"} & set(got)
+    later = extract_entities("Restarted quill-gw.", {e.text for e in extract_entities(text)})
+    assert [e.text for e in later] == ["quill-gw"]
+    assert "fixed" not in found("fixed the build.")  # a stop word stays a word

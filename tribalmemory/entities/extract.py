@@ -353,6 +353,32 @@ def _stop_pair(surface: str) -> bool:
     return surface[:1].isupper() and any(p.lower() in _DATES for p in surface.split("-"))
 
 
+_LOWER_OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)([a-z][\w-]*\w)(?![\w.(/@-])")
+"""A word in small letters opening a sentence (at the start, after ``. ``, ``! ``, ``? `` or
+a line break; not after an ellipsis, nor a colon: ``Plan: non-blocking ...``)."""
+_CODE_SHAPED = re.compile(r"[-_\d]")
+"""A hyphen, an underscore or a digit: a word no English sentence writes in small letters
+(``edge-gw``, ``min16float``), unlike a plain one (``go``, ``lerp``)."""
+
+
+def _lower_openers(text: str) -> Iterable[tuple[int, int]]:
+    """Words in small letters that open a sentence: a sentence opens with a capital, so a word
+    that keeps its small letters there is a name written its own way (``edge-gw is down``,
+    ``commercetools already holds``); not a stop word, nor after an abbreviation (``e.g.``).
+    A code-shaped one (:data:`_CODE_SHAPED`) is a name, then known to the project and found
+    wherever it is written; a plain word is an identifier, found there only (it may be an
+    English word too: ``go list`` and ``to go``)."""
+    for m in _LOWER_OPENER.finditer(text):
+        word = m.group(1)
+        if word in STOP:
+            continue
+        before = text[: m.start(1)].rstrip()
+        last = before.rsplit(None, 1)[-1] if before else ""
+        if last.count(".") > 1 or last.lower() in ("vs.", "etc.", "approx.", "cf."):
+            continue
+        yield m.start(1), m.end(1)
+
+
 _HUMPS = re.compile(r"[A-Z][A-Za-z0-9]*")
 """A capitalised word of letters and digits only (``GitHub``, ``DevTools``)."""
 
@@ -413,6 +439,9 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         add(kind, text[start:end], start, end)
     for surface, start, end in names:
         add("name", surface, start, end)
+    for start, end in _lower_openers(text):
+        word = text[start:end]
+        add("name" if _CODE_SHAPED.search(word) else "identifier", word, start, end)
     # names the corpus taught: as written (``Priya`` opening a sentence), and in any case when
     # taught in lower case (``uv``, ``pgbouncer``); the longer first where two overlap
     for start, end in sorted(taught_spans(text, corpus), key=lambda m: (m[0] - m[1], m[0])):
