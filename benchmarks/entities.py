@@ -91,6 +91,8 @@ def taught(rows: list[dict]) -> frozenset[str]:
         for e in extract_entities(row["content"], paths):
             if e.kind == "name":
                 seen.add(e.text)
+            elif e.kind == "system":
+                seen.add(e.name)
             elif is_known_path(e.name, e.kind) or is_known_release(e.name, e.kind):
                 seen.add(e.name)
     return frozenset(seen)

@@ -327,3 +327,26 @@ def test_a_word_in_small_letters_opening_a_sentence_is_a_name_written_its_own_wa
     later = extract_entities("Restarted quill-gw.", {e.text for e in extract_entities(text)})
     assert [e.text for e in later] == ["quill-gw"]
     assert "fixed" not in found("fixed the build.")  # a stop word stays a word
+
+
+def test_a_hyphenated_word_kin_to_a_known_name_or_system_is_a_system() -> None:
+    text = "Moved qx-dash and qx-fhir to the okta-admins group; the tools-only and go-live bits."
+    assert not {"qx-dash", "qx-fhir", "okta-admins"} & set(found(text))
+    got = {e.text: e.kind for e in extract_entities(text, {"qx-api", "Okta", "Tools", "Go"})}
+    assert got.get("qx-dash") == got.get("qx-fhir") == got.get("okta-admins") == "system"
+    assert not {"tools-only", "go-live"} & set(got)  # compound words, not kin
+
+
+def test_a_pr_with_its_repository_and_a_scoped_package_are_one() -> None:
+    got = {
+        e.text: (e.kind, e.name)
+        for e in extract_entities("Merged quill-web#845; uses @acme/ui-kit.")
+    }
+    assert got.get("quill-web#845") == ("ticket", "#845")
+    assert got.get("@acme/ui-kit", ("", ""))[0] == "identifier"
+    assert not {"quill-web", "acme/ui-kit"} & set(got)
+
+
+def test_a_plain_word_opening_a_sentence_needs_a_writer_who_capitalises() -> None:
+    assert found("lunch is at noon on most days.") == {}
+    assert found("Deploy done. lunchbox failed again.").get("lunchbox") == "identifier"

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tribalmemory.entities.aliases import canonical
-from tribalmemory.entities.known import FILE, taught, taught_spans
+from tribalmemory.entities.known import FILE, Taught, taught, taught_spans
 from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.stoplist import MONTHS, STOP, WEEKDAYS
 
@@ -40,7 +40,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|(?<![\w.])[a-z][\w-]*(?:\.[a-z][\w-]*)+:\d{2,5}\b"
         ),
     ),
-    ("ticket", re.compile(r"(?<![\w&])#\d{3,}\b")),
+    (
+        "ticket",
+        re.compile(r"(?<![\w&])#\d{3,}\b|\b[a-z][\w.-]*/?[\w.-]*\w#\d+\b(?!\.\d)"),
+    ),  # repo#12
     ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d{2,}(?:-\d+)*\b")),  # not UTC-3; BF-2025-08
     (
         "version",
@@ -83,6 +86,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"(?<![\w#&])#[a-z][a-z0-9]+(?:-[a-z0-9]+)*")),  # channels, tags
     ("identifier", re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\(\))")),  # calls: json.dumps()
     ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w+)+")),  # dotted before humps
+    ("identifier", re.compile(r"(?<![\w@/])@[a-z][\w.-]*/[a-z0-9][\w.-]*\w")),  # @scope/pkg
     (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
         "identifier",
         re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
@@ -91,13 +95,13 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
     ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
     ("identifier", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),  # headers: Idempotency-Key
-    ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")),
+    ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
 )
 _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", "#", "-", "."),  # links, hosts, tickets, keys, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "()", ".", ":", None, "0x", None, "-"),  # identifiers
+    *("::", "--", "#", "()", ".", "@", ":", None, "0x", None, "-"),  # identifiers
     "-",  # systems
 )
 """What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
@@ -121,14 +125,20 @@ _VERSION_END = re.compile(r"^[^/]*[a-z][^/]*/v?\d+(?:\.\d+)+$")
 """A branch of a release (``release/5.12``; not a protocol's version, ``HTTP/1.1``)."""
 
 
-def _plausible(kind: str, surface: str, folders: frozenset[str] = frozenset()) -> bool:
+def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
     """Whether a pattern's match names something: a hyphenated word names a system only with a
-    system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``); a
-    path is not only numbers (``2025/01/09``, ``/24``), and a relative one needs two slashes,
-    a trailing one, a file extension, capitalised folders starting with a known folder
-    (``folders``) or a release (not ``gain/loss``, ``3.1k/month``, ``HTTP/1.1``)."""
+    system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``) or
+    a part the project knows (:func:`_kin`); a path is not only numbers (``2025/01/09``,
+    ``/24``), and a relative one needs two slashes, a trailing one, a file extension,
+    capitalised folders starting with a known folder or a release (not ``gain/loss``,
+    ``3.1k/month``, ``HTTP/1.1``)."""
+    folders = corpus.folders
     if kind == "system":
-        return surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES or any(c.isdigit() for c in surface)
+        return (
+            surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
+            or any(c.isdigit() for c in surface)
+            or _kin(surface, corpus)
+        )
     if kind == "url" and _FILE_LINE.search(surface):
         return False
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
@@ -147,6 +157,32 @@ def _plausible(kind: str, surface: str, folders: frozenset[str] = frozenset()) -
         ):
             return False
     return True
+
+
+_PREFIXES = frozenset(
+    "non pre post re self multi cross co anti sub semi over under out de un mis inter intra "
+    "bi tri mid ex per half well".split()
+)
+"""English prefixes a compound word opens with (``self-serve``, ``per-site``)."""
+_COMPOUND_ENDS = frozenset(
+    "only like style based heavy facing scoped wide free friendly aware specific compatible "
+    "related driven powered native level side time".split()
+)
+"""English words a compound adjective ends with (``gmail-like``, ``tools-only``)."""
+
+
+def _kin(surface: str, corpus: Taught) -> bool:
+    """Whether a hyphenated word in small letters is kin to what the project knows: its first
+    part starts a known system (``pw-fhir`` once ``pw-api`` is known), or one of its parts of
+    three letters or more is a known name (``okta-admins`` once ``Okta`` is, ``pw-mirth``
+    once ``Mirth`` is); not a compound word (:data:`_PREFIXES`, :data:`_COMPOUND_ENDS`, a
+    stop word first: ``per-site``, ``tools-only``; ``go-live`` with ``Go`` known)."""
+    parts = surface.split("-")
+    if parts[0] in STOP or parts[0] in _PREFIXES or parts[-1] in _COMPOUND_ENDS:
+        return False
+    return parts[0] in corpus.families or any(
+        len(p) > 2 and p in corpus.lower and p not in STOP for p in parts
+    )
 
 
 _SECTION = re.compile(
@@ -356,6 +392,8 @@ def _stop_pair(surface: str) -> bool:
 _LOWER_OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)([a-z][\w-]*\w)(?![\w.(/@-])")
 """A word in small letters opening a sentence (at the start, after ``. ``, ``! ``, ``? `` or
 a line break; not after an ellipsis, nor a colon: ``Plan: non-blocking ...``)."""
+_OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)(\w+)")
+"""The first word of each sentence, as :data:`_LOWER_OPENER` finds them."""
 _CODE_SHAPED = re.compile(r"[-_\d]")
 """A hyphen, an underscore or a digit: a word no English sentence writes in small letters
 (``edge-gw``, ``min16float``), unlike a plain one (``go``, ``lerp``)."""
@@ -367,10 +405,13 @@ def _lower_openers(text: str) -> Iterable[tuple[int, int]]:
     ``commercetools already holds``); not a stop word, nor after an abbreviation (``e.g.``).
     A code-shaped one (:data:`_CODE_SHAPED`) is a name, then known to the project and found
     wherever it is written; a plain word is an identifier, found there only (it may be an
-    English word too: ``go list`` and ``to go``)."""
-    for m in _LOWER_OPENER.finditer(text):
+    English word too: ``go list`` and ``to go``), and only in a text whose other sentences
+    open with a capital (a writer who never does: ``lunch is at noon.``)."""
+    openers = list(_LOWER_OPENER.finditer(text))
+    capitals = any(m.group(1)[:1].isupper() for m in _OPENER.finditer(text))
+    for m in openers:
         word = m.group(1)
-        if word in STOP:
+        if word in STOP or not (capitals or _CODE_SHAPED.search(word)):
             continue
         before = text[: m.start(1)].rstrip()
         last = before.rsplit(None, 1)[-1] if before else ""
@@ -412,7 +453,7 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if kind == "identifier" and (surface.lower() in STOP or _stop_pair(surface)):
             return
-        if not _plausible(kind, surface, corpus.folders):
+        if not _plausible(kind, surface, corpus):
             return
         if kind == "version" and (_section_number(text, start) or _dependency_version(text, start)):
             return
@@ -420,6 +461,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         taken.append((start, end))
         name = canonical(surface)
+        if kind == "ticket" and "#" in surface[1:]:  # a PR with its repository: its number
+            name = "#" + surface.rpartition("#")[2]
         if kind == "path" and "/" not in name:
             name = corpus.files.get(name, name)
         found.append(Entity(kind, surface, start, end, name))

@@ -40,6 +40,8 @@ class Taught:
     """The first two parts of the known releases (``5.12`` of ``v5.12.0``)."""
     folders: frozenset[str] = frozenset()
     """The first folder of each known path (``engine`` of ``engine/core/math.h``)."""
+    families: frozenset[str] = frozenset()
+    """The first part of each known hyphenated name in small letters (``pw`` of ``pw-api``)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -53,6 +55,7 @@ def taught(known: frozenset[str]) -> Taught:
     paths: dict[str, set[str]] = {}
     releases = set()
     folders = set()
+    families = set()
     for entry in known:
         parsed = _entry(entry)
         if parsed[0] == "release":
@@ -66,6 +69,8 @@ def taught(known: frozenset[str]) -> Taught:
                 folders.add(folder[0])
             continue
         lower.add(entry.lower())
+        if entry.islower() and "-" in entry.strip("-"):
+            families.add(entry.split("-", 1)[0])
         if parsed[0] == "name":
             _, is_lower, words, seps = parsed
             (any_case if is_lower else exact).setdefault(words[0], []).append((words, seps))
@@ -74,7 +79,15 @@ def taught(known: frozenset[str]) -> Taught:
             if len(names) > 1:
                 names.sort(key=lambda n: -len(n[0]))
     files = {base: next(iter(p)) for base, p in paths.items() if len(p) == 1}
-    return Taught(frozenset(lower), exact, any_case, files, frozenset(releases), frozenset(folders))
+    return Taught(
+        frozenset(lower),
+        exact,
+        any_case,
+        files,
+        frozenset(releases),
+        frozenset(folders),
+        frozenset(families),
+    )
 
 
 @functools.lru_cache(maxsize=8192)
