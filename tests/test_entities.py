@@ -350,3 +350,19 @@ def test_a_pr_with_its_repository_and_a_scoped_package_are_one() -> None:
 def test_a_plain_word_opening_a_sentence_needs_a_writer_who_capitalises() -> None:
     assert found("lunch is at noon on most days.") == {}
     assert found("Deploy done. lunchbox failed again.").get("lunchbox") == "identifier"
+
+
+def test_units_builtins_honorifics_and_more_nationalities_are_no_entities() -> None:
+    got = found(
+        "Readings in mS and pH stay; run `set -e` and `echo $PATH` first. Dr. Ames signed "
+        "the Portuguese and Japanese copies for Kestrel."
+    )
+    assert not {"mS", "pH", "set", "echo", "Dr", "Portuguese", "Japanese"} & set(got)
+    assert {"Ames", "Kestrel"} <= set(got)
+    assert found("Run `kubectl get pods` now.").get("kubectl") == "identifier"
+
+
+def test_a_place_named_for_a_saint_is_one_name() -> None:
+    got = found("Talked to St. Ormond's interface team and the Mt. Hood office.")
+    assert {"St. Ormond's", "Mt. Hood"} <= set(got)
+    assert not {"St", "Ormond", "Mt", "Hood"} & set(got)

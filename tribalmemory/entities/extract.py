@@ -218,9 +218,9 @@ _PLURAL_ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z0-9][A-Z0-9&]*(?:s|'
 """An acronym's plural (``APIs``, ``SKUs``, ``P1s``): a kind of thing, never one thing; it
 stands alone as an acronym does."""
 _SENTENCE_END = frozenset(".!?:\n")
-_ADJECTIVE = re.compile(r"[A-Z][a-z]+ish")
-"""A language or a nationality (``Polish``, ``English``, ``British``): said of things, it
-names none; trimmed from a run's edges as a stop word is."""
+_ADJECTIVE = re.compile(r"[A-Z][a-z]+(?:ish|ese)")
+"""A language or a nationality (``Polish``, ``English``, ``British``, ``Portuguese``): said of
+things, it names none; trimmed from a run's edges as a stop word is."""
 _QUOTES = frozenset("\"'`\u2018\u201c")
 _HUMPED = re.compile(r"[a-z][A-Z]")
 """A capital after a small letter: a word with humps (``GitHub``, ``OfflineMapService``), no
@@ -238,8 +238,8 @@ def _placeholder(text: str, start: int, end: int) -> bool:
 
 
 def _sentence_initial(text: str, start: int) -> bool:
-    """Whether ``start`` opens a sentence: the text's start, after ``.!?:``, a line break or
-    an opening quote (a quoted title or message)."""
+    """Whether ``start`` opens a sentence: the text's start, after ``.!?:`` (not the period of
+    a title: ``Dr. Ames``), a line break or an opening quote (a quoted title or message)."""
     before = start - 1
     while before >= 0 and text[before] in " \t(*-":
         before -= 1
@@ -249,8 +249,13 @@ def _sentence_initial(text: str, start: int) -> bool:
             return True
         while before >= 0 and text[before] in " \t(*-\"'`":
             before -= 1
+    if before > 0 and text[before] == "." and _TITLE.search(text, max(0, before - 5), before):
+        return False
     return before < 0 or text[before] in _SENTENCE_END
 
+
+_TITLE = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof)$")
+"""A title before a name, whose period ends no sentence."""
 
 Word = tuple[str, int]
 """A word of a capitalised run and where it starts."""
@@ -355,9 +360,11 @@ _TOKEN = re.compile(r"[A-Za-z_$][\w.$-]*\w")
 _KEYWORDS = frozenset(
     "if else elif for while do new static const let var export import from return await async "
     "def class fn func function public private void true false null none nil select insert "
-    "update delete with as in is not and or".split()
+    "update delete with as in is not and or set echo export unset source eval exec printf cd "
+    "alias".split()
 )
-"""Words of programming languages that open code, not a command."""
+"""Words of programming languages that open code, not a command (the shell's own builtins
+among them: `` `set -x` ``, `` `echo $X` ``)."""
 
 
 def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
@@ -420,6 +427,11 @@ def _lower_openers(text: str) -> Iterable[tuple[int, int]]:
         yield m.start(1), m.end(1)
 
 
+_SAINT = re.compile(r"\b(?:St|Mt|Ft)\. [A-Z][a-z]+(?:(?:'|\u2019)s)?")
+"""A place named for a saint, a mount or a fort: one name with its abbreviation and its
+``'s`` (``St. Brennan's``, ``Mt. Hood``), not two."""
+
+
 _HUMPS = re.compile(r"[A-Z][A-Za-z0-9]*")
 """A capitalised word of letters and digits only (``GitHub``, ``DevTools``)."""
 
@@ -471,8 +483,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     for (kind, pattern), needle in zip(_RULES, _NEEDLES, strict=True):
         if needle is None or needle in text:
             for m in pattern.finditer(text):
-                if pattern is CODE_NAME and _in_a_name(m, names):
-                    continue
+                if pattern is CODE_NAME and (len(m.group()) < 3 or _in_a_name(m, names)):
+                    continue  # two letters with a hump are a unit: pH, mS, kW
                 add(kind, m.group(), m.start(), m.end())
     if corpus.releases and "." in text:  # ``5.12`` once ``5.12.0`` is known: that release
         for m in _TWO_PARTS.finditer(text):
@@ -480,6 +492,9 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
                 add("version", m.group(), m.start(), m.end())
     for kind, start, end in _code_spans(text):
         add(kind, text[start:end], start, end)
+    if ". " in text:
+        for m in _SAINT.finditer(text):
+            add("name", m.group(), m.start(), m.end())
     for surface, start, end in names:
         add("name", surface, start, end)
     for start, end in _lower_openers(text):

@@ -185,6 +185,8 @@ FUNCTION = set(
     "might shall do does did is are was were be been has have had let".split()
 )
 """English function words: determiners, pronouns, auxiliaries, connectives."""
+HONORIFICS = set("mr mrs ms dr prof sir".split())
+"""Titles before a name (``Dr. Reyes``): the name is the person's."""
 LITERALS = set("true false null nil none undefined nan inf infinity".split())
 """Values every language writes the same way (``True``, ``NaN``, ``Inf``): no one thing."""
-STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS
+STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS | HONORIFICS
