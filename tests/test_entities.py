@@ -366,3 +366,30 @@ def test_a_place_named_for_a_saint_is_one_name() -> None:
     got = found("Talked to St. Ormond's interface team and the Mt. Hood office.")
     assert {"St. Ormond's", "Mt. Hood"} <= set(got)
     assert not {"St", "Ormond", "Mt", "Hood"} & set(got)
+
+
+def test_home_paths_branches_and_route_segments_are_paths_and_templates_are_not() -> None:
+    got = found(
+        "Keep ~/.config/fb/config.toml, cut chore/next-16 from app/[slug]/page.tsx; "
+        "repos live in ~/clients/<name>/ on feat/QX-<ticket>-desc."
+    )
+    assert got.get("~/.config/fb/config.toml") == got.get("chore/next-16") == "path"
+    assert got.get("app/[slug]/page.tsx") == "path"
+    assert not {"/clients", "~/clients/", "feat/QX", "next-16", "/page.tsx"} & set(got)
+
+
+def test_calls_and_words_joined_by_slashes_are_no_routes() -> None:
+    got = found("Mostly cookies()/headers()/params now, and one/few/many/other plurals.")
+    assert not {"/headers", "/params", "one/few/many/other"} & set(got)
+    assert got.get("headers") == "identifier"
+
+
+def test_a_rule_id_keeps_its_hyphens_and_a_glob() -> None:
+    got = found("Rule acme.go.sql-string-concat fired; imports com.acme.util.* too.")
+    assert got.get("acme.go.sql-string-concat") == got.get("com.acme.util.*") == "identifier"
+    assert not {"acme.go.sql", "com.acme.util"} & set(got)
+
+
+def test_a_module_s_version_after_to_is_no_release() -> None:
+    assert "v0.38.0" not in found("Bumped x/crypto to v0.38.0 in edge-gw.")
+    assert "v0.38.0" in found("Bumped edge-gw to v0.38.0.")

@@ -67,25 +67,33 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|(?<![\w\\/])[\w.-]+(?:\\[\w.*-]+)+\\?"
         ),
     ),
-    (
+    (  # slash paths (a trailing / kept, [segments] of routes), routes, home paths
         "path",
         re.compile(
-            r"(?<![\w/.$])(?:/?[\w.*-]+/)+[\w.*-]*\w(?:/\*|/(?!\w))?"  # a trailing / kept
-            r"|(?<![\w/$])/[\w-]+(?:/[\w*-]+)*"
+            r"(?<![\w/.$\[])~?(?:/?(?:[\w.*-]+|\[[\w.]+\])/)+[\w.*-]*\w(?:/\*|/(?!\w))?"
+            r"|(?<![\w/$)~])/[\w-]+(?:/[\w*-]+)*"  # not after a call: a()/b(); a home: ~/x
+            r"|~/(?:[\w.*-]+/)*[\w.*-]*\w/?"
         ),
     ),
     ("path", re.compile(r"(?<![\w/])[\w-]+/(?=[\s,;:)]|\.(?:\s|$)|$)")),
     ("path", re.compile(r"(?<![\w/])\*\.[A-Za-z0-9]+\b")),  # globs: *.pkg
     (
         "path",
-        re.compile(r"(?<![\w/])[\w*.-]*\." + _EXT + r"\b(?!\.\w)|(?<![\w.])\.[a-z][\w.-]*[a-z]\b"),
+        re.compile(
+            r"(?<![\w/])[\w*.-]*\." + _EXT + r"\b(?!\.\w|-\w)|(?<![\w.])\.[a-z][\w.-]*[a-z]\b"
+        ),
     ),
     ("path", re.compile(r"(?<![\w/.])[A-Z][a-z]+(?:/[A-Z][a-z]+)+(?![\w/])")),  # Engine/Physics
     ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\.[A-Za-z_]\w*)*")),
     ("identifier", re.compile(r"(?<![\w-])--[a-z][\w-]*")),
     ("identifier", re.compile(r"(?<![\w#&])#[a-z][a-z0-9]+(?:-[a-z0-9]+)*")),  # channels, tags
     ("identifier", re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\(\))")),  # calls: json.dumps()
-    ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w+)+")),  # dotted before humps
+    (  # dotted names before humps, a rule's hyphens after three parts, a glob: a.b.c-d, a.b.*
+        "identifier",
+        re.compile(
+            r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+){2,}(?:-[a-z0-9]+)+|(?:\.[A-Za-z_]\w+)+)(?:\.\*)?"
+        ),
+    ),
     ("identifier", re.compile(r"(?<![\w@/])@[a-z][\w.-]*/[a-z0-9][\w.-]*\w")),  # @scope/pkg
     (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
         "identifier",
@@ -121,6 +129,10 @@ _FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
 """Capitalised folder names (``Engine/Physics``): one path rather than two names, when the
 first is a known folder (two capitalised words with a slash are more often a pair:
 ``Kotlin/Spring``, ``Date/Time``)."""
+_TEMPLATE = re.compile(r"[\w.-]*<")
+"""What follows a path that runs on into a placeholder: a template, naming no one thing."""
+_BRANCH_KINDS = frozenset("feat feature fix bugfix hotfix chore release refactor perf".split())
+"""The first part of a conventional branch name (``chore/next-15``, ``fix/login-loop``)."""
 _VERSION_END = re.compile(r"^[^/]*[a-z][^/]*/v?\d+(?:\.\d+)+$")
 """A branch of a release (``release/5.12``; not a protocol's version, ``HTTP/1.1``)."""
 
@@ -154,8 +166,11 @@ def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
             and not FILE.search(surface)
             and not (_FOLDERS.fullmatch(surface) and surface.split("/")[0].lower() in folders)
             and not _VERSION_END.search(surface)
+            and surface.split("/")[0] not in _BRANCH_KINDS
         ):
             return False
+        if not surface.startswith(("/", ".", "~")) and all(p in STOP for p in parts):
+            return False  # words in a row: one/few/many/other
     return True
 
 
@@ -199,10 +214,12 @@ def _section_number(text: str, start: int) -> bool:
     return bool(_SECTION.search(text, max(0, start - 16), start))
 
 
-_DEPENDENCY = re.compile(r"(?:~>|(?<![-=])[<>]=?|[=!]=|[~^@#])\s?$|(?<!\S)[\w.-]+/[\w.-]*\w\s$")
+_DEPENDENCY = re.compile(
+    r"(?:~>|(?<![-=])[<>]=?|[=!]=|[~^@#])\s?$|(?<!\S)[\w.-]+/[\w.-]*\w\s(?:(?:to|from|between)\s)?$"
+)
 """What comes before the version of a dependency: a version constraint (``~> 7.1.5``,
 ``>=2.0.1``, ``react@18.2.0``, ``hl7.fhir.us.core#6.1.0``) or a module path (``x/net
-v0.38.0``); it is another project's release, not the team's."""
+v0.38.0``, ``x/net to v0.38.0``); it is another project's release, not the team's."""
 
 
 def _dependency_version(text: str, start: int) -> bool:
@@ -471,6 +488,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if kind == "identifier" and _placeholder(text, start, end):
             return
+        if kind == "path" and _TEMPLATE.match(text, end):
+            return  # a template's path: ~/clients/<name>/, feat/SF-<ticket>
         taken.append((start, end))
         name = canonical(surface)
         if kind == "ticket" and "#" in surface[1:]:  # a PR with its repository: its number
