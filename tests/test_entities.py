@@ -359,7 +359,7 @@ def test_units_builtins_honorifics_and_more_nationalities_are_no_entities() -> N
     )
     assert not {"mS", "pH", "set", "echo", "Dr", "Portuguese", "Japanese"} & set(got)
     assert {"Ames", "Kestrel"} <= set(got)
-    assert found("Run `kubectl get pods` now.").get("kubectl") == "identifier"
+    assert "kubectl" in found("Run `kubectl get pods` now.")
 
 
 def test_a_place_named_for_a_saint_is_one_name() -> None:
@@ -393,3 +393,14 @@ def test_a_rule_id_keeps_its_hyphens_and_a_glob() -> None:
 def test_a_module_s_version_after_to_is_no_release() -> None:
     assert "v0.38.0" not in found("Bumped x/crypto to v0.38.0 in edge-gw.")
     assert "v0.38.0" in found("Bumped edge-gw to v0.38.0.")
+
+
+def test_a_command_s_program_is_known_then_found_in_prose_unless_an_english_word() -> None:
+    first = "Install with `qbrew install quill`, check with `make lint`."
+    got = {e.text: e.kind for e in extract_entities(first)}
+    assert got.get("qbrew") == "name" and got.get("make") == "identifier"
+    known = {e.text for e in extract_entities(first) if e.kind == "name"}
+    later = [
+        e.text for e in extract_entities("Docs now say qbrew first; make sure it runs.", known)
+    ]
+    assert later == ["qbrew"]

@@ -384,10 +384,20 @@ _KEYWORDS = frozenset(
 among them: `` `set -x` ``, `` `echo $X` ``)."""
 
 
+_WORD_PROGRAMS = frozenset(
+    "make go run test find sort cut head tail watch touch kill date time open less more top "
+    "file type wait sleep join split read cat diff patch install apply sync mail ping".split()
+)
+"""Programs named by an English word (`` `make lint` ``, `` `go test` ``): found in backticks,
+never taught, or every sentence using the word would name them."""
+
+
 def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
     """Code in backticks: a lone token is a code name (`` `sizes` ``, `` `fb` ``); the first
     word of a command is its program (`` `adb shell ...` ``), unless a language keyword opens
-    it or it reads as a message (``: `` inside)."""
+    it or it reads as a message (``: `` inside). A program is a name, then known to the
+    project and found in its prose too (``brew first``), unless an English word names it
+    (:data:`_WORD_PROGRAMS`)."""
     for span in _CODE_SPAN.finditer(text):
         code, start = span.group(1), span.start(1)
         token = _TOKEN.match(code)
@@ -401,7 +411,12 @@ def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
             and token.group() not in _KEYWORDS
             and ": " not in code
         ):
-            yield "identifier", start, start + token.end()
+            program = token.group()
+            yield (
+                "identifier" if program in _WORD_PROGRAMS else "name",
+                start,
+                start + token.end(),
+            )
 
 
 _DATES = frozenset(WEEKDAYS | MONTHS)
