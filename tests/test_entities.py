@@ -404,3 +404,9 @@ def test_a_command_s_program_is_known_then_found_in_prose_unless_an_english_word
         e.text for e in extract_entities("Docs now say qbrew first; make sure it runs.", known)
     ]
     assert later == ["qbrew"]
+
+
+def test_a_statement_or_a_sql_clause_in_backticks_opens_no_command() -> None:
+    got = found("It runs `client = QuillClient()` and `where id > 3`, then `qctl sync`.")
+    assert not {"client", "where"} & set(got)
+    assert got.get("qctl") == "name"

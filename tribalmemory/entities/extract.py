@@ -378,10 +378,10 @@ _KEYWORDS = frozenset(
     "if else elif for while do new static const let var export import from return await async "
     "def class fn func function public private void true false null none nil select insert "
     "update delete with as in is not and or set echo export unset source eval exec printf cd "
-    "alias".split()
+    "alias where using join on order group having limit values returning case when".split()
 )
 """Words of programming languages that open code, not a command (the shell's own builtins
-among them: `` `set -x` ``, `` `echo $X` ``)."""
+among them: `` `set -x` ``, `` `echo $X` ``, and SQL's clauses: `` `where x > 1` ``)."""
 
 
 _WORD_PROGRAMS = frozenset(
@@ -390,6 +390,11 @@ _WORD_PROGRAMS = frozenset(
 )
 """Programs named by an English word (`` `make lint` ``, `` `go test` ``): found in backticks,
 never taught, or every sentence using the word would name them."""
+
+
+_OPERATOR = re.compile(r"\s*(?:[-+*/%&|^<>!:=]?=|=>|->|\.|\[)")
+"""What follows a variable in a statement (`` `client = Client()` ``, `` `x += 1` ``): code,
+not a command."""
 
 
 def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
@@ -410,6 +415,7 @@ def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
             and code[0].islower()
             and token.group() not in _KEYWORDS
             and ": " not in code
+            and not _OPERATOR.match(code, token.end())
         ):
             program = token.group()
             yield (
