@@ -410,3 +410,10 @@ def test_a_statement_or_a_sql_clause_in_backticks_opens_no_command() -> None:
     got = found("It runs `client = QuillClient()` and `where id > 3`, then `qctl sync`.")
     assert not {"client", "where"} & set(got)
     assert got.get("qctl") == "name"
+
+
+def test_percentiles_units_and_a_known_name_s_plural_are_no_names() -> None:
+    text = "Deploy done. p99 went to 5 s at 868 MHz. We keep two Gizmos per Gizmo rack."
+    got = {e.text for e in extract_entities(text, {"Gizmo", "Gizmos"})}
+    assert not {"p99", "MHz", "Gizmos"} & got
+    assert "Gizmo" in got

@@ -353,7 +353,20 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
                 continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5 does
             if _quoted_whole(text, start, end) or _menu_step(text, start):
                 continue
+            if _plural(surface, known):
+                continue
             yield surface, start, end
+
+
+def _plural(surface: str, known: frozenset[str]) -> bool:
+    """Whether a capitalised word is a known name's plural (``Observations``, ``Androids``):
+    a kind of thing, not one."""
+    return (
+        surface[:1].isupper()
+        and surface.endswith("s")
+        and " " not in surface
+        and surface[:-1].lower() in known
+    )
 
 
 def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) -> bool:
@@ -439,6 +452,8 @@ _LOWER_OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)([a-z][\w-]*\w)(?![\
 a line break; not after an ellipsis, nor a colon: ``Plan: non-blocking ...``)."""
 _OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)(\w+)")
 """The first word of each sentence, as :data:`_LOWER_OPENER` finds them."""
+_PERCENTILE = re.compile(r"p\d{2,3}(?:\.\d+)?")
+"""A percentile (``p99 went to 5 s``): a measure, no thing."""
 _CODE_SHAPED = re.compile(r"[-_\d]")
 """A hyphen, an underscore or a digit: a word no English sentence writes in small letters
 (``edge-gw``, ``min16float``), unlike a plain one (``go``, ``lerp``)."""
@@ -456,7 +471,11 @@ def _lower_openers(text: str) -> Iterable[tuple[int, int]]:
     capitals = any(m.group(1)[:1].isupper() for m in _OPENER.finditer(text))
     for m in openers:
         word = m.group(1)
-        if word in STOP or not (capitals or _CODE_SHAPED.search(word)):
+        if (
+            word in STOP
+            or _PERCENTILE.fullmatch(word)
+            or not (capitals or _CODE_SHAPED.search(word))
+        ):
             continue
         before = text[: m.start(1)].rstrip()
         last = before.rsplit(None, 1)[-1] if before else ""
@@ -543,5 +562,6 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     # names the corpus taught: as written (``Priya`` opening a sentence), and in any case when
     # taught in lower case (``uv``, ``pgbouncer``); the longer first where two overlap
     for start, end in sorted(taught_spans(text, corpus), key=lambda m: (m[0] - m[1], m[0])):
-        add("name", text[start:end], start, end)
+        if not _plural(text[start:end], corpus.lower):
+            add("name", text[start:end], start, end)
     return sorted(found, key=lambda e: e.start)
