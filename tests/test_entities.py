@@ -417,3 +417,9 @@ def test_percentiles_units_and_a_known_name_s_plural_are_no_names() -> None:
     got = {e.text for e in extract_entities(text, {"Gizmo", "Gizmos"})}
     assert not {"p99", "MHz", "Gizmos"} & got
     assert "Gizmo" in got
+
+
+def test_a_short_number_is_a_ticket_after_a_ticket_word_or_beside_a_ticket() -> None:
+    got = found("Merged PR #12 and closes #7; bumps (#455, #77, #318); Front page #6 today.")
+    assert {got.get(t) for t in ("#12", "#7", "#455", "#77", "#318")} == {"ticket"}
+    assert "#6" not in got

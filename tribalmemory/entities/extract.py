@@ -122,6 +122,15 @@ _SYSTEM_SUFFIXES = frozenset(
 _FILE_LINE = re.compile(r"\." + _EXT + r":\d+$")
 """A file and a line (``app.py:42``): no host and port."""
 
+_SHORT_TICKET = re.compile(r"(?<![\w&])#\d{1,2}\b(?![.\w])")
+"""``#7``, ``#42``: a rank as often as a ticket (``Front page #6``)."""
+_TICKET_WORD = re.compile(
+    r"\b(?:PRs?|pull requests?|MRs?|issues?|bugs?|tickets?|fix(?:es|ed)?|clos(?:es|ed)|"
+    r"resolv(?:es|ed)|merged|reverts?|reverted)\s+$",
+    re.IGNORECASE,
+)
+"""The word before a short number that makes it a ticket (``PR #12``, ``closes #7``)."""
+
 _TWO_PARTS = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\w)")
 """A two-part number (``5.12``): a release when a known release starts with it."""
 
@@ -545,6 +554,13 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
                 if pattern is CODE_NAME and (len(m.group()) < 3 or _in_a_name(m, names)):
                     continue  # two letters with a hump are a unit: pH, mS, kW
                 add(kind, m.group(), m.start(), m.end())
+    if "#" in text:  # a short number is a ticket after a ticket's word or beside a ticket
+        for m in _SHORT_TICKET.finditer(text):
+            if _TICKET_WORD.search(text, max(0, m.start() - 24), m.start()) or any(
+                e.kind == "ticket" and (e.end + 2 == m.start() or m.end() + 2 == e.start)
+                for e in found
+            ):
+                add("ticket", m.group(), m.start(), m.end())
     if corpus.releases and "." in text:  # ``5.12`` once ``5.12.0`` is known: that release
         for m in _TWO_PARTS.finditer(text):
             if m.group() in corpus.releases:
