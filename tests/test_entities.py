@@ -423,3 +423,9 @@ def test_a_short_number_is_a_ticket_after_a_ticket_word_or_beside_a_ticket() -> 
     got = found("Merged PR #12 and closes #7; bumps (#455, #77, #318); Front page #6 today.")
     assert {got.get(t) for t in ("#12", "#7", "#455", "#77", "#318")} == {"ticket"}
     assert "#6" not in got
+
+
+def test_an_owner_s_repository_is_a_path_and_a_compound_no_system() -> None:
+    got = found("Pushed to quillhq/quill-cli; the per-site cache and r52-based runs stay.")
+    assert got.get("quillhq/quill-cli") == "path"
+    assert not {"quill-cli", "per-site", "r52-based"} & set(got)

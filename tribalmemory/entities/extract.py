@@ -70,7 +70,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # slash paths (a trailing / kept, [segments] of routes), routes, home paths
         "path",
         re.compile(
-            r"(?<![\w/.$\[])~?(?:/?(?:[\w.*-]+|\[[\w.]+\])/)+[\w.*-]*\w(?:/\*|/(?!\w))?"
+            r"(?<![\w/.$\[@])~?(?:/?(?:[\w.*-]+|\[[\w.]+\])/)+[\w.*-]*\w(?:/\*|/(?!\w))?"
             r"|(?<![\w/$)~])/[\w-]+(?:/[\w*-]+)*"  # not after a call: a()/b(); a home: ~/x
             r"|~/(?:[\w.*-]+/)*[\w.*-]*\w/?"
         ),
@@ -155,7 +155,7 @@ def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
     ``3.1k/month``, ``HTTP/1.1``)."""
     folders = corpus.folders
     if kind == "system":
-        return (
+        return not _compound(surface) and (
             surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
             or any(c.isdigit() for c in surface)
             or _kin(surface, corpus)
@@ -176,6 +176,7 @@ def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
             and not (_FOLDERS.fullmatch(surface) and surface.split("/")[0].lower() in folders)
             and not _VERSION_END.search(surface)
             and surface.split("/")[0] not in _BRANCH_KINDS
+            and not _repository(surface, corpus)
         ):
             return False
         if not surface.startswith(("/", ".", "~")) and all(p in STOP for p in parts):
@@ -195,15 +196,26 @@ _COMPOUND_ENDS = frozenset(
 """English words a compound adjective ends with (``gmail-like``, ``tools-only``)."""
 
 
+def _compound(surface: str) -> bool:
+    """Whether a hyphenated word in small letters is an English compound (:data:`_PREFIXES`,
+    :data:`_COMPOUND_ENDS`, a stop word first: ``per-site``, ``r52-based``, ``tools-only``)."""
+    parts = surface.split("-")
+    return parts[0] in STOP or parts[0] in _PREFIXES or parts[-1] in _COMPOUND_ENDS
+
+
+def _repository(surface: str, corpus: Taught) -> bool:
+    """Whether ``owner/name`` names a repository: its name is a system (``ferrow/ferrow-cli``,
+    ``forkbase/homebrew-tap`` once Homebrew is known)."""
+    owner, _, name = surface.partition("/")
+    return bool(owner) and "-" in name and _plausible("system", name, corpus)
+
+
 def _kin(surface: str, corpus: Taught) -> bool:
     """Whether a hyphenated word in small letters is kin to what the project knows: its first
     part starts a known system (``pw-fhir`` once ``pw-api`` is known), or one of its parts of
     three letters or more is a known name (``okta-admins`` once ``Okta`` is, ``pw-mirth``
-    once ``Mirth`` is); not a compound word (:data:`_PREFIXES`, :data:`_COMPOUND_ENDS`, a
-    stop word first: ``per-site``, ``tools-only``; ``go-live`` with ``Go`` known)."""
+    once ``Mirth`` is; not ``go-live`` with ``Go`` known)."""
     parts = surface.split("-")
-    if parts[0] in STOP or parts[0] in _PREFIXES or parts[-1] in _COMPOUND_ENDS:
-        return False
     return parts[0] in corpus.families or any(
         len(p) > 2 and p in corpus.lower and p not in STOP for p in parts
     )
