@@ -429,3 +429,9 @@ def test_an_owner_s_repository_is_a_path_and_a_compound_no_system() -> None:
     got = found("Pushed to quillhq/quill-cli; the per-site cache and r52-based runs stay.")
     assert got.get("quillhq/quill-cli") == "path"
     assert not {"quill-cli", "per-site", "r52-based"} & set(got)
+
+
+def test_an_irregular_past_or_a_short_gerund_opening_a_sentence_is_no_part_of_a_name() -> None:
+    got = found("Deploy done. Told Bram right away. Using Vite now.")
+    assert {"Bram", "Vite"} <= set(got)
+    assert not {"Told Bram", "Using Vite", "Told", "Using"} & set(got)

@@ -264,6 +264,13 @@ _HUMPED = re.compile(r"[a-z][A-Z]")
 """A capital after a small letter: a word with humps (``GitHub``, ``OfflineMapService``), no
 sentence's ordinary word; it does not keep a sentence opener before it (``Drop
 OfflineMapService``)."""
+_IRREGULAR = frozenset(
+    "told sent made got ran put kept left took gave saw said went came wrote built brought "
+    "bought thought felt held met paid sold spent chose began broke drove forgot knew led "
+    "meant spoke stood taught threw understood woke using having being doing".split()
+)
+"""Past tenses that do not end in -ed, and short gerunds, opening a sentence (``Told Bram``,
+``Using Vite``): a verb, not part of the name after it."""
 _INFLECTED = re.compile(r"[A-Z][a-z]{2,}(?:ed|ing)")
 """A past-tense verb or a gerund opening a sentence (``Asked Daan``, ``Reviewed Rosa``,
 ``Checking Kenji``, ``Existing EU customers``)."""
@@ -394,10 +401,10 @@ def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) ->
     """Whether a sentence's first capitalised word is an ordinary word: when ``alone`` (no
     other capitalised word follows) unless a possessive follows (``Lena's``) or it has a letter
     English words do not (``Tomás``); a past-tense verb or a gerund always (``Reviewed
-    Rosa``); and, itself unknown, when what follows it is a known name (``Needs Rutger`` with
+    Rosa``, ``Told Bram``, ``Using Vite``); and, itself unknown, when what follows it is a known name (``Needs Rutger`` with
     ``Rutger`` known: the name starts after it)."""
     word, start = words[0]
-    if _INFLECTED.fullmatch(word):
+    if _INFLECTED.fullmatch(word) or word.lower() in _IRREGULAR:
         return True
     if not word.isascii():
         return False
