@@ -401,8 +401,8 @@ def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) ->
     """Whether a sentence's first capitalised word is an ordinary word: when ``alone`` (no
     other capitalised word follows) unless a possessive follows (``Lena's``) or it has a letter
     English words do not (``Tomás``); a past-tense verb or a gerund always (``Reviewed
-    Rosa``, ``Told Bram``, ``Using Vite``); and, itself unknown, when what follows it is a known name (``Needs Rutger`` with
-    ``Rutger`` known: the name starts after it)."""
+    Rosa``, ``Told Bram``, ``Using Vite``); and, itself unknown, when what follows it is a
+    known name (``Needs Rutger`` with ``Rutger`` known: the name starts after it)."""
     word, start = words[0]
     if _INFLECTED.fullmatch(word) or word.lower() in _IRREGULAR:
         return True
