@@ -435,3 +435,9 @@ def test_an_irregular_past_or_a_short_gerund_opening_a_sentence_is_no_part_of_a_
     got = found("Deploy done. Told Bram right away. Using Vite now.")
     assert {"Bram", "Vite"} <= set(got)
     assert not {"Told Bram", "Using Vite", "Told", "Using"} & set(got)
+
+
+def test_a_list_s_number_opens_no_sentence() -> None:
+    got = found("Steps: 1. Rename the table, 2. auth callback, 3. presence to members.")
+    assert not {"auth", "presence"} & set(got)
+    assert found("Calls went x9. qcache API p95 1.8 s.").get("qcache") == "identifier"

@@ -477,9 +477,12 @@ def _stop_pair(surface: str) -> bool:
 
 _LOWER_OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)([a-z][\w-]*\w)(?![\w.(/@-])")
 """A word in small letters opening a sentence (at the start, after ``. ``, ``! ``, ``? `` or
-a line break; not after an ellipsis, nor a colon: ``Plan: non-blocking ...``)."""
+a line break; not after an ellipsis, a list's number, ``3. auth callback``, nor a colon:
+``Plan: non-blocking ...``)."""
 _OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)(\w+)")
 """The first word of each sentence, as :data:`_LOWER_OPENER` finds them."""
+_ABBREVIATIONS = frozenset(("vs.", "etc.", "approx.", "cf."))
+"""Abbreviations whose period ends no sentence."""
 _PERCENTILE = re.compile(r"p\d{2,3}(?:\.\d+)?")
 """A percentile (``p99 went to 5 s``): a measure, no thing."""
 _CODE_SHAPED = re.compile(r"[-_\d]")
@@ -507,7 +510,7 @@ def _lower_openers(text: str) -> Iterable[tuple[int, int]]:
             continue
         before = text[: m.start(1)].rstrip()
         last = before.rsplit(None, 1)[-1] if before else ""
-        if last.count(".") > 1 or last.lower() in ("vs.", "etc.", "approx.", "cf."):
+        if last.count(".") > 1 or last[:-1].isdigit() or last.lower() in _ABBREVIATIONS:
             continue
         yield m.start(1), m.end(1)
 
