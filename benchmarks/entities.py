@@ -1,7 +1,7 @@
 """Entity extraction without an LLM against the hand labels of benchmarks/entity_labels/.
 
-Each stream's names (capitalised inside a sentence), file paths and releases are passed to the
-extraction as known names, as the engine keeps them.
+Each stream's names, systems, file paths and releases are passed to the extraction as known
+names, as the engine keeps them.
 Prints precision / recall / F1 per stream (span match and canonical-name match), for the tuning
 streams and the kept-aside streams apart, and "which episodes touched X" answered from the
 extracted entities against a keyword search of X's canonical name.
@@ -74,7 +74,8 @@ def prf(tp: int, found: int, gold: int) -> tuple[float, float, float]:
 
 def taught(rows: list[dict]) -> frozenset[str]:
     """The corpus statistics passed to the extraction, as the engine keeps them: names the
-    stream writes (capitalised inside a sentence, then also found opening a sentence), paths of
+    stream writes (capitalised inside a sentence, then also found opening a sentence), systems
+    (canonical: ``pw-api``, whose first part then starts kin systems), paths of
     files in a folder (then also named by their bare file name) and releases of three parts or
     four (then also named by their first two: ``5.12`` of ``v5.12.0``), by the store's own
     tests (:func:`is_known_path`, :func:`is_known_release`). The paths and releases are
