@@ -33,13 +33,11 @@ _EXT = (
 )
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("url", re.compile(r"https?://[^\s)>\]]+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")),
-    (  # a host, with its path (golang.org/x/net), or any host with a port (vault.internal:8200)
+    (  # a host, with its path: golang.org/x/net
         "url",
-        re.compile(
-            r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b(?:/[\w.~%+-]*[\w~%+-])*"
-            r"|(?<![\w.])[a-z][\w-]*(?:\.[a-z][\w-]*)+:\d{2,5}\b"
-        ),
+        re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b(?:/[\w.~%+-]*[\w~%+-])*"),
     ),
+    ("url", re.compile(r"(?<![\w.])[a-z][\w-]*(?:\.[a-z][\w-]*)+:\d{2,5}\b")),  # host:port
     (
         "ticket",
         re.compile(r"(?<![\w&])#\d{3,}\b|\b[a-z][\w.-]*/?[\w.-]*\w#\d+\b(?!\.\d)"),
@@ -88,11 +86,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"(?<![\w-])--[a-z][\w-]*")),
     ("identifier", re.compile(r"(?<![\w#&])#[a-z][a-z0-9]+(?:-[a-z0-9]+)*")),  # channels, tags
     ("identifier", re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\(\))")),  # calls: json.dumps()
-    (  # dotted names before humps, a rule's hyphens after three parts, a glob: a.b.c-d, a.b.*
+    (  # dotted names before humps (a rule id's hyphens after three parts), a glob: a.b.*
         "identifier",
-        re.compile(
-            r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+){2,}(?:-[a-z0-9]+)+|(?:\.[A-Za-z_]\w+)+)(?:\.\*)?"
-        ),
+        re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?"),
     ),
     ("identifier", re.compile(r"(?<![\w@/])@[a-z][\w.-]*/[a-z0-9][\w.-]*\w")),  # @scope/pkg
     (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
@@ -106,7 +102,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
 )
 _NEEDLES: tuple[str | None, ...] = (
-    *(None, ".", "#", "-", "."),  # links, hosts, tickets, keys, versions
+    *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
     *("::", "--", "#", "()", ".", "@", ":", None, "0x", None, "-"),  # identifiers
@@ -546,6 +542,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     taken: list[tuple[int, int]] = []
 
     def add(kind: str, surface: str, start: int, end: int) -> None:
+        if kind == "identifier" and surface.count(".") == 1 and "-" in surface.partition(".")[2]:
+            surface = surface.partition("-")[0]  # hyphens only in a rule id: node.js-based
         if not surface.endswith("/..."):
             surface = surface.rstrip(".,;:!?'\"(" if kind == "url" else ".(")
         end = start + len(surface)
