@@ -1,7 +1,7 @@
 """Entity extraction without an LLM against the hand labels of benchmarks/entity_labels/.
 
-Each stream's names (capitalised inside a sentence), file paths and releases are passed to the
-extraction as known names, as the engine keeps them.
+Each stream's names, systems, file paths and releases are passed to the extraction as known
+names, as the engine keeps them.
 Prints precision / recall / F1 per stream (span match and canonical-name match), for the tuning
 streams and the kept-aside streams apart, and "which episodes touched X" answered from the
 extracted entities against a keyword search of X's canonical name.
@@ -28,18 +28,35 @@ TUNING = (
     "synth-devtools-startup",
     "synth-ecommerce-frontend",
     "episodes-dev",
+    "synth-security-team",
+    "synth-health-integration",
+    "synth-consultancy-solo",
 )
+OWN = ("synth-security-team", "synth-health-integration", "synth-consultancy-solo")
+"""The labelled streams of the project's own made-up ones (``benchmarks/training_streams/``),
+read from there, not from the corpus."""
 ASIDE = ("synth-solo-oss", "synth-support-agents")
+TRAINING = Path(__file__).resolve().parent / "training_streams"
 BESIDE = {"episodes-dev": "../datasets"}
 """Labelled streams not in the corpus: the team stream of ../shared/datasets/, beside it."""
-PARTS = {s: BESIDE.get(s, "train") for s in TUNING} | dict.fromkeys(ASIDE, "validation")
+PARTS = {s: BESIDE.get(s, "train") for s in TUNING if s not in OWN} | dict.fromkeys(
+    ASIDE, "validation"
+)
 """The folder of each labelled stream under the corpus: tuned on train/ (and the team stream
 beside the corpus), kept aside from validation/."""
 
 
+def stream_file(corpus: Path, stream: str) -> Path:
+    """Where a labelled stream's texts are: the project's own in ``benchmarks/training_streams/``
+    (:data:`OWN`), the others in their folder of the corpus (:data:`PARTS`)."""
+    if stream in OWN:
+        return TRAINING / f"{stream}.jsonl"
+    return corpus / PARTS[stream] / f"{stream}.jsonl"
+
+
 def load(corpus: Path, stream: str) -> list[dict]:
     rows = {}
-    for line in (corpus / PARTS[stream] / f"{stream}.jsonl").open(encoding="utf-8"):
+    for line in stream_file(corpus, stream).open(encoding="utf-8"):
         row = json.loads(line)
         rows[row["id"]] = row
     out = []
@@ -57,15 +74,26 @@ def prf(tp: int, found: int, gold: int) -> tuple[float, float, float]:
 
 def taught(rows: list[dict]) -> frozenset[str]:
     """The corpus statistics passed to the extraction, as the engine keeps them: names the
-    stream writes (capitalised inside a sentence, then also found opening a sentence), paths of
+    stream writes (capitalised inside a sentence, then also found opening a sentence), systems
+    (canonical: ``pw-api``, whose first part then starts kin systems), paths of
     files in a folder (then also named by their bare file name) and releases of three parts or
     four (then also named by their first two: ``5.12`` of ``v5.12.0``), by the store's own
-    tests (:func:`is_known_path`, :func:`is_known_release`)."""
+    tests (:func:`is_known_path`, :func:`is_known_release`). The paths and releases are
+    learned first, and the names then with them known, as the engine finds a memory's names
+    with the paths of the memories before it (a pair of capitalised folders, ``Engine/Physics``,
+    is a path once ``Engine/Core/Math.h`` is known, not two names)."""
     seen: set[str] = set()
     for row in rows:
         for e in extract_entities(row["content"]):
+            if is_known_path(e.name, e.kind) or is_known_release(e.name, e.kind):
+                seen.add(e.name)
+    paths = frozenset(seen)
+    for row in rows:
+        for e in extract_entities(row["content"], paths):
             if e.kind == "name":
                 seen.add(e.text)
+            elif e.kind == "system":
+                seen.add(e.name)
             elif is_known_path(e.name, e.kind) or is_known_release(e.name, e.kind):
                 seen.add(e.name)
     return frozenset(seen)
@@ -180,10 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_section(
             "entities",
             "## Entities without an LLM\n\n"
-            "`python benchmarks/entities.py ../shared/corpus --write` on the 440 "
+            "`python benchmarks/entities.py ../shared/corpus --write` on the 605 "
             "hand-labelled memories "
             "of `benchmarks/entity_labels/` (the team stream `episodes-dev` is read from "
-            "`../shared/datasets/`; targets: P >= 0.85, "
+            "`../shared/datasets/`, the project's own streams from "
+            "`benchmarks/training_streams/`; targets: P >= 0.85, "
             "R >= 0.7; episodes from entities >= 0.9 against keyword <= 0.7; episode recall is "
             "over each stream's labelled memories).\n\n" + text,
         )

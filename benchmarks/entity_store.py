@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from entities import ASIDE, LABELS, PARTS, TUNING  # noqa: E402
+from entities import ASIDE, LABELS, TUNING, stream_file  # noqa: E402
 
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.entities import canonical, mentions_of  # noqa: E402
@@ -47,8 +47,7 @@ RECALL_LIMITS = (10, 50)  # 50: the most recall returns (about a third of a stre
 
 
 def stream_rows(corpus: Path, stream: str) -> tuple[list[dict[str, Any]], dict[str, list[dict]]]:
-    path = corpus / PARTS[stream] / f"{stream}.jsonl"
-    rows = [json.loads(line) for line in path.open(encoding="utf-8")]
+    rows = [json.loads(line) for line in stream_file(corpus, stream).open(encoding="utf-8")]
     rows.sort(key=lambda r: (r["timestamp"], r["id"]))
     labels = {}
     for line in (LABELS / f"{stream}.jsonl").open(encoding="utf-8"):

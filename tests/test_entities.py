@@ -115,10 +115,11 @@ def test_amounts_and_address_ranges_are_not_paths() -> None:
 
 
 def test_globs_folders_branches_and_more_file_kinds_are_paths() -> None:
-    got = found(
+    text = (
         "Copy *.xvc files from Engine/Renderer, cut release/5.12, regenerate TideTokens.swift "
         "and drop .csproj.user."
     )
+    got = {e.text: e.kind for e in extract_entities(text, {"engine/core/math.h"})}
     assert {g: got.get(g) for g in ("*.xvc", "Engine/Renderer", "release/5.12")} == {
         "*.xvc": "path",
         "Engine/Renderer": "path",
@@ -245,3 +246,198 @@ def test_a_two_part_number_is_a_release_once_its_three_part_release_is_known() -
     assert got["5.12"] == ("version", "v5.12") and got["5.11"] == ("version", "v5.11")
     assert not {"98.1", "1.24"} & set(got)
     assert "5.12" not in {e.text for e in extract_entities("See Req 5.12 first.", {"v5.12.0"})}
+
+
+def test_a_scoped_name_keeps_the_member_after_it() -> None:
+    got = found("Moved Mime::Type.register up; ActiveRecord::Base.encrypts needs keys.")
+    assert got.get("Mime::Type.register") == got.get("ActiveRecord::Base.encrypts") == "identifier"
+    assert not {"Mime::Type", "ActiveRecord::Base"} & set(got)
+
+
+def test_a_code_name_in_a_namespace_keeps_its_namespace() -> None:
+    got = found('Set android:exportedService="true" and grant logs:FilterLogEvents to it.')
+    assert got.get("android:exportedService") == got.get("logs:FilterLogEvents") == "identifier"
+    assert not {"exportedService", "FilterLogEvents"} & set(got)
+
+
+def test_links_end_before_punctuation_and_hosts_keep_a_path_or_a_port() -> None:
+    got = found(
+        "Open https://status.quillhq.health/api/ping, then bump golang.org/x/crypto and "
+        "point it at cache.internal:6380; the bug is in app.py:42."
+    )
+    assert got.get("https://status.quillhq.health/api/ping") == "url"
+    assert got.get("golang.org/x/crypto") == "url"
+    assert got.get("cache.internal:6380") == "url"
+    assert got.get("app.py") == "path" and "app.py:42" not in got
+
+
+def test_a_dependency_s_version_is_no_release_of_the_team() -> None:
+    got = found(
+        "Pinned rails ~> 7.1.5, numpy>=1.26.4, react@18.2.0 and hl7.fhir.us.core#6.1.0; "
+        "bumped x/crypto v0.31.0. Shipped 3.2.1, then v2.87 -> v2.88."
+    )
+    assert not {"7.1.5", "1.26.4", "18.2.0", "6.1.0", "v0.31.0"} & set(got)
+    assert "react@18.2.0" not in got  # a package, not a mail address
+    assert got.get("3.2.1") == got.get("v2.87") == got.get("v2.88") == "version"
+
+
+def test_a_word_with_humps_in_a_run_of_capitalised_words_is_part_of_a_name() -> None:
+    got = found(
+        "Builds run on GitHub Actions; queries use CloudWatch Insights. Drop QuillLoader too."
+    )
+    assert {"GitHub Actions", "CloudWatch Insights", "QuillLoader"} <= set(got)
+    assert not {"GitHub", "Actions", "CloudWatch", "Drop QuillLoader", "Drop"} & set(got)
+    two = found("Chose WorkOS AuthKit for login.")  # two such words stay two
+    assert two.get("WorkOS") == two.get("AuthKit") == "identifier"
+
+
+def test_capitalised_folders_start_with_a_known_folder_and_pairs_are_no_paths() -> None:
+    text = "Port Engine/Audio to Kotlin/Spring over HTTP/1.1, not on Tue/Thu."
+    got = found(text)
+    assert not {"Engine/Audio", "Kotlin/Spring", "HTTP/1.1", "Tue/Thu"} & set(got)
+    assert {"Kotlin", "Spring"} <= set(got)
+    known = {e.text: e.kind for e in extract_entities(text, {"engine/core/math.h"})}
+    assert known.get("Engine/Audio") == "path"
+
+
+def test_a_time_zone_is_one_code_name() -> None:
+    got = found("Slots render in Europe/Lisbon and America/Argentina/Buenos_Aires time.")
+    assert got.get("Europe/Lisbon") == got.get("America/Argentina/Buenos_Aires") == "identifier"
+    assert not {"Europe", "Lisbon", "Buenos_Aires"} & set(got)
+
+
+def test_a_key_with_more_number_groups_is_one() -> None:
+    got = found("Sent invoices QH-2025-09 and OPS-1142 today.")
+    assert got.get("QH-2025-09") == got.get("OPS-1142") == "ticket"
+    assert "QH-2025" not in got
+
+
+def test_a_range_of_days_and_plural_days_are_no_names() -> None:
+    got = found("Ilka tests Monday-Tuesday and deploys on Fridays, with the Content-Type header.")
+    assert not {"Monday-Tuesday", "Fridays"} & set(got)
+    assert got.get("Content-Type") == "identifier"
+
+
+def test_a_word_in_small_letters_opening_a_sentence_is_a_name_written_its_own_way() -> None:
+    text = "Deployed. quill-gw is down again. pnpm failed too... then it recovered; e.g. logs."
+    got = found(text)
+    assert got.get("quill-gw") == "name"  # code-shaped: known, then found anywhere
+    assert got.get("pnpm") == "identifier"  # a plain word: found there only
+    assert not {"then", "logs", "it"} & set(got)
+    later = extract_entities("Restarted quill-gw.", {e.text for e in extract_entities(text)})
+    assert [e.text for e in later] == ["quill-gw"]
+    assert "fixed" not in found("fixed the build.")  # a stop word stays a word
+
+
+def test_a_hyphenated_word_kin_to_a_known_name_or_system_is_a_system() -> None:
+    text = "Moved qx-dash and qx-fhir to the okta-admins group; the tools-only and go-live bits."
+    assert not {"qx-dash", "qx-fhir", "okta-admins"} & set(found(text))
+    got = {e.text: e.kind for e in extract_entities(text, {"qx-api", "Okta", "Tools", "Go"})}
+    assert got.get("qx-dash") == got.get("qx-fhir") == got.get("okta-admins") == "system"
+    assert not {"tools-only", "go-live"} & set(got)  # compound words, not kin
+
+
+def test_a_pr_with_its_repository_and_a_scoped_package_are_one() -> None:
+    got = {
+        e.text: (e.kind, e.name)
+        for e in extract_entities("Merged quill-web#845; uses @acme/ui-kit.")
+    }
+    assert got.get("quill-web#845") == ("ticket", "#845")
+    assert got.get("@acme/ui-kit", ("", ""))[0] == "identifier"
+    assert not {"quill-web", "acme/ui-kit"} & set(got)
+
+
+def test_a_plain_word_opening_a_sentence_needs_a_writer_who_capitalises() -> None:
+    assert found("lunch is at noon on most days.") == {}
+    assert found("Deploy done. lunchbox failed again.").get("lunchbox") == "identifier"
+
+
+def test_units_builtins_honorifics_and_more_nationalities_are_no_entities() -> None:
+    got = found(
+        "Readings in mS and pH stay; run `set -e` and `echo $PATH` first. Dr. Ames signed "
+        "the Portuguese and Japanese copies for Kestrel."
+    )
+    assert not {"mS", "pH", "set", "echo", "Dr", "Portuguese", "Japanese"} & set(got)
+    assert {"Ames", "Kestrel"} <= set(got)
+    assert "kubectl" in found("Run `kubectl get pods` now.")
+
+
+def test_a_place_named_for_a_saint_is_one_name() -> None:
+    got = found("Talked to St. Ormond's interface team and the Mt. Hood office.")
+    assert {"St. Ormond's", "Mt. Hood"} <= set(got)
+    assert not {"St", "Ormond", "Mt", "Hood"} & set(got)
+
+
+def test_home_paths_branches_and_route_segments_are_paths_and_templates_are_not() -> None:
+    got = found(
+        "Keep ~/.config/fb/config.toml, cut chore/next-16 from app/[slug]/page.tsx; "
+        "repos live in ~/clients/<name>/ on feat/QX-<ticket>-desc."
+    )
+    assert got.get("~/.config/fb/config.toml") == got.get("chore/next-16") == "path"
+    assert got.get("app/[slug]/page.tsx") == "path"
+    assert not {"/clients", "~/clients/", "feat/QX", "next-16", "/page.tsx"} & set(got)
+
+
+def test_calls_and_words_joined_by_slashes_are_no_routes() -> None:
+    got = found("Mostly cookies()/headers()/params now, and one/few/many/other plurals.")
+    assert not {"/headers", "/params", "one/few/many/other"} & set(got)
+    assert got.get("headers") == "identifier"
+
+
+def test_a_rule_id_keeps_its_hyphens_and_a_glob() -> None:
+    got = found("Rule acme.go.sql-string-concat fired; imports com.acme.util.* too.")
+    assert got.get("acme.go.sql-string-concat") == got.get("com.acme.util.*") == "identifier"
+    assert not {"acme.go.sql", "com.acme.util"} & set(got)
+
+
+def test_a_module_s_version_after_to_is_no_release() -> None:
+    assert "v0.38.0" not in found("Bumped x/crypto to v0.38.0 in edge-gw.")
+    assert "v0.38.0" in found("Bumped edge-gw to v0.38.0.")
+
+
+def test_a_command_s_program_is_known_then_found_in_prose_unless_an_english_word() -> None:
+    first = "Install with `qbrew install quill`, check with `make lint`."
+    got = {e.text: e.kind for e in extract_entities(first)}
+    assert got.get("qbrew") == "name" and got.get("make") == "identifier"
+    known = {e.text for e in extract_entities(first) if e.kind == "name"}
+    later = [
+        e.text for e in extract_entities("Docs now say qbrew first; make sure it runs.", known)
+    ]
+    assert later == ["qbrew"]
+
+
+def test_a_statement_or_a_sql_clause_in_backticks_opens_no_command() -> None:
+    got = found("It runs `client = QuillClient()` and `where id > 3`, then `qctl sync`.")
+    assert not {"client", "where"} & set(got)
+    assert got.get("qctl") == "name"
+
+
+def test_percentiles_units_and_a_known_name_s_plural_are_no_names() -> None:
+    text = "Deploy done. p99 went to 5 s at 868 MHz. We keep two Gizmos per Gizmo rack."
+    got = {e.text for e in extract_entities(text, {"Gizmo", "Gizmos"})}
+    assert not {"p99", "MHz", "Gizmos"} & got
+    assert "Gizmo" in got
+
+
+def test_a_short_number_is_a_ticket_after_a_ticket_word_or_beside_a_ticket() -> None:
+    got = found("Merged PR #12 and closes #7; bumps (#455, #77, #318); Front page #6 today.")
+    assert {got.get(t) for t in ("#12", "#7", "#455", "#77", "#318")} == {"ticket"}
+    assert "#6" not in got
+
+
+def test_an_owner_s_repository_is_a_path_and_a_compound_no_system() -> None:
+    got = found("Pushed to quillhq/quill-cli; the per-site cache and r52-based runs stay.")
+    assert got.get("quillhq/quill-cli") == "path"
+    assert not {"quill-cli", "per-site", "r52-based"} & set(got)
+
+
+def test_an_irregular_past_or_a_short_gerund_opening_a_sentence_is_no_part_of_a_name() -> None:
+    got = found("Deploy done. Told Bram right away. Using Vite now.")
+    assert {"Bram", "Vite"} <= set(got)
+    assert not {"Told Bram", "Using Vite", "Told", "Using"} & set(got)
+
+
+def test_a_list_s_number_opens_no_sentence() -> None:
+    got = found("Steps: 1. Rename the table, 2. auth callback, 3. presence to members.")
+    assert not {"auth", "presence"} & set(got)
+    assert found("Calls went x9. qcache API p95 1.8 s.").get("qcache") == "identifier"

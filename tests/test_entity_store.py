@@ -602,8 +602,8 @@ def test_the_known_names_are_the_most_mentioned_and_bounded(tmp_path: Path) -> N
 
 def test_the_known_names_are_read_once_until_a_change_can_alter_them(tmp_path: Path) -> None:
     """Each memory's extraction asks for its project's known names: they are read from SQL
-    once and kept until a change makes a name or a file path known or not known, or changes a
-    known name's aliases (forget included); other changes keep them."""
+    once and kept until a change makes a name, a system or a file path known or not known, or
+    changes a known name's aliases (forget included); other changes keep them."""
     store = EpisodeStore(tmp_path / "episodes.sqlite3")
     entities = store.entities
     reads: list[str] = []
@@ -624,10 +624,16 @@ def test_the_known_names_are_read_once_until_a_change_can_alter_them(tmp_path: P
         priya = {"priya": ("name", ["Priya"])}
         record("m1", priya)  # a first mention: Priya becomes known
         assert known_read() == (frozenset({"Priya"}), 1)
-        record("m2", {"ledger-db": ("system", ["ledger-db"])})  # not a name: kept
+        record("m2", {"ledger-db": ("system", ["ledger-db"])})  # a system: by its name
+        assert known_read() == (frozenset({"Priya", "ledger-db"}), 1)
         record("m3", {"docs": ("path", ["docs/"])})  # a folder, not a file: kept
         record("m4", priya)  # one more mention of a known name: kept (the limit is not cut)
-        assert known_read() == (frozenset({"Priya"}), 0)
+        record("m2b", {"ledger-db": ("system", ["Ledger DB"])})  # a system's alias: kept
+        assert known_read() == (frozenset({"Priya", "ledger-db"}), 0)
+        with store.transaction() as db:
+            entities.forget_memory(db, "m2")
+            entities.forget_memory(db, "m2b")
+        assert known_read() == (frozenset({"Priya"}), 1)  # no mention left: not known
         record("m5", {"priya": ("name", ["Priya S"])})  # a new alias
         assert known_read() == (frozenset({"Priya", "Priya S"}), 1)
         math = {"engine/core/math.h": ("path", ["Engine/Core/Math.h"])}

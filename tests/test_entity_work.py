@@ -180,7 +180,7 @@ def test_a_row_kept_by_increments_is_the_row_counted_from_its_mentions(tmp_path:
             entities.forget_memory(db, "m4")
         stored, kept = rows(), entities.known("p")
         entities._known.clear()
-        assert kept == entities.known("p") == {"Ana", "Ana K", math}
+        assert kept == entities.known("p") == {"Ana", "Ana K", "orders-service", "priya", math}
         with store.transaction() as db:  # recount every entity from its mentions
             for (name,) in db.execute("SELECT name FROM entities").fetchall():
                 entities._refresh(db, ("p", name), None)

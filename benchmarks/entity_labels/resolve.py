@@ -2,7 +2,8 @@
 into label files (<stream>.jsonl: id, start, end, canonical, kind), marking every whole-word,
 case-sensitive occurrence of each surface in the memory, except inside a longer labelled
 surface's occurrence (``Play`` inside ``Play App Signing`` is one mention, the longer one).
-Reads the texts from the corpus."""
+Reads the texts from the corpus, or from ``benchmarks/training_streams/`` for the
+project's own streams."""
 
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from entities import PARTS  # noqa: E402  (the labelled streams and their corpus folders)
+from entities import stream_file  # noqa: E402  (where each labelled stream's texts are)
 
 
 def main(corpus: Path) -> None:
     for draft in sorted((HERE / "draft").glob("*.txt")):
         stream = draft.stem
         texts = {}
-        for line in (corpus / PARTS[stream] / f"{stream}.jsonl").open(encoding="utf-8"):
+        for line in stream_file(corpus, stream).open(encoding="utf-8"):
             row = json.loads(line)
             texts[row["id"]] = row["content"]
         out = []

@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tribalmemory.entities.aliases import canonical
-from tribalmemory.entities.known import FILE, taught, taught_spans
+from tribalmemory.entities.known import FILE, Taught, taught, taught_spans
 from tribalmemory.entities.patterns import CODE_NAME
-from tribalmemory.entities.stoplist import STOP
+from tribalmemory.entities.stoplist import MONTHS, STOP, WEEKDAYS
 
 
 @dataclass(frozen=True)
@@ -32,15 +32,29 @@ _EXT = (
     r"exe|wasm)"
 )
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("url", re.compile(r"https?://[^\s)>\]]+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
-    ("url", re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b")),
-    ("ticket", re.compile(r"(?<![\w&])#\d{3,}\b")),
-    ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d{2,}\b")),  # not UTC-3, UTF-8
+    ("url", re.compile(r"https?://[^\s)>\]]+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")),
+    (  # a host, with its path: golang.org/x/net
+        "url",
+        re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b(?:/[\w.~%+-]*[\w~%+-])*"),
+    ),
+    ("url", re.compile(r"(?<![\w.])[a-z][\w-]*(?:\.[a-z][\w-]*)+:\d{2,5}\b")),  # host:port
+    (
+        "ticket",
+        re.compile(r"(?<![\w&])#\d{3,}\b|\b[a-z][\w.-]*/?[\w.-]*\w#\d+\b(?!\.\d)"),
+    ),  # repo#12
+    ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d{2,}(?:-\d+)*\b")),  # not UTC-3; BF-2025-08
     (
         "version",
         re.compile(
             r"(?:(?<![\w.])|(?<=\.\.))v\d+(?:\.\d+)+\b"  # v2.88, and v2.88 of v2.87..v2.88
             r"|(?<![\w.])\d+\.\d+\.\d+(?![\w.]*\w)"
+        ),
+    ),
+    (  # a time zone of the tz database: Europe/Dublin, America/Argentina/Buenos_Aires
+        "identifier",
+        re.compile(
+            r"\b(?:Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|"
+            r"Pacific|Etc)(?:/[A-Z][\w+-]*)+"
         ),
     ),
     ("path", re.compile(r"(?:\\\\|//)[\w.-]+(?:[\\/][\w.*-]+)*(?:/\.\.\.)?")),
@@ -51,35 +65,47 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|(?<![\w\\/])[\w.-]+(?:\\[\w.*-]+)+\\?"
         ),
     ),
-    (
+    (  # slash paths (a trailing / kept, [segments] of routes), routes, home paths
         "path",
         re.compile(
-            r"(?<![\w/.$])(?:/?[\w.*-]+/)+[\w.*-]*\w(?:/\*|/(?!\w))?"  # a trailing / kept
-            r"|(?<![\w/$])/[\w-]+(?:/[\w*-]+)*"
+            r"(?<![\w/.$\[@])~?(?:/?(?:[\w.*-]+|\[[\w.]+\])/)+[\w.*-]*\w(?:/\*|/(?!\w))?"
+            r"|(?<![\w/$)~])/[\w-]+(?:/[\w*-]+)*"  # not after a call: a()/b(); a home: ~/x
+            r"|~/(?:[\w.*-]+/)*[\w.*-]*\w/?"
         ),
     ),
     ("path", re.compile(r"(?<![\w/])[\w-]+/(?=[\s,;:)]|\.(?:\s|$)|$)")),
     ("path", re.compile(r"(?<![\w/])\*\.[A-Za-z0-9]+\b")),  # globs: *.pkg
     (
         "path",
-        re.compile(r"(?<![\w/])[\w*.-]*\." + _EXT + r"\b(?!\.\w)|(?<![\w.])\.[a-z][\w.-]*[a-z]\b"),
+        re.compile(
+            r"(?<![\w/])[\w*.-]*\." + _EXT + r"\b(?!\.\w|-\w)|(?<![\w.])\.[a-z][\w.-]*[a-z]\b"
+        ),
     ),
-    ("path", re.compile(r"(?<![\w/])[A-Z][a-z]+(?:/[A-Z][a-z]+)+(?![\w/])")),  # Engine/Physics
-    ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+")),
+    ("path", re.compile(r"(?<![\w/.])[A-Z][a-z]+(?:/[A-Z][a-z]+)+(?![\w/])")),  # Engine/Physics
+    ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\.[A-Za-z_]\w*)*")),
     ("identifier", re.compile(r"(?<![\w-])--[a-z][\w-]*")),
     ("identifier", re.compile(r"(?<![\w#&])#[a-z][a-z0-9]+(?:-[a-z0-9]+)*")),  # channels, tags
     ("identifier", re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\(\))")),  # calls: json.dumps()
-    ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w+)+")),  # dotted before humps
+    (  # dotted names before humps (a rule id's hyphens after three parts), a glob: a.b.*
+        "identifier",
+        re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?"),
+    ),
+    ("identifier", re.compile(r"(?<![\w@/])@[a-z][\w.-]*/[a-z0-9][\w.-]*\w")),  # @scope/pkg
+    (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
+        "identifier",
+        re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
+    ),
     ("identifier", CODE_NAME),  # the detector's code names (features.identifiers)
     ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
     ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
     ("identifier", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),  # headers: Idempotency-Key
-    ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")),
+    ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
 )
 _NEEDLES: tuple[str | None, ...] = (
-    *(None, ".", "#", "-", "."),  # links, hosts, tickets, keys, versions
+    *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
+    "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "()", ".", None, "0x", None, "-"),  # identifiers
+    *("::", "--", "#", "()", ".", "@", ":", None, "0x", None, "-"),  # identifiers
     "-",  # systems
 )
 """What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
@@ -89,23 +115,49 @@ _SYSTEM_SUFFIXES = frozenset(
     "gateway proxy queue store site repo macros".split()
 )
 
+_FILE_LINE = re.compile(r"\." + _EXT + r":\d+$")
+"""A file and a line (``app.py:42``): no host and port."""
+
+_SHORT_TICKET = re.compile(r"(?<![\w&])#\d{1,2}\b(?![.\w])")
+"""``#7``, ``#42``: a rank as often as a ticket (``Front page #6``)."""
+_TICKET_WORD = re.compile(
+    r"\b(?:PRs?|pull requests?|MRs?|issues?|bugs?|tickets?|fix(?:es|ed)?|clos(?:es|ed)|"
+    r"resolv(?:es|ed)|merged|reverts?|reverted)\s+$",
+    re.IGNORECASE,
+)
+"""The word before a short number that makes it a ticket (``PR #12``, ``closes #7``)."""
+
 _TWO_PARTS = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\w)")
 """A two-part number (``5.12``): a release when a known release starts with it."""
 
 _FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
-"""Capitalised folder names (``Engine/Physics``): one path rather than two names."""
-_VERSION_END = re.compile(r"/v?\d+(?:\.\d+)+$")
-"""A branch of a release (``release/5.12``)."""
+"""Capitalised folder names (``Engine/Physics``): one path rather than two names, when the
+first is a known folder (two capitalised words with a slash are more often a pair:
+``Kotlin/Spring``, ``Date/Time``)."""
+_TEMPLATE = re.compile(r"[\w.-]*<")
+"""What follows a path that runs on into a placeholder: a template, naming no one thing."""
+_BRANCH_KINDS = frozenset("feat feature fix bugfix hotfix chore release refactor perf".split())
+"""The first part of a conventional branch name (``chore/next-15``, ``fix/login-loop``)."""
+_VERSION_END = re.compile(r"^[^/]*[a-z][^/]*/v?\d+(?:\.\d+)+$")
+"""A branch of a release (``release/5.12``; not a protocol's version, ``HTTP/1.1``)."""
 
 
-def _plausible(kind: str, surface: str) -> bool:
+def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
     """Whether a pattern's match names something: a hyphenated word names a system only with a
-    system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``); a
-    path is not only numbers (``2025/01/09``, ``/24``), and a relative one needs two slashes,
-    a trailing one, a file extension, capitalised folders or a release (not ``gain/loss``,
-    ``3.1k/month``)."""
+    system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``) or
+    a part the project knows (:func:`_kin`); a path is not only numbers (``2025/01/09``,
+    ``/24``), and a relative one needs two slashes, a trailing one, a file extension,
+    capitalised folders starting with a known folder or a release (not ``gain/loss``,
+    ``3.1k/month``, ``HTTP/1.1``)."""
+    folders = corpus.folders
     if kind == "system":
-        return surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES or any(c.isdigit() for c in surface)
+        return not _compound(surface) and (
+            surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
+            or any(c.isdigit() for c in surface)
+            or _kin(surface, corpus)
+        )
+    if kind == "url" and _FILE_LINE.search(surface):
+        return False
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
         return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))
     if kind == "path" and "/" in surface and not surface.startswith(("//", "\\")):
@@ -117,11 +169,52 @@ def _plausible(kind: str, surface: str) -> bool:
             and surface.count("/") == 1
             and not surface.endswith("/")
             and not FILE.search(surface)
-            and not _FOLDERS.fullmatch(surface)
+            and not (_FOLDERS.fullmatch(surface) and surface.split("/")[0].lower() in folders)
             and not _VERSION_END.search(surface)
+            and surface.split("/")[0] not in _BRANCH_KINDS
+            and not _repository(surface, corpus)
         ):
             return False
+        if not surface.startswith(("/", ".", "~")) and all(p in STOP for p in parts):
+            return False  # words in a row: one/few/many/other
     return True
+
+
+_PREFIXES = frozenset(
+    "non pre post re self multi cross co anti sub semi over under out de un mis inter intra "
+    "bi tri mid ex per half well".split()
+)
+"""English prefixes a compound word opens with (``self-serve``, ``per-site``)."""
+_COMPOUND_ENDS = frozenset(
+    "only like style based heavy facing scoped wide free friendly aware specific compatible "
+    "related driven powered native level side time".split()
+)
+"""English words a compound adjective ends with (``gmail-like``, ``tools-only``)."""
+
+
+def _compound(surface: str) -> bool:
+    """Whether a hyphenated word in small letters is an English compound (:data:`_PREFIXES`,
+    :data:`_COMPOUND_ENDS`, a stop word first: ``per-site``, ``r52-based``, ``tools-only``)."""
+    parts = surface.split("-")
+    return parts[0] in STOP or parts[0] in _PREFIXES or parts[-1] in _COMPOUND_ENDS
+
+
+def _repository(surface: str, corpus: Taught) -> bool:
+    """Whether ``owner/name`` names a repository: its name is a system (``ferrow/ferrow-cli``,
+    ``forkbase/homebrew-tap`` once Homebrew is known)."""
+    owner, _, name = surface.partition("/")
+    return bool(owner) and "-" in name and _plausible("system", name, corpus)
+
+
+def _kin(surface: str, corpus: Taught) -> bool:
+    """Whether a hyphenated word in small letters is kin to what the project knows: its first
+    part starts a known system (``pw-fhir`` once ``pw-api`` is known), or one of its parts of
+    three letters or more is a known name (``okta-admins`` once ``Okta`` is, ``pw-mirth``
+    once ``Mirth`` is; not ``go-live`` with ``Go`` known)."""
+    parts = surface.split("-")
+    return parts[0] in corpus.families or any(
+        len(p) > 2 and p in corpus.lower and p not in STOP for p in parts
+    )
 
 
 _SECTION = re.compile(
@@ -138,6 +231,19 @@ def _section_number(text: str, start: int) -> bool:
     return bool(_SECTION.search(text, max(0, start - 16), start))
 
 
+_DEPENDENCY = re.compile(
+    r"(?:~>|(?<![-=])[<>]=?|[=!]=|[~^@#])\s?$|(?<!\S)[\w.-]+/[\w.-]*\w\s(?:(?:to|from|between)\s)?$"
+)
+"""What comes before the version of a dependency: a version constraint (``~> 7.1.5``,
+``>=2.0.1``, ``react@18.2.0``, ``hl7.fhir.us.core#6.1.0``) or a module path (``x/net
+v0.38.0``, ``x/net to v0.38.0``); it is another project's release, not the team's."""
+
+
+def _dependency_version(text: str, start: int) -> bool:
+    """Whether the number at ``start`` is a dependency's version (:data:`_DEPENDENCY`)."""
+    return bool(_DEPENDENCY.search(text, max(0, start - 64), start))
+
+
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
 _ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z][A-Z0-9&]*")
 """Two capitals or more and no small letter: ``PS5``, ``GPU``; such a word stands alone,
@@ -146,10 +252,21 @@ _PLURAL_ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z0-9][A-Z0-9&]*(?:s|'
 """An acronym's plural (``APIs``, ``SKUs``, ``P1s``): a kind of thing, never one thing; it
 stands alone as an acronym does."""
 _SENTENCE_END = frozenset(".!?:\n")
-_ADJECTIVE = re.compile(r"[A-Z][a-z]+ish")
-"""A language or a nationality (``Polish``, ``English``, ``British``): said of things, it
-names none; trimmed from a run's edges as a stop word is."""
+_ADJECTIVE = re.compile(r"[A-Z][a-z]+(?:ish|ese)")
+"""A language or a nationality (``Polish``, ``English``, ``British``, ``Portuguese``): said of
+things, it names none; trimmed from a run's edges as a stop word is."""
 _QUOTES = frozenset("\"'`\u2018\u201c")
+_HUMPED = re.compile(r"[a-z][A-Z]")
+"""A capital after a small letter: a word with humps (``GitHub``, ``OfflineMapService``), no
+sentence's ordinary word; it does not keep a sentence opener before it (``Drop
+OfflineMapService``)."""
+_IRREGULAR = frozenset(
+    "told sent made got ran put kept left took gave saw said went came wrote built brought "
+    "bought thought felt held met paid sold spent chose began broke drove forgot knew led "
+    "meant spoke stood taught threw understood woke using having being doing".split()
+)
+"""Past tenses that do not end in -ed, and short gerunds, opening a sentence (``Told Bram``,
+``Using Vite``): a verb, not part of the name after it."""
 _INFLECTED = re.compile(r"[A-Z][a-z]{2,}(?:ed|ing)")
 """A past-tense verb or a gerund opening a sentence (``Asked Daan``, ``Reviewed Rosa``,
 ``Checking Kenji``, ``Existing EU customers``)."""
@@ -162,8 +279,8 @@ def _placeholder(text: str, start: int, end: int) -> bool:
 
 
 def _sentence_initial(text: str, start: int) -> bool:
-    """Whether ``start`` opens a sentence: the text's start, after ``.!?:``, a line break or
-    an opening quote (a quoted title or message)."""
+    """Whether ``start`` opens a sentence: the text's start, after ``.!?:`` (not the period of
+    a title: ``Dr. Ames``), a line break or an opening quote (a quoted title or message)."""
     before = start - 1
     while before >= 0 and text[before] in " \t(*-":
         before -= 1
@@ -173,8 +290,13 @@ def _sentence_initial(text: str, start: int) -> bool:
             return True
         while before >= 0 and text[before] in " \t(*-\"'`":
             before -= 1
+    if before > 0 and text[before] == "." and _TITLE.search(text, max(0, before - 5), before):
+        return False
     return before < 0 or text[before] in _SENTENCE_END
 
+
+_TITLE = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof)$")
+"""A title before a name, whose period ends no sentence."""
 
 Word = tuple[str, int]
 """A word of a capitalised run and where it starts."""
@@ -229,7 +351,7 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
         for words in _segments(match):
             # a sentence's first word is kept when more capitalised words follow it in its
             # segment (an acronym after it is no part of its name: ``Quarterly ASV scan``)
-            alone = len([w for w, _ in words if not _ordinary(w)]) <= 1
+            alone = len([w for w, _ in words if not _ordinary(w) and not _HUMPED.search(w)]) <= 1
             opens = _sentence_initial(text, words[0][1])
             while words and (
                 _ordinary(words[0][0])
@@ -255,17 +377,30 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
                 continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5 does
             if _quoted_whole(text, start, end) or _menu_step(text, start):
                 continue
+            if _plural(surface, known):
+                continue
             yield surface, start, end
+
+
+def _plural(surface: str, known: frozenset[str]) -> bool:
+    """Whether a capitalised word is a known name's plural (``Observations``, ``Androids``):
+    a kind of thing, not one."""
+    return (
+        surface[:1].isupper()
+        and surface.endswith("s")
+        and " " not in surface
+        and surface[:-1].lower() in known
+    )
 
 
 def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) -> bool:
     """Whether a sentence's first capitalised word is an ordinary word: when ``alone`` (no
     other capitalised word follows) unless a possessive follows (``Lena's``) or it has a letter
     English words do not (``Tomás``); a past-tense verb or a gerund always (``Reviewed
-    Rosa``); and, itself unknown, when what follows it is a known name (``Needs Rutger`` with
-    ``Rutger`` known: the name starts after it)."""
+    Rosa``, ``Told Bram``, ``Using Vite``); and, itself unknown, when what follows it is a
+    known name (``Needs Rutger`` with ``Rutger`` known: the name starts after it)."""
     word, start = words[0]
-    if _INFLECTED.fullmatch(word):
+    if _INFLECTED.fullmatch(word) or word.lower() in _IRREGULAR:
         return True
     if not word.isascii():
         return False
@@ -279,15 +414,32 @@ _TOKEN = re.compile(r"[A-Za-z_$][\w.$-]*\w")
 _KEYWORDS = frozenset(
     "if else elif for while do new static const let var export import from return await async "
     "def class fn func function public private void true false null none nil select insert "
-    "update delete with as in is not and or".split()
+    "update delete with as in is not and or set echo export unset source eval exec printf cd "
+    "alias where using join on order group having limit values returning case when".split()
 )
-"""Words of programming languages that open code, not a command."""
+"""Words of programming languages that open code, not a command (the shell's own builtins
+among them: `` `set -x` ``, `` `echo $X` ``, and SQL's clauses: `` `where x > 1` ``)."""
+
+
+_WORD_PROGRAMS = frozenset(
+    "make go run test find sort cut head tail watch touch kill date time open less more top "
+    "file type wait sleep join split read cat diff patch install apply sync mail ping".split()
+)
+"""Programs named by an English word (`` `make lint` ``, `` `go test` ``): found in backticks,
+never taught, or every sentence using the word would name them."""
+
+
+_OPERATOR = re.compile(r"\s*(?:[-+*/%&|^<>!:=]?=|=>|->|\.|\[)")
+"""What follows a variable in a statement (`` `client = Client()` ``, `` `x += 1` ``): code,
+not a command."""
 
 
 def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
     """Code in backticks: a lone token is a code name (`` `sizes` ``, `` `fb` ``); the first
     word of a command is its program (`` `adb shell ...` ``), unless a language keyword opens
-    it or it reads as a message (``: `` inside)."""
+    it or it reads as a message (``: `` inside). A program is a name, then known to the
+    project and found in its prose too (``brew first``), unless an English word names it
+    (:data:`_WORD_PROGRAMS`)."""
     for span in _CODE_SPAN.finditer(text):
         code, start = span.group(1), span.start(1)
         token = _TOKEN.match(code)
@@ -300,8 +452,84 @@ def _code_spans(text: str) -> Iterable[tuple[str, int, int]]:
             and code[0].islower()
             and token.group() not in _KEYWORDS
             and ": " not in code
+            and not _OPERATOR.match(code, token.end())
         ):
-            yield "identifier", start, start + token.end()
+            program = token.group()
+            yield (
+                "identifier" if program in _WORD_PROGRAMS else "name",
+                start,
+                start + token.end(),
+            )
+
+
+_DATES = frozenset(WEEKDAYS | MONTHS)
+
+
+def _stop_pair(surface: str) -> bool:
+    """Whether a capitalised hyphenated word joins days or months (``Monday-Tuesday``,
+    ``Jan-Mar``): a range, not a header's name."""
+    return surface[:1].isupper() and any(p.lower() in _DATES for p in surface.split("-"))
+
+
+_LOWER_OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)([a-z][\w-]*\w)(?![\w.(/@-])")
+"""A word in small letters opening a sentence (at the start, after ``. ``, ``! ``, ``? `` or
+a line break; not after an ellipsis, a list's number, ``3. auth callback``, nor a colon:
+``Plan: non-blocking ...``)."""
+_OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)(\w+)")
+"""The first word of each sentence, as :data:`_LOWER_OPENER` finds them."""
+_ABBREVIATIONS = frozenset(("vs.", "etc.", "approx.", "cf."))
+"""Abbreviations whose period ends no sentence."""
+_PERCENTILE = re.compile(r"p\d{2,3}(?:\.\d+)?")
+"""A percentile (``p99 went to 5 s``): a measure, no thing."""
+_CODE_SHAPED = re.compile(r"[-_\d]")
+"""A hyphen, an underscore or a digit: a word no English sentence writes in small letters
+(``edge-gw``, ``min16float``), unlike a plain one (``go``, ``lerp``)."""
+
+
+def _lower_openers(text: str) -> Iterable[tuple[int, int]]:
+    """Words in small letters that open a sentence: a sentence opens with a capital, so a word
+    that keeps its small letters there is a name written its own way (``edge-gw is down``,
+    ``commercetools already holds``); not a stop word, nor after an abbreviation (``e.g.``).
+    A code-shaped one (:data:`_CODE_SHAPED`) is a name, then known to the project and found
+    wherever it is written; a plain word is an identifier, found there only (it may be an
+    English word too: ``go list`` and ``to go``), and only in a text whose other sentences
+    open with a capital (a writer who never does: ``lunch is at noon.``)."""
+    openers = list(_LOWER_OPENER.finditer(text))
+    capitals = any(m.group(1)[:1].isupper() for m in _OPENER.finditer(text))
+    for m in openers:
+        word = m.group(1)
+        if (
+            word in STOP
+            or _PERCENTILE.fullmatch(word)
+            or not (capitals or _CODE_SHAPED.search(word))
+        ):
+            continue
+        before = text[: m.start(1)].rstrip()
+        last = before.rsplit(None, 1)[-1] if before else ""
+        if last.count(".") > 1 or last[:-1].isdigit() or last.lower() in _ABBREVIATIONS:
+            continue
+        yield m.start(1), m.end(1)
+
+
+_SAINT = re.compile(r"\b(?:St|Mt|Ft)\. [A-Z][a-z]+(?:(?:'|\u2019)s)?")
+"""A place named for a saint, a mount or a fort: one name with its abbreviation and its
+``'s`` (``St. Brennan's``, ``Mt. Hood``), not two."""
+
+
+_HUMPS = re.compile(r"[A-Z][A-Za-z0-9]*")
+"""A capitalised word of letters and digits only (``GitHub``, ``DevTools``)."""
+
+
+def _in_a_name(match: re.Match[str], names: list[tuple[str, int, int]]) -> bool:
+    """Whether a code name with humps is the one such word of a run of capitalised words
+    (``GitHub Actions``, ``CloudWatch Logs``): the run is a product's name, not code; two
+    of them side by side stay two (``WorkOS AuthKit``)."""
+    if not _HUMPS.fullmatch(match.group()):
+        return False
+    start, end = match.span()
+    return any(
+        s <= start and end <= e and " " in n and len(_HUMPED.findall(n)) == 1 for n, s, e in names
+    )
 
 
 def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
@@ -314,37 +542,62 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     taken: list[tuple[int, int]] = []
 
     def add(kind: str, surface: str, start: int, end: int) -> None:
+        if kind == "identifier" and surface.count(".") == 1 and "-" in surface.partition(".")[2]:
+            surface = surface.partition("-")[0]  # hyphens only in a rule id: node.js-based
         if not surface.endswith("/..."):
-            surface = surface.rstrip(".(")
+            surface = surface.rstrip(".,;:!?'\"(" if kind == "url" else ".(")
         end = start + len(surface)
         if any(start < e and s < end for s, e in taken):
             return
-        if kind == "identifier" and surface.lower() in STOP or not _plausible(kind, surface):
+        if kind == "identifier" and (surface.lower() in STOP or _stop_pair(surface)):
             return
-        if kind == "version" and _section_number(text, start):
+        if not _plausible(kind, surface, corpus):
+            return
+        if kind == "version" and (_section_number(text, start) or _dependency_version(text, start)):
             return
         if kind == "identifier" and _placeholder(text, start, end):
             return
+        if kind == "path" and _TEMPLATE.match(text, end):
+            return  # a template's path: ~/clients/<name>/, feat/SF-<ticket>
         taken.append((start, end))
         name = canonical(surface)
+        if kind == "ticket" and "#" in surface[1:]:  # a PR with its repository: its number
+            name = "#" + surface.rpartition("#")[2]
         if kind == "path" and "/" not in name:
             name = corpus.files.get(name, name)
         found.append(Entity(kind, surface, start, end, name))
 
+    names = list(_names(text, corpus.lower))
     for (kind, pattern), needle in zip(_RULES, _NEEDLES, strict=True):
         if needle is None or needle in text:
             for m in pattern.finditer(text):
+                if pattern is CODE_NAME and (len(m.group()) < 3 or _in_a_name(m, names)):
+                    continue  # two letters with a hump are a unit: pH, mS, kW
                 add(kind, m.group(), m.start(), m.end())
+    if "#" in text:  # a short number is a ticket after a ticket's word or beside a ticket
+        for m in _SHORT_TICKET.finditer(text):
+            if _TICKET_WORD.search(text, max(0, m.start() - 24), m.start()) or any(
+                e.kind == "ticket" and (e.end + 2 == m.start() or m.end() + 2 == e.start)
+                for e in found
+            ):
+                add("ticket", m.group(), m.start(), m.end())
     if corpus.releases and "." in text:  # ``5.12`` once ``5.12.0`` is known: that release
         for m in _TWO_PARTS.finditer(text):
             if m.group() in corpus.releases:
                 add("version", m.group(), m.start(), m.end())
     for kind, start, end in _code_spans(text):
         add(kind, text[start:end], start, end)
-    for surface, start, end in _names(text, corpus.lower):
+    if ". " in text:
+        for m in _SAINT.finditer(text):
+            add("name", m.group(), m.start(), m.end())
+    for surface, start, end in names:
         add("name", surface, start, end)
+    for start, end in _lower_openers(text):
+        word = text[start:end]
+        add("name" if _CODE_SHAPED.search(word) else "identifier", word, start, end)
     # names the corpus taught: as written (``Priya`` opening a sentence), and in any case when
     # taught in lower case (``uv``, ``pgbouncer``); the longer first where two overlap
     for start, end in sorted(taught_spans(text, corpus), key=lambda m: (m[0] - m[1], m[0])):
-        add("name", text[start:end], start, end)
+        if not _plural(text[start:end], corpus.lower):
+            add("name", text[start:end], start, end)
     return sorted(found, key=lambda e: e.start)

@@ -1,7 +1,8 @@
 """What a project taught the extraction (:func:`taught`): its known names, found again where a
 text writes them (:func:`taught_spans`), even opening a sentence; its known file paths, which a
-bare file name then names; and its known releases (``v5.12.0``), whose two-part number (``5.12``)
-is then a release too. Pure functions over the ``known`` set the caller keeps."""
+bare file name then names, and their first folders, which a pair of capitalised folders
+(``Engine/Physics``) then starts; and its known releases (``v5.12.0``), whose two-part number
+(``5.12``) is then a release too. Pure functions over the ``known`` set the caller keeps."""
 
 from __future__ import annotations
 
@@ -37,6 +38,10 @@ class Taught:
     """Bare file name -> the one known path ending in it (canonical)."""
     releases: frozenset[str] = frozenset()
     """The first two parts of the known releases (``5.12`` of ``v5.12.0``)."""
+    folders: frozenset[str] = frozenset()
+    """The first folder of each known path (``engine`` of ``engine/core/math.h``)."""
+    families: frozenset[str] = frozenset()
+    """The first part of each known hyphenated name in small letters (``pw`` of ``pw-api``)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -49,6 +54,8 @@ def taught(known: frozenset[str]) -> Taught:
     any_case: Index = {}
     paths: dict[str, set[str]] = {}
     releases = set()
+    folders = set()
+    families = set()
     for entry in known:
         parsed = _entry(entry)
         if parsed[0] == "release":
@@ -57,8 +64,13 @@ def taught(known: frozenset[str]) -> Taught:
         if parsed[0] == "path":
             if parsed[2]:
                 paths.setdefault(parsed[2], set()).add(parsed[1])
+            folder = re.split(r"[\\/]", parsed[1].lstrip("/\\"), maxsplit=1)
+            if len(folder) > 1 and folder[0]:
+                folders.add(folder[0])
             continue
         lower.add(entry.lower())
+        if entry.islower() and "-" in entry.strip("-"):
+            families.add(entry.split("-", 1)[0])
         if parsed[0] == "name":
             _, is_lower, words, seps = parsed
             (any_case if is_lower else exact).setdefault(words[0], []).append((words, seps))
@@ -67,7 +79,15 @@ def taught(known: frozenset[str]) -> Taught:
             if len(names) > 1:
                 names.sort(key=lambda n: -len(n[0]))
     files = {base: next(iter(p)) for base, p in paths.items() if len(p) == 1}
-    return Taught(frozenset(lower), exact, any_case, files, frozenset(releases))
+    return Taught(
+        frozenset(lower),
+        exact,
+        any_case,
+        files,
+        frozenset(releases),
+        frozenset(folders),
+        frozenset(families),
+    )
 
 
 @functools.lru_cache(maxsize=8192)

@@ -1,6 +1,7 @@
 """Capitalised words that name nothing on their own."""
 
 WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+WEEKDAYS |= {day + "s" for day in WEEKDAYS}  # on Fridays
 MONTHS = {
     "january",
     "february",
@@ -184,6 +185,10 @@ FUNCTION = set(
     "might shall do does did is are was were be been has have had let".split()
 )
 """English function words: determiners, pronouns, auxiliaries, connectives."""
+UNITS = set("hz khz mhz ghz mah kwh dbm".split())
+"""Units written with a capital (``MHz``, ``mAh``): a measure, no thing."""
+HONORIFICS = set("mr mrs ms dr prof sir".split())
+"""Titles before a name (``Dr. Reyes``): the name is the person's."""
 LITERALS = set("true false null nil none undefined nan inf infinity".split())
 """Values every language writes the same way (``True``, ``NaN``, ``Inf``): no one thing."""
-STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS
+STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS

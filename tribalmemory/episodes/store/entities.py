@@ -23,7 +23,7 @@ KINDS = ENTITY_KINDS
 
 KNOWN_NAMES = 200
 """At most this many known names (the most mentioned) are passed to the extraction, and as
-many known paths."""
+many known systems, paths and releases."""
 
 Found = dict[str, tuple[str, list[str]]]
 """The entities one memory names: canonical name -> (kind, surfaces as written)."""
@@ -51,9 +51,12 @@ def is_known_release(name: str, kind: str) -> bool:
 
 def is_known(row: Row | None) -> bool:
     """Whether an entity row is known to the extraction: a name (kind ``name``, in one memory
-    or more), a file path (:func:`is_known_path`) or a release (:func:`is_known_release`)."""
+    or more), a system (``pw-api``, whose first part then starts kin systems: ``pw-fhir``), a
+    file path (:func:`is_known_path`) or a release (:func:`is_known_release`)."""
     return row is not None and (
-        row[1] == "name" or is_known_path(row[0], row[1]) or is_known_release(row[0], row[1])
+        row[1] in ("name", "system")
+        or is_known_path(row[0], row[1])
+        or is_known_release(row[0], row[1])
     )
 
 
@@ -277,7 +280,8 @@ class Entities(Table):
 
     def known(self, project: str) -> frozenset[str]:
         """What the extraction is taught of the project: its capitalised names (all their
-        aliases), then also found opening a sentence, its file paths (canonical), then also
+        aliases), then also found opening a sentence, its systems (canonical, ``pw-api``), whose
+        first part then starts kin systems (``pw-fhir``), its file paths (canonical), then also
         named by their bare file name, and its releases of three parts or more (canonical,
         ``v5.12.0``), whose two-part number then names a release; the :data:`KNOWN_NAMES` most
         mentioned of each.
@@ -287,6 +291,11 @@ class Entities(Table):
         if cached is None:
             names = self.db.execute(
                 "SELECT aliases FROM entities WHERE project = ? AND kind = 'name' "
+                "ORDER BY mentions DESC, name LIMIT ?",
+                (project, KNOWN_NAMES),
+            ).fetchall()
+            systems = self.db.execute(
+                "SELECT name FROM entities WHERE project = ? AND kind = 'system' "
                 "ORDER BY mentions DESC, name LIMIT ?",
                 (project, KNOWN_NAMES),
             ).fetchall()
@@ -301,10 +310,12 @@ class Entities(Table):
                 (project, KNOWN_NAMES),
             ).fetchall()
             known = frozenset(a for r in names for a in json.loads(r[0]))
+            known |= frozenset(r[0] for r in systems)
             known |= frozenset(r[0] for r in paths)
             known |= frozenset(r[0] for r in releases if is_known_release(r[0], "version"))
             full = (
                 len(names) >= KNOWN_NAMES
+                or len(systems) >= KNOWN_NAMES
                 or len(paths) >= KNOWN_NAMES
                 or len(releases) >= KNOWN_NAMES
             )
