@@ -50,7 +50,10 @@ def content_size(content: str) -> int:
     for run in _RUN.findall(content):
         if run.isdigit():
             continue
-        wide = sum(1 for ch in run if unicodedata.east_asian_width(ch) in "WF")
+        # no ASCII character is wide: most runs need no look-up per character
+        wide = (
+            0 if run.isascii() else sum(1 for ch in run if unicodedata.east_asian_width(ch) in "WF")
+        )
         size += wide // 2 + (1 if len(run) - wide >= 3 else 0)
     return size
 
