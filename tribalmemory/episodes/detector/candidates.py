@@ -127,12 +127,13 @@ def rank_candidates(
     rows_out: list[np.ndarray] | None = None,
 ) -> tuple[list[Candidate], list[float]]:
     """Score every (already eligible) candidate with the join model, best first: each gets
-    its feature row (:func:`candidate_rows`), the rows are compared
-    (:func:`fill_margins_rows`) and the model turns each into P(joins). Also returns the background
-    cosines (memory vs each candidate's recent members) for :func:`update_context`. Seeds'
-    cosines are one matrix product (with ``seed_rows``, kept from one call to the next); only the
-    :data:`SEED_SHORTLIST` nearest are scored. ``rows_out``: the feature matrix is appended
-    to it (candidates in the returned order), for fitting the model."""
+    its feature row (:func:`candidate_rows`, one pass over the candidates), the rows are
+    compared (:func:`fill_margins_rows`) and the model turns each into P(joins). Also returns
+    the background cosines (memory vs each candidate's recent members) for
+    :func:`update_context`. Seeds' cosines are one matrix product (with ``seed_rows``, kept
+    from one call to the next); only the :data:`SEED_SHORTLIST` nearest are scored.
+    ``rows_out``: the feature matrix is appended to it (candidates in the returned order),
+    for fitting the model."""
     seeds = [s for s in seeds if s.id != memory.id]
     own = own_thread(memory, episodes)
     background = [ep.vectors @ memory.vector for ep in episodes]
