@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from functools import lru_cache
 
 import numpy as np
@@ -125,10 +124,6 @@ def weighted_overlap(weights: Mapping[str, float], bag: Mapping[str, int] | Iter
         if t in bag:
             shared += w
     return shared / total if total > 0 else 0.0
-
-
-def hours_between(earlier: datetime, later: datetime) -> float:
-    return max(0.0, (later - earlier).total_seconds() / 3600.0)
 
 
 def _log1p(x: float) -> float:
