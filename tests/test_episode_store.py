@@ -179,6 +179,38 @@ def test_active_last_added_is_the_newest_join_of_each_active_episode(store):
     assert store.episodes.active_last_added() == {"ep-a": 300.0, "ep-empty": 150.0}
 
 
+def test_active_activity_reads_the_active_episodes_only(store):
+    """Every remember asks for its project's active episodes (closing the idle ones): the
+    query reads the few active ones, not every episode the project ever had."""
+
+    def steps() -> tuple[list[tuple[str, float]], int]:
+        count = [0]
+
+        def tick() -> int:
+            count[0] += 1
+            return 0
+
+        store.db.set_progress_handler(tick, 1)  # one call per SQLite VM instruction
+        try:
+            found = store.episodes.active_activity("p")
+        finally:
+            store.db.set_progress_handler(None, 1)
+        return found, count[0]
+
+    with store.transaction() as db:
+        store.episodes.insert(db, row("ep-a", last=2.0, project="p"))
+        store.episodes.insert(db, row("ep-b", last=1.0, project="p"))
+        store.episodes.insert(db, row("ep-other", last=3.0, project="q"))
+    found, few = steps()
+    assert found == [("ep-b", 1.0), ("ep-a", 2.0)]
+    with store.transaction() as db:
+        for i in range(2000):
+            store.episodes.insert(db, row(f"ep-{i}", last=float(i), status="closed", project="p"))
+    found, many = steps()
+    assert found == [("ep-b", 1.0), ("ep-a", 2.0)]
+    assert many <= few + 20  # the closed ones are not read (reading them: ~10,000 steps)
+
+
 def write_episodes(store: EpisodeStore, count: int, prefix: str = "ep") -> None:
     for i in range(count):  # one transaction each, as detection commits
         with store.transaction() as db:

@@ -111,11 +111,16 @@ class Detection:
                     project=memory.project,
                 )
             self.budget.count(memories=1)
-            await self.apply(memory, features, decision)
+            episode_id = await self.apply(memory, features, decision)
             self.sittings.placed(memory)
             state.save_detector()
             self.events.decided.announce(Decided(memory))
-            return self.status_of(memory.id)
+            # what apply did, under the lock that every change of a membership takes: the
+            # same as status_of, without reading it back
+            return {
+                "episode_id": episode_id,
+                "episode_status": "assigned" if episode_id else "unassigned",
+            }
 
     async def run_job(self, memory_id: str) -> None:
         """A detect job left by a crash: run the write-time decision now."""
@@ -144,8 +149,9 @@ class Detection:
         features: MemoryFeatures,
         decision: Placement,
         title_hint: str | None = None,
-    ) -> None:
-        """Carry out a detection decision (the caller holds the detect lock)."""
+    ) -> str | None:
+        """Carry out a detection decision (the caller holds the detect lock). Returns the
+        episode the memory is in now (None: it is a seed or stands alone)."""
         state = self.state
         now = state.clock()
         if decision.kind == "join" and not self.pins_allow(memory.id, decision.target):
@@ -172,21 +178,23 @@ class Detection:
             state.active[episode_id] = state.matcher.add(state.active[episode_id], features)
             state.seeds.pop(memory.id, None)
             self.events.grown.announce(Grown(episode_id, old_count, old_count + 1, now))
-        elif kind == "seed" and (seed := state.seeds.get(decision.target or "")) is not None:
-            await self._start_from_seed(memory, features, seed, decision, title_hint)
-        elif kind == "ambiguous":  # decided by embeddings now, reviewed by the LLM later
+            return episode_id
+        if kind == "seed" and (seed := state.seeds.get(decision.target or "")) is not None:
+            return await self._start_from_seed(memory, features, seed, decision, title_hint)
+        if kind == "ambiguous":  # decided by embeddings now, reviewed by the LLM later
             embedded = decision.embedded or self.decide(features, doubt_share=0.0)
-            await self.apply(memory, features, embedded)
+            placed = await self.apply(memory, features, embedded)
             self.events.doubtful.announce(Doubtful(memory.id, memory.project, now))
+            return placed
+        detection = "standalone" if kind == "none" else "seed"
+        with self.store.transaction() as db:
+            self.store.detections.record(db, memory.id, detection, when(features), title_hint)
+            self.store.jobs.finish_detection(db, memory.id)
+        if detection == "seed":
+            state.seeds[memory.id] = features
         else:
-            detection = "standalone" if kind == "none" else "seed"
-            with self.store.transaction() as db:
-                self.store.detections.record(db, memory.id, detection, when(features), title_hint)
-                self.store.jobs.finish_detection(db, memory.id)
-            if detection == "seed":
-                state.seeds[memory.id] = features
-            else:
-                state.seeds.pop(memory.id, None)
+            state.seeds.pop(memory.id, None)
+        return None
 
     async def _start_from_seed(
         self,
@@ -195,18 +203,17 @@ class Detection:
         seed: MemoryFeatures,
         decision: Placement,
         title_hint: str | None,
-    ) -> None:
+    ) -> str | None:
         seed_memory = await self.state.host.get_memories([seed.id])
         if not seed_memory:  # the seed was forgotten meanwhile
             self.state.seeds.pop(seed.id, None)
-            await self.apply(memory, features, Placement.new_seed())
-            return
+            return await self.apply(memory, features, Placement.new_seed())
         seed_row = self.store.detections.get(seed.id)
         hint = title_hint or (seed_row["hint"] if seed_row else None)
         members = sorted(
             [(seed_memory[0], seed), (memory, features)], key=lambda pair: when(pair[1])
         )
-        await self.membership.create(
+        created = await self.membership.create(
             [m for m, _ in members],
             [f for _, f in members],
             title=hint,
@@ -214,6 +221,7 @@ class Detection:
             scores={memory.id: (decision.score, decision.similarity)},
             finish_detection_of=[memory.id, seed.id],
         )
+        return created.id
 
     def decide(self, features: MemoryFeatures, *, doubt_share: float) -> Placement:
         return self.state.matcher.decide(

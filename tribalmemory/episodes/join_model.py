@@ -15,6 +15,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from typing import Any
 
@@ -79,24 +80,42 @@ class Trees:
     def predict(self, rows: np.ndarray) -> np.ndarray:
         """The sum of the trees' leaf values for each row (in chunks: the walk keeps a node
         per tree and row)."""
+        rows = np.ascontiguousarray(rows, dtype=np.float64)
         if rows.shape[0] > CHUNK:
             parts = [self._walk(rows[i : i + CHUNK]) for i in range(0, rows.shape[0], CHUNK)]
             return np.concatenate(parts)
         return self._walk(rows)
 
+    @cached_property
+    def _nodes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The trees as one flat array of nodes (tree ``t``'s node ``i`` at ``t * width + i``):
+        each node's feature, threshold, children (left, right: row ``2 * node``, ``2 * node +
+        1``) and value, and the roots. A leaf is its own child on both sides, so the walk
+        needs no test for leaves (it stays on one once there)."""
+        count, width = self.feature.shape
+        base = (np.arange(count) * width)[:, None]
+        leaf = self.feature < 0
+        itself = base + np.arange(width)[None, :]
+        children = np.stack(
+            [np.where(leaf, itself, base + self.left), np.where(leaf, itself, base + self.right)],
+            axis=-1,
+        ).reshape(-1)
+        feature = np.where(leaf, 0, self.feature).reshape(-1)
+        return feature, self.threshold.reshape(-1), children, self.value.reshape(-1), base[:, 0]
+
     def _walk(self, rows: np.ndarray) -> np.ndarray:
-        n = rows.shape[0]
-        trees = np.arange(self.feature.shape[0])[:, None]
-        node = np.zeros((self.feature.shape[0], n), dtype=np.int64)
-        columns = np.arange(n)[None, :]
+        """Every row down every tree at once (trees x rows nodes, one step per level). A row
+        goes right where it is not at most the threshold (NaN too)."""
+        feature, threshold, children, value, roots = self._nodes
+        n, width = rows.shape
+        flat = rows.reshape(-1)
+        starts = np.arange(n) * width
+        node = np.repeat(roots[:, None], n, axis=1)
         for _ in range(self.depth):
-            feature = self.feature[trees, node]
-            leaf = feature < 0
-            values = rows[columns, np.where(leaf, 0, feature)]
-            go_left = values <= self.threshold[trees, node]
-            step = np.where(go_left, self.left[trees, node], self.right[trees, node])
-            node = np.where(leaf, node, step)
-        return self.value[trees, node].sum(axis=0)
+            right = ~(flat[starts + feature[node]] <= threshold[node])
+            node = children[2 * node + right]
+        # trees x rows, summed over the trees in their order: the sum the model was fitted with
+        return value[node].sum(axis=0)
 
 
 def _depth(feature: np.ndarray, left: np.ndarray, right: np.ndarray) -> int:

@@ -4,14 +4,21 @@ scored by the join model, best first (:func:`rank_candidates`). Pure."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
 
 from ..join_model import JoinModel
 from .features import EpisodeFeatures, MemoryFeatures
-from .scoring import DEFAULT_MODEL, Evidence, candidate_row, fill_margins, sigmoid
+from .scoring import (
+    DEFAULT_MODEL,
+    Evidence,
+    Scored,
+    candidate_rows,
+    fill_margins_rows,
+    sigmoid,
+)
 from .stream import DetectorContext
 
 MAX_SEEDS = 1024
@@ -120,26 +127,18 @@ def rank_candidates(
     rows_out: list[np.ndarray] | None = None,
 ) -> tuple[list[Candidate], list[float]]:
     """Score every (already eligible) candidate with the join model, best first: each gets
-    its feature row (:func:`candidate_row`), the rows are compared (:func:`fill_margins`) and
-    the model turns each into P(joins). Also returns the background cosines (memory vs each
-    candidate's recent members) for :func:`update_context`. Seeds' cosines are one matrix
-    product (with ``seed_rows``, kept from one call to the next); only the
-    :data:`SEED_SHORTLIST` nearest are scored. ``rows_out``: the feature matrix is appended
-    to it (candidates in the returned order), for fitting the model."""
+    its feature row (:func:`candidate_rows`, one pass over the candidates), the rows are
+    compared (:func:`fill_margins_rows`) and the model turns each into P(joins). Also returns
+    the background cosines (memory vs each candidate's recent members) for
+    :func:`update_context`. Seeds' cosines are one matrix product (with ``seed_rows``, kept
+    from one call to the next); only the :data:`SEED_SHORTLIST` nearest are scored.
+    ``rows_out``: the feature matrix is appended to it (candidates in the returned order),
+    for fitting the model."""
     seeds = [s for s in seeds if s.id != memory.id]
-    found: list[tuple[str, str, Evidence]] = []
-    rows: list[list[float]] = []
-    background: list[np.ndarray] = []
-    idf = context.idf_weights(memory.terms)
     own = own_thread(memory, episodes)
-    for ep in episodes:
-        episode_cos = ep.vectors @ memory.vector
-        row, ev = candidate_row(
-            memory, ep, context, cos=episode_cos, idf=idf, own_thread=own == ep.id
-        )
-        rows.append(row)
-        found.append(("episode", ep.id, ev))
-        background.append(episode_cos)
+    background = [ep.vectors @ memory.vector for ep in episodes]
+    scored: list[Scored] = list(episodes)
+    cosines: list[np.ndarray | float] = list(background)
     if seeds:
         if seed_rows is not None:
             cos = seed_rows.cosines(memory.vector, seeds)
@@ -149,40 +148,28 @@ def rank_candidates(
         shortlist = range(len(seeds))
         if len(seeds) > SEED_SHORTLIST:  # only the nearest seeds by cosine get full evidence
             shortlist = np.argpartition(-cos, SEED_SHORTLIST)[:SEED_SHORTLIST].tolist()
+        values = cos.tolist()
         for j in shortlist:
-            seed = _seed_episode(seeds[j])
-            row, ev = candidate_row(
-                memory, seed, context, cos=cos[j : j + 1], idf=idf, is_seed=True
-            )
-            rows.append(row)
-            found.append(("seed", seed.id, ev))
-    if not found:
+            scored.append(seeds[j])
+            cosines.append(values[j])
+    if not scored:
         return [], []
-    matrix = fill_margins(np.asarray(rows, dtype=np.float64))
-    logits = model.logits(matrix)
+    rows, raw = candidate_rows(
+        memory,
+        scored,
+        context,
+        cosines=cosines,
+        idf=context.idf_weights(memory.terms),
+        own_thread=[own == c.id for c in episodes] + [False] * (len(scored) - len(episodes)),
+    )
+    matrix = np.array(fill_margins_rows(rows), dtype=np.float64)
     out = []
-    for (kind, cid, ev), u in zip(found, logits.tolist(), strict=True):
-        out.append(Candidate(kind, cid, sigmoid(u), replace(ev, utility=u, score=sigmoid(u))))
+    for i, u in enumerate(model.logits(matrix).tolist()):
+        p = sigmoid(u)
+        kind = "episode" if i < len(episodes) else "seed"
+        out.append(Candidate(kind, scored[i].id, p, Evidence(*raw[i], utility=u, score=p)))
     order = sorted(range(len(out)), key=lambda i: out[i].score, reverse=True)
     if rows_out is not None:
         rows_out.append(matrix[order])
     bg = np.concatenate(background).tolist() if background else []
     return [out[i] for i in order], bg
-
-
-def _seed_episode(seed: MemoryFeatures) -> EpisodeFeatures:
-    """A seed seen as a one-member episode, cheaply (no counters are copied)."""
-    terms = dict.fromkeys(seed.terms, 1)
-    return EpisodeFeatures(
-        id=seed.id,
-        vectors=seed.vector[None, :],
-        vector_sum=seed.vector,
-        tag_counts=dict.fromkeys(seed.tags, 1),
-        term_counts=terms,
-        source_counts={seed.source_instance: 1},
-        first_activity=seed.created_at,
-        last_activity=seed.created_at,
-        memory_count=1,
-        member_ids=(seed.id,),
-        source_last={seed.source_instance: seed.created_at},
-    )

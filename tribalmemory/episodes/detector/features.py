@@ -50,7 +50,10 @@ def content_size(content: str) -> int:
     for run in _RUN.findall(content):
         if run.isdigit():
             continue
-        wide = sum(1 for ch in run if unicodedata.east_asian_width(ch) in "WF")
+        # no ASCII character is wide: most runs need no look-up per character
+        wide = (
+            0 if run.isascii() else sum(1 for ch in run if unicodedata.east_asian_width(ch) in "WF")
+        )
         size += wide // 2 + (1 if len(run) - wide >= 3 else 0)
     return size
 
@@ -86,7 +89,15 @@ def proper_names(content: str) -> frozenset[str]:
 IDENTIFIER_MARK = "#"
 """Prefix of the identifier terms (:func:`identifiers`), which :func:`tokenize` never makes."""
 
-_NUMBER_REF, _TICKET, _PATH, _CODE_NAME = NUMBER_REF, TICKET, PATH, CODE_NAME
+_IDENTIFIER_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = (
+    (NUMBER_REF, re.compile(r"\d{3}")),
+    (TICKET, re.compile(r"-\d")),
+    (PATH, re.compile("/")),
+    (CODE_NAME, None),
+)
+"""The identifier patterns, each with a cheap pattern that every match of it contains (a
+scan without backtracking: a memory without three digits in a row, a dash before a digit or
+a slash skips the pattern)."""
 
 
 def identifiers(content: str) -> frozenset[str]:
@@ -96,7 +107,9 @@ def identifiers(content: str) -> frozenset[str]:
     ``np.broadcast_arrays``), lower-cased. :func:`tokenize` breaks them into words or drops
     them (numbers); kept whole they are the strongest lexical tie between two memories."""
     out: set[str] = set()
-    for pattern in (_NUMBER_REF, _TICKET, _PATH, _CODE_NAME):
+    for pattern, needs in _IDENTIFIER_PATTERNS:
+        if needs is not None and needs.search(content) is None:
+            continue  # what every match of the pattern holds is not there: none can match
         for match in pattern.finditer(content):
             out.add(IDENTIFIER_MARK + match.group(1).lower().rstrip("."))
     return frozenset(out)

@@ -4,9 +4,9 @@ and the fitted join model (:mod:`..join_model`) that turns it into P(joins). Pur
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -126,12 +126,161 @@ def weighted_overlap(weights: Mapping[str, float], bag: Mapping[str, int] | Iter
     return shared / total if total > 0 else 0.0
 
 
-def hours_between(earlier: datetime, later: datetime) -> float:
-    return max(0.0, (later - earlier).total_seconds() / 3600.0)
-
-
 def _log1p(x: float) -> float:
     return math.log1p(max(x, 0.0))
+
+
+@lru_cache(maxsize=4096)
+def _author_terms(author: str) -> frozenset[str]:
+    """:func:`tokenize` of an author's name (asked for every candidate of every memory)."""
+    return tokenize(author)
+
+
+Scored = EpisodeFeatures | MemoryFeatures
+"""What a memory is scored against: an episode, or a seed (an earlier memory)."""
+
+RawEvidence = tuple[float, float, float, float, float, float, float]
+"""The fields of :class:`Evidence` before the model's utility and score."""
+
+
+def candidate_rows(
+    memory: MemoryFeatures,
+    candidates: Sequence[Scored],
+    context: DetectorContext,
+    *,
+    cosines: Sequence[np.ndarray | float] | None = None,
+    idf: Mapping[str, float] | None = None,
+    is_seed: Sequence[bool] | None = None,
+    own_thread: Sequence[bool] | None = None,
+) -> tuple[list[list[float]], list[RawEvidence]]:
+    """The feature rows (:data:`FEATURES` order, margins and the candidate count left 0 for
+    :func:`fill_margins`) of "``memory`` continues each of ``candidates``", and the raw
+    evidence behind each (:data:`RawEvidence`). Past only: everything comes from ``memory``,
+    the candidates and the ``context`` as they are when the memory arrives.
+
+    A :class:`MemoryFeatures` candidate is a seed; an episode is scored as a seed where
+    ``is_seed`` says so. ``cosines``: per candidate, the memory against its recent members
+    (a seed's may be its one cosine, a float), computed here if not given; ``idf``: the
+    memory's term weights; ``own_thread``: per candidate, whether it is where the memory's
+    author wrote last (:func:`.candidates.own_thread`).
+
+    What depends on the memory alone is computed once; per candidate, plain Python on the
+    cosines as a list, and only the two numpy calls whose rounding the model was fitted with
+    (the float32 sum of the cosines, the centroid's cosine): in the request path each numpy
+    call costs microseconds, more than the arithmetic of a few dozen floats."""
+    seeds = [isinstance(c, MemoryFeatures) for c in candidates] if is_seed is None else is_seed
+    own = [False] * len(candidates) if own_thread is None else own_thread
+    vector = memory.vector
+    if cosines is None:
+        cosines = [
+            (c.vector[None, :] if isinstance(c, MemoryFeatures) else c.vectors) @ vector
+            for c in candidates
+        ]
+    if idf is None:
+        idf = context.idf_weights(memory.terms)
+    weights = list(idf.items())
+    total = 0.0
+    for _, weight in weights:
+        total += weight
+    marked = [(t, w) for t, w in weights if t.startswith(IDENTIFIER_MARK)]
+    marked_total = 0.0
+    for _, weight in marked:
+        marked_total += weight
+    mean, std = context.cos_mean, context.cos_std
+    edge = mean + std
+    # numpy compares an array of float32 with a Python float as float32: so do the lists
+    edge32 = float(np.float32(edge))
+    now, author, pace = memory.created_at, memory.source_instance, context.pace
+    tags, terms = memory.tags, memory.terms
+    author_base = context.author_share(author)
+    words = _log1p(memory.words or 0)
+    says_little = 1.0 if memory.says_little else 0.0
+    log_pace, seen = math.log(pace), _log1p(context.doc_count)
+
+    rows: list[list[float]] = []
+    raw: list[RawEvidence] = []
+    bag: Container[str]
+    tag_bag: Container[str]
+    for c, cos, seed, own_c in zip(candidates, cosines, seeds, own, strict=True):
+        values = cos.tolist() if isinstance(cos, np.ndarray) else [cos]
+        s_last = values[-1]
+        if len(values) == 1:  # a seed or a one-member episode: compared as a float64
+            s_max = s_mean = s_last
+            coverage = 1.0 if s_last >= edge else 0.0
+        else:
+            assert isinstance(cos, np.ndarray)
+            s_max, s_mean = max(values), float(cos.sum()) / len(values)
+            coverage = sum(1 for x in values if x >= edge32) / len(values)
+        if isinstance(c, MemoryFeatures):
+            if not seed:
+                raise ValueError(f"candidate {c.id} is a memory: only a seed can be one")
+            bag, tag_bag, first, last, size = c.terms, c.tags, c.created_at, c.created_at, 1
+            s_cent = s_max
+        else:
+            bag, tag_bag = c.term_counts, c.tag_counts
+            first, last, size = c.first_activity, c.last_activity, max(c.memory_count, 1)
+            s_cent = s_max if seed else float(c.centroid @ vector)
+        z_max, z_cent, z_last = (s_max - mean) / std, (s_cent - mean) / std, (s_last - mean) / std
+        z_mean = (s_mean - mean) / std
+        shared = 0.0
+        for term, weight in weights:
+            if term in bag:
+                shared += weight
+        ident = 0.0
+        for term, weight in marked:
+            if term in bag:
+                ident += weight
+        lex = shared / total if total > 0 else 0.0
+        since_last = (now - last).total_seconds()
+        gap = max(0.0, since_last) / pace
+        # A seed is scored without its author: two memories that share only who wrote them
+        # (an agent's note on billing, its note on lunch) never start a thread; authorship
+        # only extends one (the short replies rule, docs/detection.md).
+        if seed or isinstance(c, MemoryFeatures):
+            share, author_last, names_author = 0.0, False, False
+        else:
+            share = c.source_counts.get(author, 0) / size
+            author_last = c.source_last.get(author) == last
+            names_author = any(
+                not _author_terms(a).isdisjoint(terms) for a in c.source_counts if a != author
+            )
+        rows.append(
+            [
+                z_max,
+                z_cent,
+                z_last,
+                lex,
+                ident / marked_total if marked_total > 0 else 0.0,
+                1.0 if ident > 0 else 0.0,
+                1.0 if any(t in tag_bag for t in tags) else 0.0,
+                _log1p(gap),
+                _log1p(max(0.0, (now - first).total_seconds()) / pace),
+                math.log(size),
+                1.0 if seed else 0.0,
+                share,
+                share - author_base,
+                1.0 if author_last else 0.0,
+                author_base,
+                z_cent * author_base,
+                1.0 if names_author else 0.0,
+                1.0 if own_c else 0.0,
+                says_little,
+                words,
+                z_cent * words,
+                log_pace,
+                0.0,  # z_margin, filled by fill_margins
+                0.0,  # lexical_margin, filled by fill_margins
+                0.0,  # candidates, filled by fill_margins
+                s_max,
+                seen,
+                coverage,
+                z_mean,
+            ]
+        )
+        similarity = (s_max + 0.5 * s_cent + 0.2 * s_last) / 1.7
+        hours = max(0.0, since_last / 3600.0)
+        raw.append((s_max, s_cent, similarity, z_max, lex, hours, gap))
+    return rows, raw
 
 
 def candidate_row(
@@ -144,100 +293,61 @@ def candidate_row(
     is_seed: bool = False,
     own_thread: bool = False,
 ) -> tuple[list[float], Evidence]:
-    """The feature row (:data:`FEATURES` order, margins and the candidate count left 0 for
-    :func:`rank_candidates` to fill) of "``memory`` continues ``episode``", and the raw
-    evidence behind it. Past only: everything comes from ``memory``, ``episode`` and the
-    ``context`` as they are when the memory arrives. A caller scoring one memory against many
-    candidates may pass what does not depend on the candidate: ``cos`` (the memory against
-    ``episode.vectors``) and ``idf`` (the memory's term weights)."""
-    if cos is None:
-        cos = episode.vectors @ memory.vector
-    if idf is None:
-        idf = context.idf_weights(memory.terms)
-    mean, std = context.cos_mean, context.cos_std
-    s_last = float(cos[-1])
-    if len(cos) == 1:  # a seed or a one-member episode: no array work for one cosine
-        s_max = s_mean = s_last
-        coverage = 1.0 if s_last >= mean + std else 0.0
-    else:
-        s_max, s_mean = float(cos.max()), float(cos.sum()) / len(cos)
-        coverage = np.count_nonzero(cos >= mean + std) / len(cos)
-    s_cent = s_max if is_seed else float(episode.centroid @ memory.vector)
-    z_max, z_cent, z_last = (s_max - mean) / std, (s_cent - mean) / std, (s_last - mean) / std
-    z_mean = (s_mean - mean) / std
-    bag = episode.term_counts
-    lex = weighted_overlap(idf, bag)
-    ident_total = ident_shared = 0.0
-    for term, weight in idf.items():
-        if term.startswith(IDENTIFIER_MARK):
-            ident_total += weight
-            if term in bag:
-                ident_shared += weight
-    now = memory.created_at
-    gap = context.paces(episode.last_activity, now)
-    hours = hours_between(episode.last_activity, now)
-    author = memory.source_instance
-    size = max(episode.memory_count, 1)
-    # A seed is scored without its author: two memories that share only who wrote them (an
-    # agent's note on billing, its note on lunch) never start a thread; authorship only extends
-    # one (the short replies rule, docs/detection.md).
-    author_last = not is_seed and episode.source_last.get(author) == episode.last_activity
-    author_share = 0.0 if is_seed else episode.source_counts.get(author, 0) / size
-    author_base = context.author_share(author)
-    words = _log1p(memory.words or 0)
-    others = [] if is_seed else [a for a in episode.source_counts if a != author]
-    names_author = any(tokenize(a) & memory.terms for a in others) if others else False
-    row = [
-        z_max,
-        z_cent,
-        z_last,
-        lex,
-        ident_shared / ident_total if ident_total > 0 else 0.0,
-        1.0 if ident_shared > 0 else 0.0,
-        1.0 if any(t in episode.tag_counts for t in memory.tags) else 0.0,
-        _log1p(gap),
-        _log1p(context.paces(episode.first_activity, now)),
-        math.log(size),
-        1.0 if is_seed else 0.0,
-        author_share,
-        author_share - author_base,
-        1.0 if author_last else 0.0,
-        author_base,
-        z_cent * author_base,
-        1.0 if names_author else 0.0,
-        1.0 if own_thread else 0.0,
-        1.0 if memory.says_little else 0.0,
-        words,
-        z_cent * words,
-        math.log(context.pace),
-        0.0,  # z_margin, filled by rank_candidates
-        0.0,  # lexical_margin, filled by rank_candidates
-        0.0,  # candidates, filled by rank_candidates
-        s_max,
-        _log1p(context.doc_count),
-        coverage,
-        z_mean,
-    ]
-    sim = (s_max + 0.5 * s_cent + 0.2 * s_last) / 1.7
-    return row, Evidence(s_max, s_cent, sim, z_max, lex, hours, gap, 0.0, 0.0)
+    """The feature row of "``memory`` continues ``episode``" and the evidence behind it (the
+    model's utility and score left 0): :func:`candidate_rows` of the one candidate. ``cos``:
+    the memory against ``episode.vectors``; ``idf``: the memory's term weights."""
+    rows, raw = candidate_rows(
+        memory,
+        [episode],
+        context,
+        cosines=None if cos is None else [cos],
+        idf=idf,
+        is_seed=[is_seed],
+        own_thread=[own_thread],
+    )
+    return rows[0], Evidence(*raw[0], 0.0, 0.0)
+
+
+def margins(values: Sequence[float]) -> list[float]:
+    """Each value minus the best of the *others* (minus 0 when it is alone): the best is the
+    first of the highest, NaN never best (as a stable sort of the values, highest first)."""
+    if len(values) == 1:
+        return [values[0]]
+    best = second = -1
+    for i, v in enumerate(values):
+        if v != v:  # NaN
+            continue
+        if best < 0 or v > values[best]:
+            best, second = i, best
+        elif second < 0 or v > values[second]:
+            second = i
+    if best < 0:  # all NaN: the first, then the second
+        best, second = 0, 1
+    elif second < 0:  # one value is not NaN: the next best is the first NaN
+        second = next(i for i, v in enumerate(values) if v != v)
+    top, runner_up = values[best], values[second]
+    return [v - (runner_up if i == best else top) for i, v in enumerate(values)]
+
+
+def fill_margins_rows(rows: list[list[float]]) -> list[list[float]]:
+    """:func:`fill_margins` of rows as lists (before they become an array)."""
+    count = math.log1p(len(rows))
+    for column, margin in ((_Z_MAX, _Z_MARGIN), (_LEXICAL, _LEXICAL_MARGIN)):
+        for row, value in zip(rows, margins([row[column] for row in rows]), strict=True):
+            row[margin] = value
+    for row in rows:
+        row[_CANDIDATES] = count
+    return rows
 
 
 def fill_margins(rows: np.ndarray) -> np.ndarray:
     """Fill the columns that compare a candidate with the others, **in place**: its z-similarity
-    and lexical coverage minus the best of the *other* candidates' (minus 0, the background
-    and no overlap, when it is alone), and how many candidates there are (log)."""
-    n = rows.shape[0]
-    rows[:, _CANDIDATES] = math.log1p(n)
-    for column, margin in ((_Z_MAX, _Z_MARGIN), (_LEXICAL, _LEXICAL_MARGIN)):
-        values = rows[:, column]
-        if n == 1:
-            rows[:, margin] = values
-            continue
-        order = np.argsort(-values, kind="stable")
-        best, second = values[order[0]], values[order[1]]
-        others_best = np.full(n, best)
-        others_best[order[0]] = second
-        rows[:, margin] = values - others_best
+    and lexical coverage minus the best of the *other* candidates' (:func:`margins`), and how
+    many candidates there are (log)."""
+    rows[:, _CANDIDATES] = math.log1p(rows.shape[0])
+    if rows.shape[0]:
+        for column, margin in ((_Z_MAX, _Z_MARGIN), (_LEXICAL, _LEXICAL_MARGIN)):
+            rows[:, margin] = margins(rows[:, column].tolist())
     return rows
 
 

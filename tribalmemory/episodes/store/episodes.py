@@ -165,8 +165,10 @@ class Episodes(Table):
 
     def active_activity(self, project: str | None = None) -> list[tuple[str, float]]:
         """(id, last_activity) of the active episodes (of ``project``, when given): the cheap
-        query the write path needs."""
-        scoped = " AND project = ?" if project is not None else ""
+        query the write path needs. It reads the few active episodes through the status
+        index (``+project`` keeps SQLite off the project index, which would read every
+        episode the project ever had, closed ones included, on each ``remember``)."""
+        scoped = " AND +project = ?" if project is not None else ""
         args = (project,) if project is not None else ()
         return [
             (r[0], r[1])
