@@ -321,6 +321,15 @@ def test_recency_is_measured_in_the_streams_pace():
     assert evidence(m, ep, chat).paces_since_last == pytest.approx(10.0)
 
 
+def test_term_weights_come_in_one_order_whatever_the_hash_seed():
+    """``lexical`` and ``identifiers`` are sums of the memory's term weights; float addition
+    depends on the order, and a set's order follows the string hash seed, so the weights come
+    sorted: the same row in every process."""
+    terms = frozenset(f"term{k:02d}" for k in range(40))
+    ctx = DetectorContext(doc_count=100, doc_freq={f"term{k:02d}": k + 1 for k in range(40)})
+    assert list(ctx.idf_weights(terms)) == sorted(terms)
+
+
 def test_update_context_is_incremental_and_in_place():
     ctx = DetectorContext(doc_freq={f"word{k}": 1 for k in range(100_000)}, doc_count=100_000)
     freq = ctx.doc_freq

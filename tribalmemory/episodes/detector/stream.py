@@ -111,8 +111,10 @@ class DetectorContext:
         return math.log((self.doc_count + 1.0) / (self.doc_freq.get(term, 0) + 0.5))
 
     def idf_weights(self, terms: Iterable[str]) -> dict[str, float]:
-        """:meth:`idf` of each of ``terms`` (a memory's, weighed once for many candidates)."""
-        return {t: self.idf(t) for t in terms}
+        """:meth:`idf` of each of ``terms`` (a memory's, weighed once for many candidates), in
+        sorted order: sums over them are then the same in every process (a set's order follows
+        the string hash seed, and float addition depends on the order)."""
+        return {t: self.idf(t) for t in sorted(terms)}
 
     def to_json(self, terms: bool = True) -> dict[str, Any]:
         """Everything, or without ``doc_freq`` (``terms=False``: the engine keeps the term
