@@ -79,15 +79,11 @@ class SeedPool:
         """The ``limit`` most recent seeds of ``project`` created within ``window`` seconds of
         ``around`` (either side: imports deliver memories out of order), oldest first,
         ``exclude`` left out."""
+        if limit <= 0:
+            return []
         keys = self._by_project.get(project, [])
         low = bisect_left(keys, (around - window, ""))
         high = bisect_right(keys, (around + window, "\uffff"))
-        out: list[MemoryFeatures] = []
-        for k in range(high - 1, low - 1, -1):
-            if len(out) == limit:
-                break
-            memory_id = keys[k][1]
-            if memory_id != exclude:
-                out.append(self._features[memory_id])
-        out.reverse()
-        return out
+        features = self._features  # one more than the limit, in case ``exclude`` is among them
+        out = [features[m] for _, m in keys[max(low, high - limit - 1) : high] if m != exclude]
+        return out[-limit:]

@@ -74,7 +74,11 @@ class SeedRows:
         """``seed.vector @ vector`` for each of ``seeds``, in their order."""
         if len(self._owner) > 2 * len(seeds) + 1024:
             self._clear()
-        rows = [self._row_of(seed) for seed in seeds]
+        known, owner = self._row.get, self._owner
+        rows = []
+        for seed in seeds:  # most seeds are the same objects as at the last decision
+            row = known(seed.id)
+            rows.append(row if row is not None and owner[row] is seed else self._row_of(seed))
         return (self._matrix[: len(self._owner)] @ vector)[rows]
 
     def _row_of(self, seed: MemoryFeatures) -> int:
