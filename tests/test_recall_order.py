@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from tribalmemory.config import config_from_dict
+from tribalmemory.models import ENGINE_WRITTEN, SourceType
 from tribalmemory.runtime import start_runtime
 from tribalmemory.shapes import RecallRequest
-from tribalmemory.storage.base import rrf_fuse
+from tribalmemory.storage.base import MemoryFilter, fuse_kinds, kind_filters, rrf_fuse
 
 
 @pytest.fixture
@@ -110,3 +111,53 @@ async def test_min_relevance_filters_on_the_shown_score(crowded: Any) -> None:
     kept = await crowded.recall(RecallRequest(query="redis cache", limit=50, min_relevance=floor))
     assert kept == [hit for hit in every if hit.similarity_score >= floor]
     assert all(hit.similarity_score >= floor for hit in kept) and len(kept) < len(every)
+
+
+def test_rrf_fuse_ranks_the_points_apart_as_if_the_others_stood_alone() -> None:
+    """Points of ``apart`` never move the others' ranks: those fuse as without them, and a
+    point of ``apart`` takes the rank it would have among them."""
+    dense = [("s", 0.99), ("a", 0.9), ("c", 0.85), ("b", 0.8)]
+    sparse = [("b", 3.0), ("c", 2.0), ("a", 1.0)]  # s: found by the dense list only
+    alone = rrf_fuse([[h for h in dense if h[0] != "s"], sparse])
+    fused = rrf_fuse([dense, sparse], apart=frozenset({"s"}))
+    assert [pid for pid, _ in fused if pid != "s"] == [pid for pid, _ in alone] == ["a", "b", "c"]
+    assert dict(fused)["s"] == pytest.approx(1 / 61)  # dense rank 1 among a, b, c; no BM25
+    assert dict(fused)["a"] == dict(alone)["a"]
+    # without ``apart``, s pushes the dense ranks down by one: b (ranks 4 + 1) passes a (2 + 3)
+    assert [pid for pid, _ in rrf_fuse([dense, sparse]) if pid != "s"] == ["b", "a", "c"]
+
+
+def test_a_search_fetches_written_and_engine_written_memories_apart() -> None:
+    """Each part of a search gets its own filter (and so its own depth of candidates); a part
+    the request's filter leaves nothing of is not searched."""
+    engine_types = sorted(ENGINE_WRITTEN, key=lambda t: t.value)
+    plain, engine = kind_filters(None)
+    assert plain is not None and engine is not None
+    assert plain.source_types is None and plain.exclude_source_types == engine_types
+    assert engine.source_types == engine_types and engine.exclude_source_types is None
+    summaries = MemoryFilter(source_types=[SourceType.EPISODE_SUMMARY], tags_any=["ops"])
+    assert kind_filters(summaries) == (None, summaries)
+    mine = MemoryFilter(source_types=[SourceType.USER_EXPLICIT, SourceType.LESSON])
+    plain, engine = kind_filters(mine)
+    assert plain is not None and plain.source_types == [SourceType.USER_EXPLICIT]
+    assert engine is not None and engine.source_types == [SourceType.LESSON]
+    plain, engine = kind_filters(
+        MemoryFilter(exclude_source_types=[SourceType.EPISODE_SUMMARY], project="p")
+    )
+    assert plain is not None and plain.exclude_source_types == engine_types
+    assert engine is not None and engine.project == "p"
+    assert SourceType.EPISODE_SUMMARY not in (engine.source_types or [])
+    assert kind_filters(MemoryFilter(exclude_source_types=engine_types))[1] is None
+
+
+def test_engine_written_memories_never_take_a_written_ones_place_among_the_candidates() -> None:
+    """``limit`` written memories come back whatever the engine wrote, with the engine-written
+    ones that rank among them (at most ``limit`` of those)."""
+    written = [[("a", 0.9), ("b", 0.8), ("c", 0.7)], [("a", 3.0), ("b", 2.0), ("c", 1.0)]]
+    engine = [[("s", 0.99), ("t", 0.98), ("u", 0.97)], [("s", 9.0), ("t", 8.0), ("u", 7.0)]]
+    # s, t and u each take rank 1 among the written ones in both lists, as a does: equal
+    # fused scores go by the dense rank (1 for all four), then by id
+    assert [pid for pid, _ in fuse_kinds(written, engine, 2)] == ["a", "s", "t", "b"]
+    assert [pid for pid, _ in fuse_kinds(written, engine, 3)] == ["a", "s", "t", "u", "b", "c"]
+    assert [pid for pid, _ in fuse_kinds(written, [], 2)] == ["a", "b"]
+    assert [pid for pid, _ in fuse_kinds([], engine, 2)] == ["s", "t"]

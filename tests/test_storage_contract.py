@@ -927,3 +927,38 @@ def test_duplicate_check_searches_past_summaries_only_when_they_reach_the_thresh
     )
     assert result.success is True and result.duplicate_of is None
     assert searches == [None]  # the unfiltered probe only
+
+
+def leaning(cosine: float, axis: int) -> np.ndarray:
+    """A unit vector at ``cosine`` to the first axis (the query), leaning towards ``axis``."""
+    vector = np.zeros(BUNDLED_DIM, dtype=np.float32)
+    vector[0], vector[axis] = cosine, np.sqrt(1.0 - cosine**2)
+    return vector
+
+
+def test_engine_written_memories_never_reorder_the_memories_around_them(store: Any) -> None:
+    """Summaries the dense list ranks first but BM25 never finds would push the written
+    memories down one list only, which reorders them (fused: B, C, A); ranked apart they keep
+    the order they have without the summaries (A, B, C) and take a place of their own."""
+    query = leaning(1.0, 1)
+    # dense ranks A 1, C 2, B 3; BM25 (one query term, documents of one length) B 1, C 2, A 3
+    written = {
+        "A": memory("billing notes notes"),
+        "C": memory("billing billing notes"),
+        "B": memory("billing billing billing"),
+    }
+    cosines = {"A": 0.9, "C": 0.85, "B": 0.8}
+    store.upsert(
+        list(written.values()),
+        np.stack([leaning(cosines[k], 2 + i) for i, k in enumerate(written)]),
+    )
+    name = {m.id: key for key, m in written.items()}
+    before = [name[h.memory.id] for h in store.search("billing", query, 10)]
+    assert before == ["A", "B", "C"]  # A and B tie (ranks 1 + 3), A first in the dense list
+    summaries = [
+        memory(f"Episode: invoices {i}", source_type=SourceType.EPISODE_SUMMARY) for i in range(3)
+    ]
+    store.upsert(summaries, np.repeat(query[None, :], 3, axis=0))
+    hits = store.search("billing", query, 10)
+    assert [name[h.memory.id] for h in hits if h.memory.id in name] == before
+    assert {h.memory.id for h in hits} >= {s.id for s in summaries}  # found, placed apart

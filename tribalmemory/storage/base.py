@@ -4,18 +4,19 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 
-from ..models import Memory, SourceType
+from ..models import ENGINE_WRITTEN, Memory, SourceType
 from ..timeutil import to_epoch
 
 
@@ -89,7 +90,8 @@ class MemoryStore(Protocol):
         self, text: str, vector: np.ndarray, limit: int, where: MemoryFilter | None = None
     ) -> list[SearchHit]:
         """Hybrid search: the ``limit`` best of dense + BM25 fused with :func:`rrf_fuse`, best
-        first; the same query on the same store always gives the same list."""
+        first, and the engine-written memories ranked among them (:func:`fuse_kinds`: at most
+        ``limit`` more); the same query on the same store always gives the same list."""
 
     def dense_search(
         self, vector: np.ndarray, limit: int, where: MemoryFilter | None = None
@@ -287,8 +289,57 @@ def search_depth(limit: int) -> int:
     return max(4 * limit, 50)
 
 
+def kind_filters(where: MemoryFilter | None) -> tuple[MemoryFilter | None, MemoryFilter | None]:
+    """``where`` split in two: the memories users and agents wrote, and those the engine wrote
+    from others (:data:`~tribalmemory.models.ENGINE_WRITTEN`); None for a part ``where``
+    leaves nothing of. A hybrid search fetches each part's candidates to its own depth, so
+    engine-written memories never push a written one out of the candidates (:func:`fuse_kinds`)."""
+    where = where or MemoryFilter()
+    excluded = set(where.exclude_source_types or ())
+    wanted = set(where.source_types or SourceType) - excluded
+    engine = replace(
+        where, source_types=ordered(wanted & ENGINE_WRITTEN), exclude_source_types=None
+    )
+    if where.source_types:
+        plain = replace(where, source_types=ordered(wanted - ENGINE_WRITTEN))
+    else:  # a condition that also keeps a memory of a type this version does not know
+        plain = replace(where, exclude_source_types=ordered(excluded | ENGINE_WRITTEN))
+    return (plain if plain.source_types != [] else None), (engine if engine.source_types else None)
+
+
+def ordered(types: Iterable[SourceType]) -> list[SourceType]:
+    return sorted(types, key=lambda t: t.value)
+
+
+def fuse_kinds(
+    written: Sequence[Sequence[tuple[str, float]]],
+    engine: Sequence[Sequence[tuple[str, float]]],
+    limit: int,
+) -> list[tuple[str, float]]:
+    """A hybrid search's best, its lists (dense, then BM25) fetched apart for the memories
+    users wrote and those the engine wrote (either may be empty: a part the filter leaves
+    out), fused by :func:`rrf_fuse` with the engine-written ones ranked apart: the ``limit``
+    best written memories and the engine-written ones ranked among them (at most ``limit``),
+    so what the engine wrote never takes a written memory's place among the candidates."""
+    if not written or not engine:
+        return rrf_fuse(written or engine)[:limit]
+    apart = frozenset(pid for hits in engine for pid, _ in hits)
+    ranked = [[*mine, *theirs] for mine, theirs in zip(written, engine, strict=True)]
+    best: list[tuple[str, float]] = []
+    taken = {True: 0, False: 0}  # engine-written, written
+    for pid, score in rrf_fuse(ranked, apart=apart):
+        if taken[False] == limit:
+            break
+        if taken[pid in apart] < limit:
+            best.append((pid, score))
+            taken[pid in apart] += 1
+    return best
+
+
 def rrf_fuse(
-    ranked: Iterable[Iterable[tuple[str, float]]], k: int = RRF_K
+    ranked: Iterable[Iterable[tuple[str, float]]],
+    k: int = RRF_K,
+    apart: frozenset[str] = frozenset(),
 ) -> list[tuple[str, float]]:
     """Reciprocal rank fusion of ``(point id, score)`` lists, best first.
 
@@ -300,16 +351,36 @@ def rrf_fuse(
     own fusion did not: measured 16 of 60 queries), and two stores of the same memories under
     other ids give the same ranking (ids are random UUIDs: breaking ties by them made a
     replayed benchmark differ run to run).
+
+    The points of ``apart`` (memories the engine wrote from others: episode summaries,
+    lessons, decisions) are ranked apart: the others rank among themselves only, as if
+    ``apart`` were not stored, and a point of ``apart`` takes the rank it would have among
+    them (one more than the number of them a list scores higher). So an engine-written memory
+    never pushes a written one down a list: it can take a place in the fused order, never
+    reorder the memories around it.
     """
     fused: dict[str, float] = {}
     first: dict[str, int] = {}
     for index, hits in enumerate(ranked):
-        for pid, rank in shared_ranks(hits).items():
+        for pid, rank in ranks_apart(list(hits), apart).items():
             fused[pid] = fused.get(pid, 0.0) + 1.0 / (k + rank)
             if index == 0:
                 first[pid] = rank
     unranked = len(first) + 1
     return sorted(fused.items(), key=lambda item: (-item[1], first.get(item[0], unranked), item[0]))
+
+
+def ranks_apart(hits: list[tuple[str, float]], apart: frozenset[str]) -> dict[str, int]:
+    """Each point's rank by score (:func:`shared_ranks`) among the points not in ``apart``;
+    a point of ``apart`` ranks one more than the number of those scored higher."""
+    if not apart:
+        return shared_ranks(hits)
+    ranks = shared_ranks([hit for hit in hits if hit[0] not in apart])
+    below = sorted(-score for pid, score in hits if pid not in apart)  # best first, negated
+    for pid, score in hits:
+        if pid in apart:
+            ranks[pid] = 1 + bisect.bisect_left(below, -score)
+    return ranks
 
 
 def shared_ranks(hits: Iterable[tuple[str, float]]) -> dict[str, int]:

@@ -37,11 +37,12 @@ from .base import (
     check_rows,
     ensure_same_model,
     from_payload,
+    fuse_kinds,
+    kind_filters,
     metadata_field,
     point_id,
     point_ids,
     project_conditions,
-    rrf_fuse,
     search_depth,
     source_values,
     store_locked,
@@ -372,23 +373,23 @@ class ServerStore:
         if limit <= 0:
             return []
         query = unit_query(vector, self.info.dim)
-        flt = server_filter(where)
         depth = search_depth(limit)
-        requests = [
-            models.QueryRequest(
-                query=query.tolist(), using=DENSE, limit=depth, filter=flt, params=self._params
-            )
+        parts = [
+            self._hybrid_requests(query, text, depth, server_filter(part)) if part else []
+            for part in kind_filters(where)
         ]
-        sparse = lexical.query_vector(text)
-        if sparse is not None:
-            requests.append(
-                models.QueryRequest(query=_sparse(sparse), using=SPARSE, limit=depth, filter=flt)
-            )
         with self._lock:
             self._check_open()
-            answers = self._client.query_batch_points(self._name, requests)
-            ranked = [[(str(p.id), float(p.score)) for p in a.points] for a in answers]
-            best = rrf_fuse(ranked)[:limit]
+            written, engine = (
+                [
+                    [(str(p.id), float(p.score)) for p in answer.points]
+                    for answer in self._client.query_batch_points(self._name, requests)
+                ]
+                if requests
+                else []
+                for requests in parts
+            )
+            best = fuse_kinds(written, engine, limit)
             records = (
                 self._client.retrieve(
                     self._name, [pid for pid, _ in best], with_payload=True, with_vectors=[DENSE]
@@ -406,6 +407,23 @@ class ServerStore:
             for pid, score in best
             if pid in found
         ]
+
+    def _hybrid_requests(
+        self, query: np.ndarray, text: str, depth: int, flt: models.Filter | None
+    ) -> list[models.QueryRequest]:
+        """A hybrid search's requests, ``depth`` candidates each: the dense one, and the BM25
+        one when ``text`` has terms."""
+        requests = [
+            models.QueryRequest(
+                query=query.tolist(), using=DENSE, limit=depth, filter=flt, params=self._params
+            )
+        ]
+        sparse = lexical.query_vector(text)
+        if sparse is not None:
+            requests.append(
+                models.QueryRequest(query=_sparse(sparse), using=SPARSE, limit=depth, filter=flt)
+            )
+        return requests
 
     def dense_search(
         self, vector: np.ndarray, limit: int, where: MemoryFilter | None = None

@@ -32,9 +32,10 @@ from ..base import (
     check_rows,
     ensure_same_model,
     from_payload,
+    fuse_kinds,
+    kind_filters,
     point_id,
     point_ids,
-    rrf_fuse,
     search_depth,
     to_payload,
     unit_query,
@@ -251,13 +252,18 @@ class EdgeStore:
         if limit <= 0:
             return []
         query = unit_query(vector, self.info.dim)
-        flt = edge_filter(where)
         depth = search_depth(limit)
-        requests = hybrid_requests(query, text, depth, flt)
+        parts = [
+            hybrid_requests(query, text, depth, edge_filter(part)) if part else []
+            for part in kind_filters(where)
+        ]
         with self._lock:
             shard = self._live()
-            ranked = [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
-            best = rrf_fuse(ranked)[:limit]
+            written, engine = (
+                [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
+                for requests in parts
+            )
+            best = fuse_kinds(written, engine, limit)
             records = shard.retrieve([pid for pid, _ in best], True, [DENSE]) if best else []
         found = {str(r.id): r for r in records}
         kept = [(found[pid], score) for pid, score in best if pid in found]
