@@ -37,7 +37,6 @@ from tribalmemory.episodes.detector import (
     eligible_episodes,
     eligible_seeds,
     evidence,
-    fill_margins,
     forget_terms,
     lexical_overlap,
     new_episode,
@@ -46,6 +45,7 @@ from tribalmemory.episodes.detector import (
     tokenize,
     update_context,
 )
+from tribalmemory.episodes.detector.scoring import fill_margins_rows
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 DIM = 8
@@ -283,9 +283,10 @@ def test_a_longer_pause_lowers_the_score_with_no_cap():
     # little between split points; the gap's own column is checked here.
     row, _ = candidate_row(mem("m", vec_at(0.6), hours=1), ep, CTX)
     column = FEATURES.index("gap_paces")
-    rows = np.asarray([row] * 40, dtype=np.float64)
-    rows[:, column] = np.linspace(0.0, 8.0, 40)
-    logits = DEFAULT_MODEL.logits(fill_margins(rows))
+    rows = [list(row) for _ in range(40)]
+    for r, gap in zip(rows, np.linspace(0.0, 8.0, 40).tolist(), strict=True):
+        r[column] = gap
+    logits = DEFAULT_MODEL.logits(np.asarray(fill_margins_rows(rows), dtype=np.float64))
     assert all(b <= a for a, b in zip(logits, logits[1:], strict=False))
     assert logits[-1] < logits[0]
 
