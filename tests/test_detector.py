@@ -331,6 +331,29 @@ def test_term_weights_come_in_one_order_whatever_the_hash_seed():
     assert list(ctx.idf_weights(terms)) == sorted(terms)
 
 
+def test_lexical_overlap_sums_in_sorted_order_whatever_order_the_terms_come_in():
+    """Merge ranking and chaining sum an episode's whole vocabulary (:func:`lexical_overlap`):
+    the same sum whether its terms come as a set, sorted once (``sorted_terms``) or reversed."""
+    words = [f"term{k:02d}" for k in range(40)]
+    ctx = DetectorContext(doc_count=100, doc_freq={w: k + 1 for k, w in enumerate(words)})
+    bag = frozenset(words[::3])
+    weights = ctx.idf_weights(words)
+
+    def summed(order: list[str]) -> float:
+        total = shared = 0.0
+        for t in order:
+            total += weights[t]
+            shared += weights[t] if t in bag else 0.0
+        return shared / total
+
+    in_order = summed(sorted(words))
+    assert summed(sorted(words, reverse=True)) != in_order  # the fixture: order shows
+    ep = build_episode("E", [mem(f"m{k}", basis(0), text=w) for k, w in enumerate(words)])
+    assert ep.sorted_terms == tuple(sorted(words))
+    for terms in (ep.sorted_terms, ep.term_counts, frozenset(words), words[::-1]):
+        assert lexical_overlap(terms, bag, ctx) == in_order
+
+
 def test_update_context_is_incremental_and_in_place():
     ctx = DetectorContext(doc_freq={f"word{k}": 1 for k in range(100_000)}, doc_count=100_000)
     freq = ctx.doc_freq

@@ -26,11 +26,7 @@ from tribalmemory.episodes.detector import (
     update_context,
 )
 from tribalmemory.episodes.detector.features import IDENTIFIER_MARK, tokenize
-from tribalmemory.episodes.detector.scoring import (
-    candidate_rows,
-    fill_margins_rows,
-    weighted_overlap,
-)
+from tribalmemory.episodes.detector.scoring import candidate_rows, fill_margins_rows
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 DIM = 48
@@ -61,7 +57,12 @@ def reference_row(
     z_max, z_cent, z_last = (s_max - mean) / std, (s_cent - mean) / std, (s_last - mean) / std
     z_mean = (s_mean - mean) / std
     bag = episode.term_counts
-    lex = weighted_overlap(idf, bag)
+    total = shared = 0.0
+    for term, weight in idf.items():
+        total += weight
+        if term in bag:
+            shared += weight
+    lex = shared / total if total > 0 else 0.0
     ident_total = ident_shared = 0.0
     for term, weight in idf.items():
         if term.startswith(IDENTIFIER_MARK):

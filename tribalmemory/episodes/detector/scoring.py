@@ -106,21 +106,19 @@ def sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-def lexical_overlap(
-    terms: Iterable[str], bag: Mapping[str, int] | Iterable[str], context: DetectorContext
-) -> float:
-    """Rare-term coverage (0..1): the share of the memory's IDF mass (its content terms) that
-    also occurs in the candidate's term bag. Common words weigh ~0, rare shared terms dominate.
-    O(terms of the memory)."""
-    return weighted_overlap(context.idf_weights(terms), bag)
-
-
-def weighted_overlap(weights: Mapping[str, float], bag: Mapping[str, int] | Iterable[str]) -> float:
-    """:func:`lexical_overlap` with the memory's term weights (IDF) computed once, for
-    scoring one memory against many candidates."""
+def lexical_overlap(terms: Iterable[str], bag: Container[str], context: DetectorContext) -> float:
+    """Rare-term coverage (0..1): the share of the IDF mass of ``terms`` (a memory's or an
+    episode's) that also occurs in ``bag``, the other side's terms. Common words weigh ~0, rare
+    shared terms dominate. The weights are summed in sorted order, as
+    :meth:`DetectorContext.idf_weights` gives them: the same sum in every process. Sorting
+    ``terms`` that come sorted (:attr:`EpisodeFeatures.sorted_terms`) is one pass.
+    O(``terms``); :func:`candidate_rows` sums a memory's weights against many candidates
+    inline."""
     total = 0.0
     shared = 0.0
-    for t, w in weights.items():
+    idf = context.idf
+    for t in sorted(terms):
+        w = idf(t)
         total += w
         if t in bag:
             shared += w
