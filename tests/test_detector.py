@@ -416,6 +416,17 @@ def test_eligibility_uses_memory_time_window_and_cap():
     assert [s.id for s in eligible_seeds(seeds, T0, 14)] == ["new"]
 
 
+def test_decide_checks_the_seeds_window_unless_they_were_chosen_in_it():
+    """A direct caller's seeds are checked against the memory's window; the engine's seed pool
+    chose its seeds within it already (``seeds_eligible``), so they are not looked at again."""
+    old = mem("old", basis(0), hours=-24 * 15)  # 15 days before the memory: out of the window
+    m = mem("m", basis(0))
+    anything = DetectorParams(strategy="embedding", threshold=0.0)
+    assert decide(m, [], [old], CTX, anything) == NewSeed(0.0, ())  # no candidate at all
+    trusted = decide(m, [], [old], CTX, anything, seeds_eligible=True)
+    assert isinstance(trusted, StartFromSeed) and trusted.seed_id == "old"
+
+
 def test_idle_episode_cannot_be_joined():
     ep = episode_on(0, hours=0)
     m = mem("m", basis(0), hours=24 * 15)
