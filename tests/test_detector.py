@@ -7,11 +7,12 @@ import json
 import math
 import sys
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
+from detector_fixtures import DIM, T0, basis, episode_on, mem, vec_at
 
 from tribalmemory.config import EpisodesConfig
 from tribalmemory.episodes.detector import (
@@ -47,9 +48,6 @@ from tribalmemory.episodes.detector import (
 )
 from tribalmemory.episodes.detector.scoring import fill_margins_rows
 
-T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
-DIM = 8
-
 
 def _sim_module():
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "detector_sim.py"
@@ -59,39 +57,6 @@ def _sim_module():
     assert spec.loader is not None
     spec.loader.exec_module(module)
     return module
-
-
-def vec_at(cos: float, axis: int = 0, other: int = 1) -> np.ndarray:
-    """A unit vector with cosine ``cos`` to basis vector ``axis``."""
-    v = np.zeros(DIM, dtype=np.float32)
-    v[axis] = cos
-    v[other] = math.sqrt(max(0.0, 1 - cos * cos))
-    return v
-
-
-def basis(i: int) -> np.ndarray:
-    v = np.zeros(DIM, dtype=np.float32)
-    v[i] = 1.0
-    return v
-
-
-def mem(id: str, vector, hours: float = 0.0, tags=(), source="a", text="") -> MemoryFeatures:
-    """A memory whose vector stands for a text of a dozen words (what a memory typically
-    has: the model weighs a short text's similarity less); ``text`` gives its terms."""
-    return MemoryFeatures(
-        id,
-        np.asarray(vector, dtype=np.float32),
-        frozenset(tags),
-        source,
-        T0 + timedelta(hours=hours),
-        tokenize(text),
-        words=12,
-    )
-
-
-def episode_on(axis: int, id: str = "E", hours: float = 0.0, n: int = 3, text: str = ""):
-    members = [mem(f"{id}{k}", basis(axis), hours=hours - (n - 1 - k), text=text) for k in range(n)]
-    return build_episode(id, members)
 
 
 WAL = "standby replica lags: wal_receiver replay slow"
@@ -669,13 +634,9 @@ def test_real_model_related_beats_unrelated():
         "The user prefers tabs over spaces in Makefiles.",
     ]
     v = load_embedder().embed(texts)
-    ep = new_episode("E", MemoryFeatures("a", v[0], frozenset(), "x", T0, tokenize(texts[0])))
-    related = MemoryFeatures(
-        "b", v[1], frozenset(), "x", T0 + timedelta(hours=1), tokenize(texts[1])
-    )
-    unrelated = MemoryFeatures(
-        "c", v[2], frozenset(), "x", T0 + timedelta(hours=1), tokenize(texts[2])
-    )
+    ep = new_episode("E", mem("a", v[0], source="x", text=texts[0], words=None))
+    related = mem("b", v[1], hours=1, source="x", text=texts[1], words=None)
+    unrelated = mem("c", v[2], hours=1, source="x", text=texts[2], words=None)
     assert score(related, ep, CTX) > score(unrelated, ep, CTX)
 
 

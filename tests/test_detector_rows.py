@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from detector_fixtures import T0, basis, mem
 
 from tribalmemory.episodes.detector import (
     DEFAULT_MODEL,
@@ -28,7 +29,6 @@ from tribalmemory.episodes.detector import (
 from tribalmemory.episodes.detector.features import IDENTIFIER_MARK, tokenize
 from tribalmemory.episodes.detector.scoring import candidate_rows, fill_margins_rows
 
-T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 DIM = 48
 
 
@@ -150,15 +150,7 @@ def _memory(rng: np.random.Generator, i: int, hours: float, topic: np.ndarray) -
     author = str(rng.choice(AUTHORS))
     tags = frozenset(rng.choice(["db", "pay", "ops"], size=int(rng.integers(0, 2))).tolist())
     words = None if i % 11 == 0 else len(text.split())
-    return MemoryFeatures(
-        f"m{i}",
-        vector.astype(np.float32),
-        tags,
-        author,
-        T0 + timedelta(hours=hours),
-        terms_of(text, author),
-        words=words,
-    )
+    return mem(f"m{i}", vector, hours, tags, author, terms=terms_of(text, author), words=words)
 
 
 def _stream(seed: int, episodes: int = 12, seeds: int = 40):
@@ -186,23 +178,11 @@ def _stream(seed: int, episodes: int = 12, seeds: int = 40):
     return new, built, singles, context
 
 
-def _with_words(memory: MemoryFeatures, words: int) -> MemoryFeatures:
-    return MemoryFeatures(
-        memory.id,
-        memory.vector,
-        memory.tags,
-        memory.source_instance,
-        memory.created_at,
-        memory.terms,
-        words=words,
-    )
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_rank_candidates_rows_are_the_per_candidate_rows_bit_for_bit(seed):
     memory, episodes, seeds, context = _stream(seed)
     # a memory of two words: the own_thread feature is on for one episode
-    memory = _with_words(memory, 2 if seed % 2 else 12)
+    memory = replace(memory, words=2 if seed % 2 else 12)
     out: list[np.ndarray] = []
     ranked, _ = rank_candidates(memory, episodes, seeds, context, rows_out=out)
     by_id = {e.id: e for e in episodes} | {s.id: s for s in seeds}
@@ -293,7 +273,7 @@ def test_coverage_compares_as_the_model_was_fitted():
     edge = context.cos_mean + context.cos_std
     c = np.float32(edge)
     assert float(c) < edge  # the fixture: float32 rounds this edge down
-    memory = MemoryFeatures("m", np.eye(DIM, dtype=np.float32)[0], frozenset(), "a", T0, words=9)
+    memory = mem("m", basis(0, DIM), words=9)
     vectors = np.zeros((2, DIM), dtype=np.float32)
     vectors[:, 0] = c  # memory . member == c exactly
 
