@@ -62,12 +62,25 @@ def mem(
 
 
 def said(
-    id: str, source: str, minutes: float, content: str, axis: int = 0, tags: Iterable[str] = ()
+    id: str,
+    source: str,
+    minutes: float,
+    content: str,
+    axis: int = 0,
+    tags: Iterable[str] = (),
+    *,
+    vector: Any = None,
 ) -> MemoryFeatures:
     """A memory as the engine builds it from its text (:meth:`MemoryFeatures.from_text`: its
-    terms, names and words), by ``source``, ``minutes`` after :data:`T0`, on ``basis(axis)``."""
+    terms, names and words), by ``source``, ``minutes`` after :data:`T0`, on ``basis(axis)``
+    (or ``vector``)."""
     return MemoryFeatures.from_text(
-        id, basis(axis), content, tags, source, T0 + timedelta(minutes=minutes)
+        id,
+        basis(axis) if vector is None else vector,
+        content,
+        tags,
+        source,
+        T0 + timedelta(minutes=minutes),
     )
 
 
