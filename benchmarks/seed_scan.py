@@ -54,7 +54,7 @@ def run(size: int, decisions: int, seed: int) -> list[float]:
     for memory in news:
         started = time.perf_counter()
         pool = state.seed_pool(memory)
-        state.matcher.decide(memory, [], pool, doubt_share=0.0, project="p1")
+        state.matcher.decide(memory, [], pool, doubt_share=0.0, project="p1", seeds_eligible=True)
         out.append((time.perf_counter() - started) * 1000)
     return out
 

@@ -7,11 +7,12 @@ import json
 import math
 import sys
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
+from detector_fixtures import DIM, T0, basis, episode_on, mem, vec_at
 
 from tribalmemory.config import EpisodesConfig
 from tribalmemory.episodes.detector import (
@@ -37,7 +38,6 @@ from tribalmemory.episodes.detector import (
     eligible_episodes,
     eligible_seeds,
     evidence,
-    fill_margins,
     forget_terms,
     lexical_overlap,
     new_episode,
@@ -46,9 +46,7 @@ from tribalmemory.episodes.detector import (
     tokenize,
     update_context,
 )
-
-T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
-DIM = 8
+from tribalmemory.episodes.detector.scoring import fill_margins_rows
 
 
 def _sim_module():
@@ -59,39 +57,6 @@ def _sim_module():
     assert spec.loader is not None
     spec.loader.exec_module(module)
     return module
-
-
-def vec_at(cos: float, axis: int = 0, other: int = 1) -> np.ndarray:
-    """A unit vector with cosine ``cos`` to basis vector ``axis``."""
-    v = np.zeros(DIM, dtype=np.float32)
-    v[axis] = cos
-    v[other] = math.sqrt(max(0.0, 1 - cos * cos))
-    return v
-
-
-def basis(i: int) -> np.ndarray:
-    v = np.zeros(DIM, dtype=np.float32)
-    v[i] = 1.0
-    return v
-
-
-def mem(id: str, vector, hours: float = 0.0, tags=(), source="a", text="") -> MemoryFeatures:
-    """A memory whose vector stands for a text of a dozen words (what a memory typically
-    has: the model weighs a short text's similarity less); ``text`` gives its terms."""
-    return MemoryFeatures(
-        id,
-        np.asarray(vector, dtype=np.float32),
-        frozenset(tags),
-        source,
-        T0 + timedelta(hours=hours),
-        tokenize(text),
-        words=12,
-    )
-
-
-def episode_on(axis: int, id: str = "E", hours: float = 0.0, n: int = 3, text: str = ""):
-    members = [mem(f"{id}{k}", basis(axis), hours=hours - (n - 1 - k), text=text) for k in range(n)]
-    return build_episode(id, members)
 
 
 WAL = "standby replica lags: wal_receiver replay slow"
@@ -283,9 +248,10 @@ def test_a_longer_pause_lowers_the_score_with_no_cap():
     # little between split points; the gap's own column is checked here.
     row, _ = candidate_row(mem("m", vec_at(0.6), hours=1), ep, CTX)
     column = FEATURES.index("gap_paces")
-    rows = np.asarray([row] * 40, dtype=np.float64)
-    rows[:, column] = np.linspace(0.0, 8.0, 40)
-    logits = DEFAULT_MODEL.logits(fill_margins(rows))
+    rows = [list(row) for _ in range(40)]
+    for r, gap in zip(rows, np.linspace(0.0, 8.0, 40).tolist(), strict=True):
+        r[column] = gap
+    logits = DEFAULT_MODEL.logits(np.asarray(fill_margins_rows(rows), dtype=np.float64))
     assert all(b <= a for a, b in zip(logits, logits[1:], strict=False))
     assert logits[-1] < logits[0]
 
@@ -328,6 +294,29 @@ def test_term_weights_come_in_one_order_whatever_the_hash_seed():
     terms = frozenset(f"term{k:02d}" for k in range(40))
     ctx = DetectorContext(doc_count=100, doc_freq={f"term{k:02d}": k + 1 for k in range(40)})
     assert list(ctx.idf_weights(terms)) == sorted(terms)
+
+
+def test_lexical_overlap_sums_in_sorted_order_whatever_order_the_terms_come_in():
+    """Merge ranking and chaining sum an episode's whole vocabulary (:func:`lexical_overlap`):
+    the same sum whether its terms come as a set, sorted once (``sorted_terms``) or reversed."""
+    words = [f"term{k:02d}" for k in range(40)]
+    ctx = DetectorContext(doc_count=100, doc_freq={w: k + 1 for k, w in enumerate(words)})
+    bag = frozenset(words[::3])
+    weights = ctx.idf_weights(words)
+
+    def summed(order: list[str]) -> float:
+        total = shared = 0.0
+        for t in order:
+            total += weights[t]
+            shared += weights[t] if t in bag else 0.0
+        return shared / total
+
+    in_order = summed(sorted(words))
+    assert summed(sorted(words, reverse=True)) != in_order  # the fixture: order shows
+    ep = build_episode("E", [mem(f"m{k}", basis(0), text=w) for k, w in enumerate(words)])
+    assert ep.sorted_terms == tuple(sorted(words))
+    for terms in (ep.sorted_terms, ep.term_counts, frozenset(words), words[::-1]):
+        assert lexical_overlap(terms, bag, ctx) == in_order
 
 
 def test_update_context_is_incremental_and_in_place():
@@ -390,6 +379,17 @@ def test_eligibility_uses_memory_time_window_and_cap():
     assert [e.id for e in capped] == ["E0", "E1", "E2"]  # the most recently active
     seeds = [mem("old", basis(0), hours=-24 * 15), mem("new", basis(0), hours=-24)]
     assert [s.id for s in eligible_seeds(seeds, T0, 14)] == ["new"]
+
+
+def test_decide_checks_the_seeds_window_unless_they_were_chosen_in_it():
+    """A direct caller's seeds are checked against the memory's window; the engine's seed pool
+    chose its seeds within it already (``seeds_eligible``), so they are not looked at again."""
+    old = mem("old", basis(0), hours=-24 * 15)  # 15 days before the memory: out of the window
+    m = mem("m", basis(0))
+    anything = DetectorParams(strategy="embedding", threshold=0.0)
+    assert decide(m, [], [old], CTX, anything) == NewSeed(0.0, ())  # no candidate at all
+    trusted = decide(m, [], [old], CTX, anything, seeds_eligible=True)
+    assert isinstance(trusted, StartFromSeed) and trusted.seed_id == "old"
 
 
 def test_idle_episode_cannot_be_joined():
@@ -634,13 +634,9 @@ def test_real_model_related_beats_unrelated():
         "The user prefers tabs over spaces in Makefiles.",
     ]
     v = load_embedder().embed(texts)
-    ep = new_episode("E", MemoryFeatures("a", v[0], frozenset(), "x", T0, tokenize(texts[0])))
-    related = MemoryFeatures(
-        "b", v[1], frozenset(), "x", T0 + timedelta(hours=1), tokenize(texts[1])
-    )
-    unrelated = MemoryFeatures(
-        "c", v[2], frozenset(), "x", T0 + timedelta(hours=1), tokenize(texts[2])
-    )
+    ep = new_episode("E", mem("a", v[0], source="x", text=texts[0], words=None))
+    related = mem("b", v[1], hours=1, source="x", text=texts[1], words=None)
+    unrelated = mem("c", v[2], hours=1, source="x", text=texts[2], words=None)
     assert score(related, ep, CTX) > score(unrelated, ep, CTX)
 
 

@@ -3,14 +3,13 @@ the thread its author wrote in last (tribalmemory.episodes.detector.own_thread).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
-import numpy as np
+from detector_fixtures import T0, said
 from helpers_runtime import settle
 
 from tribalmemory.episodes.detector import (
     DetectorContext,
-    MemoryFeatures,
     add_member,
     build_episode,
     content_size,
@@ -20,26 +19,14 @@ from tribalmemory.episodes.detector import (
 )
 from tribalmemory.timeutil import to_iso
 
-T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
-DIM = 8
-
-
-def feats(id: str, source: str, minutes: float, content: str, axis: int = 0) -> MemoryFeatures:
-    vector = np.zeros(DIM, dtype=np.float32)
-    vector[axis] = 1.0
-    return MemoryFeatures.from_text(
-        id, vector, content, source_instance=source, created_at=T0 + timedelta(minutes=minutes)
-    )
-
-
 # ---------------------------------------------------------------- pure
 
 
 def test_a_memory_says_little_up_to_three_words_not_counting_its_author() -> None:
-    assert feats("m", "somebody-with-a-long-name", 0, "ok, thanks!").says_little
-    assert feats("m", "x", 0, "did that too").says_little  # did, that, too
-    assert not feats("m", "x", 0, "yes, I did that too").says_little  # yes, did, that, too
-    long = feats("m", "x", 0, "the replica lags behind after the vacuum")
+    assert said("m", "somebody-with-a-long-name", 0, "ok, thanks!").says_little
+    assert said("m", "x", 0, "did that too").says_little  # did, that, too
+    assert not said("m", "x", 0, "yes, I did that too").says_little  # yes, did, that, too
+    long = said("m", "x", 0, "the replica lags behind after the vacuum")
     assert not long.says_little and long.words == 7  # "the" twice
 
 
@@ -51,28 +38,28 @@ def test_words_are_counted_in_any_script() -> None:
     assert content_size("数据库副本延迟了二十分钟") == 6  # a word per two characters
     assert content_size("好的，谢谢") == 2
     assert content_size("port 8080, ok") == 1  # numbers and two-letter words say nothing
-    assert not feats("m", "x", 0, "Развёртывание на стейджинг упало из-за миграции").says_little
+    assert not said("m", "x", 0, "Развёртывание на стейджинг упало из-за миграции").says_little
 
 
 def test_own_thread_is_the_episode_where_the_author_wrote_last() -> None:
-    a1 = feats("a1", "ana", 0, "replication lag on the standby keeps growing")
-    b1 = feats("b1", "ben", 1, "the flexbox layout breaks on narrow screens")
-    a2 = feats("a2", "ana", 2, "it got worse after the nightly vacuum ran")
-    c1 = feats("c1", "cho", 3, "which browser shows the broken layout")
+    a1 = said("a1", "ana", 0, "replication lag on the standby keeps growing")
+    b1 = said("b1", "ben", 1, "the flexbox layout breaks on narrow screens")
+    a2 = said("a2", "ana", 2, "it got worse after the nightly vacuum ran")
+    c1 = said("c1", "cho", 3, "which browser shows the broken layout")
     thread_a = build_episode("A", [a1, b1])  # ana wrote here at minute 0
     thread_b = build_episode("B", [a2, c1])  # and here at minute 2: her latest
-    reply = feats("r", "ana", 4, "ok, thanks!")
+    reply = said("r", "ana", 4, "ok, thanks!")
     assert own_thread(reply, [thread_a, thread_b]) == "B"
     assert thread_b.source_last == {"ana": a2.created_at, "cho": c1.created_at}
-    assert own_thread(feats("r", "dev", 4, "ok"), [thread_a, thread_b]) is None
-    said_enough = feats("r", "ana", 4, "the standby caught up once the vacuum finished")
+    assert own_thread(said("r", "dev", 4, "ok"), [thread_a, thread_b]) is None
+    said_enough = said("r", "ana", 4, "the standby caught up once the vacuum finished")
     assert own_thread(said_enough, [thread_a, thread_b]) is None
-    earlier = feats("r", "ana", 1, "ok")  # imported out of order: before her minute-2 message
+    earlier = said("r", "ana", 1, "ok")  # imported out of order: before her minute-2 message
     assert own_thread(earlier, [thread_a, thread_b]) == "A"
 
 
 def test_source_last_is_the_same_built_at_once_or_member_by_member() -> None:
-    members = [feats(f"m{k}", f"s{k % 3}", 10 * k, f"word{k} shared") for k in range(7)]
+    members = [said(f"m{k}", f"s{k % 3}", 10 * k, f"word{k} shared") for k in range(7)]
     grown = new_episode("E", members[0])
     for m in members[1:]:
         grown = add_member(grown, m)
@@ -90,13 +77,13 @@ def test_the_own_thread_never_lowers_the_score() -> None:
     where a short reply's author wrote last never lowers P(joins), whatever the reply's
     similarity, the thread's authors or the stream's pace."""
     contexts = (DetectorContext(), DetectorContext(doc_count=50, gaps=[60.0] * 10))
-    alone = [feats("a1", "ana", 0, "replication lag on the standby")]
-    shared = [*alone, feats("b1", "bob", 0.5, "is the standby on ssd", axis=2)]
+    alone = [said("a1", "ana", 0, "replication lag on the standby")]
+    shared = [*alone, said("b1", "bob", 0.5, "is the standby on ssd", axis=2)]
     for context in contexts:
         for members in (alone, shared):
             episode = build_episode("A", members)
             for axis in (0, 1):
-                reply = feats("r", "ana", 1, "ok", axis=axis)
+                reply = said("r", "ana", 1, "ok", axis=axis)
                 plain = evidence(reply, episode, context)
                 own = evidence(reply, episode, context, own_thread=True)
                 assert own.score >= plain.score

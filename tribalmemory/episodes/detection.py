@@ -109,6 +109,7 @@ class Detection:
                     doubt_share=self.budget.doubt_share(),
                     learn=True,
                     project=memory.project,
+                    seeds_eligible=True,
                 )
             self.budget.count(memories=1)
             episode_id = await self.apply(memory, features, decision)
@@ -230,6 +231,7 @@ class Detection:
             self.state.seed_pool(features),
             doubt_share=doubt_share,
             project=self.state.project_of_memory(features.id),
+            seeds_eligible=True,
         )
 
     def pins_allow(self, memory_id: str, episode_id: str | None) -> bool:

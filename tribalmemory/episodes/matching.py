@@ -118,16 +118,21 @@ class Matcher:
         doubt_share: float,
         learn: bool = False,
         project: str = DEFAULT_PROJECT,
+        seeds_eligible: bool = False,
     ) -> Placement:
         """The detector's decision; ``doubt_share`` is the share of decisions the LLM may take
         (0: the embedding path decides; ignored unless the strategy is ``hybrid``); ``learn``
         folds this memory and the decision's confidence into its ``project``'s running
-        statistics (once per memory, at its first decision)."""
+        statistics (once per memory, at its first decision); ``seeds_eligible``: ``seeds``
+        are the engine's seed pool for this memory (:meth:`.state.EngineState.seed_pool`),
+        already within its window (:func:`.detector.decide`)."""
         strategy = self.settings.detector_strategy if doubt_share > 0 else "embedding"
         params = DetectorParams.from_config(self.settings, doubt_share=doubt_share)
         params = DetectorParams(**{**params.__dict__, "strategy": strategy})
         context = self.context(project)
-        raw = detector.decide(memory, episodes, seeds, context, params, self.seed_rows)
+        raw = detector.decide(
+            memory, episodes, seeds, context, params, self.seed_rows, seeds_eligible=seeds_eligible
+        )
         if learn:
             detector.update_context(context, memory, raw.background, confidence=raw.confidence)
             self._changed.setdefault(project, set()).update(memory.terms)

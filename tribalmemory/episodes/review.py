@@ -229,7 +229,12 @@ class Review:
                 episodes.append(state.matcher.episode(current, rest))
         project = state.project_of_memory(features.id)
         return state.matcher.decide(
-            features, episodes, state.seed_pool(features), doubt_share=1.0, project=project
+            features,
+            episodes,
+            state.seed_pool(features),
+            doubt_share=1.0,
+            project=project,
+            seeds_eligible=True,
         )
 
     async def _move(

@@ -82,7 +82,6 @@ from .scoring import (
     candidate_row,
     candidate_rows,
     evidence,
-    fill_margins,
     lexical_overlap,
 )
 from .stream import DetectorContext, forget_terms, update_context
@@ -119,7 +118,6 @@ __all__ = [
     "eligible_episodes",
     "eligible_seeds",
     "evidence",
-    "fill_margins",
     "forget_terms",
     "identifiers",
     "lexical_overlap",

@@ -52,8 +52,7 @@ def chain_score(
         new_episode.memory_count * closed_episode.memory_count
     )
     z = (cross - context.cos_mean) / context.cos_std
-    bag_terms = frozenset(new_episode.term_counts)
-    lex = lexical_overlap(bag_terms, closed_episode.term_counts, context)
+    lex = lexical_overlap(new_episode.sorted_terms, closed_episode.term_counts, context)
     near = 0.0
     if context.doc_count < model.young:
         near = model.near_weight * max(0.0, sim - model.near_cosine)

@@ -128,9 +128,15 @@ def decide(
     context: DetectorContext,
     params: DetectorParams = DetectorParams(),
     seed_rows: SeedRows | None = None,
+    *,
+    seeds_eligible: bool = False,
 ) -> Decision:
     """Decide what to do with ``memory`` (see the module docstring); ``seed_rows`` keeps the
-    seeds' vectors from one call to the next (see :class:`SeedRows`).
+    seeds' vectors from one call to the next (see :class:`SeedRows`). ``seeds`` are checked
+    against the active window of ``memory`` (:func:`eligible_seeds`) unless
+    ``seeds_eligible`` says they were chosen within it already (the engine's seed pool,
+    :meth:`tribalmemory.episodes.seeds.SeedPool.recent`: a second look at a thousand seeds
+    cost ~0.1 ms a decision).
 
     * ``embedding``: best score >= threshold -> Join / StartFromSeed, else NewSeed;
     * ``hybrid``: as embedding, but a decision whose :func:`confidence` is below the stream's
@@ -144,7 +150,10 @@ def decide(
     episodes = eligible_episodes(
         active_episodes, now, params.active_window_days, params.max_active_episodes
     )
-    seed_list = eligible_seeds(seeds, now, params.active_window_days)
+    if seeds_eligible:
+        seed_list = list(seeds)
+    else:
+        seed_list = eligible_seeds(seeds, now, params.active_window_days)
     if len(seed_list) > params.max_seeds:  # the most recent ones
         seed_list = sorted(seed_list, key=lambda s: s.created_at)[-params.max_seeds :]
     ranked, background = rank_candidates(

@@ -212,6 +212,12 @@ class EpisodeFeatures:
         """The unit mean of the members (computed once per object: features never change)."""
         return unit(self.vector_sum)
 
+    @cached_property
+    def sorted_terms(self) -> tuple[str, ...]:
+        """The terms of ``term_counts`` in sorted order (computed once per object), the order
+        in which :func:`.scoring.lexical_overlap` sums their weights."""
+        return tuple(sorted(self.term_counts))
+
 
 def _count_in(
     memory: MemoryFeatures,

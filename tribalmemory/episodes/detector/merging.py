@@ -27,7 +27,7 @@ def merge_affinity(
     the episode's rare-term mass the other one shares (both 0..1). Only a ranking: the LLM
     decides whether they are one thread."""
     cosine = float(episode.centroid @ other.centroid)
-    return cosine + lexical_overlap(episode.term_counts, other.term_counts, context)
+    return cosine + lexical_overlap(episode.sorted_terms, other.term_counts, context)
 
 
 def merge_candidates(

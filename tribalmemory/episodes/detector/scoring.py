@@ -45,7 +45,8 @@ FEATURES = (
     "coverage",
     "z_mean",
 )
-"""The join model's inputs, one row per candidate (:func:`candidate_row`, :func:`fill_margins`):
+"""The join model's inputs, one row per candidate (:func:`candidate_rows`,
+:func:`fill_margins_rows`):
 
 * ``z_max`` / ``z_centroid`` / ``z_last``: cosine to the nearest of the candidate's last 32
   members, to its centroid and to its last member, as z-scores against the cosines the
@@ -105,21 +106,19 @@ def sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-def lexical_overlap(
-    terms: Iterable[str], bag: Mapping[str, int] | Iterable[str], context: DetectorContext
-) -> float:
-    """Rare-term coverage (0..1): the share of the memory's IDF mass (its content terms) that
-    also occurs in the candidate's term bag. Common words weigh ~0, rare shared terms dominate.
-    O(terms of the memory)."""
-    return weighted_overlap(context.idf_weights(terms), bag)
-
-
-def weighted_overlap(weights: Mapping[str, float], bag: Mapping[str, int] | Iterable[str]) -> float:
-    """:func:`lexical_overlap` with the memory's term weights (IDF) computed once, for
-    scoring one memory against many candidates."""
+def lexical_overlap(terms: Iterable[str], bag: Container[str], context: DetectorContext) -> float:
+    """Rare-term coverage (0..1): the share of the IDF mass of ``terms`` (a memory's or an
+    episode's) that also occurs in ``bag``, the other side's terms. Common words weigh ~0, rare
+    shared terms dominate. The weights are summed in sorted order, as
+    :meth:`DetectorContext.idf_weights` gives them: the same sum in every process. Sorting
+    ``terms`` that come sorted (:attr:`EpisodeFeatures.sorted_terms`) is one pass.
+    O(``terms``); :func:`candidate_rows` sums a memory's weights against many candidates
+    inline."""
     total = 0.0
     shared = 0.0
-    for t, w in weights.items():
+    idf = context.idf
+    for t in sorted(terms):
+        w = idf(t)
         total += w
         if t in bag:
             shared += w
@@ -154,7 +153,7 @@ def candidate_rows(
     own_thread: Sequence[bool] | None = None,
 ) -> tuple[list[list[float]], list[RawEvidence]]:
     """The feature rows (:data:`FEATURES` order, margins and the candidate count left 0 for
-    :func:`fill_margins`) of "``memory`` continues each of ``candidates``", and the raw
+    :func:`fill_margins_rows`) of "``memory`` continues each of ``candidates``", and the raw
     evidence behind each (:data:`RawEvidence`). Past only: everything comes from ``memory``,
     the candidates and the ``context`` as they are when the memory arrives.
 
@@ -268,9 +267,9 @@ def candidate_rows(
                 words,
                 z_cent * words,
                 log_pace,
-                0.0,  # z_margin, filled by fill_margins
-                0.0,  # lexical_margin, filled by fill_margins
-                0.0,  # candidates, filled by fill_margins
+                0.0,  # z_margin, filled by fill_margins_rows
+                0.0,  # lexical_margin, filled by fill_margins_rows
+                0.0,  # candidates, filled by fill_margins_rows
                 s_max,
                 seen,
                 coverage,
@@ -330,24 +329,15 @@ def margins(values: Sequence[float]) -> list[float]:
 
 
 def fill_margins_rows(rows: list[list[float]]) -> list[list[float]]:
-    """:func:`fill_margins` of rows as lists (before they become an array)."""
+    """Fill the columns that compare a candidate with the others, **in place** (rows as lists,
+    before they become an array): its z-similarity and lexical coverage minus the best of the
+    *other* candidates' (:func:`margins`), and how many candidates there are (log)."""
     count = math.log1p(len(rows))
     for column, margin in ((_Z_MAX, _Z_MARGIN), (_LEXICAL, _LEXICAL_MARGIN)):
         for row, value in zip(rows, margins([row[column] for row in rows]), strict=True):
             row[margin] = value
     for row in rows:
         row[_CANDIDATES] = count
-    return rows
-
-
-def fill_margins(rows: np.ndarray) -> np.ndarray:
-    """Fill the columns that compare a candidate with the others, **in place**: its z-similarity
-    and lexical coverage minus the best of the *other* candidates' (:func:`margins`), and how
-    many candidates there are (log)."""
-    rows[:, _CANDIDATES] = math.log1p(rows.shape[0])
-    if rows.shape[0]:
-        for column, margin in ((_Z_MAX, _Z_MARGIN), (_LEXICAL, _LEXICAL_MARGIN)):
-            rows[:, margin] = margins(rows[:, column].tolist())
     return rows
 
 
@@ -368,5 +358,5 @@ def evidence(
     row, ev = candidate_row(
         memory, episode, context, cos=cos, idf=idf, is_seed=is_seed, own_thread=own_thread
     )
-    u = float(model.logits(fill_margins(np.asarray([row], dtype=np.float64)))[0])
+    u = float(model.logits(np.asarray(fill_margins_rows([row]), dtype=np.float64))[0])
     return replace(ev, utility=u, score=sigmoid(u))
