@@ -14,7 +14,13 @@ from tribalmemory.config import config_from_dict
 from tribalmemory.models import ENGINE_WRITTEN, SourceType
 from tribalmemory.runtime import start_runtime
 from tribalmemory.shapes import RecallRequest
-from tribalmemory.storage.base import MemoryFilter, fuse_kinds, kind_filters, rrf_fuse
+from tribalmemory.storage.base import (
+    MemoryFilter,
+    fuse_kinds,
+    kind_filters,
+    rrf_fuse,
+    split_fused,
+)
 
 
 @pytest.fixture
@@ -161,3 +167,25 @@ def test_engine_written_memories_never_take_a_written_ones_place_among_the_candi
     assert [pid for pid, _ in fuse_kinds(written, engine, 3)] == ["a", "s", "t", "u", "b", "c"]
     assert [pid for pid, _ in fuse_kinds(written, [], 2)] == ["a", "b"]
     assert [pid for pid, _ in fuse_kinds([], engine, 2)] == ["s", "t"]
+
+
+def test_lists_of_both_kinds_are_split_by_id_and_the_written_ones_cut_to_the_depth() -> None:
+    """One list of both kinds (the embedded store's): the written memories keep ``depth`` of
+    their own whatever the engine wrote above them; one kind alone is a plain fusion."""
+    dense = [("s", 0.99), ("a", 0.9), ("t", 0.88), ("b", 0.8), ("c", 0.7)]
+    sparse = [("t", 9.0), ("b", 3.0), ("a", 2.0), ("s", 1.0), ("c", 0.5)]
+    apart = frozenset({"s", "t"})
+    fused = split_fused([dense, sparse], apart, depth=2, limit=10)
+    # a and b are the two written ones each list keeps; c is past the depth in both
+    assert (
+        fuse_kinds(
+            [[("a", 0.9), ("b", 0.8)], [("b", 3.0), ("a", 2.0)]],
+            [[("s", 0.99), ("t", 0.88)], [("t", 9.0), ("s", 1.0)]],
+            10,
+        )
+        == fused
+    )
+    assert "c" not in dict(fused)
+    assert split_fused([dense, sparse], frozenset(), 5, 3) == rrf_fuse([dense, sparse])[:3]
+    only = [[("s", 0.99), ("t", 0.88)], [("t", 9.0), ("s", 1.0)]]
+    assert split_fused(only, apart, 5, 3) == rrf_fuse(only)

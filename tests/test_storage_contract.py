@@ -962,3 +962,34 @@ def test_engine_written_memories_never_reorder_the_memories_around_them(store: A
     hits = store.search("billing", query, 10)
     assert [name[h.memory.id] for h in hits if h.memory.id in name] == before
     assert {h.memory.id for h in hits} >= {s.id for s in summaries}  # found, placed apart
+
+
+def test_edge_knows_its_engine_written_memories_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    """The embedded store tells engine-written memories apart by id (a set it rebuilds when
+    it opens): after a restart they still never reorder the others, and once they are
+    deleted the others come back as they were."""
+    query = leaning(1.0, 1)
+    written = [
+        memory("billing notes notes"),
+        memory("billing billing notes"),
+        memory("billing billing billing"),
+    ]
+    vectors = np.stack([leaning(c, 2 + i) for i, c in enumerate((0.9, 0.85, 0.8))])
+    summaries = [
+        memory(f"Episode: invoices {i}", source_type=SourceType.EPISODE_SUMMARY) for i in range(3)
+    ]
+    store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
+    store.upsert(written, vectors)
+    alone = [h.memory.id for h in store.search("billing", query, 10)]
+    store.upsert(summaries, np.repeat(query[None, :], 3, axis=0))
+    store.close()
+    store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
+    try:
+        hits = [h.memory.id for h in store.search("billing", query, 10)]
+        assert [i for i in hits if i in alone] == alone and len(hits) == 6
+        store.delete([s.id for s in summaries])
+        assert [h.memory.id for h in store.search("billing", query, 10)] == alone
+    finally:
+        store.close()

@@ -8,6 +8,7 @@ import bisect
 import re
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -334,6 +335,21 @@ def fuse_kinds(
             best.append((pid, score))
             taken[pid in apart] += 1
     return best
+
+
+def split_fused(
+    ranked: Sequence[Sequence[tuple[str, float]]], apart: AbstractSet[str], depth: int, limit: int
+) -> list[tuple[str, float]]:
+    """:func:`fuse_kinds` of lists (dense, then BM25) that hold both kinds, the points of
+    ``apart`` (engine-written memories) told from the others by id, each list's others cut
+    to ``depth``."""
+    if not apart:
+        return rrf_fuse(ranked)[:limit]
+    written = [[hit for hit in hits if hit[0] not in apart][:depth] for hits in ranked]
+    engine = [[hit for hit in hits if hit[0] in apart][:depth] for hits in ranked]
+    if not any(engine) or not any(written):  # one kind found: plain fusion
+        return rrf_fuse(written if any(written) else engine)[:limit]
+    return fuse_kinds(written, engine, limit)
 
 
 def rrf_fuse(

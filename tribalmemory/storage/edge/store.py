@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from ...models import Memory
+from ...models import ENGINE_WRITTEN, Memory
 from ...timeutil import to_iso, utc_now
 from .. import lexical
 from ..base import (
@@ -32,11 +32,10 @@ from ..base import (
     check_rows,
     ensure_same_model,
     from_payload,
-    fuse_kinds,
-    kind_filters,
     point_id,
     point_ids,
     search_depth,
+    split_fused,
     to_payload,
     unit_query,
 )
@@ -55,6 +54,7 @@ from .search import dense, dense_request, edge_filter, hybrid_requests
 from .shard import SEAL_SIZE, open_shard
 
 log = logging.getLogger("tribalmemory.storage")
+ENGINE_TYPES = sorted(ENGINE_WRITTEN, key=lambda t: t.value)
 
 UPSERT_CHUNK = 256
 # Points read per hold of the store's lock: a background job reading a 600-member episode held
@@ -84,6 +84,7 @@ class EdgeStore:
         self._last_used = time.monotonic()
         self._unsealed = 0  # memories written since the last optimize() (an estimate)
         self._maintenance_due = True  # unknown after open: look once
+        self._engine_ids: set[str] = set()  # points of engine-written memories (searched apart)
 
     @classmethod
     def open(
@@ -143,6 +144,7 @@ class EdgeStore:
             store = cls(root, shard, meta["shard"], info, folder_lock)
             store._ensure_indexes()
             store._migrate_projects()
+            store._engine_ids = store._find_engine_ids()
             store._record_state(in_use=True, points=points)
             return store
         except BaseException:
@@ -176,6 +178,24 @@ class EdgeStore:
             write_meta(self.root, self.info.model_name, self.info.dim, self._shard_name, state)
         except OSError as exc:
             log.warning("could not record the store's state in %s: %s", META_FILE, exc)
+
+    def _find_engine_ids(self) -> set[str]:
+        """The points of the engine-written memories (ids only, a scroll of the shard)."""
+        found: set[str] = set()
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset,
+                limit=1024,
+                filter=edge_filter(MemoryFilter(source_types=ENGINE_TYPES)),
+                with_payload=False,
+                with_vector=False,
+            )
+            with self._lock:
+                records, offset = self._live().scroll(request)
+            found.update(str(record.id) for record in records)
+            if offset is None:
+                return found
 
     def _ensure_indexes(self) -> None:
         with self._lock:
@@ -218,6 +238,11 @@ class EdgeStore:
                 shard.update(qe.UpdateOperation.upsert_points(chunk))
             self._unsealed += len(points)
             self._maintenance_due = True
+            for memory, point in zip(memories, points, strict=True):
+                if memory.source_type in ENGINE_WRITTEN:
+                    self._engine_ids.add(str(point.id))
+                else:
+                    self._engine_ids.discard(str(point.id))
 
     def get(self, ids: list[str]) -> list[Memory]:
         records = self._retrieve(point_ids(ids), True, False)
@@ -244,6 +269,7 @@ class EdgeStore:
         if wanted:
             with self._lock:
                 self._live().update(qe.UpdateOperation.delete_points(wanted))
+                self._engine_ids.difference_update(wanted)
                 self._maintenance_due = True  # enough deletions make a segment worth vacuuming
 
     def search(
@@ -252,18 +278,15 @@ class EdgeStore:
         if limit <= 0:
             return []
         query = unit_query(vector, self.info.dim)
+        flt = edge_filter(where)
         depth = search_depth(limit)
-        parts = [
-            hybrid_requests(query, text, depth, edge_filter(part)) if part else []
-            for part in kind_filters(where)
-        ]
         with self._lock:
             shard = self._live()
-            written, engine = (
-                [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
-                for requests in parts
-            )
-            best = fuse_kinds(written, engine, limit)
+            apart = self._engine_ids
+            # as deep as the written memories need, whatever the engine wrote among them
+            requests = hybrid_requests(query, text, depth + min(len(apart), depth), flt)
+            ranked = [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
+            best = split_fused(ranked, apart, depth, limit)
             records = shard.retrieve([pid for pid, _ in best], True, [DENSE]) if best else []
         found = {str(r.id): r for r in records}
         kept = [(found[pid], score) for pid, score in best if pid in found]
