@@ -31,8 +31,16 @@ TUNING = (
     "synth-security-team",
     "synth-health-integration",
     "synth-consultancy-solo",
+    "synth-analytics-eng",
+    "synth-k8s-platform",
 )
-OWN = ("synth-security-team", "synth-health-integration", "synth-consultancy-solo")
+OWN = (
+    "synth-security-team",
+    "synth-health-integration",
+    "synth-consultancy-solo",
+    "synth-analytics-eng",
+    "synth-k8s-platform",
+)
 """The labelled streams of the project's own made-up ones (``benchmarks/training_streams/``),
 read from there, not from the corpus."""
 ASIDE = ("synth-solo-oss", "synth-support-agents")
