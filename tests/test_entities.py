@@ -441,3 +441,39 @@ def test_a_list_s_number_opens_no_sentence() -> None:
     got = found("Steps: 1. Rename the table, 2. auth callback, 3. presence to members.")
     assert not {"auth", "presence"} & set(got)
     assert found("Calls went x9. qcache API p95 1.8 s.").get("qcache") == "identifier"
+
+
+def test_a_release_after_a_products_name_is_that_products() -> None:
+    got = found("The scheduler runs Airflow 2.9.1 now; payments-api 2.4.0 went out after it.")
+    assert "2.9.1" not in got  # Airflow's release, not the team's
+    assert got["2.4.0"] == "version"  # after a system of the team's: its release
+
+
+def test_a_release_after_a_name_stays_one_once_the_team_writes_it_alone() -> None:
+    text = "Crash-free users on Android 5.12.0 at 98%."
+    assert "5.12.0" not in found(text)
+    got = {e.text: e.kind for e in extract_entities(text, {"v5.12.0"})}
+    assert got["5.12.0"] == "version"
+
+
+def test_a_release_inside_a_longer_token_is_no_release() -> None:
+    got = found("Chart tenant-operator-0.9.0 is out; nodes go to v1.18.x after that.")
+    assert got["tenant-operator-0.9.0"] == "identifier"
+    assert "v1.18" not in got and "0.9.0" not in got
+
+
+def test_links_of_any_scheme_and_images_with_their_tag_are_whole() -> None:
+    text = (
+        "Manifest in gs://acme-artifacts/prod/manifest.json, chart at oci://ghcr.io/acme/charts, "
+        "runner image ghcr.io/acme/dbt-runner:1.8.2-2."
+    )
+    got = found(text)
+    assert got["gs://acme-artifacts/prod/manifest.json"] == "url"
+    assert got["oci://ghcr.io/acme/charts"] == "url"
+    assert got["ghcr.io/acme/dbt-runner:1.8.2-2"] == "url"
+
+
+def test_a_host_that_starts_a_longer_name_is_not_cut() -> None:
+    got = found("Lookups for api.stripe.com.payments.svc.cluster.local fail first.")
+    assert "api.stripe.com" not in got
+    assert "api.stripe.com.payments.svc.cluster.local" in got

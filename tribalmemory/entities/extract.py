@@ -32,10 +32,20 @@ _EXT = (
     r"exe|wasm)"
 )
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("url", re.compile(r"https?://[^\s)>\]]+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")),
-    (  # a host, with its path: golang.org/x/net
+    (  # any scheme (gs://, oci://, s3://), a mailbox
         "url",
-        re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b(?:/[\w.~%+-]*[\w~%+-])*"),
+        re.compile(
+            r"\b(?:https?|[a-z][a-z0-9+]*)://[^\s)>\]]+"
+            r"|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b"
+        ),
+    ),
+    (  # a host, with its path (golang.org/x/net) and an image's tag (ghcr.io/o/img:1.2); not
+        # the first part of a longer name (api.stripe.com.svc.cluster.local)
+        "url",
+        re.compile(
+            r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b(?!\.\w)"
+            r"(?:(?:/[\w.~%+-]*[\w~%+-])+(?::\w[\w.-]*\w)?)?"
+        ),
     ),
     ("url", re.compile(r"(?<![\w.])[a-z][\w-]*(?:\.[a-z][\w-]*)+:\d{2,5}\b")),  # host:port
     (
@@ -99,13 +109,17 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
     ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
     ("identifier", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),  # headers: Idempotency-Key
+    (  # a package with its release: tenant-operator-0.9.0
+        "identifier",
+        re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v?\d+(?:\.\d+){2,}\b(?![.-]\w)"),
+    ),
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
 )
 _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "()", ".", "@", ":", None, "0x", None, "-"),  # identifiers
+    *("::", "--", "#", "()", ".", "@", ":", None, "0x", None, "-", "."),  # identifiers
     "-",  # systems
 )
 """What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
@@ -242,6 +256,35 @@ v0.38.0``, ``x/net to v0.38.0``); it is another project's release, not the team'
 def _dependency_version(text: str, start: int) -> bool:
     """Whether the number at ``start`` is a dependency's version (:data:`_DEPENDENCY`)."""
     return bool(_DEPENDENCY.search(text, max(0, start - 64), start))
+
+
+_WORD_BEFORE = re.compile(r"([A-Za-z][\w+#.-]*\w|[A-Za-z])\s$")
+"""The word right before a release, one space between them."""
+_PART_OF_A_TOKEN = re.compile(r"[\w.]-$|:$")
+"""What comes right before a release written inside a longer token: a chart's package
+(``tenant-operator-0.9.0``), an image's tag (``dbt-runner:1.8.2``)."""
+_TOKEN_GOES_ON = re.compile(r"-\w|\.[xX*]\b")
+"""What follows a release inside a longer token (``1.8.2-2``) or a range of them (``v1.18.x``)."""
+
+
+def _product_version(
+    text: str, start: int, surface: str, names: Iterable[tuple[str, int, int]], corpus: Taught
+) -> bool:
+    """Whether the release at ``start`` is another product's: it follows that product's name
+    (``Airflow 2.9.1``, ``Mirth Connect 4.4.2``, ``HL7 v2.5.1``, ``ESO 0.9.13``: a name of the
+    text, an acronym, or a known name not written as a system) and is no known release of the
+    team (``Android 5.12.0`` once ``5.12.0`` is known on its own)."""
+    m = _WORD_BEFORE.search(text, max(0, start - 48), start)
+    if m is None:
+        return False
+    word = m.group(1)
+    named = (
+        any(e == m.end(1) for _, _, e in names)
+        or bool(_ACRONYM.fullmatch(word))
+        or ("-" not in word and word.lower() in corpus.lower and word.lower() not in STOP)
+    )
+    two = re.match(r"v?(\d+\.\d+)", surface)
+    return named and not (two is not None and two.group(1) in corpus.releases)
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
@@ -553,7 +596,13 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if not _plausible(kind, surface, corpus):
             return
-        if kind == "version" and (_section_number(text, start) or _dependency_version(text, start)):
+        if kind == "version" and (
+            _section_number(text, start)
+            or _dependency_version(text, start)
+            or _PART_OF_A_TOKEN.search(text, max(0, start - 2), start)
+            or _TOKEN_GOES_ON.match(text, end)
+            or _product_version(text, start, surface, names, corpus)
+        ):
             return
         if kind == "identifier" and _placeholder(text, start, end):
             return
