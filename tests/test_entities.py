@@ -477,3 +477,28 @@ def test_a_host_that_starts_a_longer_name_is_not_cut() -> None:
     got = found("Lookups for api.stripe.com.payments.svc.cluster.local fail first.")
     assert "api.stripe.com" not in got
     assert "api.stripe.com.payments.svc.cluster.local" in got
+
+
+def test_quarters_priorities_and_reason_phrases_name_nothing() -> None:
+    got = found("Signed images by end of Q1, filed as a P1. Sends return 429 Too Many Requests.")
+    assert not {"Q1", "P1", "Requests", "Too Many Requests"} & set(got)
+    assert found("The PS5 build passes.")["PS5"] == "name"  # a letter and a digit still name one
+
+
+def test_the_place_of_a_time_zone_is_no_name() -> None:
+    got = found(
+        "Standup 09:45 London daily. Rosa is in Buenos Aires (UTC-3), on Dublin local time."
+    )
+    assert not {"London", "Buenos Aires", "Dublin"} & set(got)
+    assert found("We met Rosa in Lisbon.")["Lisbon"] == "name"  # the rule needs the time context
+
+
+def test_a_compound_over_a_small_word_is_english() -> None:
+    assert "Site" not in found("Our side: the Site-to-Site tunnel to Northfield is up.")
+
+
+def test_a_rates_unit_is_no_path_and_a_glob_of_a_table_is_whole() -> None:
+    got = found("HR is in beats /min and any query selecting dim_customers.* fails.")
+    assert "/min" not in got
+    assert got["dim_customers.*"] == "identifier"
+    assert found("Requests to /health time out.")["/health"] == "path"

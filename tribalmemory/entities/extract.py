@@ -98,7 +98,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\(\))")),  # calls: json.dumps()
     (  # dotted names before humps (a rule id's hyphens after three parts), a glob: a.b.*
         "identifier",
-        re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?"),
+        re.compile(r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?|\.\*)"),
     ),
     ("identifier", re.compile(r"(?<![\w@/])@[a-z][\w.-]*/[a-z0-9][\w.-]*\w")),  # @scope/pkg
     (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
@@ -156,6 +156,12 @@ _VERSION_END = re.compile(r"^[^/]*[a-z][^/]*/v?\d+(?:\.\d+)+$")
 """A branch of a release (``release/5.12``; not a protocol's version, ``HTTP/1.1``)."""
 
 
+_PER_UNIT = re.compile(
+    r"/(?:s|sec|second|min|minute|h|hr|hour|d|day|wk|week|mo|month|y|yr|year|seat|user)s?"
+)
+"""A rate's unit (``8867-4 /min``, ``$25/seat``): no path."""
+
+
 def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
     """Whether a pattern's match names something: a hyphenated word names a system only with a
     system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``) or
@@ -174,6 +180,8 @@ def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
         return False
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
         return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))
+    if kind == "path" and _PER_UNIT.fullmatch(surface):
+        return False
     if kind == "path" and "/" in surface and not surface.startswith(("//", "\\")):
         parts = [p for p in re.split(r"[/*]+", surface) if p]
         if all(p.isdigit() for p in parts):
@@ -383,6 +391,44 @@ def _menu_step(text: str, start: int) -> bool:
     return bool(_MENU.search(text, max(0, start - 3), start))
 
 
+_PERIOD_OR_RANK = re.compile(r"(?:Q[1-4]|H[12]|P[0-4]|FY\d{2,4})")
+"""A quarter, a half, a priority or a fiscal year (``Q1``, ``H2``, ``P1``, ``FY26``): a time or
+a rank, like a date, not a thing."""
+_STATUS_CODE = re.compile(r"\b[1-5]\d\d\s$")
+"""An HTTP status code, before its reason phrase (``429 Too Many Requests``)."""
+
+
+def _reason_phrase(text: str, start: int) -> bool:
+    """Whether a run at ``start`` follows an HTTP status code: its reason phrase, a message
+    (``410 Unregistered``), not a name."""
+    return bool(_STATUS_CODE.search(text, max(0, start - 4), start))
+
+
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\s$")
+_ZONE_AFTER = re.compile(r"\s(?:local\s)?time\b|\s\((?:UTC|GMT)\b")
+"""A clock time before a place, or ``time`` / a UTC offset after it: the place names a time
+zone (``09:45 London``, ``Dublin local time``, ``Buenos Aires (UTC-3)``)."""
+
+
+def _time_place(text: str, start: int, end: int) -> bool:
+    """Whether a run names the place of a time zone (:data:`_CLOCK`, :data:`_ZONE_AFTER`): a
+    place that is not the team's own."""
+    return bool(_CLOCK.search(text, max(0, start - 6), start) or _ZONE_AFTER.match(text, end))
+
+
+_SMALL = r"-(?:to|in|of|and|by|on|for)-"
+_COMPOUND_START = re.compile(_SMALL)
+_COMPOUND_END = re.compile(_SMALL + "$")
+
+
+def _in_a_compound(text: str, start: int, end: int) -> bool:
+    """Whether a capitalised word is a part of a compound over a small word (``Site-to-Site``,
+    ``End-to-End``): English, not a name."""
+    return bool(
+        _COMPOUND_START.match(text, end) or _COMPOUND_END.search(text, max(0, start - 5), start)
+    )
+
+
 def _ordinary(word: str) -> bool:
     """Whether a capitalised word is an ordinary one at a run's edge: a stop word or an
     adjective of a language or a nationality (:data:`_ADJECTIVE`)."""
@@ -396,6 +442,7 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
             # segment (an acronym after it is no part of its name: ``Quarterly ASV scan``)
             alone = len([w for w, _ in words if not _ordinary(w) and not _HUMPED.search(w)]) <= 1
             opens = _sentence_initial(text, words[0][1])
+            first = words[0][1]
             while words and (
                 _ordinary(words[0][0])
                 or (
@@ -419,6 +466,10 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
             ):
                 continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5 does
             if _quoted_whole(text, start, end) or _menu_step(text, start):
+                continue
+            if _PERIOD_OR_RANK.fullmatch(surface) or _reason_phrase(text, first):
+                continue
+            if _time_place(text, start, end) or _in_a_compound(text, start, end):
                 continue
             if _plural(surface, known):
                 continue
