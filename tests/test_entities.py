@@ -502,3 +502,14 @@ def test_a_rates_unit_is_no_path_and_a_glob_of_a_table_is_whole() -> None:
     assert "/min" not in got
     assert got["dim_customers.*"] == "identifier"
     assert found("Requests to /health time out.")["/health"] == "path"
+
+
+def test_only_a_whole_known_release_is_the_teams_after_a_products_name() -> None:
+    known = {"v0.9.0"}  # the team's tenant-operator v0.9.0: 0.9 starts a known release
+    got = {e.text for e in extract_entities("Installed ESO 0.9.13 with Helm.", known)}
+    assert "0.9.13" not in got
+
+
+def test_both_ends_of_a_dependencys_range_are_its_releases() -> None:
+    got = found("go list: x/net between v0.21.0 and v0.33.0 everywhere.")
+    assert "v0.21.0" not in got and "v0.33.0" not in got

@@ -255,10 +255,12 @@ def _section_number(text: str, start: int) -> bool:
 
 _DEPENDENCY = re.compile(
     r"(?:~>|(?<![-=])[<>]=?|[=!]=|[~^@#])\s?$|(?<!\S)[\w.-]+/[\w.-]*\w\s(?:(?:to|from|between)\s)?$"
+    r"|(?<!\S)[\w.-]+/[\w.-]*\w\s(?:between|from)\s\S+\s(?:and|to)\s$"
 )
 """What comes before the version of a dependency: a version constraint (``~> 7.1.5``,
 ``>=2.0.1``, ``react@18.2.0``, ``hl7.fhir.us.core#6.1.0``) or a module path (``x/net
-v0.38.0``, ``x/net to v0.38.0``); it is another project's release, not the team's."""
+v0.38.0``, ``x/net to v0.38.0``, both ends of ``x/net between v0.21.0 and v0.33.0``); it is
+another project's release, not the team's."""
 
 
 def _dependency_version(text: str, start: int) -> bool:
@@ -281,7 +283,8 @@ def _product_version(
     """Whether the release at ``start`` is another product's: it follows that product's name
     (``Airflow 2.9.1``, ``Mirth Connect 4.4.2``, ``HL7 v2.5.1``, ``ESO 0.9.13``: a name of the
     text, an acronym, or a known name not written as a system) and is no known release of the
-    team (``Android 5.12.0`` once ``5.12.0`` is known on its own)."""
+    team (``Android 5.12.0`` once ``5.12.0`` is known on its own); a package in small letters
+    that is no system of the team's names a product too (``astronomer-cosmos 1.4.3``)."""
     m = _WORD_BEFORE.search(text, max(0, start - 48), start)
     if m is None:
         return False
@@ -290,9 +293,9 @@ def _product_version(
         any(e == m.end(1) for _, _, e in names)
         or bool(_ACRONYM.fullmatch(word))
         or ("-" not in word and word.lower() in corpus.lower and word.lower() not in STOP)
+        or ("-" in word and word.islower() and not _plausible("system", word, corpus))
     )
-    two = re.match(r"v?(\d+\.\d+)", surface)
-    return named and not (two is not None and two.group(1) in corpus.releases)
+    return named and canonical(surface) not in corpus.whole_releases
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
