@@ -513,3 +513,16 @@ def test_only_a_whole_known_release_is_the_teams_after_a_products_name() -> None
 def test_both_ends_of_a_dependencys_range_are_its_releases() -> None:
     got = found("go list: x/net between v0.21.0 and v0.33.0 everywhere.")
     assert "v0.21.0" not in got and "v0.33.0" not in got
+
+
+def test_a_private_name_and_a_log_level_are_identifiers() -> None:
+    got = found("Rows differ only in _fivetran_synced; pw-api logs at INFO, staging has DEBUG on.")
+    assert got["_fivetran_synced"] == "identifier"
+    assert got["INFO"] == "identifier" and got["DEBUG"] == "identifier"
+
+
+def test_a_hyphenated_name_of_three_words_is_one_not_an_english_compound() -> None:
+    got = found("Set hook-delete-policy and restart ebs-csi-controller; data is up-to-date.")
+    assert got["hook-delete-policy"] == "system"
+    assert got["ebs-csi-controller"] == "system"
+    assert "up-to-date" not in got

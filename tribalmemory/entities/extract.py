@@ -106,6 +106,11 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
     ),
     ("identifier", CODE_NAME),  # the detector's code names (features.identifiers)
+    ("identifier", re.compile(r"(?<![\w.$])_[a-z][a-z0-9]*(?:_[a-z0-9]+)*\b")),  # _private
+    (  # a log level in capitals: a setting (DEBUG on in prod)
+        "identifier",
+        re.compile(r"\b(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL)\b"),
+    ),
     ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
     ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
     ("identifier", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),  # headers: Idempotency-Key
@@ -119,7 +124,7 @@ _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "()", ".", "@", ":", None, "0x", None, "-", "."),  # identifiers
+    *("::", "--", "#", "()", ".", "@", ":", None, "_", None, "0x", None, "-", "."),
     "-",  # systems
 )
 """What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
@@ -175,6 +180,7 @@ def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
             surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
             or any(c.isdigit() for c in surface)
             or _kin(surface, corpus)
+            or _long_name(surface)
         )
     if kind == "url" and _FILE_LINE.search(surface):
         return False
@@ -219,6 +225,14 @@ def _compound(surface: str) -> bool:
     :data:`_COMPOUND_ENDS`, a stop word first: ``per-site``, ``r52-based``, ``tools-only``)."""
     parts = surface.split("-")
     return parts[0] in STOP or parts[0] in _PREFIXES or parts[-1] in _COMPOUND_ENDS
+
+
+def _long_name(surface: str) -> bool:
+    """Whether a hyphenated word in small letters has three parts or more, none a small word:
+    a name (``hook-delete-policy``, ``ebs-csi-controller``), as English joins three words
+    only over one (``up-to-date``, ``end-to-end``)."""
+    parts = surface.split("-")
+    return len(parts) > 2 and all(len(p) > 1 and p not in STOP for p in parts)
 
 
 def _repository(surface: str, corpus: Taught) -> bool:
