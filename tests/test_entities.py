@@ -526,3 +526,8 @@ def test_a_hyphenated_name_of_three_words_is_one_not_an_english_compound() -> No
     assert got["hook-delete-policy"] == "system"
     assert got["ebs-csi-controller"] == "system"
     assert "up-to-date" not in got
+
+
+def test_a_humped_word_opening_a_sentence_is_no_ordinary_opener() -> None:
+    got = found("NodeLocal DNSCache on all clusters.")
+    assert got == {"NodeLocal DNSCache": "name"}

@@ -513,8 +513,8 @@ def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) ->
     word, start = words[0]
     if _INFLECTED.fullmatch(word) or word.lower() in _IRREGULAR:
         return True
-    if not word.isascii():
-        return False
+    if not word.isascii() or _HUMPED.search(word):
+        return False  # no English word has a capital inside (``NodeLocal DNSCache``)
     if len(words) > 1 and text[words[1][1] : words[-1][1] + len(words[-1][0])].lower() in known:
         return True
     return alone and text[start + len(word) : start + len(word) + 2] not in ("'s", "\u2019s")
