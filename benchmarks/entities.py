@@ -31,8 +31,16 @@ TUNING = (
     "synth-security-team",
     "synth-health-integration",
     "synth-consultancy-solo",
+    "synth-analytics-eng",
+    "synth-k8s-platform",
 )
-OWN = ("synth-security-team", "synth-health-integration", "synth-consultancy-solo")
+OWN = (
+    "synth-security-team",
+    "synth-health-integration",
+    "synth-consultancy-solo",
+    "synth-analytics-eng",
+    "synth-k8s-platform",
+)
 """The labelled streams of the project's own made-up ones (``benchmarks/training_streams/``),
 read from there, not from the corpus."""
 ASIDE = ("synth-solo-oss", "synth-support-agents")
@@ -205,10 +213,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from report import write_section
 
+        labelled = sum(1 for stream in TUNING + ASIDE for _ in (LABELS / f"{stream}.jsonl").open())
         write_section(
             "entities",
             "## Entities without an LLM\n\n"
-            "`python benchmarks/entities.py ../shared/corpus --write` on the 605 "
+            f"`python benchmarks/entities.py ../shared/corpus --write` on the {labelled} "
             "hand-labelled memories "
             "of `benchmarks/entity_labels/` (the team stream `episodes-dev` is read from "
             "`../shared/datasets/`, the project's own streams from "

@@ -441,3 +441,93 @@ def test_a_list_s_number_opens_no_sentence() -> None:
     got = found("Steps: 1. Rename the table, 2. auth callback, 3. presence to members.")
     assert not {"auth", "presence"} & set(got)
     assert found("Calls went x9. qcache API p95 1.8 s.").get("qcache") == "identifier"
+
+
+def test_a_release_after_a_products_name_is_that_products() -> None:
+    got = found("The scheduler runs Airflow 2.9.1 now; payments-api 2.4.0 went out after it.")
+    assert "2.9.1" not in got  # Airflow's release, not the team's
+    assert got["2.4.0"] == "version"  # after a system of the team's: its release
+
+
+def test_a_release_after_a_name_stays_one_once_the_team_writes_it_alone() -> None:
+    text = "Crash-free users on Android 5.12.0 at 98%."
+    assert "5.12.0" not in found(text)
+    got = {e.text: e.kind for e in extract_entities(text, {"v5.12.0"})}
+    assert got["5.12.0"] == "version"
+
+
+def test_a_release_inside_a_longer_token_is_no_release() -> None:
+    got = found("Chart tenant-operator-0.9.0 is out; nodes go to v1.18.x after that.")
+    assert got["tenant-operator-0.9.0"] == "identifier"
+    assert "v1.18" not in got and "0.9.0" not in got
+
+
+def test_links_of_any_scheme_and_images_with_their_tag_are_whole() -> None:
+    text = (
+        "Manifest in gs://acme-artifacts/prod/manifest.json, chart at oci://ghcr.io/acme/charts, "
+        "runner image ghcr.io/acme/dbt-runner:1.8.2-2."
+    )
+    got = found(text)
+    assert got["gs://acme-artifacts/prod/manifest.json"] == "url"
+    assert got["oci://ghcr.io/acme/charts"] == "url"
+    assert got["ghcr.io/acme/dbt-runner:1.8.2-2"] == "url"
+
+
+def test_a_host_that_starts_a_longer_name_is_not_cut() -> None:
+    got = found("Lookups for api.stripe.com.payments.svc.cluster.local fail first.")
+    assert "api.stripe.com" not in got
+    assert "api.stripe.com.payments.svc.cluster.local" in got
+
+
+def test_quarters_priorities_and_reason_phrases_name_nothing() -> None:
+    got = found("Signed images by end of Q1, filed as a P1. Sends return 429 Too Many Requests.")
+    assert not {"Q1", "P1", "Requests", "Too Many Requests"} & set(got)
+    assert found("The PS5 build passes.")["PS5"] == "name"  # a letter and a digit still name one
+
+
+def test_the_place_of_a_time_zone_is_no_name() -> None:
+    got = found(
+        "Standup 09:45 London daily. Rosa is in Buenos Aires (UTC-3), on Dublin local time."
+    )
+    assert not {"London", "Buenos Aires", "Dublin"} & set(got)
+    assert found("We met Rosa in Lisbon.")["Lisbon"] == "name"  # the rule needs the time context
+
+
+def test_a_compound_over_a_small_word_is_english() -> None:
+    assert "Site" not in found("Our side: the Site-to-Site tunnel to Northfield is up.")
+
+
+def test_a_rates_unit_is_no_path_and_a_glob_of_a_table_is_whole() -> None:
+    got = found("HR is in beats /min and any query selecting dim_customers.* fails.")
+    assert "/min" not in got
+    assert got["dim_customers.*"] == "identifier"
+    assert found("Requests to /health time out.")["/health"] == "path"
+
+
+def test_only_a_whole_known_release_is_the_teams_after_a_products_name() -> None:
+    known = {"v0.9.0"}  # the team's tenant-operator v0.9.0: 0.9 starts a known release
+    got = {e.text for e in extract_entities("Installed ESO 0.9.13 with Helm.", known)}
+    assert "0.9.13" not in got
+
+
+def test_both_ends_of_a_dependencys_range_are_its_releases() -> None:
+    got = found("go list: x/net between v0.21.0 and v0.33.0 everywhere.")
+    assert "v0.21.0" not in got and "v0.33.0" not in got
+
+
+def test_a_private_name_and_a_log_level_are_identifiers() -> None:
+    got = found("Rows differ only in _fivetran_synced; pw-api logs at INFO, staging has DEBUG on.")
+    assert got["_fivetran_synced"] == "identifier"
+    assert got["INFO"] == "identifier" and got["DEBUG"] == "identifier"
+
+
+def test_a_hyphenated_name_of_three_words_is_one_not_an_english_compound() -> None:
+    got = found("Set hook-delete-policy and restart ebs-csi-controller; data is up-to-date.")
+    assert got["hook-delete-policy"] == "system"
+    assert got["ebs-csi-controller"] == "system"
+    assert "up-to-date" not in got
+
+
+def test_a_humped_word_opening_a_sentence_is_no_ordinary_opener() -> None:
+    got = found("NodeLocal DNSCache on all clusters.")
+    assert got == {"NodeLocal DNSCache": "name"}

@@ -2,6 +2,7 @@
 into label files (<stream>.jsonl: id, start, end, canonical, kind), marking every whole-word,
 case-sensitive occurrence of each surface in the memory, except inside a longer labelled
 surface's occurrence (``Play`` inside ``Play App Signing`` is one mention, the longer one).
+``resolve.py CORPUS [STREAM ...]``: every draft, or only the streams named.
 Reads the texts from the corpus, or from ``benchmarks/training_streams/`` for the
 project's own streams."""
 
@@ -17,9 +18,11 @@ sys.path.insert(0, str(HERE.parent))
 from entities import stream_file  # noqa: E402  (where each labelled stream's texts are)
 
 
-def main(corpus: Path) -> None:
+def main(corpus: Path, streams: list[str]) -> None:
     for draft in sorted((HERE / "draft").glob("*.txt")):
         stream = draft.stem
+        if streams and stream not in streams:
+            continue
         texts = {}
         for line in stream_file(corpus, stream).open(encoding="utf-8"):
             row = json.loads(line)
@@ -54,4 +57,4 @@ def main(corpus: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), sys.argv[2:])

@@ -32,10 +32,20 @@ _EXT = (
     r"exe|wasm)"
 )
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("url", re.compile(r"https?://[^\s)>\]]+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")),
-    (  # a host, with its path: golang.org/x/net
+    (  # any scheme (gs://, oci://, s3://), a mailbox
         "url",
-        re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b(?:/[\w.~%+-]*[\w~%+-])*"),
+        re.compile(
+            r"\b(?:https?|[a-z][a-z0-9+]*)://[^\s)>\]]+"
+            r"|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b"
+        ),
+    ),
+    (  # a host, with its path (golang.org/x/net) and an image's tag (ghcr.io/o/img:1.2); not
+        # the first part of a longer name (api.stripe.com.svc.cluster.local)
+        "url",
+        re.compile(
+            r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b(?!\.\w)"
+            r"(?:(?:/[\w.~%+-]*[\w~%+-])+(?::\w[\w.-]*\w)?)?"
+        ),
     ),
     ("url", re.compile(r"(?<![\w.])[a-z][\w-]*(?:\.[a-z][\w-]*)+:\d{2,5}\b")),  # host:port
     (
@@ -88,7 +98,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\(\))")),  # calls: json.dumps()
     (  # dotted names before humps (a rule id's hyphens after three parts), a glob: a.b.*
         "identifier",
-        re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?"),
+        re.compile(r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?|\.\*)"),
     ),
     ("identifier", re.compile(r"(?<![\w@/])@[a-z][\w.-]*/[a-z0-9][\w.-]*\w")),  # @scope/pkg
     (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
@@ -96,16 +106,25 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
     ),
     ("identifier", CODE_NAME),  # the detector's code names (features.identifiers)
+    ("identifier", re.compile(r"(?<![\w.$])_[a-z][a-z0-9]*(?:_[a-z0-9]+)*\b")),  # _private
+    (  # a log level in capitals: a setting (DEBUG on in prod)
+        "identifier",
+        re.compile(r"\b(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL)\b"),
+    ),
     ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
     ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
     ("identifier", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),  # headers: Idempotency-Key
+    (  # a package with its release: tenant-operator-0.9.0
+        "identifier",
+        re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v?\d+(?:\.\d+){2,}\b(?![.-]\w)"),
+    ),
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
 )
 _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "()", ".", "@", ":", None, "0x", None, "-"),  # identifiers
+    *("::", "--", "#", "()", ".", "@", ":", None, "_", None, "0x", None, "-", "."),
     "-",  # systems
 )
 """What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
@@ -142,6 +161,12 @@ _VERSION_END = re.compile(r"^[^/]*[a-z][^/]*/v?\d+(?:\.\d+)+$")
 """A branch of a release (``release/5.12``; not a protocol's version, ``HTTP/1.1``)."""
 
 
+_PER_UNIT = re.compile(
+    r"/(?:s|sec|second|min|minute|h|hr|hour|d|day|wk|week|mo|month|y|yr|year|seat|user)s?"
+)
+"""A rate's unit (``8867-4 /min``, ``$25/seat``): no path."""
+
+
 def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
     """Whether a pattern's match names something: a hyphenated word names a system only with a
     system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``) or
@@ -155,11 +180,14 @@ def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
             surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
             or any(c.isdigit() for c in surface)
             or _kin(surface, corpus)
+            or _long_name(surface)
         )
     if kind == "url" and _FILE_LINE.search(surface):
         return False
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
         return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))
+    if kind == "path" and _PER_UNIT.fullmatch(surface):
+        return False
     if kind == "path" and "/" in surface and not surface.startswith(("//", "\\")):
         parts = [p for p in re.split(r"[/*]+", surface) if p]
         if all(p.isdigit() for p in parts):
@@ -199,6 +227,14 @@ def _compound(surface: str) -> bool:
     return parts[0] in STOP or parts[0] in _PREFIXES or parts[-1] in _COMPOUND_ENDS
 
 
+def _long_name(surface: str) -> bool:
+    """Whether a hyphenated word in small letters has three parts or more, none a small word:
+    a name (``hook-delete-policy``, ``ebs-csi-controller``), as English joins three words
+    only over one (``up-to-date``, ``end-to-end``)."""
+    parts = surface.split("-")
+    return len(parts) > 2 and all(len(p) > 1 and p not in STOP for p in parts)
+
+
 def _repository(surface: str, corpus: Taught) -> bool:
     """Whether ``owner/name`` names a repository: its name is a system (``ferrow/ferrow-cli``,
     ``forkbase/homebrew-tap`` once Homebrew is known)."""
@@ -233,15 +269,47 @@ def _section_number(text: str, start: int) -> bool:
 
 _DEPENDENCY = re.compile(
     r"(?:~>|(?<![-=])[<>]=?|[=!]=|[~^@#])\s?$|(?<!\S)[\w.-]+/[\w.-]*\w\s(?:(?:to|from|between)\s)?$"
+    r"|(?<!\S)[\w.-]+/[\w.-]*\w\s(?:between|from)\s\S+\s(?:and|to)\s$"
 )
 """What comes before the version of a dependency: a version constraint (``~> 7.1.5``,
 ``>=2.0.1``, ``react@18.2.0``, ``hl7.fhir.us.core#6.1.0``) or a module path (``x/net
-v0.38.0``, ``x/net to v0.38.0``); it is another project's release, not the team's."""
+v0.38.0``, ``x/net to v0.38.0``, both ends of ``x/net between v0.21.0 and v0.33.0``); it is
+another project's release, not the team's."""
 
 
 def _dependency_version(text: str, start: int) -> bool:
     """Whether the number at ``start`` is a dependency's version (:data:`_DEPENDENCY`)."""
     return bool(_DEPENDENCY.search(text, max(0, start - 64), start))
+
+
+_WORD_BEFORE = re.compile(r"([A-Za-z][\w+#.-]*\w|[A-Za-z])\s$")
+"""The word right before a release, one space between them."""
+_PART_OF_A_TOKEN = re.compile(r"[\w.]-$|:$")
+"""What comes right before a release written inside a longer token: a chart's package
+(``tenant-operator-0.9.0``), an image's tag (``dbt-runner:1.8.2``)."""
+_TOKEN_GOES_ON = re.compile(r"-\w|\.[xX*]\b")
+"""What follows a release inside a longer token (``1.8.2-2``) or a range of them (``v1.18.x``)."""
+
+
+def _product_version(
+    text: str, start: int, surface: str, names: Iterable[tuple[str, int, int]], corpus: Taught
+) -> bool:
+    """Whether the release at ``start`` is another product's: it follows that product's name
+    (``Airflow 2.9.1``, ``Mirth Connect 4.4.2``, ``HL7 v2.5.1``, ``ESO 0.9.13``: a name of the
+    text, an acronym, or a known name not written as a system) and is no known release of the
+    team (``Android 5.12.0`` once ``5.12.0`` is known on its own); a package in small letters
+    that is no system of the team's names a product too (``astronomer-cosmos 1.4.3``)."""
+    m = _WORD_BEFORE.search(text, max(0, start - 48), start)
+    if m is None:
+        return False
+    word = m.group(1)
+    named = (
+        any(e == m.end(1) for _, _, e in names)
+        or bool(_ACRONYM.fullmatch(word))
+        or ("-" not in word and word.lower() in corpus.lower and word.lower() not in STOP)
+        or ("-" in word and word.islower() and not _plausible("system", word, corpus))
+    )
+    return named and canonical(surface) not in corpus.whole_releases
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
@@ -340,6 +408,44 @@ def _menu_step(text: str, start: int) -> bool:
     return bool(_MENU.search(text, max(0, start - 3), start))
 
 
+_PERIOD_OR_RANK = re.compile(r"(?:Q[1-4]|H[12]|P[0-4]|FY\d{2,4})")
+"""A quarter, a half, a priority or a fiscal year (``Q1``, ``H2``, ``P1``, ``FY26``): a time or
+a rank, like a date, not a thing."""
+_STATUS_CODE = re.compile(r"\b[1-5]\d\d\s$")
+"""An HTTP status code, before its reason phrase (``429 Too Many Requests``)."""
+
+
+def _reason_phrase(text: str, start: int) -> bool:
+    """Whether a run at ``start`` follows an HTTP status code: its reason phrase, a message
+    (``410 Unregistered``), not a name."""
+    return bool(_STATUS_CODE.search(text, max(0, start - 4), start))
+
+
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\s$")
+_ZONE_AFTER = re.compile(r"\s(?:local\s)?time\b|\s\((?:UTC|GMT)\b")
+"""A clock time before a place, or ``time`` / a UTC offset after it: the place names a time
+zone (``09:45 London``, ``Dublin local time``, ``Buenos Aires (UTC-3)``)."""
+
+
+def _time_place(text: str, start: int, end: int) -> bool:
+    """Whether a run names the place of a time zone (:data:`_CLOCK`, :data:`_ZONE_AFTER`): a
+    place that is not the team's own."""
+    return bool(_CLOCK.search(text, max(0, start - 6), start) or _ZONE_AFTER.match(text, end))
+
+
+_SMALL = r"-(?:to|in|of|and|by|on|for)-"
+_COMPOUND_START = re.compile(_SMALL)
+_COMPOUND_END = re.compile(_SMALL + "$")
+
+
+def _in_a_compound(text: str, start: int, end: int) -> bool:
+    """Whether a capitalised word is a part of a compound over a small word (``Site-to-Site``,
+    ``End-to-End``): English, not a name."""
+    return bool(
+        _COMPOUND_START.match(text, end) or _COMPOUND_END.search(text, max(0, start - 5), start)
+    )
+
+
 def _ordinary(word: str) -> bool:
     """Whether a capitalised word is an ordinary one at a run's edge: a stop word or an
     adjective of a language or a nationality (:data:`_ADJECTIVE`)."""
@@ -353,6 +459,7 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
             # segment (an acronym after it is no part of its name: ``Quarterly ASV scan``)
             alone = len([w for w, _ in words if not _ordinary(w) and not _HUMPED.search(w)]) <= 1
             opens = _sentence_initial(text, words[0][1])
+            first = words[0][1]
             while words and (
                 _ordinary(words[0][0])
                 or (
@@ -376,6 +483,10 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
             ):
                 continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5 does
             if _quoted_whole(text, start, end) or _menu_step(text, start):
+                continue
+            if _PERIOD_OR_RANK.fullmatch(surface) or _reason_phrase(text, first):
+                continue
+            if _time_place(text, start, end) or _in_a_compound(text, start, end):
                 continue
             if _plural(surface, known):
                 continue
@@ -402,8 +513,8 @@ def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) ->
     word, start = words[0]
     if _INFLECTED.fullmatch(word) or word.lower() in _IRREGULAR:
         return True
-    if not word.isascii():
-        return False
+    if not word.isascii() or _HUMPED.search(word):
+        return False  # no English word has a capital inside (``NodeLocal DNSCache``)
     if len(words) > 1 and text[words[1][1] : words[-1][1] + len(words[-1][0])].lower() in known:
         return True
     return alone and text[start + len(word) : start + len(word) + 2] not in ("'s", "\u2019s")
@@ -553,7 +664,13 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if not _plausible(kind, surface, corpus):
             return
-        if kind == "version" and (_section_number(text, start) or _dependency_version(text, start)):
+        if kind == "version" and (
+            _section_number(text, start)
+            or _dependency_version(text, start)
+            or _PART_OF_A_TOKEN.search(text, max(0, start - 2), start)
+            or _TOKEN_GOES_ON.match(text, end)
+            or _product_version(text, start, surface, names, corpus)
+        ):
             return
         if kind == "identifier" and _placeholder(text, start, end):
             return

@@ -42,6 +42,8 @@ class Taught:
     """The first folder of each known path (``engine`` of ``engine/core/math.h``)."""
     families: frozenset[str] = frozenset()
     """The first part of each known hyphenated name in small letters (``pw`` of ``pw-api``)."""
+    whole_releases: frozenset[str] = frozenset()
+    """The known releases whole (``v5.12.0``)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -54,12 +56,14 @@ def taught(known: frozenset[str]) -> Taught:
     any_case: Index = {}
     paths: dict[str, set[str]] = {}
     releases = set()
+    whole = set()
     folders = set()
     families = set()
     for entry in known:
         parsed = _entry(entry)
         if parsed[0] == "release":
             releases.add(parsed[1])
+            whole.add(entry)
             continue
         if parsed[0] == "path":
             if parsed[2]:
@@ -87,6 +91,7 @@ def taught(known: frozenset[str]) -> Taught:
         frozenset(releases),
         frozenset(folders),
         frozenset(families),
+        frozenset(whole),
     )
 
 
