@@ -15,7 +15,9 @@ from tribalmemory.models import ENGINE_WRITTEN, SourceType
 from tribalmemory.runtime import start_runtime
 from tribalmemory.shapes import RecallRequest
 from tribalmemory.storage.base import (
+    ENGINE_SHARE,
     MemoryFilter,
+    engine_share,
     fuse_kinds,
     kind_filters,
     rrf_fuse,
@@ -158,13 +160,14 @@ def test_a_search_fetches_written_and_engine_written_memories_apart() -> None:
 
 def test_engine_written_memories_never_take_a_written_ones_place_among_the_candidates() -> None:
     """``limit`` written memories come back whatever the engine wrote, with the engine-written
-    ones that rank among them (at most ``limit`` of those)."""
+    ones that rank among them (at most one for every ENGINE_SHARE asked for, at least one)."""
     written = [[("a", 0.9), ("b", 0.8), ("c", 0.7)], [("a", 3.0), ("b", 2.0), ("c", 1.0)]]
     engine = [[("s", 0.99), ("t", 0.98), ("u", 0.97)], [("s", 9.0), ("t", 8.0), ("u", 7.0)]]
     # s, t and u each take rank 1 among the written ones in both lists, as a does: equal
     # fused scores go by the dense rank (1 for all four), then by id
-    assert [pid for pid, _ in fuse_kinds(written, engine, 2)] == ["a", "s", "t", "b"]
-    assert [pid for pid, _ in fuse_kinds(written, engine, 3)] == ["a", "s", "t", "u", "b", "c"]
+    assert [pid for pid, _ in fuse_kinds(written, engine, 2)] == ["a", "s", "b"]
+    assert [pid for pid, _ in fuse_kinds(written, engine, 3)] == ["a", "s", "b", "c"]
+    assert engine_share(50) == 50 // ENGINE_SHARE and engine_share(1) == 1
     assert [pid for pid, _ in fuse_kinds(written, [], 2)] == ["a", "b"]
     assert [pid for pid, _ in fuse_kinds([], engine, 2)] == ["s", "t"]
 

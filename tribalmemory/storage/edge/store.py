@@ -283,8 +283,10 @@ class EdgeStore:
         with self._lock:
             shard = self._live()
             apart = self._engine_ids
-            # as deep as the written memories need, whatever the engine wrote among them
-            requests = hybrid_requests(query, text, depth + min(len(apart), depth), flt)
+            # deeper by as many engine-written memories as a list is likely to hold (a tenth of
+            # a store's memories are summaries; LoCoMo's BM25 lists held 23 in 200): the
+            # written ones keep their depth unless half as many again are engine-written
+            requests = hybrid_requests(query, text, depth + min(len(apart), depth // 2), flt)
             ranked = [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
             best = split_fused(ranked, apart, depth, limit)
             records = shard.retrieve([pid for pid, _ in best], True, [DENSE]) if best else []
