@@ -310,6 +310,7 @@ def kind_filters(where: MemoryFilter | None) -> tuple[MemoryFilter | None, Memor
 
 
 def ordered(types: Iterable[SourceType]) -> list[SourceType]:
+    """``types`` in the order of their names (a filter's list, the same every time)."""
     return sorted(types, key=lambda t: t.value)
 
 
@@ -356,8 +357,8 @@ def split_fused(
     ranked: Sequence[Sequence[tuple[str, float]]], apart: AbstractSet[str], depth: int, limit: int
 ) -> list[tuple[str, float]]:
     """:func:`fuse_kinds` of lists (dense, then BM25) that hold both kinds, the points of
-    ``apart`` (engine-written memories) told from the others by id, each list's others cut
-    to ``depth``."""
+    ``apart`` (engine-written memories) told from the others by id, each kind cut to
+    ``depth`` in each list."""
     if not apart:
         return rrf_fuse(ranked)[:limit]
     written = [[hit for hit in hits if hit[0] not in apart][:depth] for hits in ranked]

@@ -32,6 +32,7 @@ from ..base import (
     check_rows,
     ensure_same_model,
     from_payload,
+    ordered,
     point_id,
     point_ids,
     search_depth,
@@ -54,7 +55,6 @@ from .search import dense, dense_request, edge_filter, hybrid_requests
 from .shard import SEAL_SIZE, open_shard
 
 log = logging.getLogger("tribalmemory.storage")
-ENGINE_TYPES = sorted(ENGINE_WRITTEN, key=lambda t: t.value)
 
 UPSERT_CHUNK = 256
 # Points read per hold of the store's lock: a background job reading a 600-member episode held
@@ -187,7 +187,7 @@ class EdgeStore:
             request = qe.ScrollRequest(
                 offset=offset,
                 limit=1024,
-                filter=edge_filter(MemoryFilter(source_types=ENGINE_TYPES)),
+                filter=edge_filter(MemoryFilter(source_types=ordered(ENGINE_WRITTEN))),
                 with_payload=False,
                 with_vector=False,
             )
@@ -225,12 +225,14 @@ class EdgeStore:
     def upsert(self, memories: list[Memory], vectors: np.ndarray) -> None:
         rows = check_rows(vectors, len(memories), self.info.dim).tolist()
         points = []
+        engine: dict[str, bool] = {}  # point id: engine-written
         for memory, row in zip(memories, rows, strict=True):
             pid = point_id(memory.id)
             if pid is None:
                 raise ValueError(f"memory id {memory.id!r} is not a UUID")
             vector = {DENSE: row, SPARSE: lexical.document_vector(memory.content)}
             points.append(qe.Point(pid, vector, to_payload(memory)))
+            engine[pid] = memory.source_type in ENGINE_WRITTEN
         with self._lock:
             shard = self._live()
             for start in range(0, len(points), UPSERT_CHUNK):
@@ -238,11 +240,10 @@ class EdgeStore:
                 shard.update(qe.UpdateOperation.upsert_points(chunk))
             self._unsealed += len(points)
             self._maintenance_due = True
-            for memory, point in zip(memories, points, strict=True):
-                if memory.source_type in ENGINE_WRITTEN:
-                    self._engine_ids.add(str(point.id))
-                else:
-                    self._engine_ids.discard(str(point.id))
+            self._engine_ids.update(pid for pid, written in engine.items() if written)
+            self._engine_ids.difference_update(
+                pid for pid, written in engine.items() if not written
+            )
 
     def get(self, ids: list[str]) -> list[Memory]:
         records = self._retrieve(point_ids(ids), True, False)
@@ -283,9 +284,9 @@ class EdgeStore:
         with self._lock:
             shard = self._live()
             apart = self._engine_ids
-            # deeper by as many engine-written memories as a list is likely to hold (a tenth of
-            # a store's memories are summaries; LoCoMo's BM25 lists held 23 in 200): the
-            # written ones keep their depth unless half as many again are engine-written
+            # deeper by as many engine-written memories as a list is likely to hold (a store
+            # with episodes holds about one summary for ten memories; LoCoMo's BM25 lists held
+            # 23 in 200): the written ones keep their depth unless more are engine-written
             requests = hybrid_requests(query, text, depth + min(len(apart), depth // 2), flt)
             ranked = [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
             best = split_fused(ranked, apart, depth, limit)
