@@ -444,6 +444,43 @@ async def test_ceiling_under_concurrent_tasks(
     assert "to ceiling_reached" in caplog.text
 
 
+async def test_a_grant_that_returns_after_a_later_denial_leaves_the_ceiling_reached(
+    tmp_path: Path,
+) -> None:
+    """Reservations are made in threads: a call granted first may come back after a call the
+    ceiling denied. The ledger's order decides: the ceiling stays reached (it once said ready)."""
+    from tribalmemory.llm.budget import Budget
+
+    granted, denial_seen = threading.Event(), threading.Event()
+
+    class Interleaved(Ledger):
+        def reserve(self, **kw: Any) -> Any:
+            if kw["call_id"] == "first":
+                res = super().reserve(**kw)
+                granted.set()
+                assert denial_seen.wait(5), "the denied call never came back"
+                return res
+            assert granted.wait(5), "the first call was never granted"
+            return super().reserve(**kw)
+
+    cfg = config_from_dict({"episodes": {"monthly_cost_ceiling": 1.5}}).episodes
+    ledger = Interleaved(tmp_path / "ledger.sqlite3", monthly_cost_ceiling=1.5)
+    budget = Budget(cfg, ledger)
+    call = {"purpose": "summary", "model": "m", "worst": 1.0, "attempt": 1, "episode_id": None}
+
+    async def denied() -> None:
+        with pytest.raises(LLMUnavailable) as caught:
+            await budget.reserve(call_id="second", memory_id=None, counted=10, **call)
+        assert caught.value.kind == "ceiling"
+        denial_seen.set()
+
+    first = asyncio.create_task(budget.reserve(call_id="first", memory_id=None, counted=10, **call))
+    await denied()
+    assert (await first).granted
+    status = budget.ceiling_status((1e-6, 1e-6))
+    assert status is not None and status["state"] == "ceiling_reached"
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_ceiling_under_threads(fake: FakeLLM, tmp_path: Path) -> None:
     prompt = summary_prompt()

@@ -50,6 +50,7 @@ class Budget:
         self.config = config
         self.ledger = ledger
         self._denied: tuple[str, float] | None = None  # (month, ceiling) of the last denial
+        self._decided = 0  # the ledger row of the latest decision that set or cleared _denied
 
     async def reserve(
         self,
@@ -81,11 +82,18 @@ class Budget:
             )
         except sqlite3.Error as exc:
             raise LLMUnavailable(f"cost ledger unavailable: {exc}", "ledger") from exc
+        # concurrent calls come back from their threads in any order: only the ledger's latest
+        # decision says whether the ceiling stops calls (a grant returning after a later
+        # denial must not clear it)
+        latest = res.row > self._decided
         if res.granted:
-            self._denied = None
+            if latest:
+                self._denied, self._decided = None, res.row
             return res
         if res.outcome == DENIED_CEILING:
-            self._denied = (res.month, self.config.monthly_cost_ceiling)
+            if latest:
+                self._denied = (res.month, self.config.monthly_cost_ceiling)
+                self._decided = res.row
             raise LLMUnavailable(f"monthly cost ceiling: {res.detail}", "ceiling")
         raise LLMUnavailable(f"call cap: {res.detail}", "call_cap")
 

@@ -80,6 +80,7 @@ class Reservation:
     month: str
     reserved_usd: float
     detail: str = ""
+    row: int = 0  # the ledger row of the decision, granted or denied: their order
 
     @property
     def granted(self) -> bool:
@@ -273,6 +274,7 @@ class Ledger:
             month=month,
             reserved_usd=lm.nano_to_usd(new),
             detail=detail,
+            row=row_id or 0,
         )
 
     def settle(
