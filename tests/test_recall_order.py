@@ -138,7 +138,7 @@ def test_rrf_fuse_ranks_the_points_apart_as_if_the_others_stood_alone() -> None:
 def test_a_search_fetches_written_and_engine_written_memories_apart() -> None:
     """Each part of a search gets its own filter (and so its own depth of candidates); a part
     the request's filter leaves nothing of is not searched."""
-    engine_types = sorted(ENGINE_WRITTEN, key=lambda t: t.value)
+    engine_types = sorted(ENGINE_WRITTEN)
     plain, engine = kind_filters(None)
     assert plain is not None and engine is not None
     assert plain.source_types is None and plain.exclude_source_types == engine_types

@@ -299,19 +299,12 @@ def kind_filters(where: MemoryFilter | None) -> tuple[MemoryFilter | None, Memor
     where = where or MemoryFilter()
     excluded = set(where.exclude_source_types or ())
     wanted = set(where.source_types or SourceType) - excluded
-    engine = replace(
-        where, source_types=ordered(wanted & ENGINE_WRITTEN), exclude_source_types=None
-    )
+    engine = replace(where, source_types=sorted(wanted & ENGINE_WRITTEN), exclude_source_types=None)
     if where.source_types:
-        plain = replace(where, source_types=ordered(wanted - ENGINE_WRITTEN))
+        plain = replace(where, source_types=sorted(wanted - ENGINE_WRITTEN))
     else:  # a condition that also keeps a memory of a type this version does not know
-        plain = replace(where, exclude_source_types=ordered(excluded | ENGINE_WRITTEN))
+        plain = replace(where, exclude_source_types=sorted(excluded | ENGINE_WRITTEN))
     return (plain if plain.source_types != [] else None), (engine if engine.source_types else None)
-
-
-def ordered(types: Iterable[SourceType]) -> list[SourceType]:
-    """``types`` in the order of their names (a filter's list, the same every time)."""
-    return sorted(types, key=lambda t: t.value)
 
 
 ENGINE_SHARE = 5
@@ -337,8 +330,8 @@ def fuse_kinds(
     best written memories and the engine-written ones ranked among them (at most
     :func:`engine_share` of ``limit``), so what the engine wrote never takes a written
     memory's place among the candidates."""
-    if not written or not engine:
-        return rrf_fuse(written or engine)[:limit]
+    if not any(written) or not any(engine):  # one kind found: plain fusion
+        return rrf_fuse(written if any(written) else engine)[:limit]
     apart = frozenset(pid for hits in engine for pid, _ in hits)
     ranked = [[*mine, *theirs] for mine, theirs in zip(written, engine, strict=True)]
     best: list[tuple[str, float]] = []
@@ -363,8 +356,6 @@ def split_fused(
         return rrf_fuse(ranked)[:limit]
     written = [[hit for hit in hits if hit[0] not in apart][:depth] for hits in ranked]
     engine = [[hit for hit in hits if hit[0] in apart][:depth] for hits in ranked]
-    if not any(engine) or not any(written):  # one kind found: plain fusion
-        return rrf_fuse(written if any(written) else engine)[:limit]
     return fuse_kinds(written, engine, limit)
 
 

@@ -32,7 +32,6 @@ from ..base import (
     check_rows,
     ensure_same_model,
     from_payload,
-    ordered,
     point_id,
     point_ids,
     search_depth,
@@ -187,7 +186,7 @@ class EdgeStore:
             request = qe.ScrollRequest(
                 offset=offset,
                 limit=1024,
-                filter=edge_filter(MemoryFilter(source_types=ordered(ENGINE_WRITTEN))),
+                filter=edge_filter(MemoryFilter(source_types=sorted(ENGINE_WRITTEN))),
                 with_payload=False,
                 with_vector=False,
             )
