@@ -99,6 +99,24 @@ def test_what_is_kept_does_not_depend_on_the_limit_and_ties_are_broken_the_same_
             assert c.kind is not Kind.DERIVED or not ids.intersection(c.sources)
 
 
+def test_engine_written_memories_come_beside_the_first_written_ones_never_in_their_place() -> None:
+    rng = random.Random(11)
+    for _ in range(200):
+        pool = random_pool(rng, 60)
+
+        def engine(c: Ranked) -> bool:
+            return c.kind is not Kind.MEMORY
+
+        written = [c for c in pool if not engine(c)]
+        previous: list[Ranked] = []
+        for k in range(1, len(written) + 1):
+            shown = ranking.beside_written(pool, k, engine)
+            assert [c for c in shown if not engine(c)] == written[:k]  # the same as without them
+            assert shown == pool[: pool.index(written[k - 1]) + 1]  # and what ranks among them
+            assert shown[: len(previous)] == previous
+            previous = shown
+
+
 def test_the_pool_holds_the_limit_once_the_rules_have_left_some_out() -> None:
     assert ranking.pool_size(50) >= 2 * 50
 
@@ -177,6 +195,12 @@ async def test_a_summary_is_shown_only_when_it_carries_more_than_its_members(
     assert summary["id"] in order
     best_member = max(scores[i] for i in ids if i in scores)
     assert scores[summary["id"]] >= best_member + ranking.SUMMARY_MARGIN
+    # beside the memories found, never in place of one: asked for three, the three members
+    # (all the store's written memories) come with the summary
+    question = "why are users logged out with two tabs and how was it fixed"
+    three = await rt.api.recall(question, limit=3)
+    found = [r["memory_id"] for r in three["results"]]
+    assert sorted(found) == sorted([*ids, summary["id"]])
 
 
 async def test_grouped_recall_lists_each_thread_once_with_its_results_best_first(

@@ -19,15 +19,21 @@ the first k + 1 kept.
   benchmark: such summaries took slots from evidence far more often than they covered it).
   A search that can find no plain memory (``source_types`` naming summaries only) keeps every
   summary.
+- What recall shows: the first ``limit`` memories users and agents wrote, and the
+  engine-written ones the rules keep among them, beside them, never in place of one: with
+  episodes on, the memories you wrote are the ones you get with episodes off.
 - A query that names a period (:mod:`.periods`) shows the memories dated in it first, each
   group in the pool's order: the period is a filter that never empties the list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeVar
+
+T = TypeVar("T")
 
 CANDIDATE_POOL = 50
 """Candidates the rules see for any ``limit`` up to half this; a larger limit sees twice
@@ -115,3 +121,18 @@ def in_period_first(pool: Sequence[Ranked], start: float, end: float) -> list[Ra
         return list(pool)
     kept = {c.id for c in inside}
     return inside + [c for c in pool if c.id not in kept]
+
+
+def beside_written(pool: Sequence[T], limit: int, engine_written: Callable[[T], bool]) -> list[T]:
+    """The first ``limit`` written memories of ``pool`` and the engine-written ones
+    (``engine_written``) ranked among them, in the pool's order: so the first k shown are a
+    prefix of the first k + 1. How many engine-written memories a pool holds the search caps
+    (:func:`~tribalmemory.storage.base.engine_share`)."""
+    shown: list[T] = []
+    written = 0
+    for item in pool:
+        if written == limit:
+            break
+        shown.append(item)
+        written += not engine_written(item)
+    return shown

@@ -64,6 +64,14 @@ def dated_first(
     return [by_id[c.id] for c in ordered], inside
 
 
+def engine_hit(hit: SearchHit) -> bool:
+    return hit.memory.source_type in ENGINE_WRITTEN
+
+
+def engine_result(result: RecallHit) -> bool:
+    return result.memory.source_type in ENGINE_WRITTEN
+
+
 def candidate(hit: SearchHit, episode_id: str | None) -> ranking.Ranked:
     """A search hit as the ranking rules see it (``episode_id``: the memory's episode)."""
     memory = hit.memory
@@ -91,7 +99,8 @@ class RecallOperations(ServiceState):
         self, request: RecallRequest, ids: list[str] | None = None, rerank: bool = True
     ) -> Recalled:
         """Hybrid search: the ``limit`` memories that dense + BM25 rank best (reciprocal rank
-        fusion), ordered by the score shown.
+        fusion), with the engine-written memories the ranking rules keep among them beside
+        them (:func:`.ranking.beside_written`), ordered by the score shown.
 
         ``similarity_score`` is the cosine similarity of the memory to the query, clamped to
         0–1 and rounded to 6 decimals; results are ordered by it, best first, equal scores by
@@ -141,12 +150,13 @@ class RecallOperations(ServiceState):
         admitted, inside = self._admitted(hits), frozenset[str]()
         if period is not None:
             admitted, inside = dated_first(admitted, period)
-        shown = shown_order(admitted[:wanted], floor, inside)
+        shown = shown_order(ranking.beside_written(admitted, wanted, engine_hit), floor, inside)
         if access is None:
             return Recalled(shown, period)
         found = access.get(h.memory.id for h in shown)
         floor_share = self.config.recall.rerank_floor
-        return Recalled(stats.reranked(shown, found, access.now(), floor_share)[:size], period)
+        reranked = stats.reranked(shown, found, access.now(), floor_share)
+        return Recalled(ranking.beside_written(reranked, size, engine_result), period)
 
     def _admitted(self, hits: list[SearchHit]) -> list[SearchHit]:
         """``hits`` (fused order) that :func:`.ranking.admitted` lets recall show."""

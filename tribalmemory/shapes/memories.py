@@ -136,7 +136,11 @@ class RecallRequest(Request):
         description="What you want to know, as a question or keywords, e.g. 'how do we deploy "
         "the billing service' or 'pytest fixture timeout error'."
     )
-    limit: int = bounded(RECALL_LIMIT, "Maximum number of results.")
+    limit: int = bounded(
+        RECALL_LIMIT,
+        "Maximum number of memories written by users and agents; an episode summary, lesson "
+        "or decision that ranks among them comes beside them, never in place of one.",
+    )
     min_relevance: float = bounded(
         MIN_RELEVANCE,
         "Drop results whose similarity_score is below this. Good matches often score only "
