@@ -34,12 +34,11 @@ TUNING = (
     "synth-consultancy-solo",
     "synth-analytics-eng",
     "synth-k8s-platform",
-)
-FRESH = (
     "synth-robotics-lab",
     "synth-fintech-compliance",
     "synth-solo-gamedev",
 )
+FRESH: tuple[str, ...] = ()
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
 :data:`TUNING`."""
