@@ -531,3 +531,10 @@ def test_a_hyphenated_name_of_three_words_is_one_not_an_english_compound() -> No
 def test_a_humped_word_opening_a_sentence_is_no_ordinary_opener() -> None:
     got = found("NodeLocal DNSCache on all clusters.")
     assert got == {"NodeLocal DNSCache": "name"}
+
+
+def test_a_route_with_a_parameter_in_braces_is_one_path() -> None:
+    got = found("GET /cards/{id}/pan and POST /v1/users/{user_id}/keys/{key.id}.")
+    assert got["/cards/{id}/pan"] == "path"
+    assert got["/v1/users/{user_id}/keys/{key.id}"] == "path"
+    assert "/cards" not in got and "/pan" not in got

@@ -75,10 +75,12 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|(?<![\w\\/])[\w.-]+(?:\\[\w.*-]+)+\\?"
         ),
     ),
-    (  # slash paths (a trailing / kept, [segments] of routes), routes, home paths
+    (  # slash paths (a trailing / kept, [segments] of routes), routes with {parameters},
+        # home paths
         "path",
         re.compile(
-            r"(?<![\w/.$\[@])~?(?:/?(?:[\w.*-]+|\[[\w.]+\])/)+[\w.*-]*\w(?:/\*|/(?!\w))?"
+            r"(?<![\w/.$\[@])~?(?:/?(?:[\w.*-]+|\[[\w.]+\]|\{[\w.]+\})/)+"
+            r"(?:[\w.*-]*\w|\{[\w.]+\})(?:/\*|/(?!\w))?"
             r"|(?<![\w/$)~])/[\w-]+(?:/[\w*-]+)*"  # not after a call: a()/b(); a home: ~/x
             r"|~/(?:[\w.*-]+/)*[\w.*-]*\w/?"
         ),
