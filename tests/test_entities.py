@@ -538,3 +538,9 @@ def test_a_route_with_a_parameter_in_braces_is_one_path() -> None:
     assert got["/cards/{id}/pan"] == "path"
     assert got["/v1/users/{user_id}/keys/{key.id}"] == "path"
     assert "/cards" not in got and "/pan" not in got
+
+
+def test_an_acronym_opens_no_english_compound() -> None:
+    got = found("Requests go app -> api-gateway -> ui-server; sso-only and per-user stay English.")
+    assert got["api-gateway"] == "system" and got["ui-server"] == "system"
+    assert "sso-only" not in got and "per-user" not in got

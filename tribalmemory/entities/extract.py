@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from tribalmemory.entities.aliases import canonical
 from tribalmemory.entities.known import FILE, Taught, taught, taught_spans
 from tribalmemory.entities.patterns import CODE_NAME
-from tribalmemory.entities.stoplist import MONTHS, STOP, WEEKDAYS
+from tribalmemory.entities.stoplist import ACRONYMS, MONTHS, STOP, WEEKDAYS
 
 
 @dataclass(frozen=True)
@@ -224,9 +224,14 @@ _COMPOUND_ENDS = frozenset(
 
 def _compound(surface: str) -> bool:
     """Whether a hyphenated word in small letters is an English compound (:data:`_PREFIXES`,
-    :data:`_COMPOUND_ENDS`, a stop word first: ``per-site``, ``r52-based``, ``tools-only``)."""
+    :data:`_COMPOUND_ENDS`, a stop word first: ``per-site``, ``r52-based``, ``tools-only``; not
+    an acronym first, which no English word is: ``api-gateway``)."""
     parts = surface.split("-")
-    return parts[0] in STOP or parts[0] in _PREFIXES or parts[-1] in _COMPOUND_ENDS
+    return (
+        (parts[0] in STOP and parts[0] not in ACRONYMS)
+        or parts[0] in _PREFIXES
+        or parts[-1] in _COMPOUND_ENDS
+    )
 
 
 def _long_name(surface: str) -> bool:
