@@ -544,3 +544,10 @@ def test_an_acronym_opens_no_english_compound() -> None:
     got = found("Requests go app -> api-gateway -> ui-server; sso-only and per-user stay English.")
     assert got["api-gateway"] == "system" and got["ui-server"] == "system"
     assert "sso-only" not in got and "per-user" not in got
+
+
+def test_a_name_of_a_deployment_in_an_environment_is_a_system() -> None:
+    got = found("Projects norrland-prod and norrland-staging; Loki data source is loki-prod.")
+    assert got["norrland-prod"] == "system" and got["norrland-staging"] == "system"
+    assert got["loki-prod"] == "system"
+    assert "non-prod" not in found("Only non-prod and pre-prod get it.")

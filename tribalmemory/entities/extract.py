@@ -133,8 +133,10 @@ _NEEDLES: tuple[str | None, ...] = (
 it skips the rule."""
 _SYSTEM_SUFFIXES = frozenset(
     "service svc srv api job jobs db vault rates worker cli app web server client bot core sdk "
-    "gateway proxy queue store site repo macros".split()
+    "gateway proxy queue store site repo macros prod staging stg dev".split()
 )
+"""Last parts that make a hyphenated word a system: a kind of software, or the environment a
+deployment of it runs in (``loki-prod``, ``norrland-staging``)."""
 
 _FILE_LINE = re.compile(r"\." + _EXT + r":\d+$")
 """A file and a line (``app.py:42``): no host and port."""
