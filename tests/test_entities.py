@@ -551,3 +551,11 @@ def test_a_name_of_a_deployment_in_an_environment_is_a_system() -> None:
     assert got["norrland-prod"] == "system" and got["norrland-staging"] == "system"
     assert got["loki-prod"] == "system"
     assert "non-prod" not in found("Only non-prod and pre-prod get it.")
+
+
+def test_an_acronym_inside_a_sentence_opens_the_name_after_it() -> None:
+    got = found("We moved to AWS Secrets Manager and parse the UK Sanctions List now.")
+    assert got["AWS Secrets Manager"] == "name" and got["UK Sanctions List"] == "name"
+    known = {e.text for e in extract_entities("Moved to RDS Postgres.", known={"postgres"})}
+    assert "RDS Postgres" not in known and "Postgres" in known
+    assert "PAGE Backlog" not in found("PAGE Backlog growing.")

@@ -324,7 +324,8 @@ def _product_version(
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
 _ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z][A-Z0-9&]*")
 """Two capitals or more and no small letter: ``PS5``, ``GPU``; such a word stands alone,
-never inside a name (``Hollowmere PS5``, ``Linux VM``)."""
+never ends a name (``Hollowmere PS5``, ``Linux VM``), and opens one only inside a sentence
+(:func:`_opens_a_name`)."""
 _PLURAL_ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z0-9][A-Z0-9&]*(?:s|'s|\u2019s)")
 """An acronym's plural (``APIs``, ``SKUs``, ``P1s``): a kind of thing, never one thing; it
 stands alone as an acronym does."""
@@ -379,20 +380,43 @@ Word = tuple[str, int]
 """A word of a capitalised run and where it starts."""
 
 
-def _segments(match: re.Match[str]) -> Iterable[list[Word]]:
-    """A run of capitalised words cut around its acronyms."""
+def _segments(match: re.Match[str], known: frozenset[str]) -> list[list[Word]]:
+    """A run of capitalised words cut around its acronyms, except an acronym that opens a
+    name inside a sentence (:func:`_opens_a_name`)."""
+    parts: list[list[Word]] = []
     part: list[Word] = []
     for word in re.finditer(r"\S+", match.group()):
         item = (word.group(), match.start() + word.start())
         if _ACRONYM.fullmatch(item[0]) or _PLURAL_ACRONYM.fullmatch(item[0]):
             if part:
-                yield part
-            yield [item]
+                parts.append(part)
+            parts.append([item])
             part = []
         else:
             part.append(item)
     if part:
-        yield part
+        parts.append(part)
+    joined: list[list[Word]] = []
+    for part in parts:
+        if joined and _opens_a_name(match.string, joined[-1], part, known):
+            joined[-1] = joined[-1] + part
+        else:
+            joined.append(part)
+    return joined
+
+
+def _opens_a_name(text: str, before: list[Word], part: list[Word], known: frozenset[str]) -> bool:
+    """Whether an acronym (``before``) opens the name of the capitalised words after it: inside
+    a sentence, before a word that is neither ordinary nor an acronym, which together are no
+    known name of their own (``AWS Secrets Manager``, ``the UK Sanctions List``, ``US Core``;
+    not ``RDS Postgres`` with ``Postgres`` known)."""
+    acronym, start = before[0]
+    first = part[0][0]
+    if len(before) > 1 or not _ACRONYM.fullmatch(acronym) or _ACRONYM.fullmatch(first):
+        return False
+    if _PLURAL_ACRONYM.fullmatch(first) or _ordinary(first) or _sentence_initial(text, start):
+        return False
+    return text[part[0][1] : part[-1][1] + len(part[-1][0])].lower() not in known
 
 
 def _quoted_whole(text: str, start: int, end: int) -> bool:
@@ -463,7 +487,7 @@ def _ordinary(word: str) -> bool:
 
 def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
     for match in _CAPITALISED.finditer(text):
-        for words in _segments(match):
+        for words in _segments(match, known):
             # a sentence's first word is kept when more capitalised words follow it in its
             # segment (an acronym after it is no part of its name: ``Quarterly ASV scan``)
             alone = len([w for w, _ in words if not _ordinary(w) and not _HUMPED.search(w)]) <= 1
