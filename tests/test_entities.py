@@ -559,3 +559,11 @@ def test_an_acronym_inside_a_sentence_opens_the_name_after_it() -> None:
     known = {e.text for e in extract_entities("Moved to RDS Postgres.", known={"postgres"})}
     assert "RDS Postgres" not in known and "Postgres" in known
     assert "PAGE Backlog" not in found("PAGE Backlog growing.")
+
+
+def test_a_pair_with_a_part_written_as_code_is_a_path() -> None:
+    got = found("Repos marten-lab/marten_ws and marten-lab/shelfdiff; HPA on autoscaling/v2.")
+    assert got["marten-lab/marten_ws"] == "path" and got["marten-lab/shelfdiff"] == "path"
+    assert got["autoscaling/v2"] == "path"
+    got = found("It goes to the gain/loss account, and sign-up/login is down.")
+    assert "gain/loss" not in got and "sign-up/login" not in got

@@ -219,9 +219,10 @@ _PREFIXES = frozenset(
 """English prefixes a compound word opens with (``self-serve``, ``per-site``)."""
 _COMPOUND_ENDS = frozenset(
     "only like style based heavy facing scoped wide free friendly aware specific compatible "
-    "related driven powered native level side time".split()
+    "related driven powered native level side time up down in out on off over back away".split()
 )
-"""English words a compound adjective ends with (``gmail-like``, ``tools-only``)."""
+"""English words a compound adjective ends with (``gmail-like``, ``tools-only``), and the
+particles of a phrasal verb's noun (``sign-up``, ``add-on``, ``roll-out``)."""
 
 
 def _compound(surface: str) -> bool:
@@ -245,10 +246,31 @@ def _long_name(surface: str) -> bool:
 
 
 def _repository(surface: str, corpus: Taught) -> bool:
-    """Whether ``owner/name`` names a repository: its name is a system (``ferrow/ferrow-cli``,
-    ``forkbase/homebrew-tap`` once Homebrew is known)."""
+    """Whether ``owner/name`` names a repository, an API's version or a resource of a group: its
+    name is a system (``ferrow/ferrow-cli``, ``forkbase/homebrew-tap`` once Homebrew is known),
+    or a part is written as code (:func:`_code_part`: ``marten-lab/marten_ws``,
+    ``autoscaling/v2``, ``velero/streaming-daily``), which no pair of words is (``gain/loss``)."""
     owner, _, name = surface.partition("/")
-    return bool(owner) and "-" in name and _plausible("system", name, corpus)
+    if not owner:
+        return False
+    return ("-" in name and _plausible("system", name, corpus)) or any(
+        _code_part(p) for p in (owner, name)
+    )
+
+
+_LETTERS_THEN_DIGITS = re.compile(r"[a-z]+\d+[a-z\d]*")
+
+
+def _code_part(part: str) -> bool:
+    """Whether a part of a path in small letters is written as code: with an underscore,
+    letters then digits (``v2``, ``v2beta2``), or hyphens that join no English compound."""
+    if not part.islower() and not part.isdigit():
+        return False
+    return (
+        "_" in part.strip("_")
+        or bool(_LETTERS_THEN_DIGITS.fullmatch(part))
+        or ("-" in part.strip("-") and not _compound(part))
+    )
 
 
 def _kin(surface: str, corpus: Taught) -> bool:
