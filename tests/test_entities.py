@@ -567,3 +567,9 @@ def test_a_pair_with_a_part_written_as_code_is_a_path() -> None:
     assert got["autoscaling/v2"] == "path"
     got = found("It goes to the gain/loss account, and sign-up/login is down.")
     assert "gain/loss" not in got and "sign-up/login" not in got
+
+
+def test_a_host_numbered_from_a_zero_is_a_code_name() -> None:
+    got = found("Job died on gpu02; a cron on gpu01-04 warns. Python 3.10 and p99 stay out.")
+    assert got["gpu02"] == "identifier" and got["gpu01-04"] == "identifier"
+    assert "p99" not in got

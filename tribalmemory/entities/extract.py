@@ -115,6 +115,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
     ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
+    (  # a host numbered from a zero (gpu02, node01), a range of them (gpu01-04)
+        "identifier",
+        re.compile(r"\b[a-z]{2,}0\d(?:-\d\d)?\b(?![.-]\w)"),
+    ),
     ("identifier", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),  # headers: Idempotency-Key
     (  # a package with its release: tenant-operator-0.9.0
         "identifier",
@@ -126,7 +130,7 @@ _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "()", ".", "@", ":", None, "_", None, "0x", None, "-", "."),
+    *("::", "--", "#", "()", ".", "@", ":", None, "_", None, "0x", None, "0", "-", "."),
     "-",  # systems
 )
 """What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
