@@ -319,21 +319,21 @@ def test_a_range_of_days_and_plural_days_are_no_names() -> None:
 
 
 def test_a_word_in_small_letters_opening_a_sentence_is_a_name_written_its_own_way() -> None:
-    text = "Deployed. quill-gw is down again. pnpm failed too... then it recovered; e.g. logs."
+    text = "Deployed. quill-relay is down again. pnpm failed too... then it recovered; e.g. logs."
     got = found(text)
-    assert got.get("quill-gw") == "name"  # code-shaped: known, then found anywhere
+    assert got.get("quill-relay") == "name"  # code-shaped: known, then found anywhere
     assert got.get("pnpm") == "identifier"  # a plain word: found there only
     assert not {"then", "logs", "it"} & set(got)
-    later = extract_entities("Restarted quill-gw.", {e.text for e in extract_entities(text)})
-    assert [e.text for e in later] == ["quill-gw"]
+    later = extract_entities("Restarted quill-relay.", {e.text for e in extract_entities(text)})
+    assert [e.text for e in later] == ["quill-relay"]
     assert "fixed" not in found("fixed the build.")  # a stop word stays a word
 
 
 def test_a_hyphenated_word_kin_to_a_known_name_or_system_is_a_system() -> None:
-    text = "Moved qx-dash and qx-fhir to the okta-admins group; the tools-only and go-live bits."
-    assert not {"qx-dash", "qx-fhir", "okta-admins"} & set(found(text))
-    got = {e.text: e.kind for e in extract_entities(text, {"qx-api", "Okta", "Tools", "Go"})}
-    assert got.get("qx-dash") == got.get("qx-fhir") == got.get("okta-admins") == "system"
+    text = "Moved ova-dash and ova-fhir to the okta-admins group; the tools-only and go-live bits."
+    assert not {"ova-dash", "ova-fhir", "okta-admins"} & set(found(text))
+    got = {e.text: e.kind for e in extract_entities(text, {"ova-api", "Okta", "Tools", "Go"})}
+    assert got.get("ova-dash") == got.get("ova-fhir") == got.get("okta-admins") == "system"
     assert not {"tools-only", "go-live"} & set(got)  # compound words, not kin
 
 
@@ -573,3 +573,10 @@ def test_a_host_numbered_from_a_zero_is_a_code_name() -> None:
     got = found("Job died on gpu02; a cron on gpu01-04 warns. Python 3.10 and p99 stay out.")
     assert got["gpu02"] == "identifier" and got["gpu01-04"] == "identifier"
     assert "p99" not in got
+
+
+def test_a_hyphenated_word_with_an_abbreviation_is_a_system() -> None:
+    got = found("app -> mobile-bff -> card; ran stress-ng; the db-migrate Job; a well-known step.")
+    assert got["mobile-bff"] == "system" and got["stress-ng"] == "system"
+    assert got["db-migrate"] == "system"
+    assert "well-known" not in got

@@ -189,6 +189,7 @@ def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
             or any(c.isdigit() for c in surface)
             or _kin(surface, corpus)
             or _long_name(surface)
+            or any(_NO_VOWEL.fullmatch(p) for p in surface.split("-"))
         )
     if kind == "url" and _FILE_LINE.search(surface):
         return False
@@ -239,6 +240,12 @@ def _compound(surface: str) -> bool:
         or parts[0] in _PREFIXES
         or parts[-1] in _COMPOUND_ENDS
     )
+
+
+_NO_VOWEL = re.compile(r"[b-df-hj-np-tv-xz]{2,}")
+"""A part of two letters or more without a vowel (``bff``, ``gw``, ``ng``, ``db``): an
+abbreviation, no English word, so the hyphenated word is a name (``mobile-bff``,
+``stress-ng``, ``db-migrate``)."""
 
 
 def _long_name(surface: str) -> bool:
