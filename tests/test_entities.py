@@ -580,3 +580,9 @@ def test_a_hyphenated_word_with_an_abbreviation_is_a_system() -> None:
     assert got["mobile-bff"] == "system" and got["stress-ng"] == "system"
     assert got["db-migrate"] == "system"
     assert "well-known" not in got
+
+
+def test_a_custom_header_is_one_code_name_and_a_severity_is_a_rank() -> None:
+    got = found("Signed in X-Kyrio-Signature. Declared INC-2291 sev-2, later SEV1.")
+    assert got["X-Kyrio-Signature"] == "identifier"
+    assert "Kyrio-Signature" not in got and "sev-2" not in got and "SEV1" not in got

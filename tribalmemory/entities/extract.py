@@ -119,7 +119,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"\b[a-z]{2,}0\d(?:-\d\d)?\b(?![.-]\w)"),
     ),
-    ("identifier", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),  # headers: Idempotency-Key
+    (  # headers: Idempotency-Key, X-Kyrio-Signature
+        "identifier",
+        re.compile(r"\b(?:X-)?[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b"),
+    ),
     (  # a package with its release: tenant-operator-0.9.0
         "identifier",
         re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v?\d+(?:\.\d+){2,}\b(?![.-]\w)"),
@@ -184,12 +187,16 @@ def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
     ``3.1k/month``, ``HTTP/1.1``)."""
     folders = corpus.folders
     if kind == "system":
-        return not _compound(surface) and (
-            surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
-            or any(c.isdigit() for c in surface)
-            or _kin(surface, corpus)
-            or _long_name(surface)
-            or any(_NO_VOWEL.fullmatch(p) for p in surface.split("-"))
+        return (
+            not _compound(surface)
+            and not _PERIOD_OR_RANK.fullmatch(surface)
+            and (
+                surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
+                or any(c.isdigit() for c in surface)
+                or _kin(surface, corpus)
+                or _long_name(surface)
+                or any(_NO_VOWEL.fullmatch(p) for p in surface.split("-"))
+            )
         )
     if kind == "url" and _FILE_LINE.search(surface):
         return False
@@ -474,9 +481,9 @@ def _menu_step(text: str, start: int) -> bool:
     return bool(_MENU.search(text, max(0, start - 3), start))
 
 
-_PERIOD_OR_RANK = re.compile(r"(?:Q[1-4]|H[12]|P[0-4]|FY\d{2,4})")
-"""A quarter, a half, a priority or a fiscal year (``Q1``, ``H2``, ``P1``, ``FY26``): a time or
-a rank, like a date, not a thing."""
+_PERIOD_OR_RANK = re.compile(r"(?:Q[1-4]|H[12]|P[0-4]|FY\d{2,4}|(?i:sev)-?\d)")
+"""A quarter, a half, a priority, a severity or a fiscal year (``Q1``, ``H2``, ``P1``,
+``SEV1``, ``sev-2``, ``FY26``): a time or a rank, like a date, not a thing."""
 _STATUS_CODE = re.compile(r"\b[1-5]\d\d\s$")
 """An HTTP status code, before its reason phrase (``429 Too Many Requests``)."""
 
