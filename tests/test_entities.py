@@ -586,3 +586,8 @@ def test_a_custom_header_is_one_code_name_and_a_severity_is_a_rank() -> None:
     got = found("Signed in X-Kyrio-Signature. Declared INC-2291 sev-2, later SEV1.")
     assert got["X-Kyrio-Signature"] == "identifier"
     assert "Kyrio-Signature" not in got and "sev-2" not in got and "SEV1" not in got
+
+
+def test_a_path_running_on_from_a_placeholder_is_a_template() -> None:
+    got = found("App-of-apps under clusters/<cluster>/apps, the rest in clusters/base/apps.")
+    assert "/apps" not in got and got["clusters/base/apps"] == "path"

@@ -165,7 +165,8 @@ _FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
 first is a known folder (two capitalised words with a slash are more often a pair:
 ``Kotlin/Spring``, ``Date/Time``)."""
 _TEMPLATE = re.compile(r"[\w.-]*<")
-"""What follows a path that runs on into a placeholder: a template, naming no one thing."""
+"""What follows a path that runs on into a placeholder: a template, naming no one thing (as
+is a path that runs on from one, after its ``>``)."""
 _BRANCH_KINDS = frozenset("feat feature fix bugfix hotfix chore release refactor perf".split())
 """The first part of a conventional branch name (``chore/next-15``, ``fix/login-loop``)."""
 _VERSION_END = re.compile(r"^[^/]*[a-z][^/]*/v?\d+(?:\.\d+)+$")
@@ -747,8 +748,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if kind == "identifier" and _placeholder(text, start, end):
             return
-        if kind == "path" and _TEMPLATE.match(text, end):
-            return  # a template's path: ~/clients/<name>/, feat/SF-<ticket>
+        if kind == "path" and (_TEMPLATE.match(text, end) or text[start - 1 : start] == ">"):
+            return  # a template's path: ~/clients/<name>/, feat/SF-<ticket>, <cluster>/apps
         taken.append((start, end))
         name = canonical(surface)
         if kind == "ticket" and "#" in surface[1:]:  # a PR with its repository: its number
