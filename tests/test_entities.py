@@ -591,3 +591,10 @@ def test_a_custom_header_is_one_code_name_and_a_severity_is_a_rank() -> None:
 def test_a_path_running_on_from_a_placeholder_is_a_template() -> None:
     got = found("App-of-apps under clusters/<cluster>/apps, the rest in clusters/base/apps.")
     assert "/apps" not in got and got["clusters/base/apps"] == "path"
+
+
+def test_a_four_part_number_is_a_hotfix_of_a_known_release() -> None:
+    text = "Built 0.9.4.1 and tested it; the host is 10.0.0.1."
+    got = {e.text: e.kind for e in extract_entities(text, known={"v0.9.4"})}
+    assert got["0.9.4.1"] == "version" and "10.0.0.1" not in got
+    assert "0.9.4.1" not in found(text)

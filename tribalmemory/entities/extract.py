@@ -160,6 +160,10 @@ _TICKET_WORD = re.compile(
 _TWO_PARTS = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\w)")
 """A two-part number (``5.12``): a release when a known release starts with it."""
 
+_FOUR_PARTS = re.compile(r"(?<![\w.])(\d+\.\d+\.\d+)\.\d+(?![\w.]*\w)")
+"""A four-part number (``0.9.4.1``): an address as often (``10.0.0.1``), a release when a
+known release is its first three parts (a hotfix of ``0.9.4``)."""
+
 _FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
 """Capitalised folder names (``Engine/Physics``): one path rather than two names, when the
 first is a known folder (two capitalised words with a slash are more often a pair:
@@ -775,6 +779,9 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     if corpus.releases and "." in text:  # ``5.12`` once ``5.12.0`` is known: that release
         for m in _TWO_PARTS.finditer(text):
             if m.group() in corpus.releases:
+                add("version", m.group(), m.start(), m.end())
+        for m in _FOUR_PARTS.finditer(text):  # ``0.9.4.1`` once ``0.9.4`` is: its hotfix
+            if "v" + m.group(1) in corpus.whole_releases:
                 add("version", m.group(), m.start(), m.end())
     for kind, start, end in _code_spans(text):
         add(kind, text[start:end], start, end)
