@@ -3,8 +3,9 @@
 Each stream's names, systems, file paths and releases are passed to the extraction as known
 names, as the engine keeps them.
 Prints precision / recall / F1 per stream (span match and canonical-name match), for the tuning
-streams and the kept-aside streams apart, and "which episodes touched X" answered from the
-extracted entities against a keyword search of X's canonical name.
+streams, the fresh ones (labelled, not yet tuned on) and the kept-aside streams apart, and
+"which episodes touched X" answered from the extracted entities against a keyword search of X's
+canonical name.
 
     python benchmarks/entities.py ../shared/corpus [--write | --tuning-only]
 """
@@ -33,13 +34,23 @@ TUNING = (
     "synth-consultancy-solo",
     "synth-analytics-eng",
     "synth-k8s-platform",
+    "synth-robotics-lab",
+    "synth-fintech-compliance",
+    "synth-solo-gamedev",
 )
+FRESH: tuple[str, ...] = ()
+"""Streams labelled but not yet tuned on: their first score, held out for the rules as they
+stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
+:data:`TUNING`."""
 OWN = (
     "synth-security-team",
     "synth-health-integration",
     "synth-consultancy-solo",
     "synth-analytics-eng",
     "synth-k8s-platform",
+    "synth-robotics-lab",
+    "synth-fintech-compliance",
+    "synth-solo-gamedev",
 )
 """The labelled streams of the project's own made-up ones (``benchmarks/training_streams/``),
 read from there, not from the corpus."""
@@ -179,8 +190,10 @@ def report(corpus: Path, aside: bool = True) -> str:
         "| episodes: entities | episodes: keyword | entities X |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    groups = (("tuning", TUNING), ("kept aside", ASIDE)) if aside else (("tuning", TUNING),)
+    groups = [("tuning", TUNING), ("fresh", FRESH)] + ([("kept aside", ASIDE)] if aside else [])
     for group, streams in groups:
+        if not streams:
+            continue
         total = {"span": [0, 0, 0], "name": [0, 0, 0]}
         size = 0
         for stream in streams:
@@ -202,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--tuning-only",
         action="store_true",
-        help="score the tuning streams alone (while rules change: the kept-aside errors unread)",
+        help="score the tuning (and fresh) streams alone (while rules change: the kept-aside "
+        "errors unread)",
     )
     args = ap.parse_args(argv)
     if args.write and args.tuning_only:
@@ -213,7 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from report import write_section
 
-        labelled = sum(1 for stream in TUNING + ASIDE for _ in (LABELS / f"{stream}.jsonl").open())
+        labelled = sum(
+            1 for stream in TUNING + FRESH + ASIDE for _ in (LABELS / f"{stream}.jsonl").open()
+        )
         write_section(
             "entities",
             "## Entities without an LLM\n\n"

@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from entities import ASIDE, LABELS, TUNING, stream_file  # noqa: E402
+from entities import ASIDE, FRESH, LABELS, TUNING, stream_file  # noqa: E402
 
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.entities import canonical, mentions_of  # noqa: E402
@@ -157,7 +157,7 @@ def report(corpus: Path) -> str:
         "| entity write p50 / p95 (ms) | extraction alone (ms/memory) |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for group, streams in (("tuning", TUNING), ("kept aside", ASIDE)):
+    for group, streams in (("tuning", TUNING), ("fresh", FRESH), ("kept aside", ASIDE)):
         for stream in streams:
             m = asyncio.run(measure(corpus, stream))
             lines.append(

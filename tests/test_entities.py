@@ -319,21 +319,21 @@ def test_a_range_of_days_and_plural_days_are_no_names() -> None:
 
 
 def test_a_word_in_small_letters_opening_a_sentence_is_a_name_written_its_own_way() -> None:
-    text = "Deployed. quill-gw is down again. pnpm failed too... then it recovered; e.g. logs."
+    text = "Deployed. quill-relay is down again. pnpm failed too... then it recovered; e.g. logs."
     got = found(text)
-    assert got.get("quill-gw") == "name"  # code-shaped: known, then found anywhere
+    assert got.get("quill-relay") == "name"  # code-shaped: known, then found anywhere
     assert got.get("pnpm") == "identifier"  # a plain word: found there only
     assert not {"then", "logs", "it"} & set(got)
-    later = extract_entities("Restarted quill-gw.", {e.text for e in extract_entities(text)})
-    assert [e.text for e in later] == ["quill-gw"]
+    later = extract_entities("Restarted quill-relay.", {e.text for e in extract_entities(text)})
+    assert [e.text for e in later] == ["quill-relay"]
     assert "fixed" not in found("fixed the build.")  # a stop word stays a word
 
 
 def test_a_hyphenated_word_kin_to_a_known_name_or_system_is_a_system() -> None:
-    text = "Moved qx-dash and qx-fhir to the okta-admins group; the tools-only and go-live bits."
-    assert not {"qx-dash", "qx-fhir", "okta-admins"} & set(found(text))
-    got = {e.text: e.kind for e in extract_entities(text, {"qx-api", "Okta", "Tools", "Go"})}
-    assert got.get("qx-dash") == got.get("qx-fhir") == got.get("okta-admins") == "system"
+    text = "Moved ova-dash and ova-fhir to the okta-admins group; the tools-only and go-live bits."
+    assert not {"ova-dash", "ova-fhir", "okta-admins"} & set(found(text))
+    got = {e.text: e.kind for e in extract_entities(text, {"ova-api", "Okta", "Tools", "Go"})}
+    assert got.get("ova-dash") == got.get("ova-fhir") == got.get("okta-admins") == "system"
     assert not {"tools-only", "go-live"} & set(got)  # compound words, not kin
 
 
@@ -531,3 +531,70 @@ def test_a_hyphenated_name_of_three_words_is_one_not_an_english_compound() -> No
 def test_a_humped_word_opening_a_sentence_is_no_ordinary_opener() -> None:
     got = found("NodeLocal DNSCache on all clusters.")
     assert got == {"NodeLocal DNSCache": "name"}
+
+
+def test_a_route_with_a_parameter_in_braces_is_one_path() -> None:
+    got = found("GET /cards/{id}/pan and POST /v1/users/{user_id}/keys/{key.id}.")
+    assert got["/cards/{id}/pan"] == "path"
+    assert got["/v1/users/{user_id}/keys/{key.id}"] == "path"
+    assert "/cards" not in got and "/pan" not in got
+
+
+def test_an_acronym_opens_no_english_compound() -> None:
+    got = found("Requests go app -> api-gateway -> ui-server; sso-only and per-user stay English.")
+    assert got["api-gateway"] == "system" and got["ui-server"] == "system"
+    assert "sso-only" not in got and "per-user" not in got
+
+
+def test_a_name_of_a_deployment_in_an_environment_is_a_system() -> None:
+    got = found("Projects norrland-prod and norrland-staging; Loki data source is loki-prod.")
+    assert got["norrland-prod"] == "system" and got["norrland-staging"] == "system"
+    assert got["loki-prod"] == "system"
+    assert "non-prod" not in found("Only non-prod and pre-prod get it.")
+
+
+def test_an_acronym_inside_a_sentence_opens_the_name_after_it() -> None:
+    got = found("We moved to AWS Secrets Manager and parse the UK Sanctions List now.")
+    assert got["AWS Secrets Manager"] == "name" and got["UK Sanctions List"] == "name"
+    known = {e.text for e in extract_entities("Moved to RDS Postgres.", known={"postgres"})}
+    assert "RDS Postgres" not in known and "Postgres" in known
+    assert "PAGE Backlog" not in found("PAGE Backlog growing.")
+
+
+def test_a_pair_with_a_part_written_as_code_is_a_path() -> None:
+    got = found("Repos marten-lab/marten_ws and marten-lab/shelfdiff; HPA on autoscaling/v2.")
+    assert got["marten-lab/marten_ws"] == "path" and got["marten-lab/shelfdiff"] == "path"
+    assert got["autoscaling/v2"] == "path"
+    got = found("It goes to the gain/loss account, and sign-up/login is down.")
+    assert "gain/loss" not in got and "sign-up/login" not in got
+
+
+def test_a_host_numbered_from_a_zero_is_a_code_name() -> None:
+    got = found("Job died on gpu02; a cron on gpu01-04 warns. Python 3.10 and p99 stay out.")
+    assert got["gpu02"] == "identifier" and got["gpu01-04"] == "identifier"
+    assert "p99" not in got
+
+
+def test_a_hyphenated_word_with_an_abbreviation_is_a_system() -> None:
+    got = found("app -> mobile-bff -> card; ran stress-ng; the db-migrate Job; a well-known step.")
+    assert got["mobile-bff"] == "system" and got["stress-ng"] == "system"
+    assert got["db-migrate"] == "system"
+    assert "well-known" not in got
+
+
+def test_a_custom_header_is_one_code_name_and_a_severity_is_a_rank() -> None:
+    got = found("Signed in X-Kyrio-Signature. Declared INC-2291 sev-2, later SEV1.")
+    assert got["X-Kyrio-Signature"] == "identifier"
+    assert "Kyrio-Signature" not in got and "sev-2" not in got and "SEV1" not in got
+
+
+def test_a_path_running_on_from_a_placeholder_is_a_template() -> None:
+    got = found("App-of-apps under clusters/<cluster>/apps, the rest in clusters/base/apps.")
+    assert "/apps" not in got and got["clusters/base/apps"] == "path"
+
+
+def test_a_four_part_number_is_a_hotfix_of_a_known_release() -> None:
+    text = "Built 0.9.4.1 and tested it; the host is 10.0.0.1."
+    got = {e.text: e.kind for e in extract_entities(text, known={"v0.9.4"})}
+    assert got["0.9.4.1"] == "version" and "10.0.0.1" not in got
+    assert "0.9.4.1" not in found(text)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from tribalmemory.entities.aliases import canonical
 from tribalmemory.entities.known import FILE, Taught, taught, taught_spans
 from tribalmemory.entities.patterns import CODE_NAME
-from tribalmemory.entities.stoplist import MONTHS, STOP, WEEKDAYS
+from tribalmemory.entities.stoplist import ACRONYMS, MONTHS, STOP, WEEKDAYS
 
 
 @dataclass(frozen=True)
@@ -75,10 +75,12 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|(?<![\w\\/])[\w.-]+(?:\\[\w.*-]+)+\\?"
         ),
     ),
-    (  # slash paths (a trailing / kept, [segments] of routes), routes, home paths
+    (  # slash paths (a trailing / kept, [segments] of routes), routes with {parameters},
+        # home paths
         "path",
         re.compile(
-            r"(?<![\w/.$\[@])~?(?:/?(?:[\w.*-]+|\[[\w.]+\])/)+[\w.*-]*\w(?:/\*|/(?!\w))?"
+            r"(?<![\w/.$\[@])~?(?:/?(?:[\w.*-]+|\[[\w.]+\]|\{[\w.]+\})/)+"
+            r"(?:[\w.*-]*\w|\{[\w.]+\})(?:/\*|/(?!\w))?"
             r"|(?<![\w/$)~])/[\w-]+(?:/[\w*-]+)*"  # not after a call: a()/b(); a home: ~/x
             r"|~/(?:[\w.*-]+/)*[\w.*-]*\w/?"
         ),
@@ -113,7 +115,14 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
     ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
-    ("identifier", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),  # headers: Idempotency-Key
+    (  # a host numbered from a zero (gpu02, node01), a range of them (gpu01-04)
+        "identifier",
+        re.compile(r"\b[a-z]{2,}0\d(?:-\d\d)?\b(?![.-]\w)"),
+    ),
+    (  # headers: Idempotency-Key, X-Kyrio-Signature
+        "identifier",
+        re.compile(r"\b(?:X-)?[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b"),
+    ),
     (  # a package with its release: tenant-operator-0.9.0
         "identifier",
         re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v?\d+(?:\.\d+){2,}\b(?![.-]\w)"),
@@ -124,15 +133,17 @@ _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "()", ".", "@", ":", None, "_", None, "0x", None, "-", "."),
+    *("::", "--", "#", "()", ".", "@", ":", None, "_", None, "0x", None, "0", "-", "."),
     "-",  # systems
 )
 """What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
 it skips the rule."""
 _SYSTEM_SUFFIXES = frozenset(
     "service svc srv api job jobs db vault rates worker cli app web server client bot core sdk "
-    "gateway proxy queue store site repo macros".split()
+    "gateway proxy queue store site repo macros prod staging stg dev".split()
 )
+"""Last parts that make a hyphenated word a system: a kind of software, or the environment a
+deployment of it runs in (``loki-prod``, ``norrland-staging``)."""
 
 _FILE_LINE = re.compile(r"\." + _EXT + r":\d+$")
 """A file and a line (``app.py:42``): no host and port."""
@@ -149,12 +160,17 @@ _TICKET_WORD = re.compile(
 _TWO_PARTS = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\w)")
 """A two-part number (``5.12``): a release when a known release starts with it."""
 
+_FOUR_PARTS = re.compile(r"(?<![\w.])(\d+\.\d+\.\d+)\.\d+(?![\w.]*\w)")
+"""A four-part number (``0.9.4.1``): an address as often (``10.0.0.1``), a release when a
+known release is its first three parts (a hotfix of ``0.9.4``)."""
+
 _FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
 """Capitalised folder names (``Engine/Physics``): one path rather than two names, when the
 first is a known folder (two capitalised words with a slash are more often a pair:
 ``Kotlin/Spring``, ``Date/Time``)."""
 _TEMPLATE = re.compile(r"[\w.-]*<")
-"""What follows a path that runs on into a placeholder: a template, naming no one thing."""
+"""What follows a path that runs on into a placeholder: a template, naming no one thing (as
+is a path that runs on from one, after its ``>``)."""
 _BRANCH_KINDS = frozenset("feat feature fix bugfix hotfix chore release refactor perf".split())
 """The first part of a conventional branch name (``chore/next-15``, ``fix/login-loop``)."""
 _VERSION_END = re.compile(r"^[^/]*[a-z][^/]*/v?\d+(?:\.\d+)+$")
@@ -176,11 +192,16 @@ def _plausible(kind: str, surface: str, corpus: Taught) -> bool:
     ``3.1k/month``, ``HTTP/1.1``)."""
     folders = corpus.folders
     if kind == "system":
-        return not _compound(surface) and (
-            surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
-            or any(c.isdigit() for c in surface)
-            or _kin(surface, corpus)
-            or _long_name(surface)
+        return (
+            not _compound(surface)
+            and not _PERIOD_OR_RANK.fullmatch(surface)
+            and (
+                surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
+                or any(c.isdigit() for c in surface)
+                or _kin(surface, corpus)
+                or _long_name(surface)
+                or any(_NO_VOWEL.fullmatch(p) for p in surface.split("-"))
+            )
         )
     if kind == "url" and _FILE_LINE.search(surface):
         return False
@@ -215,16 +236,28 @@ _PREFIXES = frozenset(
 """English prefixes a compound word opens with (``self-serve``, ``per-site``)."""
 _COMPOUND_ENDS = frozenset(
     "only like style based heavy facing scoped wide free friendly aware specific compatible "
-    "related driven powered native level side time".split()
+    "related driven powered native level side time up down in out on off over back away".split()
 )
-"""English words a compound adjective ends with (``gmail-like``, ``tools-only``)."""
+"""English words a compound adjective ends with (``gmail-like``, ``tools-only``), and the
+particles of a phrasal verb's noun (``sign-up``, ``add-on``, ``roll-out``)."""
 
 
 def _compound(surface: str) -> bool:
     """Whether a hyphenated word in small letters is an English compound (:data:`_PREFIXES`,
-    :data:`_COMPOUND_ENDS`, a stop word first: ``per-site``, ``r52-based``, ``tools-only``)."""
+    :data:`_COMPOUND_ENDS`, a stop word first: ``per-site``, ``r52-based``, ``tools-only``; not
+    an acronym first, which no English word is: ``api-gateway``)."""
     parts = surface.split("-")
-    return parts[0] in STOP or parts[0] in _PREFIXES or parts[-1] in _COMPOUND_ENDS
+    return (
+        (parts[0] in STOP and parts[0] not in ACRONYMS)
+        or parts[0] in _PREFIXES
+        or parts[-1] in _COMPOUND_ENDS
+    )
+
+
+_NO_VOWEL = re.compile(r"[b-df-hj-np-tv-xz]{2,}")
+"""A part of two letters or more without a vowel (``bff``, ``gw``, ``ng``, ``db``): an
+abbreviation, no English word, so the hyphenated word is a name (``mobile-bff``,
+``stress-ng``, ``db-migrate``)."""
 
 
 def _long_name(surface: str) -> bool:
@@ -236,10 +269,31 @@ def _long_name(surface: str) -> bool:
 
 
 def _repository(surface: str, corpus: Taught) -> bool:
-    """Whether ``owner/name`` names a repository: its name is a system (``ferrow/ferrow-cli``,
-    ``forkbase/homebrew-tap`` once Homebrew is known)."""
+    """Whether ``owner/name`` names a repository, an API's version or a resource of a group: its
+    name is a system (``ferrow/ferrow-cli``, ``forkbase/homebrew-tap`` once Homebrew is known),
+    or a part is written as code (:func:`_code_part`: ``marten-lab/marten_ws``,
+    ``autoscaling/v2``, ``velero/streaming-daily``), which no pair of words is (``gain/loss``)."""
     owner, _, name = surface.partition("/")
-    return bool(owner) and "-" in name and _plausible("system", name, corpus)
+    if not owner:
+        return False
+    return ("-" in name and _plausible("system", name, corpus)) or any(
+        _code_part(p) for p in (owner, name)
+    )
+
+
+_LETTERS_THEN_DIGITS = re.compile(r"[a-z]+\d+[a-z\d]*")
+
+
+def _code_part(part: str) -> bool:
+    """Whether a part of a path in small letters is written as code: with an underscore,
+    letters then digits (``v2``, ``v2beta2``), or hyphens that join no English compound."""
+    if not part.islower() and not part.isdigit():
+        return False
+    return (
+        "_" in part.strip("_")
+        or bool(_LETTERS_THEN_DIGITS.fullmatch(part))
+        or ("-" in part.strip("-") and not _compound(part))
+    )
 
 
 def _kin(surface: str, corpus: Taught) -> bool:
@@ -315,7 +369,8 @@ def _product_version(
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
 _ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z][A-Z0-9&]*")
 """Two capitals or more and no small letter: ``PS5``, ``GPU``; such a word stands alone,
-never inside a name (``Hollowmere PS5``, ``Linux VM``)."""
+never ends a name (``Hollowmere PS5``, ``Linux VM``), and opens one only inside a sentence
+(:func:`_opens_a_name`)."""
 _PLURAL_ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z0-9][A-Z0-9&]*(?:s|'s|\u2019s)")
 """An acronym's plural (``APIs``, ``SKUs``, ``P1s``): a kind of thing, never one thing; it
 stands alone as an acronym does."""
@@ -370,20 +425,43 @@ Word = tuple[str, int]
 """A word of a capitalised run and where it starts."""
 
 
-def _segments(match: re.Match[str]) -> Iterable[list[Word]]:
-    """A run of capitalised words cut around its acronyms."""
+def _segments(match: re.Match[str], known: frozenset[str]) -> list[list[Word]]:
+    """A run of capitalised words cut around its acronyms, except an acronym that opens a
+    name inside a sentence (:func:`_opens_a_name`)."""
+    parts: list[list[Word]] = []
     part: list[Word] = []
     for word in re.finditer(r"\S+", match.group()):
         item = (word.group(), match.start() + word.start())
         if _ACRONYM.fullmatch(item[0]) or _PLURAL_ACRONYM.fullmatch(item[0]):
             if part:
-                yield part
-            yield [item]
+                parts.append(part)
+            parts.append([item])
             part = []
         else:
             part.append(item)
     if part:
-        yield part
+        parts.append(part)
+    joined: list[list[Word]] = []
+    for part in parts:
+        if joined and _opens_a_name(match.string, joined[-1], part, known):
+            joined[-1] = joined[-1] + part
+        else:
+            joined.append(part)
+    return joined
+
+
+def _opens_a_name(text: str, before: list[Word], part: list[Word], known: frozenset[str]) -> bool:
+    """Whether an acronym (``before``) opens the name of the capitalised words after it: inside
+    a sentence, before a word that is neither ordinary nor an acronym, which together are no
+    known name of their own (``AWS Secrets Manager``, ``the UK Sanctions List``, ``US Core``;
+    not ``RDS Postgres`` with ``Postgres`` known)."""
+    acronym, start = before[0]
+    first = part[0][0]
+    if len(before) > 1 or not _ACRONYM.fullmatch(acronym) or _ACRONYM.fullmatch(first):
+        return False
+    if _PLURAL_ACRONYM.fullmatch(first) or _ordinary(first) or _sentence_initial(text, start):
+        return False
+    return text[part[0][1] : part[-1][1] + len(part[-1][0])].lower() not in known
 
 
 def _quoted_whole(text: str, start: int, end: int) -> bool:
@@ -408,9 +486,9 @@ def _menu_step(text: str, start: int) -> bool:
     return bool(_MENU.search(text, max(0, start - 3), start))
 
 
-_PERIOD_OR_RANK = re.compile(r"(?:Q[1-4]|H[12]|P[0-4]|FY\d{2,4})")
-"""A quarter, a half, a priority or a fiscal year (``Q1``, ``H2``, ``P1``, ``FY26``): a time or
-a rank, like a date, not a thing."""
+_PERIOD_OR_RANK = re.compile(r"(?:Q[1-4]|H[12]|P[0-4]|FY\d{2,4}|(?i:sev)-?\d)")
+"""A quarter, a half, a priority, a severity or a fiscal year (``Q1``, ``H2``, ``P1``,
+``SEV1``, ``sev-2``, ``FY26``): a time or a rank, like a date, not a thing."""
 _STATUS_CODE = re.compile(r"\b[1-5]\d\d\s$")
 """An HTTP status code, before its reason phrase (``429 Too Many Requests``)."""
 
@@ -454,7 +532,7 @@ def _ordinary(word: str) -> bool:
 
 def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
     for match in _CAPITALISED.finditer(text):
-        for words in _segments(match):
+        for words in _segments(match, known):
             # a sentence's first word is kept when more capitalised words follow it in its
             # segment (an acronym after it is no part of its name: ``Quarterly ASV scan``)
             alone = len([w for w, _ in words if not _ordinary(w) and not _HUMPED.search(w)]) <= 1
@@ -674,8 +752,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if kind == "identifier" and _placeholder(text, start, end):
             return
-        if kind == "path" and _TEMPLATE.match(text, end):
-            return  # a template's path: ~/clients/<name>/, feat/SF-<ticket>
+        if kind == "path" and (_TEMPLATE.match(text, end) or text[start - 1 : start] == ">"):
+            return  # a template's path: ~/clients/<name>/, feat/SF-<ticket>, <cluster>/apps
         taken.append((start, end))
         name = canonical(surface)
         if kind == "ticket" and "#" in surface[1:]:  # a PR with its repository: its number
@@ -701,6 +779,9 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     if corpus.releases and "." in text:  # ``5.12`` once ``5.12.0`` is known: that release
         for m in _TWO_PARTS.finditer(text):
             if m.group() in corpus.releases:
+                add("version", m.group(), m.start(), m.end())
+        for m in _FOUR_PARTS.finditer(text):  # ``0.9.4.1`` once ``0.9.4`` is: its hotfix
+            if "v" + m.group(1) in corpus.whole_releases:
                 add("version", m.group(), m.start(), m.end())
     for kind, start, end in _code_spans(text):
         add(kind, text[start:end], start, end)

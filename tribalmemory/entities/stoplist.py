@@ -144,30 +144,6 @@ COMMON = {
     "product",
     "finance",
     "support",
-    "qa",
-    "ci",
-    "api",
-    "ui",
-    "id",
-    "pr",
-    "prs",
-    "utc",
-    "gmt",
-    "eta",
-    "tbd",
-    "todo",
-    "faq",
-    "json",
-    "yaml",
-    "csv",
-    "html",
-    "http",
-    "https",
-    "sql",
-    "url",
-    "sdk",
-    "cli",
-    "os",
     "unreleased",
     "changelog",
     "unity",
@@ -177,6 +153,13 @@ COMMON = {
     "tests",
     "test",
 }
+ACRONYMS = set(
+    "qa ci api ui id pr prs utc gmt eta tbd todo faq json yaml csv html http https sql url sdk "
+    "cli os".split()
+)
+"""Generic acronyms, also written in small letters: a word that names nothing, but no English
+word either, so no compound opens with one (``api-gateway`` is a name, ``per-site`` is not)."""
+COMMON |= ACRONYMS
 FUNCTION = set(
     "another other others many much more most less least few several same such own none "
     "nobody nothing everyone everybody everything someone somebody something anyone anybody "
