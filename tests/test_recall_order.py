@@ -16,11 +16,14 @@ from tribalmemory.runtime import start_runtime
 from tribalmemory.shapes import RecallRequest
 from tribalmemory.storage.base import (
     ENGINE_SHARE,
+    ENGINE_SPARSE,
+    SPARSE,
     MemoryFilter,
     engine_share,
     fuse_kinds,
     kind_filters,
     rrf_fuse,
+    sparse_field,
     split_fused,
 )
 
@@ -156,6 +159,17 @@ def test_a_search_fetches_written_and_engine_written_memories_apart() -> None:
     assert engine is not None and engine.project == "p"
     assert SourceType.EPISODE_SUMMARY not in (engine.source_types or [])
     assert kind_filters(MemoryFilter(exclude_source_types=engine_types))[1] is None
+
+
+def test_engine_written_memories_keep_their_bm25_in_a_field_of_their_own() -> None:
+    """Each kind's BM25 vector goes to its own sparse field (so each field's IDF counts that
+    kind only); on a server too old to add the field, every vector stays in ``bm25``."""
+    for kind in SourceType:
+        expected = ENGINE_SPARSE if kind in ENGINE_WRITTEN else SPARSE
+        assert sparse_field(kind) == expected
+        assert sparse_field(kind, SPARSE) == SPARSE
+    assert {sparse_field(k) for k in ENGINE_WRITTEN} == {ENGINE_SPARSE} != {SPARSE}
+    assert sparse_field(SourceType.USER_EXPLICIT) == sparse_field(SourceType.LEGACY) == SPARSE
 
 
 def test_engine_written_memories_never_take_a_written_ones_place_among_the_candidates() -> None:

@@ -994,3 +994,363 @@ def test_edge_knows_its_engine_written_memories_after_a_restart(
         assert [h.memory.id for h in store.search("billing", query, 15)] == alone
     finally:
         store.close()
+
+
+# -- BM25 of engine-written memories: a sparse field of their own -----------------------------
+
+# Query "zorblat quuxen": A holds the rarer word once in a long text, B the commoner one three
+# times in a short text. Alone, A's rarer word outweighs B's (A first). Counting more memories
+# in the IDF puts B first, whether they hold "zorblat" (its document frequency grows) or not
+# (the number of documents grows, which narrows the gap between a rare and a common word).
+IDF_QUERY = "zorblat quuxen"
+IDF_WRITTEN = {
+    "A": "zorblat " + " ".join(f"filler{i}" for i in range(19)),
+    "B": "quuxen quuxen quuxen",
+    "C": "quuxen " + " ".join(f"padding{i}" for i in range(11)),
+    "D": "quuxen " + " ".join(f"stuffing{i}" for i in range(13)),
+    "E": "the release train leaves on thursdays",
+    "F": "alice prefers dark mode",
+}
+IDF_SUMMARIES = {
+    "sharing": [f"Episode {i}: zorblat planning, zorblat review" for i in range(30)],
+    "other": [f"Episode {i}: invoices and receipts" for i in range(30)],
+}
+
+
+def idf_memories(kinds: tuple[str, ...]) -> tuple[list[Memory], np.ndarray, dict[str, str]]:
+    """The written memories of the IDF case, all at one dense vector (their dense ranks tie:
+    BM25 alone orders them), then summaries of ``kinds`` far from the query (cosine 0); and
+    the written ones' names by id."""
+    written = {name: memory(text) for name, text in IDF_WRITTEN.items()}
+    texts = [text for kind in kinds for text in IDF_SUMMARIES[kind]]
+    summaries = [memory(t, source_type=SourceType.EPISODE_SUMMARY) for t in texts]
+    vectors = [leaning(0.9, 2)] * len(written) + [leaning(0.0, 3 + i) for i in range(len(texts))]
+    return [*written.values(), *summaries], np.stack(vectors), {m.id: n for n, m in written.items()}
+
+
+def written_hits(store: Any, name: dict[str, str], limit: int = 10) -> list[tuple[str, float]]:
+    """The written memories a search of the IDF case finds: name and fused score, in order."""
+    hits = store.search(IDF_QUERY, leaning(1.0, 1), limit)
+    return [(name[h.memory.id], h.score) for h in hits if h.memory.id in name]
+
+
+@pytest.mark.parametrize("kind", ["sharing", "other"])
+def test_engine_written_memories_leave_the_written_ones_bm25_as_it_was(
+    opener: Opener, kind: str
+) -> None:
+    """The written memories' results (ids, order and fused scores, i.e. their BM25 ranks) are
+    the same with and without 30 summaries stored, whether these share the query's words
+    (document frequency) or not (number of documents)."""
+    store = opener()
+    memories, vectors, name = idf_memories((kind,))
+    store.upsert(memories[: len(name)], vectors[: len(name)])
+    before = written_hits(store, name)
+    assert [n for n, _ in before][:4] == ["A", "B", "C", "D"]  # the premise
+    store.upsert(memories[len(name) :], vectors[len(name) :])
+    assert written_hits(store, name) == before
+    store.close()
+    assert written_hits(opener(), name) == before  # and after a restart
+
+
+def test_engine_written_memories_are_found_by_their_words_alone(opener: Opener) -> None:
+    """A summary whose words match the query, far from it in the dense space, comes back
+    before summaries nearer the query that share none of its words: BM25 finds it."""
+    store = opener()
+    written = [memory(f"note {i} about lunch") for i in range(5)]
+    near = [
+        memory(f"Episode {i}: invoices", source_type=SourceType.EPISODE_SUMMARY) for i in range(6)
+    ]
+    target = memory("Episode: zorblat quuxen review", source_type=SourceType.EPISODE_SUMMARY)
+    vectors = [leaning(0.8, 2 + i) for i in range(5)] + [leaning(0.7, 10 + i) for i in range(6)]
+    store.upsert([*written, *near, target], np.stack([*vectors, leaning(0.0, 30)]))
+    hits = store.search(IDF_QUERY, leaning(1.0, 1), 5)  # one engine-written memory at most
+    assert [h.memory.id for h in hits if h.memory.id not in {m.id for m in written}] == [target.id]
+
+
+def test_edge_asks_the_engine_field_only_when_it_holds_engine_written_memories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One BM25 request per kind the store holds and the filter leaves: a store without
+    engine-written memories searches as before (dense + one BM25 request)."""
+    store = EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
+    asked: list[Any] = []
+    shard = store._shard
+
+    class Counting:
+        def __getattr__(self, attribute: str) -> Any:
+            return getattr(shard, attribute)
+
+        def query(self, request: Any) -> Any:
+            asked.append(request)
+            return shard.query(request)
+
+    try:
+        memories, vectors, _ = idf_memories(("sharing",))
+        store.upsert(memories[:6], vectors[:6])
+        monkeypatch.setattr(store, "_shard", Counting())
+        query = leaning(1.0, 1)
+        store.search(IDF_QUERY, query, 10)
+        assert len(asked) == 2
+        store.upsert(memories[6:], vectors[6:])
+        asked.clear()
+        assert len(store.search(IDF_QUERY, query, 10)) == 8
+        assert len(asked) == 3
+        asked.clear()
+        store.search(IDF_QUERY, query, 10, MemoryFilter(source_types=[SourceType.USER_EXPLICIT]))
+        store.search(IDF_QUERY, query, 10, MemoryFilter(source_types=[SourceType.EPISODE_SUMMARY]))
+        assert len(asked) == 4  # dense + the one field each filter leaves
+    finally:
+        monkeypatch.undo()
+        store.close()
+
+
+def write_former_layout(backend: str, folder: Path, memories: list[Memory], vectors: Any) -> None:
+    """A store as the former version wrote it: every memory's BM25 vector in ``bm25``, no
+    ``bm25_engine`` field, no layout recorded. Edge: sealed segments (SEAL_SIZE as patched)
+    and a plain one."""
+    from tribalmemory.storage import lexical
+    from tribalmemory.storage.base import DENSE, SPARSE, point_id, to_payload
+
+    rows = [np.asarray(v, dtype=np.float32).tolist() for v in vectors]
+    if backend == "edge":
+        import qdrant_edge as qe
+
+        from tribalmemory.storage.edge import shard_config, write_meta
+
+        config = shard_config(BUNDLED_DIM)
+        former = qe.EdgeConfig(
+            vectors=config.vectors,
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            hnsw_config=config.hnsw_config,
+            quantization_config=config.quantization_config,
+            optimizers=config.optimizers,
+        )
+        shard = qe.EdgeShard.create(str(folder / "store" / "shard-1"), former)
+        points = [
+            qe.Point(
+                point_id(m.id),
+                {DENSE: row, SPARSE: lexical.document_vector(m.content)},
+                to_payload(m),
+            )
+            for m, row in zip(memories, rows, strict=True)
+        ]
+        shard.update(qe.UpdateOperation.upsert_points(points[:-10]))
+        assert shard.optimize()  # sealed segments of both kinds
+        shard.update(qe.UpdateOperation.upsert_points(points[-10:]))  # and a plain one
+        shard.close()
+        write_meta(folder / "store", BUNDLED_MODEL, BUNDLED_DIM, "shard-1")
+        assert "lexical_layout" not in json.loads((folder / "store" / "store.json").read_text())
+        return
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(folder / "qdrant"))
+    meta = {"format": 1, "model_name": BUNDLED_MODEL, "dim": BUNDLED_DIM, "lexical": "bm25"}
+    client.create_collection(
+        "memories__former",
+        vectors_config={
+            DENSE: models.VectorParams(size=BUNDLED_DIM, distance=models.Distance.COSINE)
+        },
+        sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+        metadata={"tribalmemory": meta},
+    )
+    client.update_collection_aliases(
+        change_aliases_operations=[
+            models.CreateAliasOperation(
+                create_alias=models.CreateAlias(
+                    collection_name="memories__former", alias_name="memories"
+                )
+            )
+        ]
+    )
+    client.upsert(
+        "memories__former",
+        [
+            models.PointStruct(
+                id=point_id(m.id),
+                vector={DENSE: row, SPARSE: models.SparseVector(**_sparse_dict(m.content))},
+                payload=to_payload(m),
+            )
+            for m, row in zip(memories, rows, strict=True)
+        ],
+    )
+    client.close()
+
+
+def _sparse_dict(text: str) -> dict[str, list[Any]]:
+    from tribalmemory.storage import lexical
+
+    vector = lexical.document_vector(text)
+    return {"indices": list(vector.indices), "values": list(vector.values)}
+
+
+def former_idf_store(
+    backend: str, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[tuple[str, float]], dict[str, str]]:
+    """The IDF case in the former layout, with 280 summaries (30 sharing the query's words)
+    among the written memories; and what a search finds of the written ones on a store that
+    holds them alone."""
+    import tribalmemory.storage.edge.shard as edge_shard
+
+    monkeypatch.setattr(edge_shard, "SEAL_SIZE", 100)
+    memories, vectors, name = idf_memories(("sharing", "other"))
+    extra = [
+        memory(f"Episode {i}: receipts", source_type=SourceType.EPISODE_SUMMARY) for i in range(220)
+    ]
+    memories += extra
+    vectors = np.concatenate([vectors, np.stack([leaning(0.0, 40 + i) for i in range(220)])])
+    order = np.random.default_rng(3).permutation(len(memories))  # kinds mixed in segments
+    memories, vectors = [memories[i] for i in order], vectors[order]
+    alone = open_backend(backend, folder / "alone")
+    try:
+        written = [(m, v) for m, v in zip(memories, vectors, strict=True) if m.id in name]
+        alone.upsert([m for m, _ in written], np.stack([v for _, v in written]))
+        expected = written_hits(alone, name)
+    finally:
+        alone.close()
+    assert [n for n, _ in expected][:4] == ["A", "B", "C", "D"]
+    write_former_layout(backend, folder, memories, vectors)
+    return expected, name
+
+
+def test_a_store_of_the_former_layout_is_migrated_at_open(
+    opener: Opener, backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a store whose summaries' BM25 vectors share the written memories' field moves
+    them to a field of their own: the written memories then rank as if no summary were
+    stored, the summaries are still found by their words, and opening again changes
+    nothing."""
+    expected, name = former_idf_store(backend, tmp_path, monkeypatch)
+    store = opener()
+    assert written_hits(store, name) == expected
+    found = [h.memory for h in store.search("zorblat planning", leaning(1.0, 1), 10)]
+    summaries = [m.content for m in found if m.id not in name]  # all at cosine 0: BM25 finds
+    assert len(summaries) == 2 and all("zorblat planning" in text for text in summaries)
+    assert store.count() == 6 + 280
+    store.close()
+    recorded = layout_recorded(backend, tmp_path)
+    assert recorded["lexical_layout"] == 2
+    store = opener()
+    assert written_hits(store, name) == expected
+    store.close()
+    assert layout_recorded(backend, tmp_path) == recorded  # no segment rewritten again
+
+
+def layout_recorded(backend: str, folder: Path) -> dict[str, Any]:
+    """What the store recorded of its layout (and, Edge, of its segments)."""
+    if backend == "edge":
+        meta = json.loads((folder / "store" / "store.json").read_text())
+        return {"lexical_layout": meta.get("lexical_layout"), "segments": meta["state"]["segments"]}
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(path=str(folder / "qdrant"))
+    try:
+        config = client.get_collection("memories__former").config
+        meta = (config.metadata or {})["tribalmemory"]
+        fields = sorted(config.params.sparse_vectors or {})
+        return {"lexical_layout": meta.get("lexical_layout"), "fields": fields}
+    finally:
+        client.close()
+
+
+def test_edge_migration_interrupted_is_finished_at_the_next_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash while the vectors move (some moved, one chunk with both fields) leaves the
+    layout unrecorded; the next open finishes the move and the written memories rank as if
+    no summary were stored."""
+    import tribalmemory.storage.edge.store as edge_store
+
+    expected, name = former_idf_store("edge", tmp_path, monkeypatch)
+    monkeypatch.setattr(edge_store, "UPSERT_CHUNK", 16)
+    real = EdgeStore._move_engine_vectors
+    updates: list[int] = []
+
+    class Crashing:
+        def __init__(self, shard: Any) -> None:
+            self.shard = shard
+
+        def __getattr__(self, attribute: str) -> Any:
+            return getattr(self.shard, attribute)
+
+        def update(self, operation: Any) -> None:
+            if len(updates) == 5:  # the third chunk has its new vectors, not yet its deletion
+                raise KeyboardInterrupt("crash")
+            updates.append(1)
+            self.shard.update(operation)
+
+    monkeypatch.setattr(
+        EdgeStore, "_move_engine_vectors", staticmethod(lambda s: real(Crashing(s)))
+    )
+    with pytest.raises(KeyboardInterrupt):
+        EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM)
+    assert "lexical_layout" not in json.loads((tmp_path / "store" / "store.json").read_text())
+    monkeypatch.setattr(EdgeStore, "_move_engine_vectors", staticmethod(real))
+    with EdgeStore.open(tmp_path / "store", BUNDLED_MODEL, BUNDLED_DIM) as store:
+        assert written_hits(store, name) == expected
+        assert store.count() == 6 + 280
+    meta = json.loads((tmp_path / "store" / "store.json").read_text())
+    assert meta["lexical_layout"] == 2
+
+
+def test_server_too_old_to_add_a_field_keeps_the_former_layout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Qdrant server that cannot add ``bm25_engine`` to a collection (before 1.18) keeps
+    serving it as before, with a warning; once it can, the next open migrates it."""
+    from qdrant_client import QdrantClient
+
+    from tribalmemory.storage.server import ServerStore
+
+    expected, name = former_idf_store("server", tmp_path, monkeypatch)
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("404 Not Found")
+
+    monkeypatch.setattr(QdrantClient, "create_vector_name", refused)
+    store = ServerStore.open_local(tmp_path / "qdrant", "memories", BUNDLED_MODEL, BUNDLED_DIM)
+    try:
+        assert "cannot add the sparse field bm25_engine" in caplog.text
+        assert written_hits(store, name) != expected  # the summaries still count in its IDF
+        late = memory("Episode: quuxen retro", source_type=SourceType.EPISODE_SUMMARY)
+        store.upsert([late], leaning(0.0, 300)[None, :])  # into bm25, as before
+        found = store.search("quuxen retro", leaning(1.0, 1), 10)
+        assert late.id in {h.memory.id for h in found}
+    finally:
+        store.close()
+    assert layout_recorded("server", tmp_path) == {"lexical_layout": None, "fields": ["bm25"]}
+    monkeypatch.undo()
+    store = ServerStore.open_local(tmp_path / "qdrant", "memories", BUNDLED_MODEL, BUNDLED_DIM)
+    try:
+        assert written_hits(store, name) == expected
+        found = store.search("quuxen retro", leaning(1.0, 1), 10)
+        assert late.id in {h.memory.id for h in found}
+    finally:
+        store.close()
+    assert layout_recorded("server", tmp_path) == {
+        "lexical_layout": 2,
+        "fields": ["bm25", "bm25_engine"],
+    }
+
+
+def test_doctor_counts_the_memories_of_a_shard_of_either_layout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rewriting a lost store.json, ``tribalmemory doctor`` picks the shard folder holding the
+    most memories: it loads shards of the former layout and of the current one."""
+    import qdrant_edge as qe
+
+    from tribalmemory.storage.repair import _shard_points
+
+    former_idf_store("edge", tmp_path / "former", monkeypatch)
+    assert _shard_points(tmp_path / "former" / "store" / "shard-1", BUNDLED_DIM) == 286
+    idf = qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
+    current = qe.EdgeConfig(  # the fields of the current layout, written directly
+        vectors={"dense": qe.EdgeVectorParams(size=BUNDLED_DIM, distance=qe.Distance.Cosine)},
+        sparse_vectors={"bm25": idf, "bm25_engine": idf},
+    )
+    shard = qe.EdgeShard.create(str(tmp_path / "current"), current)
+    row = leaning(1.0, 1).tolist()
+    shard.update(qe.UpdateOperation.upsert_points([qe.Point(str(uuid.uuid4()), {"dense": row})]))
+    shard.close()
+    assert _shard_points(tmp_path / "current", BUNDLED_DIM) == 1
+    assert _shard_points(tmp_path / "nothing", BUNDLED_DIM) is None

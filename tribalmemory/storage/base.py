@@ -164,7 +164,13 @@ class FolderStore(Protocol):
 # -- Shared by the backends: the point layout both of them store ----------------------------
 
 DENSE = "dense"  # named dense vector (cosine)
-SPARSE = "bm25"  # named sparse vector (BM25 term weights, IDF modifier)
+SPARSE = "bm25"  # named sparse vector (BM25 term weights, IDF modifier): written memories
+ENGINE_SPARSE = "bm25_engine"  # the same, for the engine-written memories (see sparse_field)
+SPARSE_LAYOUT = 2
+"""Where a store keeps its BM25 vectors, recorded with it as ``lexical_layout``: absent (1),
+every memory's in :data:`SPARSE`; 2, an engine-written memory's in :data:`ENGINE_SPARSE`.
+A store opened without 2 recorded is migrated (docs/storage.md, *Search*)."""
+LAYOUT_KEY = "lexical_layout"  # in the store's metadata, beside "lexical" (the BM25 signature)
 RRF_K = 60  # reciprocal rank fusion constant: score = sum of 1 / (RRF_K + rank)
 HNSW_EF = 128  # HNSW search breadth, once an index is built (see docs/storage.md)
 KEYWORD_FIELDS = (
@@ -228,6 +234,18 @@ MAX_PROJECTS = 100_000  # distinct projects a facet query counts (far more than 
 
 UNSCOPED_DEFAULTS = {"project": "default", "shared": False, "scope": "default"}
 """What a memory stored before projects existed gets (the migration sets it at open)."""
+
+
+def sparse_field(source_type: SourceType, engine_field: str = ENGINE_SPARSE) -> str:
+    """The sparse field a memory's BM25 vector is stored in: ``engine_field`` for one the
+    engine wrote (:data:`~tribalmemory.models.ENGINE_WRITTEN`), :data:`SPARSE` for the others.
+
+    Qdrant takes a field's IDF (each term's document frequency, and the number of documents:
+    the points with a vector in that field) over that field alone, so the memories users and
+    agents wrote are scored as if no engine-written memory were stored, and the engine-written
+    ones among themselves. ``engine_field`` is :data:`SPARSE` only on a Qdrant server too old
+    to add a field to a collection (the former layout)."""
+    return engine_field if source_type in ENGINE_WRITTEN else SPARSE
 
 
 def from_payload(payload: dict[str, Any] | None) -> Memory:

@@ -4,6 +4,14 @@ Documents get term-frequency weights; queries get weight 1 per distinct term. Th
 sparse vector field carries the IDF modifier, so Qdrant applies inverse document frequency
 over the stored collection at query time. Text is lower-cased, English stop words are dropped
 and words are stemmed (Snowball), so "deploying" matches "deployed".
+
+Layout: one index space (a term's index is its hash, ``qdrant_edge.Bm25``), two sparse fields
+(``storage/base.py``: :func:`~.base.sparse_field`). A memory users or agents wrote keeps its
+vector in ``bm25``, one the engine wrote (episode summary, lesson, decision) in
+``bm25_engine``. A field's IDF counts its own points only, so the memories users wrote are
+scored exactly as if no engine-written memory were stored, and a search asks each field with
+the same query vector. (Two index spaces of one field would not do: the IDF's number of
+documents counts every point with a vector in the field, whatever its terms.)
 """
 
 from __future__ import annotations

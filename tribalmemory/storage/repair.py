@@ -42,7 +42,7 @@ from ..models import ENGINE_WRITTEN
 from ..plural import counted
 from ..timeutil import utc_now
 from . import edge, integrity
-from .base import DENSE, MemoryFilter, StoreLockedError
+from .base import DENSE, LAYOUT_KEY, MemoryFilter, StoreLockedError
 from .integrity import DamagedDataError
 
 WRITTEN = "episode summary, lesson and decision memories"
@@ -299,7 +299,13 @@ class Doctor:
     def _clear_state(self, root: Path) -> list[str]:
         """Rewrite store.json without the recorded state: the next open records it anew."""
         meta = json.loads((root / edge.META_FILE).read_text(encoding="utf-8"))
-        edge.write_meta(root, meta["model_name"], int(meta["dim"]), meta["shard"])
+        edge.write_meta(
+            root,
+            meta["model_name"],
+            int(meta["dim"]),
+            meta["shard"],
+            layout=meta.get(LAYOUT_KEY),
+        )
         return [f"{root / edge.META_FILE}: the store is accepted as it is now"]
 
     def _summary_count(self) -> int:
@@ -392,8 +398,10 @@ def _shard_points(path: Path, dim: int) -> int | None:
     """How many memories a shard folder holds, or None if it cannot be loaded."""
     import qdrant_edge as qe
 
-    try:
-        shard = qe.EdgeShard.load(str(path), edge.shard_config(dim))
+    if not (path.is_dir() and any(path.iterdir())):
+        return None  # nothing to load (open_shard would create a shard)
+    try:  # as the store opens it (a shard of an earlier version gets the fields it lacks)
+        shard = edge.open_shard(path, dim, str(path))
     except Exception:
         return None
     try:

@@ -10,6 +10,7 @@ metadata (needs Qdrant >= 1.16).
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import uuid
 from collections.abc import Iterator
@@ -19,16 +20,19 @@ from typing import Any
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-from ..models import Memory
+from ..models import ENGINE_WRITTEN, Memory
 from ..timeutil import to_epoch, to_iso, utc_now
 from . import lexical
 from .base import (
     DENSE,
+    ENGINE_SPARSE,
     FLOAT_FIELDS,
     HNSW_EF,
     KEYWORD_FIELDS,
+    LAYOUT_KEY,
     MAX_PROJECTS,
     SPARSE,
+    SPARSE_LAYOUT,
     UNSCOPED_DEFAULTS,
     MemoryFilter,
     SearchHit,
@@ -45,10 +49,13 @@ from .base import (
     project_conditions,
     search_depth,
     source_values,
+    sparse_field,
     store_locked,
     to_payload,
     unit_query,
 )
+
+log = logging.getLogger("tribalmemory.storage")
 
 META_KEY = "tribalmemory"
 FORMAT = 1
@@ -143,12 +150,14 @@ def _create(client: QdrantClient, name: str, model_name: str, dim: int, local: b
         "model_name": model_name,
         "dim": dim,
         "lexical": lexical.SIGNATURE,
+        LAYOUT_KEY: SPARSE_LAYOUT,
         "written_at": to_iso(utc_now()),
     }
+    bm25 = models.SparseVectorParams(modifier=models.Modifier.IDF)
     client.create_collection(
         name,
         vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
-        sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+        sparse_vectors_config={SPARSE: bm25, ENGINE_SPARSE: bm25},
         metadata={META_KEY: meta},
     )
     ensure_indexes(client, name, local)
@@ -178,6 +187,61 @@ def migrate_projects(client: QdrantClient, name: str) -> None:
         client.set_payload(name, dict(UNSCOPED_DEFAULTS), points=unscoped, wait=True)
 
 
+def separate_engine_bm25(client: QdrantClient, name: str, meta: dict[str, Any]) -> str:
+    """The field the engine-written memories' BM25 vectors are in (:func:`~.base.sparse_field`):
+    ``bm25_engine``, which a collection created before it existed gets (Qdrant >= 1.18 adds
+    a field to a collection), its engine-written memories' vectors moved there from ``bm25``
+    as they are, and then SPARSE_LAYOUT recorded in its metadata. A rerun after a crash
+    finishes the move: a moved vector leaves none in ``bm25`` to find. On an older server,
+    ``bm25`` (the former layout: the written memories' IDF counts the engine-written ones)."""
+    if meta.get(LAYOUT_KEY) == SPARSE_LAYOUT:
+        return ENGINE_SPARSE
+    fields = client.get_collection(name).config.params.sparse_vectors or {}
+    if ENGINE_SPARSE not in fields:
+        config = models.SparseVectorConfig(modifier=models.Modifier.IDF)
+        try:
+            client.create_vector_name(
+                name, ENGINE_SPARSE, models.SparseVectorNameConfig(sparse=config), wait=True
+            )
+        except Exception as exc:  # an older server has no such call
+            log.warning(
+                "store: cannot add the sparse field %s to collection %s (%s): the memories you "
+                "wrote are scored with an IDF that counts episode summaries too. Qdrant 1.18 or "
+                "later adds the field at the next start; `tribalmemory reembed` builds a "
+                "collection that has it",
+                ENGINE_SPARSE,
+                name,
+                exc,
+            )
+            return SPARSE
+    left = models.Filter(
+        must=[
+            models.FieldCondition(
+                key="source_type", match=models.MatchAny(any=source_values(ENGINE_WRITTEN))
+            ),
+            models.HasVectorCondition(has_vector=SPARSE),
+        ]
+    )
+    offset: Any = None
+    while True:
+        records, offset = client.scroll(
+            name, scroll_filter=left, limit=UPSERT_CHUNK, offset=offset, with_vectors=[SPARSE]
+        )
+        found = {r.id: r.vector[SPARSE] for r in records if isinstance(r.vector, dict)}
+        if found:
+            moved = [
+                models.PointVectors(id=pid, vector={ENGINE_SPARSE: _sparse(vector)})
+                for pid, vector in found.items()
+            ]
+            client.update_vectors(name, moved, wait=True)
+            ids: list[Any] = list(found)
+            client.delete_vectors(name, [SPARSE], models.PointIdsList(points=ids), wait=True)
+        if offset is None:
+            break
+    client.update_collection(name, metadata={META_KEY: {**meta, LAYOUT_KEY: SPARSE_LAYOUT}})
+    return ENGINE_SPARSE
+
+
 def _dense(vector: Any) -> np.ndarray:
     return np.asarray(vector[DENSE], dtype=np.float32)
 
@@ -199,6 +263,7 @@ class ServerStore:
         local: bool,
         lock: Any = None,
         owns_client: bool = True,
+        engine_sparse: str = ENGINE_SPARSE,
     ) -> None:
         self.info = info
         self._client = client
@@ -210,6 +275,7 @@ class ServerStore:
         self._owns_client = owns_client
         self._params = None if local else _PARAMS  # the in-process mode is always exact
         self._closed = False
+        self._engine_sparse = engine_sparse  # see separate_engine_bm25
 
     @classmethod
     def attach(
@@ -244,16 +310,18 @@ class ServerStore:
                 ]
             )
             meta: dict[str, Any] = {"model_name": model_name, "dim": dim}
+            engine_sparse = ENGINE_SPARSE
         else:
             name, meta = found
             if check_model:
                 ensure_same_model(location, meta["model_name"], meta["dim"], model_name, dim)
             ensure_indexes(client, name, local)
             migrate_projects(client, name)
+            engine_sparse = separate_engine_bm25(client, name, meta)
         info = StoreInfo(
             model_name=meta["model_name"], dim=int(meta["dim"]), backend="qdrant", location=location
         )
-        return cls(client, collection, name, info, local=local)
+        return cls(client, collection, name, info, local=local, engine_sparse=engine_sparse)
 
     @classmethod
     def connect(
@@ -330,7 +398,8 @@ class ServerStore:
             pid = point_id(memory.id)
             if pid is None:
                 raise ValueError(f"memory id {memory.id!r} is not a UUID")
-            vector = {DENSE: row, SPARSE: _sparse(lexical.document_vector(memory.content))}
+            field = sparse_field(memory.source_type, self._engine_sparse)
+            vector = {DENSE: row, field: _sparse(lexical.document_vector(memory.content))}
             points.append(models.PointStruct(id=pid, vector=vector, payload=to_payload(memory)))
         with self._lock:
             self._check_open()
@@ -375,8 +444,8 @@ class ServerStore:
         query = unit_query(vector, self.info.dim)
         depth = search_depth(limit)
         parts = [
-            self._hybrid_requests(query, text, depth, server_filter(part)) if part else []
-            for part in kind_filters(where)
+            self._hybrid_requests(query, text, depth, server_filter(part), field) if part else []
+            for part, field in zip(kind_filters(where), (SPARSE, self._engine_sparse), strict=True)
         ]
         with self._lock:
             self._check_open()
@@ -409,10 +478,10 @@ class ServerStore:
         ]
 
     def _hybrid_requests(
-        self, query: np.ndarray, text: str, depth: int, flt: models.Filter | None
+        self, query: np.ndarray, text: str, depth: int, flt: models.Filter | None, field: str
     ) -> list[models.QueryRequest]:
         """A hybrid search's requests, ``depth`` candidates each: the dense one, and the BM25
-        one when ``text`` has terms."""
+        one (in the sparse ``field``) when ``text`` has terms."""
         requests = [
             models.QueryRequest(
                 query=query.tolist(), using=DENSE, limit=depth, filter=flt, params=self._params
@@ -421,7 +490,7 @@ class ServerStore:
         sparse = lexical.query_vector(text)
         if sparse is not None:
             requests.append(
-                models.QueryRequest(query=_sparse(sparse), using=SPARSE, limit=depth, filter=flt)
+                models.QueryRequest(query=_sparse(sparse), using=field, limit=depth, filter=flt)
             )
         return requests
 

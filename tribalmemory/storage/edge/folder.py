@@ -11,7 +11,7 @@ from typing import Any
 
 from ...timeutil import to_iso, utc_now
 from .. import lexical
-from ..base import store_locked
+from ..base import LAYOUT_KEY, store_locked
 from ..integrity import DamagedDataError, write_json_atomically
 
 META_FILE = "store.json"
@@ -66,9 +66,17 @@ def read_meta(root: Path) -> dict[str, Any] | None:
 
 
 def write_meta(
-    root: Path, model_name: str, dim: int, shard: str, state: dict[str, Any] | None = None
+    root: Path,
+    model_name: str,
+    dim: int,
+    shard: str,
+    state: dict[str, Any] | None = None,
+    *,
+    layout: int | None = None,
 ) -> None:
-    """Atomically replace store.json (write, fsync, rename, fsync the folder)."""
+    """Atomically replace store.json (write, fsync, rename, fsync the folder). ``layout``:
+    the shard's :data:`~..base.SPARSE_LAYOUT` once it is known to hold it (None: not
+    recorded, and the next open migrates the shard, which changes nothing if it need not)."""
     meta: dict[str, Any] = {
         "format": FORMAT,
         "backend": "edge",
@@ -78,6 +86,8 @@ def write_meta(
         "lexical": lexical.SIGNATURE,
         "written_at": to_iso(utc_now()),
     }
+    if layout is not None:
+        meta[LAYOUT_KEY] = layout
     if state is not None:
         meta["state"] = state
     write_json_atomically(root / META_FILE, meta)

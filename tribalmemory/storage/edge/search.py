@@ -12,7 +12,6 @@ from .. import lexical
 from ..base import (
     DENSE,
     HNSW_EF,
-    SPARSE,
     MemoryFilter,
     metadata_field,
     point_ids,
@@ -82,13 +81,14 @@ def dense(vector: Any) -> np.ndarray:
 
 
 def hybrid_requests(
-    query: np.ndarray, text: str, depth: int, flt: qe.Filter | None
+    query: np.ndarray, text: str, flt: qe.Filter | None, depths: dict[str, int]
 ) -> list[qe.QueryRequest]:
-    """A hybrid search's requests, ``depth`` candidates each, ids and scores only: the dense
-    one, and the BM25 one when ``text`` has terms."""
+    """A hybrid search's requests, ids and scores only, ``depths[field]`` candidates each:
+    the dense one (``dense``, first), and when ``text`` has terms one BM25 request for each
+    sparse field ``depths`` names (``bm25``, ``bm25_engine``: see ``storage/lexical.py``)."""
     requests = [
         qe.QueryRequest(
-            limit=depth,
+            limit=depths[DENSE],
             query=qe.Query.Nearest(query.tolist(), using=DENSE),
             filter=flt,
             params=_PARAMS,
@@ -98,15 +98,17 @@ def hybrid_requests(
     ]
     sparse = lexical.query_vector(text)
     if sparse is not None:
-        requests.append(
+        requests += [
             qe.QueryRequest(
-                limit=depth,
-                query=qe.Query.Nearest(sparse, using=SPARSE),
+                limit=limit,
+                query=qe.Query.Nearest(sparse, using=field),
                 filter=flt,
                 with_payload=False,
                 with_vector=False,
             )
-        )
+            for field, limit in depths.items()
+            if field != DENSE
+        ]
     return requests
 
 

@@ -20,10 +20,13 @@ from ...timeutil import to_iso, utc_now
 from .. import lexical
 from ..base import (
     DENSE,
+    ENGINE_SPARSE,
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
+    LAYOUT_KEY,
     MAX_PROJECTS,
     SPARSE,
+    SPARSE_LAYOUT,
     UNSCOPED_DEFAULTS,
     MemoryFilter,
     SearchHit,
@@ -32,9 +35,12 @@ from ..base import (
     check_rows,
     ensure_same_model,
     from_payload,
+    kind_filters,
     point_id,
     point_ids,
     search_depth,
+    source_values,
+    sparse_field,
     split_fused,
     to_payload,
     unit_query,
@@ -84,6 +90,7 @@ class EdgeStore:
         self._unsealed = 0  # memories written since the last optimize() (an estimate)
         self._maintenance_due = True  # unknown after open: look once
         self._engine_ids: set[str] = set()  # points of engine-written memories (searched apart)
+        self._layout: int | None = SPARSE_LAYOUT  # recorded in store.json; None until migrated
 
     @classmethod
     def open(
@@ -100,6 +107,7 @@ class EdgeStore:
         folder_lock = FolderLock(root / LOCK_FILE, location)
         folder_lock.acquire()
         shard: qe.EdgeShard | None = None
+        store: EdgeStore | None = None
         try:
             meta = read_meta(root)
             shards = sorted(p.name for p in root.iterdir() if SHARD_DIR.match(p.name))
@@ -109,8 +117,13 @@ class EdgeStore:
                         root / META_FILE,
                         f"is missing, but the folder holds shard data ({', '.join(shards)})",
                     )
-                meta = {"model_name": model_name, "dim": dim, "shard": "shard-1"}
-                write_meta(root, model_name, dim, "shard-1")
+                meta = {
+                    "model_name": model_name,
+                    "dim": dim,
+                    "shard": "shard-1",
+                    LAYOUT_KEY: SPARSE_LAYOUT,
+                }
+                write_meta(root, model_name, dim, "shard-1", layout=SPARSE_LAYOUT)
             elif check_model:
                 ensure_same_model(location, meta["model_name"], meta["dim"], model_name, dim)
             shard_dir = root / meta["shard"]
@@ -126,7 +139,8 @@ class EdgeStore:
             problem = segments_problem(meta.get("state"), shard_dir)
             if problem:
                 raise DamagedDataError(shard_dir, problem)
-            shard = open_shard(shard_dir, int(meta["dim"]), location)
+            migrate = meta.get(LAYOUT_KEY) != SPARSE_LAYOUT
+            shard = open_shard(shard_dir, int(meta["dim"]), location, vacuum=migrate)
             points = int(shard.count(qe.CountRequest(exact=True)))
             problem = count_problem(meta.get("state"), points) or sample_problem(
                 shard, int(meta["dim"])
@@ -143,12 +157,16 @@ class EdgeStore:
             store = cls(root, shard, meta["shard"], info, folder_lock)
             store._ensure_indexes()
             store._migrate_projects()
+            if migrate:
+                shard = None  # the store's now: it reloads it
+                store._separate_engine_bm25()
             store._engine_ids = store._find_engine_ids()
             store._record_state(in_use=True, points=points)
             return store
         except BaseException:
-            if shard is not None:
-                shard.close()
+            live = shard if store is None else store._shard
+            if live is not None:
+                live.close()
             folder_lock.release()
             raise
 
@@ -174,7 +192,14 @@ class EdgeStore:
             "recorded_at": to_iso(utc_now()),
         }
         try:
-            write_meta(self.root, self.info.model_name, self.info.dim, self._shard_name, state)
+            write_meta(
+                self.root,
+                self.info.model_name,
+                self.info.dim,
+                self._shard_name,
+                state,
+                layout=self._layout,
+            )
         except OSError as exc:
             log.warning("could not record the store's state in %s: %s", META_FILE, exc)
 
@@ -195,6 +220,71 @@ class EdgeStore:
             found.update(str(record.id) for record in records)
             if offset is None:
                 return found
+
+    def _separate_engine_bm25(self) -> None:
+        """Migrate a shard written before engine-written memories had a BM25 field of their
+        own (``open_shard`` added the field and loaded the shard with ``vacuum``): their
+        vectors move from ``bm25`` to ``bm25_engine`` as they are, every segment holding a
+        deleted vector is rewritten (a sealed segment's IDF counts a deleted vector until
+        then), and the shard is loaded again with the usual settings (a plain segment's IDF
+        counts one until then). A crash at any step leaves what a rerun finishes: a moved
+        vector leaves none in ``bm25`` to find, rewriting is idempotent, and SPARSE_LAYOUT is
+        recorded only by the next _record_state, after this."""
+        started = time.monotonic()
+        self._layout = None
+        log.info(
+            "store: giving engine-written memories a BM25 field of their own (once; about 20 s "
+            "for 100,000 memories)"
+        )
+        with self._lock:
+            shard = self._live(touch=False)
+            moved = self._move_engine_vectors(shard)
+            self._record_state(in_use=True, points=None, segments=False)  # segments change
+            shard.optimize()
+            self._shard = None
+            shard.close()
+            self._shard = open_shard(
+                self.root / self._shard_name, self.info.dim, self.info.location
+            )
+            self._layout = SPARSE_LAYOUT
+            self._maintenance_due = True
+        log.info(
+            "store: moved the BM25 vectors of %d engine-written memories to %s (%.1f s)",
+            moved,
+            ENGINE_SPARSE,
+            time.monotonic() - started,
+        )
+
+    @staticmethod
+    def _move_engine_vectors(shard: qe.EdgeShard) -> int:
+        """Move each engine-written memory's vector in ``bm25`` to ``bm25_engine``, a chunk
+        at a time (set the new one, then delete the old: a crash between the two leaves a
+        point that the next run finds and moves again, to the same vector)."""
+        left = qe.Filter(
+            must=[
+                qe.FieldCondition("source_type", match=qe.MatchAny(source_values(ENGINE_WRITTEN))),
+                qe.HasVectorCondition(SPARSE),
+            ]
+        )
+        moved = 0
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset,
+                limit=UPSERT_CHUNK,
+                filter=left,
+                with_payload=False,
+                with_vector=[SPARSE],
+            )
+            records, offset = shard.scroll(request)
+            found = {r.id: r.vector[SPARSE] for r in records if isinstance(r.vector, dict)}
+            if found:
+                vectors = [qe.PointVectors(pid, {ENGINE_SPARSE: v}) for pid, v in found.items()]
+                shard.update(qe.UpdateOperation.update_vectors(vectors))
+                shard.update(qe.UpdateOperation.delete_vectors(list(found), [SPARSE]))
+                moved += len(found)
+            if offset is None:
+                return moved
 
     def _ensure_indexes(self) -> None:
         with self._lock:
@@ -229,7 +319,8 @@ class EdgeStore:
             pid = point_id(memory.id)
             if pid is None:
                 raise ValueError(f"memory id {memory.id!r} is not a UUID")
-            vector = {DENSE: row, SPARSE: lexical.document_vector(memory.content)}
+            sparse = lexical.document_vector(memory.content)
+            vector = {DENSE: row, sparse_field(memory.source_type): sparse}
             points.append(qe.Point(pid, vector, to_payload(memory)))
             engine[pid] = memory.source_type in ENGINE_WRITTEN
         with self._lock:
@@ -280,14 +371,26 @@ class EdgeStore:
         query = unit_query(vector, self.info.dim)
         flt = edge_filter(where)
         depth = search_depth(limit)
+        written, engine = kind_filters(where)
         with self._lock:
             shard = self._live()
             apart = self._engine_ids
-            # deeper by as many engine-written memories as a list is likely to hold (a store
-            # with episodes holds about one summary for ten memories; LoCoMo's BM25 lists held
-            # 23 in 200): the written ones keep their depth unless more are engine-written
-            requests = hybrid_requests(query, text, depth + min(len(apart), depth // 2), flt)
-            ranked = [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
+            # the dense list deeper by as many engine-written memories as it is likely to hold
+            # (a store with episodes holds about one summary for ten memories): the written
+            # ones keep their depth unless more are engine-written. Each kind's BM25 list from
+            # its own field; the engine's as deep as the room made for it in the dense list,
+            # and asked only when the store holds an engine-written memory.
+            room = min(len(apart), depth // 2)
+            depths = {DENSE: depth + room}
+            if written:
+                depths[SPARSE] = depth
+            if engine and apart:
+                depths[ENGINE_SPARSE] = room
+            requests = hybrid_requests(query, text, flt, depths)
+            lists = [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
+            ranked = lists[:1] + (
+                [[hit for hits in lists[1:] for hit in hits]] if lists[1:] else []
+            )
             best = split_fused(ranked, apart, depth, limit)
             records = shard.retrieve([pid for pid, _ in best], True, [DENSE]) if best else []
         found = {str(r.id): r for r in records}
@@ -439,7 +542,14 @@ class EdgeStore:
             "segments": segment_folders(self.root / target._shard_name),
             "recorded_at": to_iso(utc_now()),
         }
-        write_meta(self.root, target.info.model_name, target.info.dim, target._shard_name, state)
+        write_meta(
+            self.root,
+            target.info.model_name,
+            target.info.dim,
+            target._shard_name,
+            state,
+            layout=SPARSE_LAYOUT,
+        )
         old = self._shard_name
         lock, self._folder_lock = self._folder_lock, None  # store.json names the new shard now
         self.close()
