@@ -64,12 +64,9 @@ def dated_first(
     return [by_id[c.id] for c in ordered], inside
 
 
-def engine_hit(hit: SearchHit) -> bool:
-    return hit.memory.source_type in ENGINE_WRITTEN
-
-
-def engine_result(result: RecallHit) -> bool:
-    return result.memory.source_type in ENGINE_WRITTEN
+def engine_written(found: SearchHit | RecallHit) -> bool:
+    """Whether a search hit or a result is a memory the engine wrote (summary, lesson, ...)."""
+    return found.memory.source_type in ENGINE_WRITTEN
 
 
 def candidate(hit: SearchHit, episode_id: str | None) -> ranking.Ranked:
@@ -150,17 +147,17 @@ class RecallOperations(ServiceState):
         admitted, inside = self._admitted(hits), frozenset[str]()
         if period is not None:
             admitted, inside = dated_first(admitted, period)
-        shown = shown_order(ranking.beside_written(admitted, wanted, engine_hit), floor, inside)
+        shown = shown_order(ranking.beside_written(admitted, wanted, engine_written), floor, inside)
         if access is None:
             return Recalled(shown, period)
         found = access.get(h.memory.id for h in shown)
         floor_share = self.config.recall.rerank_floor
         reranked = stats.reranked(shown, found, access.now(), floor_share)
-        return Recalled(ranking.beside_written(reranked, size, engine_result), period)
+        return Recalled(ranking.beside_written(reranked, size, engine_written), period)
 
     def _admitted(self, hits: list[SearchHit]) -> list[SearchHit]:
         """``hits`` (fused order) that :func:`.ranking.admitted` lets recall show."""
-        if not any(h.memory.source_type in ENGINE_WRITTEN for h in hits):
+        if not any(engine_written(h) for h in hits):
             return hits
         episodes = self.hooks.annotate([h.memory for h in hits])
         pool = [candidate(h, episodes.get(h.memory.id, {}).get("episode_id")) for h in hits]
