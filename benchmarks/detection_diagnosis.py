@@ -18,6 +18,12 @@ For every stream (``detection_kinds.py``'s kinds), three diagnoses of the shippe
    the same assignment with every memory it left in no episode but that has a gold one moved
    to the predicted episode holding most of that gold episode (an upper bound on what placing
    the left-out memories later could give).
+3. **How far the similarity separates threads** (``pair AUC``): of two labelled memories, the
+   chance that a pair from one gold episode has a higher cosine than a pair from two (the
+   area under the ROC curve over all pairs of the stream, look-ahead allowed): what the
+   embedding alone tells apart, before time, authors and shared terms. Where threads last
+   minutes (IRC) time does much of the rest; where they run for weeks side by side (agent
+   memories) it cannot.
 
 Per kind: the mean over its streams. ``--write`` writes the "detection-diagnosis" section of
 docs/benchmarks.md.
@@ -52,7 +58,7 @@ from tribalmemory.episodes.detector import (  # noqa: E402
     update_context,
 )
 
-COLUMNS = ("pick", "joins", "misses", "false joins", "F1", "F1, unplaced placed")
+COLUMNS = ("pick", "joins", "misses", "false joins", "F1", "F1, unplaced placed", "pair AUC")
 
 
 def perfect_past(stream: Stream) -> dict[str, float]:
@@ -106,11 +112,29 @@ def unplaced_placed(pred: Sequence[str | None], gold: Sequence[str | None]) -> l
     ]
 
 
+def pair_auc(vectors: np.ndarray, gold: Sequence[str | None]) -> float:
+    """Area under the ROC curve of cosine as a same-episode test, over all pairs of the
+    memories with a gold episode (Mann-Whitney: mean rank of the same-episode pairs)."""
+    keep = [i for i, g in enumerate(gold) if g is not None]
+    unit = vectors[keep] / np.linalg.norm(vectors[keep], axis=1, keepdims=True)
+    labels = np.array([gold[i] for i in keep])
+    upper = np.triu_indices(len(keep), 1)
+    cos = (unit @ unit.T)[upper]
+    same = labels[upper[0]] == labels[upper[1]]
+    positives, negatives = int(same.sum()), int((~same).sum())
+    if not positives or not negatives:
+        return float("nan")
+    ranks = np.empty(len(cos))
+    ranks[np.argsort(cos, kind="stable")] = np.arange(1, len(cos) + 1)
+    return float((ranks[same].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+
+
 def diagnose(stream: Stream) -> dict[str, float]:
     row = perfect_past(stream)
     pred = simulate(stream, DetectorParams(strategy="embedding")).assignment
     row["F1"] = pairwise_prf(pred, stream.gold)[2]
     row["F1, unplaced placed"] = pairwise_prf(unplaced_placed(pred, stream.gold), stream.gold)[2]
+    row["pair AUC"] = pair_auc(stream.vectors, stream.gold)
     return row
 
 
@@ -155,7 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "and the share left out; `false joins`: of those that start a thread or belong to "
             "none, the share joined somewhere. Then the embedding-only F1 of the online "
             "replay, and the same with every memory it left out moved to the episode holding "
-            "most of its thread (an upper bound for placing them later). Means per kind.\n\n"
+            "most of its thread (an upper bound for placing them later). `pair AUC`: how "
+            "often a pair of one thread is closer by cosine than a pair of two (all labelled "
+            "pairs of a stream). Means per kind.\n\n"
         )
         write_section("detection-diagnosis", intro + text)
     return 0
