@@ -1292,6 +1292,21 @@ def test_edge_migration_interrupted_is_finished_at_the_next_open(
     assert meta["lexical_layout"] == 2
 
 
+def test_doctor_counts_a_shard_of_the_former_layout_without_changing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rebuilding a lost store.json counts each shard's memories; counting loads the shard as
+    it is, without adding the engine's BM25 field (the next open of the store migrates it)."""
+    from tribalmemory.storage.edge import lacks_engine_field
+    from tribalmemory.storage.repair import _shard_points
+
+    former_idf_store("edge", tmp_path, monkeypatch)
+    shard = tmp_path / "store" / "shard-1"
+    assert lacks_engine_field(shard)
+    assert _shard_points(shard, BUNDLED_DIM) == 6 + 280
+    assert lacks_engine_field(shard)
+
+
 def test_server_too_old_to_add_a_field_keeps_the_former_layout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

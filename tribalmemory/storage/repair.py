@@ -400,8 +400,9 @@ def _shard_points(path: Path, dim: int) -> int | None:
 
     if not (path.is_dir() and any(path.iterdir())):
         return None  # nothing to load (open_shard would create a shard)
-    try:  # as the store opens it (a shard of an earlier version gets the fields it lacks)
-        shard = edge.open_shard(path, dim, str(path))
+    try:  # with the fields it has: counting must not add the engine's BM25 field to it
+        engine_field = not edge.lacks_engine_field(path)
+        shard = qe.EdgeShard.load(str(path), edge.shard_config(dim, engine_field=engine_field))
     except Exception:
         return None
     try:

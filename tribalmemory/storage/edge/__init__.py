@@ -39,7 +39,7 @@ from .checks import (
 )
 from .folder import META_FILE, SHARD_DIR, FolderLock, read_meta, write_meta
 from .search import edge_filter
-from .shard import SEAL_SIZE, open_shard, shard_config
+from .shard import SEAL_SIZE, lacks_engine_field, open_shard, shard_config
 from .store import EdgeStore
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "count_problem",
     "edge_filter",
     "incomplete_segments",
+    "lacks_engine_field",
     "open_shard",
     "read_meta",
     "sample_problem",
