@@ -260,6 +260,14 @@ def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:
     code, out, _ = run(capsys, "episodes", "show", episode, "--config", config)
     assert code == 0 and "title: Kafka lag incident" in out.splitlines()
     assert f"memory_ids: {first}, {second}" in out.splitlines()
+    with_entities = ("episodes", "show", episode, "--include-entities", "--config", config)
+    named = run_json(capsys, *with_entities)
+    markers = sorted(text.split()[-1] for text in (first_text, second_text))  # unique()'s ids
+    assert sorted(e["name"] for e in named["entities"]) == markers, named
+    code, out, _ = run(capsys, *with_entities)
+    lines = out.splitlines()
+    listed = lines[lines.index("entities:") + 1 : lines.index("entities:") + 3]
+    assert code == 0 and sorted(listed) == [f"  {m} (identifier, 1 memory)" for m in markers], out
     chain = run_json(capsys, "episodes", "chain", episode, "--config", config)
     assert chain["root_id"] == episode and chain["count"] == 1
     found = run_json(

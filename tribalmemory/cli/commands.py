@@ -432,7 +432,9 @@ async def episodes_chain(api: Api, args: argparse.Namespace) -> int:
 
 
 async def episodes_show(api: Api, args: argparse.Namespace) -> int:
-    result = await api.episode_get(args.id, include_timeline=args.timeline or None)
+    result = await api.episode_get(
+        args.id, include_timeline=args.timeline or None, **fields.given(args)
+    )
     if args.json:
         print_json(result)
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..plural import counted
 from .output import clean, indented, mapping_lines, shorten, width
 
 MARGIN = "    "  # under an item of a list
@@ -78,6 +79,12 @@ def episode_lines(result: dict[str, Any]) -> list[str]:
         lines += ["", "summary:", indented(summary, "  ")]
     if record:
         lines += ["", *structured_lines(record)]
+    if result.get("entities"):
+        lines += ["", "entities:"]
+        lines += [
+            f"  {clean(e['name'])} ({clean(e['kind'])}, {counted(e['mentions'], 'memory')})"
+            for e in result["entities"]
+        ]
     if result.get("timeline"):
         lines += ["", "timeline:"]
         for item in result["timeline"]:

@@ -22,6 +22,7 @@ DECLARED_AS = {
     "time_start": "since",
     "time_end": "until",
     "parent_episode_id": "parent",
+    "include_timeline": "timeline",
 }
 """Fields whose hand-declared argument has another name."""
 

@@ -277,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd = action("show", "one episode")
     cmd.add_argument("id")
     cmd.add_argument("--timeline", action="store_true", help="include the member memories")
+    add_fields(cmd, shapes.EpisodeGetQuery)
     cmd = action("search", "episodes matching a query (recent ones first among equals)", scope=True)
     cmd.add_argument("query")
     cmd.add_argument("--since", metavar="TIME", help="active at or after (ISO 8601)")
