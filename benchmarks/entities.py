@@ -37,11 +37,10 @@ TUNING = (
     "synth-robotics-lab",
     "synth-fintech-compliance",
     "synth-solo-gamedev",
-)
-FRESH: tuple[str, ...] = (
     "synth-data-platform",
     "synth-sre-oncall",
 )
+FRESH: tuple[str, ...] = ()
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
 :data:`TUNING`."""
