@@ -97,7 +97,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\.[A-Za-z_]\w*)*")),
     ("identifier", re.compile(r"(?<![\w-])--[a-z][\w-]*")),
     ("identifier", re.compile(r"(?<![\w#&])#[a-z][a-z0-9]+(?:-[a-z0-9]+)*")),  # channels, tags
-    ("identifier", re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\(\))")),  # calls: json.dumps()
+    (  # calls: json.dumps(), max(updated_at); not a plural's (s): PR(s)
+        "identifier",
+        re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\((?:\)|(?!s\))[^\s)]))"),
+    ),
     (  # dotted names before humps (a rule id's hyphens after three parts), a glob: a.b.*
         "identifier",
         re.compile(r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?|\.\*)"),
@@ -106,6 +109,11 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
         "identifier",
         re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
+    ),
+    (  # a key and its value written as code, a digit, * or + in the value: ndots:5,
+        # render:v2:*, state:modified+ (not two words: sim:real)
+        "identifier",
+        re.compile(r"(?<![\w/.:@-])[a-z][\w-]*:(?=[\w:*+-]*[\d*+])[\w*+-]+(?::[\w*+-]+)*(?![\w/])"),
     ),
     ("identifier", CODE_NAME),  # the detector's code names (features.identifiers)
     ("identifier", re.compile(r"(?<![\w.$])_[a-z][a-z0-9]*(?:_[a-z0-9]+)*\b")),  # _private
@@ -133,7 +141,7 @@ _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "()", ".", "@", ":", None, "_", None, "0x", None, "0", "-", "."),
+    *("::", "--", "#", "(", ".", "@", ":", ":", None, "_", None, "0x", None, "0", "-", "."),
     "-",  # systems
 )
 """What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
