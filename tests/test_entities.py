@@ -613,3 +613,9 @@ def test_a_key_with_a_value_written_as_code_is_one_code_name() -> None:
     assert got["render:v2:*"] == "identifier"
     assert got["state:modified+"] == "identifier"
     assert "sim:real" not in found("Then a sim:real ratio sweep for the paper.")
+
+
+def test_a_two_part_number_after_release_is_a_release_before_any_is_known() -> None:
+    got = found("The page-thumbnail cache came with release 2026.3 on Thursday.")
+    assert got["2026.3"] == "version"
+    assert "2.9" not in found("Read the 2.8 and 2.9 release notes first.")

@@ -167,6 +167,9 @@ _TICKET_WORD = re.compile(
 
 _TWO_PARTS = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\w)")
 """A two-part number (``5.12``): a release when a known release starts with it."""
+_RELEASE_WORD = re.compile(r"\brelease\s$", re.IGNORECASE)
+"""The word before a two-part number that makes it the team's release (``release 2026.3``)
+before any release of three parts starting with it is known."""
 
 _FOUR_PARTS = re.compile(r"(?<![\w.])(\d+\.\d+\.\d+)\.\d+(?![\w.]*\w)")
 """A four-part number (``0.9.4.1``): an address as often (``10.0.0.1``), a release when a
@@ -784,10 +787,13 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
                 for e in found
             ):
                 add("ticket", m.group(), m.start(), m.end())
-    if corpus.releases and "." in text:  # ``5.12`` once ``5.12.0`` is known: that release
+    if "." in text:  # ``5.12`` once ``5.12.0`` is known, or after ``release``: a release
         for m in _TWO_PARTS.finditer(text):
-            if m.group() in corpus.releases:
+            if m.group() in corpus.releases or _RELEASE_WORD.search(
+                text, max(0, m.start() - 8), m.start()
+            ):
                 add("version", m.group(), m.start(), m.end())
+    if corpus.releases and "." in text:
         for m in _FOUR_PARTS.finditer(text):  # ``0.9.4.1`` once ``0.9.4`` is: its hotfix
             if "v" + m.group(1) in corpus.whole_releases:
                 add("version", m.group(), m.start(), m.end())
