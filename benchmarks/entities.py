@@ -37,6 +37,8 @@ TUNING = (
     "synth-robotics-lab",
     "synth-fintech-compliance",
     "synth-solo-gamedev",
+    "synth-data-platform",
+    "synth-sre-oncall",
 )
 FRESH: tuple[str, ...] = ()
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
@@ -51,6 +53,8 @@ OWN = (
     "synth-robotics-lab",
     "synth-fintech-compliance",
     "synth-solo-gamedev",
+    "synth-data-platform",
+    "synth-sre-oncall",
 )
 """The labelled streams of the project's own made-up ones (``benchmarks/training_streams/``),
 read from there, not from the corpus."""

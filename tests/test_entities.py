@@ -598,3 +598,24 @@ def test_a_four_part_number_is_a_hotfix_of_a_known_release() -> None:
     got = {e.text: e.kind for e in extract_entities(text, known={"v0.9.4"})}
     assert got["0.9.4.1"] == "version" and "10.0.0.1" not in got
     assert "0.9.4.1" not in found(text)
+
+
+def test_a_call_with_arguments_is_a_code_name_but_not_a_plurals_s() -> None:
+    got = found("The filter is `where x > (select max(updated_at) from t)`; lerp(a, b, t) too.")
+    assert got["max"] == "identifier"
+    assert got["lerp"] == "identifier"
+    assert "approval" not in found("Two approval(s) are needed before the deploy.")
+
+
+def test_a_key_with_a_value_written_as_code_is_one_code_name() -> None:
+    got = found("ndots:5 means four search domains; keys match render:v2:* and state:modified+.")
+    assert got["ndots:5"] == "identifier"
+    assert got["render:v2:*"] == "identifier"
+    assert got["state:modified+"] == "identifier"
+    assert "sim:real" not in found("Then a sim:real ratio sweep for the paper.")
+
+
+def test_a_two_part_number_after_release_is_a_release_before_any_is_known() -> None:
+    got = found("The page-thumbnail cache came with release 2026.3 on Thursday.")
+    assert got["2026.3"] == "version"
+    assert "2.9" not in found("Read the 2.8 and 2.9 release notes first.")

@@ -97,7 +97,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\.[A-Za-z_]\w*)*")),
     ("identifier", re.compile(r"(?<![\w-])--[a-z][\w-]*")),
     ("identifier", re.compile(r"(?<![\w#&])#[a-z][a-z0-9]+(?:-[a-z0-9]+)*")),  # channels, tags
-    ("identifier", re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\(\))")),  # calls: json.dumps()
+    (  # calls: json.dumps(), max(updated_at); not a plural's (s): PR(s)
+        "identifier",
+        re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\((?:\)|(?!s\))[^\s)]))"),
+    ),
     (  # dotted names before humps (a rule id's hyphens after three parts), a glob: a.b.*
         "identifier",
         re.compile(r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?|\.\*)"),
@@ -106,6 +109,11 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
         "identifier",
         re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
+    ),
+    (  # a key and its value written as code, a digit, * or + in the value: ndots:5,
+        # render:v2:*, state:modified+ (not two words: sim:real)
+        "identifier",
+        re.compile(r"(?<![\w/.:@-])[a-z][\w-]*:(?=[\w:*+-]*[\d*+])[\w*+-]+(?::[\w*+-]+)*(?![\w/])"),
     ),
     ("identifier", CODE_NAME),  # the detector's code names (features.identifiers)
     ("identifier", re.compile(r"(?<![\w.$])_[a-z][a-z0-9]*(?:_[a-z0-9]+)*\b")),  # _private
@@ -133,7 +141,7 @@ _NEEDLES: tuple[str | None, ...] = (
     *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "()", ".", "@", ":", None, "_", None, "0x", None, "0", "-", "."),
+    *("::", "--", "#", "(", ".", "@", ":", ":", None, "_", None, "0x", None, "0", "-", "."),
     "-",  # systems
 )
 """What a text holds for each rule of :data:`_RULES` to match (None: no test): a text without
@@ -159,6 +167,9 @@ _TICKET_WORD = re.compile(
 
 _TWO_PARTS = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\w)")
 """A two-part number (``5.12``): a release when a known release starts with it."""
+_RELEASE_WORD = re.compile(r"\brelease\s$", re.IGNORECASE)
+"""The word before a two-part number that makes it the team's release (``release 2026.3``)
+before any release of three parts starting with it is known."""
 
 _FOUR_PARTS = re.compile(r"(?<![\w.])(\d+\.\d+\.\d+)\.\d+(?![\w.]*\w)")
 """A four-part number (``0.9.4.1``): an address as often (``10.0.0.1``), a release when a
@@ -776,10 +787,13 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
                 for e in found
             ):
                 add("ticket", m.group(), m.start(), m.end())
-    if corpus.releases and "." in text:  # ``5.12`` once ``5.12.0`` is known: that release
+    if "." in text:  # ``5.12`` once ``5.12.0`` is known, or after ``release``: a release
         for m in _TWO_PARTS.finditer(text):
-            if m.group() in corpus.releases:
+            if m.group() in corpus.releases or _RELEASE_WORD.search(
+                text, max(0, m.start() - 8), m.start()
+            ):
                 add("version", m.group(), m.start(), m.end())
+    if corpus.releases and "." in text:
         for m in _FOUR_PARTS.finditer(text):  # ``0.9.4.1`` once ``0.9.4`` is: its hotfix
             if "v" + m.group(1) in corpus.whole_releases:
                 add("version", m.group(), m.start(), m.end())
