@@ -136,6 +136,22 @@ def test_a_title_is_never_a_speakers_name_nor_the_first_clause():
     assert len(extractive.keyword_title([memory(0, "x " * 200)], np.ones((1, 2)))) <= 80
 
 
+def test_a_prefix_naming_a_ticket_or_a_file_is_a_term_not_a_speaker():
+    """ "PAY-142: ..." is about PAY-142: the ticket both memories name leads the title (it
+    was cut off as if a speaker said the rest)."""
+    texts = [
+        "We decided to move the payments queue from RabbitMQ to SQS; PAY-142 tracks it.",
+        "PAY-142: dead-letter queue configured, retries 5, visibility timeout 60s.",
+    ]
+    mems = [memory(i, text) for i, text in enumerate(texts)]
+    title = extractive.keyword_title(mems, np.eye(2, dtype=np.float32))
+    assert title.startswith("PAY-142"), title
+    texts.append("PAY-142: cut over to SQS on Tuesday, RabbitMQ queue drained.")  # leads twice
+    mems = [memory(i, text) for i, text in enumerate(texts)]
+    title = extractive.keyword_title(mems, np.eye(3, dtype=np.float32))
+    assert title.startswith("PAY-142"), title
+
+
 def test_the_example_of_docs_episodes_md_is_what_the_fixture_gives():
     doc = (Path(__file__).parent.parent / "docs" / "episodes.md").read_text(encoding="utf-8")
     block = doc.split("tests/test_extractive.py`", 1)[1].split("```text\n", 1)[1]

@@ -6,7 +6,8 @@ project's running word counts, :class:`.detector.DetectorContext`, which include
 own members). Never a term: stop words, numbers, words under three letters, and the names of
 the speakers: the members' source instances and the ``Name:`` prefixes of chat turns
 ("Caroline: ..."), where a prefix is a name when it is a source instance's or when two or more
-members begin with it (labels such as "Decision:" or "Lesson:" excepted). What titles and
+members begin with it (labels such as "Decision:" or "Lesson:" excepted, and a prefix with a
+digit, dot, slash, ``#`` or ``_``, which names a thing: ``PAY-142:``, ``auth.py:``). What titles and
 extractive summaries say an episode is about (:mod:`.extractive`).
 """
 
@@ -62,6 +63,10 @@ _PREFIX = re.compile(r"^\s*([A-Za-z][\w.'-]*(?: [A-Za-z][\w.'-]*){0,2}):\s+")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]*[A-Za-z0-9]|[A-Za-z0-9]")
 _GAP = re.compile(r"^[\s\"'`()]*$")  # what may stand between the two words of a phrase
 
+_CODE_MARK = re.compile(r"[\d./#_]")
+"""What no speaker's name holds: a prefix with it names a thing (``PAY-142:``, ``auth.py:``)."""
+
+
 PHRASE_BONUS = 1.25
 """A phrase's weight over its words' mean: "advisory lock" says more than "advisory"."""
 
@@ -101,6 +106,8 @@ def speaker_names(memories: Sequence[Memory]) -> frozenset[str]:
         names |= tokenize(memory.source_instance)
     prefixes = Counter(p for m in memories if (p := speaker_prefix(m.content)))
     for prefix, count in prefixes.items():
+        if _CODE_MARK.search(prefix):  # a ticket or a file, however often it leads
+            continue
         words = tokenize(prefix)
         if words & names or (count >= 2 and not words & LABELS):
             names |= words
@@ -125,8 +132,12 @@ def _idf(key: str, background: Background) -> float:
 
 
 def _body(content: str) -> str:
+    """``content`` without its ``Name:`` or label prefix; a prefix that names a thing (a
+    ticket, a file) stays: it is what the memory is about."""
     match = _PREFIX.match(content)
-    return content[match.end() :] if match else content
+    if match is None or _CODE_MARK.search(match.group(1)):
+        return content
+    return content[match.end() :]
 
 
 @dataclass
