@@ -232,7 +232,9 @@ GENERIC_ACRONYMS = frozenset(
     "US USA UK EU EEA UAE APAC EMEA LATAM AMER ANZ DACH "
     # units
     "KB MB GB TB PB KIB MIB GIB TIB MS NS KBPS MBPS GBPS RPM DPI PX PT REM VH VW CM MM KM KG "
-    "LB LBS OZ FT MPH KPH KMH SEC MIN HR HRS "
+    "LB LBS OZ FT MPH KPH KMH SEC MIN HR HRS ".split()
+)
+CAPITALISED_WORDS = frozenset(
     # environments by a common word, HTTP methods, SQL words, states, emphasis
     "PROD DEV STG STAGING LOCAL TEST GET POST PUT PATCH DELETE HEAD OPTIONS SELECT INSERT "
     "UPDATE JOIN WHERE FROM ORDER GROUP BY LIMIT CREATE DROP ALTER TABLE INDEX VIEW ON OFF "
@@ -240,6 +242,9 @@ GENERIC_ACRONYMS = frozenset(
     "PASSED LIVE DOWN UP READ WRITE NOTE URGENT BLOCKER NEVER ALWAYS MUST SHOULD MAY ONLY DO "
     "DONT STOP WAIT HELP".split()
 )
+"""Words written in capitals as syntax, a state or for emphasis (``SELECT``, ``DROP``, ``GET``,
+``NOT``): a word in capitals beside one is syntax too (``DROP ROLE``, ``INSERT IGNORE``)."""
+GENERIC_ACRONYMS |= CAPITALISED_WORDS
 """Acronyms (and words written in capitals) every team uses for a kind of thing, not one
 thing: processes, roles, hardware, protocols and formats every stack speaks, generic security
 and data terms, business and compliance terms, time zones, currencies, regions, units, and
