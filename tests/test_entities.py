@@ -619,3 +619,37 @@ def test_a_two_part_number_after_release_is_a_release_before_any_is_known() -> N
     got = found("The page-thumbnail cache came with release 2026.3 on Thursday.")
     assert got["2026.3"] == "version"
     assert "2.9" not in found("Read the 2.8 and 2.9 release notes first.")
+
+
+def test_an_acronym_off_the_generic_list_is_a_name() -> None:
+    got = found("Moved the jobs to GKE; the PR waits on CI and the VPN, the EKS cluster is up.")
+    assert got["GKE"] == "name" and got["EKS"] == "name"
+    assert not {"PR", "CI", "VPN"} & set(got)
+    assert not {"II", "R&D", "PC"} & set(found("Phase II of the R&D plan runs on the PC."))
+
+
+def test_an_acronym_inside_a_token_written_as_code_is_not_a_name() -> None:
+    got = found("Field PID-3 of <CLIENT>_<MSG>, binlog_format=ROW, locale pt-BR; INSERT IGNORE.")
+    assert not {"PID", "CLIENT", "MSG", "ROW", "BR", "IGNORE"} & set(got)
+    assert found("Keys are AWS-managed now.")["AWS"] == "name"  # an English compound after it
+
+
+def test_an_acronym_before_a_model_number_is_one_name() -> None:
+    got = found("Both RX 6600 and RTX 3070 crash; the SOC 2 report; we run RDS 16.4 and WP1 19 h.")
+    assert {"RX 6600", "RTX 3070", "SOC 2", "RDS"} <= set(got)
+    assert not {"RDS 16.4", "WP1 19"} & set(got)
+
+
+def test_two_named_acronyms_side_by_side_are_one_name() -> None:
+    got = found("We use AWS DMS for the copy and SAML SSO for the login.")
+    assert "AWS DMS" in got and "SAML" in got and "SAML SSO" not in got
+
+
+def test_an_acronym_counted_with_an_article_and_no_noun_is_a_common_noun() -> None:
+    got = found("Need a TIA before launch, then a ZFS snapshot of the volume.")
+    assert "TIA" not in got and got["ZFS"] == "name"
+
+
+def test_a_place_after_a_clock_time_in_am_or_pm_names_a_time_zone() -> None:
+    assert "London" not in found("The call is at 3pm London, with Ayla.")
+    assert "Ayla" in found("The call is at 3pm London, with Ayla.")

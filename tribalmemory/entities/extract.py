@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from tribalmemory.entities.aliases import canonical
 from tribalmemory.entities.known import FILE, Taught, taught, taught_spans
 from tribalmemory.entities.patterns import CODE_NAME
-from tribalmemory.entities.stoplist import ACRONYMS, MONTHS, STOP, WEEKDAYS
+from tribalmemory.entities.stoplist import (
+    ACRONYMS,
+    CAPITALISED_WORDS,
+    GENERIC_ACRONYMS,
+    MONTHS,
+    STOP,
+    WEEKDAYS,
+)
 
 
 @dataclass(frozen=True)
@@ -468,8 +475,10 @@ def _opens_a_name(text: str, before: list[Word], part: list[Word], known: frozen
     not ``RDS Postgres`` with ``Postgres`` known)."""
     acronym, start = before[0]
     first = part[0][0]
-    if len(before) > 1 or not _ACRONYM.fullmatch(acronym) or _ACRONYM.fullmatch(first):
+    if len(before) > 1 or not _ACRONYM.fullmatch(acronym):
         return False
+    if _ACRONYM.fullmatch(first):
+        return len(part) == 1 and _named_acronym(acronym) and _named_acronym(first)
     if _PLURAL_ACRONYM.fullmatch(first) or _ordinary(first) or _sentence_initial(text, start):
         return False
     return text[part[0][1] : part[-1][1] + len(part[-1][0])].lower() not in known
@@ -510,7 +519,7 @@ def _reason_phrase(text: str, start: int) -> bool:
     return bool(_STATUS_CODE.search(text, max(0, start - 4), start))
 
 
-_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\s$")
+_CLOCK = re.compile(r"\b\d{1,2}(?::\d{2}|(?::\d{2})?\s?[ap]m)\s$")
 _ZONE_AFTER = re.compile(r"\s(?:local\s)?time\b|\s\((?:UTC|GMT)\b")
 """A clock time before a place, or ``time`` / a UTC offset after it: the place names a time
 zone (``09:45 London``, ``Dublin local time``, ``Buenos Aires (UTC-3)``)."""
@@ -519,7 +528,7 @@ zone (``09:45 London``, ``Dublin local time``, ``Buenos Aires (UTC-3)``)."""
 def _time_place(text: str, start: int, end: int) -> bool:
     """Whether a run names the place of a time zone (:data:`_CLOCK`, :data:`_ZONE_AFTER`): a
     place that is not the team's own."""
-    return bool(_CLOCK.search(text, max(0, start - 6), start) or _ZONE_AFTER.match(text, end))
+    return bool(_CLOCK.search(text, max(0, start - 12), start) or _ZONE_AFTER.match(text, end))
 
 
 _SMALL = r"-(?:to|in|of|and|by|on|for)-"
@@ -565,12 +574,8 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
                 continue
             start, end = words[0][1], words[-1][1] + len(words[-1][0])
             surface = text[start:end]
-            if (
-                len(surface) < 2
-                or (_ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface))
-                or _PLURAL_ACRONYM.fullmatch(surface)
-            ):
-                continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5 does
+            if len(surface) < 2 or _PLURAL_ACRONYM.fullmatch(surface):
+                continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5, EKS do
             if _quoted_whole(text, start, end) or _menu_step(text, start):
                 continue
             if _PERIOD_OR_RANK.fullmatch(surface) or _reason_phrase(text, first):
@@ -579,7 +584,86 @@ def _names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
                 continue
             if _plural(surface, known):
                 continue
+            if _ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface):
+                model = _MODEL.match(text, end) if surface.isalpha() else None
+                if model:  # a model: RTX 3070, RX 6600
+                    end = model.end()
+                    surface = text[start:end]
+                elif (
+                    _generic_acronym(surface)
+                    or _acronym_in_code(text, start, end)
+                    or _counted(text, start, end)
+                ):
+                    continue
             yield surface, start, end
+
+
+_ROMAN = re.compile(r"M{0,3}(?:C[MD]|D?C{0,3})(?:X[CL]|L?X{0,3})(?:I[XV]|V?I{0,3})")
+"""A Roman numeral (``Type II``, ``Phase IV``): a number, no name."""
+
+
+def _generic_acronym(surface: str) -> bool:
+    """Whether an acronym without a digit names a kind of thing, not one: on the list of
+    generic acronyms (:data:`GENERIC_ACRONYMS`: ``API``, ``DNS``, ``KPI``), a Roman numeral,
+    longer than six letters (``HTTPS`` is listed, a longer one is a word in capitals) or with an
+    ``&`` (``R&D``, ``Q&A``)."""
+    return (
+        surface in GENERIC_ACRONYMS
+        or "&" in surface
+        or not 2 < len(surface) <= 6
+        or bool(_ROMAN.fullmatch(surface))
+    )
+
+
+_CODE_BEFORE = re.compile(r"(?:[<|^~_=]|\w-)$")
+_CODE_AFTER = re.compile(r"[>|^~_=]|-[\dA-Z*<]")
+"""What joins an acronym to a longer token written as code, before it and after it."""
+_SYNTAX_BEFORE = re.compile(r"\b([A-Z]+)(?: \+)? $")
+_SYNTAX_AFTER = re.compile(r"(?: \+)? ([A-Z]+)\b")
+"""A word in capitals right before or after another (one space, or `` + ``)."""
+_ARTICLE = re.compile(r"(?:^|\s)an? $", re.IGNORECASE)
+_NO_NOUN_AFTER = re.compile(r"\s*(?:[^\w\s]|$)|\s+([a-z]+)\b")
+"""What follows an acronym counted with an article when no noun follows it (``an SAQ.``, ``a
+TIA before``): punctuation, the end, or a small word."""
+
+
+_MODEL = re.compile(
+    r" \d+(?![\w.:/%-]|,\d| ?(?:[kKmM]?[bB]|h|hrs?|min|s|ms|x|k|m|d)\b)(?: [A-Z]{2,3}\b)?"
+)
+"""A model number after an acronym (``RTX 3070``, ``RX 5700 XT``, ``ROS 2``): a whole number,
+no release (``RDS 16.4``), measure nor time, with a short suffix in capitals."""
+
+
+def _counted(text: str, start: int, end: int) -> bool:
+    """Whether an acronym is counted with an article and no noun after it (``an SAQ``, ``a TIA
+    before``; not ``a ZFS snapshot``): a common noun, one of a kind of thing."""
+    if not _ARTICLE.search(text, max(0, start - 4), start):
+        return False
+    after = _NO_NOUN_AFTER.match(text, end)
+    return after is not None and (after.group(1) is None or after.group(1) in STOP)
+
+
+def _named_acronym(word: str) -> bool:
+    """Whether a word is an acronym of letters that names one thing (``AWS``, ``DMS``): not a
+    generic one (:func:`_generic_acronym`)."""
+    return word.isalpha() and not _generic_acronym(word)
+
+
+def _acronym_in_code(text: str, start: int, end: int) -> bool:
+    """Whether an acronym is a part of a longer token written as code: a placeholder
+    (``<CLIENT>``), a field of a message (``MRN^^^NRH``, ``ZPV|1``), a setting's value
+    (``=ROW``), a key with a number or a code after its hyphen (``PID-3``, ``HF-RPM``,
+    ``COMP-*``), or after a word and a hyphen (``pt-BR``); not an English compound after it
+    (``AWS-managed``)."""
+    if _CODE_BEFORE.search(text, max(0, start - 2), start) or _CODE_AFTER.match(text, end):
+        return True
+    return any(
+        m is not None and (m.group(1) in CAPITALISED_WORDS or len(m.group(1)) > 6)
+        for m in (
+            _SYNTAX_BEFORE.search(text, max(0, start - 16), start),
+            _SYNTAX_AFTER.match(text, end),
+        )
+    )
 
 
 def _plural(surface: str, known: frozenset[str]) -> bool:

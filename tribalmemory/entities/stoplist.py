@@ -175,3 +175,78 @@ HONORIFICS = set("mr mrs ms dr prof sir".split())
 LITERALS = set("true false null nil none undefined nan inf infinity".split())
 """Values every language writes the same way (``True``, ``NaN``, ``Inf``): no one thing."""
 STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS
+
+GENERIC_ACRONYMS = frozenset(
+    # software process, roles of code and of work
+    "API ABI SDK NDK CLI GUI TUI IDE REPL LSP DAP VCS SCM CI CD CICD PR MR CR RC GA LTS EOL "
+    "EOS QA UAT UI UX DX OSS FOSS TDD BDD DDD DRY KISS YAGNI SOLID OOP FP MVC MVVM MVI DI IOC "
+    "SPA PWA SSR SSG ISR CSR DOM CRUD REST RPC SOAP GQL DSL AST ORM DTO DAO POC MVP ADR RFC "
+    "PRD ERD SOP RACI WIP TODO FIXME README FAQ HOWTO LGTM PTAL DRI IC "
+    # hardware and the machine
+    "CPU GPU TPU NPU VRAM RAM ROM SSD HDD NVME USB HDMI PCI PCIE FPGA ASIC MCU SOC PCB IO IOT "
+    "NAS SAN RAID LVM VM VMS OS JVM CLR JIT AOT GC IPC MMU NUMA SIMD AVX ISA ARM RISC CISC "
+    "TTY PTY CWD PWD EOF OOM STDIN STDOUT STDERR BIOS UEFI "
+    # networking and protocols every stack speaks
+    "LAN WAN WLAN VLAN VPN NAT DHCP DNS ARP BGP MTU RTT TTL SYN ACK NACK FIN RST TCP UDP IP "
+    "ICMP HTTP HTTPS WS WSS SSE SMTP IMAP POP FTP SFTP FTPS SCP SSH RDP VNC SNMP NTP NFS SMB "
+    "CIFS CDN LB URL URI URN FQDN CIDR ASN ISP SNI ALPN HSTS CORS CSP SRI MX CNAME TXT AAAA "
+    "PTR NS SOA SRV NXDOMAIN HA DR BCP SPOF RPS QPS TPS IOPS "
+    # formats and encodings
+    "JSON JSONL NDJSON YAML TOML INI XML CSV TSV HTML XHTML CSS SCSS JS TS JSX TSX SQL PDF "
+    "PNG JPG JPEG GIF SVG WEBP BMP TIFF ZIP TAR GZ MD MIME UTF ASCII ANSI UUID GUID ULID CRLF "
+    "LF BOM RGB RGBA HEX DPI PPI FPS HDR APK AAB IPA EXE DLL "
+    # security and identity, generic
+    "XSS CSRF SSRF RCE SQLI IDOR XXE CVE CWE SAST DAST SCA SBOM SIEM EDR XDR IDS IPS DLP PAM "
+    "MFA TFA SSO OTP TOTP HOTP PIN JWT HMAC SHA AES RSA ECDSA TLS SSL MTLS PKI CA CRL OCSP HSM "
+    "RBAC ABAC ACL PII PHI IOC TTP APT "
+    # data and machine learning
+    "ETL ELT CDC DAG DDL DML DB DBA BI DW EDW OLAP OLTP ODS SCD PK FK CTE UDF KV LRU FIFO LIFO "
+    "AI ML LLM NLP OCR RAG GPT "
+    # operations and reliability
+    "SLA SLO SLI MTTR MTTD MTBF RTO RPO RCA PIR SRE SWE SDE SRS "
+    # Kubernetes kinds written as acronyms, nouns
+    "PDB HPA VPA CRD PV PVC SA CNI CSI CRI "
+    # web and mobile metrics, app stores
+    "SEO SEM ASO CTA CTR CPC CPM CPA LCP CLS FID INP TTFB FCP OTA IAP ANR DAU WAU MAU "
+    # games
+    "NPC HUD LOD VFX SFX DLC MMO RPG PVP PVE XP HP DPS AOE QTE UGC GDD AAA FOV PBR "
+    # business, finance, compliance trade
+    "CEO CTO CFO COO CIO CISO CPO CRO CMO VP SVP EVP GM PM PO EM TL HR IT OPS BA CS CSM AE "
+    "SDR BDR AM TAM SE KPI OKR ROI PNL ARR MRR NRR GRR ACV TCV LTV CAC CSAT NPS CES SMB SME "
+    "ICP GTM RFP RFQ RFI SOW MSA NDA DPA TOS EULA SKU UPC EAN GTIN VAT GST EIN TIN SSN DOB "
+    "AP AR GL FX CRM ERP CMS HRIS SAAS PAAS IAAS B2B B2C KYC KYB AML CFT MLRO DPO QSA CDE SAR "
+    "PEP EDD CDD STR PAN CVV BIN MCC POS PSP IBAN BIC "
+    # licences
+    "MIT BSD GPL LGPL AGPL MPL "
+    # message types used as nouns (a standard's values)
+    "ADT ORU ORM ACK "
+    # time: zones, deadlines, periods
+    "UTC GMT CET CEST EET EEST WET WEST BST IST EST EDT CST CDT MST MDT PST PDT AEST AEDT JST "
+    "KST SGT HKT NZST NZDT ETA ETD EOD EOW EOM EOQ EOY YTD QTD MTD YOY MOM QOQ ASAP "
+    # chat and notes
+    "FYI TBD TBC TBA AFAIK IIRC IMO IMHO TLDR TBH OOO PTO WFH AOB NB PS AKA DIY RSVP ETC OK "
+    "IE EG VS NA QBR AMA "
+    # currencies (values)
+    "USD EUR GBP JPY CHF CAD AUD NZD SEK NOK DKK PLN CZK HUF INR CNY BRL MXN ZAR SGD HKD "
+    # regions and countries (no place of the team's)
+    "US USA UK EU EEA UAE APAC EMEA LATAM AMER ANZ DACH "
+    # units
+    "KB MB GB TB PB KIB MIB GIB TIB MS NS KBPS MBPS GBPS RPM DPI PX PT REM VH VW CM MM KM KG "
+    "LB LBS OZ FT MPH KPH KMH SEC MIN HR HRS ".split()
+)
+CAPITALISED_WORDS = frozenset(
+    # environments by a common word, HTTP methods, SQL words, states, emphasis
+    "PROD DEV STG STAGING LOCAL TEST GET POST PUT PATCH DELETE HEAD OPTIONS SELECT INSERT "
+    "UPDATE JOIN WHERE FROM ORDER GROUP BY LIMIT CREATE DROP ALTER TABLE INDEX VIEW ON OFF "
+    "YES NO TRUE FALSE NULL NONE ALL ANY NOT AND OR IF THE NEW OLD DONE FAIL FAILED PASS "
+    "PASSED LIVE DOWN UP READ WRITE NOTE URGENT BLOCKER NEVER ALWAYS MUST SHOULD MAY ONLY DO "
+    "DONT STOP WAIT HELP".split()
+)
+"""Words written in capitals as syntax, a state or for emphasis (``SELECT``, ``DROP``, ``GET``,
+``NOT``): a word in capitals beside one is syntax too (``DROP ROLE``, ``INSERT IGNORE``)."""
+GENERIC_ACRONYMS |= CAPITALISED_WORDS
+"""Acronyms (and words written in capitals) every team uses for a kind of thing, not one
+thing: processes, roles, hardware, protocols and formats every stack speaks, generic security
+and data terms, business and compliance terms, time zones, currencies, regions, units, and
+words in capitals for emphasis or syntax. Written from general knowledge of technical and
+business English, not from any labelled text; upper case (``MTLS`` for ``mTLS``)."""
