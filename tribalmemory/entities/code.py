@@ -1,0 +1,101 @@
+"""Names written as code: the tokens and programs in backticks, and the words that keep their
+small letters opening a sentence."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from tribalmemory.entities.stoplist import STOP
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_TOKEN = re.compile(r"[A-Za-z_$][\w.$-]*\w")
+_KEYWORDS = frozenset(
+    "if else elif for while do new static const let var export import from return await async "
+    "def class fn func function public private void true false null none nil select insert "
+    "update delete with as in is not and or set echo export unset source eval exec printf cd "
+    "alias where using join on order group having limit values returning case when".split()
+)
+"""Words of programming languages that open code, not a command (the shell's own builtins
+among them: `` `set -x` ``, `` `echo $X` ``, and SQL's clauses: `` `where x > 1` ``)."""
+
+
+_WORD_PROGRAMS = frozenset(
+    "make go run test find sort cut head tail watch touch kill date time open less more top "
+    "file type wait sleep join split read cat diff patch install apply sync mail ping".split()
+)
+"""Programs named by an English word (`` `make lint` ``, `` `go test` ``): found in backticks,
+never taught, or every sentence using the word would name them."""
+
+
+_OPERATOR = re.compile(r"\s*(?:[-+*/%&|^<>!:=]?=|=>|->|\.|\[)")
+"""What follows a variable in a statement (`` `client = Client()` ``, `` `x += 1` ``): code,
+not a command."""
+
+
+def code_spans(text: str) -> Iterable[tuple[str, int, int]]:
+    """Code in backticks: a lone token is a code name (`` `sizes` ``, `` `fb` ``); the first
+    word of a command is its program (`` `adb shell ...` ``), unless a language keyword opens
+    it or it reads as a message (``: `` inside). A program is a name, then known to the
+    project and found in its prose too (``brew first``), unless an English word names it
+    (:data:`_WORD_PROGRAMS`)."""
+    for span in _CODE_SPAN.finditer(text):
+        code, start = span.group(1), span.start(1)
+        token = _TOKEN.match(code)
+        if token is None:
+            continue
+        if token.end() == len(code):
+            yield "identifier", start, start + token.end()
+        elif (
+            code[token.end()] == " "
+            and code[0].islower()
+            and token.group() not in _KEYWORDS
+            and ": " not in code
+            and not _OPERATOR.match(code, token.end())
+        ):
+            program = token.group()
+            yield (
+                "identifier" if program in _WORD_PROGRAMS else "name",
+                start,
+                start + token.end(),
+            )
+
+
+_LOWER_OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)([a-z][\w-]*\w)(?![\w.(/@-])")
+"""A word in small letters opening a sentence (at the start, after ``. ``, ``! ``, ``? `` or
+a line break; not after an ellipsis, a list's number, ``3. auth callback``, nor a colon:
+``Plan: non-blocking ...``)."""
+_OPENER = re.compile(r"(?:^|(?<=[^.\s][.!?])\s+|\n\s*)(\w+)")
+"""The first word of each sentence, as :data:`_LOWER_OPENER` finds them."""
+_ABBREVIATIONS = frozenset(("vs.", "etc.", "approx.", "cf."))
+"""Abbreviations whose period ends no sentence."""
+_PERCENTILE = re.compile(r"p\d{2,3}(?:\.\d+)?")
+"""A percentile (``p99 went to 5 s``): a measure, no thing."""
+CODE_SHAPED = re.compile(r"[-_\d]")
+"""A hyphen, an underscore or a digit: a word no English sentence writes in small letters
+(``edge-gw``, ``min16float``), unlike a plain one (``go``, ``lerp``)."""
+
+
+def lower_openers(text: str) -> Iterable[tuple[int, int]]:
+    """Words in small letters that open a sentence: a sentence opens with a capital, so a word
+    that keeps its small letters there is a name written its own way (``edge-gw is down``,
+    ``commercetools already holds``); not a stop word, nor after an abbreviation (``e.g.``).
+    A code-shaped one (:data:`CODE_SHAPED`) is a name, then known to the project and found
+    wherever it is written; a plain word is an identifier, found there only (it may be an
+    English word too: ``go list`` and ``to go``), and only in a text whose other sentences
+    open with a capital (a writer who never does: ``lunch is at noon.``)."""
+    openers = list(_LOWER_OPENER.finditer(text))
+    capitals = any(m.group(1)[:1].isupper() for m in _OPENER.finditer(text))
+    for m in openers:
+        word = m.group(1)
+        if (
+            word in STOP
+            or _PERCENTILE.fullmatch(word)
+            or not (capitals or CODE_SHAPED.search(word))
+        ):
+            continue
+        before = text[: m.start(1)].rstrip()
+        last = before.rsplit(None, 1)[-1] if before else ""
+        if last.count(".") > 1 or last[:-1].isdigit() or last.lower() in _ABBREVIATIONS:
+            continue
+        yield m.start(1), m.end(1)

@@ -1,0 +1,268 @@
+"""Capitalised names: runs of capitalised words inside sentences, cut around acronyms and trimmed
+of sentence openers and ordinary words, minus the runs that name no one thing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from tribalmemory.entities.acronyms import (
+    ACRONYM,
+    MODEL,
+    PLURAL_ACRONYM,
+    acronym_in_code,
+    counted,
+    generic_acronym,
+    named_acronym,
+)
+from tribalmemory.entities.stoplist import STOP
+
+_CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
+_SENTENCE_END = frozenset(".!?:\n")
+_ADJECTIVE = re.compile(r"[A-Z][a-z]+(?:ish|ese)")
+"""A language or a nationality (``Polish``, ``English``, ``British``, ``Portuguese``): said of
+things, it names none; trimmed from a run's edges as a stop word is."""
+_QUOTES = frozenset("\"'`\u2018\u201c")
+_HUMPED = re.compile(r"[a-z][A-Z]")
+"""A capital after a small letter: a word with humps (``GitHub``, ``OfflineMapService``), no
+sentence's ordinary word; it does not keep a sentence opener before it (``Drop
+OfflineMapService``)."""
+_IRREGULAR = frozenset(
+    "told sent made got ran put kept left took gave saw said went came wrote built brought "
+    "bought thought felt held met paid sold spent chose began broke drove forgot knew led "
+    "meant spoke stood taught threw understood woke using having being doing".split()
+)
+"""Past tenses that do not end in -ed, and short gerunds, opening a sentence (``Told Bram``,
+``Using Vite``): a verb, not part of the name after it."""
+_INFLECTED = re.compile(r"[A-Z][a-z]{2,}(?:ed|ing)")
+"""A past-tense verb or a gerund opening a sentence (``Asked Daan``, ``Reviewed Rosa``,
+``Checking Kenji``, ``Existing EU customers``)."""
+
+
+def _sentence_initial(text: str, start: int) -> bool:
+    """Whether ``start`` opens a sentence: the text's start, after ``.!?:`` (not the period of
+    a title: ``Dr. Ames``), a line break or an opening quote (a quoted title or message)."""
+    before = start - 1
+    while before >= 0 and text[before] in " \t(*-":
+        before -= 1
+    if before >= 0 and text[before] in _QUOTES:
+        ahead = before - 1  # an opening quote: at the start, or after a space or a bracket
+        if ahead < 0 or text[ahead] in " \t\n([":
+            return True
+        while before >= 0 and text[before] in " \t(*-\"'`":
+            before -= 1
+    if before > 0 and text[before] == "." and _TITLE.search(text, max(0, before - 5), before):
+        return False
+    return before < 0 or text[before] in _SENTENCE_END
+
+
+_TITLE = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof)$")
+"""A title before a name, whose period ends no sentence."""
+
+Word = tuple[str, int]
+"""A word of a capitalised run and where it starts."""
+
+
+def _segments(match: re.Match[str], known: frozenset[str]) -> list[list[Word]]:
+    """A run of capitalised words cut around its acronyms, except an acronym that opens a
+    name inside a sentence (:func:`_opens_a_name`)."""
+    parts: list[list[Word]] = []
+    part: list[Word] = []
+    for word in re.finditer(r"\S+", match.group()):
+        item = (word.group(), match.start() + word.start())
+        if ACRONYM.fullmatch(item[0]) or PLURAL_ACRONYM.fullmatch(item[0]):
+            if part:
+                parts.append(part)
+            parts.append([item])
+            part = []
+        else:
+            part.append(item)
+    if part:
+        parts.append(part)
+    joined: list[list[Word]] = []
+    for part in parts:
+        if joined and _opens_a_name(match.string, joined[-1], part, known):
+            joined[-1] = joined[-1] + part
+        else:
+            joined.append(part)
+    return joined
+
+
+def _opens_a_name(text: str, before: list[Word], part: list[Word], known: frozenset[str]) -> bool:
+    """Whether an acronym (``before``) opens the name of the capitalised words after it: inside
+    a sentence, before a word that is neither ordinary nor an acronym, which together are no
+    known name of their own (``AWS Secrets Manager``, ``the UK Sanctions List``, ``US Core``;
+    not ``RDS Postgres`` with ``Postgres`` known)."""
+    acronym, start = before[0]
+    first = part[0][0]
+    if len(before) > 1 or not ACRONYM.fullmatch(acronym):
+        return False
+    if ACRONYM.fullmatch(first):
+        return len(part) == 1 and named_acronym(acronym) and named_acronym(first)
+    if PLURAL_ACRONYM.fullmatch(first) or _ordinary(first) or _sentence_initial(text, start):
+        return False
+    return text[part[0][1] : part[-1][1] + len(part[-1][0])].lower() not in known
+
+
+def _quoted_whole(text: str, start: int, end: int) -> bool:
+    """Whether the span fills a quoted text (``'Beta Club'``): a title, not a name."""
+    return (
+        start > 0
+        and end < len(text)
+        and text[start - 1] in _QUOTES
+        and text[end] in _QUOTES | {"\u2019", "\u201d"}
+    )
+
+
+_MENU = re.compile(r"(?<![-=>])>\s?$|\u203a\s?$")
+"""The separator before a step of a menu path (``Settings > Apple ID``, ``Billing \u203a
+Plans``); not an arrow (``->``, ``=>``), which leads to a thing."""
+
+
+def _menu_step(text: str, start: int) -> bool:
+    """Whether a run at ``start`` is a step of a menu path (:data:`_MENU`): the label of a
+    screen or a section, not a name; the first step is left to the other rules (``Play
+    Console > App integrity``)."""
+    return bool(_MENU.search(text, max(0, start - 3), start))
+
+
+PERIOD_OR_RANK = re.compile(r"(?:Q[1-4]|H[12]|P[0-4]|FY\d{2,4}|(?i:sev)-?\d)")
+"""A quarter, a half, a priority, a severity or a fiscal year (``Q1``, ``H2``, ``P1``,
+``SEV1``, ``sev-2``, ``FY26``): a time or a rank, like a date, not a thing."""
+_STATUS_CODE = re.compile(r"\b[1-5]\d\d\s$")
+"""An HTTP status code, before its reason phrase (``429 Too Many Requests``)."""
+
+
+def _reason_phrase(text: str, start: int) -> bool:
+    """Whether a run at ``start`` follows an HTTP status code: its reason phrase, a message
+    (``410 Unregistered``), not a name."""
+    return bool(_STATUS_CODE.search(text, max(0, start - 4), start))
+
+
+_CLOCK = re.compile(r"\b\d{1,2}(?::\d{2}|(?::\d{2})?\s?[ap]m)\s$")
+_ZONE_AFTER = re.compile(r"\s(?:local\s)?time\b|\s\((?:UTC|GMT)\b")
+"""A clock time before a place, or ``time`` / a UTC offset after it: the place names a time
+zone (``09:45 London``, ``Dublin local time``, ``Buenos Aires (UTC-3)``)."""
+
+
+def _time_place(text: str, start: int, end: int) -> bool:
+    """Whether a run names the place of a time zone (:data:`_CLOCK`, :data:`_ZONE_AFTER`): a
+    place that is not the team's own."""
+    return bool(_CLOCK.search(text, max(0, start - 12), start) or _ZONE_AFTER.match(text, end))
+
+
+_SMALL = r"-(?:to|in|of|and|by|on|for)-"
+_COMPOUND_START = re.compile(_SMALL)
+_COMPOUND_END = re.compile(_SMALL + "$")
+
+
+def _in_a_compound(text: str, start: int, end: int) -> bool:
+    """Whether a capitalised word is a part of a compound over a small word (``Site-to-Site``,
+    ``End-to-End``): English, not a name."""
+    return bool(
+        _COMPOUND_START.match(text, end) or _COMPOUND_END.search(text, max(0, start - 5), start)
+    )
+
+
+def _ordinary(word: str) -> bool:
+    """Whether a capitalised word is an ordinary one at a run's edge: a stop word or an
+    adjective of a language or a nationality (:data:`_ADJECTIVE`)."""
+    return word.lower() in STOP or bool(_ADJECTIVE.fullmatch(word))
+
+
+def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
+    """The names ``text`` writes in capitals, each with its span (``known``: the names the
+    corpus taught, in small letters)."""
+    for match in _CAPITALISED.finditer(text):
+        for words in _segments(match, known):
+            # a sentence's first word is kept when more capitalised words follow it in its
+            # segment (an acronym after it is no part of its name: ``Quarterly ASV scan``)
+            alone = len([w for w, _ in words if not _ordinary(w) and not _HUMPED.search(w)]) <= 1
+            opens = _sentence_initial(text, words[0][1])
+            first = words[0][1]
+            while words and (
+                _ordinary(words[0][0])
+                or (
+                    opens
+                    and words[0][0].lower() not in known
+                    and _opener(text, words, alone, known)
+                )
+            ):
+                words = words[1:]
+                opens = False
+            while words and _ordinary(words[-1][0]):
+                words = words[:-1]
+            if not words:
+                continue
+            start, end = words[0][1], words[-1][1] + len(words[-1][0])
+            surface = text[start:end]
+            if len(surface) < 2 or PLURAL_ACRONYM.fullmatch(surface):
+                continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5, EKS do
+            if _quoted_whole(text, start, end) or _menu_step(text, start):
+                continue
+            if PERIOD_OR_RANK.fullmatch(surface) or _reason_phrase(text, first):
+                continue
+            if _time_place(text, start, end) or _in_a_compound(text, start, end):
+                continue
+            if plural(surface, known):
+                continue
+            if ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface):
+                model = MODEL.match(text, end) if surface.isalpha() else None
+                if model:  # a model: RTX 3070, RX 6600
+                    end = model.end()
+                    surface = text[start:end]
+                elif (
+                    generic_acronym(surface)
+                    or acronym_in_code(text, start, end)
+                    or counted(text, start, end)
+                ):
+                    continue
+            yield surface, start, end
+
+
+def plural(surface: str, known: frozenset[str]) -> bool:
+    """Whether a capitalised word is a known name's plural (``Observations``, ``Androids``):
+    a kind of thing, not one."""
+    return (
+        surface[:1].isupper()
+        and surface.endswith("s")
+        and " " not in surface
+        and surface[:-1].lower() in known
+    )
+
+
+def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) -> bool:
+    """Whether a sentence's first capitalised word is an ordinary word: when ``alone`` (no
+    other capitalised word follows) unless a possessive follows (``Lena's``) or it has a letter
+    English words do not (``Tomás``); a past-tense verb or a gerund always (``Reviewed
+    Rosa``, ``Told Bram``, ``Using Vite``); and, itself unknown, when what follows it is a
+    known name (``Needs Rutger`` with ``Rutger`` known: the name starts after it)."""
+    word, start = words[0]
+    if _INFLECTED.fullmatch(word) or word.lower() in _IRREGULAR:
+        return True
+    if not word.isascii() or _HUMPED.search(word):
+        return False  # no English word has a capital inside (``NodeLocal DNSCache``)
+    if len(words) > 1 and text[words[1][1] : words[-1][1] + len(words[-1][0])].lower() in known:
+        return True
+    return alone and text[start + len(word) : start + len(word) + 2] not in ("'s", "\u2019s")
+
+
+SAINT = re.compile(r"\b(?:St|Mt|Ft)\. [A-Z][a-z]+(?:(?:'|\u2019)s)?")
+"""A place named for a saint, a mount or a fort: one name with its abbreviation and its
+``'s`` (``St. Brennan's``, ``Mt. Hood``), not two."""
+
+
+_HUMPS = re.compile(r"[A-Z][A-Za-z0-9]*")
+"""A capitalised word of letters and digits only (``GitHub``, ``DevTools``)."""
+
+
+def in_a_name(match: re.Match[str], names: list[tuple[str, int, int]]) -> bool:
+    """Whether a code name with humps is the one such word of a run of capitalised words
+    (``GitHub Actions``, ``CloudWatch Logs``): the run is a product's name, not code; two
+    of them side by side stay two (``WorkOS AuthKit``)."""
+    if not _HUMPS.fullmatch(match.group()):
+        return False
+    start, end = match.span()
+    return any(
+        s <= start and end <= e and " " in n and len(_HUMPED.findall(n)) == 1 for n, s, e in names
+    )

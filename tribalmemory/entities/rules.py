@@ -1,0 +1,130 @@
+"""The table of pattern rules for the entity extraction (:data:`RULES`), each with the text a
+memory must hold for it to run (:data:`NEEDLES`)."""
+
+from __future__ import annotations
+
+import re
+
+from tribalmemory.entities.patterns import CODE_NAME
+
+EXT = (
+    r"(?:py|pyi|go|rs|md|rst|toml|ini|cfg|conf|h|hpp|c|cc|cpp|hlsl|cs|csproj|sln|java|kt|kts|"
+    r"swift|rb|php|scala|csv|log|json|ya?ml|xml|html?|css|scss|js|jsx|mjs|ts|tsx|vue|txt|tmp|"
+    r"bak|sh|ps1|bat|sql|lock|proto|tf|gradle|plist|ipynb|pdf|png|jpe?g|svg|zip|gz|tar|pkg|dll|"
+    r"exe|wasm)"
+)
+RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (  # any scheme (gs://, oci://, s3://), a mailbox
+        "url",
+        re.compile(
+            r"\b(?:https?|[a-z][a-z0-9+]*)://[^\s)>\]]+"
+            r"|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b"
+        ),
+    ),
+    (  # a host, with its path (golang.org/x/net) and an image's tag (ghcr.io/o/img:1.2); not
+        # the first part of a longer name (api.stripe.com.svc.cluster.local)
+        "url",
+        re.compile(
+            r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|io|org|net|dev)\b(?!\.\w)"
+            r"(?:(?:/[\w.~%+-]*[\w~%+-])+(?::\w[\w.-]*\w)?)?"
+        ),
+    ),
+    ("url", re.compile(r"(?<![\w.])[a-z][\w-]*(?:\.[a-z][\w-]*)+:\d{2,5}\b")),  # host:port
+    (
+        "ticket",
+        re.compile(r"(?<![\w&])#\d{3,}\b|\b[a-z][\w.-]*/?[\w.-]*\w#\d+\b(?!\.\d)"),
+    ),  # repo#12
+    ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d{2,}(?:-\d+)*\b")),  # not UTC-3; BF-2025-08
+    (
+        "version",
+        re.compile(
+            r"(?:(?<![\w.])|(?<=\.\.))v\d+(?:\.\d+)+\b"  # v2.88, and v2.88 of v2.87..v2.88
+            r"|(?<![\w.])\d+\.\d+\.\d+(?![\w.]*\w)"
+        ),
+    ),
+    (  # a time zone of the tz database: Europe/Dublin, America/Argentina/Buenos_Aires
+        "identifier",
+        re.compile(
+            r"\b(?:Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|"
+            r"Pacific|Etc)(?:/[A-Z][\w+-]*)+"
+        ),
+    ),
+    ("path", re.compile(r"(?:\\\\|//)[\w.-]+(?:[\\/][\w.*-]+)*(?:/\.\.\.)?")),
+    (  # Windows: C:\Program Files\x.exe (a space before a capital, inside), Engine\Core
+        "path",
+        re.compile(
+            r"\b[A-Za-z]:\\(?:[\w.-]+(?: [A-Z0-9][\w.-]*)*\\)*[\w.-]*"
+            r"|(?<![\w\\/])[\w.-]+(?:\\[\w.*-]+)+\\?"
+        ),
+    ),
+    (  # slash paths (a trailing / kept, [segments] of routes), routes with {parameters},
+        # home paths
+        "path",
+        re.compile(
+            r"(?<![\w/.$\[@])~?(?:/?(?:[\w.*-]+|\[[\w.]+\]|\{[\w.]+\})/)+"
+            r"(?:[\w.*-]*\w|\{[\w.]+\})(?:/\*|/(?!\w))?"
+            r"|(?<![\w/$)~])/[\w-]+(?:/[\w*-]+)*"  # not after a call: a()/b(); a home: ~/x
+            r"|~/(?:[\w.*-]+/)*[\w.*-]*\w/?"
+        ),
+    ),
+    ("path", re.compile(r"(?<![\w/])[\w-]+/(?=[\s,;:)]|\.(?:\s|$)|$)")),
+    ("path", re.compile(r"(?<![\w/])\*\.[A-Za-z0-9]+\b")),  # globs: *.pkg
+    (
+        "path",
+        re.compile(
+            r"(?<![\w/])[\w*.-]*\." + EXT + r"\b(?!\.\w|-\w)|(?<![\w.])\.[a-z][\w.-]*[a-z]\b"
+        ),
+    ),
+    ("path", re.compile(r"(?<![\w/.])[A-Z][a-z]+(?:/[A-Z][a-z]+)+(?![\w/])")),  # Engine/Physics
+    ("identifier", re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\.[A-Za-z_]\w*)*")),
+    ("identifier", re.compile(r"(?<![\w-])--[a-z][\w-]*")),
+    ("identifier", re.compile(r"(?<![\w#&])#[a-z][a-z0-9]+(?:-[a-z0-9]+)*")),  # channels, tags
+    (  # calls: json.dumps(), max(updated_at); not a plural's (s): PR(s)
+        "identifier",
+        re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\((?:\)|(?!s\))[^\s)]))"),
+    ),
+    (  # dotted names before humps (a rule id's hyphens after three parts), a glob: a.b.*
+        "identifier",
+        re.compile(r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?|\.\*)"),
+    ),
+    ("identifier", re.compile(r"(?<![\w@/])@[a-z][\w.-]*/[a-z0-9][\w.-]*\w")),  # @scope/pkg
+    (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
+        "identifier",
+        re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
+    ),
+    (  # a key and its value written as code, a digit, * or + in the value: ndots:5,
+        # render:v2:*, state:modified+ (not two words: sim:real)
+        "identifier",
+        re.compile(r"(?<![\w/.:@-])[a-z][\w-]*:(?=[\w:*+-]*[\d*+])[\w*+-]+(?::[\w*+-]+)*(?![\w/])"),
+    ),
+    ("identifier", CODE_NAME),  # the detector's code names (features.identifiers)
+    ("identifier", re.compile(r"(?<![\w.$])_[a-z][a-z0-9]*(?:_[a-z0-9]+)*\b")),  # _private
+    (  # a log level in capitals: a setting (DEBUG on in prod)
+        "identifier",
+        re.compile(r"\b(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL)\b"),
+    ),
+    ("identifier", re.compile(r"\b0x[0-9A-Fa-f]{4,}\b")),
+    ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
+    (  # a host numbered from a zero (gpu02, node01), a range of them (gpu01-04)
+        "identifier",
+        re.compile(r"\b[a-z]{2,}0\d(?:-\d\d)?\b(?![.-]\w)"),
+    ),
+    (  # headers: Idempotency-Key, X-Kyrio-Signature
+        "identifier",
+        re.compile(r"\b(?:X-)?[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b"),
+    ),
+    (  # a package with its release: tenant-operator-0.9.0
+        "identifier",
+        re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v?\d+(?:\.\d+){2,}\b(?![.-]\w)"),
+    ),
+    ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
+)
+NEEDLES: tuple[str | None, ...] = (
+    *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
+    "/",  # time zones
+    *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
+    *("::", "--", "#", "(", ".", "@", ":", ":", None, "_", None, "0x", None, "0", "-", "."),
+    "-",  # systems
+)
+"""What a text holds for each rule of :data:`RULES` to match (None: no test): a text without
+it skips the rule."""
