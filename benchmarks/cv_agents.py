@@ -33,8 +33,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from detection_kinds import kind_of, stream_paths  # noqa: E402
-from detector_sim import Stream, load, simulate  # noqa: E402
-from fit_detector import KIND_WEIGHT, ROUNDS, SEED, Rows, augment, fit, gather  # noqa: E402
+from detector_sim import Stream, load, pairwise_prf, simulate  # noqa: E402
+from fit_detector import KIND_WEIGHT, ROUNDS, SEED, augment, fit_rounds  # noqa: E402
 
 from tribalmemory.episodes.detector import DEFAULT_MODEL, DetectorParams  # noqa: E402
 from tribalmemory.episodes.join_model import JoinModel  # noqa: E402
@@ -49,8 +49,6 @@ def folds_of(streams: Sequence[Stream], count: int) -> list[list[Stream]]:
 
 
 def _f1(args: tuple[Stream, JoinModel]) -> float:
-    from detector_sim import pairwise_prf
-
     stream, model = args
     params = DetectorParams(strategy="embedding", threshold=model.threshold, model=model)
     return pairwise_prf(simulate(stream, params).assignment, stream.gold)[2]
@@ -58,20 +56,11 @@ def _f1(args: tuple[Stream, JoinModel]) -> float:
 
 def fitted(train: list[Stream], pool: ProcessPoolExecutor, args: argparse.Namespace) -> JoinModel:
     """The model ``fit_detector.py`` would fit on ``train`` (its made-up streams added)."""
-    streams = train + augment(train)
-    weights = {**KIND_WEIGHT, "agent": args.agent_weight}
     np.random.seed(SEED)
-    rows = gather(streams, None, pool, weights)
-    model = fit("trees", rows, args.depth, args.iterations)
-    for _ in range(args.rounds):
-        more = gather(streams, model, pool, weights)
-        rows = Rows(
-            np.vstack([rows.x, more.x]),
-            np.concatenate([rows.y, more.y]),
-            np.concatenate([rows.w, more.w]),
-        )
-        model = fit("trees", rows, args.depth, args.iterations)
-    return model
+    weights = {**KIND_WEIGHT, "agent": args.agent_weight}
+    return fit_rounds(
+        train + augment(train), pool, weights, "trees", args.rounds, args.depth, args.iterations
+    )
 
 
 def scored(

@@ -35,7 +35,7 @@ import math
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -425,6 +425,35 @@ def fit(kind: str, rows: Rows, depth: int = 3, iterations: int = 150) -> JoinMod
     return replace(model, threshold=COLLECT_THRESHOLD)
 
 
+def fit_rounds(
+    streams: Sequence[Stream],
+    pool: ProcessPoolExecutor,
+    weights: dict[str, float],
+    kind: str = "trees",
+    rounds: int = ROUNDS,
+    depth: int = 3,
+    iterations: int = 150,
+    teacher: Rows | None = None,
+    report: Callable[[int, Rows, JoinModel], None] | None = None,
+) -> JoinModel:
+    """A model of ``kind`` fitted on the teacher-forced rows of ``streams`` (``teacher`` if
+    already gathered), then ``rounds`` times again with the rows of the streams replayed with
+    the model so far added (DAgger); ``report(round, rows, model)`` after each round."""
+    rows = gather(streams, None, pool, weights) if teacher is None else teacher
+    model = fit(kind, rows, depth, iterations)
+    for round_ in range(1, rounds + 1):
+        more = gather(streams, model, pool, weights)
+        rows = Rows(
+            np.vstack([rows.x, more.x]),
+            np.concatenate([rows.y, more.y]),
+            np.concatenate([rows.w, more.w]),
+        )
+        model = fit(kind, rows, depth, iterations)
+        if report is not None:
+            report(round_, rows, model)
+    return model
+
+
 def log_loss(rows: Rows, model: JoinModel) -> float:
     p = 1.0 / (1.0 + np.exp(-model.logits(rows.x)))
     p = np.clip(p, 1e-9, 1 - 1e-9)
@@ -505,21 +534,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         teacher = gather(train, None, pool, weights)
         print(f"teacher-forced rows: {len(teacher.y)} ({time.monotonic() - started:.0f} s)")
         for kind in args.models:
-            rows = teacher
-            model = fit(kind, rows, args.depth, args.iterations)
-            for round_ in range(1, args.rounds + 1):
-                more = gather(train, model, pool, weights)
-                rows = Rows(
-                    np.vstack([rows.x, more.x]),
-                    np.concatenate([rows.y, more.y]),
-                    np.concatenate([rows.w, more.w]),
-                )
-                model = fit(kind, rows, args.depth, args.iterations)
+
+            def report(round_: int, rows: Rows, model: JoinModel, kind: str = kind) -> None:
                 print(
                     f"{kind} round {round_}: {len(rows.y)} rows, log loss "
                     f"{log_loss(rows, model):.4f} ({time.monotonic() - started:.0f} s)",
                     flush=True,
                 )
+
+            model = fit_rounds(
+                train,
+                pool,
+                weights,
+                kind,
+                args.rounds,
+                args.depth,
+                args.iterations,
+                teacher=teacher,
+                report=report,
+            )
             for threshold in THRESHOLD_GRID:
                 candidate = replace(model, threshold=threshold)
                 table = validate(valid, candidate, pool)

@@ -388,6 +388,9 @@ class EdgeStore:
                 depths[ENGINE_SPARSE] = room
             requests = hybrid_requests(query, text, flt, depths)
             lists = [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
+            # the two fields' BM25 hits as one list: an engine-written hit then ranks against
+            # the written ones' BM25 scores there (rrf_fuse's apart ranks); as a list of its
+            # own, each would rank first
             ranked = lists[:1] + (
                 [[hit for hits in lists[1:] for hit in hits]] if lists[1:] else []
             )
