@@ -67,7 +67,7 @@ def test_units_acronyms_and_word_pairs_are_not_entities() -> None:
 
 
 def test_a_known_name_is_found_at_a_sentence_start_and_in_lower_case() -> None:
-    text = "Quill owns the migration. We run quill nightly."
+    text = "Quill runs the migration. We run quill nightly."
     assert "Quill" not in found(text)
     names = [e.text for e in extract_entities(text, known={"quill"})]
     assert names == ["Quill", "quill"]
@@ -94,6 +94,17 @@ def test_a_possessive_or_a_letter_english_lacks_makes_a_sentence_opener_a_name()
     assert "Lena" in found("Lena's preference: one ViewModel per screen.")
     assert "Tomás" in found("Tomás is in Buenos Aires.")
     assert "Pulled" not in found("Pulled the logs.")
+
+
+def test_a_verb_said_of_people_makes_a_sentence_opener_a_name() -> None:
+    text = "Marit prefers small PRs. Okko approved #42. Wen off Friday. Ilse primary this week."
+    assert {"Marit", "Okko", "Wen", "Ilse"} <= set(found(text))
+    assert "Rutger" not in found("Rutger has the keys.")  # nothing said of a person: unknown
+    pair = extract_entities("Ilse and Rutger cover EU hours.", known=frozenset({"rutger"}))
+    assert "Ilse" in {e.text for e in pair}
+    # a role or a group is said of people too, but names no one
+    got = found("User prefers tabs. Legal wants the fields hidden. Security asked for it.")
+    assert not {"User", "Legal", "Security"} & set(got)
 
 
 def test_quotes_and_line_breaks_open_a_sentence() -> None:

@@ -15,7 +15,7 @@ from tribalmemory.entities.acronyms import (
     generic_acronym,
     named_acronym,
 )
-from tribalmemory.entities.stoplist import STOP
+from tribalmemory.entities.stoplist import GROUPS, STOP
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
 _SENTENCE_END = frozenset(".!?:\n")
@@ -244,7 +244,24 @@ def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) ->
         return False  # no English word has a capital inside (``NodeLocal DNSCache``)
     if len(words) > 1 and text[words[1][1] : words[-1][1] + len(words[-1][0])].lower() in known:
         return True
-    return alone and text[start + len(word) : start + len(word) + 2] not in ("'s", "\u2019s")
+    end = start + len(word)
+    if alone and word.lower() not in GROUPS and _SAID_OF_A_PERSON.match(text, end):
+        return False
+    if alone and (pair := _AND_NAME.match(text, end)) and pair.group(1).lower() in known:
+        return False
+    return alone and text[end : end + 2] not in ("'s", "\u2019s")
+
+
+_SAID_OF_A_PERSON = re.compile(
+    r" (?:prefers|approved|reviewed|reviews|confirmed|owns|onboarded|agreed|suggested|asked"
+    r"|thinks|wants|to review|is out|primary|secondary)\b"
+    r"| off (?:on |until |till )?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|today|tomorrow|next|this)"
+)
+"""What follows a person's name opening a sentence (``Priya prefers``, ``Tomasz approved``,
+``Oskar primary``, ``Wen off Friday``): a verb said of people, not of things, so the word
+before it is a name even where the stream has not yet written it inside a sentence."""
+_AND_NAME = re.compile(r" and ([A-Z][a-z]+)\b")
+"""``Aisha and Lukas``: a sentence's first word joined to a known name is one too."""
 
 
 SAINT = re.compile(r"\b(?:St|Mt|Ft)\. [A-Z][a-z]+(?:(?:'|\u2019)s)?")

@@ -174,6 +174,21 @@ HONORIFICS = set("mr mrs ms dr prof sir".split())
 """Titles before a name (``Dr. Reyes``): the name is the person's."""
 LITERALS = set("true false null nil none undefined nan inf infinity".split())
 """Values every language writes the same way (``True``, ``NaN``, ``Inf``): no one thing."""
+GROUPS = frozenset(
+    "user users customer customers client clients everyone everybody someone somebody nobody "
+    "owner owners reviewer reviewers maintainer maintainers contributor contributors author "
+    "authors admin admins manager managers lead leads founder founders director directors "
+    "staff sales legal security finance support marketing design product engineering ops "
+    "devops infra infrastructure platform data analytics research qa compliance audit "
+    "auditor auditors procurement partner partners vendor vendors stakeholder stakeholders "
+    "management leadership exec execs hr oncall backend frontend mobile web android ios "
+    "engine tools art audio producer producers designer designers developer developers dev "
+    "devs engineer engineers team teams org company community upstream downstream reporter "
+    "requester approver approvers bot bots agent agents assistant ai model".split()
+)
+"""People named by their role or group (``User prefers``, ``Legal wants``, ``Security
+asked``): said of people, but no one person (the guideline: roles and teams are no entities)."""
+
 STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS
 
 GENERIC_ACRONYMS = frozenset(
