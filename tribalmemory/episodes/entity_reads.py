@@ -71,8 +71,8 @@ class EntityReads:
             row = next((entities.get(project, n) for n in entities.by_alias(project, name)), None)
         if row is None:
             raise NotFound(
-                f"no entity {name!r} in project {project}; list entities (GET /v1/entities) "
-                "to find its name"
+                f"no entity {name!r} in project {project}; list the project's entities to "
+                "find its name"
             )
         return row
 
