@@ -8,6 +8,11 @@ streams, the fresh ones (labelled, not yet tuned on) and the kept-aside streams 
 canonical name.
 
     python benchmarks/entities.py ../shared/corpus [--write | --tuning-only]
+    python benchmarks/entities.py ../shared/corpus --kept-aside-labels blind
+
+``--kept-aside-labels FOLDER`` scores the kept-aside streams against another labelling of the
+same memories (``entity_labels/FOLDER/``: ``blind/``, re-labelled blind from the guideline) and
+prints how far that labelling agrees with the labels (taken as gold).
 """
 
 from __future__ import annotations
@@ -77,13 +82,21 @@ def stream_file(corpus: Path, stream: str) -> Path:
     return corpus / PARTS[stream] / f"{stream}.jsonl"
 
 
-def load(corpus: Path, stream: str) -> list[dict]:
+def label_file(stream: str, kept_aside_labels: str = "") -> Path:
+    """A stream's labels: a kept-aside stream's from ``entity_labels/<kept_aside_labels>/`` when
+    given (another labelling of the same memories), else from ``entity_labels/``."""
+    if kept_aside_labels and stream in ASIDE:
+        return LABELS / kept_aside_labels / f"{stream}.jsonl"
+    return LABELS / f"{stream}.jsonl"
+
+
+def load(corpus: Path, stream: str, kept_aside_labels: str = "") -> list[dict]:
     rows = {}
     for line in stream_file(corpus, stream).open(encoding="utf-8"):
         row = json.loads(line)
         rows[row["id"]] = row
     out = []
-    for line in (LABELS / f"{stream}.jsonl").open(encoding="utf-8"):
+    for line in label_file(stream, kept_aside_labels).open(encoding="utf-8"):
         label = json.loads(line)
         out.append({**rows[label["id"]], "gold": label["entities"]})
     return out
@@ -143,6 +156,62 @@ def score(rows: list[dict]) -> dict[str, tuple[int, int, int]]:
     return {k: (v[0], v[1], v[2]) for k, v in counts.items()}
 
 
+def agreement(gold: list[dict], other: list[dict]) -> dict[str, tuple[int, int, int]]:
+    """Two labellings of the same memories (label rows: id, entities), the second taken as
+    predicted against the first as gold: (matched, other's, gold's) spans and canonical names,
+    memory by memory."""
+    theirs = {row["id"]: row["entities"] for row in other}
+    counts = {"span": [0, 0, 0], "name": [0, 0, 0]}
+    for row in gold:
+        got = theirs.get(row["id"], [])
+        for key, a, b in (
+            (
+                "span",
+                {(e["start"], e["end"]) for e in got},
+                {(g["start"], g["end"]) for g in row["entities"]},
+            ),
+            (
+                "name",
+                {canonical(e["canonical"]) for e in got},
+                {canonical(g["canonical"]) for g in row["entities"]},
+            ),
+        ):
+            counts[key][0] += len(a & b)
+            counts[key][1] += len(a)
+            counts[key][2] += len(b)
+    return {k: (v[0], v[1], v[2]) for k, v in counts.items()}
+
+
+def agreement_report(kept_aside_labels: str) -> str:
+    """How far the kept-aside streams' other labelling (as predicted) agrees with their labels
+    (as gold), per stream and together."""
+    lines = [
+        f"Agreement of `{kept_aside_labels}/` (as predicted) with the labels (as gold):",
+        "",
+        "| stream | memories | span P | span R | span F1 | name P | name R | name F1 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    total = {"span": [0, 0, 0], "name": [0, 0, 0]}
+    size = 0
+    for stream in ASIDE:
+        gold, other = (
+            [json.loads(line) for line in label_file(stream, folder).open(encoding="utf-8")]
+            for folder in ("", kept_aside_labels)
+        )
+        s = agreement(gold, other)
+        for key in total:
+            total[key] = [a + b for a, b in zip(total[key], s[key], strict=True)]
+        size += len(gold)
+        lines.append(agreement_row(stream, len(gold), s))
+    lines.append(agreement_row("all", size, {k: (v[0], v[1], v[2]) for k, v in total.items()}))
+    return "\n".join(lines)
+
+
+def agreement_row(stream: str, size: int, s: dict[str, tuple[int, int, int]]) -> str:
+    cells = " | ".join(f"{x:.3f}" for key in ("span", "name") for x in prf(*s[key]))
+    return f"| {stream} | {size} | {cells} |"
+
+
 def episodes(rows: list[dict]) -> tuple[float, float, int]:
     """Mean recall of "which episodes touched X" over the labelled entities X that touch an
     episode: from the extracted entities, and from a keyword search of X's canonical name."""
@@ -188,20 +257,23 @@ def row_of(
     )
 
 
-def report(corpus: Path, aside: bool = True) -> str:
+def report(corpus: Path, aside: bool = True, kept_aside_labels: str = "") -> str:
     lines = [
         "| streams | stream | memories | span P | span R | span F1 | name P | name R | name F1 "
         "| episodes: entities | episodes: keyword | entities X |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    groups = [("tuning", TUNING), ("fresh", FRESH)] + ([("kept aside", ASIDE)] if aside else [])
+    kept = f"kept aside ({kept_aside_labels}/)" if kept_aside_labels else "kept aside"
+    groups = [("tuning", TUNING), ("fresh", FRESH)] + ([(kept, ASIDE)] if aside else [])
     for group, streams in groups:
         if not streams:
             continue
         total = {"span": [0, 0, 0], "name": [0, 0, 0]}
         size = 0
         for stream in streams:
-            rows = load(corpus, stream)  # each stream on its own: ids and known names are its own
+            rows = load(
+                corpus, stream, kept_aside_labels
+            )  # each stream on its own: ids and known names are its own
             s = score(rows)
             for key in total:
                 total[key] = [a + b for a, b in zip(total[key], s[key], strict=True)]
@@ -222,11 +294,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="score the tuning (and fresh) streams alone (while rules change: the kept-aside "
         "errors unread)",
     )
+    ap.add_argument(
+        "--kept-aside-labels",
+        default="",
+        metavar="FOLDER",
+        help="score the kept-aside streams against another labelling of the same memories, "
+        "entity_labels/FOLDER/ (blind: the blind re-label), and print its agreement with the "
+        "labels",
+    )
     args = ap.parse_args(argv)
     if args.write and args.tuning_only:
         ap.error("--write reports every stream: drop --tuning-only")
-    text = report(args.corpus, aside=not args.tuning_only)
+    if args.kept_aside_labels and (args.write or args.tuning_only):
+        ap.error("--kept-aside-labels scores the kept-aside streams: drop --write / --tuning-only")
+    if args.kept_aside_labels and not all(
+        label_file(s, args.kept_aside_labels).is_file() for s in ASIDE
+    ):
+        ap.error(f"no labels of {', '.join(ASIDE)} in {LABELS / args.kept_aside_labels}")
+    text = report(args.corpus, aside=not args.tuning_only, kept_aside_labels=args.kept_aside_labels)
     print(text)
+    if args.kept_aside_labels:
+        print("\n" + agreement_report(args.kept_aside_labels))
     if args.write:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from report import write_section

@@ -15,6 +15,10 @@ entities are found in the background after each decision, so both should be alik
 entity write itself (``entity_work.record_memory_entities``) is timed per memory.
 
     python benchmarks/entity_store.py ../shared/corpus [--write]
+    python benchmarks/entity_store.py ../shared/corpus --kept-aside-only [--kept-aside-labels blind]
+
+``--kept-aside-labels FOLDER`` takes the kept-aside streams' X and episodes from another
+labelling of the same memories (``entity_labels/FOLDER/``), as ``entities.py`` does.
 
 Nothing of the corpus is written into the project: only the figures.
 """
@@ -35,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from entities import ASIDE, FRESH, LABELS, TUNING, stream_file  # noqa: E402
+from entities import ASIDE, FRESH, LABELS, TUNING, label_file, stream_file  # noqa: E402
 
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.entities import canonical, mentions_of  # noqa: E402
@@ -46,11 +50,13 @@ from tribalmemory.runtime import start_runtime  # noqa: E402
 RECALL_LIMITS = (10, 50)  # 50: the most recall returns (about a third of a stream)
 
 
-def stream_rows(corpus: Path, stream: str) -> tuple[list[dict[str, Any]], dict[str, list[dict]]]:
+def stream_rows(
+    corpus: Path, stream: str, kept_aside_labels: str = ""
+) -> tuple[list[dict[str, Any]], dict[str, list[dict]]]:
     rows = [json.loads(line) for line in stream_file(corpus, stream).open(encoding="utf-8")]
     rows.sort(key=lambda r: (r["timestamp"], r["id"]))
     labels = {}
-    for line in (LABELS / f"{stream}.jsonl").open(encoding="utf-8"):
+    for line in label_file(stream, kept_aside_labels).open(encoding="utf-8"):
         label = json.loads(line)
         labels[label["id"]] = label["entities"]
     return rows, labels
@@ -73,8 +79,8 @@ async def remember_all(
     return runtime, ids, took
 
 
-async def measure(corpus: Path, stream: str) -> dict[str, Any]:
-    rows, labels = stream_rows(corpus, stream)
+async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dict[str, Any]:
+    rows, labels = stream_rows(corpus, stream, kept_aside_labels)
     episode_of = {r["id"]: r["episode"] for r in rows if r["id"] in labels and r["episode"]}
     gold: dict[str, set[str]] = {}
     display: dict[str, str] = {}
@@ -150,16 +156,18 @@ async def measure(corpus: Path, stream: str) -> dict[str, Any]:
     }
 
 
-def report(corpus: Path) -> str:
+def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) -> str:
     lines = [
         "| streams | stream | memories | entities X | episodes: stored entities "
         "| episodes: recall of X, top 10 | top 50 | remember p50, entities on (ms) | off (ms) "
         "| entity write p50 / p95 (ms) | extraction alone (ms/memory) |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for group, streams in (("tuning", TUNING), ("fresh", FRESH), ("kept aside", ASIDE)):
+    kept = f"kept aside ({kept_aside_labels}/)" if kept_aside_labels else "kept aside"
+    groups = [("tuning", TUNING), ("fresh", FRESH)] if not aside_only else []
+    for group, streams in [*groups, (kept, ASIDE)]:
         for stream in streams:
-            m = asyncio.run(measure(corpus, stream))
+            m = asyncio.run(measure(corpus, stream, kept_aside_labels))
             lines.append(
                 f"| {group} | {stream} | {m['memories']} | {m['entities']} "
                 f"| {m['from_entities']:.3f} | {m['recall'][10]:.3f} | {m['recall'][50]:.3f} "
@@ -175,8 +183,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("corpus", type=Path, help="the corpus folder (with train/ and validation/)")
     ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    ap.add_argument(
+        "--kept-aside-labels",
+        default="",
+        metavar="FOLDER",
+        help="the kept-aside streams' labels from entity_labels/FOLDER/ (blind: the blind "
+        "re-label)",
+    )
+    ap.add_argument(
+        "--kept-aside-only", action="store_true", help="measure the kept-aside streams alone"
+    )
     args = ap.parse_args(argv)
-    text = report(args.corpus)
+    if args.write and (args.kept_aside_labels or args.kept_aside_only):
+        ap.error("--write reports every stream on its labels: drop the --kept-aside options")
+    if args.kept_aside_labels and not all(
+        label_file(s, args.kept_aside_labels).is_file() for s in ASIDE
+    ):
+        ap.error(f"no labels of {', '.join(ASIDE)} in {LABELS / args.kept_aside_labels}")
+    text = report(args.corpus, args.kept_aside_labels, args.kept_aside_only)
     print(text)
     if args.write:
         from report import write_section

@@ -1,0 +1,37 @@
+"""benchmarks/entities.py: another labelling of the kept-aside streams, and its agreement with the
+labels, counted memory by memory on spans and canonical names."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+from entities import ASIDE, LABELS, TUNING, agreement, label_file  # noqa: E402
+
+
+def entity(start: int, end: int, canonical: str) -> dict:
+    return {"start": start, "end": end, "canonical": canonical, "kind": "product"}
+
+
+def test_another_labelling_replaces_the_kept_aside_streams_labels_only() -> None:
+    assert label_file(ASIDE[0], "blind") == LABELS / "blind" / f"{ASIDE[0]}.jsonl"
+    assert label_file(TUNING[0], "blind") == LABELS / f"{TUNING[0]}.jsonl"
+    assert label_file(ASIDE[0]) == LABELS / f"{ASIDE[0]}.jsonl"
+
+
+def test_agreement_counts_spans_and_names_memory_by_memory() -> None:
+    gold = [
+        {"id": "m001", "entities": [entity(0, 7, "Zendesk"), entity(10, 14, "0.14")]},
+        {"id": "m002", "entities": []},
+    ]
+    other = [
+        # the same span under an alias of the same name; one span more; the same name in
+        # another memory does not match
+        {"id": "m001", "entities": [entity(0, 7, "Zendesk"), entity(10, 14, "v0.14")]},
+        {"id": "m002", "entities": [entity(0, 7, "Zendesk")]},
+    ]
+    assert agreement(gold, other) == {"span": (2, 3, 2), "name": (2, 3, 2)}
+    assert agreement(other, gold) == {"span": (2, 2, 3), "name": (2, 2, 3)}
