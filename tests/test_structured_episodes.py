@@ -232,6 +232,29 @@ async def test_lessons_and_decisions_are_recalled_and_go_with_their_episode(
     assert await lesson_hits(rt, "grace window decided") == []
 
 
+async def test_a_merge_leaves_no_lesson_or_decision_of_the_absorbed_episode(
+    engine_runtime, no_llm
+) -> None:
+    rt = await engine_runtime()
+    episode_id, _ = await closed_episode(rt)
+    absorbed = [m["id"] for m in await lesson_hits(rt, "grace window multi-tab lesson")]
+    assert len(absorbed) == 2  # its lesson and its decision
+    bigger = []
+    for i in range(5):  # the larger episode survives the merge
+        text = f"Checkout retries step {i}: the payment provider times out under load."
+        stored = await rt.api.remember(text, created_at=f"2026-03-04T0{i}:00:00Z")
+        bigger.append(stored["memory_id"])
+    survivor = (await rt.api.episode_create("Checkout timeouts", bigger))["episode_id"]
+    merged = await rt.api.episode_merge(episode_id, survivor)
+    assert merged["episode_id"] == survivor and merged["absorbed_id"] == episode_id
+    for memory_id in absorbed:  # no memory left pointing at an episode that is gone
+        with pytest.raises(NotFound):
+            await rt.api.get_memory(memory_id)
+    await settle(rt)
+    for hit in await lesson_hits(rt, "grace window multi-tab lesson"):
+        assert hit["episode_id"] == survivor
+
+
 async def test_a_crash_mid_rewrite_is_reconciled(engine_runtime, no_llm) -> None:
     """A lesson memory no record accounts for (a crash between writing and recording) is
     deleted at start; a missing one is written again by a queued summary job."""

@@ -230,9 +230,10 @@ class Membership:
 
     async def merge(self, survivor: str, absorbed: str, actor: str) -> None:
         """Move every member of ``absorbed`` into ``survivor`` and drop ``absorbed`` (its
-        history ends with ``merged_into``; its summary memory is deleted); the survivor's
-        summary is rewritten. A user's merge pins the moved memories (see :mod:`.edits`); the
-        detector's does not. The caller holds the detect lock."""
+        history ends with ``merged_into``; its summary, lesson, decision and fact memories are
+        deleted); the survivor's summary (and record) is rewritten. A user's merge pins the
+        moved memories (see :mod:`.edits`); the detector's does not. The caller holds the
+        detect lock."""
         state = self.state
         gone = state.episode(absorbed)
         async with AsyncExitStack() as stack:
@@ -249,8 +250,11 @@ class Membership:
                 state.record(db, absorbed, actor, "merged_into", {"episode_id": survivor})
                 state.queue_summary(db, survivor, now, trigger=None, delay=0.0)
             state.active.pop(absorbed, None)
+            owned = derived.expected_ids(absorbed, gone.structured)
             if gone.summary_memory_id:
-                await state.host.delete_owned([gone.summary_memory_id])
+                owned.append(gone.summary_memory_id)
+            if owned:
+                await state.host.delete_owned(owned)
             state.host.episodes_gone([absorbed])
         state.drop_lock(absorbed)
         if survivor in state.active or state.episode(survivor).status == "active":
