@@ -7,9 +7,13 @@ tools, game development, robotics, SaaS), not from any labelled corpus.
 :data:`TOOLS` leaves out names that English uses for something else (a dictionary has them in
 another, everyday sense: ``black``, ``flask``, ``celery``, ``helm``, ``spark``) and formats or
 protocols (``json``, ``grpc``); those in :data:`AMBIGUOUS_TOOLS` are read as a tool only where
-prose cannot mean the word (beside a release: ``flask 2.3``)."""
+prose cannot mean the word (beside a release: ``flask 2.3``). :func:`tool_spans` finds them
+in prose."""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Iterable
 
 TOOLS = frozenset(
     """
@@ -170,3 +174,26 @@ AMBIGUOUS_TOOLS = frozenset(
 )
 """Tools whose name is also an English word (or a person's, a place's): a tool in prose only
 where the word cannot be meant (beside a release)."""
+
+
+_WORD = re.compile(
+    r"(?<![\w.\-/@:$~\\=#<?])[a-z][a-z0-9]*(?:[.-][a-z0-9]+)*(?![\w/@\\=(-]|[.:][\w/])"
+)
+"""A whole word in small letters, with its dots and hyphens (``docker-compose``, ``next.js``):
+not a part of a path, a link, a flag, a file name, markup or a code name (``/usr/bin/nginx``,
+``redis://``, ``pytest.ini``, ``redis_url``, ``--redis``, ``numpy.array``, ``redis:7``,
+``<?php``)."""
+_RELEASE = re.compile(r" \(?v?\d+\.\d+")
+"""A release after a word (``flask 2.3``, ``celery v5.3.1``, ``devise (4.9.4)``): the word
+names a product."""
+
+
+def tool_spans(text: str) -> Iterable[tuple[int, int]]:
+    """Where ``text`` names a tool of :data:`TOOLS` in small letters, a whole word (``switched
+    to vitest``, ``pgbouncer in front``, ``pytest`` of `` `uv run pytest` ``), or one of
+    :data:`AMBIGUOUS_TOOLS` beside a release (``flask 2.3``); not inside a path, a link or a
+    code name."""
+    for m in _WORD.finditer(text):
+        word = m.group()
+        if word in TOOLS or (word in AMBIGUOUS_TOOLS and _RELEASE.match(text, m.end())):
+            yield m.span()
