@@ -263,11 +263,13 @@ def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:
     with_entities = ("episodes", "show", episode, "--include-entities", "--config", config)
     named = run_json(capsys, *with_entities)
     markers = sorted(text.split()[-1] for text in (first_text, second_text))  # unique()'s ids
-    assert sorted(e["name"] for e in named["entities"]) == markers, named
+    # and Kafka, a listed tool opening the first memory
+    assert sorted(e["name"] for e in named["entities"]) == sorted([*markers, "kafka"]), named
     code, out, _ = run(capsys, *with_entities)
     lines = out.splitlines()
-    listed = lines[lines.index("entities:") + 1 : lines.index("entities:") + 3]
-    assert code == 0 and sorted(listed) == [f"  {m} (identifier, 1 memory)" for m in markers], out
+    listed = lines[lines.index("entities:") + 1 : lines.index("entities:") + 4]
+    expected = [f"  {m} (identifier, 1 memory)" for m in markers] + ["  kafka (name, 1 memory)"]
+    assert code == 0 and sorted(listed) == sorted(expected), out
     chain = run_json(capsys, "episodes", "chain", episode, "--config", config)
     assert chain["root_id"] == episode and chain["count"] == 1
     found = run_json(

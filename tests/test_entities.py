@@ -330,10 +330,10 @@ def test_a_range_of_days_and_plural_days_are_no_names() -> None:
 
 
 def test_a_word_in_small_letters_opening_a_sentence_is_a_name_written_its_own_way() -> None:
-    text = "Deployed. quill-relay is down again. pnpm failed too... then it recovered; e.g. logs."
+    text = "Deployed. quill-relay is down again. quillc failed too... then it recovered; e.g. logs."
     got = found(text)
     assert got.get("quill-relay") == "name"  # code-shaped: known, then found anywhere
-    assert got.get("pnpm") == "identifier"  # a plain word: found there only
+    assert got.get("quillc") == "identifier"  # a plain word: found there only
     assert not {"then", "logs", "it"} & set(got)
     later = extract_entities("Restarted quill-relay.", {e.text for e in extract_entities(text)})
     assert [e.text for e in later] == ["quill-relay"]
@@ -664,3 +664,40 @@ def test_an_acronym_counted_with_an_article_and_no_noun_is_a_common_noun() -> No
 def test_a_place_after_a_clock_time_in_am_or_pm_names_a_time_zone() -> None:
     assert "London" not in found("The call is at 3pm London, with Ayla.")
     assert "Ayla" in found("The call is at 3pm London, with Ayla.")
+
+
+def test_a_listed_tool_in_small_letters_is_a_name_in_prose() -> None:
+    got = extract_entities(
+        "Switched the tests to vitest and put pgbouncer in front of the db; "
+        "docker-compose starts both, next to `uv run pytest -x`."
+    )
+    kinds = {e.text: e.kind for e in got}
+    assert kinds["vitest"] == kinds["pgbouncer"] == kinds["docker-compose"] == "name"
+    assert kinds["pytest"] == "name"  # a listed tool in a command, after its program
+    assert not {"tests", "front", "db", "x"} & set(kinds)  # unlisted words are not
+
+
+def test_a_listed_tool_inside_a_path_link_or_code_name_is_not_found_again() -> None:
+    text = (
+        "pgbouncer reads pgbouncer.ini; set redis_url and --redis for redis, not "
+        "https://github.com/eslint/eslint nor /usr/local/bin/gunicorn, call numpy.array(), "
+        "run image redis:7 and echo '<?php' in eslint."
+    )
+    got = sorted((e.text, e.kind) for e in extract_entities(text))
+    assert [t for t, _ in got].count("redis") == 1 and ("redis", "name") in got
+    assert ("pgbouncer", "name") in got and ("pgbouncer.ini", "path") in got
+    assert ("eslint", "name") in got and [t for t, _ in got].count("eslint") == 1
+    assert not {"pgbouncer.ini", "gunicorn", "numpy", "php"} & {t for t, k in got if k == "name"}
+
+
+def test_a_tool_named_by_an_english_word_is_found_only_beside_a_release() -> None:
+    got = found("We pinned celery 5.3.1 and devise (4.9.4); black, flask and celery do the rest.")
+    assert {"celery", "devise"} <= set(got)
+    spans = [(e.text, e.start) for e in extract_entities("celery 5.3.1 and celery alone")]
+    assert spans == [("celery", 0)]
+    assert not {"black", "flask", "rest"} & set(got)
+
+
+def test_a_listed_tool_capitalised_alone_opening_a_sentence_is_a_name() -> None:
+    assert found("Pytest flaked again on CI.")["Pytest"] == "name"
+    assert "Flaked" not in found("Flaked again on CI.")  # an ordinary opener stays dropped

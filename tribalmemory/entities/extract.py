@@ -1,8 +1,8 @@
 """Entities a memory names (:func:`extract_entities`): the rules' patterns for links, tickets,
 versions, paths and code names (:mod:`.rules`), kept when plausible (:mod:`.filters`), numbers
 that are releases or tickets (:mod:`.versions`), code in backticks and sentences opened in
-small letters (:mod:`.code`), and capitalised names inside sentences (:mod:`.names`), minus a
-stop list."""
+small letters (:mod:`.code`), capitalised names inside sentences (:mod:`.names`) and tools
+written in small letters (:mod:`.tools`), minus a stop list."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from tribalmemory.entities.names import SAINT, capitalised_names, in_a_name, plu
 from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.rules import NEEDLES, RULES
 from tribalmemory.entities.stoplist import STOP
+from tribalmemory.entities.tools import tool_spans
 from tribalmemory.entities.versions import (
     FOUR_PARTS,
     RELEASE_WORD,
@@ -104,6 +105,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             add("name", m.group(), m.start(), m.end())
     for surface, start, end in names:
         add("name", surface, start, end)
+    for start, end in tool_spans(text):  # tools in small letters: vitest, pgbouncer
+        add("name", text[start:end], start, end)
     for start, end in lower_openers(text):
         word = text[start:end]
         add("name" if CODE_SHAPED.search(word) else "identifier", word, start, end)

@@ -16,6 +16,7 @@ from tribalmemory.entities.acronyms import (
     named_acronym,
 )
 from tribalmemory.entities.stoplist import GROUPS, STOP
+from tribalmemory.entities.tools import TOOLS
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
 _SENTENCE_END = frozenset(".!?:\n")
@@ -240,8 +241,9 @@ def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) ->
     word, start = words[0]
     if _INFLECTED.fullmatch(word) or word.lower() in _IRREGULAR:
         return True
-    if not word.isascii() or _HUMPED.search(word):
-        return False  # no English word has a capital inside (``NodeLocal DNSCache``)
+    if not word.isascii() or _HUMPED.search(word) or word.lower() in TOOLS:
+        return False  # no English word has a capital inside (``NodeLocal DNSCache``), nor
+        # is a tool's name (``Pytest flaked again``)
     if len(words) > 1 and text[words[1][1] : words[-1][1] + len(words[-1][0])].lower() in known:
         return True
     end = start + len(word)

@@ -12,6 +12,7 @@ from tribalmemory.entities.aliases import canonical
 from tribalmemory.entities.filters import plausible
 from tribalmemory.entities.known import Taught
 from tribalmemory.entities.stoplist import STOP
+from tribalmemory.entities.tools import AMBIGUOUS_TOOLS, TOOLS
 
 SHORT_TICKET = re.compile(r"(?<![\w&])#\d{1,2}\b(?![.\w])")
 """``#7``, ``#42``: a rank as often as a ticket (``Front page #6``)."""
@@ -78,7 +79,8 @@ def _product_version(
     (``Airflow 2.9.1``, ``Mirth Connect 4.4.2``, ``HL7 v2.5.1``, ``ESO 0.9.13``: a name of the
     text, an acronym, or a known name not written as a system) and is no known release of the
     team (``Android 5.12.0`` once ``5.12.0`` is known on its own); a package in small letters
-    that is no system of the team's names a product too (``astronomer-cosmos 1.4.3``)."""
+    that is no system of the team's names a product too (``astronomer-cosmos 1.4.3``), and so
+    does a listed tool (``redis 7.2.4``, ``celery 5.3.1``, :mod:`.tools`)."""
     m = _WORD_BEFORE.search(text, max(0, start - 48), start)
     if m is None:
         return False
@@ -88,6 +90,8 @@ def _product_version(
         or bool(ACRONYM.fullmatch(word))
         or ("-" not in word and word.lower() in corpus.lower and word.lower() not in STOP)
         or ("-" in word and word.islower() and not plausible("system", word, corpus))
+        or word in TOOLS
+        or word in AMBIGUOUS_TOOLS
     )
     return named and canonical(surface) not in corpus.whole_releases
 
