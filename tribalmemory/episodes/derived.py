@@ -38,6 +38,15 @@ def expected_ids(episode_id: str, record: dict[str, Any]) -> list[str]:
     ]
 
 
+def owned_ids(row: EpisodeRow) -> list[str]:
+    """Every memory an episode owns: its lessons, decisions and facts, and its summary; they
+    go when the episode goes (deleted, emptied or merged into another)."""
+    owned = expected_ids(row.id, row.structured)
+    if row.summary_memory_id:
+        owned.append(row.summary_memory_id)
+    return owned
+
+
 def stale_ids(episode_id: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Ids the old record had and the new one has not (lists that got shorter)."""
     keep = set(expected_ids(episode_id, new))

@@ -250,10 +250,7 @@ class Membership:
                 state.record(db, absorbed, actor, "merged_into", {"episode_id": survivor})
                 state.queue_summary(db, survivor, now, trigger=None, delay=0.0)
             state.active.pop(absorbed, None)
-            owned = derived.expected_ids(absorbed, gone.structured)
-            if gone.summary_memory_id:
-                owned.append(gone.summary_memory_id)
-            if owned:
+            if owned := derived.owned_ids(gone):
                 await state.host.delete_owned(owned)
             state.host.episodes_gone([absorbed])
         state.drop_lock(absorbed)
@@ -328,10 +325,7 @@ class Membership:
         with self.store.transaction() as db:
             self.store.delete_episode(db, episode_id)
         self.state.active.pop(episode_id, None)
-        owned = derived.expected_ids(episode_id, row.structured)
-        if row.summary_memory_id:
-            owned.append(row.summary_memory_id)
-        if owned:
+        if owned := derived.owned_ids(row):
             await self.state.host.delete_owned(owned)
         self.state.host.episodes_gone([episode_id])
         log.info("episode %s deleted: no members left", episode_id)

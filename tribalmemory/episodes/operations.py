@@ -200,10 +200,7 @@ class Operations:
                 members = self.store.delete_episode(db, episode_id)
                 state.record(db, episode_id, "user", "deleted", {"memory_ids": members})
             state.active.pop(episode_id, None)
-            owned = derived.expected_ids(row.id, row.structured)
-            if row.summary_memory_id:
-                owned.append(row.summary_memory_id)
-            if owned:
+            if owned := derived.owned_ids(row):
                 await state.host.delete_owned(owned)
         state.drop_lock(episode_id)
 
