@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -36,10 +36,8 @@ from scipy.spatial.distance import squareform
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from detection_kinds import kind_of, stream_paths, table  # noqa: E402
-from detector_sim import Stream, load, scores, simulate  # noqa: E402
-
-from tribalmemory.episodes.detector import DetectorParams  # noqa: E402
+from detection_kinds import embedding_scores, kind_of, stream_paths, table  # noqa: E402
+from detector_sim import Stream, load, scores, singletons_to_none  # noqa: E402
 
 TIME_WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.2)
 AUTHOR_WEIGHTS = (0.0, 0.1, 0.3)
@@ -48,25 +46,20 @@ CUTS = tuple(round(x, 2) for x in np.arange(0.2, 2.01, 0.05))
 Setting = tuple[float, float, float]  # time weight, author weight, cut
 
 
-def labels_of(clusters: np.ndarray) -> list[str | None]:
-    """Cluster numbers as episode labels: a cluster of one memory is no episode."""
-    sizes = Counter(clusters.tolist())
-    return [f"c{c}" if sizes[c] > 1 else None for c in clusters.tolist()]
-
-
-def distances(stream: Stream, time_weight: float, author_weight: float) -> np.ndarray:
-    """The condensed distance matrix of the stream's memories (see the module's docstring)."""
+def signals(stream: Stream) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three terms of the distance for every pair of the stream's memories: 1 − cosine,
+    ln(1 + gap / the stream's median gap) and whether the authors differ (1 or 0)."""
     v = stream.vectors.astype(np.float64)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
-    d = 1.0 - v @ v.T
     t = np.array([r.created_at.timestamp() for r in stream.records])
     gaps = np.diff(t)
     pace = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 1.0
-    d += time_weight * np.log1p(np.abs(t[:, None] - t[None, :]) / pace)
     authors = np.array([r.source_instance for r in stream.records])
-    d += author_weight * (authors[:, None] != authors[None, :])
-    np.fill_diagonal(d, 0.0)
-    return squareform(np.clip(d, 0.0, None), checks=False)
+    return (
+        1.0 - v @ v.T,
+        np.log1p(np.abs(t[:, None] - t[None, :]) / pace),
+        (authors[:, None] != authors[None, :]).astype(np.float64),
+    )
 
 
 def grid_f1(stream: Stream) -> dict[Setting, float]:
@@ -74,16 +67,15 @@ def grid_f1(stream: Stream) -> dict[Setting, float]:
     out: dict[Setting, float] = {}
     if len(stream.records) < 2:
         return {s: 0.0 for s in itertools.product(TIME_WEIGHTS, AUTHOR_WEIGHTS, CUTS)}
+    cosine, gap, differ = signals(stream)
     for a, b in itertools.product(TIME_WEIGHTS, AUTHOR_WEIGHTS):
-        tree = linkage(distances(stream, a, b), method="average")
+        d = np.clip(cosine + a * gap + b * differ, 0.0, None)
+        np.fill_diagonal(d, 0.0)
+        tree = linkage(squareform(d, checks=False), method="average")
         for cut in CUTS:
-            pred = labels_of(fcluster(tree, t=cut, criterion="distance"))
+            pred = singletons_to_none(fcluster(tree, t=cut, criterion="distance").tolist())
             out[(a, b, cut)] = scores(pred, stream.gold)["f1"]
     return out
-
-
-def online(stream: Stream) -> dict[str, float]:
-    return scores(simulate(stream, DetectorParams(strategy="embedding")).assignment, stream.gold)
 
 
 def fitted_setting(streams: Sequence[Stream], grids: Sequence[dict[Setting, float]]) -> Setting:
@@ -102,7 +94,7 @@ def report(streams: Sequence[Stream], train: Sequence[Stream], workers: int) -> 
     with ProcessPoolExecutor(workers) as pool:
         grids = list(pool.map(grid_f1, streams))
         train_grids = list(pool.map(grid_f1, train))
-        detector = list(pool.map(online, streams))
+        detector = list(pool.map(embedding_scores, streams))
     a, b, cut = fitted_setting(train, train_grids)
     rows = {
         "whole stream, each stream cut with its gold labels": [

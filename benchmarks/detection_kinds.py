@@ -79,7 +79,7 @@ def score_row(pred: Sequence[str | None], gold: Sequence[str | None]) -> dict[st
     return row
 
 
-def _embedding(stream: Stream) -> dict[str, float]:
+def embedding_scores(stream: Stream) -> dict[str, float]:
     result = simulate(stream, DetectorParams(strategy="embedding"))
     return score_row(result.assignment, stream.gold)
 
@@ -132,7 +132,7 @@ def report(streams: Sequence[Stream], train: Sequence[Stream], oracle: bool, wor
     }
     rows = {label: [f(s) for s in streams] for label, f in methods.items()}
     with ProcessPoolExecutor(workers) as pool:
-        rows["embedding (default)"] = list(pool.map(_embedding, streams))
+        rows["embedding (default)"] = list(pool.map(embedding_scores, streams))
         if oracle:
             for acc in ORACLES:
                 label = f"hybrid, classifier {acc:.0%}, budget {BUDGET}"

@@ -590,7 +590,7 @@ def simulate(
     return Replay(stream, params, oracle, review).run()
 
 
-def _singletons_to_none(labels: Sequence[int]) -> list[str | None]:
+def singletons_to_none(labels: Sequence[int]) -> list[str | None]:
     """Cluster labels as episode labels: a cluster of one memory is no episode."""
     sizes = Counter(labels)
     return [f"c{x}" if sizes[x] > 1 else None for x in labels]
@@ -612,7 +612,7 @@ def naive_centroid(stream: Stream, threshold: float = 0.40) -> list[str | None]:
                 continue
         sums.append(np.asarray(v, dtype=np.float64).copy())
         labels.append(len(sums) - 1)
-    return _singletons_to_none(labels)
+    return singletons_to_none(labels)
 
 
 def time_gap(stream: Stream, k: float) -> list[str | None]:
@@ -627,7 +627,7 @@ def time_gap(stream: Stream, k: float) -> list[str | None]:
         if i and gap > limit:
             current += 1
         labels.append(current)
-    return _singletons_to_none(labels)
+    return singletons_to_none(labels)
 
 
 def nearest_member(stream: Stream, threshold: float = 0.40) -> list[str | None]:
@@ -644,7 +644,7 @@ def nearest_member(stream: Stream, threshold: float = 0.40) -> list[str | None]:
                 labels.append(labels[best])
                 continue
         labels.append(i)
-    return _singletons_to_none(labels)
+    return singletons_to_none(labels)
 
 
 # --------------------------------------------------------------------------------------------

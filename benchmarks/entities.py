@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tribalmemory.entities import canonical, extract_entities
@@ -147,46 +147,53 @@ def extracted(rows: list[dict]) -> dict[str, list]:
     return {row["id"]: extract_entities(row["content"], known) for row in rows}
 
 
-def score(rows: list[dict]) -> dict[str, tuple[int, int, int]]:
+Counts = dict[str, tuple[int, int, int]]
+"""(matched, found, gold) counts of spans (``span``) and canonical names (``name``)."""
+Mentions = tuple[set[tuple[int, int]], set[str]]
+"""One memory's entities as spans and as canonical names."""
+
+
+def tally(memories: Iterable[tuple[Mentions, Mentions]]) -> Counts:
+    """:data:`Counts` of found against gold entities, memory by memory."""
     counts = {"span": [0, 0, 0], "name": [0, 0, 0]}
+    for found, gold in memories:
+        for key, a, b in zip(("span", "name"), found, gold, strict=True):
+            counts[key][0] += len(a & b)
+            counts[key][1] += len(a)
+            counts[key][2] += len(b)
+    return {k: (v[0], v[1], v[2]) for k, v in counts.items()}
+
+
+def summed(parts: Sequence[Counts]) -> Counts:
+    """The :data:`Counts` of several streams together."""
+    out: Counts = {}
+    for key in ("span", "name"):
+        matched, found, gold = (sum(part[key][i] for part in parts) for i in range(3))
+        out[key] = (matched, found, gold)
+    return out
+
+
+def labelled(entities: list[dict]) -> Mentions:
+    """A label row's entities as spans and canonical names."""
+    return {(g["start"], g["end"]) for g in entities}, {canonical(g["canonical"]) for g in entities}
+
+
+def score(rows: list[dict]) -> Counts:
     found = extracted(rows)
-    for row in rows:
-        got = found[row["id"]]
-        spans_got = {(e.start, e.end) for e in got}
-        spans_gold = {(g["start"], g["end"]) for g in row["gold"]}
-        names_got = {e.name for e in got}
-        names_gold = {canonical(g["canonical"]) for g in row["gold"]}
-        for key, a, b in (("span", spans_got, spans_gold), ("name", names_got, names_gold)):
-            counts[key][0] += len(a & b)
-            counts[key][1] += len(a)
-            counts[key][2] += len(b)
-    return {k: (v[0], v[1], v[2]) for k, v in counts.items()}
+    return tally(
+        (
+            ({(e.start, e.end) for e in found[row["id"]]}, {e.name for e in found[row["id"]]}),
+            labelled(row["gold"]),
+        )
+        for row in rows
+    )
 
 
-def agreement(gold: list[dict], other: list[dict]) -> dict[str, tuple[int, int, int]]:
+def agreement(gold: list[dict], other: list[dict]) -> Counts:
     """Two labellings of the same memories (label rows: id, entities), the second taken as
-    predicted against the first as gold: (matched, other's, gold's) spans and canonical names,
-    memory by memory."""
+    predicted against the first as gold: :data:`Counts`, memory by memory."""
     theirs = {row["id"]: row["entities"] for row in other}
-    counts = {"span": [0, 0, 0], "name": [0, 0, 0]}
-    for row in gold:
-        got = theirs.get(row["id"], [])
-        for key, a, b in (
-            (
-                "span",
-                {(e["start"], e["end"]) for e in got},
-                {(g["start"], g["end"]) for g in row["entities"]},
-            ),
-            (
-                "name",
-                {canonical(e["canonical"]) for e in got},
-                {canonical(g["canonical"]) for g in row["entities"]},
-            ),
-        ):
-            counts[key][0] += len(a & b)
-            counts[key][1] += len(a)
-            counts[key][2] += len(b)
-    return {k: (v[0], v[1], v[2]) for k, v in counts.items()}
+    return tally((labelled(theirs.get(row["id"], [])), labelled(row["entities"])) for row in gold)
 
 
 def agreement_report(kept_aside_labels: str) -> str:
@@ -198,23 +205,21 @@ def agreement_report(kept_aside_labels: str) -> str:
         "| stream | memories | span P | span R | span F1 | name P | name R | name F1 |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    total = {"span": [0, 0, 0], "name": [0, 0, 0]}
+    parts: list[Counts] = []
     size = 0
     for stream in ASIDE:
         gold, other = (
             [json.loads(line) for line in label_file(stream, folder).open(encoding="utf-8")]
             for folder in ("", kept_aside_labels)
         )
-        s = agreement(gold, other)
-        for key in total:
-            total[key] = [a + b for a, b in zip(total[key], s[key], strict=True)]
+        parts.append(agreement(gold, other))
         size += len(gold)
-        lines.append(agreement_row(stream, len(gold), s))
-    lines.append(agreement_row("all", size, {k: (v[0], v[1], v[2]) for k, v in total.items()}))
+        lines.append(agreement_row(stream, len(gold), parts[-1]))
+    lines.append(agreement_row("all", size, summed(parts)))
     return "\n".join(lines)
 
 
-def agreement_row(stream: str, size: int, s: dict[str, tuple[int, int, int]]) -> str:
+def agreement_row(stream: str, size: int, s: Counts) -> str:
     cells = " | ".join(f"{x:.3f}" for key in ("span", "name") for x in prf(*s[key]))
     return f"| {stream} | {size} | {cells} |"
 
@@ -250,7 +255,7 @@ def row_of(
     group: str,
     stream: str,
     size: int,
-    s: dict[str, tuple[int, int, int]],
+    s: Counts,
     ent: float | None,
     kw: float | None,
     n: int,
@@ -275,19 +280,15 @@ def report(corpus: Path, aside: bool = True, kept_aside_labels: str = "") -> str
     for group, streams in groups:
         if not streams:
             continue
-        total = {"span": [0, 0, 0], "name": [0, 0, 0]}
+        parts: list[Counts] = []
         size = 0
         for stream in streams:
-            rows = load(
-                corpus, stream, kept_aside_labels
-            )  # each stream on its own: ids and known names are its own
-            s = score(rows)
-            for key in total:
-                total[key] = [a + b for a, b in zip(total[key], s[key], strict=True)]
+            # each stream on its own: ids and known names are its own
+            rows = load(corpus, stream, kept_aside_labels)
+            parts.append(score(rows))
             size += len(rows)
-            lines.append(row_of(group, stream, len(rows), s, *episodes(rows)))
-        summed = {k: (v[0], v[1], v[2]) for k, v in total.items()}
-        lines.append(row_of(group, "all", size, summed, None, None, 0))
+            lines.append(row_of(group, stream, len(rows), parts[-1], *episodes(rows)))
+        lines.append(row_of(group, "all", size, summed(parts), None, None, 0))
     return "\n".join(lines)
 
 

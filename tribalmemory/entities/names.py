@@ -234,10 +234,12 @@ def plural(surface: str, known: frozenset[str]) -> bool:
 
 def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) -> bool:
     """Whether a sentence's first capitalised word is an ordinary word: when ``alone`` (no
-    other capitalised word follows) unless a possessive follows (``Lena's``) or it has a letter
-    English words do not (``Tomás``); a past-tense verb or a gerund always (``Reviewed
-    Rosa``, ``Told Bram``, ``Using Vite``); and, itself unknown, when what follows it is a
-    known name (``Needs Rutger`` with ``Rutger`` known: the name starts after it)."""
+    other capitalised word follows) unless a possessive follows (``Lena's``), something said
+    of a person (``Priya prefers``, ``Aisha and Lukas`` with ``Lukas`` known; not of a role,
+    ``User prefers``), or it has a letter English words do not (``Tomás``) or is a listed
+    tool (``Pytest``); a past-tense verb or a gerund always (``Reviewed Rosa``, ``Told Bram``,
+    ``Using Vite``); and, itself unknown, when what follows it is a known name (``Needs
+    Rutger`` with ``Rutger`` known: the name starts after it)."""
     word, start = words[0]
     if _INFLECTED.fullmatch(word) or word.lower() in _IRREGULAR:
         return True
@@ -246,12 +248,14 @@ def _opener(text: str, words: list[Word], alone: bool, known: frozenset[str]) ->
         # is a tool's name (``Pytest flaked again``)
     if len(words) > 1 and text[words[1][1] : words[-1][1] + len(words[-1][0])].lower() in known:
         return True
+    if not alone:
+        return False
     end = start + len(word)
-    if alone and word.lower() not in GROUPS and _SAID_OF_A_PERSON.match(text, end):
+    if word.lower() not in GROUPS and _SAID_OF_A_PERSON.match(text, end):
         return False
-    if alone and (pair := _AND_NAME.match(text, end)) and pair.group(1).lower() in known:
+    if (pair := _AND_NAME.match(text, end)) and pair.group(1).lower() in known:
         return False
-    return alone and text[end : end + 2] not in ("'s", "\u2019s")
+    return text[end : end + 2] not in ("'s", "\u2019s")
 
 
 _SAID_OF_A_PERSON = re.compile(

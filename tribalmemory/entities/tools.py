@@ -83,8 +83,8 @@ TOOLS = frozenset(
     cobol vyper solc xcode xcodebuild xcrun simctl swiftui uikit swiftlint swiftformat
     testflight adb logcat robolectric xctest xcuitest crashlytics onesignal revenuecat codepush
     lottie bitrise codemagic appcenter jetpack-compose androidx kmm databricks bigquery dbt
-    dbt-core dbt-cloud dataform kubeflow metabase redash grafana lightdash redpanda rabbitmq
-    activemq debezium hightouch rudderstack hudi clickhouse trino dremio colab dvc lakefs
+    dbt-core dbt-cloud dataform metabase redash grafana lightdash redpanda rabbitmq
+    activemq debezium hightouch rudderstack hudi clickhouse dremio colab dvc lakefs
     sqlmesh datafold cubejs fullstory postgres postgresql psql pgbouncer pgpool patroni citus
     timescaledb cockroachdb yugabyte yugabytedb mysql mariadb percona vitess planetscale
     litestream mongodb mongo mongosh redis valkey keydb memcached couchdb couchbase scylla
@@ -115,8 +115,8 @@ TOOLS = frozenset(
     htop btop ncdu rsync rclone restic borgbackup velero kopia s3cmd awk grep xargs crontab
     systemd systemctl journalctl launchd launchctl supervisord runit apt-get dnf pacman flatpak
     nixos nixpkgs asdf direnv chezmoi ngrok localtunnel mkcert httpie netcat socat nslookup
-    traceroute iperf iperf3 vegeta k6 jmeter toxiproxy chaos-mesh pumba pycharm webstorm goland
-    clion phpstorm datagrip twilio sendgrid mailgun mailchimp braintree adyen paypal klarna
+    traceroute iperf iperf3 vegeta k6 toxiproxy chaos-mesh pumba pycharm webstorm goland
+    clion phpstorm twilio sendgrid mailgun mailchimp braintree adyen paypal klarna
     razorpay chargebee recurly zuora avalara taxjar mattermost rocketchat zulip jitsi webex
     whatsapp godot fmod wwise steamworks steamcmd renderdoc nsight physx box2d aseprite ldtk
     raylib sfml monogame libgdx defold love2d pico-8 gamemaker rpgmaker glsl hlsl spir-v
@@ -156,10 +156,10 @@ AMBIGUOUS_TOOLS = frozenset(
     boost curl gnu bash fish perf unity unreal flutter android espresso metro watchman glide
     coil realm room snowflake redshift athena kinesis vertex feast pulsar stitch census iceberg
     delta parquet orc looker tableau superset starburst nessie neon dragonfly cortex
-    tempo jaeger sphinx consul oracle fauna barman kind tilt garden flux spinnaker drone
+    tempo jaeger oracle fauna barman kind tilt garden flux spinnaker drone
     concourse bamboo confluence asana linear notion slack honeycomb elk calico flannel weave
     envoy kong apache varnish squid wrangler render railway azure sam serverless chalice chef
-    puppet salt packer firecracker kata boundary waypoint age hydra gatekeeper polaris popeye
+    puppet salt firecracker kata boundary waypoint age hydra gatekeeper polaris popeye
     nuclei amass snort burp notary cursor sublime postman insomnia dig hey artillery siege
     litmus gremlin brew apt yum snap nix mise stow supervisor upstart tee sed cron borg stripe
     plaid square paddle zoom discord teams telegram signal blender maya houdini substance

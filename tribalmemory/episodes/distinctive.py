@@ -7,7 +7,7 @@ own members). Never a term: stop words, numbers, words under three letters, and 
 the speakers: the members' source instances and the ``Name:`` prefixes of chat turns
 ("Caroline: ..."), where a prefix is a name when it is a source instance's or when two or more
 members begin with it (labels such as "Decision:" or "Lesson:" excepted, and a prefix with a
-digit, dot, slash, ``#`` or ``_``, which names a thing: ``PAY-142:``, ``auth.py:``). What titles and
+digit, a dot or ``_``, which names a thing: ``PAY-142:``, ``auth.py:``). What titles and
 extractive summaries say an episode is about (:mod:`.extractive`).
 """
 
@@ -63,7 +63,7 @@ _PREFIX = re.compile(r"^\s*([A-Za-z][\w.'-]*(?: [A-Za-z][\w.'-]*){0,2}):\s+")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]*[A-Za-z0-9]|[A-Za-z0-9]")
 _GAP = re.compile(r"^[\s\"'`()]*$")  # what may stand between the two words of a phrase
 
-_CODE_MARK = re.compile(r"[\d./#_]")
+_CODE_MARK = re.compile(r"[\d._]")
 """What no speaker's name holds: a prefix with it names a thing (``PAY-142:``, ``auth.py:``)."""
 
 
