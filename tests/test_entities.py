@@ -701,3 +701,45 @@ def test_a_tool_named_by_an_english_word_is_found_only_beside_a_release() -> Non
 def test_a_listed_tool_capitalised_alone_opening_a_sentence_is_a_name() -> None:
     assert found("Pytest flaked again on CI.")["Pytest"] == "name"
     assert "Flaked" not in found("Flaked again on CI.")  # an ordinary opener stays dropped
+
+
+def test_a_version_folder_and_a_page_anchor_stay_in_their_path() -> None:
+    got = found(
+        "Wrote manifests/v3.2/stats.json, /scratch/wren/data/v3.2/ and classes/Client.md#join."
+    )
+    assert got == {
+        "manifests/v3.2/stats.json": "path",
+        "/scratch/wren/data/v3.2/": "path",
+        "classes/Client.md#join": "path",
+    }
+
+
+def test_a_hyphenated_host_a_merge_request_and_globs_of_code_names_are_whole() -> None:
+    got = found("Deployed to dm-staging.tallow.internal via !418; SENSOR_ATTR_* and @docusaurus/*.")
+    assert got == {
+        "dm-staging.tallow.internal": "url",
+        "!418": "ticket",
+        "SENSOR_ATTR_*": "identifier",
+        "@docusaurus/*": "identifier",
+    }
+    assert found("Unpacked my-file.tar.gz there.") == {"my-file.tar.gz": "path"}
+
+
+def test_the_far_end_of_another_product_s_upgrade_is_no_release() -> None:
+    assert found("Bumped zephyr v3.7.1 -> v4.1.0 on the branch.") == {"zephyr": "name"}
+    assert found("We ship v1.2.0 -> v1.3.0 today.") == {"v1.2.0": "version", "v1.3.0": "version"}
+
+
+def test_ranks_languages_countries_and_built_in_types_alone_are_no_names() -> None:
+    assert found("Tier 2 answers what Tier 1 in Dublin escalates.") == {"Dublin": "name"}
+    assert found("Callers from Brazil want Yoruba and German prompts.") == {}
+    assert found("A Vec of String, read in 256 KiB chunks.") == {}
+    assert found("Tokens come from Style Dictionary and Swiss Re pays.") == {
+        "Style Dictionary": "name",
+        "Swiss Re": "name",
+    }
+
+
+def test_generic_acronyms_of_other_trades_and_plurals_in_es_are_no_names() -> None:
+    assert found("The PSU browned out the MCU over UART while HIL ran; WER rose.") == {}
+    assert found("CI green on all three OSes.") == {}

@@ -11,7 +11,7 @@ ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z][A-Z0-9&]*")
 """Two capitals or more and no small letter: ``PS5``, ``GPU``; such a word stands alone,
 never ends a name (``Hollowmere PS5``, ``Linux VM``), and opens one only inside a sentence
 (:func:`.names._opens_a_name`)."""
-PLURAL_ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z0-9][A-Z0-9&]*(?:s|'s|\u2019s)")
+PLURAL_ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z0-9][A-Z0-9&]*(?:e?s|'s|\u2019s)")
 """An acronym's plural (``APIs``, ``SKUs``, ``P1s``): a kind of thing, never one thing; it
 stands alone as an acronym does."""
 

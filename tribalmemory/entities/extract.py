@@ -16,7 +16,7 @@ from tribalmemory.entities.known import taught, taught_spans
 from tribalmemory.entities.names import SAINT, capitalised_names, in_a_name, plural
 from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.rules import NEEDLES, RULES
-from tribalmemory.entities.stoplist import STOP
+from tribalmemory.entities.stoplist import BUILT_IN_TYPES, STOP
 from tribalmemory.entities.tools import tool_spans
 from tribalmemory.entities.versions import (
     FOUR_PARTS,
@@ -56,7 +56,9 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         end = start + len(surface)
         if any(start < e and s < end for s, e in taken):
             return
-        if kind == "identifier" and (surface.lower() in STOP or stop_pair(surface)):
+        if kind == "identifier" and (
+            surface.lower() in STOP or surface.lower() in BUILT_IN_TYPES or stop_pair(surface)
+        ):
             return
         if not plausible(kind, surface, corpus):
             return

@@ -19,6 +19,8 @@ deployment of it runs in (``loki-prod``, ``norrland-staging``)."""
 
 _FILE_LINE = re.compile(r"\." + EXT + r":\d+$")
 """A file and a line (``app.py:42``): no host and port."""
+_FILE_NAME = re.compile(r"^[^:@/]+\." + EXT + r"$")
+"""A file's name, no host's (``my-file.tar.gz``)."""
 
 _FOLDERS = re.compile(r"[A-Z][a-z]+(?:/[A-Z][a-z]+)+")
 """Capitalised folder names (``Engine/Physics``): one path rather than two names, when the
@@ -59,7 +61,7 @@ def plausible(kind: str, surface: str, corpus: Taught) -> bool:
                 or any(_NO_VOWEL.fullmatch(p) for p in surface.split("-"))
             )
         )
-    if kind == "url" and _FILE_LINE.search(surface):
+    if kind == "url" and (_FILE_LINE.search(surface) or _FILE_NAME.search(surface)):
         return False
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
         return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))
@@ -73,14 +75,14 @@ def plausible(kind: str, surface: str, corpus: Taught) -> bool:
             not surface.startswith(("/", "."))
             and surface.count("/") == 1
             and not surface.endswith("/")
-            and not FILE.search(surface)
+            and not FILE.search(surface.partition("#")[0])  # a page's anchor: a.md#b
             and not (_FOLDERS.fullmatch(surface) and surface.split("/")[0].lower() in folders)
             and not _VERSION_END.search(surface)
             and surface.split("/")[0] not in _BRANCH_KINDS
             and not _repository(surface, corpus)
         ):
             return False
-        if not surface.startswith(("/", ".", "~")) and all(p in STOP for p in parts):
+        if not surface.startswith(("/", ".", "~")) and all(p.lower() in STOP for p in parts):
             return False  # words in a row: one/few/many/other
     return True
 

@@ -15,7 +15,7 @@ from tribalmemory.entities.acronyms import (
     generic_acronym,
     named_acronym,
 )
-from tribalmemory.entities.stoplist import GROUPS, STOP
+from tribalmemory.entities.stoplist import ALONE, GROUPS, RANKS, STOP
 from tribalmemory.entities.tools import TOOLS
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
@@ -203,6 +203,8 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 continue
             if PERIOD_OR_RANK.fullmatch(surface) or _reason_phrase(text, first):
                 continue
+            if surface.lower() in ALONE or _ranked(text, surface, end):
+                continue
             if _time_place(text, start, end) or _in_a_compound(text, start, end):
                 continue
             if plural(surface, known):
@@ -219,6 +221,14 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 ):
                     continue
             yield surface, start, end
+
+
+_NUMBER_AFTER = re.compile(r" \d+\b")
+
+
+def _ranked(text: str, surface: str, end: int) -> bool:
+    """Whether a word is a rank before its number (``Tier 2``, ``Phase 3``: :data:`RANKS`)."""
+    return surface.lower() in RANKS and bool(_NUMBER_AFTER.match(text, end))
 
 
 def plural(surface: str, known: frozenset[str]) -> bool:

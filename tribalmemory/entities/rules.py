@@ -30,16 +30,23 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("url", re.compile(r"(?<![\w.])[a-z][\w-]*(?:\.[a-z][\w-]*)+:\d{2,5}\b")),  # host:port
+    (  # a host whose first label has a hyphen, two dots or more: dm-staging.tallow.internal
+        "url",
+        re.compile(
+            r"(?<![\w.-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:\.[a-z][a-z0-9-]*[a-z0-9]){2,}\b(?![.-]\w)"
+        ),
+    ),
     (
         "ticket",
         re.compile(r"(?<![\w&])#\d{3,}\b|\b[a-z][\w.-]*/?[\w.-]*\w#\d+\b(?!\.\d)"),
     ),  # repo#12
     ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d{2,}(?:-\d+)*\b")),  # not UTC-3; BF-2025-08
+    ("ticket", re.compile(r"(?<![\w!])!\d{2,}\b(?!\.\d)")),  # a GitLab merge request: !418
     (
         "version",
         re.compile(
-            r"(?:(?<![\w.])|(?<=\.\.))v\d+(?:\.\d+)+\b"  # v2.88, and v2.88 of v2.87..v2.88
-            r"|(?<![\w.])\d+\.\d+\.\d+(?![\w.]*\w)"
+            r"(?:(?<![\w./])|(?<=\.\.))v\d+(?:\.\d+)+\b(?!/)"  # v2.88, and v2.88 of v2.87..v2.88
+            r"|(?<![\w./])\d+\.\d+\.\d+(?![\w.]*\w|/)"  # not a folder: data/v3.2/
         ),
     ),
     (  # a time zone of the tz database: Europe/Dublin, America/Argentina/Buenos_Aires
@@ -62,7 +69,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "path",
         re.compile(
             r"(?<![\w/.$\[@])~?(?:/?(?:[\w.*-]+|\[[\w.]+\]|\{[\w.]+\})/)+"
-            r"(?:[\w.*-]*\w|\{[\w.]+\})(?:/\*|/(?!\w))?"
+            r"(?:[\w.*-]*\w|\{[\w.]+\})(?:/\*|/(?!\w)|(?:(?<=\.md)|(?<=\.mdx)|(?<=\.html))#[\w-]+)?"
             r"|(?<![\w/$)~])/[\w-]+(?:/[\w*-]+)*"  # not after a call: a()/b(); a home: ~/x
             r"|~/(?:[\w.*-]+/)*[\w.*-]*\w/?"
         ),
@@ -87,7 +94,11 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?|\.\*)"),
     ),
-    ("identifier", re.compile(r"(?<![\w@/])@[a-z][\w.-]*/[a-z0-9][\w.-]*\w")),  # @scope/pkg
+    (  # @scope/pkg, @scope/*
+        "identifier",
+        re.compile(r"(?<![\w@/])@[a-z][\w.-]*/(?:[a-z0-9][\w.-]*\w|\*)"),
+    ),
+    ("identifier", re.compile(r"\b[A-Za-z]\w*_\*")),  # a glob of code names: SENSOR_ATTR_*
     (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
         "identifier",
         re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
@@ -120,10 +131,10 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
 )
 NEEDLES: tuple[str | None, ...] = (
-    *(None, ".", ":", "#", "-", "."),  # links, hosts, hosts with a port, tickets, keys, versions
+    *(None, ".", ":", "-", "#", "-", "!", "."),  # links, hosts, tickets, keys, MRs, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "(", ".", "@", ":", ":", None, "_", None, "0x", None, "0", "-", "."),
+    *("::", "--", "#", "(", ".", "@", "_*", ":", ":", None, "_", None, "0x", None, "0", "-", "."),
     "-",  # systems
 )
 """What a text holds for each rule of :data:`RULES` to match (None: no test): a text without

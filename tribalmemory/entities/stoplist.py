@@ -168,7 +168,11 @@ FUNCTION = set(
     "might shall do does did is are was were be been has have had let".split()
 )
 """English function words: determiners, pronouns, auxiliaries, connectives."""
-UNITS = set("hz khz mhz ghz mah kwh dbm".split())
+BUILT_IN_TYPES = set("vec string str dictionary variant nodepath stringname array".split())
+"""Types built into a language (Rust's ``Vec``, ``String``; Godot's ``Dictionary``): every
+program's, no one thing, named alone (a library's classes are identifiers; ``Style
+Dictionary`` is a product)."""
+UNITS = set("hz khz mhz ghz mah kwh dbm kib mib gib tib".split())
 """Units written with a capital (``MHz``, ``mAh``): a measure, no thing."""
 HONORIFICS = set("mr mrs ms dr prof sir".split())
 """Titles before a name (``Dr. Reyes``): the name is the person's."""
@@ -190,6 +194,37 @@ GROUPS = frozenset(
 asked``): said of people, but no one person (the guideline: roles and teams are no entities)."""
 
 STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS
+RANKS = frozenset("tier level phase stage step round sprint grade".split())
+"""Words a number ranks (``Tier 2``, ``Phase 3``): a rank, no name, before its number."""
+LANGUAGES_AND_COUNTRIES = frozenset(
+    # languages and peoples whose adjective does not end in -ish or -ese
+    "german french dutch italian russian arabic hindi urdu bengali punjabi tamil telugu "
+    "marathi gujarati kannada malayalam persian farsi hebrew greek korean thai indonesian "
+    "malay tagalog filipino swahili yoruba igbo hausa amharic zulu xhosa afrikaans somali "
+    "ukrainian czech slovak slovenian croatian serbian bosnian bulgarian romanian hungarian "
+    "estonian latvian lithuanian catalan basque galician welsh icelandic norwegian mongolian "
+    "nepali sinhala khmer lao georgian armenian azerbaijani kazakh uzbek pashto maori "
+    "hawaiian esperanto cantonese mandarin brazilian mexican argentinian chilean colombian "
+    "peruvian pakistani egyptian nigerian kenyan ethiopian moroccan iranian iraqi syrian "
+    "israeli philippine malaysian singaporean belgian austrian ukrainian "
+    # countries
+    "afghanistan albania algeria argentina armenia australia austria azerbaijan bangladesh "
+    "belarus belgium bolivia brazil bulgaria cambodia cameroon canada chile china colombia "
+    "croatia cuba cyprus czechia denmark ecuador egypt estonia ethiopia finland france "
+    "georgia germany ghana greece guatemala honduras hungary iceland india indonesia iran "
+    "iraq ireland israel italy jamaica japan jordan kazakhstan kenya korea kuwait latvia "
+    "lebanon libya lithuania luxembourg malaysia malta mexico moldova mongolia morocco "
+    "mozambique myanmar nepal netherlands nicaragua nigeria norway pakistan panama paraguay "
+    "peru philippines poland portugal qatar romania russia rwanda senegal serbia singapore "
+    "slovakia slovenia somalia spain sudan sweden switzerland syria taiwan tanzania thailand "
+    "tunisia turkey uganda ukraine uruguay uzbekistan venezuela vietnam yemen zambia "
+    "zimbabwe".split()
+)
+"""A language, a people or a country named alone (``Yoruba``, ``German``, ``Brazil``): said
+of customers, data or places that are not the team's own, no thing of the project's (a
+product or a company named after one keeps it: ``Swiss Re``)."""
+ALONE = LANGUAGES_AND_COUNTRIES | BUILT_IN_TYPES
+"""Words that name no one thing when a name is that word alone."""
 
 GENERIC_ACRONYMS = frozenset(
     # software process, roles of code and of work
@@ -245,6 +280,26 @@ GENERIC_ACRONYMS = frozenset(
     "USD EUR GBP JPY CHF CAD AUD NZD SEK NOK DKK PLN CZK HUF INR CNY BRL MXN ZAR SGD HKD "
     # regions and countries (no place of the team's)
     "US USA UK EU EEA UAE APAC EMEA LATAM AMER ANZ DACH "
+    # electronics and embedded: buses, peripherals, power, parts, packages
+    "ADC DAC PWM GPIO UART USART LPUART SPI QSPI OSPI I2S SDIO MMC EMMC JTAG SWD SWO DMA NVIC "
+    "RTC RTOS HAL BSP PMIC LDO SMPS PSU VCC VDD VSS GND VBAT VIN VOUT VREF BOR POR LED LCD OLED "
+    "TFT EMC EMI ESD PLL HSE LSE HSI LSI TCXO XTAL OSC MOSFET FET BJT PCBA DUT HIL SIL SOM EVK "
+    "NVM EEPROM FLASH NOR NAND SRAM DRAM SDRAM PHY BLE NFC RFID LPWAN GNSS GPS IMU BMS MPPT FOTA "
+    "FUOTA DFU FW HW SW LIN SMD QFN BGA QFP SOIC USON DFN LGA TSSOP TIM LPTIM RCC EXTI IWDG WWDG "
+    # audio, speech and language
+    "ASR TTS STT LID VAD WER CER BLEU ROUGE METEOR MOS SNR PESQ FLAC WAV OGG AAC PCM MIDI MFCC "
+    "STFT FFT DSP IVR "
+    # machine learning and statistics
+    "ANN KNN CNN RNN LSTM GRU MLP GAN VAE RL RLHF SFT PEFT SGD LR EMA KL MSE MAE RMSE AUC ROC "
+    "PCA SVD SVM OOD IID SOTA NER LSH HNSW IVF TFIDF BPE MLM CTC CRF HMM GMM MCMC "
+    # web, front end, packaging
+    "ESM CJS UMD IIFE CRDT WASM WASI AJAX JSONP RSS ATOM MDX SASS HMR BFF RUM CWV "
+    # operating systems and processes
+    "PID PPID UID GID TID FD IRQ NIC VSZ MSRV LTO PGO ELF MBR FS ENV SMP VCPU RDMA "
+    # everyday technology
+    "SMS MMS QR ATM SIM ESIM WIFI LTE GSM "
+    # medicine and care
+    "EHR EMR ICU MRN NPI BAA ECG EKG EEG MRI BMI OTC "
     # units
     "KB MB GB TB PB KIB MIB GIB TIB MS NS KBPS MBPS GBPS RPM DPI PX PT REM VH VW CM MM KM KG "
     "LB LBS OZ FT MPH KPH KMH SEC MIN HR HRS ".split()

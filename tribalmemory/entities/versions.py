@@ -96,6 +96,11 @@ def _product_version(
     return named and canonical(surface) not in corpus.whole_releases
 
 
+_UPGRADE = re.compile(r"(?<![\w.])(v?\d+(?:\.\d+)+)\s?(?:->|\u2192|=>|to)\s?$")
+"""A release and an arrow before another (``zephyr v3.7.1 -> v4.1.0``): both ends of one
+upgrade, of one product."""
+
+
 def another_release(
     text: str,
     start: int,
@@ -112,4 +117,16 @@ def another_release(
         or _PART_OF_A_TOKEN.search(text, max(0, start - 2), start)
         or _TOKEN_GOES_ON.match(text, end)
         or _product_version(text, start, surface, names, corpus)
+        or _upgraded_from_another(text, start, names, corpus)
     )
+
+
+def _upgraded_from_another(
+    text: str, start: int, names: Iterable[tuple[str, int, int]], corpus: Taught
+) -> bool:
+    """Whether the release at ``start`` ends an upgrade from another product's release
+    (:data:`_UPGRADE`): the product's too."""
+    m = _UPGRADE.search(text, max(0, start - 32), start)
+    if m is None:
+        return False
+    return another_release(text, m.start(1), m.end(1), m.group(1), names, corpus)
