@@ -743,3 +743,14 @@ def test_ranks_languages_countries_and_built_in_types_alone_are_no_names() -> No
 def test_generic_acronyms_of_other_trades_and_plurals_in_es_are_no_names() -> None:
     assert found("The PSU browned out the MCU over UART while HIL ran; WER rose.") == {}
     assert found("CI green on all three OSes.") == {}
+
+
+def test_generic_acronyms_with_digits_addresses_and_job_numbers_are_no_entities() -> None:
+    assert found("It is UTF-16 over I2C, hashed with SHA-256.") == {}
+    assert found("Ship it to Mill Lane, Rose Cottage.") == {}
+    assert found("HIL job #5512 failed, PR #5513 fixed it.") == {"#5513": "ticket"}
+
+
+def test_capitalised_words_inside_code_of_several_words_are_no_names() -> None:
+    assert found("The job died: `[Rank 12] Watchdog caught a timeout` on b05.") == {}
+    assert found("Renamed our private attrs in a changeset.") == {}

@@ -6,6 +6,7 @@ written in small letters (:mod:`.tools`), minus a stop list."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -13,7 +14,13 @@ from tribalmemory.entities.aliases import canonical
 from tribalmemory.entities.code import CODE_SHAPED, code_spans, lower_openers
 from tribalmemory.entities.filters import TEMPLATE, placeholder, plausible, stop_pair
 from tribalmemory.entities.known import taught, taught_spans
-from tribalmemory.entities.names import SAINT, capitalised_names, in_a_name, plural
+from tribalmemory.entities.names import (
+    SAINT,
+    capitalised_names,
+    generic_with_digits,
+    in_a_name,
+    plural,
+)
 from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.rules import NEEDLES, RULES
 from tribalmemory.entities.stoplist import BUILT_IN_TYPES, STOP
@@ -26,6 +33,9 @@ from tribalmemory.entities.versions import (
     TWO_PARTS,
     another_release,
 )
+
+_JOB_WORD = re.compile(r"\b(?:jobs?|builds?|runs?|pipelines?)\s$", re.IGNORECASE)
+"""The word before the number of a job, a build or a run (``HIL job #5512``): no ticket."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,10 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if not plausible(kind, surface, corpus):
             return
+        if kind in ("ticket", "identifier") and generic_with_digits(surface):
+            return  # UTF-16, I2C
+        if kind == "ticket" and _JOB_WORD.search(text, max(0, start - 12), start):
+            return  # a job's or a build's number: HIL job #5512
         if kind == "version" and another_release(text, start, end, surface, names, corpus):
             return
         if kind == "identifier" and placeholder(text, start, end):

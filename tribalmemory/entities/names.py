@@ -15,7 +15,14 @@ from tribalmemory.entities.acronyms import (
     generic_acronym,
     named_acronym,
 )
-from tribalmemory.entities.stoplist import ALONE, GROUPS, RANKS, STOP
+from tribalmemory.entities.stoplist import (
+    ALONE,
+    GENERIC_WITH_DIGITS,
+    GROUPS,
+    RANKS,
+    STOP,
+    STREETS,
+)
 from tribalmemory.entities.tools import TOOLS
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w&]*(?:[+#]+)?(?:\s(?:&\s)?[A-Z][\w]*)*")
@@ -174,7 +181,10 @@ def _ordinary(word: str) -> bool:
 def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
     """The names ``text`` writes in capitals, each with its span (``known``: the names the
     corpus taught, in small letters)."""
+    code = [m.span(1) for m in _CODE_OF_WORDS.finditer(text)] if "`" in text else []
     for match in _CAPITALISED.finditer(text):
+        if any(s <= match.start() < e for s, e in code):
+            continue  # a word of a command, a log line or a message in backticks
         for words in _segments(match, known):
             # a sentence's first word is kept when more capitalised words follow it in its
             # segment (an acronym after it is no part of its name: ``Quarterly ASV scan``)
@@ -205,6 +215,8 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 continue
             if surface.lower() in ALONE or _ranked(text, surface, end):
                 continue
+            if generic_with_digits(surface) or surface.rsplit(" ", 1)[-1].lower() in STREETS:
+                continue
             if _time_place(text, start, end) or _in_a_compound(text, start, end):
                 continue
             if plural(surface, known):
@@ -223,6 +235,14 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
             yield surface, start, end
 
 
+def generic_with_digits(surface: str) -> bool:
+    """Whether an acronym with a digit names a kind of thing (``I2C``, ``UTF-16``:
+    :data:`GENERIC_WITH_DIGITS`)."""
+    return surface.replace("-", "").upper() in GENERIC_WITH_DIGITS
+
+
+_CODE_OF_WORDS = re.compile(r"`([^`\n]* [^`\n]*)`")
+"""Code of several words in backticks (a command, a log line, a message)."""
 _NUMBER_AFTER = re.compile(r" \d+\b")
 
 

@@ -168,7 +168,10 @@ FUNCTION = set(
     "might shall do does did is are was were be been has have had let".split()
 )
 """English function words: determiners, pronouns, auxiliaries, connectives."""
-BUILT_IN_TYPES = set("vec string str dictionary variant nodepath stringname array".split())
+BUILT_IN_TYPES = set(
+    "vec vecs string strings str dictionary dictionaries variant nodepath stringname array "
+    "arrays".split()
+)
 """Types built into a language (Rust's ``Vec``, ``String``; Godot's ``Dictionary``): every
 program's, no one thing, named alone (a library's classes are identifiers; ``Style
 Dictionary`` is a product)."""
@@ -224,6 +227,16 @@ LANGUAGES_AND_COUNTRIES = frozenset(
 of customers, data or places that are not the team's own, no thing of the project's (a
 product or a company named after one keeps it: ``Swiss Re``)."""
 ALONE = LANGUAGES_AND_COUNTRIES | BUILT_IN_TYPES
+STREETS = frozenset("road street lane avenue drive cottage crescent terrace close".split())
+"""The last word of an address (``Mill Lane``, ``Rose Cottage``): a customer's address written
+as an example, no thing of the project's."""
+GENERIC_WITH_DIGITS = frozenset(
+    "I2C I2S MP3 MP4 M4A H264 H265 AV1 VP8 VP9 IPV4 IPV6 UTF8 UTF16 UTF32 SHA1 SHA256 SHA384 "
+    "SHA512 MD5 BASE64 X509 HTTP2 HTTP3 L2 L3 L4 L7 2FA 3G 4G 5G P2P E2E".split()
+)
+"""Generic acronyms with a digit (buses, codecs, protocols, hash functions, encodings, network
+layers: ``I2C``, ``UTF-16``, ``SHA-256``), in capitals without a hyphen: a kind of thing, while
+other acronyms with a digit name one (``PS5``)."""
 """Words that name no one thing when a name is that word alone."""
 
 GENERIC_ACRONYMS = frozenset(
@@ -296,8 +309,8 @@ GENERIC_ACRONYMS = frozenset(
     "ESM CJS UMD IIFE CRDT WASM WASI AJAX JSONP RSS ATOM MDX SASS HMR BFF RUM CWV "
     # operating systems and processes
     "PID PPID UID GID TID FD IRQ NIC VSZ MSRV LTO PGO ELF MBR FS ENV SMP VCPU RDMA "
-    # everyday technology
-    "SMS MMS QR ATM SIM ESIM WIFI LTE GSM "
+    # everyday technology, standards bodies written for their formats (``ISO`` timestamps)
+    "SMS MMS QR ATM SIM ESIM WIFI LTE GSM ISO "
     # medicine and care
     "EHR EMR ICU MRN NPI BAA ECG EKG EEG MRI BMI OTC "
     # units

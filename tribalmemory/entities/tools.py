@@ -20,7 +20,7 @@ TOOLS = frozenset(
     pytest pylint flake8 mypy pyright ruff isort autopep8 yapf pipenv pipx conda miniconda
     micromamba virtualenv venv pyenv setuptools hatchling pdm django fastapi starlette uvicorn
     gunicorn hypercorn dramatiq huey sqlalchemy alembic psycopg psycopg2 asyncpg aiohttp httpx
-    urllib3 pydantic attrs numpy scipy matplotlib seaborn plotly dask pyspark pyarrow sklearn
+    urllib3 pydantic numpy scipy matplotlib seaborn plotly dask pyspark pyarrow sklearn
     scikit-learn xgboost lightgbm catboost pytorch torchvision torchaudio tensorflow keras jax
     langchain langgraph llamaindex llama-index openai litellm nltk gensim jupyter jupyterlab
     ipython ipykernel nbconvert streamlit gradio boto3 botocore moto pytest-asyncio
@@ -40,7 +40,7 @@ TOOLS = frozenset(
     bumpversion bump2version towncrier setuptools-scm maturin pybind11 nanobind cffi ctypes
     pymysql mysqlclient aiokafka kafka-python celerybeat kedro kubeflow sagemaker tensorboard
     horovod huggingface transformers.js pytest-bdd testinfra npm npx pnpm deno nodejs node.js
-    nvm fnm corepack webpack vite vitest esbuild swc turbopack turborepo lerna changesets tsc
+    nvm fnm corepack webpack vite vitest esbuild swc turbopack turborepo lerna tsc
     ts-node tsup tsx jsdom msw sinon supertest webdriverio appium eslint tslint stylelint
     oxlint lint-staged commitlint semantic-release preact vue vuejs vue.js vuex pinia nuxt
     nuxtjs nextjs next.js sveltekit solidjs angularjs emberjs jquery lodash ramda rxjs mobx
@@ -133,7 +133,8 @@ TOOLS = frozenset(
 
 AMBIGUOUS_TOOLS = frozenset(
     """
-    black bundler make go cobra express flask celery spark hive helm airflow rust ruby swift
+    attrs changesets black bundler make go cobra express flask celery spark hive helm airflow
+    rust ruby swift
     dart julia elixir python java poetry wheel twine hatch pip uv pandas polars requests
     marshmallow torch flax transformers anthropic papermill dash hypothesis coverage pre-commit
     pillow sphinx motor tenacity click rich wagtail pyramid tornado bottle falcon quart locust
