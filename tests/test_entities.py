@@ -754,3 +754,39 @@ def test_generic_acronyms_with_digits_addresses_and_job_numbers_are_no_entities(
 def test_capitalised_words_inside_code_of_several_words_are_no_names() -> None:
     assert found("The job died: `[Rank 12] Watchdog caught a timeout` on b05.") == {}
     assert found("Renamed our private attrs in a changeset.") == {}
+
+
+def test_products_whose_names_hold_a_generic_acronym_are_whole() -> None:
+    assert found("Reports moved from SQL Server to Power BI; the API is ASP.NET Core.") == {
+        "SQL Server": "name",
+        "Power BI": "name",
+        "ASP.NET Core": "name",
+    }
+    assert found("Rotated it in AWS Secrets Manager.") == {"AWS Secrets Manager": "name"}
+
+
+def test_names_of_configuration_in_capitals_and_keys_of_several_groups_are_whole() -> None:
+    got = found("Applied TRANSIT-CORVANE-IN per VAL-BI-007, not HMAC-SHA256, see fabric-avd!57.")
+    assert got == {
+        "TRANSIT-CORVANE-IN": "identifier",
+        "VAL-BI-007": "ticket",
+        "fabric-avd!57": "ticket",
+    }
+
+
+def test_two_names_of_one_kind_joined_by_a_slash_are_two() -> None:
+    assert found("Drained mlb-spine1/mlb-spine2 and cr1.hfd/cr1.crn tonight.") == {
+        "mlb-spine1": "system",
+        "mlb-spine2": "system",
+        "cr1.hfd": "identifier",
+        "cr1.crn": "identifier",
+    }
+
+
+def test_a_generic_acronym_before_a_long_number_names_a_value_and_hosts_keep_prefixes() -> None:
+    assert found("Trunked VLAN 2120 to agc-nas01; SOC 2 audit next.") == {
+        "agc-nas01": "system",
+        "SOC 2": "name",
+    }
+    assert found("Pulls System.Text.Json 8.0.4 in.") == {"System.Text.Json": "identifier"}
+    assert found("Check Port-Channel1000 today.") == {"Port-Channel1000": "identifier"}

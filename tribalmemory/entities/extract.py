@@ -22,6 +22,7 @@ from tribalmemory.entities.names import (
     plural,
 )
 from tribalmemory.entities.patterns import CODE_NAME
+from tribalmemory.entities.products import product_spans
 from tribalmemory.entities.rules import NEEDLES, RULES
 from tribalmemory.entities.stoplist import BUILT_IN_TYPES, STOP
 from tribalmemory.entities.tools import tool_spans
@@ -91,6 +92,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         found.append(Entity(kind, surface, start, end, name))
 
     names = list(capitalised_names(text, corpus.lower))
+    for start, end in product_spans(text):  # SQL Server, ASP.NET Core: before their parts
+        add("name", text[start:end], start, end)
     for (kind, pattern), needle in zip(RULES, NEEDLES, strict=True):
         if needle is None or needle in text:
             for m in pattern.finditer(text):

@@ -3,12 +3,20 @@ code names, ranges and templates that name no one thing."""
 
 from __future__ import annotations
 
+import os
 import re
 
 from tribalmemory.entities.known import FILE, Taught
 from tribalmemory.entities.names import PERIOD_OR_RANK
 from tribalmemory.entities.rules import EXT
-from tribalmemory.entities.stoplist import ACRONYMS, MONTHS, STOP, WEEKDAYS
+from tribalmemory.entities.stoplist import (
+    ACRONYMS,
+    GENERIC_ACRONYMS,
+    GENERIC_WITH_DIGITS,
+    MONTHS,
+    STOP,
+    WEEKDAYS,
+)
 
 _SYSTEM_SUFFIXES = frozenset(
     "service svc srv api job jobs db vault rates worker cli app web server client bot core sdk "
@@ -63,6 +71,10 @@ def plausible(kind: str, surface: str, corpus: Taught) -> bool:
         )
     if kind == "url" and (_FILE_LINE.search(surface) or _FILE_NAME.search(surface)):
         return False
+    if kind == "identifier" and surface.isupper() and "-" in surface:
+        return not all(
+            p in GENERIC_ACRONYMS or p in GENERIC_WITH_DIGITS for p in surface.split("-")
+        )
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
         return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))
     if kind == "path" and _PER_UNIT.fullmatch(surface):
@@ -84,7 +96,19 @@ def plausible(kind: str, surface: str, corpus: Taught) -> bool:
             return False
         if not surface.startswith(("/", ".", "~")) and all(p.lower() in STOP for p in parts):
             return False  # words in a row: one/few/many/other
+        if not surface.startswith(("/", ".", "~")) and _alternatives(surface.split("/")):
+            return False  # two of a kind: mlb-spine1/mlb-spine2, each found on its own
     return True
+
+
+def _alternatives(parts: list[str]) -> bool:
+    """Whether slash-separated parts are names of one kind side by side (``mlb-spine1/mlb-spine2``,
+    ``cr1.hfd/cr1.crn``): as long as each other, the same but for their last three characters at
+    most, and sharing three at least."""
+    if len(parts) < 2 or len({len(p) for p in parts}) != 1:
+        return False
+    shared = len(os.path.commonprefix(parts))
+    return shared >= 3 and shared >= len(parts[0]) - 3
 
 
 _PREFIXES = frozenset(

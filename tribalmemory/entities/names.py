@@ -17,6 +17,7 @@ from tribalmemory.entities.acronyms import (
 )
 from tribalmemory.entities.stoplist import (
     ALONE,
+    GENERIC_ACRONYMS,
     GENERIC_WITH_DIGITS,
     GROUPS,
     RANKS,
@@ -223,7 +224,9 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 continue
             if ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface):
                 model = MODEL.match(text, end) if surface.isalpha() else None
-                if model:  # a model: RTX 3070, RX 6600
+                if model and surface in GENERIC_ACRONYMS and len(model.group().split()[0]) > 2:
+                    model = None  # a value numbered after a kind of thing: VLAN 2120
+                if model:  # a model: RTX 3070, RX 6600; SOC 2
                     end = model.end()
                     surface = text[start:end]
                 elif (

@@ -11,7 +11,9 @@ EXT = (
     r"(?:py|pyi|go|rs|md|rst|toml|ini|cfg|conf|h|hpp|c|cc|cpp|hlsl|cs|csproj|sln|java|kt|kts|"
     r"swift|rb|php|scala|csv|log|json|ya?ml|xml|html?|css|scss|js|jsx|mjs|ts|tsx|vue|txt|tmp|"
     r"bak|sh|ps1|bat|sql|lock|proto|tf|gradle|plist|ipynb|pdf|png|jpe?g|svg|zip|gz|tar|pkg|dll|"
-    r"exe|wasm)"
+    r"exe|wasm|bed|vcf|bam|cram|fastq|fq|fasta|fa|fna|gtf|gff3?|parquet|avro|h5|hdf5|npy|npz|"
+    r"pt|pth|onnx|ckpt|safetensors|pkl|rds|tiff?|wav|flac|mp3|mp4|razor|cshtml|svc|xaml|resx|"
+    r"props|bicep|j2|jinja|tpl|nf|smk)"
 )
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # any scheme (gs://, oci://, s3://), a mailbox
@@ -40,8 +42,20 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "ticket",
         re.compile(r"(?<![\w&])#\d{3,}\b|\b[a-z][\w.-]*/?[\w.-]*\w#\d+\b(?!\.\d)"),
     ),  # repo#12
-    ("ticket", re.compile(r"\b[A-Z][A-Z0-9]+-\d{2,}(?:-\d+)*\b")),  # not UTC-3; BF-2025-08
-    ("ticket", re.compile(r"(?<![\w!])!\d{2,}\b(?!\.\d)")),  # a GitLab merge request: !418
+    (  # not UTC-3; BF-2025-08, VAL-BI-007
+        "ticket",
+        re.compile(r"\b(?:[A-Z][A-Z0-9]*-)*[A-Z][A-Z0-9]+-\d{2,}(?:-\d+)*\b"),
+    ),
+    (  # a name of configuration in capitals: TRANSIT-CORVANE-IN, PL-TARNWICK-V4
+        "identifier",
+        re.compile(
+            r"(?<![\w-])[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-[A-Z]{3,}[A-Z0-9]*(?:-[A-Z0-9]+)*(?![\w-])"
+        ),
+    ),
+    (  # a GitLab merge request, with its repository: !418, fabric-avd!57
+        "ticket",
+        re.compile(r"(?:\b[a-z][\w.-]*/?[\w.-]*\w|(?<![\w!]))!\d{2,}\b(?!\.\d)"),
+    ),
     (
         "version",
         re.compile(
@@ -118,11 +132,11 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),  # hashes
     (  # a host numbered from a zero (gpu02, node01), a range of them (gpu01-04)
         "identifier",
-        re.compile(r"\b[a-z]{2,}0\d(?:-\d\d)?\b(?![.-]\w)"),
+        re.compile(r"(?<![\w-])[a-z]{2,}0\d(?:-\d\d)?\b(?![.-]\w)"),
     ),
     (  # headers: Idempotency-Key, X-Kyrio-Signature
         "identifier",
-        re.compile(r"\b(?:X-)?[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b"),
+        re.compile(r"\b(?:X-)?[A-Z][a-z]+(?:-[A-Z][A-Za-z0-9]*[a-z0-9])+\b"),
     ),
     (  # a package with its release: tenant-operator-0.9.0
         "identifier",
@@ -131,7 +145,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
 )
 NEEDLES: tuple[str | None, ...] = (
-    *(None, ".", ":", "-", "#", "-", "!", "."),  # links, hosts, tickets, keys, MRs, versions
+    *(None, ".", ":", "-", "#", "-", "-", "!", "."),  # links, hosts, tickets, keys, MRs, versions
     "/",  # time zones
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
     *("::", "--", "#", "(", ".", "@", "_*", ":", ":", None, "_", None, "0x", None, "0", "-", "."),

@@ -232,7 +232,8 @@ STREETS = frozenset("road street lane avenue drive cottage crescent terrace clos
 as an example, no thing of the project's."""
 GENERIC_WITH_DIGITS = frozenset(
     "I2C I2S MP3 MP4 M4A H264 H265 AV1 VP8 VP9 IPV4 IPV6 UTF8 UTF16 UTF32 SHA1 SHA256 SHA384 "
-    "SHA512 MD5 BASE64 X509 HTTP2 HTTP3 L2 L3 L4 L7 2FA 3G 4G 5G P2P E2E".split()
+    "SHA512 MD5 BASE64 X509 HTTP2 HTTP3 L2 L3 L4 L7 2FA 3G 4G 5G P2P E2E DHCPV6 ICMPV6 NAT64 "
+    "DNS64 OSPFV3 SNMPV3 10G 25G 40G 100G 400G".split()
 )
 """Generic acronyms with a digit (buses, codecs, protocols, hash functions, encodings, network
 layers: ``I2C``, ``UTF-16``, ``SHA-256``), in capitals without a hyphen: a kind of thing, while
@@ -313,6 +314,18 @@ GENERIC_ACRONYMS = frozenset(
     "SMS MMS QR ATM SIM ESIM WIFI LTE GSM ISO "
     # medicine and care
     "EHR EMR ICU MRN NPI BAA ECG EKG EEG MRI BMI OTC "
+    # network engineering and telecoms: routing, fabrics, access, operations
+    "IBGP EBGP OSPF ISIS EIGRP RIP EVPN VXLAN VTEP MPLS LDP VRF VRRP HSRP LACP LLDP STP RSTP "
+    "MSTP MLAG ECMP BFD QOS DSCP COS RPKI ROA RTR IRR VRP NLRI AFI SAFI RIB FIB LPM BNG BRAS "
+    "CPE ONT OLT PON GPON XGSPON DWDM CWDM OTDR SFP QSFP LOA LOS NOC POP IXP PNI CDN DDOS RTBH "
+    "ZTP ISSU NETCONF YANG GRE IPSEC IKE PPPOE IPOE DHCPV6 SLAAC NDP RA PD CGNAT NAT64 DNS64 "
+    "SDN SDWAN WAF CRC FEC OSS BSS "
+    # the lab and genomics: assays, data and formats
+    "DNA RNA CDNA MRNA PCR QPCR NGS WGS WES SNP SNV CNV INDEL UMI QC LIMS ELN HPC FASTQ FASTA "
+    "BAM SAM CRAM VCF GVCF BCF BED GFF GTF MAPQ BQSR PON CI "
+    # insurance, law and finance: the trade's own terms
+    "FNOL MTA NCD LOB TPA MGA IBNR UW SIU DSAR SAR PAS LLC LTD INC PLC GMBH APR AUM NAV EBITDA "
+    "WSDL "
     # units
     "KB MB GB TB PB KIB MIB GIB TIB MS NS KBPS MBPS GBPS RPM DPI PX PT REM VH VW CM MM KM KG "
     "LB LBS OZ FT MPH KPH KMH SEC MIN HR HRS ".split()

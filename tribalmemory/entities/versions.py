@@ -72,6 +72,10 @@ _TOKEN_GOES_ON = re.compile(r"-\w|\.[xX*]\b")
 """What follows a release inside a longer token (``1.8.2-2``) or a range of them (``v1.18.x``)."""
 
 
+_PACKAGE = re.compile(r"[A-Za-z]\w*(?:\.[A-Za-z]\w*)+")
+"""A dotted package name (``System.Text.Json``, ``com.google.guava``): a library."""
+
+
 def _product_version(
     text: str, start: int, surface: str, names: Iterable[tuple[str, int, int]], corpus: Taught
 ) -> bool:
@@ -80,7 +84,8 @@ def _product_version(
     text, an acronym, or a known name not written as a system) and is no known release of the
     team (``Android 5.12.0`` once ``5.12.0`` is known on its own); a package in small letters
     that is no system of the team's names a product too (``astronomer-cosmos 1.4.3``), and so
-    does a listed tool (``redis 7.2.4``, ``celery 5.3.1``, :mod:`.tools`)."""
+    does a listed tool (``redis 7.2.4``, ``celery 5.3.1``, :mod:`.tools`) and a dotted package
+    (``System.Text.Json 8.0.4``)."""
     m = _WORD_BEFORE.search(text, max(0, start - 48), start)
     if m is None:
         return False
@@ -92,6 +97,7 @@ def _product_version(
         or ("-" in word and word.islower() and not plausible("system", word, corpus))
         or word in TOOLS
         or word in AMBIGUOUS_TOOLS
+        or bool(_PACKAGE.fullmatch(word))
     )
     return named and canonical(surface) not in corpus.whole_releases
 
