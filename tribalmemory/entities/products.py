@@ -158,7 +158,7 @@ PRODUCT_PHRASES = frozenset(
 _VENDOR = r"(?:(?:AWS|Amazon|Azure|Microsoft|Google|GCP|Apache|Oracle|IBM) )?"
 """The maker written before its product (``AWS Secrets Manager``): one name with it."""
 _PHRASE = re.compile(
-    r"(?<![\w.-])"
+    r"(?=[A-Z.])(?<![\w.-])"  # a capital or a dot first: most places are rejected at once
     + _VENDOR
     + r"(?:"
     + "|".join(re.escape(p) for p in sorted(PRODUCT_PHRASES, key=len, reverse=True))
