@@ -231,7 +231,9 @@ class BM25:
         self.k1, self.b = k1, b
 
     def top(self, query: str, k: int, allowed: Callable[[int], bool]) -> list[int]:
-        terms = [t for t in set(tokens(query)) if t in self.idf]
+        # the query's terms in their order (a set's order follows PYTHONHASHSEED, and the
+        # order of the float sums below decided ties: the baseline moved run to run)
+        terms = [t for t in dict.fromkeys(tokens(query)) if t in self.idf]
         scores: dict[int, float] = defaultdict(float)
         for index, doc in enumerate(self.docs):
             if not allowed(index):
