@@ -34,6 +34,7 @@ from tribalmemory.storage import (
     open_store,
     reembed,
 )
+from tribalmemory.storage.base import whole_ties
 from tribalmemory.storage.reembed import reembed_store
 
 BACKENDS = ["edge", "server"]
@@ -1369,3 +1370,40 @@ def test_doctor_counts_the_memories_of_a_shard_of_either_layout(
     shard.close()
     assert _shard_points(tmp_path / "current", BUNDLED_DIM) == 1
     assert _shard_points(tmp_path / "nothing", BUNDLED_DIM) is None
+
+
+def test_a_tie_at_the_candidates_cut_gives_the_same_results_however_the_store_was_built(
+    backend: str, tmp_path: Path
+) -> None:
+    """120 memories score alike in BM25 for the query (one mention each, the same length), more
+    than a search of 5 takes from that list (50): the store returns an arbitrary part of such a
+    tie, which depended on how the store was built; the search keeps or drops the tie whole."""
+    words = [a + b for a in "bcdfghjklmnp" for b in "aeiouyxzqw"]
+    memories = [
+        memory(f"krakatoa field note {w}{w}", id=str(uuid.UUID(int=i + 1)))
+        for i, w in enumerate(words)
+    ]
+    vectors = unit_vectors(len(memories), seed=3)
+    query = unit_vectors(1, seed=4)[0]
+    answers = []
+    for name, order, batch in (("a", range(120), 120), ("b", range(119, -1, -1), 7)):
+        built = open_backend(backend, tmp_path / name)
+        try:
+            picked = list(order)
+            for i in range(0, len(picked), batch):
+                part = picked[i : i + batch]
+                built.upsert([memories[j] for j in part], vectors[part])
+            answers.append([h.memory.id for h in built.search("krakatoa", query, 5)])
+        finally:
+            built.close()
+    assert len(answers[0]) == 5
+    assert answers[0] == answers[1]
+
+
+def test_whole_ties_keeps_a_tie_at_the_depth_and_drops_one_the_store_may_have_cut() -> None:
+    hits = [("a", 3.0), ("b", 2.0), ("c", 2.0), ("d", 2.0), ("e", 1.0), ("f", 1.0)]
+    assert whole_ties(hits, 2) == hits[:4]  # b, c, d tie at the depth: all kept
+    assert whole_ties(hits, 2, asked=6) == hits[:4]  # full: e, f may go on past the cut
+    assert whole_ties(hits, 5, asked=6) == hits[:4]
+    assert whole_ties(hits, 5, asked=7) == hits[:6]  # not full: nothing was cut
+    assert whole_ties(hits[:2], 1, asked=2) == hits[:1]

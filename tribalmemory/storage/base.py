@@ -309,6 +309,28 @@ def search_depth(limit: int) -> int:
     return max(4 * limit, 50)
 
 
+TIE_MARGIN = 16
+"""Candidates asked of the store beyond a list's depth, so that a tie at the depth is seen
+whole (:func:`whole_ties`)."""
+
+
+def whole_ties(
+    hits: list[tuple[str, float]], depth: int, asked: int | None = None
+) -> list[tuple[str, float]]:
+    """A store's list (best first, ``asked`` at most) cut at ``depth`` without cutting a tie: a
+    full list (``asked`` of them) loses the points tying its last score (the store returns an
+    arbitrary part of a tie at its own cut, which differs between stores built apart), and
+    points tying the ``depth``-th score stay past it. So the list is the same whatever order
+    the store keeps equal scores in (a query of names alone ties dozens of memories in BM25)."""
+    if asked is not None and hits and len(hits) >= asked:
+        last = hits[-1][1]
+        hits = [hit for hit in hits if hit[1] != last]
+    if len(hits) <= depth:
+        return hits
+    edge = hits[depth - 1][1]
+    return hits[:depth] + [hit for hit in hits[depth:] if hit[1] == edge]
+
+
 def kind_filters(where: MemoryFilter | None) -> tuple[MemoryFilter | None, MemoryFilter | None]:
     """``where`` split in two: the memories users and agents wrote, and those the engine wrote
     from others (:data:`~tribalmemory.models.ENGINE_WRITTEN`); None for a part ``where``
@@ -369,11 +391,11 @@ def split_fused(
 ) -> list[tuple[str, float]]:
     """:func:`fuse_kinds` of lists (dense, then BM25) that hold both kinds, the points of
     ``apart`` (engine-written memories) told from the others by id, each kind cut to
-    ``depth`` in each list."""
+    ``depth`` in each list (a tie at the cut kept whole: :func:`whole_ties`)."""
     if not apart:
         return rrf_fuse(ranked)[:limit]
-    written = [[hit for hit in hits if hit[0] not in apart][:depth] for hits in ranked]
-    engine = [[hit for hit in hits if hit[0] in apart][:depth] for hits in ranked]
+    written = [whole_ties([h for h in hits if h[0] not in apart], depth) for hits in ranked]
+    engine = [whole_ties([h for h in hits if h[0] in apart], depth) for hits in ranked]
     return fuse_kinds(written, engine, limit)
 
 

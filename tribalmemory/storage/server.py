@@ -33,6 +33,7 @@ from .base import (
     MAX_PROJECTS,
     SPARSE,
     SPARSE_LAYOUT,
+    TIE_MARGIN,
     UNSCOPED_DEFAULTS,
     MemoryFilter,
     SearchHit,
@@ -53,6 +54,7 @@ from .base import (
     store_locked,
     to_payload,
     unit_query,
+    whole_ties,
 )
 
 log = logging.getLogger("tribalmemory.storage")
@@ -443,15 +445,16 @@ class ServerStore:
             return []
         query = unit_query(vector, self.info.dim)
         depth = search_depth(limit)
+        asked = depth + TIE_MARGIN
         parts = [
-            self._hybrid_requests(query, text, depth, server_filter(part), field) if part else []
+            self._hybrid_requests(query, text, asked, server_filter(part), field) if part else []
             for part, field in zip(kind_filters(where), (SPARSE, self._engine_sparse), strict=True)
         ]
         with self._lock:
             self._check_open()
             written, engine = (
                 [
-                    [(str(p.id), float(p.score)) for p in answer.points]
+                    whole_ties([(str(p.id), float(p.score)) for p in answer.points], depth, asked)
                     for answer in self._client.query_batch_points(self._name, requests)
                 ]
                 if requests

@@ -27,6 +27,7 @@ from ..base import (
     MAX_PROJECTS,
     SPARSE,
     SPARSE_LAYOUT,
+    TIE_MARGIN,
     UNSCOPED_DEFAULTS,
     MemoryFilter,
     SearchHit,
@@ -44,6 +45,7 @@ from ..base import (
     split_fused,
     to_payload,
     unit_query,
+    whole_ties,
 )
 from ..integrity import DamagedDataError
 from .checks import count_problem, sample_problem, segment_folders, segments_problem
@@ -386,8 +388,12 @@ class EdgeStore:
                 depths[SPARSE] = depth
             if engine and apart:
                 depths[ENGINE_SPARSE] = room
-            requests = hybrid_requests(query, text, flt, depths)
-            lists = [[(str(p.id), float(p.score)) for p in shard.query(r)] for r in requests]
+            asked = {field: n + TIE_MARGIN for field, n in depths.items()}
+            requests = hybrid_requests(query, text, flt, asked)
+            lists = [
+                whole_ties([(str(p.id), float(p.score)) for p in shard.query(r)], n, n + TIE_MARGIN)
+                for r, n in zip(requests, depths.values(), strict=False)
+            ]
             # the two fields' BM25 hits as one list: an engine-written hit then ranks against
             # the written ones' BM25 scores there (rrf_fuse's apart ranks); as a list of its
             # own, each would rank first
