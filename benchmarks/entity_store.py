@@ -20,6 +20,16 @@ entity write itself (``entity_work.record_memory_entities``) is timed per memory
 ``--kept-aside-labels FOLDER`` takes the kept-aside streams' X and episodes from another
 labelling of the same memories (``entity_labels/FOLDER/``), as ``entities.py`` does.
 
+``--perfect-record N``: the names of an LLM's record at their best. An LLM is configured (the
+fake OpenAI-compatible server of ``tests/fakellm.py``, through the real litellm client), whose
+final summary of an episode lists as ``metadata.entities`` the gold entities (the labels'
+canonical names) of the labelled memories in the prompt, the N most labelled (8: what the
+prompt asks; 20: the most an answer may hold). Each stream is remembered (same grouping as
+without an LLM: embedding detection), "which episodes touched X" is read, every episode is
+then closed (its final summary names the entities) and it is read again.
+
+    python benchmarks/entity_store.py ../shared/corpus --perfect-record 8 [--write]
+
 Nothing of the corpus is written into the project: only the figures.
 """
 
@@ -27,19 +37,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests")]
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from entities import ASIDE, FRESH, LABELS, TUNING, label_file, stream_file  # noqa: E402
+from fakellm import ID_RE, MEMORY_RE, FakeLLM, Recorded, Reply, default_reply  # noqa: E402
 
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.entities import canonical, mentions_of  # noqa: E402
@@ -63,9 +77,12 @@ def stream_rows(
 
 
 async def remember_all(
-    rows: list[dict[str, Any]], data: str, project: str
+    rows: list[dict[str, Any]], data: str, project: str, api_base: str | None = None
 ) -> tuple[Any, dict[str, str], list[float]]:
-    config = config_from_dict({"data_dir": data, "episodes": {"detector_strategy": "embedding"}})
+    settings: dict[str, Any] = {"detector_strategy": "embedding"}
+    if api_base is not None:  # an LLM (the fake) for summaries; detection stays embedding
+        settings |= {"api_base": api_base, "summary_debounce_seconds": 0}
+    config = config_from_dict({"data_dir": data, "episodes": settings})
     runtime = await start_runtime(config, run_scheduler=False)
     ids: dict[str, str] = {}
     took = []
@@ -79,8 +96,11 @@ async def remember_all(
     return runtime, ids, took
 
 
-async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dict[str, Any]:
-    rows, labels = stream_rows(corpus, stream, kept_aside_labels)
+def gold_of(
+    rows: list[dict[str, Any]], labels: dict[str, list[dict]]
+) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str]]:
+    """Each labelled memory's episode, each X's labelled episodes (by canonical name) and the
+    name X is read by."""
     episode_of = {r["id"]: r["episode"] for r in rows if r["id"] in labels and r["episode"]}
     gold: dict[str, set[str]] = {}
     display: dict[str, str] = {}
@@ -90,6 +110,29 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
             display[key] = g["canonical"]
             if row_id in episode_of:
                 gold.setdefault(key, set()).add(episode_of[row_id])
+    return episode_of, gold, display
+
+
+async def reached(
+    runtime: Any,
+    key: str,
+    display: dict[str, str],
+    ids: dict[str, str],
+    episode_of: dict[str, str],
+) -> set[str | None]:
+    """The labelled episodes of the memories the stored entity X names (``GET /v1/entities``)."""
+    try:
+        found = await runtime.api.entity_get(display[key], project="bench")
+        name = found["entity"]["name"]
+        named = set(runtime.episodes.store.entities.naming("bench", name))
+    except NotFound:
+        named = set()
+    return {episode_of.get(ids[m]) for m in named if m in ids}
+
+
+async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dict[str, Any]:
+    rows, labels = stream_rows(corpus, stream, kept_aside_labels)
+    episode_of, gold, display = gold_of(rows, labels)
     original = entity_work.record_memory_entities
     writes: list[float] = []
 
@@ -112,14 +155,8 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
             runtime, ids, took_on = await remember_all(rows, data, "bench")
             try:
                 for key, episodes in gold.items():
-                    try:
-                        found = await runtime.api.entity_get(display[key], project="bench")
-                        name = found["entity"]["name"]
-                        named = set(runtime.episodes.store.entities.naming("bench", name))
-                    except NotFound:
-                        named = set()
-                    reached = {episode_of.get(ids[m]) for m in named if m in ids}
-                    ent += len(reached & episodes) / len(episodes)
+                    got = await reached(runtime, key, display, ids, episode_of)
+                    ent += len(got & episodes) / len(episodes)
                     for limit in RECALL_LIMITS:
                         hits = await runtime.api.recall(
                             display[key], limit=limit, project="bench", query_dates=False
@@ -156,6 +193,127 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
     }
 
 
+def perfect_responder(names_of: dict[str, list[str]], size: int) -> Callable[[Recorded], Reply]:
+    """The fake model: its final summary's ``metadata.entities`` are the gold names of the
+    labelled memories in the prompt (``names_of``: memory id -> names), the ``size`` most
+    labelled there, ties in order of appearance."""
+
+    def answer(request: Recorded) -> Reply:
+        reply = default_reply(request)
+        if request.purpose != "final":
+            return reply
+        counts: collections.Counter[str] = collections.Counter()
+        for attrs, _ in MEMORY_RE.findall(request.text):
+            found = ID_RE.search(attrs)
+            counts.update(dict.fromkeys(names_of.get(found.group(1), []) if found else [], 1))
+        data = json.loads(reply.content or "{}")
+        data["metadata"]["entities"] = [n for n, _ in counts.most_common(size)]
+        return Reply.json(data)
+
+    return answer
+
+
+async def reach_after_close(
+    rows: list[dict[str, Any]],
+    labels: dict[str, list[dict]],
+    names_of: dict[str, list[str]],
+    api_base: str | None,
+) -> dict[str, Any]:
+    """Remember the stream (with an LLM at ``api_base``, or none), close every active episode,
+    and read "which episodes touched X" (the mean share of X's labelled episodes reached)."""
+    episode_of, gold, display = gold_of(rows, labels)
+    by_row = {r: list(dict.fromkeys(g["canonical"] for g in e)) for r, e in labels.items()}
+    with tempfile.TemporaryDirectory() as data:
+        runtime, ids, _ = await remember_all(rows, data, "bench", api_base)
+        try:
+            names_of.update({m: by_row.get(r, []) for m, r in ids.items()})
+            store = runtime.episodes.store
+            assert await runtime.episodes.worker.drain(600)
+            for (episode_id,) in store.db.execute(
+                "SELECT id FROM episodes WHERE status = 'active'"
+            ).fetchall():
+                await runtime.api.episode_close(episode_id)
+            assert await runtime.episodes.worker.drain(600)
+            total = 0.0
+            for key, episodes in gold.items():
+                got = await reached(runtime, key, display, ids, episode_of)
+                total += len(got & episodes) / len(episodes)
+            mentions = dict(
+                store.db.execute("SELECT source, COUNT(*) FROM mentions GROUP BY source")
+            )
+            return {
+                "score": total / len(gold) if gold else 1.0,
+                "entities": len(gold),
+                "episodes": store.db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0],
+                "mentions": mentions,
+            }
+        finally:
+            await runtime.stop()
+
+
+async def measure_record(
+    corpus: Path, stream: str, fake: FakeLLM, size: int, kept_aside_labels: str = ""
+) -> dict[str, Any]:
+    """ "Which episodes touched X" without an LLM, and with one whose final summary of each
+    episode names the gold entities of its memories (``--perfect-record``); in both runs every
+    episode is closed before the read."""
+    rows, labels = stream_rows(corpus, stream, kept_aside_labels)
+    names_of: dict[str, list[str]] = {}  # the runtime's memory ids, filled as they are stored
+    rules = await reach_after_close(rows, labels, {}, None)
+    fake.responder = perfect_responder(names_of, size)
+    fake.requests.clear()
+    os.environ["OPENAI_API_KEY"] = "x"
+    try:
+        record = await reach_after_close(rows, labels, names_of, fake.base_url)
+    finally:
+        os.environ.pop("OPENAI_API_KEY", None)
+    return {
+        "stream": stream,
+        "memories": len(rows),
+        "entities": rules["entities"],
+        "episodes": (rules["episodes"], record["episodes"]),
+        "finals": len(fake.by_purpose("final")),
+        "rules": rules["score"],
+        "record": record["score"],
+        "rules_mentions": rules["mentions"].get("rules", 0),
+        "mentions": record["mentions"],
+        "calls": len(fake.requests),
+    }
+
+
+def report_record(corpus: Path, size: int, kept_aside_labels: str = "") -> str:
+    lines = [
+        "| streams | stream | memories | entities X | engine episodes, without / with the LLM "
+        "| final summaries | episodes: stored entities, no LLM | with a perfect record "
+        "| mentions, no LLM | with: rules / llm | LLM calls |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    kept = f"kept aside ({kept_aside_labels}/)" if kept_aside_labels else "kept aside"
+    sums = {"rules": 0.0, "record": 0.0, "n": 0}
+    with FakeLLM() as fake:
+        for group, streams in [("tuning", TUNING), ("fresh", FRESH), (kept, ASIDE)]:
+            for stream in streams:
+                m = asyncio.run(measure_record(corpus, stream, fake, size, kept_aside_labels))
+                print(m, file=sys.stderr, flush=True)
+                sums["rules"] += m["rules"]
+                sums["record"] += m["record"]
+                sums["n"] += 1
+                lines.append(
+                    f"| {group} | {stream} | {m['memories']} | {m['entities']} "
+                    f"| {m['episodes'][0]} / {m['episodes'][1]} | {m['finals']} "
+                    f"| {m['rules']:.3f} | {m['record']:.3f} | {m['rules_mentions']} "
+                    f"| {m['mentions'].get('rules', 0)} / {m['mentions'].get('llm', 0)} "
+                    f"| {m['calls']} |"
+                )
+    n = max(1, int(sums["n"]))
+    lines.append(
+        f"| all | mean of {n} streams | | | | | {sums['rules'] / n:.3f} "
+        f"| {sums['record'] / n:.3f} | | | |"
+    )
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return "\n".join(lines) + f"\n\nLoad average during the run (1, 5, 15 min): {load}; 2 CPUs."
+
+
 def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) -> str:
     lines = [
         "| streams | stream | memories | entities X | episodes: stored entities "
@@ -179,6 +337,22 @@ def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) 
     return "\n".join(lines) + f"\n\nLoad average during the run (1, 5, 15 min): {load}; 2 CPUs."
 
 
+RECORD_HEAD = (
+    "## Entities stored with a perfect LLM record ({n} names): which episodes touched X\n\n"
+    "`python benchmarks/entity_store.py ../shared/corpus --perfect-record {n} --write`: "
+    "each labelled stream remembered whole through the real engine (episodes on, embedding "
+    "detection) with an LLM configured: the fake OpenAI-compatible server of tests/fakellm.py "
+    "through the real litellm client, whose final summary of an episode lists as "
+    "`metadata.entities` the {n} gold entities (the labels' canonical names) most labelled in "
+    "the memories of its prompt. The share of X's labelled episodes reached by the memories "
+    "the stored entity names, as in the table above: after the stream (the rules' mentions; "
+    "an episode closed during the stream may already carry the record's), then after every "
+    "active episode is closed and its final summary stored (the record's names become mentions "
+    "of the members that write them, as a whole word, the name or its canonical form). An upper "
+    "bound of what the record adds: a real model names fewer and other things.\n\n"
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("corpus", type=Path, help="the corpus folder (with train/ and validation/)")
@@ -193,7 +367,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--kept-aside-only", action="store_true", help="measure the kept-aside streams alone"
     )
+    ap.add_argument(
+        "--perfect-record",
+        type=int,
+        default=0,
+        metavar="N",
+        help="measure with an LLM record naming the N most labelled gold entities of each "
+        "episode's final summary (1-20)",
+    )
     args = ap.parse_args(argv)
+    if args.perfect_record:
+        if not 1 <= args.perfect_record <= 20:
+            ap.error("--perfect-record takes 1 to 20 names (what an answer may hold)")
+        text = report_record(args.corpus, args.perfect_record, args.kept_aside_labels)
+        print(text)
+        if args.write:
+            from report import write_section
+
+            write_section(
+                f"entity-store-record-{args.perfect_record}",
+                RECORD_HEAD.format(n=args.perfect_record) + text,
+            )
+        return 0
     if args.write and (args.kept_aside_labels or args.kept_aside_only):
         ap.error("--write reports every stream on its labels: drop the --kept-aside options")
     if args.kept_aside_labels and not all(

@@ -35,3 +35,31 @@ def test_agreement_counts_spans_and_names_memory_by_memory() -> None:
     ]
     assert agreement(gold, other) == {"span": (2, 3, 2), "name": (2, 3, 2)}
     assert agreement(other, gold) == {"span": (2, 2, 3), "name": (2, 2, 3)}
+
+
+def test_the_perfect_record_names_the_most_labelled_gold_entities_of_the_prompt() -> None:
+    """benchmarks/entity_store.py --perfect-record: the fake model's final summary lists the
+    gold names of the memories in its prompt, the most labelled first, at most N."""
+    import json
+
+    from entity_store import perfect_responder
+    from fakellm import Recorded, default_reply
+
+    names_of = {"a": ["zorbctl", "Larder"], "b": ["Larder"], "c": ["elsewhere"]}
+    user = '<memory id="a">x</memory>\n<memory id="b">y</memory>'
+    final = Recorded(
+        "/v1/chat/completions",
+        {
+            "messages": [
+                {"role": "system", "content": "tm-purpose: final"},
+                {"role": "user", "content": user},
+            ]
+        },
+        "final",
+    )
+    answer = json.loads(perfect_responder(names_of, 1)(final).content or "{}")
+    assert answer["metadata"]["entities"] == ["Larder"]
+    answer = json.loads(perfect_responder(names_of, 8)(final).content or "{}")
+    assert answer["metadata"]["entities"] == ["Larder", "zorbctl"]
+    other = Recorded(final.path, final.body, "regenerate")
+    assert perfect_responder(names_of, 8)(other).content == default_reply(other).content

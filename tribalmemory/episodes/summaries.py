@@ -4,7 +4,9 @@ Each episode's summary is also stored as one ``EPISODE_SUMMARY`` memory (same id
 and its lessons, decisions and facts as ``LESSON`` / ``DECISION`` / ``FACT`` memories
 (:mod:`.derived`), written through the plugin host, so that plain ``recall()`` finds them. The
 structured record (task, outcome, decisions, events, lessons, facts, metrics:
-:mod:`.structured`) is rewritten with the summary.
+:mod:`.structured`) is rewritten with the summary. The entities an LLM's metadata names become
+mentions (source ``llm``) of the members that write them, in the transaction that stores the
+metadata: no call of their own.
 Everything here that writes an episode's summary holds that episode's lock.
 """
 
@@ -19,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..models import Memory, SourceType, new_memory_id
-from ..timeutil import from_epoch
+from ..entities.named import named_mentions
+from ..models import ENGINE_WRITTEN, Memory, SourceType, new_memory_id
+from ..timeutil import from_epoch, to_epoch
 from . import derived, extractive, lifecycle, structured, upgrades
 from .causal import Causal
 from .distinctive import Background
@@ -141,6 +144,15 @@ class Summaries:
             with self.store.transaction() as db:
                 self.store.episodes.update(db, episode_id, **values)
                 self.causal.write_derived(db, row, links, self.state.clock())
+                for memory in memories:  # the entities the LLM's record names, as written
+                    if memory.id in made.named:
+                        self.store.entities.add_named(
+                            db,
+                            memory.project,
+                            memory.id,
+                            to_epoch(memory.created_at),
+                            made.named[memory.id],
+                        )
                 marked = plan != "interim" and upgrades.mark(self.store, db, episode_id, outage)
             await self._put(embedded_derived)
             await self._delete_stale(writes)
@@ -285,6 +297,7 @@ class Composed:
     values: dict[str, Any]
     summary: Memory | None  # the EPISODE_SUMMARY memory (see summary_memory)
     derived: list[Memory]  # the lesson and decision memories of the new record
+    named: dict[str, dict[str, tuple[str, list[str]]]]  # memory id -> the LLM's names it writes
 
 
 def compose(
@@ -316,7 +329,26 @@ def compose(
     when = from_epoch(now)
     summary = summary_memory(row, memories, title, values["summary"], values["summary_kind"], when)
     wanted = derived.memories(row, values["structured"], memories, title, when)
-    return Composed(values, summary, wanted)
+    return Composed(values, summary, wanted, llm_named(memories, result))
+
+
+def llm_named(
+    memories: list[Memory], result: SummaryOutcome | None
+) -> dict[str, dict[str, tuple[str, list[str]]]]:
+    """The entities the LLM's metadata names (``entities``) that each member writes (see
+    :func:`named_mentions`), by memory id; none without an LLM answer with metadata, and none
+    for a memory the engine wrote."""
+    if result is None or result.metadata is None:
+        return {}
+    names = [n for n in result.metadata.get("entities") or [] if isinstance(n, str)]
+    if not names:
+        return {}
+    found = {
+        m.id: named_mentions(m.content, names)
+        for m in memories
+        if m.source_type not in ENGINE_WRITTEN
+    }
+    return {memory_id: named for memory_id, named in found.items() if named}
 
 
 def summary_memory(

@@ -1,6 +1,8 @@
 """The ``entities`` and ``mentions`` tables: which memory names which entity.
 
-``mentions`` is the record (one row per entity a memory names, with the surfaces it used);
+``mentions`` is the record (one row per entity a memory names, with the surfaces it used and
+its source: ``rules``, the extraction, or ``llm``, a name a summary's record gave that the text
+writes);
 ``entities`` is derived from it, recomputed for the names a change touched (first/last seen,
 aliases, mention count, kind), so that forgetting a memory takes away what only it supported.
 The episodes of an entity come from a join with ``memberships``, never from a copy.
@@ -99,23 +101,59 @@ class Entities(Table):
         memory_time: float,
         found: Found,
     ) -> None:
-        """Replace the memory's mentions with ``found`` (idempotent: a resumed job writes the
-        same rows again) and refresh the entities either side names."""
+        """Replace the memory's mentions found by the rules with ``found`` (idempotent: a
+        resumed job writes the same rows again) and refresh the entities either side names.
+        A mention an LLM's record gave (:meth:`add_named`) stays, unless the rules now find
+        that name: then theirs replaces it."""
         before = self.names_of(memory_id, db)
-        db.execute("DELETE FROM mentions WHERE memory_id = ?", (memory_id,))
+        rules = self.names_of(memory_id, db, source="rules")
+        db.execute("DELETE FROM mentions WHERE memory_id = ? AND source = 'rules'", (memory_id,))
         db.executemany(
-            "INSERT INTO mentions VALUES (?,?,?,?,?,?)",
-            [
-                (project, name, memory_id, memory_time, kind, json.dumps(surfaces))
-                for name, (kind, surfaces) in found.items()
-            ],
+            "DELETE FROM mentions WHERE memory_id = ? AND project = ? AND name = ?",
+            [(memory_id, project, name) for name in found if (project, name) in before],
         )
+        self._insert(db, project, memory_id, memory_time, found, "rules")
         added = {(project, n): (kind, surfaces) for n, (kind, surfaces) in found.items()}
-        for key in sorted(set(added) | before):
+        for key in sorted(set(added) | rules):
             if key in before:  # written again: it may have dropped surfaces, count again
                 self._refresh(db, key, None)
             else:
                 self._add(db, key, *added[key], memory_time)
+
+    def add_named(
+        self,
+        db: sqlite3.Connection,
+        project: str,
+        memory_id: str,
+        memory_time: float,
+        found: Found,
+    ) -> None:
+        """Mentions an LLM's record gave (source ``llm``): those of ``found`` the memory does
+        not mention yet (by the rules or an earlier record); each entity's row updated as a
+        new mention updates it."""
+        before = self.names_of(memory_id, db)
+        new = {n: v for n, v in found.items() if (project, n) not in before}
+        self._insert(db, project, memory_id, memory_time, new, "llm")
+        for name, (kind, surfaces) in sorted(new.items()):
+            self._add(db, (project, name), kind, surfaces, memory_time)
+
+    @staticmethod
+    def _insert(
+        db: sqlite3.Connection,
+        project: str,
+        memory_id: str,
+        memory_time: float,
+        found: Found,
+        source: str,
+    ) -> None:
+        db.executemany(
+            "INSERT INTO mentions (project, name, memory_id, memory_time, kind, surfaces, "
+            "source) VALUES (?,?,?,?,?,?,?)",
+            [
+                (project, name, memory_id, memory_time, kind, json.dumps(surfaces), source)
+                for name, (kind, surfaces) in found.items()
+            ],
+        )
 
     def _add(
         self,
@@ -270,13 +308,15 @@ class Entities(Table):
     # -- reads -------------------------------------------------------------------------------
 
     def names_of(
-        self, memory_id: str, db: sqlite3.Connection | None = None
+        self, memory_id: str, db: sqlite3.Connection | None = None, source: str | None = None
     ) -> set[tuple[str, str]]:
-        """(project, name) of every entity the memory names."""
-        rows = (db or self.db).execute(
-            "SELECT project, name FROM mentions WHERE memory_id = ?", (memory_id,)
-        )
-        return {(r[0], r[1]) for r in rows}
+        """(project, name) of every entity the memory names (``source``: found so only)."""
+        sql = "SELECT project, name FROM mentions WHERE memory_id = ?"
+        args = [memory_id]
+        if source is not None:
+            sql += " AND source = ?"
+            args.append(source)
+        return {(r[0], r[1]) for r in (db or self.db).execute(sql, args)}
 
     def known(self, project: str) -> frozenset[str]:
         """What the extraction is taught of the project: its capitalised names (all their

@@ -114,6 +114,7 @@ CREATE TABLE IF NOT EXISTS mentions (      -- each entity a memory names
     memory_time REAL NOT NULL,
     kind TEXT NOT NULL,
     surfaces TEXT NOT NULL DEFAULT '[]',   -- as written in this memory
+    source TEXT NOT NULL DEFAULT 'rules',  -- rules (the extraction) | llm (a summary's record)
     PRIMARY KEY (project, name, memory_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mentions_memory ON mentions(memory_id);
@@ -147,6 +148,7 @@ ADDED_COLUMNS = {
         "structured": "TEXT NOT NULL DEFAULT '{}'",
         "project": "TEXT NOT NULL DEFAULT 'default'",  # episodes from before projects
     },
+    "mentions": {"source": "TEXT NOT NULL DEFAULT 'rules'"},  # mentions from before the LLM's
 }
 """Columns added after the first release: a database that lacks one gets it at open
 (``ALTER TABLE ... ADD COLUMN`` with its default), before the schema's indexes are used."""
