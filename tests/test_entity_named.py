@@ -9,15 +9,15 @@ from tribalmemory.entities import canonical, extract_entities
 from tribalmemory.entities.named import NAME_MAX, named_mentions
 
 TEXT = (
-    "Moved the nightly batch to karpenter; the KARPENTER nodes drain fine. See src/auth/refresh.py "
+    "Moved the nightly batch to zorbctl; the ZORBCTL nodes drain fine. See src/auth/refresh.py "
     "and PR #2214, bumped to v1.8.2. The Orders Service (orders-svc) agrees."
 )
 
 
 def test_a_tool_the_rules_miss_is_kept_with_every_way_the_text_writes_it() -> None:
-    assert "karpenter" not in {e.name for e in extract_entities(TEXT)}  # the rules miss it
-    assert named_mentions(TEXT, ["karpenter"]) == {
-        "karpenter": ("name", ["karpenter", "KARPENTER"])
+    assert "zorbctl" not in {e.name for e in extract_entities(TEXT)}  # the rules miss it
+    assert named_mentions(TEXT, ["zorbctl"]) == {
+        "zorbctl": ("name", ["zorbctl", "ZORBCTL"])
     }
 
 
@@ -45,8 +45,8 @@ def test_spellings_of_one_entity_meet_under_its_canonical_name() -> None:
         (TEXT, "karp"),  # part of a word
         (TEXT, "2214"),  # inside the ticket
         ("The orders-svc agrees.", "orders"),  # part of a hyphenated name
-        ("Set it in config.karpenter first.", "karpenter"),  # part of a dotted name
-        ("Pass --karpenter to it.", "karpenter"),  # inside a flag
+        ("Set it in config.zorbctl first.", "zorbctl"),  # part of a dotted name
+        ("Pass --zorbctl to it.", "zorbctl"),  # inside a flag
     ],
 )
 def test_a_name_the_text_does_not_write_whole_is_not_kept(text: str, name: str) -> None:
