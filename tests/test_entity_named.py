@@ -16,9 +16,7 @@ TEXT = (
 
 def test_a_tool_the_rules_miss_is_kept_with_every_way_the_text_writes_it() -> None:
     assert "zorbctl" not in {e.name for e in extract_entities(TEXT)}  # the rules miss it
-    assert named_mentions(TEXT, ["zorbctl"]) == {
-        "zorbctl": ("name", ["zorbctl", "ZORBCTL"])
-    }
+    assert named_mentions(TEXT, ["zorbctl"]) == {"zorbctl": ("name", ["zorbctl", "ZORBCTL"])}
 
 
 def test_the_kind_is_the_rules_kind_when_one_entity_spans_the_name() -> None:
