@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import re
 
-from tribalmemory.entities.stoplist import CAPITALISED_WORDS, GENERIC_ACRONYMS, STOP
+from tribalmemory.entities.stoplist import (
+    CAPITALISED_WORDS,
+    GENERIC_ACRONYMS,
+    GENERIC_WITH_DIGITS,
+    STOP,
+)
 
 ACRONYM = re.compile(r"[A-Z0-9&]*[A-Z][A-Z0-9&]*[A-Z][A-Z0-9&]*")
 """Two capitals or more and no small letter: ``PS5``, ``GPU``; such a word stands alone,
@@ -31,6 +36,12 @@ def generic_acronym(surface: str) -> bool:
         or not 2 < len(surface) <= 6
         or bool(_ROMAN.fullmatch(surface))
     )
+
+
+def generic_with_digits(surface: str) -> bool:
+    """Whether an acronym with a digit names a kind of thing (``I2C``, ``UTF-16``:
+    :data:`GENERIC_WITH_DIGITS`), as :func:`generic_acronym` tells of those without one."""
+    return surface.replace("-", "").upper() in GENERIC_WITH_DIGITS
 
 
 _CODE_BEFORE = re.compile(r"(?:[<|^~_=]|\w-)$")

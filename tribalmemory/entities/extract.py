@@ -10,17 +10,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tribalmemory.entities.acronyms import generic_with_digits
 from tribalmemory.entities.aliases import canonical
 from tribalmemory.entities.code import CODE_SHAPED, code_spans, lower_openers
 from tribalmemory.entities.filters import TEMPLATE, placeholder, plausible, stop_pair
 from tribalmemory.entities.known import taught, taught_spans
-from tribalmemory.entities.names import (
-    SAINT,
-    capitalised_names,
-    generic_with_digits,
-    in_a_name,
-    plural,
-)
+from tribalmemory.entities.names import SAINT, capitalised_names, in_a_name, plural
 from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.products import product_spans
 from tribalmemory.entities.rules import NEEDLES, RULES

@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 import re
 
+from tribalmemory.entities.acronyms import generic_with_digits
 from tribalmemory.entities.known import FILE, Taught
 from tribalmemory.entities.names import PERIOD_OR_RANK
 from tribalmemory.entities.rules import EXT
 from tribalmemory.entities.stoplist import (
     ACRONYMS,
     GENERIC_ACRONYMS,
-    GENERIC_WITH_DIGITS,
     MONTHS,
     STOP,
     WEEKDAYS,
@@ -72,9 +72,7 @@ def plausible(kind: str, surface: str, corpus: Taught) -> bool:
     if kind == "url" and (_FILE_LINE.search(surface) or _FILE_NAME.search(surface)):
         return False
     if kind == "identifier" and surface.isupper() and "-" in surface:
-        return not all(
-            p in GENERIC_ACRONYMS or p in GENERIC_WITH_DIGITS for p in surface.split("-")
-        )
+        return not all(p in GENERIC_ACRONYMS or generic_with_digits(p) for p in surface.split("-"))
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
         return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))
     if kind == "path" and _PER_UNIT.fullmatch(surface):

@@ -7,13 +7,13 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from .acronyms import generic_with_digits
 from .aliases import canonical
 from .extract import extract_entities
 from .stoplist import (
     ALONE,
     CAPITALISED_WORDS,
     GENERIC_ACRONYMS,
-    GENERIC_WITH_DIGITS,
     GROUPS,
     STOP,
 )
@@ -38,8 +38,7 @@ def names_no_one_thing(name: str) -> bool:
         return True
     if not (name.isupper() or name.islower()) or not name[0].isalnum():
         return False  # iOS, Android, --fasta: no acronym
-    upper = name.upper()
-    return upper in GENERIC_ACRONYMS or upper.replace("-", "") in GENERIC_WITH_DIGITS
+    return name.upper() in GENERIC_ACRONYMS or generic_with_digits(name)
 
 
 @lru_cache(maxsize=1024)

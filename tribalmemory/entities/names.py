@@ -13,12 +13,12 @@ from tribalmemory.entities.acronyms import (
     acronym_in_code,
     counted,
     generic_acronym,
+    generic_with_digits,
     named_acronym,
 )
 from tribalmemory.entities.stoplist import (
     ALONE,
     GENERIC_ACRONYMS,
-    GENERIC_WITH_DIGITS,
     GROUPS,
     RANKS,
     STOP,
@@ -236,12 +236,6 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 ):
                     continue
             yield surface, start, end
-
-
-def generic_with_digits(surface: str) -> bool:
-    """Whether an acronym with a digit names a kind of thing (``I2C``, ``UTF-16``:
-    :data:`GENERIC_WITH_DIGITS`)."""
-    return surface.replace("-", "").upper() in GENERIC_WITH_DIGITS
 
 
 _CODE_OF_WORDS = re.compile(r"`([^`\n]* [^`\n]*)`")

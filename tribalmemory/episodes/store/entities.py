@@ -105,8 +105,9 @@ class Entities(Table):
         resumed job writes the same rows again) and refresh the entities either side names.
         A mention an LLM's record gave (:meth:`add_named`) stays, unless the rules now find
         that name: then theirs replaces it."""
-        before = self.names_of(memory_id, db)
-        rules = self.names_of(memory_id, db, source="rules")
+        sources = self.sources_of(memory_id, db)
+        before = set(sources)
+        rules = {key for key, source in sources.items() if source == "rules"}
         db.execute("DELETE FROM mentions WHERE memory_id = ? AND source = 'rules'", (memory_id,))
         db.executemany(
             "DELETE FROM mentions WHERE memory_id = ? AND project = ? AND name = ?",
@@ -308,15 +309,19 @@ class Entities(Table):
     # -- reads -------------------------------------------------------------------------------
 
     def names_of(
-        self, memory_id: str, db: sqlite3.Connection | None = None, source: str | None = None
+        self, memory_id: str, db: sqlite3.Connection | None = None
     ) -> set[tuple[str, str]]:
-        """(project, name) of every entity the memory names (``source``: found so only)."""
-        sql = "SELECT project, name FROM mentions WHERE memory_id = ?"
-        args = [memory_id]
-        if source is not None:
-            sql += " AND source = ?"
-            args.append(source)
-        return {(r[0], r[1]) for r in (db or self.db).execute(sql, args)}
+        """(project, name) of every entity the memory names."""
+        return set(self.sources_of(memory_id, db))
+
+    def sources_of(
+        self, memory_id: str, db: sqlite3.Connection | None = None
+    ) -> dict[tuple[str, str], str]:
+        """(project, name) -> source (``rules`` or ``llm``) of every entity the memory names."""
+        rows = (db or self.db).execute(
+            "SELECT project, name, source FROM mentions WHERE memory_id = ?", (memory_id,)
+        )
+        return {(r[0], r[1]): r[2] for r in rows}
 
     def known(self, project: str) -> frozenset[str]:
         """What the extraction is taught of the project: its capitalised names (all their
