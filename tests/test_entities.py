@@ -176,6 +176,31 @@ def test_a_bare_file_name_names_the_one_known_path_ending_in_it() -> None:
     assert {e.name for e in extract_entities(text, known=two)} == {"math.h", "types.h"}
 
 
+def test_a_name_written_short_is_the_one_known_name_it_opens() -> None:
+    """``Greg`` once ``Greg Mallory`` is known is Greg Mallory (by his short name); not when two
+    known names start with it, nor a maker or a listed tool before its product's name."""
+    text = "Greg signed off. We asked Greg and Riverkeep about Google and Kafka."
+
+    def names(known: set[str]) -> dict[str, str]:
+        return {e.text: e.name for e in extract_entities(text, known=known)}
+
+    full = {"Greg Mallory", "Riverkeep Trust", "Google Play", "Kafka Connect"}
+    assert names(full) == {
+        "Greg": "greg-mallory",
+        "Riverkeep": "riverkeep-trust",
+        "Google": "google",
+        "Kafka": "kafka",
+    }
+    assert names(full | {"Greg Tanaka"})["Greg"] == "greg"  # two Gregs: which is not known
+    assert names({"Greg Mallory-Smith", "Riverkeep Trust 2"}) == {  # no run of plain words
+        "Greg": "greg",
+        "Riverkeep": "riverkeep",
+        "Google": "google",
+        "Kafka": "kafka",
+    }
+    assert names(set())["Greg"] == "greg"
+
+
 def test_a_known_name_is_found_as_whole_words_with_its_own_separators() -> None:
     text = "Marek Novak approved. Marek  Novak wrote it. We run quill-2, quill.js and then quill."
     found = extract_entities(text, known={"Marek Novak", "quill"})

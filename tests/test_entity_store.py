@@ -84,6 +84,17 @@ async def test_aliases_meet_in_one_entity_with_its_episodes(engine_runtime: Make
     assert (await rt.api.episode_get(created["episode_id"]))["entities"] is None
 
 
+async def test_a_short_name_after_its_full_name_is_the_same_entity(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    full = await remember(rt, "Call notes: Greg Mallory owns the refund rules.", 0)
+    short = await remember(rt, "Sent the refund rules draft to Greg for sign-off.", 5)
+    found = await rt.api.entity_get("Greg Mallory", project="shop")
+    assert found["entity"]["name"] == "greg-mallory"
+    assert sorted(found["entity"]["aliases"]) == ["Greg", "Greg Mallory"]
+    assert sorted(m["memory_id"] for m in found["memories"]) == sorted([full, short])
+    assert (await rt.api.entity_get("Greg", project="shop")) == found  # by its short name
+
+
 async def test_a_bare_file_name_names_its_known_path_and_is_read_by_it(
     engine_runtime: Make,
 ) -> None:

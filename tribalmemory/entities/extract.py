@@ -19,6 +19,7 @@ from tribalmemory.entities.names import SAINT, capitalised_names, in_a_name, plu
 from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.products import product_spans
 from tribalmemory.entities.rules import NEEDLES, RULES
+from tribalmemory.entities.short_names import full_name
 from tribalmemory.entities.stoplist import BUILT_IN_TYPES, STOP
 from tribalmemory.entities.tools import tool_spans
 from tribalmemory.entities.versions import (
@@ -84,6 +85,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             name = "#" + surface.rpartition("#")[2]
         if kind == "path" and "/" not in name:
             name = corpus.files.get(name, name)
+        if kind == "name" and corpus.exact:
+            name = full_name(surface, corpus) or name
         found.append(Entity(kind, surface, start, end, name))
 
     names = list(capitalised_names(text, corpus.lower))
