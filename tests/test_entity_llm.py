@@ -34,15 +34,15 @@ NAMED = ["zorbctl", "quuxmesh", "API", "nightly import"]
 a generic acronym and a phrase (every member writes it)."""
 
 
-def naming(names: list[str]) -> Callable[[Recorded], Reply]:
-    """The fake model, whose final answer's metadata names ``names``."""
+def naming(names: list[str], key: str = "entities") -> Callable[[Recorded], Reply]:
+    """The fake model, whose final answer's metadata names ``names`` (under ``key``)."""
 
     def answer(request: Recorded) -> Reply:
         reply = default_reply(request)
         if request.purpose != "final":
             return reply
         data = json.loads(reply.content or "{}")
-        data["metadata"]["entities"] = names
+        data["metadata"][key] = names
         return Reply.json(data)
 
     return answer
@@ -98,6 +98,21 @@ async def test_a_name_of_the_llm_s_record_is_an_entity_of_the_member_writing_it(
     purposes = [r.purpose for r in fake_llm_env.requests]
     assert set(purposes) <= {"classify", "merge", "update", "regenerate", "final"}
     assert purposes.count("final") == 1
+
+
+async def test_a_tool_the_llm_s_record_lists_as_used_is_an_entity_of_the_member_writing_it(
+    engine_runtime: Make, fake_llm_env: FakeLLM
+) -> None:
+    fake_llm_env.responder = naming(["zorbctl", "quuxmesh"], key="tools_used")
+    rt = await engine_runtime()
+    episode_id, ids = await closed_episode(rt)
+    metadata = (await rt.api.episode_get(episode_id))["episode"]["metadata"]
+    assert metadata["tools_used"] == ["zorbctl", "quuxmesh"]
+    found = await rt.api.entity_get("zorbctl", project="shop")
+    assert [m["memory_id"] for m in found["memories"]] == [ids[1]]
+    assert sources(rt.episodes.store, "zorbctl") == {ids[1]: "llm"}
+    with pytest.raises(NotFound):  # no member writes it
+        await rt.api.entity_get("quuxmesh", project="shop")
 
 
 async def test_forgetting_the_only_memory_an_llm_named_entity_rests_on_removes_it(

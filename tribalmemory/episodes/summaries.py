@@ -335,12 +335,17 @@ def compose(
 def llm_named(
     memories: list[Memory], result: SummaryOutcome | None
 ) -> dict[str, dict[str, tuple[str, list[str]]]]:
-    """The entities the LLM's metadata names (``entities``) that each member writes (see
-    :func:`named_mentions`), by memory id; none without an LLM answer with metadata, and none
-    for a memory the engine wrote."""
+    """The entities and tools the LLM's metadata names (``entities``, ``tools_used``) that each
+    member writes (see :func:`named_mentions`), by memory id; none without an LLM answer with
+    metadata, and none for a memory the engine wrote."""
     if result is None or result.metadata is None:
         return {}
-    names = [n for n in result.metadata.get("entities") or [] if isinstance(n, str)]
+    names = [
+        n
+        for key in ("entities", "tools_used")
+        for n in result.metadata.get(key) or []
+        if isinstance(n, str)
+    ]
     if not names:
         return {}
     found = {
