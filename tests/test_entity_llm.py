@@ -236,3 +236,35 @@ def test_a_database_from_before_the_source_column_opens_with_its_mentions_as_the
         assert entities.names_of("m1") == {("p", "orders-service"), ("p", "zorbctl")}
     finally:
         store.close()
+
+
+async def test_an_imported_episode_keeps_the_names_of_its_llm_record(
+    engine_runtime: Make, fake_llm_env: FakeLLM, tmp_path: Path
+) -> None:
+    """An export carries the summary's metadata: the import gives the members the names it
+    lists, as the summary did, without an LLM on the importing side."""
+    from tribalmemory.config import config_from_dict
+    from tribalmemory.portability import exporter, importer
+    from tribalmemory.runtime import start_runtime
+
+    fake_llm_env.responder = naming(NAMED)
+    source = await engine_runtime()
+    episode_id, ids = await closed_episode(source)
+    export = tmp_path / "export.jsonl"
+    lines = [line async for line in exporter.export_lines(source.api, vectors=True)]
+    export.write_text("".join(lines), encoding="utf-8")
+
+    config = config_from_dict({"data_dir": str(tmp_path / "fresh")})
+    fresh = await start_runtime(config, run_scheduler=False)
+    try:
+        done = await importer.apply(fresh.api, export)
+        assert done.episodes_created == 1, done.to_json()
+        found = await fresh.api.entity_get("zorbctl", project="shop")
+        assert [m["memory_id"] for m in found["memories"]] == [ids[1]]
+        assert [e["episode_id"] for e in found["episodes"]] == [episode_id]
+        # the rules, once the record taught them the name, find it too: their row replaces it
+        assert sources(fresh.episodes.store, "zorbctl") == {ids[1]: "rules"}
+        assert "zorbctl" not in mentions_of(STORY[1][0])  # the rules alone miss it
+        assert fresh.api.health()["episodes"]["entities_waiting"] == 0
+    finally:
+        await fresh.stop()

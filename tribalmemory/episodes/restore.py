@@ -1,5 +1,7 @@
 """Recreate an exported episode as it was (import): same id, members, title, status, summary,
-structured record, chain link and history, with no detection and no LLM call.
+structured record, chain link and history, with no detection and no LLM call. The entities and
+tools an LLM-written summary's metadata names become mentions of the members that write them,
+as when the summary was written (:func:`.summaries.llm_named`).
 
 The episode row, its memberships and its history are written in one transaction; the summary
 memory (``EPISODE_SUMMARY``, the exported summary text) and the lesson and decision memories
@@ -25,7 +27,7 @@ from ..projects import DEFAULT_PROJECT
 from ..timeutil import to_epoch
 from .state import EngineState
 from .store import EpisodeRow
-from .summaries import Summaries
+from .summaries import Summaries, llm_named
 from .upkeep import Upkeep
 
 IMPORT_ACTION = "imported"
@@ -120,6 +122,7 @@ class Restore:
             now = state.clock()
             memories = sorted(members, key=lambda m: m.created_at)
             links = self.summaries.causal.derive(row, row.structured or {}, memories)
+            named = llm_named(memories, row.metadata) if row.summary_kind == "llm" else {}
             with self.store.transaction() as db:
                 self.store.episodes.insert(db, row)
                 for memory in members:
@@ -127,6 +130,10 @@ class Restore:
                     self.store.add_member(db, episode_id, memory.id, memory_time, now)
                     self.store.jobs.finish_detection(db, memory.id)
                     self.store.entities.wait(db, memory.id)  # found by the entity work
+                    if memory.id in named:  # the names of its LLM record, as its summary wrote
+                        self.store.entities.add_named(
+                            db, memory.project, memory.id, memory_time, named[memory.id]
+                        )
                 for entry in record["history"]:
                     self.store.history.add(
                         db,

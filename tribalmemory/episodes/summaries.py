@@ -329,23 +329,21 @@ def compose(
     when = from_epoch(now)
     summary = summary_memory(row, memories, title, values["summary"], values["summary_kind"], when)
     wanted = derived.memories(row, values["structured"], memories, title, when)
-    return Composed(values, summary, wanted, llm_named(memories, result))
+    named = llm_named(memories, result.metadata if result is not None else None)
+    return Composed(values, summary, wanted, named)
 
 
 def llm_named(
-    memories: list[Memory], result: SummaryOutcome | None
+    memories: list[Memory], metadata: dict[str, Any] | None
 ) -> dict[str, dict[str, tuple[str, list[str]]]]:
-    """The entities and tools the LLM's metadata names (``entities``, ``tools_used``) that each
+    """The entities and tools an LLM's metadata names (``entities``, ``tools_used``) that each
     member writes (see :func:`named_mentions`), by memory id; none without an LLM answer with
-    metadata, and none for a memory the engine wrote."""
-    if result is None or result.metadata is None:
+    metadata (or an exported episode's, see :mod:`.restore`), and none for a memory the engine
+    wrote."""
+    if metadata is None:
         return {}
-    names = [
-        n
-        for key in ("entities", "tools_used")
-        for n in result.metadata.get(key) or []
-        if isinstance(n, str)
-    ]
+    lists = [metadata.get(key) for key in ("entities", "tools_used")]
+    names = [n for given in lists if isinstance(given, list) for n in given if isinstance(n, str)]
     if not names:
         return {}
     found = {
