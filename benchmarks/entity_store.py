@@ -130,6 +130,13 @@ async def reached(
     return {episode_of.get(ids[m]) for m in named if m in ids}
 
 
+def precision(got: set[str | None], episodes: set[str]) -> list[float]:
+    """The share of the labelled episodes an answer points at that X touched (none when it
+    points at no labelled episode: its memories are unlabelled or in no episode)."""
+    named = got - {None}
+    return [len(named & episodes) / len(named)] if named else []
+
+
 async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dict[str, Any]:
     rows, labels = stream_rows(corpus, stream, kept_aside_labels)
     episode_of, gold, display = gold_of(rows, labels)
@@ -150,6 +157,7 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
     entity_work.record_memory_entities = timed
     ent = 0.0
     rec = dict.fromkeys(RECALL_LIMITS, 0.0)
+    exact: dict[str, list[float]] = {"entities": [], "recall": []}
     try:
         with tempfile.TemporaryDirectory() as data:
             runtime, ids, took_on = await remember_all(rows, data, "bench")
@@ -157,12 +165,15 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
                 for key, episodes in gold.items():
                     got = await reached(runtime, key, display, ids, episode_of)
                     ent += len(got & episodes) / len(episodes)
+                    exact["entities"] += precision(got, episodes)
                     for limit in RECALL_LIMITS:
                         hits = await runtime.api.recall(
                             display[key], limit=limit, project="bench", query_dates=False
                         )
                         got = {episode_of.get(ids.get(h["memory_id"], "")) for h in hits["results"]}
                         rec[limit] += len(got & episodes) / len(episodes)
+                        if limit == RECALL_LIMITS[0]:
+                            exact["recall"] += precision(got, episodes)
             finally:
                 await runtime.stop()
     finally:
@@ -185,6 +196,7 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
         "entities": n,
         "from_entities": ent / n if n else 1.0,
         "recall": {k: (v / n if n else 1.0) for k, v in rec.items()},
+        "precision": {k: statistics.fmean(v) if v else 1.0 for k, v in exact.items()},
         "on_ms": statistics.median(took_on) * 1000,
         "off_ms": statistics.median(took_off) * 1000,
         "write_ms": statistics.median(writes) * 1000,
@@ -317,22 +329,37 @@ def report_record(corpus: Path, size: int, kept_aside_labels: str = "") -> str:
 def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) -> str:
     lines = [
         "| streams | stream | memories | entities X | episodes: stored entities "
-        "| episodes: recall of X, top 10 | top 50 | remember p50, entities on (ms) | off (ms) "
+        "| episodes: recall of X, top 10 | top 50 | precision: entities | recall top 10 "
+        "| remember p50, entities on (ms) | off (ms) "
         "| entity write p50 / p95 (ms) | extraction alone (ms/memory) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    means: dict[str, list[float]] = collections.defaultdict(list)
     kept = f"kept aside ({kept_aside_labels}/)" if kept_aside_labels else "kept aside"
     groups = [("tuning", TUNING), ("fresh", FRESH)] if not aside_only else []
     for group, streams in [*groups, (kept, ASIDE)]:
         for stream in streams:
             m = asyncio.run(measure(corpus, stream, kept_aside_labels))
+            print(m, file=sys.stderr, flush=True)
+            scores = (
+                m["from_entities"],
+                m["recall"][10],
+                m["recall"][50],
+                m["precision"]["entities"],
+                m["precision"]["recall"],
+            )
+            for i, x in enumerate(scores):
+                means[group + str(i)].append(x)
             lines.append(
-                f"| {group} | {stream} | {m['memories']} | {m['entities']} "
-                f"| {m['from_entities']:.3f} | {m['recall'][10]:.3f} | {m['recall'][50]:.3f} "
-                f"| {m['on_ms']:.1f} "
+                f"| {group} | {stream} | {m['memories']} | {m['entities']} | "
+                + " | ".join(f"{x:.3f}" for x in scores)
+                + f" | {m['on_ms']:.1f} "
                 f"| {m['off_ms']:.1f} | {m['write_ms']:.2f} / {m['write_p95_ms']:.2f} "
                 f"| {m['extract_ms']:.2f} |"
             )
+        if streams:
+            cells = " | ".join(f"{statistics.fmean(means[group + str(i)]):.3f}" for i in range(5))
+            lines.append(f"| {group} | mean of {len(streams)} | | | {cells} | | | | |")
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return "\n".join(lines) + f"\n\nLoad average during the run (1, 5, 15 min): {load}; 2 CPUs."
 
