@@ -815,3 +815,33 @@ def test_a_generic_acronym_before_a_long_number_names_a_value_and_hosts_keep_pre
     }
     assert found("Pulls System.Text.Json 8.0.4 in.") == {"System.Text.Json": "identifier"}
     assert found("Check Port-Channel1000 today.") == {"Port-Channel1000": "identifier"}
+
+
+def test_keys_sql_words_local_hosts_and_mixed_case_generic_acronyms_are_no_entities() -> None:
+    assert found("Press Tab, then Escape closes it; Shift reverses.") == {}
+    assert found("The outbox reads FOR UPDATE SKIP LOCKED, then SET sent_at.") == {
+        "sent_at": "identifier"
+    }
+    assert found("It runs on localhost:5000 behind the DMZ.") == {}
+    assert found("The IdP asks for mTLS; QoS 1 on each vCPU.") == {}
+    assert found("We asked Sam and Tim.") == {"Sam": "name", "Tim": "name"}  # not SAM, TIM
+
+
+def test_methods_machine_types_and_a_dotted_name_s_last_letter_are_whole() -> None:
+    assert found("Wrapped Score#save in a transaction on db.r6g.4xlarge.") == {
+        "Score#save": "identifier",
+        "db.r6g.4xlarge": "identifier",
+    }
+    assert found("Moved the pool to m6i.2xlarge.") == {"m6i.2xlarge": "identifier"}
+    assert found("Read MMXU1.TotW.mag.f from it.") == {"MMXU1.TotW.mag.f": "identifier"}
+
+
+def test_an_environment_opening_a_hyphenated_word_makes_it_a_system() -> None:
+    got = found("Load test on staging-perf, then prod-admin; staging-only flags stay.")
+    assert got == {"staging-perf": "system", "prod-admin": "system"}
+
+
+def test_trade_acronyms_of_utilities_schools_and_freight_are_no_names() -> None:
+    assert found("The RTU sends DNP3 to the ADMS via the FEP.") == {"DNP3": "name"}
+    assert found("The SIS feeds the LMS; the POD lands in the WMS over EDI.") == {}
+    assert found("Events go through Pub/Sub.") == {"Pub/Sub": "name"}

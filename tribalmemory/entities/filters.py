@@ -24,6 +24,13 @@ _SYSTEM_SUFFIXES = frozenset(
 )
 """Last parts that make a hyphenated word a system: a kind of software, or the environment a
 deployment of it runs in (``loki-prod``, ``norrland-staging``)."""
+_LOCAL_HOST = re.compile(r"(?:localhost|127\.0\.0\.1)(?::\d+)?$")
+"""This machine, with a port or without (``localhost:5000``): every machine's, no thing."""
+_MIXED_CASE = re.compile(r"[A-Za-z][a-z]*[A-Z][A-Za-z]*")
+"""A word with a capital after its first letter and a small one (``IdP``, ``vCPU``)."""
+_ENVIRONMENT_FIRST = frozenset("staging prod production stg uat preprod".split())
+"""First parts that make a hyphenated word a system: an environment and what runs in it
+(``staging-perf``, ``prod-admin``)."""
 
 _FILE_LINE = re.compile(r"\." + EXT + r":\d+$")
 """A file and a line (``app.py:42``): no host and port."""
@@ -63,6 +70,7 @@ def plausible(kind: str, surface: str, corpus: Taught) -> bool:
             and not PERIOD_OR_RANK.fullmatch(surface)
             and (
                 surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
+                or surface.split("-", 1)[0] in _ENVIRONMENT_FIRST
                 or any(c.isdigit() for c in surface)
                 or _kin(surface, corpus)
                 or _long_name(surface)
@@ -71,6 +79,11 @@ def plausible(kind: str, surface: str, corpus: Taught) -> bool:
         )
     if kind == "url" and (_FILE_LINE.search(surface) or _FILE_NAME.search(surface)):
         return False
+    if kind in ("identifier", "url") and _LOCAL_HOST.match(surface):
+        return False
+    if kind in ("identifier", "name") and _MIXED_CASE.fullmatch(surface):
+        if surface.upper() in GENERIC_ACRONYMS:
+            return False  # a generic acronym in mixed case: IdP, vCPU, QoS, mTLS (not Sam)
     if kind == "identifier" and surface.isupper() and "-" in surface:
         return not all(p in GENERIC_ACRONYMS or generic_with_digits(p) for p in surface.split("-"))
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":

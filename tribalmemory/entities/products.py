@@ -14,6 +14,8 @@ PRODUCT_PHRASES = frozenset(
     line.strip()
     for line in """
     SQL Server
+    Pub/Sub
+    Cloud Pub/Sub
     Azure SQL
     Azure SQL Database
     Cloud SQL

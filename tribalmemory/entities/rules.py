@@ -38,6 +38,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?<![\w.-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:\.[a-z][a-z0-9-]*[a-z0-9]){2,}\b(?![.-]\w)"
         ),
     ),
+    ("identifier", re.compile(r"\b[A-Z]\w*#[a-z_]\w*[?!]?")),  # a method: Score#save
     (
         "ticket",
         re.compile(r"(?<![\w&])#\d{3,}\b|\b[a-z][\w.-]*/?[\w.-]*\w#\d+\b(?!\.\d)"),
@@ -68,6 +69,12 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|"
             r"Pacific|Etc)(?:/[A-Z][\w+-]*)+"
+        ),
+    ),
+    (  # a cloud machine type: m6i.2xlarge, db.r6g.4xlarge, cache.r7g.large
+        "identifier",
+        re.compile(
+            r"\b(?:[a-z]+\.)?[a-z]\d+[a-z]*\.(?:\d*xlarge|large|medium|small|micro|nano|metal)\b"
         ),
     ),
     ("path", re.compile(r"(?:\\\\|//)[\w.-]+(?:[\\/][\w.*-]+)*(?:/\.\.\.)?")),
@@ -106,7 +113,10 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (  # dotted names before humps (a rule id's hyphens after three parts), a glob: a.b.*
         "identifier",
-        re.compile(r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+)+(?:-[a-z0-9]+)*(?:\.\*)?|\.\*)"),
+        re.compile(
+            r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+)+(?:\.[a-z](?![\w-]|\.\w))?(?:-[a-z0-9]+)*"
+            r"(?:\.\*)?|\.\*)"
+        ),
     ),
     (  # @scope/pkg, @scope/*
         "identifier",
@@ -145,8 +155,10 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
 )
 NEEDLES: tuple[str | None, ...] = (
-    *(None, ".", ":", "-", "#", "-", "-", "!", "."),  # links, hosts, tickets, keys, MRs, versions
+    *(None, ".", ":", "-"),  # links, hosts
+    *("#", "#", "-", "-", "!", "."),  # methods, tickets, keys, MRs, versions
     "/",  # time zones
+    "large",  # machine types
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
     *("::", "--", "#", "(", ".", "@", "_*", ":", ":", None, "_", None, "0x", None, "0", "-", "."),
     "-",  # systems

@@ -177,6 +177,8 @@ program's, no one thing, named alone (a library's classes are identifiers; ``Sty
 Dictionary`` is a product)."""
 UNITS = set("hz khz mhz ghz mah kwh dbm kib mib gib tib".split())
 """Units written with a capital (``MHz``, ``mAh``): a measure, no thing."""
+KEYS = set("tab esc escape enter shift ctrl alt backspace spacebar".split())
+"""Keys of a keyboard (``press Tab``, ``Escape closes the dialog``): a key, no thing."""
 HONORIFICS = set("mr mrs ms dr prof sir".split())
 """Titles before a name (``Dr. Reyes``): the name is the person's."""
 LITERALS = set("true false null nil none undefined nan inf infinity".split())
@@ -196,7 +198,7 @@ GROUPS = frozenset(
 """People named by their role or group (``User prefers``, ``Legal wants``, ``Security
 asked``): said of people, but no one person (the guideline: roles and teams are no entities)."""
 
-STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS
+STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS | KEYS
 RANKS = frozenset("tier level phase stage step round sprint grade".split())
 """Words a number ranks (``Tier 2``, ``Phase 3``): a rank, no name, before its number."""
 LANGUAGES_AND_COUNTRIES = frozenset(
@@ -326,6 +328,15 @@ GENERIC_ACRONYMS = frozenset(
     # insurance, law and finance: the trade's own terms
     "FNOL MTA NCD LOB TPA MGA IBNR UW SIU DSAR SAR PAS LLC LTD INC PLC GMBH APR AUM NAV EBITDA "
     "WSDL "
+    # utilities and industrial control (OT): grid systems, field devices, protocols' parts
+    "SCADA ADMS EMS OMS OT ICS RTU IED PLC HMI DCS FEP SOE AOR PMU DER BESS ETR ESP "
+    "CROB IIN GOOSE SCL ICD CID FCDA RCB BRCB URCB SAIDI SAIFI CAIDI RSAW HV MV LV "
+    # schools and learning
+    "SIS LMS VPAT "
+    # freight and logistics
+    "POD WMS TMS EDI OTIF BOL LTL FTL "
+    # networks and identity, generic
+    "DMZ LTSC JWKS JWK IDP "
     # units
     "KB MB GB TB PB KIB MIB GIB TIB MS NS KBPS MBPS GBPS RPM DPI PX PT REM VH VW CM MM KM KG "
     "LB LBS OZ FT MPH KPH KMH SEC MIN HR HRS ".split()
@@ -336,7 +347,10 @@ CAPITALISED_WORDS = frozenset(
     "UPDATE JOIN WHERE FROM ORDER GROUP BY LIMIT CREATE DROP ALTER TABLE INDEX VIEW ON OFF "
     "YES NO TRUE FALSE NULL NONE ALL ANY NOT AND OR IF THE NEW OLD DONE FAIL FAILED PASS "
     "PASSED LIVE DOWN UP READ WRITE NOTE URGENT BLOCKER NEVER ALWAYS MUST SHOULD MAY ONLY DO "
-    "DONT STOP WAIT HELP".split()
+    "DONT STOP WAIT HELP KEEP SET VALUES INTO DISTINCT HAVING UNION RETURNING CONFLICT "
+    "NOWAIT SKIP LOCKED INTERVAL DAY DAYS HOUR HOURS MONTH YEAR OVER PARTITION WINDOW ROWS "
+    "RANGE CASE WHEN THEN ELSE END AS IN IS LIKE EXISTS BETWEEN WITH USING MERGE GRANT "
+    "REVOKE BEGIN COMMIT ROLLBACK TRUNCATE CASCADE".split()
 )
 """Words written in capitals as syntax, a state or for emphasis (``SELECT``, ``DROP``, ``GET``,
 ``NOT``): a word in capitals beside one is syntax too (``DROP ROLE``, ``INSERT IGNORE``)."""
