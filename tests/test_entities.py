@@ -845,3 +845,16 @@ def test_trade_acronyms_of_utilities_schools_and_freight_are_no_names() -> None:
     assert found("The RTU sends DNP3 to the ADMS via the FEP.") == {"DNP3": "name"}
     assert found("The SIS feeds the LMS; the POD lands in the WMS over EDI.") == {}
     assert found("Events go through Pub/Sub.") == {"Pub/Sub": "name"}
+
+
+def test_streaming_acronyms_bit_rates_and_wi_fi_are_no_entities_tv_products_are_whole() -> None:
+    assert found("The CMAF ladder: HEVC at 6 Mbps, a VMAF of 93, HLS and DASH over Wi-Fi.") == {}
+    assert found("Playback fails on Android TV and Apple TV.") == {
+        "Android TV": "name",
+        "Apple TV": "name",
+    }
+
+
+def test_a_generic_acronym_with_a_digit_is_no_name_even_once_known() -> None:
+    text = "AV1 ships next week."
+    assert extract_entities(text, known={"AV1", "SVT-AV1"}) == []

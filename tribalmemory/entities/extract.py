@@ -69,8 +69,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if not plausible(kind, surface, corpus):
             return
-        if kind in ("ticket", "identifier") and generic_with_digits(surface):
-            return  # UTF-16, I2C
+        if kind in ("ticket", "identifier", "name") and generic_with_digits(surface):
+            return  # UTF-16, I2C, AV1 (also once known from a longer name)
         if kind == "ticket" and _JOB_WORD.search(text, max(0, start - 12), start):
             return  # a job's or a build's number: HIL job #5512
         if kind == "version" and another_release(text, start, end, surface, names, corpus):

@@ -81,6 +81,9 @@ def plausible(kind: str, surface: str, corpus: Taught) -> bool:
         return False
     if kind in ("identifier", "url") and _LOCAL_HOST.match(surface):
         return False
+    if kind == "identifier" and surface[0].isupper() and "-" in surface[1:]:
+        if surface.replace("-", "").upper() in GENERIC_ACRONYMS:
+            return False  # Wi-Fi
     if kind in ("identifier", "name") and _MIXED_CASE.fullmatch(surface):
         if surface.upper() in GENERIC_ACRONYMS:
             return False  # a generic acronym in mixed case: IdP, vCPU, QoS, mTLS (not Sam)

@@ -15,6 +15,10 @@ PRODUCT_PHRASES = frozenset(
     for line in """
     SQL Server
     Pub/Sub
+    Android TV
+    Google TV
+    Apple TV
+    Fire TV
     Cloud Pub/Sub
     Azure SQL
     Azure SQL Database

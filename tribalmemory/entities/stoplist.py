@@ -175,10 +175,12 @@ BUILT_IN_TYPES = set(
 """Types built into a language (Rust's ``Vec``, ``String``; Godot's ``Dictionary``): every
 program's, no one thing, named alone (a library's classes are identifiers; ``Style
 Dictionary`` is a product)."""
-UNITS = set("hz khz mhz ghz mah kwh dbm kib mib gib tib".split())
-"""Units written with a capital (``MHz``, ``mAh``): a measure, no thing."""
+UNITS = set("hz khz mhz ghz mah kwh dbm kib mib gib tib kbps mbps gbps tbps".split())
+"""Units written with a capital (``MHz``, ``mAh``, ``Mbps``): a measure, no thing."""
 KEYS = set("tab esc escape enter shift ctrl alt backspace spacebar".split())
 """Keys of a keyboard (``press Tab``, ``Escape closes the dialog``): a key, no thing."""
+HALVES = {"wi", "fi"}
+"""The halves of ``Wi-Fi``, which the names' rule meets apart."""
 HONORIFICS = set("mr mrs ms dr prof sir".split())
 """Titles before a name (``Dr. Reyes``): the name is the person's."""
 LITERALS = set("true false null nil none undefined nan inf infinity".split())
@@ -198,7 +200,7 @@ GROUPS = frozenset(
 """People named by their role or group (``User prefers``, ``Legal wants``, ``Security
 asked``): said of people, but no one person (the guideline: roles and teams are no entities)."""
 
-STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS | KEYS
+STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS | KEYS | HALVES
 RANKS = frozenset("tier level phase stage step round sprint grade".split())
 """Words a number ranks (``Tier 2``, ``Phase 3``): a rank, no name, before its number."""
 LANGUAGES_AND_COUNTRIES = frozenset(
@@ -331,6 +333,9 @@ GENERIC_ACRONYMS = frozenset(
     # utilities and industrial control (OT): grid systems, field devices, protocols' parts
     "SCADA ADMS EMS OMS OT ICS RTU IED PLC HMI DCS FEP SOE AOR PMU DER BESS ETR ESP "
     "CROB IIN GOOSE SCL ICD CID FCDA RCB BRCB URCB SAIDI SAIFI CAIDI RSAW HV MV LV "
+    # video and streaming: codecs, packaging, playback, quality
+    "HEVC AVC VVC CMAF HLS DASH MPD VOD AVOD SVOD FAST ABR GOP CRF CBR VBR VMAF PSNR SSIM EME "
+    "CDM DRM CMCD SPC CKC VTT SRT SCC TTML QOE QOS OTT CTV MCR ECC "
     # schools and learning
     "SIS LMS VPAT "
     # freight and logistics
