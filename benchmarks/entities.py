@@ -50,13 +50,12 @@ TUNING = (
     "synth-genomics-core",
     "synth-network-eng",
     "synth-insurance-claims",
-)
-FRESH: tuple[str, ...] = (
     "synth-edtech-lms",
     "synth-grid-scada",
     "synth-logistics-dispatch",
     "synth-video-platform",
 )
+FRESH: tuple[str, ...] = ()
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
 :data:`TUNING`."""
