@@ -268,3 +268,24 @@ async def test_an_imported_episode_keeps_the_names_of_its_llm_record(
         assert fresh.api.health()["episodes"]["entities_waiting"] == 0
     finally:
         await fresh.stop()
+
+
+def test_a_record_s_names_are_read_up_to_what_an_answer_may_hold() -> None:
+    """An export's metadata is not checked as a model's answer is: only the first
+    LIST_MAX_ITEMS names of each list are matched against the members."""
+    from tribalmemory.episodes.summaries import llm_named
+    from tribalmemory.llm.prompts.limits import LIST_MAX_ITEMS
+    from tribalmemory.models import Memory
+
+    at = STORY[1][1]
+    memory = Memory.from_json(
+        {"id": "m1", "content": STORY[1][0], "source_type": "user_explicit", "created_at": at}
+        | {"updated_at": at}
+    )
+    filler = [f"quux{i}" for i in range(LIST_MAX_ITEMS)]
+    assert llm_named([memory], {"entities": ["zorbctl"]}) == {
+        "m1": {"zorbctl": ("name", ["zorbctl"])}
+    }
+    assert llm_named([memory], {"entities": [*filler, "zorbctl"]}) == {}
+    assert llm_named([memory], {"entities": filler, "tools_used": ["zorbctl"]})["m1"]
+    assert llm_named([memory], {"entities": "zorbctl"}) == {}  # not a list

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..entities.named import named_mentions
+from ..llm.prompts.limits import LIST_MAX_ITEMS
 from ..models import ENGINE_WRITTEN, Memory, SourceType, new_memory_id
 from ..timeutil import from_epoch, to_epoch
 from . import derived, extractive, lifecycle, structured, upgrades
@@ -343,7 +344,13 @@ def llm_named(
     if metadata is None:
         return {}
     lists = [metadata.get(key) for key in ("entities", "tools_used")]
-    names = [n for given in lists if isinstance(given, list) for n in given if isinstance(n, str)]
+    names = [  # as many as an answer may hold (an export's metadata is not the model's)
+        n
+        for given in lists
+        if isinstance(given, list)
+        for n in given[:LIST_MAX_ITEMS]
+        if isinstance(n, str)
+    ]
     if not names:
         return {}
     found = {
