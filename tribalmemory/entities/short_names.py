@@ -13,7 +13,7 @@ _WORD = re.compile(r"[A-Z][a-z]+")
 """One capitalised word of letters: a first name, a company's or a place's first word."""
 MAKERS = frozenset(
     "Amazon Apple Google Microsoft Azure Oracle Apache Adobe Meta Cisco Intel Nvidia Samsung "
-    "Mozilla Atlassian Salesforce Github Gitlab".split()
+    "Mozilla Atlassian Salesforce".split()
 )
 """Makers whose name opens their products' (``Google Play``): a maker alone is itself."""
 
