@@ -389,10 +389,13 @@ class EdgeStore:
             if engine and apart:
                 depths[ENGINE_SPARSE] = room
             asked = {field: n + TIE_MARGIN for field, n in depths.items()}
-            requests = hybrid_requests(query, text, flt, asked)
-            lists = [
-                whole_ties([(str(p.id), float(p.score)) for p in shard.query(r)], n, n + TIE_MARGIN)
-                for r, n in zip(requests, depths.values(), strict=False)
+            lists = [  # each list cut at its own depth: the limit it asked, less the margin
+                whole_ties(
+                    [(str(p.id), float(p.score)) for p in shard.query(r)],
+                    r.limit - TIE_MARGIN,
+                    r.limit,
+                )
+                for r in hybrid_requests(query, text, flt, asked)
             ]
             # the two fields' BM25 hits as one list: an engine-written hit then ranks against
             # the written ones' BM25 scores there (rrf_fuse's apart ranks); as a list of its
