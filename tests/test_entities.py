@@ -858,3 +858,23 @@ def test_streaming_acronyms_bit_rates_and_wi_fi_are_no_entities_tv_products_are_
 def test_a_generic_acronym_with_a_digit_is_no_name_even_once_known() -> None:
     text = "AV1 ships next week."
     assert extract_entities(text, known={"AV1", "SVT-AV1"}) == []
+
+
+def test_hardware_keeps_its_model_number_with_its_makers_name() -> None:
+    assert found("Swapped the core to an Arista 7050SX3-48YC8 and a Moxa NPort 5150.") == {
+        "Arista 7050SX3-48YC8": "name",
+        "Moxa NPort 5150": "name",
+    }
+    assert found("The vans run Kovra TG-2 trackers; the lab has a Halvard 9000.") == {
+        "Kovra TG-2": "name",
+        "Halvard 9000": "name",
+    }
+
+
+def test_releases_quantities_tickets_and_weeks_are_no_model_numbers() -> None:
+    text = (
+        "Moved to Postgres 16 in 2026 with Python 3.12; Tomasz wk38 on call; Halvard 32G "
+        "boxes; the bug is Sentry PAYMENTS-3K2; the guide covers X12 856."
+    )
+    assert {"Postgres", "Python", "Tomasz", "Halvard", "Sentry", "X12"} <= set(found(text))
+    assert not any(" " in surface for surface in found(text))

@@ -17,7 +17,7 @@ from tribalmemory.entities.filters import TEMPLATE, placeholder, plausible, stop
 from tribalmemory.entities.known import taught, taught_spans
 from tribalmemory.entities.names import SAINT, capitalised_names, in_a_name, plural
 from tribalmemory.entities.patterns import CODE_NAME
-from tribalmemory.entities.products import product_spans
+from tribalmemory.entities.products import model_spans, product_spans
 from tribalmemory.entities.rules import NEEDLES, RULES
 from tribalmemory.entities.short_names import full_name
 from tribalmemory.entities.stoplist import BUILT_IN_TYPES, STOP
@@ -91,6 +91,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
 
     names = list(capitalised_names(text, corpus.lower))
     for start, end in product_spans(text):  # SQL Server, ASP.NET Core: before their parts
+        add("name", text[start:end], start, end)
+    for start, end in model_spans(text, names, corpus.lower):  # Arista 7050SX3-48YC8: before its parts
         add("name", text[start:end], start, end)
     for (kind, pattern), needle in zip(RULES, NEEDLES, strict=True):
         if needle is None or needle in text:
