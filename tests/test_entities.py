@@ -878,3 +878,14 @@ def test_releases_quantities_tickets_and_weeks_are_no_model_numbers() -> None:
     )
     assert {"Postgres", "Python", "Tomasz", "Halvard", "Sentry", "X12"} <= set(found(text))
     assert not any(" " in surface for surface in found(text))
+
+
+def test_a_known_model_number_alone_names_its_hardware() -> None:
+    known = {"Norrvik NX-7", "Kovra TG-2", "RTX 3070"}
+    got = {
+        e.text: e.name for e in extract_entities("The NX-7 rebooted; TG-2 and RTX 3070 too.", known)
+    }
+    assert got == {"NX-7": "norrvik-nx-7", "TG-2": "kovra-tg-2", "RTX 3070": "rtx-3070"}
+    # two known names end in the same model number: it names neither
+    both = {"Norrvik NX-7", "Halvard NX-7"}
+    assert not extract_entities("The NX-7 rebooted.", both)

@@ -31,6 +31,8 @@ from tribalmemory.entities.versions import (
     another_release,
 )
 
+_WORD_OF_CODE = re.compile(r"(?<![\w.-])[A-Z0-9][A-Z0-9-]*(?![\w-]|\.\w)")
+"""A word of capitals, digits and hyphens: maybe a known model number alone (``NX-7``)."""
 _JOB_WORD = re.compile(r"\b(?:jobs?|builds?|runs?|pipelines?)\s$", re.IGNORECASE)
 """The word before the number of a job, a build or a run (``HIL job #5512``): no ticket."""
 
@@ -86,13 +88,15 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         if kind == "path" and "/" not in name:
             name = corpus.files.get(name, name)
         if kind == "name" and corpus.exact:
-            name = full_name(surface, corpus) or name
+            name = corpus.models.get(surface) or full_name(surface, corpus) or name
         found.append(Entity(kind, surface, start, end, name))
 
     names = list(capitalised_names(text, corpus.lower))
     for start, end in product_spans(text):  # SQL Server, ASP.NET Core: before their parts
         add("name", text[start:end], start, end)
-    for start, end in model_spans(text, names, corpus.lower):  # Arista 7050SX3-48YC8: before its parts
+    for start, end in model_spans(
+        text, names, corpus.lower
+    ):  # Arista 7050SX3-48YC8: before its parts
         add("name", text[start:end], start, end)
     for (kind, pattern), needle in zip(RULES, NEEDLES, strict=True):
         if needle is None or needle in text:
@@ -134,4 +138,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     for start, end in sorted(taught_spans(text, corpus), key=lambda m: (m[0] - m[1], m[0])):
         if not plural(text[start:end], corpus.lower):
             add("name", text[start:end], start, end)
+    # a known model number alone (NX-7 of Norrvik NX-7), last: not inside its whole name
+    for m in _WORD_OF_CODE.finditer(text) if corpus.models else ():
+        if m.group() in corpus.models:
+            add("name", m.group(), m.start(), m.end())
     return sorted(found, key=lambda e: e.start)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tribalmemory.entities.aliases import canonical
+from tribalmemory.entities.products import model_of
 
 FILE = re.compile(r"\.[A-Za-z]\w*$")
 """A path's last part has an extension."""
@@ -44,6 +45,9 @@ class Taught:
     """The first part of each known hyphenated name in small letters (``pw`` of ``pw-api``)."""
     whole_releases: frozenset[str] = frozenset()
     """The known releases whole (``v5.12.0``)."""
+    models: dict[str, str] = field(default_factory=dict)
+    """Model number -> the one known hardware name ending in it (canonical): ``NX-7`` ->
+    ``norrvik-nx-7`` once ``Norrvik NX-7`` is known."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -59,6 +63,7 @@ def taught(known: frozenset[str]) -> Taught:
     whole = set()
     folders = set()
     families = set()
+    models: dict[str, set[str]] = {}
     for entry in known:
         parsed = _entry(entry)
         if parsed[0] == "release":
@@ -73,6 +78,8 @@ def taught(known: frozenset[str]) -> Taught:
                 folders.add(folder[0])
             continue
         lower.add(entry.lower())
+        if (model := model_of(entry)) is not None:
+            models.setdefault(model, set()).add(canonical(entry))
         if entry.islower() and "-" in entry.strip("-"):
             families.add(entry.split("-", 1)[0])
         if parsed[0] == "name":
@@ -92,6 +99,7 @@ def taught(known: frozenset[str]) -> Taught:
         frozenset(folders),
         frozenset(families),
         frozenset(whole),
+        {model: next(iter(n)) for model, n in models.items() if len(n) == 1},
     )
 
 

@@ -183,7 +183,7 @@ _MODEL = re.compile(r" ((?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*)(?![\w-]|\.\w|/
 letters: ``wk38``, ``x3``, ``prod-us-1``, ``0x3004`` are no models)."""
 _NOT_A_MODEL = re.compile(
     r"\d{1,2}|(?:19|20)\d\d"  # a release (Node 20) or a year
-    r"|\d+(?:[KMGTP]i?B|[KMGTB])|\d+-\d+.*"  # a quantity (32G, 5MB), a code, a date or a range (85354-9)
+    r"|\d+(?:[KMGTP]i?B|[KMGTB])|\d+-\d+.*"  # a quantity (32G, 5MB); a code, date, range: 85354-9
     r"|[A-Z]{3,}-.*"  # a ticket or an issue (PAY-123, QUILLPATH-8K2)
     r"|([A-Z]+)\d+-\1\d+"  # a range of samples: HG001-HG005
     r"|[A-Z]+\d"  # capitals and one digit may be a name of their own: PS5, S3, FR3
@@ -202,5 +202,20 @@ def model_spans(
         if "_" in surface or any(c.isdigit() for c in surface):
             continue  # X12 856, DNP3 SAv5: a standard and its part; Mem_Buf_Limit: a key
         m = _MODEL.match(text, end)
-        if m and not _NOT_A_MODEL.fullmatch(m.group(1)) and m.group(1).lower() not in known:
+        if m and is_model(m.group(1)) and m.group(1).lower() not in known:
             yield start, m.end()
+
+
+def is_model(word: str) -> bool:
+    """Whether a word after a maker's name is a model number of it (``7050SX3-48YC8``,
+    ``TG-2``, ``5150``; not ``16``, ``2026``, ``32G``, ``PAY-123``, ``PS5``)."""
+    return bool(_MODEL.fullmatch(" " + word)) and not _NOT_A_MODEL.fullmatch(word)
+
+
+def model_of(name: str) -> str | None:
+    """The model number a known hardware name ends in (``NX-7`` of ``Norrvik NX-7``), which
+    then names it alone; None for other names."""
+    maker, _, model = name.rpartition(" ")
+    if not maker or any(c.isdigit() or c == "_" for c in maker) or not maker[:1].isupper():
+        return None
+    return model if is_model(model) else None
