@@ -889,3 +889,11 @@ def test_a_known_model_number_alone_names_its_hardware() -> None:
     # two known names end in the same model number: it names neither
     both = {"Norrvik NX-7", "Halvard NX-7"}
     assert not extract_entities("The NX-7 rebooted.", both)
+
+
+def test_a_count_after_a_name_is_no_model_and_a_known_part_number_joins_its_maker() -> None:
+    got = found("Timeouts under their tmax (PubMatic 250, Magnite 200).")
+    assert set(got) == {"PubMatic", "Magnite"}
+    known = {"EM24"}  # found alone in an earlier memory
+    text = "The meter is a Carlo Gavazzi EM24 on Modbus."
+    assert "Carlo Gavazzi EM24" in {e.text for e in extract_entities(text, known)}

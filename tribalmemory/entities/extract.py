@@ -94,9 +94,7 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     names = list(capitalised_names(text, corpus.lower))
     for start, end in product_spans(text):  # SQL Server, ASP.NET Core: before their parts
         add("name", text[start:end], start, end)
-    for start, end in model_spans(
-        text, names, corpus.lower
-    ):  # Arista 7050SX3-48YC8: before its parts
+    for start, end in model_spans(text, names):  # Arista 7050SX3-48YC8: before its parts
         add("name", text[start:end], start, end)
     for (kind, pattern), needle in zip(RULES, NEEDLES, strict=True):
         if needle is None or needle in text:

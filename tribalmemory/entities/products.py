@@ -182,7 +182,7 @@ _MODEL = re.compile(r" ((?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*)(?![\w-]|\.\w|/
 """A model number after its maker's name: capitals and digits, hyphens between (no small
 letters: ``wk38``, ``x3``, ``prod-us-1``, ``0x3004`` are no models)."""
 _NOT_A_MODEL = re.compile(
-    r"\d{1,2}|(?:19|20)\d\d"  # a release (Node 20) or a year
+    r"\d{1,3}|(?:19|20)\d\d"  # a release (Node 20), a count (PubMatic 250) or a year
     r"|\d+(?:[KMGTP]i?B|[KMGTB])|\d+-\d+.*"  # a quantity (32G, 5MB); a code, date, range: 85354-9
     r"|[A-Z]{3,}-.*"  # a ticket or an issue (PAY-123, QUILLPATH-8K2)
     r"|([A-Z]+)\d+-\1\d+"  # a range of samples: HG001-HG005
@@ -191,18 +191,15 @@ _NOT_A_MODEL = re.compile(
 """Numbers after a name that are no model of it."""
 
 
-def model_spans(
-    text: str, names: Iterable[tuple[str, int, int]], known: frozenset[str]
-) -> Iterable[tuple[int, int]]:
+def model_spans(text: str, names: Iterable[tuple[str, int, int]]) -> Iterable[tuple[int, int]]:
     """Where a capitalised name (no digits in it) is followed by a model number (``Arista
     7050SX3-48YC8``, ``Moxa NPort 5150``, ``Kovra TG-2``): hardware keeps its model number, one
-    name with its maker. ``known``: names the corpus taught, in small letters (a known name
-    after another is a name of its own: ``Hollowmere PS5``)."""
+    name with its maker."""
     for surface, start, end in names:
         if "_" in surface or any(c.isdigit() for c in surface):
             continue  # X12 856, DNP3 SAv5: a standard and its part; Mem_Buf_Limit: a key
         m = _MODEL.match(text, end)
-        if m and is_model(m.group(1)) and m.group(1).lower() not in known:
+        if m and is_model(m.group(1)):
             yield start, m.end()
 
 
