@@ -897,3 +897,8 @@ def test_a_count_after_a_name_is_no_model_and_a_known_part_number_joins_its_make
     known = {"EM24"}  # found alone in an earlier memory
     text = "The meter is a Carlo Gavazzi EM24 on Modbus."
     assert "Carlo Gavazzi EM24" in {e.text for e in extract_entities(text, known)}
+
+
+def test_a_range_of_numbered_hosts_is_one() -> None:
+    got = found("Drained enc-cpu-01..24 and ocpp-gw-0..5; WYN-HX3-01..04 next.")
+    assert set(got) == {"enc-cpu-01..24", "ocpp-gw-0..5", "WYN-HX3-01..04"}

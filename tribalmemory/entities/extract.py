@@ -33,6 +33,8 @@ from tribalmemory.entities.versions import (
 
 _WORD_OF_CODE = re.compile(r"(?<![\w.-])[A-Z0-9][A-Z0-9-]*(?![\w-]|\.\w)")
 """A word of capitals, digits and hyphens: maybe a known model number alone (``NX-7``)."""
+_RANGE_END = re.compile(r"\.\.\d+\b(?!\.\d)")
+"""The end of a range after a numbered name (``..24`` of ``enc-cpu-01..24``)."""
 _JOB_WORD = re.compile(r"\b(?:jobs?|builds?|runs?|pipelines?)\s$", re.IGNORECASE)
 """The word before the number of a job, a build or a run (``HIL job #5512``): no ticket."""
 
@@ -58,6 +60,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     taken: list[tuple[int, int]] = []
 
     def add(kind: str, surface: str, start: int, end: int) -> None:
+        if kind in ("system", "identifier", "ticket") and (upto := _RANGE_END.match(text, end)):
+            surface += upto.group()  # a range of hosts is one: enc-cpu-01..24
         if kind == "identifier" and surface.count(".") == 1 and "-" in surface.partition(".")[2]:
             surface = surface.partition("-")[0]  # hyphens only in a rule id: node.js-based
         if not surface.endswith("/..."):
