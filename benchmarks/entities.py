@@ -54,12 +54,16 @@ TUNING = (
     "synth-grid-scada",
     "synth-logistics-dispatch",
     "synth-video-platform",
-)
-FRESH: tuple[str, ...] = (
     "synth-ev-charging",
     "synth-chip-verification",
     "synth-adtech-bidding",
     "synth-legaltech-contracts",
+)
+FRESH: tuple[str, ...] = (
+    "synth-avionics-flightsw",
+    "synth-telecom-5gcore",
+    "synth-retail-stores",
+    "synth-hotel-booking",
 )
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
@@ -89,6 +93,10 @@ OWN = (
     "synth-chip-verification",
     "synth-adtech-bidding",
     "synth-legaltech-contracts",
+    "synth-avionics-flightsw",
+    "synth-telecom-5gcore",
+    "synth-retail-stores",
+    "synth-hotel-booking",
 )
 """The labelled streams of the project's own made-up ones (``benchmarks/training_streams/``),
 read from there, not from the corpus."""
