@@ -902,3 +902,10 @@ def test_a_count_after_a_name_is_no_model_and_a_known_part_number_joins_its_make
 def test_a_range_of_numbered_hosts_is_one() -> None:
     got = found("Drained enc-cpu-01..24 and ocpp-gw-0..5; WYN-HX3-01..04 next.")
     assert set(got) == {"enc-cpu-01..24", "ocpp-gw-0..5", "WYN-HX3-01..04"}
+
+
+def test_a_model_number_after_an_acronym_names_no_hardware() -> None:
+    known = {"ADT A04", "Norrvik NX-7"}  # a message type's trigger event; a maker's model
+    names = {e.text: e.name for e in extract_entities("Replayed A04 on the NX-7 rig.", known)}
+    assert names.get("A04") != "adt-a04"
+    assert names["NX-7"] == "norrvik-nx-7"

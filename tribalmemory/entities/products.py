@@ -211,8 +211,11 @@ def is_model(word: str) -> bool:
 
 def model_of(name: str) -> str | None:
     """The model number a known hardware name ends in (``NX-7`` of ``Norrvik NX-7``), which
-    then names it alone; None for other names."""
+    then names it alone; None for other names, and for a model after an acronym alone (``A04``
+    of ``ADT A04``, a message type's trigger event: no maker's name)."""
     maker, _, model = name.rpartition(" ")
     if not maker or any(c.isdigit() or c == "_" for c in maker) or not maker[:1].isupper():
+        return None
+    if not any(c.islower() for c in maker):
         return None
     return model if is_model(model) else None
