@@ -909,3 +909,7 @@ def test_a_model_number_after_an_acronym_names_no_hardware() -> None:
     names = {e.text: e.name for e in extract_entities("Replayed A04 on the NX-7 rig.", known)}
     assert names.get("A04") != "adt-a04"
     assert names["NX-7"] == "norrvik-nx-7"
+
+
+def test_argo_cd_is_one_product() -> None:
+    assert "Argo CD" in found("Deploys go through Argo CD from the deploy repo.")

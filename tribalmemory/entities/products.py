@@ -14,6 +14,10 @@ PRODUCT_PHRASES = frozenset(
     line.strip()
     for line in """
     SQL Server
+    Argo CD
+    Argo Workflows
+    Argo Rollouts
+    Argo Events
     Pub/Sub
     Android TV
     Google TV
