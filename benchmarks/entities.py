@@ -68,40 +68,11 @@ FRESH: tuple[str, ...] = (
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
 :data:`TUNING`."""
-OWN = (
-    "synth-security-team",
-    "synth-health-integration",
-    "synth-consultancy-solo",
-    "synth-analytics-eng",
-    "synth-k8s-platform",
-    "synth-robotics-lab",
-    "synth-fintech-compliance",
-    "synth-solo-gamedev",
-    "synth-data-platform",
-    "synth-sre-oncall",
-    "synth-firmware-team",
-    "synth-ml-research",
-    "synth-docs-devrel",
-    "synth-genomics-core",
-    "synth-network-eng",
-    "synth-insurance-claims",
-    "synth-edtech-lms",
-    "synth-grid-scada",
-    "synth-logistics-dispatch",
-    "synth-video-platform",
-    "synth-ev-charging",
-    "synth-chip-verification",
-    "synth-adtech-bidding",
-    "synth-legaltech-contracts",
-    "synth-avionics-flightsw",
-    "synth-telecom-5gcore",
-    "synth-retail-stores",
-    "synth-hotel-booking",
-)
-"""The labelled streams of the project's own made-up ones (``benchmarks/training_streams/``),
-read from there, not from the corpus."""
 ASIDE = ("synth-solo-oss", "synth-support-agents")
 TRAINING = Path(__file__).resolve().parent / "training_streams"
+OWN = frozenset(p.stem for p in TRAINING.glob("synth-*.jsonl"))
+"""The project's own made-up streams (every ``synth-*.jsonl`` of ``benchmarks/training_streams/``):
+a labelled one is read from there, not from the corpus."""
 BESIDE = {"episodes-dev": "../datasets"}
 """Labelled streams not in the corpus: the team stream of ../shared/datasets/, beside it."""
 PARTS = {s: BESIDE.get(s, "train") for s in TUNING if s not in OWN} | dict.fromkeys(

@@ -200,7 +200,7 @@ def model_spans(text: str, names: Iterable[tuple[str, int, int]]) -> Iterable[tu
     7050SX3-48YC8``, ``Moxa NPort 5150``, ``Kovra TG-2``): hardware keeps its model number, one
     name with its maker."""
     for surface, start, end in names:
-        if "_" in surface or any(c.isdigit() for c in surface):
+        if not _maker_like(surface):
             continue  # X12 856, DNP3 SAv5: a standard and its part; Mem_Buf_Limit: a key
         m = _MODEL.match(text, end)
         if m and is_model(m.group(1)):
@@ -218,8 +218,11 @@ def model_of(name: str) -> str | None:
     then names it alone; None for other names, and for a model after an acronym alone (``A04``
     of ``ADT A04``, a message type's trigger event: no maker's name)."""
     maker, _, model = name.rpartition(" ")
-    if not maker or any(c.isdigit() or c == "_" for c in maker) or not maker[:1].isupper():
-        return None
-    if not any(c.islower() for c in maker):
+    if not (_maker_like(maker) and maker[:1].isupper()) or maker.isupper():
         return None
     return model if is_model(model) else None
+
+
+def _maker_like(name: str) -> bool:
+    """Whether a name may be a maker's, before a model number: no digit, no underscore."""
+    return bool(name) and not any(c.isdigit() or c == "_" for c in name)
