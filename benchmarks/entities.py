@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tribalmemory.entities import canonical, extract_entities
+from tribalmemory.entities.acronyms import kind_words
 from tribalmemory.episodes.store.entities import is_known_path, is_known_release
 
 LABELS = Path(__file__).resolve().parent / "entity_labels"
@@ -125,8 +126,10 @@ def taught(rows: list[dict]) -> frozenset[str]:
     tests (:func:`is_known_path`, :func:`is_known_release`). The paths and releases are
     learned first, and the names then with them known, as the engine finds a memory's names
     with the paths of the memories before it (a pair of capitalised folders, ``Engine/Physics``,
-    is a path once ``Engine/Core/Math.h`` is known, not two names)."""
-    seen: set[str] = set()
+    is a path once ``Engine/Core/Math.h`` is known, not two names). The acronyms the stream
+    uses as a kind of thing (:func:`kind_words`, as their plural: ``NRFs``) are known from the
+    start."""
+    seen = {word + "s" for row in rows for word in kind_words(row["content"])}
     for row in rows:
         for e in extract_entities(row["content"]):
             if is_known_path(e.name, e.kind) or is_known_release(e.name, e.kind):

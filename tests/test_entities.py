@@ -686,6 +686,26 @@ def test_an_acronym_counted_with_an_article_and_no_noun_is_a_common_noun() -> No
     assert "TIA" not in got and got["ZFS"] == "name"
 
 
+def test_the_acronyms_a_text_uses_as_a_kind_of_thing() -> None:
+    from tribalmemory.entities.acronyms import kind_words
+
+    text = (
+        "Two NRFs answer; the SEPPs too. Polled from each NRF and per ROP. Both ADAHRS. "
+        "Took a ZFS snapshot on an EKS-managed node; AWS and the OFP release."
+    )
+    assert kind_words(text) == {"NRF", "SEPP", "ROP", "ADAHRS"}
+
+
+def test_an_acronym_the_project_uses_as_a_kind_of_thing_names_nothing() -> None:
+    """A known plural (``NRFs``: the project wrote the acronym as a kind of thing) makes the
+    acronym no name, wherever it is written; another acronym stays one."""
+    text = "The NRF on Ericsson PCC rejected the AMF registration."
+    before = {e.text for e in extract_entities(text)}
+    after = {e.text for e in extract_entities(text, {"NRFs"})}
+    assert {"NRF", "AMF", "PCC"} <= before
+    assert after == before - {"NRF"}
+
+
 def test_a_place_after_a_clock_time_in_am_or_pm_names_a_time_zone() -> None:
     assert "London" not in found("The call is at 3pm London, with Ayla.")
     assert "Ayla" in found("The call is at 3pm London, with Ayla.")

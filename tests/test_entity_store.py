@@ -667,6 +667,38 @@ def test_the_known_names_are_read_once_until_a_change_can_alter_them(tmp_path: P
         store.close()
 
 
+def test_the_acronyms_used_as_a_kind_of_thing_are_known_until_forgotten(tmp_path: Path) -> None:
+    """A memory that writes an acronym as a kind of thing (``each NRF``) teaches the project's
+    extraction that it names nothing; written again it adds no second use, and forgetting the
+    one memory that wrote it takes it away (the known set is read again each time)."""
+    store = EpisodeStore(tmp_path / "episodes.sqlite3")
+    entities = store.entities
+    text = "Polled from each NRF."
+
+    def record(memory_id: str, content: str, project: str = "p") -> None:
+        from tribalmemory.entities.acronyms import kind_words
+
+        with store.transaction() as db:
+            entities.record_memory(
+                db, project, memory_id, 1.0, mentions_of(content), kind_words(content)
+            )
+
+    try:
+        assert "nrf" in mentions_of("The NRF is down.", entities.known("p"))
+        record("m1", text)
+        record("m1", text)  # a resumed job writes it again
+        assert "NRFs" in entities.known("p") and "NRFs" not in entities.known("other")
+        assert "nrf" not in mentions_of("The NRF is down.", entities.known("p"))
+        rows = store.db.execute("SELECT COUNT(*) FROM kind_words").fetchone()[0]
+        assert rows == 1
+        with store.transaction() as db:
+            entities.forget_memory(db, "m1")
+        assert "NRFs" not in entities.known("p")
+        assert "nrf" in mentions_of("The NRF is down.", entities.known("p"))
+    finally:
+        store.close()
+
+
 async def test_an_imported_episode_s_members_get_their_entities(
     engine_runtime: Make, tmp_path: Path
 ) -> None:

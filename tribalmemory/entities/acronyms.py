@@ -72,6 +72,29 @@ def counted(text: str, start: int, end: int) -> bool:
     return after is not None and (after.group(1) is None or after.group(1) in STOP)
 
 
+_LETTERS_PLURAL = re.compile(r"\b([A-Z]{3,6})e?s\b")
+"""An acronym of letters written as a plural (``NRFs``, ``SEPPs``)."""
+_DETERMINER = re.compile(
+    r"\b(?i:an?|each|every|per|both|either|another|any|no|one|two|three|four|several|"
+    r"multiple)\s+([A-Z]{3,6})\b(?![-.]\w)"
+)
+"""An acronym of letters counted by the word before it (``each NRF``, ``both ADAHRS``)."""
+
+
+def kind_words(text: str) -> set[str]:
+    """The acronyms of letters a text uses as a kind of thing, not one thing: written as a
+    plural (``two NRFs``) or counted with no noun after (``from each NRF``, ``both ADAHRS.``;
+    not ``a ZFS snapshot``). A project that once writes an acronym so uses it as a common
+    noun (the project-wide statistic of :class:`.known.Taught`): an unknown trade's
+    acronyms (``OFP``, ``SEPP``) are told from its products (``EKS``) without a list."""
+    words = {m.group(1) for m in _LETTERS_PLURAL.finditer(text)}
+    for m in _DETERMINER.finditer(text):
+        after = _NO_NOUN_AFTER.match(text, m.end())
+        if after is not None and (after.group(1) is None or after.group(1) in STOP):
+            words.add(m.group(1))
+    return words
+
+
 def named_acronym(word: str) -> bool:
     """Whether a word is an acronym of letters that names one thing (``AWS``, ``DMS``): not a
     generic one (:func:`generic_acronym`)."""

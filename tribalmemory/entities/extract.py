@@ -77,6 +77,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if kind in ("ticket", "identifier", "name") and generic_with_digits(surface):
             return  # UTF-16, I2C, AV1 (also once known from a longer name)
+        if kind == "name" and surface in corpus.kinds:
+            return  # an acronym the project writes as a kind of thing: NRF of "each NRF"
         if kind == "ticket" and _JOB_WORD.search(text, max(0, start - 12), start):
             return  # a job's or a build's number: HIL job #5512
         if kind == "version" and another_release(text, start, end, surface, names, corpus):

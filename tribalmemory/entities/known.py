@@ -2,7 +2,9 @@
 text writes them (:func:`taught_spans`), even opening a sentence; its known file paths, which a
 bare file name then names, and their first folders, which a pair of capitalised folders
 (``Engine/Physics``) then starts; and its known releases (``v5.12.0``), whose two-part number
-(``5.12``) is then a release too. Pure functions over the ``known`` set the caller keeps."""
+(``5.12``) is then a release too; and the acronyms it uses as a kind of thing, written as their
+plural (``NRFs``: :func:`.acronyms.kind_words`), which then name nothing alone.
+Pure functions over the ``known`` set the caller keeps."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ FILE = re.compile(r"\.[A-Za-z]\w*$")
 _WORD = re.compile(r"[\w&]+[+#]*")
 """The words a known name is matched by (its separators must match as written)."""
 RELEASE = re.compile(r"v(\d+\.\d+)\.\d+(?:\.\d+)?")
+KIND = re.compile(r"([A-Z]{3,6})s")
+"""A known entry that is an acronym's plural (``NRFs``): the acronym names a kind of thing."""
 """A known release of three parts or four (canonical, ``v5.12.0``): its first two parts."""
 
 Index = dict[str, list[tuple[list[str], list[str]]]]
@@ -48,6 +52,8 @@ class Taught:
     models: dict[str, str] = field(default_factory=dict)
     """Model number -> the one known hardware name ending in it (canonical): ``NX-7`` ->
     ``norrvik-nx-7`` once ``Norrvik NX-7`` is known."""
+    kinds: frozenset[str] = frozenset()
+    """The acronyms the project uses as a kind of thing (``NRF`` of the known ``NRFs``)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -64,8 +70,12 @@ def taught(known: frozenset[str]) -> Taught:
     folders = set()
     families = set()
     models: dict[str, set[str]] = {}
+    kinds = set()
     for entry in known:
         parsed = _entry(entry)
+        if parsed[0] == "kind":
+            kinds.add(parsed[1])
+            continue
         if parsed[0] == "release":
             releases.add(parsed[1])
             whole.add(entry)
@@ -100,14 +110,18 @@ def taught(known: frozenset[str]) -> Taught:
         frozenset(families),
         frozenset(whole),
         {model: next(iter(n)) for model, n in models.items() if len(n) == 1},
+        frozenset(kinds),
     )
 
 
 @functools.lru_cache(maxsize=8192)
 def _entry(entry: str) -> tuple:  # type: ignore[type-arg]
     """One known entry read: ``("path", canonical name, file name or "")``, ``("release",
-    its first two parts)``, ``("name", in lower case, words, separators)``, or ``("other",)``
-    (a name not made of whole words)."""
+    its first two parts)``, ``("kind", the acronym)``, ``("name", in lower case, words,
+    separators)``, or ``("other",)`` (a name not made of whole words)."""
+    kind = KIND.fullmatch(entry)
+    if kind:
+        return ("kind", kind.group(1))
     release = RELEASE.fullmatch(entry)
     if release:
         return ("release", release.group(1))

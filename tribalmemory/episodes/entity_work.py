@@ -28,6 +28,7 @@ from contextlib import suppress
 from typing import Any
 
 from ..entities import mentions_of
+from ..entities.acronyms import kind_words
 from ..models import Memory
 from ..timeutil import to_epoch
 from .state import EngineState
@@ -65,6 +66,7 @@ def record_memory_entities(store: EpisodeStore, memory: Memory) -> bool:
     known = entities.known(memory.project)
     try:
         found = mentions_of(memory.content, known)
+        kinds = kind_words(memory.content)
     except Exception as exc:  # a defect of the extraction on this text, not a passing state
         log.warning(
             "finding the entities of memory %s failed (%s: %s); it is kept without entities",
@@ -72,11 +74,13 @@ def record_memory_entities(store: EpisodeStore, memory: Memory) -> bool:
             type(exc).__name__,
             exc,
         )
-        found = {}
+        found, kinds = {}, set()
     with store.transaction() as db:
         if not entities.take(db, memory.id):
             return False
-        entities.record_memory(db, memory.project, memory.id, to_epoch(memory.created_at), found)
+        entities.record_memory(
+            db, memory.project, memory.id, to_epoch(memory.created_at), found, kinds
+        )
     return True
 
 

@@ -6,6 +6,8 @@ writes);
 ``entities`` is derived from it, recomputed for the names a change touched (first/last seen,
 aliases, mention count, kind), so that forgetting a memory takes away what only it supported.
 The episodes of an entity come from a join with ``memberships``, never from a copy.
+``kind_words`` holds the acronyms each memory uses as a kind of thing (``NRFs``,
+:func:`...entities.acronyms.kind_words`), which the extraction then takes for no name.
 ``entity_waiting`` holds the memories whose entities are still to be found (in arrival order;
 see :mod:`..entity_work`): a memory leaves it in the transaction that writes its mentions, so a
 memory naming nothing is done too."""
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
+from collections.abc import Iterable
 
 from ...entities.known import RELEASE
 from ...shapes.limits import ENTITY_KINDS
@@ -100,11 +103,14 @@ class Entities(Table):
         memory_id: str,
         memory_time: float,
         found: Found,
+        kinds: Iterable[str] = (),
     ) -> None:
-        """Replace the memory's mentions found by the rules with ``found`` (idempotent: a
-        resumed job writes the same rows again) and refresh the entities either side names.
+        """Replace the memory's mentions found by the rules with ``found`` and its acronyms
+        used as a kind of thing with ``kinds`` (idempotent: a resumed job writes the same rows
+        again) and refresh the entities either side names.
         A mention an LLM's record gave (:meth:`add_named`) stays, unless the rules now find
         that name: then theirs replaces it."""
+        self._record_kinds(db, project, memory_id, set(kinds))
         sources = self.sources_of(memory_id, db)
         before = set(sources)
         rules = {key for key, source in sources.items() if source == "rules"}
@@ -120,6 +126,40 @@ class Entities(Table):
                 self._refresh(db, key, None)
             else:
                 self._add(db, key, *added[key], memory_time)
+
+    def _record_kinds(
+        self, db: sqlite3.Connection, project: str, memory_id: str, kinds: set[str]
+    ) -> None:
+        """Replace the memory's acronyms used as a kind of thing; the known set is read again
+        when one is new to the project or gone from it (or when the limit cuts them)."""
+        before = self._kinds_of(db, memory_id)
+        db.execute("DELETE FROM kind_words WHERE memory_id = ?", (memory_id,))
+        db.executemany(
+            "INSERT INTO kind_words (project, word, memory_id) VALUES (?,?,?)",
+            [(project, word, memory_id) for word in sorted(kinds)],
+        )
+        self._kinds_changed(db, project, {w for p, w in before if p == project} ^ kinds)
+
+    @staticmethod
+    def _kinds_of(db: sqlite3.Connection, memory_id: str) -> set[tuple[str, str]]:
+        rows = db.execute("SELECT project, word FROM kind_words WHERE memory_id = ?", (memory_id,))
+        return {(r[0], r[1]) for r in rows}
+
+    def _kinds_changed(self, db: sqlite3.Connection, project: str, words: set[str]) -> None:
+        """``words`` were added to or taken from the project's acronyms used as a kind of thing
+        by one memory: its known set is read again if one of them is now used by that memory
+        alone, or by none, or when the limit cut them (the ranking may change)."""
+        cached = self._known.get(project)
+        if cached is None or not words:
+            return
+        if cached[1] or any(
+            db.execute(
+                "SELECT COUNT(*) FROM kind_words WHERE project = ? AND word = ?", (project, w)
+            ).fetchone()[0]
+            <= 1
+            for w in words
+        ):
+            del self._known[project]
 
     def add_named(
         self,
@@ -183,9 +223,13 @@ class Entities(Table):
         self._write(db, key, before, (kind, count, first, last), _aliases(before, surfaces))
 
     def forget_memory(self, db: sqlite3.Connection, memory_id: str) -> None:
-        """A forgotten memory's mentions go (and its wait for them); an entity no memory
-        mentions any more goes."""
+        """A forgotten memory's mentions go (and its wait for them, and its acronyms used as a
+        kind of thing); an entity no memory mentions any more goes."""
         db.execute("DELETE FROM entity_waiting WHERE memory_id = ?", (memory_id,))
+        kinds = self._kinds_of(db, memory_id)
+        db.execute("DELETE FROM kind_words WHERE memory_id = ?", (memory_id,))
+        for project in {p for p, _ in kinds}:
+            self._kinds_changed(db, project, {w for p, w in kinds if p == project})
         for key in sorted(self.names_of(memory_id, db)):
             db.execute(
                 "DELETE FROM mentions WHERE memory_id = ? AND project = ? AND name = ?",
@@ -328,8 +372,9 @@ class Entities(Table):
         aliases), then also found opening a sentence, its systems (canonical, ``pw-api``), whose
         first part then starts kin systems (``pw-fhir``), its file paths (canonical), then also
         named by their bare file name, and its releases of three parts or more (canonical,
-        ``v5.12.0``), whose two-part number then names a release; the :data:`KNOWN_NAMES` most
-        mentioned of each.
+        ``v5.12.0``), whose two-part number then names a release, and the acronyms its memories use
+        as a kind of thing, as their plural (``NRFs``), which then name nothing alone; the
+        :data:`KNOWN_NAMES` most mentioned of each.
         Bounded, so a memory's extraction costs the same in a project of any age. Read once
         and kept until a change may alter them (see :meth:`_changed`)."""
         cached = self._known.get(project)
@@ -354,7 +399,13 @@ class Entities(Table):
                 "AND name LIKE 'v%.%.%' ORDER BY mentions DESC, name LIMIT ?",
                 (project, KNOWN_NAMES),
             ).fetchall()
+            kinds = self.db.execute(
+                "SELECT word FROM kind_words WHERE project = ? GROUP BY word "
+                "ORDER BY COUNT(*) DESC, word LIMIT ?",
+                (project, KNOWN_NAMES),
+            ).fetchall()
             known = frozenset(a for r in names for a in json.loads(r[0]))
+            known |= frozenset(r[0] + "s" for r in kinds)
             known |= frozenset(r[0] for r in systems)
             known |= frozenset(r[0] for r in paths)
             known |= frozenset(r[0] for r in releases if is_known_release(r[0], "version"))
@@ -363,6 +414,7 @@ class Entities(Table):
                 or len(systems) >= KNOWN_NAMES
                 or len(paths) >= KNOWN_NAMES
                 or len(releases) >= KNOWN_NAMES
+                or len(kinds) >= KNOWN_NAMES
             )
             cached = self._known[project] = (known, full)
         return cached[0]

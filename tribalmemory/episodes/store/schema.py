@@ -118,6 +118,13 @@ CREATE TABLE IF NOT EXISTS mentions (      -- each entity a memory names
     PRIMARY KEY (project, name, memory_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mentions_memory ON mentions(memory_id);
+CREATE TABLE IF NOT EXISTS kind_words (   -- acronyms a memory uses as a kind of thing (NRFs)
+    project TEXT NOT NULL,
+    word TEXT NOT NULL,                    -- the acronym (NRF): it names nothing alone
+    memory_id TEXT NOT NULL,
+    PRIMARY KEY (project, word, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS kind_words_memory ON kind_words(memory_id);
 CREATE TABLE IF NOT EXISTS entity_waiting ( -- memories whose entities are still to be found
     seq INTEGER PRIMARY KEY,               -- arrival order: the order they are found in
     memory_id TEXT NOT NULL UNIQUE
