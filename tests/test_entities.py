@@ -706,6 +706,12 @@ def test_an_acronym_the_project_uses_as_a_kind_of_thing_names_nothing() -> None:
     assert after == before - {"NRF"}
 
 
+def test_a_small_particle_inside_a_name_keeps_it_whole() -> None:
+    got = found("Booked Casa do Rio for Ana de Souza; How do I ask Winnie?")
+    assert "Casa do Rio" in got and "Ana de Souza" in got
+    assert "Casa" not in got and "Winnie" in got and "How do I" not in got
+
+
 def test_a_place_after_a_clock_time_in_am_or_pm_names_a_time_zone() -> None:
     assert "London" not in found("The call is at 3pm London, with Ayla.")
     assert "Ayla" in found("The call is at 3pm London, with Ayla.")
