@@ -59,13 +59,12 @@ TUNING = (
     "synth-chip-verification",
     "synth-adtech-bidding",
     "synth-legaltech-contracts",
-)
-FRESH: tuple[str, ...] = (
     "synth-avionics-flightsw",
     "synth-telecom-5gcore",
     "synth-retail-stores",
     "synth-hotel-booking",
 )
+FRESH: tuple[str, ...] = ()
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
 :data:`TUNING`."""
