@@ -6,8 +6,8 @@ writes);
 ``entities`` is derived from it, recomputed for the names a change touched (first/last seen,
 aliases, mention count, kind), so that forgetting a memory takes away what only it supported.
 The episodes of an entity come from a join with ``memberships``, never from a copy.
-``kind_words`` holds the acronyms each memory uses as a kind of thing (``NRFs``,
-:func:`...entities.acronyms.kind_words`), which the extraction then takes for no name.
+The acronyms each memory uses as a kind of thing (:mod:`.kind_words`) are written and forgotten
+with its mentions, and passed to the extraction with the known names.
 ``entity_waiting`` holds the memories whose entities are still to be found (in arrival order;
 see :mod:`..entity_work`): a memory leaves it in the transaction that writes its mentions, so a
 memory naming nothing is done too."""
@@ -21,6 +21,7 @@ from collections.abc import Iterable
 
 from ...entities.known import RELEASE
 from ...shapes.limits import ENTITY_KINDS
+from .kind_words import KindWords
 from .table import Table
 
 KINDS = ENTITY_KINDS
@@ -93,6 +94,7 @@ class Entities(Table):
         super().__init__(db)
         self._known: dict[str, tuple[frozenset[str], bool]] = {}
         """project -> (its known names, whether the limit cut them)."""
+        self.kind_words = KindWords(db)
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -110,7 +112,9 @@ class Entities(Table):
         again) and refresh the entities either side names.
         A mention an LLM's record gave (:meth:`add_named`) stays, unless the rules now find
         that name: then theirs replaces it."""
-        self._record_kinds(db, project, memory_id, set(kinds))
+        self._kinds_changed(
+            db, project, self.kind_words.replace(db, project, memory_id, set(kinds))
+        )
         sources = self.sources_of(memory_id, db)
         before = set(sources)
         rules = {key for key, source in sources.items() if source == "rules"}
@@ -127,24 +131,6 @@ class Entities(Table):
             else:
                 self._add(db, key, *added[key], memory_time)
 
-    def _record_kinds(
-        self, db: sqlite3.Connection, project: str, memory_id: str, kinds: set[str]
-    ) -> None:
-        """Replace the memory's acronyms used as a kind of thing; the known set is read again
-        when one is new to the project or gone from it (or when the limit cuts them)."""
-        before = self._kinds_of(db, memory_id)
-        db.execute("DELETE FROM kind_words WHERE memory_id = ?", (memory_id,))
-        db.executemany(
-            "INSERT INTO kind_words (project, word, memory_id) VALUES (?,?,?)",
-            [(project, word, memory_id) for word in sorted(kinds)],
-        )
-        self._kinds_changed(db, project, {w for p, w in before if p == project} ^ kinds)
-
-    @staticmethod
-    def _kinds_of(db: sqlite3.Connection, memory_id: str) -> set[tuple[str, str]]:
-        rows = db.execute("SELECT project, word FROM kind_words WHERE memory_id = ?", (memory_id,))
-        return {(r[0], r[1]) for r in rows}
-
     def _kinds_changed(self, db: sqlite3.Connection, project: str, words: set[str]) -> None:
         """``words`` were added to or taken from the project's acronyms used as a kind of thing
         by one memory: its known set is read again if one of them is now used by that memory
@@ -152,13 +138,7 @@ class Entities(Table):
         cached = self._known.get(project)
         if cached is None or not words:
             return
-        if cached[1] or any(
-            db.execute(
-                "SELECT COUNT(*) FROM kind_words WHERE project = ? AND word = ?", (project, w)
-            ).fetchone()[0]
-            <= 1
-            for w in words
-        ):
+        if cached[1] or any(self.kind_words.uses(db, project, w) <= 1 for w in words):
             del self._known[project]
 
     def add_named(
@@ -226,8 +206,7 @@ class Entities(Table):
         """A forgotten memory's mentions go (and its wait for them, and its acronyms used as a
         kind of thing); an entity no memory mentions any more goes."""
         db.execute("DELETE FROM entity_waiting WHERE memory_id = ?", (memory_id,))
-        kinds = self._kinds_of(db, memory_id)
-        db.execute("DELETE FROM kind_words WHERE memory_id = ?", (memory_id,))
+        kinds = self.kind_words.forget(db, memory_id)
         for project in {p for p, _ in kinds}:
             self._kinds_changed(db, project, {w for p, w in kinds if p == project})
         for key in sorted(self.names_of(memory_id, db)):
@@ -399,13 +378,9 @@ class Entities(Table):
                 "AND name LIKE 'v%.%.%' ORDER BY mentions DESC, name LIMIT ?",
                 (project, KNOWN_NAMES),
             ).fetchall()
-            kinds = self.db.execute(
-                "SELECT word FROM kind_words WHERE project = ? GROUP BY word "
-                "ORDER BY COUNT(*) DESC, word LIMIT ?",
-                (project, KNOWN_NAMES),
-            ).fetchall()
+            kinds = self.kind_words.most_used(project, KNOWN_NAMES)
             known = frozenset(a for r in names for a in json.loads(r[0]))
-            known |= frozenset(r[0] + "s" for r in kinds)
+            known |= frozenset(word + "s" for word in kinds)
             known |= frozenset(r[0] for r in systems)
             known |= frozenset(r[0] for r in paths)
             known |= frozenset(r[0] for r in releases if is_known_release(r[0], "version"))
