@@ -20,9 +20,9 @@ FILE = re.compile(r"\.[A-Za-z]\w*$")
 _WORD = re.compile(r"[\w&]+[+#]*")
 """The words a known name is matched by (its separators must match as written)."""
 RELEASE = re.compile(r"v(\d+\.\d+)\.\d+(?:\.\d+)?")
+"""A known release of three parts or four (canonical, ``v5.12.0``): its first two parts."""
 KIND = re.compile(r"([A-Z]{3,6})s")
 """A known entry that is an acronym's plural (``NRFs``): the acronym names a kind of thing."""
-"""A known release of three parts or four (canonical, ``v5.12.0``): its first two parts."""
 
 Index = dict[str, list[tuple[list[str], list[str]]]]
 """First word -> the known names starting with it, as words and the separators between them,
