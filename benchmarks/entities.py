@@ -64,7 +64,12 @@ TUNING = (
     "synth-retail-stores",
     "synth-hotel-booking",
 )
-FRESH: tuple[str, ...] = ("synth-clinical-trials", "synth-transit-gtfs", "synth-audio-plugins")
+FRESH: tuple[str, ...] = (
+    "synth-clinical-trials",
+    "synth-transit-gtfs",
+    "synth-audio-plugins",
+    "synth-mainframe-banking",
+)
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
 :data:`TUNING`."""
