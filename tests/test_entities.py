@@ -676,6 +676,12 @@ def test_an_acronym_before_a_model_number_is_one_name() -> None:
     assert not {"RDS 16.4", "WP1 19"} & set(got)
 
 
+def test_one_digit_after_an_acronym_is_a_major_release_unless_the_name_is_listed() -> None:
+    got = found("Ported to JUCE 8 from JUCE 7 on ROS 2; the step ended RC 4.")
+    assert {"JUCE", "ROS 2"} <= set(got)
+    assert not {"JUCE 8", "JUCE 7", "RC 4"} & set(got)
+
+
 def test_two_named_acronyms_side_by_side_are_one_name() -> None:
     got = found("We use AWS DMS for the copy and SAML SSO for the login.")
     assert "AWS DMS" in got and "SAML" in got and "SAML SSO" not in got

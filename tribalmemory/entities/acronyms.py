@@ -57,10 +57,12 @@ TIA before``): punctuation, the end, or a small word."""
 
 
 MODEL = re.compile(
-    r" \d+(?![\w.:/%-]|,\d| ?(?:[kKmM]?[bB]|h|hrs?|min|s|ms|x|k|m|d)\b)(?: [A-Z]{2,3}\b)?"
+    r" \d{2,}(?![\w.:/%-]|,\d| ?(?:[kKmM]?[bB]|h|hrs?|min|s|ms|x|k|m|d)\b)(?: [A-Z]{2,3}\b)?"
 )
-"""A model number after an acronym (``RTX 3070``, ``RX 5700 XT``, ``ROS 2``): a whole number,
-no release (``RDS 16.4``), measure nor time, with a short suffix in capitals."""
+"""A model number after an acronym (``RTX 3070``, ``RX 5700 XT``): a whole number of two digits
+or more, no release (``RDS 16.4``), measure nor time, with a short suffix in capitals; one digit
+is a major release (``JUCE 8``) or a return code (``RC 4``), and the few names written so
+(``ROS 2``, ``SOC 2``) are listed products (:data:`.products.PRODUCT_PHRASES`)."""
 
 
 def counted(text: str, start: int, end: int) -> bool:

@@ -14,6 +14,10 @@ PRODUCT_PHRASES = frozenset(
     line.strip()
     for line in """
     SQL Server
+    ROS 2
+    SOC 1
+    SOC 2
+    SOC 3
     Argo CD
     Argo Workflows
     Argo Rollouts
