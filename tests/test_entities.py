@@ -676,6 +676,12 @@ def test_an_acronym_before_a_model_number_is_one_name() -> None:
     assert not {"RDS 16.4", "WP1 19"} & set(got)
 
 
+def test_a_flag_of_one_dash_is_an_identifier_in_a_command_not_in_prose() -> None:
+    got = found("Ran `go test -run TestLock -count=1 ./...` and `rsync -a -vvv src/ dst/`; a -p.")
+    assert {"-run", "-count", "-a", "-vvv"} <= set(got)
+    assert got["-run"] == "identifier" and "-p" not in got
+
+
 def test_one_digit_after_an_acronym_is_a_major_release_unless_the_name_is_listed() -> None:
     got = found("Ported to JUCE 8 from JUCE 7 on ROS 2; the step ended RC 4.")
     assert {"JUCE", "ROS 2"} <= set(got)

@@ -28,6 +28,11 @@ _WORD_PROGRAMS = frozenset(
 never taught, or every sentence using the word would name them."""
 
 
+_SHORT_FLAG = re.compile(r"(?<![\w/.:=+-])-[A-Za-z]\w*(?![\w/-])")
+"""A flag of one dash in a command (`` `go test -run X -count=1` ``, `` `rsync -a` ``): written as
+code only (in prose a dash before a word is punctuation)."""
+
+
 _OPERATOR = re.compile(r"\s*(?:[-+*/%&|^<>!:=]?=|=>|->|\.|\[)")
 """What follows a variable in a statement (`` `client = Client()` ``, `` `x += 1` ``): code,
 not a command."""
@@ -36,11 +41,13 @@ not a command."""
 def code_spans(text: str) -> Iterable[tuple[str, int, int]]:
     """Code in backticks: a lone token is a code name (`` `sizes` ``, `` `fb` ``); the first
     word of a command is its program (`` `adb shell ...` ``), unless a language keyword opens
-    it or it reads as a message (``: `` inside). A program is a name, then known to the
-    project and found in its prose too (``brew first``), unless an English word names it
-    (:data:`_WORD_PROGRAMS`)."""
+    it or it reads as a message (``: `` inside), and its flags of one dash are identifiers
+    (:data:`_SHORT_FLAG`). A program is a name, then known to the project and found in its
+    prose too (``brew first``), unless an English word names it (:data:`_WORD_PROGRAMS`)."""
     for span in _CODE_SPAN.finditer(text):
         code, start = span.group(1), span.start(1)
+        for flag in _SHORT_FLAG.finditer(code) if " -" in code else ():
+            yield "identifier", start + flag.start(), start + flag.end()
         token = _TOKEN.match(code)
         if token is None:
             continue
