@@ -63,13 +63,12 @@ TUNING = (
     "synth-telecom-5gcore",
     "synth-retail-stores",
     "synth-hotel-booking",
-)
-FRESH: tuple[str, ...] = (
     "synth-clinical-trials",
     "synth-transit-gtfs",
     "synth-audio-plugins",
     "synth-mainframe-banking",
 )
+FRESH: tuple[str, ...] = ()
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
 :data:`TUNING`."""
