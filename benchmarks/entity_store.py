@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ from tribalmemory.entities import canonical, mentions_of  # noqa: E402
 from tribalmemory.episodes import entity_work  # noqa: E402
 from tribalmemory.errors import NotFound  # noqa: E402
 from tribalmemory.runtime import start_runtime  # noqa: E402
+from tribalmemory.timeutil import parse_iso, to_iso, utc_now  # noqa: E402
 
 RECALL_LIMITS = (10, 50)  # 50: the most recall returns (about a third of a stream)
 
@@ -69,6 +71,10 @@ def stream_rows(
 ) -> tuple[list[dict[str, Any]], dict[str, list[dict]]]:
     rows = [json.loads(line) for line in stream_file(corpus, stream).open(encoding="utf-8")]
     rows.sort(key=lambda r: (r["timestamp"], r["id"]))
+    ahead = parse_iso(rows[-1]["timestamp"]) - (utc_now() - timedelta(days=1))
+    if ahead > timedelta(0):  # a stream dated after today: moved back by whole days, gaps kept
+        back = timedelta(days=ahead.days + 1)
+        rows = [{**r, "timestamp": to_iso(parse_iso(r["timestamp"]) - back)} for r in rows]
     labels = {}
     for line in label_file(stream, kept_aside_labels).open(encoding="utf-8"):
         label = json.loads(line)
