@@ -68,7 +68,12 @@ TUNING = (
     "synth-audio-plugins",
     "synth-mainframe-banking",
 )
-FRESH: tuple[str, ...] = ("synth-sports-betting", "synth-port-terminal", "synth-automotive-autosar")
+FRESH: tuple[str, ...] = (
+    "synth-sports-betting",
+    "synth-port-terminal",
+    "synth-automotive-autosar",
+    "synth-satellite-groundseg",
+)
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
 :data:`TUNING`."""
