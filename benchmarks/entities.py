@@ -76,6 +76,7 @@ FRESH: tuple[str, ...] = (
     "synth-vet-clinics",
     "synth-mining-geodata",
     "synth-hpc-climate",
+    "synth-newsroom-cms",
 )
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
