@@ -682,6 +682,12 @@ def test_a_flag_of_one_dash_is_an_identifier_in_a_command_not_in_prose() -> None
     assert got["-run"] == "identifier" and "-p" not in got
 
 
+def test_acronyms_joined_by_a_plus_are_code_and_a_message_in_backticks_names_no_program() -> None:
+    got = found("VGM moves to `MEA+AAE+VGM+KGM:24850` now; `version not found` in Notepad++.")
+    assert not {"AAE+", "AAE", "VGM+", "KGM", "version"} & set(got)
+    assert "Notepad++" in got and "brew" in found("Ran `brew install jq` twice.")
+
+
 def test_one_digit_after_an_acronym_is_a_major_release_unless_the_name_is_listed() -> None:
     got = found("Ported to JUCE 8 from JUCE 7 on ROS 2; the step ended RC 4.")
     assert {"JUCE", "ROS 2"} <= set(got)

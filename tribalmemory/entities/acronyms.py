@@ -44,8 +44,8 @@ def generic_with_digits(surface: str) -> bool:
     return surface.replace("-", "").upper() in GENERIC_WITH_DIGITS
 
 
-_CODE_BEFORE = re.compile(r"(?:[<|^~_=]|\w-)$")
-_CODE_AFTER = re.compile(r"[>|^~_=]|-[\dA-Z*<]")
+_CODE_BEFORE = re.compile(r"(?:[<|^~_=]|\w[-+])$")
+_CODE_AFTER = re.compile(r"[>|^~_=]|-[\dA-Z*<]|\+\w")
 """What joins an acronym to a longer token written as code, before it and after it."""
 _SYNTAX_BEFORE = re.compile(r"\b([A-Z]+)(?: \+)? $")
 _SYNTAX_AFTER = re.compile(r"(?: \+)? ([A-Z]+)\b")

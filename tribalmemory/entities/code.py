@@ -33,6 +33,11 @@ _SHORT_FLAG = re.compile(r"(?<![\w/.:=+-])-[A-Za-z]\w*(?![\w/-])")
 code only (in prose a dash before a word is punctuation)."""
 
 
+_MESSAGE_WORD = re.compile(r" (?:not|is|are|was|were|has|have|had|the|a|an|to|of|no|for)\b")
+"""A function word after the first word of code: a message (`` `version not supported` ``,
+`` `file has changed` ``), not a command."""
+
+
 _OPERATOR = re.compile(r"\s*(?:[-+*/%&|^<>!:=]?=|=>|->|\.|\[)")
 """What follows a variable in a statement (`` `client = Client()` ``, `` `x += 1` ``): code,
 not a command."""
@@ -59,6 +64,7 @@ def code_spans(text: str) -> Iterable[tuple[str, int, int]]:
             and token.group() not in _KEYWORDS
             and ": " not in code
             and not _OPERATOR.match(code, token.end())
+            and not _MESSAGE_WORD.search(code, token.end())
         ):
             program = token.group()
             yield (
