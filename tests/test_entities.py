@@ -688,6 +688,13 @@ def test_acronyms_joined_by_a_plus_are_code_and_a_message_in_backticks_names_no_
     assert "Notepad++" in got and "brew" in found("Ran `brew install jq` twice.")
 
 
+def test_a_revision_a_range_with_one_prefix_and_a_token_with_plus_signs() -> None:
+    got = found("Board rev C, then Rev C.1; cranes QC01-QC04 and SWE.1-SWE.6; `MEA+AAE+VGM` set.")
+    assert got["rev C"] == got["Rev C.1"] == "version"
+    assert got["QC01-QC04"] == got["SWE.1-SWE.6"] == got["MEA+AAE+VGM"] == "identifier"
+    assert "revert" not in found("The revert was fine.")
+
+
 def test_one_digit_after_an_acronym_is_a_major_release_unless_the_name_is_listed() -> None:
     got = found("Ported to JUCE 8 from JUCE 7 on ROS 2; the step ended RC 4.")
     assert {"JUCE", "ROS 2"} <= set(got)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from tribalmemory.entities.stoplist import STOP
 
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
-_TOKEN = re.compile(r"[A-Za-z_$][\w.$-]*\w")
+_TOKEN = re.compile(r"[A-Za-z_$][\w.$+-]*\w")
 _KEYWORDS = frozenset(
     "if else elif for while do new static const let var export import from return await async "
     "def class fn func function public private void true false null none nil select insert "

@@ -64,6 +64,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|(?<![\w./])\d+\.\d+\.\d+(?![\w.]*\w|/)"  # not a folder: data/v3.2/
         ),
     ),
+    ("version", re.compile(r"\b[Rr]ev\.? ?[A-Z](?:\.\d+)?\b(?![\w-])")),  # a revision: rev C
     (  # a time zone of the tz database: Europe/Dublin, America/Argentina/Buenos_Aires
         "identifier",
         re.compile(
@@ -144,6 +145,10 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"(?<![\w-])[a-z]{2,}0\d(?:-\d\d)?\b(?![.-]\w)"),
     ),
+    (  # a range of numbered things with one prefix: QC01-QC04, L1-L4, SWE.1-SWE.6
+        "identifier",
+        re.compile(r"(?<![\w.-])([A-Z][A-Za-z]*\.?)\d+-\1\d+\b(?![.-]\w)"),
+    ),
     (  # headers: Idempotency-Key, X-Kyrio-Signature
         "identifier",
         re.compile(r"\b(?:X-)?[A-Z][a-z]+(?:-[A-Z][A-Za-z0-9]*[a-z0-9])+\b"),
@@ -156,11 +161,12 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 NEEDLES: tuple[str | None, ...] = (
     *(None, ".", ":", "-"),  # links, hosts
-    *("#", "#", "-", "-", "!", "."),  # methods, tickets, keys, MRs, versions
+    *("#", "#", "-", "-", "!", ".", "ev"),  # methods, tickets, keys, MRs, versions, revisions
     "/",  # time zones
     "large",  # machine types
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "(", ".", "@", "_*", ":", ":", None, "_", None, "0x", None, "0", "-", "."),
+    *("::", "--", "#", "(", ".", "@", "_*", ":", ":", None, "_", None, "0x", None, "0", "-"),
+    *("-", "."),  # ranges, headers
     "-",  # systems
 )
 """What a text holds for each rule of :data:`RULES` to match (None: no test): a text without
