@@ -67,12 +67,12 @@ TUNING = (
     "synth-transit-gtfs",
     "synth-audio-plugins",
     "synth-mainframe-banking",
-)
-FRESH: tuple[str, ...] = (
     "synth-sports-betting",
     "synth-port-terminal",
     "synth-automotive-autosar",
     "synth-satellite-groundseg",
+)
+FRESH: tuple[str, ...] = (
     "synth-vet-clinics",
     "synth-mining-geodata",
     "synth-hpc-climate",
