@@ -166,7 +166,7 @@ NEEDLES: tuple[str | None, ...] = (
     "large",  # machine types
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
     *("::", "--", "#", "(", ".", "@", "_*", ":", ":", None, "_", None, "0x", None, "0", "-"),
-    *("-", "."),  # ranges, headers
+    *("-", "."),  # ranges, headers, packages with their release
     "-",  # systems
 )
 """What a text holds for each rule of :data:`RULES` to match (None: no test): a text without
