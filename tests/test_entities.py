@@ -709,6 +709,7 @@ def test_two_named_acronyms_side_by_side_are_one_name() -> None:
 def test_an_acronym_counted_with_an_article_and_no_noun_is_a_common_noun() -> None:
     got = found("Need a TIA before launch, then a ZFS snapshot of the volume.")
     assert "TIA" not in got and got["ZFS"] == "name"
+    assert "NRF" not in found("Polled from each NRF, then the AMF.")
 
 
 def test_the_acronyms_a_text_uses_as_a_kind_of_thing() -> None:

@@ -50,10 +50,17 @@ _CODE_AFTER = re.compile(r"[>|^~_=]|-[\dA-Z*<]|\+\w")
 _SYNTAX_BEFORE = re.compile(r"\b([A-Z]+)(?: \+)? $")
 _SYNTAX_AFTER = re.compile(r"(?: \+)? ([A-Z]+)\b")
 """A word in capitals right before or after another (one space, or `` + ``)."""
-_ARTICLE = re.compile(r"(?:^|\s)an? $", re.IGNORECASE)
+_COUNTING_WORD = (
+    r"(?i:an?|each|every|per|both|either|another|any|no|one|two|three|four|several|multiple)"
+)
+"""A word that counts the word after it (``an SAQ``, ``each NRF``, ``both ADAHRS``)."""
+_COUNTED_BEFORE = re.compile(rf"(?:^|\s){_COUNTING_WORD}\s+$")
 _NO_NOUN_AFTER = re.compile(r"\s*(?:[^\w\s]|$)|\s+([a-z]+)\b")
-"""What follows an acronym counted with an article when no noun follows it (``an SAQ.``, ``a
-TIA before``): punctuation, the end, or a small word."""
+"""What follows a counted acronym when no noun follows it (``an SAQ.``, ``a TIA before``):
+punctuation, the end, or a small word."""
+LETTER_ACRONYM = r"[A-Z]{3,6}"
+"""An acronym of three to six letters: one the statistic of kind words keeps (two letters and
+longer words in capitals are generic already: :func:`generic_acronym`)."""
 
 
 MODEL = re.compile(
@@ -66,21 +73,23 @@ is a major release (``JUCE 8``) or a return code (``RC 4``), and the few names w
 
 
 def counted(text: str, start: int, end: int) -> bool:
-    """Whether an acronym is counted with an article and no noun after it (``an SAQ``, ``a TIA
-    before``; not ``a ZFS snapshot``): a common noun, one of a kind of thing."""
-    if not _ARTICLE.search(text, max(0, start - 4), start):
-        return False
+    """Whether an acronym is counted (an article, ``each``, ``both``, a number in words) and no
+    noun follows it (``an SAQ``, ``a TIA before``, ``from each NRF.``; not ``a ZFS snapshot``):
+    a common noun, one of a kind of thing."""
+    return bool(_COUNTED_BEFORE.search(text, max(0, start - 12), start)) and _no_noun_after(
+        text, end
+    )
+
+
+def _no_noun_after(text: str, end: int) -> bool:
     after = _NO_NOUN_AFTER.match(text, end)
     return after is not None and (after.group(1) is None or after.group(1) in STOP)
 
 
-_LETTERS_PLURAL = re.compile(r"\b([A-Z]{3,6})e?s\b")
+_LETTERS_PLURAL = re.compile(rf"\b({LETTER_ACRONYM})e?s\b")
 """An acronym of letters written as a plural (``NRFs``, ``SEPPs``)."""
-_DETERMINER = re.compile(
-    r"\b(?i:an?|each|every|per|both|either|another|any|no|one|two|three|four|several|"
-    r"multiple)\s+([A-Z]{3,6})\b(?![-.]\w)"
-)
-"""An acronym of letters counted by the word before it (``each NRF``, ``both ADAHRS``)."""
+_COUNTED_LETTERS = re.compile(rf"\b{_COUNTING_WORD}\s+({LETTER_ACRONYM})\b(?![-.]\w)")
+"""An acronym of letters after a counting word (``each NRF``, ``both ADAHRS``)."""
 
 
 def kind_words(text: str) -> set[str]:
@@ -90,10 +99,9 @@ def kind_words(text: str) -> set[str]:
     noun (the project-wide statistic of :class:`.known.Taught`): an unknown trade's
     acronyms (``OFP``, ``SEPP``) are told from its products (``EKS``) without a list."""
     words = {m.group(1) for m in _LETTERS_PLURAL.finditer(text)}
-    for m in _DETERMINER.finditer(text):
-        after = _NO_NOUN_AFTER.match(text, m.end())
-        if after is not None and (after.group(1) is None or after.group(1) in STOP):
-            words.add(m.group(1))
+    words.update(
+        m.group(1) for m in _COUNTED_LETTERS.finditer(text) if _no_noun_after(text, m.end())
+    )
     return words
 
 

@@ -12,6 +12,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from tribalmemory.entities.acronyms import LETTER_ACRONYM
 from tribalmemory.entities.aliases import canonical
 from tribalmemory.entities.products import model_of
 
@@ -21,7 +22,7 @@ _WORD = re.compile(r"[\w&]+[+#]*")
 """The words a known name is matched by (its separators must match as written)."""
 RELEASE = re.compile(r"v(\d+\.\d+)\.\d+(?:\.\d+)?")
 """A known release of three parts or four (canonical, ``v5.12.0``): its first two parts."""
-KIND = re.compile(r"([A-Z]{3,6})s")
+KIND = re.compile(rf"({LETTER_ACRONYM})s")
 """A known entry that is an acronym's plural (``NRFs``): the acronym names a kind of thing."""
 
 Index = dict[str, list[tuple[list[str], list[str]]]]

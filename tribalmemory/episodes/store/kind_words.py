@@ -17,24 +17,19 @@ class KindWords(Table):
     ) -> set[str]:
         """Store ``words`` as the memory's (idempotent); returns the project's words whose
         count of memories changed (added or taken away)."""
-        before = self.of_memory(db, memory_id)
-        db.execute("DELETE FROM kind_words WHERE memory_id = ?", (memory_id,))
+        before = {w for p, w in self.forget(db, memory_id) if p == project}
         db.executemany(
             "INSERT INTO kind_words (project, word, memory_id) VALUES (?,?,?)",
             [(project, word, memory_id) for word in sorted(words)],
         )
-        return {w for p, w in before if p == project} ^ words
+        return before ^ words
 
     def forget(self, db: sqlite3.Connection, memory_id: str) -> set[tuple[str, str]]:
-        """A forgotten memory's words go; returns them as (project, word)."""
-        before = self.of_memory(db, memory_id)
+        """A memory's words go (forgotten, or written again); returns them as (project, word)."""
+        rows = db.execute("SELECT project, word FROM kind_words WHERE memory_id = ?", (memory_id,))
+        before = {(r[0], r[1]) for r in rows}
         db.execute("DELETE FROM kind_words WHERE memory_id = ?", (memory_id,))
         return before
-
-    @staticmethod
-    def of_memory(db: sqlite3.Connection, memory_id: str) -> set[tuple[str, str]]:
-        rows = db.execute("SELECT project, word FROM kind_words WHERE memory_id = ?", (memory_id,))
-        return {(r[0], r[1]) for r in rows}
 
     @staticmethod
     def uses(db: sqlite3.Connection, project: str, word: str) -> int:
