@@ -833,6 +833,24 @@ def test_capitalised_words_inside_code_of_several_words_are_no_names() -> None:
     assert found("Renamed our private attrs in a changeset.") == {}
 
 
+def test_words_between_two_spans_of_code_are_prose() -> None:
+    # a closing backtick and the next opening one enclose no code
+    text = "Repos: `whisk` (Django monolith, billing), `web` (React screens)."
+    assert found(text) == {
+        "whisk": "identifier",
+        "Django": "name",
+        "web": "identifier",
+        "React": "name",
+    }
+
+
+def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
+    assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
+        "Jira": "name",
+        "PAY-1182": "ticket",
+    }
+
+
 def test_products_whose_names_hold_a_generic_acronym_are_whole() -> None:
     assert found("Reports moved from SQL Server to Power BI; the API is ASP.NET Core.") == {
         "SQL Server": "name",

@@ -184,7 +184,7 @@ def _ordinary(word: str) -> bool:
 def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
     """The names ``text`` writes in capitals, each with its span (``known``: the names the
     corpus taught, in small letters)."""
-    code = [m.span(1) for m in _CODE_OF_WORDS.finditer(text)] if "`" in text else []
+    code = [m.span(1) for m in _CODE.finditer(text) if " " in m.group(1)] if "`" in text else []
     for match in _CAPITALISED.finditer(text):
         if any(s <= match.start() < e for s, e in code):
             continue  # a word of a command, a log line or a message in backticks
@@ -222,7 +222,7 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 continue
             if _time_place(text, start, end) or _in_a_compound(text, start, end):
                 continue
-            if plural(surface, known):
+            if plural(surface, known) or _KEY_PREFIX.match(text, end):
                 continue
             if ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface):
                 model = MODEL.match(text, end) if surface.isalpha() else None
@@ -240,9 +240,12 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
             yield surface, start, end
 
 
-_CODE_OF_WORDS = re.compile(r"`([^`\n]* [^`\n]*)`")
-"""Code of several words in backticks (a command, a log line, a message)."""
+_CODE = re.compile(r"`([^`\n]*)`")
+"""Code in backticks, each opening one paired with the next (not a closing one with the next
+opening, ``` `a`: `b` ```); code of several words is a command, a log line or a message."""
 _NUMBER_AFTER = re.compile(r" \d+\b")
+_KEY_PREFIX = re.compile(r"-(?=[\s,;)]|$)")
+"""A hyphen ending a word: the prefix of a project's ticket keys (``PAY- payments``), no name."""
 
 
 def _ranked(text: str, surface: str, end: int) -> bool:
