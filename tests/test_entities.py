@@ -844,6 +844,12 @@ def test_words_between_two_spans_of_code_are_prose() -> None:
     }
 
 
+def test_a_link_in_backticks_ends_before_the_closing_backtick() -> None:
+    assert found("Pulls `https://feeds.example.org/obits.xml` nightly.") == {
+        "https://feeds.example.org/obits.xml": "url"
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

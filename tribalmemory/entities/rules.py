@@ -19,7 +19,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # any scheme (gs://, oci://, s3://), a mailbox
         "url",
         re.compile(
-            r"\b(?:https?|[a-z][a-z0-9+]*)://[^\s)>\]]+"
+            r"\b(?:https?|[a-z][a-z0-9+]*)://[^\s)>\]`\"]+"
             r"|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b"
         ),
     ),
