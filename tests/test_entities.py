@@ -850,6 +850,20 @@ def test_a_link_in_backticks_ends_before_the_closing_backtick() -> None:
     }
 
 
+def test_a_program_or_keyword_named_by_an_english_word_is_not_taught_to_prose() -> None:
+    text = "Ran `module load cpe/24.07`; the meta module stays. Calls go through `use mpi` now."
+    assert found(text) == {"module": "identifier", "cpe/24.07": "path"}
+
+
+def test_an_acronym_made_a_verb_and_a_unit_before_a_name_are_no_part_of_it() -> None:
+    assert found("The Amon files CMORised by Kestrel, 38 TB NetCDF4 on Corrie.") == {
+        "Amon": "name",
+        "Kestrel": "name",
+        "NetCDF4": "identifier",
+        "Corrie": "name",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

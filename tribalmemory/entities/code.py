@@ -14,7 +14,7 @@ _KEYWORDS = frozenset(
     "if else elif for while do new static const let var export import from return await async "
     "def class fn func function public private void true false null none nil select insert "
     "update delete with as in is not and or set echo export unset source eval exec printf cd "
-    "alias where using join on order group having limit values returning case when".split()
+    "alias where using use join on order group having limit values returning case when".split()
 )
 """Words of programming languages that open code, not a command (the shell's own builtins
 among them: `` `set -x` ``, `` `echo $X` ``, and SQL's clauses: `` `where x > 1` ``)."""
@@ -22,7 +22,8 @@ among them: `` `set -x` ``, `` `echo $X` ``, and SQL's clauses: `` `where x > 1`
 
 _WORD_PROGRAMS = frozenset(
     "make go run test find sort cut head tail watch touch kill date time open less more top "
-    "file type wait sleep join split read cat diff patch install apply sync mail ping".split()
+    "file type wait sleep join split read cat diff patch install apply sync mail ping "
+    "module".split()
 )
 """Programs named by an English word (`` `make lint` ``, `` `go test` ``): found in backticks,
 never taught, or every sentence using the word would name them."""

@@ -15,6 +15,7 @@ from tribalmemory.entities.stoplist import (
     GENERIC_ACRONYMS,
     MONTHS,
     STOP,
+    UNITS,
     WEEKDAYS,
 )
 
@@ -144,7 +145,7 @@ def _compound(surface: str) -> bool:
     an acronym first, which no English word is: ``api-gateway``)."""
     parts = surface.split("-")
     return (
-        (parts[0] in STOP and parts[0] not in ACRONYMS)
+        (parts[0] in STOP and parts[0] not in ACRONYMS and parts[0] not in UNITS)
         or parts[0] in _PREFIXES
         or parts[-1] in _COMPOUND_ENDS
     )

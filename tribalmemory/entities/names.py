@@ -33,6 +33,8 @@ _SENTENCE_END = frozenset(".!?:\n")
 _ADJECTIVE = re.compile(r"[A-Z][a-z]+(?:ish|ese)")
 """A language or a nationality (``Polish``, ``English``, ``British``, ``Portuguese``): said of
 things, it names none; trimmed from a run's edges as a stop word is."""
+_ACRONYM_VERB = re.compile(r"[A-Z]{2,}(?:i[sz](?:ed|es|ing|ation)|ed|ing)")
+"""An acronym made a verb or a noun of doing (``CMORised``, ``OOMed``, ``SSHing``): no name."""
 _QUOTES = frozenset("\"'`\u2018\u201c")
 _HUMPED = re.compile(r"[a-z][A-Z]")
 """A capital after a small letter: a word with humps (``GitHub``, ``OfflineMapService``), no
@@ -177,8 +179,9 @@ def _in_a_compound(text: str, start: int, end: int) -> bool:
 
 def _ordinary(word: str) -> bool:
     """Whether a capitalised word is an ordinary one at a run's edge: a stop word or an
-    adjective of a language or a nationality (:data:`_ADJECTIVE`)."""
-    return word.lower() in STOP or bool(_ADJECTIVE.fullmatch(word))
+    adjective of a language or a nationality (:data:`_ADJECTIVE`) or an acronym made a verb
+    (:data:`_ACRONYM_VERB`)."""
+    return word.lower() in STOP or bool(_ADJECTIVE.fullmatch(word) or _ACRONYM_VERB.fullmatch(word))
 
 
 def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:

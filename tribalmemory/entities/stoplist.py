@@ -175,7 +175,7 @@ BUILT_IN_TYPES = set(
 """Types built into a language (Rust's ``Vec``, ``String``; Godot's ``Dictionary``): every
 program's, no one thing, named alone (a library's classes are identifiers; ``Style
 Dictionary`` is a product)."""
-UNITS = set("hz khz mhz ghz mah kwh dbm kib mib gib tib kbps mbps gbps tbps".split())
+UNITS = set("hz khz mhz ghz mah kwh dbm kb mb gb tb pb kib mib gib tib kbps mbps gbps tbps".split())
 """Units written with a capital (``MHz``, ``mAh``, ``Mbps``): a measure, no thing."""
 KEYS = set("tab esc escape enter shift ctrl alt backspace spacebar".split())
 """Keys of a keyboard (``press Tab``, ``Escape closes the dialog``): a key, no thing."""
