@@ -695,10 +695,10 @@ def test_a_revision_a_range_with_one_prefix_and_a_token_with_plus_signs() -> Non
     assert "revert" not in found("The revert was fine.")
 
 
-def test_one_digit_after_an_acronym_is_a_major_release_unless_the_name_is_listed() -> None:
-    got = found("Ported to JUCE 8 from JUCE 7 on ROS 2; the step ended RC 4.")
-    assert {"JUCE", "ROS 2"} <= set(got)
-    assert not {"JUCE 8", "JUCE 7", "RC 4"} & set(got)
+def test_two_digits_after_an_acronym_are_a_release_or_a_value_unless_the_name_is_listed() -> None:
+    got = found("Ported to JUCE 8 from JUCE 7 on ROS 2 with CCE 18; the step ended RC 4 at CRF 23.")
+    assert {"JUCE", "ROS 2", "CCE"} <= set(got)
+    assert not {"JUCE 8", "JUCE 7", "RC 4", "CCE 18", "CRF 23"} & set(got)
 
 
 def test_two_named_acronyms_side_by_side_are_one_name() -> None:

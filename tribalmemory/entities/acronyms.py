@@ -64,12 +64,13 @@ longer words in capitals are generic already: :func:`generic_acronym`)."""
 
 
 MODEL = re.compile(
-    r" \d{2,}(?![\w.:/%-]|,\d| ?(?:[kKmM]?[bB]|h|hrs?|min|s|ms|x|k|m|d)\b)(?: [A-Z]{2,3}\b)?"
+    r" \d{3,}(?![\w.:/%-]|,\d| ?(?:[kKmM]?[bB]|h|hrs?|min|s|ms|x|k|m|d)\b)(?: [A-Z]{2,3}\b)?"
 )
-"""A model number after an acronym (``RTX 3070``, ``RX 5700 XT``): a whole number of two digits
+"""A model number after an acronym (``RTX 3070``, ``RX 5700 XT``): a whole number of three digits
 or more, no release (``RDS 16.4``), measure nor time, with a short suffix in capitals; one digit
-is a major release (``JUCE 8``) or a return code (``RC 4``), and the few names written so
-(``ROS 2``, ``SOC 2``) are listed products (:data:`.products.PRODUCT_PHRASES`)."""
+or two is a major release (``JUCE 8``, ``CCE 18``), a setting's value (``CRF 23``, ``DC 90 %``)
+or a return code (``RC 4``), and the few names written so (``ROS 2``, ``SOC 2``) are listed
+products (:data:`.products.PRODUCT_PHRASES`)."""
 
 
 def counted(text: str, start: int, end: int) -> bool:
