@@ -864,6 +864,18 @@ def test_an_acronym_made_a_verb_and_a_unit_before_a_name_are_no_part_of_it() -> 
     }
 
 
+def test_a_share_s_folder_keeps_its_closing_backslash() -> None:
+    share = "\\\\kw-fs01\\lab\\ALS\\"
+    assert found(f"Reads `{share}` nightly.") == {share: "path"}
+
+
+def test_zones_of_australia_and_generic_acronyms_of_maps_and_wi_fi_are_no_names() -> None:
+    assert found("Logged in AWST by Priya; the GIS layer and the SSID moved to Leapfrog.") == {
+        "Priya": "name",
+        "Leapfrog": "name",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

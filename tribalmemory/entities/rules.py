@@ -78,7 +78,10 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\b(?:[a-z]+\.)?[a-z]\d+[a-z]*\.(?:\d*xlarge|large|medium|small|micro|nano|metal)\b"
         ),
     ),
-    ("path", re.compile(r"(?:\\\\|//)[\w.-]+(?:[\\/][\w.*-]+)*(?:/\.\.\.)?")),
+    (  # a share's folder keeps its closing backslash: \\fs01\lab\
+        "path",
+        re.compile(r"(?:\\\\|//)[\w.-]+(?:[\\/][\w.*-]+)*(?:/\.\.\.|(?<=\w)\\(?![\w\\]))?"),
+    ),
     (  # Windows: C:\Program Files\x.exe (a space before a capital, inside), Engine\Core
         "path",
         re.compile(
