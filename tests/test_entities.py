@@ -835,7 +835,7 @@ def test_capitalised_words_inside_code_of_several_words_are_no_names() -> None:
 
 def test_words_between_two_spans_of_code_are_prose() -> None:
     # a closing backtick and the next opening one enclose no code
-    text = "Repos: `whisk` (Django monolith, billing), `web` (React screens)."
+    text = "Repos: `whisk` holds the Django monolith and `web` the React screens."
     assert found(text) == {
         "whisk": "identifier",
         "Django": "name",
@@ -874,6 +874,21 @@ def test_zones_of_australia_and_generic_acronyms_of_maps_and_wi_fi_are_no_names(
         "Priya": "name",
         "Leapfrog": "name",
     }
+
+
+def test_a_word_in_backticks_described_in_brackets_names_a_component_found_in_prose() -> None:
+    first = "Repos: `marquee` (Next.js site on ECS), `tally` (our results API), `main` = prod."
+    names = {e.text: e.kind for e in extract_entities(first)}
+    assert names == {
+        "marquee": "name",
+        "Next.js": "name",
+        "ECS": "name",
+        "tally": "name",
+        "main": "identifier",
+    }
+    later = "Deployed marquee; it polls tally now, and main is green."
+    known = {"marquee", "tally"}  # what the store keeps of the first memory's names
+    assert {e.text for e in extract_entities(later, known)} == {"marquee", "tally"}
 
 
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:

@@ -39,6 +39,13 @@ _MESSAGE_WORD = re.compile(r" (?:not|is|are|was|were|has|have|had|the|a|an|to|of
 `` `file has changed` ``), not a command."""
 
 
+_DECLARED_NAME = re.compile(r"[a-z][a-z0-9]{2,}")
+"""A word in small letters in backticks (`` `marquee` ``, `` `labsync` ``)."""
+_DESCRIBED = re.compile(r" \((?:our |the |a |an )?[A-Za-z]")
+"""A description in brackets after code (`` `marquee` (Next.js site on ECS) ``): the word in
+backticks is the name of the team's component, then known and found in prose too."""
+
+
 _OPERATOR = re.compile(r"\s*(?:[-+*/%&|^<>!:=]?=|=>|->|\.|\[)")
 """What follows a variable in a statement (`` `client = Client()` ``, `` `x += 1` ``): code,
 not a command."""
@@ -58,7 +65,8 @@ def code_spans(text: str) -> Iterable[tuple[str, int, int]]:
         if token is None:
             continue
         if token.end() == len(code):
-            yield "identifier", start, start + token.end()
+            declared = _DECLARED_NAME.fullmatch(code) and _DESCRIBED.match(text, span.end())
+            yield "name" if declared else "identifier", start, start + token.end()
         elif (
             code[token.end()] == " "
             and code[0].islower()
