@@ -71,12 +71,15 @@ TUNING = (
     "synth-port-terminal",
     "synth-automotive-autosar",
     "synth-satellite-groundseg",
-)
-FRESH: tuple[str, ...] = (
     "synth-vet-clinics",
     "synth-mining-geodata",
     "synth-hpc-climate",
     "synth-newsroom-cms",
+)
+FRESH: tuple[str, ...] = (
+    "synth-energy-trading",
+    "synth-agritech-irrigation",
+    "synth-game-liveops",
 )
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
