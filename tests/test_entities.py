@@ -891,6 +891,12 @@ def test_a_word_in_backticks_described_in_brackets_names_a_component_found_in_pr
     assert {e.text for e in extract_entities(later, known)} == {"marquee", "tally"}
 
 
+def test_a_word_with_a_digit_glued_to_a_longer_code_is_no_name() -> None:
+    got = found("Ran on rack FCC-R2 with Junos 23.4R2-S3 and pin X1.34; the PS5-only build.")
+    assert not {"R2", "S3", "X1"} & set(got)
+    assert "PS5" in got
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

@@ -227,6 +227,11 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 continue
             if plural(surface, known) or _KEY_PREFIX.match(text, end):
                 continue
+            glued = _GLUED_BEFORE.search(text, max(0, start - 2), start) or _GLUED_AFTER.match(
+                text, end
+            )
+            if glued and any(c.isdigit() for c in surface):
+                continue  # a part of a longer code: FCC-R2, 23.4R2-S3, pin X1.34
             if ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface):
                 model = MODEL.match(text, end) if surface.isalpha() else None
                 if model and surface in GENERIC_ACRONYMS and len(model.group().split()[0]) > 2:
@@ -247,6 +252,10 @@ _CODE = re.compile(r"`([^`\n]*)`")
 """Code in backticks, each opening one paired with the next (not a closing one with the next
 opening, ``` `a`: `b` ```); code of several words is a command, a log line or a message."""
 _NUMBER_AFTER = re.compile(r" \d+\b")
+_GLUED_BEFORE = re.compile(r"\w[-.]$")
+_GLUED_AFTER = re.compile(r"\.\w|-(?![a-z]{2})\w")
+"""A hyphen or a dot joining a word to the token before it or after it (not an English
+compound after it: ``PS5-only``)."""
 _KEY_PREFIX = re.compile(r"-(?=[\s,;)]|$)")
 """A hyphen ending a word: the prefix of a project's ticket keys (``PAY- payments``), no name."""
 
