@@ -897,6 +897,15 @@ def test_a_word_with_a_digit_glued_to_a_longer_code_is_no_name() -> None:
     assert "PS5" in got
 
 
+def test_a_tracker_s_project_keys_alone_name_nothing() -> None:
+    text = "Jira: TRD trading, PLAT platform. Every change needs an FSW ticket; Kafka too."
+    assert found(text) == {"Jira": "name", "Kafka": "name"}
+    assert found("Jira keys: HAL, MAR, CORE; see CORE-118.") == {
+        "Jira": "name",
+        "CORE-118": "ticket",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

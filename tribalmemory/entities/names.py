@@ -188,6 +188,7 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
     """The names ``text`` writes in capitals, each with its span (``known``: the names the
     corpus taught, in small letters)."""
     code = [m.span(1) for m in _CODE.finditer(text) if " " in m.group(1)] if "`" in text else []
+    keys = _tracker_keys(text)
     for match in _CAPITALISED.finditer(text):
         if any(s <= match.start() < e for s, e in code):
             continue  # a word of a command, a log line or a message in backticks
@@ -225,7 +226,7 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 continue
             if _time_place(text, start, end) or _in_a_compound(text, start, end):
                 continue
-            if plural(surface, known) or _KEY_PREFIX.match(text, end):
+            if plural(surface, known) or _KEY_PREFIX.match(text, end) or start in keys:
                 continue
             glued = _GLUED_BEFORE.search(text, max(0, start - 2), start) or _GLUED_AFTER.match(
                 text, end
@@ -256,6 +257,27 @@ _GLUED_BEFORE = re.compile(r"\w[-.]$")
 _GLUED_AFTER = re.compile(r"\.\w|-(?![a-z]{2})\w")
 """A hyphen or a dot joining a word to the token before it or after it (not an English
 compound after it: ``PS5-only``)."""
+_TRACKER_LIST = re.compile(
+    r"\b(?:Jira|Linear|YouTrack)(?: (?:projects?|keys?|boards?))?:? "
+    r"((?:[A-Z][A-Z0-9]{1,9}\b[^,;.()\n]{0,40}?(?:, (?:and )?| and |(?=[.;\n)]|$)))+)"
+)
+"""A tracker's projects named by their keys (``Jira: TRD trading, PLAT platform``)."""
+_KEY_TICKET = re.compile(r"\b([A-Z][A-Z0-9]{1,9}) tickets?\b")
+"""A project key before the word ticket (``an FSW ticket``)."""
+_LIST_ITEM = re.compile(r"(?:^|, (?:and )?| and )([A-Z][A-Z0-9]{1,9})\b")
+
+
+def _tracker_keys(text: str) -> set[int]:
+    """Where ``text`` writes a tracker's project key alone (:data:`_TRACKER_LIST`,
+    :data:`_KEY_TICKET`): no ticket and no name."""
+    if "Jira" not in text and "Linear" not in text and "ticket" not in text:
+        return set()
+    keys = {m.start(1) for m in _KEY_TICKET.finditer(text)}
+    for m in _TRACKER_LIST.finditer(text):
+        keys.update(m.start(1) + i.start(1) for i in _LIST_ITEM.finditer(m.group(1)))
+    return keys
+
+
 _KEY_PREFIX = re.compile(r"-(?=[\s,;)]|$)")
 """A hyphen ending a word: the prefix of a project's ticket keys (``PAY- payments``), no name."""
 
