@@ -906,6 +906,15 @@ def test_a_tracker_s_project_keys_alone_name_nothing() -> None:
     }
 
 
+def test_a_company_s_legal_form_ends_its_name() -> None:
+    text = "Pellow & Hart LLP, Helgar Energy AS and Brannock Trading B.V. signed; the U.S. too."
+    assert found(text) == {
+        "Pellow & Hart LLP": "name",
+        "Helgar Energy AS": "name",
+        "Brannock Trading B.V.": "name",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

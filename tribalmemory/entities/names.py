@@ -94,11 +94,21 @@ def _segments(match: re.Match[str], known: frozenset[str]) -> list[list[Word]]:
         parts.append(part)
     joined: list[list[Word]] = []
     for part in parts:
-        if joined and _opens_a_name(match.string, joined[-1], part, known):
+        if joined and (
+            _opens_a_name(match.string, joined[-1], part, known)
+            or (len(part) == 1 and part[0][0] in _LEGAL_FORMS and len(joined[-1]) > 1)
+        ):
             joined[-1] = joined[-1] + part
         else:
             joined.append(part)
     return joined
+
+
+_DOTTED_FORM = re.compile(r"(?:\.[A-Za-z])+\.")
+"""The rest of a legal form written with dots after its first letter (``.V.`` of ``B.V.``)."""
+_LEGAL_FORMS = frozenset("LLP LLC PLC AS ASA AG SA NV BV AB KG SE SpA".split())
+"""A company's legal form in capitals, the last word of its name (``Pellow & Hart LLP``,
+``Helgar Energy AS``) after two words or more."""
 
 
 def _opens_a_name(text: str, before: list[Word], part: list[Word], known: frozenset[str]) -> bool:
@@ -208,11 +218,14 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
             ):
                 words = words[1:]
                 opens = False
-            while words and _ordinary(words[-1][0]):
+            while words and _ordinary(words[-1][0]) and words[-1][0] not in _LEGAL_FORMS:
                 words = words[:-1]
             if not words:
                 continue
             start, end = words[0][1], words[-1][1] + len(words[-1][0])
+            form = _DOTTED_FORM.match(text, end) if len(words[-1][0]) == 1 else None
+            if form and len(words) > 1:
+                end = form.end()  # a legal form written with dots: Brannock Trading B.V.
             surface = text[start:end]
             if len(surface) < 2 or PLURAL_ACRONYM.fullmatch(surface):
                 continue  # acronyms and units (GB, PAN, HMAC) name no one thing; PS5, EKS do
