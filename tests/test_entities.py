@@ -915,6 +915,22 @@ def test_a_company_s_legal_form_ends_its_name() -> None:
     }
 
 
+def test_holidays_units_of_energy_ranks_and_a_word_before_a_hyphenated_number_are_no_names() -> (
+    None
+):
+    text = (
+        "Before Christmas: 1.2 TWh on TTF Cal-27, Patch 4 of Annex 3, Type-5 routes, DST by Ines."
+    )
+    assert found(text) == {"TTF": "name", "Ines": "name"}
+
+
+def test_a_word_described_as_the_thing_in_brackets_is_no_component() -> None:
+    assert found("Tables: `employees` (the person) and `ledger` (append-only).") == {
+        "employees": "identifier",
+        "ledger": "name",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

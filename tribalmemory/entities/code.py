@@ -41,9 +41,10 @@ _MESSAGE_WORD = re.compile(r" (?:not|is|are|was|were|has|have|had|the|a|an|to|of
 
 _DECLARED_NAME = re.compile(r"[a-z][a-z0-9]{2,}")
 """A word in small letters in backticks (`` `marquee` ``, `` `labsync` ``)."""
-_DESCRIBED = re.compile(r" \((?:our |the |a |an )?[A-Za-z]")
-"""A description in brackets after code (`` `marquee` (Next.js site on ECS) ``): the word in
-backticks is the name of the team's component, then known and found in prose too."""
+_DESCRIBED = re.compile(r" \((?!(?:the|a|an) )[A-Za-z]")
+"""A description in brackets after code (`` `marquee` (Next.js site on ECS) ``, not `` `employees`
+(the person) ``): the word in backticks is the name of the team's component, then known and
+found in prose too."""
 
 
 _OPERATOR = re.compile(r"\s*(?:[-+*/%&|^<>!:=]?=|=>|->|\.|\[)")

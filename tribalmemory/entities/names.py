@@ -218,7 +218,10 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
             ):
                 words = words[1:]
                 opens = False
-            while words and _ordinary(words[-1][0]) and words[-1][0] not in _LEGAL_FORMS:
+            while words and (
+                (_ordinary(words[-1][0]) and words[-1][0] not in _LEGAL_FORMS)
+                or _NUMBER_GLUED.match(text, words[-1][1] + len(words[-1][0]))
+            ):
                 words = words[:-1]
             if not words:
                 continue
@@ -266,6 +269,8 @@ _CODE = re.compile(r"`([^`\n]*)`")
 """Code in backticks, each opening one paired with the next (not a closing one with the next
 opening, ``` `a`: `b` ```); code of several words is a command, a log line or a message."""
 _NUMBER_AFTER = re.compile(r" \d+\b")
+_NUMBER_GLUED = re.compile(r"-\d")
+"""A number joined by a hyphen after a word (``Cal-27``, ``Q4-26``): a code, no name."""
 _GLUED_BEFORE = re.compile(r"\w[-.]$")
 _GLUED_AFTER = re.compile(r"\.\w|-(?![a-z]{2})\w")
 """A hyphen or a dot joining a word to the token before it or after it (not an English

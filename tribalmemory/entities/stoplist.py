@@ -175,10 +175,15 @@ BUILT_IN_TYPES = set(
 """Types built into a language (Rust's ``Vec``, ``String``; Godot's ``Dictionary``): every
 program's, no one thing, named alone (a library's classes are identifiers; ``Style
 Dictionary`` is a product)."""
-UNITS = set("hz khz mhz ghz mah kwh dbm kb mb gb tb pb kib mib gib tib kbps mbps gbps tbps".split())
+UNITS = set(
+    "hz khz mhz ghz mah kwh mwh gwh twh dbm kb mb gb tb pb kib mib gib tib kbps mbps gbps "
+    "tbps".split()
+)
 """Units written with a capital (``MHz``, ``mAh``, ``Mbps``): a measure, no thing."""
 KEYS = set("tab esc escape enter shift ctrl alt backspace spacebar".split())
 """Keys of a keyboard (``press Tab``, ``Escape closes the dialog``): a key, no thing."""
+HOLIDAYS = set("christmas easter thanksgiving halloween diwali ramadan eid hanukkah".split())
+"""Holidays (``Christmas``, ``Easter Monday``): a time, no thing."""
 HALVES = {"wi", "fi"}
 """The halves of ``Wi-Fi``, which the names' rule meets apart."""
 HONORIFICS = set("mr mrs ms dr prof sir".split())
@@ -200,8 +205,12 @@ GROUPS = frozenset(
 """People named by their role or group (``User prefers``, ``Legal wants``, ``Security
 asked``): said of people, but no one person (the guideline: roles and teams are no entities)."""
 
-STOP = WEEKDAYS | MONTHS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS | KEYS | HALVES
-RANKS = frozenset("tier level phase stage step round sprint grade".split())
+STOP = (
+    WEEKDAYS | MONTHS | HOLIDAYS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS | KEYS | HALVES
+)
+RANKS = frozenset(
+    "tier level phase stage step round sprint grade patch annex appendix table class wave".split()
+)
 """Words a number ranks (``Tier 2``, ``Phase 3``): a rank, no name, before its number."""
 LANGUAGES_AND_COUNTRIES = frozenset(
     # languages and peoples whose adjective does not end in -ish or -ese
@@ -290,7 +299,7 @@ GENERIC_ACRONYMS = frozenset(
     "ADT ORU ORM ACK "
     # time: zones, deadlines, periods
     "UTC GMT CET CEST EET EEST WET WEST BST IST EST EDT CST CDT MST MDT PST PDT AEST AEDT JST "
-    "KST SGT HKT NZST NZDT AWST AWDT ACST ACDT AKST AKDT HST ETA ETD EOD EOW EOM EOQ EOY YTD "
+    "DST KST SGT HKT NZST NZDT AWST AWDT ACST ACDT AKST AKDT HST ETA ETD EOD EOW EOM EOQ EOY YTD "
     "QTD MTD YOY MOM QOQ ASAP "
     # chat and notes
     "FYI TBD TBC TBA AFAIK IIRC IMO IMHO TLDR TBH OOO PTO WFH AOB NB PS AKA DIY RSVP ETC OK "
