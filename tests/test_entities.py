@@ -7,8 +7,8 @@ import pytest
 from tribalmemory.entities import canonical, extract_entities
 
 
-def found(text: str) -> dict[str, str]:
-    return {e.text: e.kind for e in extract_entities(text)}
+def found(text: str, known: frozenset[str] | set[str] = frozenset()) -> dict[str, str]:
+    return {e.text: e.kind for e in extract_entities(text, frozenset(known))}
 
 
 @pytest.mark.parametrize(
@@ -928,6 +928,15 @@ def test_a_word_described_as_the_thing_in_brackets_is_no_component() -> None:
     assert found("Tables: `employees` (the person) and `ledger` (append-only).") == {
         "employees": "identifier",
         "ledger": "name",
+    }
+
+
+def test_a_vendor_s_named_interface_keeps_api_and_currencies_are_values() -> None:
+    text = "Prices in KZT and VND; through the PI Web API and the Collections API; Zendesk API."
+    assert found(text, {"zendesk"}) == {
+        "PI Web API": "name",
+        "Collections API": "name",
+        "Zendesk": "name",
     }
 
 

@@ -97,6 +97,7 @@ def _segments(match: re.Match[str], known: frozenset[str]) -> list[list[Word]]:
         if joined and (
             _opens_a_name(match.string, joined[-1], part, known)
             or (len(part) == 1 and part[0][0] in _LEGAL_FORMS and len(joined[-1]) > 1)
+            or ([w for w, _ in part] == ["API"] and _names_an_interface(joined[-1], known))
         ):
             joined[-1] = joined[-1] + part
         else:
@@ -109,6 +110,19 @@ _DOTTED_FORM = re.compile(r"(?:\.[A-Za-z])+\.")
 _LEGAL_FORMS = frozenset("LLP LLC PLC AS ASA AG SA NV BV AB KG SE SpA".split())
 """A company's legal form in capitals, the last word of its name (``Pellow & Hart LLP``,
 ``Helgar Energy AS``) after two words or more."""
+_NAME_ENDS = _LEGAL_FORMS | {"API"}
+"""Ordinary words that end a name once joined to it (a legal form; ``API`` of ``Collections
+API``, a vendor's named interface)."""
+
+
+def _names_an_interface(words: list[Word], known: frozenset[str]) -> bool:
+    """Whether capitalised words before ``API`` name a vendor's interface with it (``PI Web
+    API``, ``Collections API``): not a known name alone (``Zendesk API`` is Zendesk's), nor
+    ending in an acronym or an ordinary word."""
+    last = words[-1][0]
+    if ACRONYM.fullmatch(last) or _ordinary(last):
+        return False
+    return len(words) > 1 or last.lower() not in known
 
 
 def _opens_a_name(text: str, before: list[Word], part: list[Word], known: frozenset[str]) -> bool:
@@ -219,7 +233,7 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 words = words[1:]
                 opens = False
             while words and (
-                (_ordinary(words[-1][0]) and words[-1][0] not in _LEGAL_FORMS)
+                (_ordinary(words[-1][0]) and words[-1][0] not in _NAME_ENDS)
                 or _NUMBER_GLUED.match(text, words[-1][1] + len(words[-1][0]))
             ):
                 words = words[:-1]

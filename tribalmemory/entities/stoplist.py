@@ -306,6 +306,7 @@ GENERIC_ACRONYMS = frozenset(
     "IE EG VS NA QBR AMA "
     # currencies (values)
     "USD EUR GBP JPY CHF CAD AUD NZD SEK NOK DKK PLN CZK HUF INR CNY BRL MXN ZAR SGD HKD "
+    "TRY KZT UAH IDR VND CLP PEN ARS COP THB MYR KRW TWD ILS AED EGP NGN KES RUB RON BGN ISK "
     # regions and countries (no place of the team's)
     "US USA UK EU EEA UAE APAC EMEA LATAM AMER ANZ DACH "
     # electronics and embedded: buses, peripherals, power, parts, packages
