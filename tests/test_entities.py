@@ -940,6 +940,12 @@ def test_a_vendor_s_named_interface_keeps_api_and_currencies_are_values() -> Non
     }
 
 
+def test_components_listed_in_small_letters_with_descriptions_are_names() -> None:
+    text = "Our services: bidgen (day-ahead bids), nomi (gas nominations), desktop (a big one)."
+    assert found(text) == {"bidgen": "name", "nomi": "name"}  # desktop: an English word
+    assert found("Capacity is fine; the wallet (60 MW) is full.") == {}  # one item: no list
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

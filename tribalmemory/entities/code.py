@@ -1,5 +1,5 @@
-"""Names written as code: the tokens and programs in backticks, and the words that keep their
-small letters opening a sentence."""
+"""Names written as code: the tokens and programs in backticks, the words that keep their
+small letters opening a sentence, and the team's components listed in small letters."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 
 from tribalmemory.entities.stoplist import STOP
+from tribalmemory.entities.words import english_words
 
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _TOKEN = re.compile(r"[A-Za-z_$][\w.$+-]*\w")
@@ -122,3 +123,22 @@ def lower_openers(text: str) -> Iterable[tuple[int, int]]:
         if last.count(".") > 1 or last[:-1].isdigit() or last.lower() in _ABBREVIATIONS:
             continue
         yield m.start(1), m.end(1)
+
+
+_LISTED = re.compile(
+    r"(?:^|(?<=[:;,] )|(?<= and ))([a-z][a-z0-9]{2,}) \((?!(?:the|a|an) )[^()\n]{3,120}\)"
+)
+"""An item of a list in small letters with its description in brackets (``bidgen (day-ahead
+bids)``)."""
+
+
+def listed_components(text: str) -> Iterable[tuple[int, int]]:
+    """The team's components that a text lists in small letters, each with a description in
+    brackets, two or more (``bidgen (day-ahead bids), nomi (gas nominations), ...``): names,
+    then known and found in the project's prose too. One item alone may be a common word
+    glossed (``capacity (60 MW)``), and so may an English word (:func:`.words.english_words`:
+    ``desktop (Ryzen 7)``)."""
+    items = [m for m in _LISTED.finditer(text) if m.group(1) not in STOP]
+    items = [m for m in items if m.group(1) not in english_words()] if len(items) > 1 else []
+    if len(items) > 1:
+        yield from (m.span(1) for m in items)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tribalmemory.entities.acronyms import generic_with_digits
 from tribalmemory.entities.aliases import canonical
-from tribalmemory.entities.code import CODE_SHAPED, code_spans, lower_openers
+from tribalmemory.entities.code import CODE_SHAPED, code_spans, listed_components, lower_openers
 from tribalmemory.entities.filters import TEMPLATE, placeholder, plausible, stop_pair
 from tribalmemory.entities.known import taught, taught_spans
 from tribalmemory.entities.names import SAINT, capitalised_names, in_a_name, plural
@@ -136,6 +136,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     for surface, start, end in names:
         add("name", surface, start, end)
     for start, end in tool_spans(text):  # tools in small letters: vitest, pgbouncer
+        add("name", text[start:end], start, end)
+    for start, end in listed_components(text) if " (" in text else ():
         add("name", text[start:end], start, end)
     for start, end in lower_openers(text):
         word = text[start:end]
