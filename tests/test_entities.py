@@ -946,6 +946,13 @@ def test_components_listed_in_small_letters_with_descriptions_are_names() -> Non
     assert found("Capacity is fine; the wallet (60 MW) is full.") == {}  # one item: no list
 
 
+def test_a_name_opening_with_its_number_is_found_but_not_a_rate() -> None:
+    assert found("Keys in 1Password; schedules to 50Hertz over a 100Mbps link.") == {
+        "1Password": "name",
+        "50Hertz": "name",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

@@ -161,6 +161,10 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v?\d+(?:\.\d+){2,}\b(?![.-]\w)"),
     ),
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
+    (  # a name opening with its number: 50Hertz, 1Password (not a rate: 100Mbps)
+        "name",
+        re.compile(r"(?<![\w.])\d+(?![KMGT](?:bps|bit|Hz|iB))[A-Z][a-z]{3,}\b"),
+    ),
 )
 NEEDLES: tuple[str | None, ...] = (
     *(None, ".", ":", "-"),  # links, hosts
@@ -171,6 +175,7 @@ NEEDLES: tuple[str | None, ...] = (
     *("::", "--", "#", "(", ".", "@", "_*", ":", ":", None, "_", None, "0x", None, "0", "-"),
     *("-", "."),  # ranges, headers, packages with their release
     "-",  # systems
+    None,  # a name opening with its number
 )
 """What a text holds for each rule of :data:`RULES` to match (None: no test): a text without
 it skips the rule."""
