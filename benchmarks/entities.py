@@ -75,12 +75,16 @@ TUNING = (
     "synth-mining-geodata",
     "synth-hpc-climate",
     "synth-newsroom-cms",
-)
-FRESH: tuple[str, ...] = (
     "synth-energy-trading",
     "synth-agritech-irrigation",
     "synth-game-liveops",
     "synth-payroll-hr",
+)
+FRESH: tuple[str, ...] = (
+    "synth-pharmacy-chain",
+    "synth-construction-bim",
+    "synth-airline-ops",
+    "synth-proptech-listings",
 )
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
