@@ -941,7 +941,7 @@ def test_a_vendor_s_named_interface_keeps_api_and_currencies_are_values() -> Non
 
 
 def test_components_listed_in_small_letters_with_descriptions_are_names() -> None:
-    text = "Our services: bidgen (day-ahead bids), nomi (gas nominations), desktop (a big one)."
+    text = "Our services: bidgen (day-ahead bids), nomi (the gas nominations), desktop (a big one)."
     assert found(text) == {"bidgen": "name", "nomi": "name"}  # desktop: an English word
     assert found("Capacity is fine; the wallet (60 MW) is full.") == {}  # one item: no list
 

@@ -126,7 +126,7 @@ def lower_openers(text: str) -> Iterable[tuple[int, int]]:
 
 
 _LISTED = re.compile(
-    r"(?:^|(?<=[:;,] )|(?<= and ))([a-z][a-z0-9]{2,}) \((?!(?:the|a|an) )[^()\n]{3,120}\)"
+    r"(?:^|(?<=[:;,] )|(?<= and ))([a-z][a-z0-9]{2,}) \([^()\n]{3,120}\)"
 )
 """An item of a list in small letters with its description in brackets (``bidgen (day-ahead
 bids)``)."""
