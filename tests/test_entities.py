@@ -953,6 +953,11 @@ def test_a_name_opening_with_its_number_is_found_but_not_a_rate() -> None:
     }
 
 
+def test_a_surname_with_an_apostrophe_is_whole() -> None:
+    text = "Signed by Tom O'Rourke; then O'Brien's team and Lena's."
+    assert set(found(text)) == {"Tom O'Rourke", "O'Brien", "Lena"}
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

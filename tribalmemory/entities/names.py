@@ -28,7 +28,9 @@ from tribalmemory.entities.tools import TOOLS
 
 _PARTICLE = r"(?:&|de|del|della|di|do|dos|da|das|du|van|von|der|den)\s"
 """A small word inside a name (``Casa do Rio``, ``Ana de Souza``, ``Ludwig van Beethoven``)."""
-_CAPITALISED = re.compile(rf"\b[A-Z][\w&]*(?:[+#]+(?!\w))?(?:\s(?:{_PARTICLE})?[A-Z][\w]*)*")
+_CAPITALISED = re.compile(
+    rf"\b[A-Z](?:'[A-Z])?[\w&]*(?:[+#]+(?!\w))?(?:\s(?:{_PARTICLE})?[A-Z](?:'[A-Z])?[\w]*)*"
+)
 _SENTENCE_END = frozenset(".!?:\n")
 _ADJECTIVE = re.compile(r"[A-Z][a-z]+(?:ish|ese)")
 """A language or a nationality (``Polish``, ``English``, ``British``, ``Portuguese``): said of
