@@ -125,9 +125,7 @@ def lower_openers(text: str) -> Iterable[tuple[int, int]]:
         yield m.start(1), m.end(1)
 
 
-_LISTED = re.compile(
-    r"(?:^|(?<=[:;,] )|(?<= and ))([a-z][a-z0-9]{2,}) \([^()\n]{3,120}\)"
-)
+_LISTED = re.compile(r"(?:^|(?<=[:;,] )|(?<= and ))([a-z][a-z0-9]{2,}) \([^()\n]{3,120}\)")
 """An item of a list in small letters with its description in brackets (``bidgen (day-ahead
 bids)``)."""
 
