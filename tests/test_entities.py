@@ -958,6 +958,16 @@ def test_a_surname_with_an_apostrophe_is_whole() -> None:
     assert set(found(text)) == {"Tom O'Rourke", "O'Brien", "Lena"}
 
 
+def test_servicenow_records_and_support_cases_are_tickets() -> None:
+    text = "CHG0072010 for Thursday; Meraki case 11829304 and support case (118842); 12345 rows."
+    assert found(text) == {
+        "CHG0072010": "ticket",
+        "Meraki": "name",
+        "11829304": "ticket",
+        "118842": "ticket",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

@@ -161,6 +161,13 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v?\d+(?:\.\d+){2,}\b(?![.-]\w)"),
     ),
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
+    (  # a ServiceNow record (INC0048817, CHG0072010) and a vendor's support case (case 118842)
+        "ticket",
+        re.compile(
+            r"\b(?:INC|CHG|PRB|RITM|REQ|SCTASK|CTASK|PTASK|TASK|KB)\d{7}\b"
+            r"|(?<=\bcase )\d{5,}\b|(?<=\bcase \()\d{5,}\b"
+        ),
+    ),
     (  # a name opening with its number: 50Hertz, 1Password (not a rate: 100Mbps)
         "name",
         re.compile(r"(?<![\w.])\d+(?![KMGT](?:bps|bit|Hz|iB))[A-Z][a-z]{3,}\b"),
@@ -175,6 +182,7 @@ NEEDLES: tuple[str | None, ...] = (
     *("::", "--", "#", "(", ".", "@", "_*", ":", ":", None, "_", None, "0x", None, "0", "-"),
     *("-", "."),  # ranges, headers, packages with their release
     "-",  # systems
+    None,  # ServiceNow records and support cases
     None,  # a name opening with its number
 )
 """What a text holds for each rule of :data:`RULES` to match (None: no test): a text without
