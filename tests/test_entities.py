@@ -968,6 +968,11 @@ def test_servicenow_records_and_support_cases_are_tickets() -> None:
     }
 
 
+def test_a_key_numbered_by_one_digit_after_its_hyphen_is_an_identifier() -> None:
+    text = "PID-3 repeats; the KRK-1 pass; Buenos Aires (UTC-3) and UTF-8 are no keys."
+    assert found(text) == {"PID-3": "identifier", "KRK-1": "identifier"}  # a zone's place
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",
@@ -1080,9 +1085,9 @@ def test_a_known_model_number_alone_names_its_hardware() -> None:
         e.text: e.name for e in extract_entities("The NX-7 rebooted; TG-2 and RTX 3070 too.", known)
     }
     assert got == {"NX-7": "norrvik-nx-7", "TG-2": "kovra-tg-2", "RTX 3070": "rtx-3070"}
-    # two known names end in the same model number: it names neither
+    # two known names end in the same model number: it names neither, only itself
     both = {"Norrvik NX-7", "Halvard NX-7"}
-    assert not extract_entities("The NX-7 rebooted.", both)
+    assert [e.name for e in extract_entities("The NX-7 rebooted.", both)] == ["nx-7"]
 
 
 def test_a_count_after_a_name_is_no_model_and_a_known_part_number_joins_its_maker() -> None:

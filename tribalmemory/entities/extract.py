@@ -88,6 +88,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if kind == "identifier" and placeholder(text, start, end):
             return
+        if kind == "identifier" and surface in corpus.models:
+            return  # a known model number alone: its hardware's name (below)
         if kind == "path" and (TEMPLATE.match(text, end) or text[start - 1 : start] == ">"):
             return  # a template's path: ~/clients/<name>/, feat/SF-<ticket>, <cluster>/apps
         taken.append((start, end))

@@ -161,6 +161,11 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v?\d+(?:\.\d+){2,}\b(?![.-]\w)"),
     ),
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
+    (  # a key numbered by one digit after its hyphen: a field (PID-3), a unit (KRK-1); not a
+        # time zone's offset (UTC-3, ACST-9:30)
+        "identifier",
+        re.compile(r"(?<![\w.-])(?!(?:UTC|GMT)-)[A-Z][A-Z0-9]{1,4}-\d\b(?![.:-]\w)"),
+    ),
     (  # a ServiceNow record (INC0048817, CHG0072010) and a vendor's support case (case 118842)
         "ticket",
         re.compile(
@@ -182,6 +187,7 @@ NEEDLES: tuple[str | None, ...] = (
     *("::", "--", "#", "(", ".", "@", "_*", ":", ":", None, "_", None, "0x", None, "0", "-"),
     *("-", "."),  # ranges, headers, packages with their release
     "-",  # systems
+    "-",  # a key numbered by one digit
     None,  # ServiceNow records and support cases
     None,  # a name opening with its number
 )
