@@ -973,6 +973,13 @@ def test_a_key_numbered_by_one_digit_after_its_hyphen_is_an_identifier() -> None
     assert found(text) == {"PID-3": "identifier", "KRK-1": "identifier"}  # a zone's place
 
 
+def test_the_key_of_a_setting_written_as_code_is_an_identifier() -> None:
+    assert found("Set `revalidate = 60` and `COBVER=64`; `a == b` compares.") == {
+        "revalidate": "identifier",
+        "COBVER": "identifier",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",
