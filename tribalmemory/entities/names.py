@@ -25,6 +25,7 @@ from tribalmemory.entities.stoplist import (
     STREETS,
 )
 from tribalmemory.entities.tools import TOOLS
+from tribalmemory.entities.trackers import KEY_PREFIX, tracker_keys
 
 _PARTICLE = r"(?:&|de|del|della|di|do|dos|da|das|du|van|von|der|den)\s"
 """A small word inside a name (``Casa do Rio``, ``Ana de Souza``, ``Ludwig van Beethoven``)."""
@@ -214,7 +215,7 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
     """The names ``text`` writes in capitals, each with its span (``known``: the names the
     corpus taught, in small letters)."""
     code = [m.span(1) for m in _CODE.finditer(text) if " " in m.group(1)] if "`" in text else []
-    keys = _tracker_keys(text)
+    keys = tracker_keys(text)
     for match in _CAPITALISED.finditer(text):
         if any(s <= match.start() < e for s, e in code):
             continue  # a word of a command, a log line or a message in backticks
@@ -258,12 +259,9 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 continue
             if _time_place(text, start, end) or _in_a_compound(text, start, end):
                 continue
-            if plural(surface, known) or _KEY_PREFIX.match(text, end) or start in keys:
+            if plural(surface, known) or KEY_PREFIX.match(text, end) or start in keys:
                 continue
-            glued = _GLUED_BEFORE.search(text, max(0, start - 2), start) or _GLUED_AFTER.match(
-                text, end
-            )
-            if glued and any(c.isdigit() for c in surface):
+            if any(c.isdigit() for c in surface) and _glued(text, start, end):
                 continue  # a part of a longer code: FCC-R2, 23.4R2-S3, pin X1.34
             if ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface):
                 model = MODEL.match(text, end) if surface.isalpha() else None
@@ -289,31 +287,14 @@ _NUMBER_GLUED = re.compile(r"-\d")
 """A number joined by a hyphen after a word (``Cal-27``, ``Q4-26``): a code, no name."""
 _GLUED_BEFORE = re.compile(r"\w[-.]$")
 _GLUED_AFTER = re.compile(r"\.\w|-(?![a-z]{2})\w")
-"""A hyphen or a dot joining a word to the token before it or after it (not an English
-compound after it: ``PS5-only``)."""
-_TRACKER_LIST = re.compile(
-    r"\b(?:Jira|Linear|YouTrack)(?: (?:projects?|keys?|boards?))?:? "
-    r"((?:[A-Z][A-Z0-9]{1,9}\b[^,;.()\n]{0,40}?(?:, (?:and )?| and |(?=[.;\n)]|$)))+)"
-)
-"""A tracker's projects named by their keys (``Jira: TRD trading, PLAT platform``)."""
-_KEY_TICKET = re.compile(r"\b([A-Z][A-Z0-9]{1,9}) tickets?\b")
-"""A project key before the word ticket (``an FSW ticket``)."""
-_LIST_ITEM = re.compile(r"(?:^|, (?:and )?| and )([A-Z][A-Z0-9]{1,9})\b")
 
 
-def _tracker_keys(text: str) -> set[int]:
-    """Where ``text`` writes a tracker's project key alone (:data:`_TRACKER_LIST`,
-    :data:`_KEY_TICKET`): no ticket and no name."""
-    if "Jira" not in text and "Linear" not in text and "ticket" not in text:
-        return set()
-    keys = {m.start(1) for m in _KEY_TICKET.finditer(text)}
-    for m in _TRACKER_LIST.finditer(text):
-        keys.update(m.start(1) + i.start(1) for i in _LIST_ITEM.finditer(m.group(1)))
-    return keys
-
-
-_KEY_PREFIX = re.compile(r"-(?=[\s,;)]|$)")
-"""A hyphen ending a word: the prefix of a project's ticket keys (``PAY- payments``), no name."""
+def _glued(text: str, start: int, end: int) -> bool:
+    """Whether a hyphen or a dot joins a word to the token before it or after it (not an
+    English compound after it: ``PS5-only``)."""
+    return bool(
+        _GLUED_BEFORE.search(text, max(0, start - 2), start) or _GLUED_AFTER.match(text, end)
+    )
 
 
 def _ranked(text: str, surface: str, end: int) -> bool:
