@@ -980,6 +980,13 @@ def test_the_key_of_a_setting_written_as_code_is_an_identifier() -> None:
     }
 
 
+def test_a_route_keeps_its_query_but_not_a_question_mark() -> None:
+    text = (
+        "Calls /v1/spend?campaign=&day= and GET `/items?limit=5`, then /cover?at=, fine. Is it /v2?"
+    )
+    assert set(found(text)) == {"/v1/spend?campaign=&day=", "/items?limit=5", "/cover?at=", "/v2"}
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

@@ -35,6 +35,8 @@ _WORD_OF_CODE = re.compile(r"(?<![\w.-])[A-Z0-9][A-Z0-9-]*(?![\w-]|\.\w)")
 """A word of capitals, digits and hyphens: maybe a known model number alone (``NX-7``)."""
 _RANGE_END = re.compile(r"\.\.\d+\b(?!\.\d)")
 """The end of a range after a numbered name (``..24`` of ``enc-cpu-01..24``)."""
+_QUERY = re.compile(r"\?(?=[\w{\[])[\w=&%{}\[\].:*+-]*")
+"""A route's query string (``?limit=5``, ``?postcode=&dateOfBirth=``), not a question mark."""
 _DOTTED_END = re.compile(r" (?:[A-Za-z]\.){2,}$")
 """A name ending in a legal form written with dots (``Brannock Trading B.V.``): its last dot
 is the form's."""
@@ -67,7 +69,9 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             surface += upto.group()  # a range of hosts is one: enc-cpu-01..24
         if kind == "identifier" and surface.count(".") == 1 and "-" in surface.partition(".")[2]:
             surface = surface.partition("-")[0]  # hyphens only in a rule id: node.js-based
-        if not surface.endswith("/...") and not _DOTTED_END.search(surface):
+        if kind == "path" and "/" in surface and (query := _QUERY.match(text, end)):
+            surface += query.group()  # a route with its query: /v1/spend?campaign=&day=
+        if not surface.endswith(("/...", "=...")) and not _DOTTED_END.search(surface):
             surface = surface.rstrip(".,;:!?'\"(" if kind == "url" else ".(")
         end = start + len(surface)
         if any(start < e and s < end for s, e in taken):
