@@ -9,7 +9,9 @@ from collections.abc import Iterable
 from tribalmemory.entities.stoplist import STOP
 from tribalmemory.entities.words import english_words
 
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+CODE_SPAN = re.compile(r"`([^`\n]*)`")
+"""Code in backticks, each opening backtick paired with the next (not a closing one with the
+next opening: `` `a`: `b` ``)."""
 _TOKEN = re.compile(r"[A-Za-z_$][\w.$+-]*\w")
 _KEYWORDS = frozenset(
     "if else elif for while do new static const let var export import from return await async "
@@ -40,7 +42,9 @@ _MESSAGE_WORD = re.compile(r" (?:not|is|are|was|were|has|have|had|the|a|an|to|of
 `` `file has changed` ``), not a command."""
 
 
-_DECLARED_NAME = re.compile(r"[a-z][a-z0-9]{2,}")
+_COMPONENT = r"[a-z][a-z0-9]{2,}"
+"""A word in small letters that may name a component of the team (`marquee`, `labsync`)."""
+_DECLARED_NAME = re.compile(_COMPONENT)
 """A word in small letters in backticks (`` `marquee` ``, `` `labsync` ``)."""
 _DESCRIBED = re.compile(r" \((?!(?:the|a|an) )[A-Za-z]")
 """A description in brackets after code (`` `marquee` (Next.js site on ECS) ``, not `` `employees`
@@ -63,7 +67,7 @@ def code_spans(text: str) -> Iterable[tuple[str, int, int]]:
     it or it reads as a message (``: `` inside), and its flags of one dash are identifiers
     (:data:`_SHORT_FLAG`). A program is a name, then known to the project and found in its
     prose too (``brew first``), unless an English word names it (:data:`_WORD_PROGRAMS`)."""
-    for span in _CODE_SPAN.finditer(text):
+    for span in CODE_SPAN.finditer(text):
         code, start = span.group(1), span.start(1)
         for flag in _SHORT_FLAG.finditer(code) if " -" in code else ():
             yield "identifier", start + flag.start(), start + flag.end()
@@ -131,7 +135,7 @@ def lower_openers(text: str) -> Iterable[tuple[int, int]]:
         yield m.start(1), m.end(1)
 
 
-_LISTED = re.compile(r"(?:^|(?<=[:;,] )|(?<= and ))([a-z][a-z0-9]{2,}) \([^()\n]{3,120}\)")
+_LISTED = re.compile(rf"(?:^|(?<=[:;,] )|(?<= and ))({_COMPONENT}) \([^()\n]{{3,120}}\)")
 """An item of a list in small letters with its description in brackets (``bidgen (day-ahead
 bids)``)."""
 
@@ -143,6 +147,8 @@ def listed_components(text: str) -> Iterable[tuple[int, int]]:
     glossed (``capacity (60 MW)``), and so may an English word (:func:`.words.english_words`:
     ``desktop (Ryzen 7)``)."""
     items = [m for m in _LISTED.finditer(text) if m.group(1) not in STOP]
-    items = [m for m in items if m.group(1) not in english_words()] if len(items) > 1 else []
-    if len(items) > 1:
-        yield from (m.span(1) for m in items)
+    if len(items) < 2:
+        return  # the vocabulary is read only for a list
+    names = [m.span(1) for m in items if m.group(1) not in english_words()]
+    if len(names) > 1:
+        yield from names

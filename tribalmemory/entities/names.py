@@ -16,6 +16,7 @@ from tribalmemory.entities.acronyms import (
     generic_with_digits,
     named_acronym,
 )
+from tribalmemory.entities.code import CODE_SPAN
 from tribalmemory.entities.stoplist import (
     ALONE,
     GENERIC_ACRONYMS,
@@ -214,7 +215,7 @@ def _ordinary(word: str) -> bool:
 def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:
     """The names ``text`` writes in capitals, each with its span (``known``: the names the
     corpus taught, in small letters)."""
-    code = [m.span(1) for m in _CODE.finditer(text) if " " in m.group(1)] if "`" in text else []
+    code = [m.span(1) for m in CODE_SPAN.finditer(text) if " " in m.group(1)] if "`" in text else []
     keys = tracker_keys(text)
     for match in _CAPITALISED.finditer(text):
         if any(s <= match.start() < e for s, e in code):
@@ -279,9 +280,6 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
             yield surface, start, end
 
 
-_CODE = re.compile(r"`([^`\n]*)`")
-"""Code in backticks, each opening one paired with the next (not a closing one with the next
-opening, ``` `a`: `b` ```); code of several words is a command, a log line or a message."""
 _NUMBER_AFTER = re.compile(r" \d+\b")
 _NUMBER_GLUED = re.compile(r"-\d")
 """A number joined by a hyphen after a word (``Cal-27``, ``Q4-26``): a code, no name."""
