@@ -987,6 +987,40 @@ def test_a_route_keeps_its_query_but_not_a_question_mark() -> None:
     assert set(found(text)) == {"/v1/spend?campaign=&day=", "/items?limit=5", "/cover?at=", "/v2"}
 
 
+def test_a_clause_of_a_standard_is_whole_with_its_numbers() -> None:
+    assert found("Split duty per ORO.FTL.220; targets SUP.10, SWE.1-SWE.6 and IR.21.") == {
+        "ORO.FTL.220": "identifier",
+        "SUP.10": "identifier",
+        "SWE.1-SWE.6": "identifier",
+        "IR.21": "identifier",
+    }
+
+
+def test_asn_1_is_a_notation_not_a_clause() -> None:
+    assert "ASN.1" not in found("A lot of ASN.1 BER by hand.")
+
+
+def test_a_marker_between_hashes_is_one_identifier() -> None:
+    assert found("The file ends inside `#DATA#`, with no `#END#`.") == {
+        "#DATA#": "identifier",
+        "#END#": "identifier",
+    }
+
+
+def test_a_setting_key_keeps_its_sections() -> None:
+    assert found("The timeout is `Robot:OutputTimeoutMs=10000`.") == {
+        "Robot:OutputTimeoutMs": "identifier"
+    }
+
+
+def test_languages_with_a_hyphen_or_a_dot_are_whole() -> None:
+    assert found("Tiles in Objective-C, the bridge on Objective-C++ and the tool in .NET 8.") == {
+        "Objective-C": "name",
+        "Objective-C++": "name",
+        ".NET": "name",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

@@ -164,6 +164,9 @@ PRODUCT_PHRASES = frozenset(
     VMware vSphere
     VMware ESXi
     Active Record
+    Objective-C
+    Objective-C++
+    .NET
     """.splitlines()
     if line.strip()
 )

@@ -115,6 +115,19 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"@?\b[A-Za-z_][\w.]*(?<=\w)(?=\((?:\)|(?!s\))[^\s)]))"),
     ),
+    (  # a clause of a standard or a regulation: capitals, then numbers after dots
+        # (ORO.FTL.220, SUP.10, IR.21); not a range's ends (SWE.1-SWE.6), not ASN.1 (a notation)
+        "identifier",
+        re.compile(r"(?<![\w.-])(?!ASN\.1\b)[A-Z]{2,}(?:\.[A-Z]{2,})*(?:\.\d+)+(?![\w-]|\.\w)"),
+    ),
+    (  # a marker between hashes: #HEADER#, #END#
+        "identifier",
+        re.compile(r"(?<![\w#])#[A-Z][A-Z_]*#(?![\w#])"),
+    ),
+    (  # a setting's key by its sections: Robot:OutputTimeoutMs, Logging:LogLevel:Default
+        "identifier",
+        re.compile(r"(?<![\w:])[A-Z][a-z]\w*(?::[A-Z][a-z]\w*)+(?![\w:])"),
+    ),
     (  # dotted names before humps (a rule id's hyphens after three parts), a glob: a.b.*
         "identifier",
         re.compile(
@@ -184,7 +197,8 @@ NEEDLES: tuple[str | None, ...] = (
     "/",  # time zones
     "large",  # machine types
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "(", ".", "@", "_*", ":", ":", None, "_", None, "0x", None, "0", "-"),
+    *("::", "--", "#", "(", ".", "#", ":", ".", "@", "_*", ":", ":", None, "_", None, "0x"),
+    *(None, "0", "-"),
     *("-", "."),  # ranges, headers, packages with their release
     "-",  # systems
     "-",  # a key numbered by one digit
