@@ -1021,6 +1021,18 @@ def test_languages_with_a_hyphen_or_a_dot_are_whole() -> None:
     }
 
 
+def test_a_release_keeps_its_pre_release_part() -> None:
+    assert found("Staging on 2026.11.0-rc1; the fix goes in v2.4.0-rc4, then 1.4.0-beta.2.") == {
+        "2026.11.0-rc1": "version",
+        "v2.4.0-rc4": "version",
+        "1.4.0-beta.2": "version",
+    }
+
+
+def test_a_component_described_from_a_dotted_name_is_known() -> None:
+    assert found("Repos: `robolink` (.NET 8 bridge to the robots).")["robolink"] == "name"
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

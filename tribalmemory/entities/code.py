@@ -46,7 +46,7 @@ _COMPONENT = r"[a-z][a-z0-9]{2,}"
 """A word in small letters that may name a component of the team (`marquee`, `labsync`)."""
 _DECLARED_NAME = re.compile(_COMPONENT)
 """A word in small letters in backticks (`` `marquee` ``, `` `labsync` ``)."""
-_DESCRIBED = re.compile(r" \((?!(?:the|a|an) )[A-Za-z]")
+_DESCRIBED = re.compile(r" \((?!(?:the|a|an) )\.?[A-Za-z]")
 """A description in brackets after code (`` `marquee` (Next.js site on ECS) ``, not `` `employees`
 (the person) ``): the word in backticks is the name of the team's component, then known and
 found in prose too."""

@@ -15,6 +15,8 @@ EXT = (
     r"pt|pth|onnx|ckpt|safetensors|pkl|rds|tiff?|wav|flac|mp3|mp4|razor|cshtml|svc|xaml|resx|"
     r"props|bicep|j2|jinja|tpl|nf|smk)"
 )
+PRE_RELEASE = r"(?:-(?:rc|beta|alpha|pre|preview|dev)(?:\.?\d+)?)?"
+"""A release's pre-release part: ``-rc3`` of ``2.4.0-rc3``, ``-beta.2``."""
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # any scheme (gs://, oci://, s3://), a mailbox
         "url",
@@ -60,8 +62,12 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "version",
         re.compile(
-            r"(?:(?<![\w./])|(?<=\.\.))v\d+(?:\.\d+)+\b(?!/)"  # v2.88, and v2.88 of v2.87..v2.88
-            r"|(?<![\w./])\d+\.\d+\.\d+(?![\w.]*\w|/)"  # not a folder: data/v3.2/
+            r"(?:(?<![\w./])|(?<=\.\.))v\d+(?:\.\d+)+"
+            + PRE_RELEASE
+            + r"\b(?!/)"  # v2.88 (of v2.87..v2.88)
+            r"|(?<![\w./])\d+\.\d+\.\d+"
+            + PRE_RELEASE
+            + r"(?![\w.]*\w|/)"  # not a folder: data/v3.2/
         ),
     ),
     ("version", re.compile(r"\b[Rr]ev\.? ?[A-Z](?:\.\d+)?\b(?![\w-])")),  # a revision: rev C
