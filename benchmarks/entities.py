@@ -79,16 +79,20 @@ TUNING = (
     "synth-agritech-irrigation",
     "synth-game-liveops",
     "synth-payroll-hr",
-)
-FRESH: tuple[str, ...] = (
     "synth-pharmacy-chain",
     "synth-construction-bim",
     "synth-airline-ops",
     "synth-proptech-listings",
+)
+FRESH: tuple[str, ...] = (
     "synth-library-archives",
     "synth-nonprofit-fundraising",
     "synth-broadcast-radio",
     "synth-smart-building",
+    "synth-manufacturing-mes",
+    "synth-gov-tax-portal",
+    "synth-quant-research",
+    "synth-railway-signalling",
 )
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
