@@ -1033,6 +1033,18 @@ def test_a_component_described_from_a_dotted_name_is_known() -> None:
     assert found("Repos: `robolink` (.NET 8 bridge to the robots).")["robolink"] == "name"
 
 
+def test_a_route_and_its_query_string_are_one_entity() -> None:
+    assert canonical("/v1/spend?campaign=&day=") == canonical("/v1/spend") == "/v1/spend"
+    assert canonical("wss://pi-web01/channel?webId=1") == "wss://pi-web01/channel"
+    (route,) = extract_entities("Calls GET /v1/spend?campaign=&day= each hour.")
+    assert (route.text, route.name) == ("/v1/spend?campaign=&day=", "/v1/spend")
+
+
+def test_a_merge_request_with_its_repository_is_its_number() -> None:
+    names = {e.text: e.name for e in extract_entities("Merged fabric-avd!57 after repo#12.")}
+    assert names == {"fabric-avd!57": "!57", "repo#12": "#12"}
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

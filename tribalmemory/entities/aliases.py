@@ -11,10 +11,13 @@ _VERSION = re.compile(r"v?(\d+(?:\.\d+){1,3})")
 
 def canonical(name: str) -> str:
     """Lower-case, one ``-`` for any run of spaces, ``_`` or ``-``, ``svc``/``srv`` spelled
-    ``service``; a trailing ``()``, a leading ``@`` and a trailing ``/``, ``\\`` or ``/...``
-    dropped; a version always with its ``v``. ``orders-svc``, ``Orders Service`` and
-    ``orders_service`` meet; ``orders`` and ``orders-service`` stay apart."""
+    ``service``; a trailing ``()``, a leading ``@``, a route's or a link's query string
+    (``/v1/spend`` of ``/v1/spend?day=``) and a trailing ``/``, ``\\`` or ``/...`` dropped; a
+    version always with its ``v``. ``orders-svc``, ``Orders Service`` and ``orders_service``
+    meet; ``orders`` and ``orders-service`` stay apart."""
     text = name.strip().strip("'\"`")
+    if "/" in text and "?" in text:
+        text = text.partition("?")[0]
     if text.endswith("()"):
         text = text[:-2]
     text = text.removeprefix("@")

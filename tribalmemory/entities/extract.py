@@ -98,8 +98,9 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return  # a template's path: ~/clients/<name>/, feat/SF-<ticket>, <cluster>/apps
         taken.append((start, end))
         name = canonical(surface)
-        if kind == "ticket" and "#" in surface[1:]:  # a PR with its repository: its number
-            name = "#" + surface.rpartition("#")[2]
+        for sign in "#!" if kind == "ticket" else ():
+            if sign in surface[1:]:  # a PR or an MR with its repository: #12 of repo#12, !57
+                name = sign + surface.rpartition(sign)[2]
         if kind == "path" and "/" not in name:
             name = corpus.files.get(name, name)
         if kind == "name" and corpus.exact:
