@@ -1021,6 +1021,10 @@ def test_languages_with_a_hyphen_or_a_dot_are_whole() -> None:
     }
 
 
+def test_a_pre_release_is_named_with_its_v() -> None:
+    assert canonical("2.4.0-rc3") == canonical("v2.4.0-rc3") == "v2.4.0-rc3"
+
+
 def test_a_release_keeps_its_pre_release_part() -> None:
     assert found("Staging on 2026.11.0-rc1; the fix goes in v2.4.0-rc4, then 1.4.0-beta.2.") == {
         "2026.11.0-rc1": "version",

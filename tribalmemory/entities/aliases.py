@@ -6,15 +6,16 @@ import re
 
 _SEPARATORS = re.compile(r"[\s_-]+")
 _SUFFIXES = {"svc": "service", "srv": "service", "api": "api"}
-_VERSION = re.compile(r"v?(\d+(?:\.\d+){1,3})")
+_VERSION = re.compile(r"v?(\d+(?:\.\d+){1,3}(?:-(?:rc|beta|alpha|pre|preview|dev)(?:\.?\d+)?)?)")
 
 
 def canonical(name: str) -> str:
     """Lower-case, one ``-`` for any run of spaces, ``_`` or ``-``, ``svc``/``srv`` spelled
     ``service``; a trailing ``()``, a leading ``@``, a route's or a link's query string
     (``/v1/spend`` of ``/v1/spend?day=``) and a trailing ``/``, ``\\`` or ``/...`` dropped; a
-    version always with its ``v``. ``orders-svc``, ``Orders Service`` and ``orders_service``
-    meet; ``orders`` and ``orders-service`` stay apart."""
+    version always with its ``v`` (a pre-release too: ``v2.4.0-rc3``). ``orders-svc``,
+    ``Orders Service`` and ``orders_service`` meet; ``orders`` and ``orders-service`` stay
+    apart."""
     text = name.strip().strip("'\"`")
     if "/" in text and "?" in text:
         text = text.partition("?")[0]
