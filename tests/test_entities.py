@@ -1049,6 +1049,19 @@ def test_a_merge_request_with_its_repository_is_its_number() -> None:
     assert names == {"fabric-avd!57": "!57", "repo#12": "#12"}
 
 
+def test_generations_phases_and_safety_levels_are_ranks() -> None:
+    text = "Link up at Gen4; Calyra (Ph3 psoriasis); an ASIL B part, DAL C code; Round-2 mail."
+    assert found(text) == {"Calyra": "name"}
+
+
+def test_a_template_s_first_part_names_nothing() -> None:
+    assert found("Dev work goes in DEV_<USER> databases; we skip the Cloud_ sections.") == {}
+
+
+def test_a_pod_s_state_is_a_value() -> None:
+    assert found("The ingest pod is OOMKilled at 16Gi, then in CrashLoopBackOff.") == {}
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

@@ -76,6 +76,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         end = start + len(surface)
         if any(start < e and s < end for s, e in taken):
             return
+        if surface.endswith("_") and not surface.startswith("__") and text[end : end + 1] != "*":
+            return  # a template's first part: DEV_<USER>, Cloud_ of Cloud_[section]
         if kind == "identifier" and (
             surface.lower() in STOP or surface.lower() in BUILT_IN_TYPES or stop_pair(surface)
         ):

@@ -205,8 +205,24 @@ GROUPS = frozenset(
 """People named by their role or group (``User prefers``, ``Legal wants``, ``Security
 asked``): said of people, but no one person (the guideline: roles and teams are no entities)."""
 
+POD_STATES = set(
+    "oomkilled crashloopbackoff imagepullbackoff errimagepull containercreating "
+    "createcontainerconfigerror".split()
+)
+"""States of a Kubernetes pod (``OOMKilled``, ``CrashLoopBackOff``): values, not names."""
+
 STOP = (
-    WEEKDAYS | MONTHS | HOLIDAYS | COMMON | FUNCTION | LITERALS | HONORIFICS | UNITS | KEYS | HALVES
+    WEEKDAYS
+    | MONTHS
+    | HOLIDAYS
+    | COMMON
+    | FUNCTION
+    | LITERALS
+    | HONORIFICS
+    | UNITS
+    | KEYS
+    | HALVES
+    | POD_STATES
 )
 RANKS = frozenset(
     "tier level phase stage step round sprint grade patch annex appendix table class wave".split()
@@ -254,6 +270,8 @@ other acronyms with a digit name one (``PS5``)."""
 """Words that name no one thing when a name is that word alone."""
 
 GENERIC_ACRONYMS = frozenset(
+    # safety integrity levels' schemes
+    "ASIL DAL SIL "
     # software process, roles of code and of work
     "API ABI SDK NDK CLI GUI TUI IDE REPL LSP DAP VCS SCM CI CD CICD PR MR CR RC GA LTS LTR EOL "
     "EOS QA UAT UI UX DX OSS FOSS TDD BDD DDD DRY KISS YAGNI SOLID OOP FP MVC MVVM MVI DI IOC "
