@@ -6,7 +6,9 @@ import re
 
 _SEPARATORS = re.compile(r"[\s_-]+")
 _SUFFIXES = {"svc": "service", "srv": "service", "api": "api"}
-_VERSION = re.compile(r"v?(\d+(?:\.\d+){1,3}(?:-(?:rc|beta|alpha|pre|preview|dev)(?:\.?\d+)?)?)")
+PRE_RELEASE = r"-(?:rc|beta|alpha|pre|preview|dev)(?:\.?\d+)?"
+"""A release's pre-release part: ``-rc3`` of ``2.4.0-rc3``, ``-beta.2``."""
+_VERSION = re.compile(r"v?(\d+(?:\.\d+){1,3}(?:" + PRE_RELEASE + r")?)")
 
 
 def canonical(name: str) -> str:

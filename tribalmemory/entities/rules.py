@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from tribalmemory.entities.aliases import PRE_RELEASE
 from tribalmemory.entities.patterns import CODE_NAME
 
 EXT = (
@@ -15,8 +16,8 @@ EXT = (
     r"pt|pth|onnx|ckpt|safetensors|pkl|rds|tiff?|wav|flac|mp3|mp4|razor|cshtml|svc|xaml|resx|"
     r"props|bicep|j2|jinja|tpl|nf|smk)"
 )
-PRE_RELEASE = r"(?:-(?:rc|beta|alpha|pre|preview|dev)(?:\.?\d+)?)?"
-"""A release's pre-release part: ``-rc3`` of ``2.4.0-rc3``, ``-beta.2``."""
+PRE = f"(?:{PRE_RELEASE})?"
+"""A release's pre-release part, if any (``-rc3`` of ``2.4.0-rc3``)."""
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # any scheme (gs://, oci://, s3://), a mailbox
         "url",
@@ -62,12 +63,8 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "version",
         re.compile(
-            r"(?:(?<![\w./])|(?<=\.\.))v\d+(?:\.\d+)+"
-            + PRE_RELEASE
-            + r"\b(?!/)"  # v2.88 (of v2.87..v2.88)
-            r"|(?<![\w./])\d+\.\d+\.\d+"
-            + PRE_RELEASE
-            + r"(?![\w.]*\w|/)"  # not a folder: data/v3.2/
+            r"(?:(?<![\w./])|(?<=\.\.))v\d+(?:\.\d+)+" + PRE + r"\b(?!/)"  # v2.88 (of v2.87..v2.88)
+            r"|(?<![\w./])\d+\.\d+\.\d+" + PRE + r"(?![\w.]*\w|/)"  # not a folder: data/v3.2/
         ),
     ),
     ("version", re.compile(r"\b[Rr]ev\.? ?[A-Z](?:\.\d+)?\b(?![\w-])")),  # a revision: rev C
