@@ -1062,6 +1062,18 @@ def test_a_pod_s_state_is_a_value() -> None:
     assert found("The ingest pod is OOMKilled at 16Gi, then in CrashLoopBackOff.") == {}
 
 
+def test_serial_lines_levels_and_carbon_units_are_values() -> None:
+    text = "The meters sit on the RS-485 trunk in the L1 comms room: 1,284 tCO2e, -18 dBFS."
+    assert found(text) == {}
+
+
+def test_a_range_of_levels_stays_one_identifier() -> None:
+    assert found("Lanes L1-L4 and cranes QC01-QC04.") == {
+        "L1-L4": "identifier",
+        "QC01-QC04": "identifier",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

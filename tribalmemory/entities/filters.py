@@ -9,7 +9,7 @@ import re
 from tribalmemory.entities.acronyms import generic_with_digits
 from tribalmemory.entities.known import FILE, Taught
 from tribalmemory.entities.names import PERIOD_OR_RANK
-from tribalmemory.entities.rules import EXT
+from tribalmemory.entities.rules import EXT, RANGE
 from tribalmemory.entities.stoplist import (
     ACRONYMS,
     GENERIC_ACRONYMS,
@@ -88,7 +88,7 @@ def plausible(kind: str, surface: str, corpus: Taught) -> bool:
     if kind in ("identifier", "name") and _MIXED_CASE.fullmatch(surface):
         if surface.upper() in GENERIC_ACRONYMS:
             return False  # a generic acronym in mixed case: IdP, vCPU, QoS, mTLS (not Sam)
-    if kind == "identifier" and surface.isupper() and "-" in surface:
+    if kind == "identifier" and surface.isupper() and "-" in surface and not RANGE.match(surface):
         return not all(p in GENERIC_ACRONYMS or generic_with_digits(p) for p in surface.split("-"))
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
         return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))

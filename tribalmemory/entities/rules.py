@@ -18,6 +18,8 @@ EXT = (
 )
 PRE = f"(?:{PRE_RELEASE})?"
 """A release's pre-release part, if any (``-rc3`` of ``2.4.0-rc3``)."""
+RANGE = re.compile(r"(?<![\w.-])([A-Z][A-Za-z]*\.?)\d+-\1\d+\b(?![.-]\w)")
+"""A range of numbered things with one prefix: ``QC01-QC04``, ``L1-L4``, ``SWE.1-SWE.6``."""
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # any scheme (gs://, oci://, s3://), a mailbox
         "url",
@@ -164,10 +166,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"(?<![\w-])[a-z]{2,}0\d(?:-\d\d)?\b(?![.-]\w)"),
     ),
-    (  # a range of numbered things with one prefix: QC01-QC04, L1-L4, SWE.1-SWE.6
-        "identifier",
-        re.compile(r"(?<![\w.-])([A-Z][A-Za-z]*\.?)\d+-\1\d+\b(?![.-]\w)"),
-    ),
+    ("identifier", RANGE),
     (  # headers: Idempotency-Key, X-Kyrio-Signature
         "identifier",
         re.compile(r"\b(?:X-)?[A-Z][a-z]+(?:-[A-Z][A-Za-z0-9]*[a-z0-9])+\b"),

@@ -176,10 +176,11 @@ BUILT_IN_TYPES = set(
 program's, no one thing, named alone (a library's classes are identifiers; ``Style
 Dictionary`` is a product)."""
 UNITS = set(
-    "hz khz mhz ghz mah kwh mwh gwh twh dbm kb mb gb tb pb kib mib gib tib kbps mbps gbps "
-    "tbps".split()
+    "hz khz mhz ghz mah kwh mwh gwh twh dbm dbfs dbu kb mb gb tb pb kib mib gib tib kbps mbps "
+    "gbps tbps co2e tco2e kgco2e mtco2e".split()
 )
-"""Units written with a capital (``MHz``, ``mAh``, ``Mbps``): a measure, no thing."""
+"""Units written with a capital (``MHz``, ``mAh``, ``Mbps``, ``dBFS``, ``tCO2e``): a measure,
+no thing."""
 KEYS = set("tab esc escape enter shift ctrl alt backspace spacebar".split())
 """Keys of a keyboard (``press Tab``, ``Escape closes the dialog``): a key, no thing."""
 HOLIDAYS = set("christmas easter thanksgiving halloween diwali ramadan eid hanukkah".split())
@@ -262,11 +263,11 @@ as an example, no thing of the project's."""
 GENERIC_WITH_DIGITS = frozenset(
     "I2C I2S MP3 MP4 M4A H264 H265 AV1 VP8 VP9 IPV4 IPV6 UTF8 UTF16 UTF32 SHA1 SHA256 SHA384 "
     "SHA512 MD5 BASE64 X509 HTTP2 HTTP3 L2 L3 L4 L7 2FA 3G 4G 5G P2P E2E DHCPV6 ICMPV6 NAT64 "
-    "DNS64 OSPFV3 SNMPV3 10G 25G 40G 100G 400G".split()
+    "DNS64 OSPFV3 SNMPV3 10G 25G 40G 100G 400G L0 L1 RS232 RS422 RS485".split()
 )
-"""Generic acronyms with a digit (buses, codecs, protocols, hash functions, encodings, network
-layers: ``I2C``, ``UTF-16``, ``SHA-256``), in capitals without a hyphen: a kind of thing, while
-other acronyms with a digit name one (``PS5``)."""
+"""Generic acronyms with a digit (buses and serial lines, codecs, protocols, hash functions,
+encodings, levels and layers: ``I2C``, ``RS-485``, ``UTF-16``, ``SHA-256``, ``L1``), in capitals
+without a hyphen: a kind of thing, while other acronyms with a digit name one (``PS5``)."""
 """Words that name no one thing when a name is that word alone."""
 
 GENERIC_ACRONYMS = frozenset(
