@@ -1074,6 +1074,15 @@ def test_a_range_of_levels_stays_one_identifier() -> None:
     }
 
 
+def test_pairs_sharing_their_first_part_are_paths() -> None:
+    text = "Dashboards in quoin/tessera, carbon in quoin/carbonledger; 38 credits/day, 81 h/day."
+    assert found(text) == {"quoin/tessera": "path", "quoin/carbonledger": "path"}
+
+
+def test_a_pair_alone_stays_two_words() -> None:
+    assert found("Dashboards in quoin/tessera.") == {}
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

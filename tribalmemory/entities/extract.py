@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from tribalmemory.entities.acronyms import generic_with_digits
 from tribalmemory.entities.aliases import canonical
 from tribalmemory.entities.code import CODE_SHAPED, code_spans, listed_components, lower_openers
-from tribalmemory.entities.filters import TEMPLATE, placeholder, plausible, stop_pair
+from tribalmemory.entities.filters import (
+    TEMPLATE,
+    placeholder,
+    plausible,
+    shared_owners,
+    stop_pair,
+)
 from tribalmemory.entities.known import taught, taught_spans
 from tribalmemory.entities.names import SAINT, capitalised_names, in_a_name, plural
 from tribalmemory.entities.patterns import CODE_NAME
@@ -63,6 +69,7 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     corpus = taught(frozenset(known))  # kept per known set (the same object when given one)
     found: list[Entity] = []
     taken: list[tuple[int, int]] = []
+    owners = shared_owners(text)
 
     def add(kind: str, surface: str, start: int, end: int) -> None:
         if kind in ("system", "identifier", "ticket") and (upto := _RANGE_END.match(text, end)):
@@ -82,7 +89,7 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             surface.lower() in STOP or surface.lower() in BUILT_IN_TYPES or stop_pair(surface)
         ):
             return
-        if not plausible(kind, surface, corpus):
+        if not plausible(kind, surface, corpus, owners):
             return
         if kind in ("ticket", "identifier", "name") and generic_with_digits(surface):
             return  # UTF-16, I2C, AV1 (also once known from a longer name)

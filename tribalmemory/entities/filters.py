@@ -57,12 +57,30 @@ _PER_UNIT = re.compile(
 """A rate's unit (``8867-4 /min``, ``$25/seat``): no path."""
 
 
-def plausible(kind: str, surface: str, corpus: Taught) -> bool:
+_PAIR = re.compile(r"(?<![\w/.@~-])([a-z][\w-]*)(/[a-z][\w.-]*[a-z0-9])(?![\w/])")
+"""A pair of words in small letters joined by a slash: an owner and a repository
+(``quoin/tessera``), a folder and a file, or a rate (``credits/day``)."""
+
+
+def shared_owners(text: str) -> frozenset[str]:
+    """The first parts of pairs that open two or more of the text's pairs
+    (``quoin/pointmap``, ``quoin/tessera``): an organisation's repositories or a folder's
+    files, each a path."""
+    if "/" not in text:
+        return frozenset()
+    owners = [m.group(1) for m in _PAIR.finditer(text) if not _PER_UNIT.fullmatch(m.group(2))]
+    return frozenset(o for o in owners if owners.count(o) > 1)
+
+
+def plausible(
+    kind: str, surface: str, corpus: Taught, owners: frozenset[str] = frozenset()
+) -> bool:
     """Whether a pattern's match names something: a hyphenated word names a system only with a
     system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``) or
     a part the project knows (:func:`_kin`); a path is not only numbers (``2025/01/09``,
     ``/24``), and a relative one needs two slashes, a trailing one, a file extension,
-    capitalised folders starting with a known folder or a release (not ``gain/loss``,
+    capitalised folders starting with a known folder or a release, or a first part the text
+    opens other pairs with (``owners``: :func:`shared_owners`) (not ``gain/loss``,
     ``3.1k/month``, ``HTTP/1.1``)."""
     folders = corpus.folders
     if kind == "system":
@@ -107,6 +125,7 @@ def plausible(kind: str, surface: str, corpus: Taught) -> bool:
             and not _VERSION_END.search(surface)
             and surface.split("/")[0] not in _BRANCH_KINDS
             and not _repository(surface, corpus)
+            and surface.split("/")[0] not in owners
         ):
             return False
         if not surface.startswith(("/", ".", "~")) and all(p.lower() in STOP for p in parts):
