@@ -1075,7 +1075,7 @@ def test_a_range_of_levels_stays_one_identifier() -> None:
 
 
 def test_pairs_sharing_their_first_part_are_paths() -> None:
-    text = "Dashboards in quoin/tessera, carbon in quoin/carbonledger; 38 credits/day, 81 h/day."
+    text = "UI in quoin/tessera, carbon in quoin/carbonledger; 38 credits/day, 81 credits/h."
     assert found(text) == {"quoin/tessera": "path", "quoin/carbonledger": "path"}
 
 
