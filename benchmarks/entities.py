@@ -83,12 +83,12 @@ TUNING = (
     "synth-construction-bim",
     "synth-airline-ops",
     "synth-proptech-listings",
-)
-FRESH: tuple[str, ...] = (
     "synth-library-archives",
     "synth-nonprofit-fundraising",
     "synth-broadcast-radio",
     "synth-smart-building",
+)
+FRESH: tuple[str, ...] = (
     "synth-manufacturing-mes",
     "synth-gov-tax-portal",
     "synth-quant-research",
