@@ -87,12 +87,12 @@ TUNING = (
     "synth-nonprofit-fundraising",
     "synth-broadcast-radio",
     "synth-smart-building",
-)
-FRESH: tuple[str, ...] = (
     "synth-manufacturing-mes",
     "synth-gov-tax-portal",
     "synth-quant-research",
     "synth-railway-signalling",
+)
+FRESH: tuple[str, ...] = (
     "synth-wind-farm-ops",
     "synth-book-publishing",
     "synth-customs-brokerage",
