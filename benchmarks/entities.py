@@ -9,6 +9,10 @@ canonical name.
 
     python benchmarks/entities.py ../shared/corpus [--write | --tuning-only]
     python benchmarks/entities.py ../shared/corpus --kept-aside-labels blind
+    python benchmarks/entities.py ../shared/corpus --second-labels blind2
+
+``--second-labels FOLDER`` (``blind2``): for the streams labelled a second time, blind to the
+first labels, in ``entity_labels/FOLDER/``, the extraction against both and their agreement.
 
 ``--kept-aside-labels FOLDER`` scores the kept-aside streams against another labelling of the
 same memories (``entity_labels/FOLDER/``: ``blind/``, re-labelled blind from the guideline) and
@@ -235,24 +239,61 @@ def agreement(gold: list[dict], other: list[dict]) -> Counts:
 def agreement_report(kept_aside_labels: str) -> str:
     """How far the kept-aside streams' other labelling (as predicted) agrees with their labels
     (as gold), per stream and together."""
+    return agreement_table(kept_aside_labels, ASIDE)
+
+
+def agreement_table(folder: str, streams: Sequence[str]) -> str:
+    """How far the streams' labelling in ``entity_labels/<folder>/`` (as predicted) agrees with
+    their labels (as gold), per stream and together."""
     lines = [
-        f"Agreement of `{kept_aside_labels}/` (as predicted) with the labels (as gold):",
+        f"Agreement of `{folder}/` (as predicted) with the labels (as gold):",
         "",
         "| stream | memories | span P | span R | span F1 | name P | name R | name F1 |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     parts: list[Counts] = []
     size = 0
-    for stream in ASIDE:
+    for stream in streams:
         gold, other = (
-            [json.loads(line) for line in label_file(stream, folder).open(encoding="utf-8")]
-            for folder in ("", kept_aside_labels)
+            [json.loads(line) for line in path.open(encoding="utf-8")]
+            for path in (LABELS / f"{stream}.jsonl", LABELS / folder / f"{stream}.jsonl")
         )
         parts.append(agreement(gold, other))
         size += len(gold)
         lines.append(agreement_row(stream, len(gold), parts[-1]))
     lines.append(agreement_row("all", size, summed(parts)))
     return "\n".join(lines)
+
+
+def second_labels_report(corpus: Path, folder: str) -> str:
+    """For the streams a second labelling in ``entity_labels/<folder>/`` covers (labelled blind
+    to the first): the extraction scored against each labelling, and the two labellings'
+    agreement, which bounds what a score against one of them can show."""
+    streams = [s for s in TUNING + FRESH + ASIDE if (LABELS / folder / f"{s}.jsonl").is_file()]
+    lines = [
+        f"| stream | memories | span P / R against the labels | span P / R against `{folder}/` |",
+        "|---|---:|---:|---:|",
+    ]
+    firsts: list[Counts] = []
+    seconds: list[Counts] = []
+    size = 0
+    for stream in streams:
+        rows = load(corpus, stream)
+        second = {
+            row["id"]: row["entities"]
+            for row in map(json.loads, (LABELS / folder / f"{stream}.jsonl").open(encoding="utf-8"))
+        }
+        firsts.append(score(rows))
+        seconds.append(score([{**row, "gold": second.get(row["id"], [])} for row in rows]))
+        size += len(rows)
+        lines.append(second_row(stream, len(rows), firsts[-1], seconds[-1]))
+    lines.append(second_row("all", size, summed(firsts), summed(seconds)))
+    return "\n".join(lines) + "\n\n" + agreement_table(folder, streams)
+
+
+def second_row(stream: str, size: int, first: Counts, second: Counts) -> str:
+    cells = " | ".join("{:.3f} / {:.3f}".format(*prf(*s["span"])[:2]) for s in (first, second))
+    return f"| {stream} | {size} | {cells} |"
 
 
 def agreement_row(stream: str, size: int, s: Counts) -> str:
@@ -346,7 +387,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "entity_labels/FOLDER/ (blind: the blind re-label), and print its agreement with the "
         "labels",
     )
+    ap.add_argument(
+        "--second-labels",
+        default="",
+        metavar="FOLDER",
+        help="for the streams labelled again, blind, in entity_labels/FOLDER/ (blind2): the "
+        "extraction against both labellings and their agreement",
+    )
     args = ap.parse_args(argv)
+    if args.second_labels:
+        if not (LABELS / args.second_labels).is_dir():
+            ap.error(f"no folder {LABELS / args.second_labels}")
+        print(second_labels_report(args.corpus, args.second_labels))
+        return 0
     if args.write and args.tuning_only:
         ap.error("--write reports every stream: drop --tuning-only")
     if args.kept_aside_labels and (args.write or args.tuning_only):

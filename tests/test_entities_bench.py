@@ -9,7 +9,15 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-from entities import ASIDE, LABELS, TUNING, agreement, label_file  # noqa: E402
+from entities import (  # noqa: E402
+    ASIDE,
+    LABELS,
+    TUNING,
+    agreement,
+    agreement_table,
+    label_file,
+    second_row,
+)
 
 
 def entity(start: int, end: int, canonical: str) -> dict:
@@ -35,6 +43,18 @@ def test_agreement_counts_spans_and_names_memory_by_memory() -> None:
     ]
     assert agreement(gold, other) == {"span": (2, 3, 2), "name": (2, 3, 2)}
     assert agreement(other, gold) == {"span": (2, 2, 3), "name": (2, 2, 3)}
+
+
+def test_a_second_labelling_is_compared_stream_by_stream_and_in_all() -> None:
+    table = agreement_table("blind", ASIDE).splitlines()
+    assert [line.split(" | ")[0] for line in table[4:]] == [f"| {s}" for s in ASIDE] + ["| all"]
+    assert all(line.count("|") == 9 for line in table[4:])  # stream, memories, six figures
+
+
+def test_a_stream_is_scored_against_both_labellings_side_by_side() -> None:
+    first = {"span": (8, 10, 16), "name": (8, 10, 16)}
+    second = {"span": (9, 10, 12), "name": (9, 10, 12)}
+    assert second_row("s", 55, first, second) == "| s | 55 | 0.800 / 0.500 | 0.900 / 0.750 |"
 
 
 def test_the_perfect_record_names_the_most_labelled_gold_entities_of_the_prompt() -> None:
