@@ -79,8 +79,8 @@ def plausible(
     system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``) or
     a part the project knows (:func:`_kin`); a path is not only numbers (``2025/01/09``,
     ``/24``), and a relative one needs two slashes, a trailing one, a file extension,
-    capitalised folders starting with a known folder or a release, or a first part the text
-    opens other pairs with (``owners``: :func:`shared_owners`) (not ``gain/loss``,
+    capitalised folders starting with a known folder or a release, or a repository (its owner
+    may open other pairs of the text: ``owners``, :func:`shared_owners`) (not ``gain/loss``,
     ``3.1k/month``, ``HTTP/1.1``)."""
     folders = corpus.folders
     if kind == "system":
@@ -124,8 +124,7 @@ def plausible(
             and not (_FOLDERS.fullmatch(surface) and surface.split("/")[0].lower() in folders)
             and not _VERSION_END.search(surface)
             and surface.split("/")[0] not in _BRANCH_KINDS
-            and not _repository(surface, corpus)
-            and surface.split("/")[0] not in owners
+            and not _repository(surface, corpus, owners)
         ):
             return False
         if not surface.startswith(("/", ".", "~")) and all(p.lower() in STOP for p in parts):
@@ -184,16 +183,20 @@ def _long_name(surface: str) -> bool:
     return len(parts) > 2 and all(len(p) > 1 and p not in STOP for p in parts)
 
 
-def _repository(surface: str, corpus: Taught) -> bool:
+def _repository(surface: str, corpus: Taught, owners: frozenset[str]) -> bool:
     """Whether ``owner/name`` names a repository, an API's version or a resource of a group: its
     name is a system (``ferrow/ferrow-cli``, ``forkbase/homebrew-tap`` once Homebrew is known),
-    or a part is written as code (:func:`_code_part`: ``marten-lab/marten_ws``,
-    ``autoscaling/v2``, ``velero/streaming-daily``), which no pair of words is (``gain/loss``)."""
+    a part is written as code (:func:`_code_part`: ``marten-lab/marten_ws``,
+    ``autoscaling/v2``, ``velero/streaming-daily``), which no pair of words is (``gain/loss``),
+    or its owner opens other pairs of the text (``owners``: ``quoin/pointmap``,
+    ``quoin/tessera``)."""
     owner, _, name = surface.partition("/")
     if not owner:
         return False
-    return ("-" in name and plausible("system", name, corpus)) or any(
-        _code_part(p) for p in (owner, name)
+    return (
+        owner in owners
+        or ("-" in name and plausible("system", name, corpus))
+        or any(_code_part(p) for p in (owner, name))
     )
 
 

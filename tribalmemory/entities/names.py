@@ -169,12 +169,12 @@ def _menu_step(text: str, start: int) -> bool:
 
 PERIOD_OR_RANK = re.compile(
     r"(?:Q[1-4]|H[12]|P[0-4]|FY\d{2,4}|(?i:sev)-?\d"
-    r"|Gen\d{1,2}|Ph[1-4]|Round-\d{1,2}|(?:ASIL|DAL|SIL) [A-E0-4])"
+    r"|Gen\d{1,2}|Ph[1-4]|(?:ASIL|DAL|SIL) [A-E0-4])"
 )
 """A quarter, a half, a priority, a severity or a fiscal year (``Q1``, ``H2``, ``P1``,
-``SEV1``, ``sev-2``, ``FY26``), a generation, a trial's phase or a round (``Gen4``, ``Ph3``,
-``Round-2``), a safety integrity level (``ASIL B``, ``DAL C``): a time or a rank, like a date,
-not a thing."""
+``SEV1``, ``sev-2``, ``FY26``), a generation or a trial's phase (``Gen4``, ``Ph3``; a round,
+``Round-2``, is a word joined to its number: :data:`_NUMBER_GLUED`), a safety integrity level
+(``ASIL B``, ``DAL C``): a time or a rank, like a date, not a thing."""
 _STATUS_CODE = re.compile(r"\b[1-5]\d\d\s$")
 """An HTTP status code, before its reason phrase (``429 Too Many Requests``)."""
 
