@@ -1083,6 +1083,61 @@ def test_a_pair_alone_stays_two_words() -> None:
     assert found("Dashboards in quoin/tessera.") == {}
 
 
+def test_a_standard_is_its_body_and_number_without_its_year() -> None:
+    text = "Times as ISO 8601; EN 50716:2023 replaces EN 50128; IEC 61400-25 node ids; OREAS 238."
+    assert found(text) == {
+        "ISO 8601": "name",
+        "EN 50716": "name",
+        "EN 50128": "name",
+        "IEC 61400-25": "name",
+        "OREAS": "name",  # a reference material's code, not a standard: AS 238 is no part
+    }
+
+
+def test_a_link_s_scheme_may_hold_a_dot() -> None:
+    assert found("Server at opc.tcp://10.62.4.20:4840 today.") == {
+        "opc.tcp://10.62.4.20:4840": "url"
+    }
+
+
+def test_a_model_keeps_its_release_and_its_size() -> None:
+    text = "Swapped DeBERTa-v3-large for EfficientNet-B3 and `bge-small-en-v1.5` embeddings."
+    assert found(text) == {
+        "DeBERTa-v3-large": "name",
+        "EfficientNet-B3": "name",
+        "bge-small-en-v1.5": "identifier",
+    }
+
+
+def test_a_unit_by_letters_and_a_lettered_number_is_one_identifier() -> None:
+    assert found("Racks FCC-R2 and SB-A07 show FP-E212; prefix PL-TARNWICK-V4.") == {
+        "FCC-R2": "identifier",
+        "SB-A07": "identifier",
+        "FP-E212": "identifier",
+        "PL-TARNWICK-V4": "identifier",
+    }
+
+
+def test_an_image_keeps_its_whole_tag() -> None:
+    text = "Base image golang:1.23-bookworm, then `tritonserver:25.08-py3` and postgres:16.4."
+    assert found(text) == {
+        "golang:1.23-bookworm": "identifier",
+        "tritonserver:25.08-py3": "identifier",
+        "postgres:16.4": "identifier",
+    }
+
+
+def test_a_team_handle_keeps_its_owner() -> None:
+    assert found("The owners are `@twofold-tns/le-response` now.") == {
+        "@twofold-tns/le-response": "identifier"
+    }
+
+
+def test_a_rank_or_a_measure_joined_to_its_number_names_no_system() -> None:
+    text = "Scores top-1 71.4 % and top-3 88.9 % after round-2, read as utf-8; edge-01 is fine."
+    assert found(text) == {"edge-01": "system"}
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

@@ -74,7 +74,12 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     def add(kind: str, surface: str, start: int, end: int) -> None:
         if kind in ("system", "identifier", "ticket") and (upto := _RANGE_END.match(text, end)):
             surface += upto.group()  # a range of hosts is one: enc-cpu-01..24
-        if kind == "identifier" and surface.count(".") == 1 and "-" in surface.partition(".")[2]:
+        if (
+            kind == "identifier"
+            and surface.count(".") == 1
+            and "-" in surface.partition(".")[2]
+            and ":" not in surface  # an image's tag: golang:1.23-bookworm
+        ):
             surface = surface.partition("-")[0]  # hyphens only in a rule id: node.js-based
         if kind == "path" and "/" in surface and (query := _QUERY.match(text, end)):
             surface += query.group()  # a route with its query: /v1/spend?campaign=&day=

@@ -24,7 +24,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # any scheme (gs://, oci://, s3://), a mailbox
         "url",
         re.compile(
-            r"\b(?:https?|[a-z][a-z0-9+]*)://[^\s)>\]`\"]+"
+            r"\b(?:https?|[a-z][a-z0-9+.-]*)://[^\s)>\]`\"]+"
             r"|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b"
         ),
     ),
@@ -98,7 +98,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         # home paths
         "path",
         re.compile(
-            r"(?<![\w/.$\[@])~?(?:/?(?:[\w.*-]+|\[[\w.]+\]|\{[\w.]+\})/)+"
+            r"(?<![\w/.$\[@-])~?(?:/?(?:[\w.*-]+|\[[\w.]+\]|\{[\w.]+\})/)+"
             r"(?:[\w.*-]*\w|\{[\w.]+\})(?:/\*|/(?!\w)|(?:(?<=\.md)|(?<=\.mdx)|(?<=\.html))#[\w-]+)?"
             r"|(?<![\w/$)~])/[\w-]+(?:/[\w*-]+)*"  # not after a call: a()/b(); a home: ~/x
             r"|~/(?:[\w.*-]+/)*[\w.*-]*\w/?"
@@ -125,6 +125,22 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"(?<![\w.-])(?!ASN\.1\b)[A-Z]{2,}(?:\.[A-Z]{2,})*(?:\.\d+)+(?![\w-]|\.\w)"),
     ),
+    (  # a standard by its body and number (ISO 8601, IEC 61400-25, EN 50716 of EN 50716:2023,
+        # 3GPP TS 29.573); not a reference material's (OREAS 239)
+        "name",
+        re.compile(
+            r"(?<![\w/.-])(?:ISO(?:/IEC)?|IEC|EN|IEEE|ANSI|BS|DIN|ASTM|RFC|ARINC|VDA|SAE|ETSI"
+            r"|NIST SP|(?:3GPP )?TS) (?:\d{3,}|\d{2}\.\d{3})(?:[-.]\d+)*(?![\w-]|\.\d)"
+        ),
+    ),
+    (  # a model named with its release or its size (DeBERTa-v3-large, EfficientNet-B3):
+        # before its parts, a code name and a system
+        "name",
+        re.compile(
+            r"(?<![\w-])[A-Z][A-Za-z]*[a-z][A-Za-z]*-(?:v\d+(?:\.\d+)*|[A-Z]\d+)(?:-[a-z]+)*\b"
+            r"(?![.-]\w)"
+        ),
+    ),
     (  # a marker between hashes: #HEADER#, #END#
         "identifier",
         re.compile(r"(?<![\w#])#[A-Z][A-Z_]*#(?![\w#])"),
@@ -149,6 +165,11 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
     ),
+    (  # an image and its tag, a release in the tag: postgres:16.4, golang:1.23-bookworm,
+        # forge-images:ffmpeg-7.1-r2
+        "identifier",
+        re.compile(r"(?<![\w/.:@-])[a-z][\w.-]*(?:/[\w.-]+)*:(?=[\w-]*\d\.\d)\w[\w.-]*\w(?![\w/])"),
+    ),
     (  # a key and its value written as code, a digit, * or + in the value: ndots:5,
         # render:v2:*, state:modified+ (not two words: sim:real)
         "identifier",
@@ -171,9 +192,15 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"\b(?:X-)?[A-Z][a-z]+(?:-[A-Z][A-Za-z0-9]*[a-z0-9])+\b"),
     ),
-    (  # a package with its release: tenant-operator-0.9.0
+    (  # a package or a model with its release: tenant-operator-0.9.0, bge-small-en-v1.5
         "identifier",
-        re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-v?\d+(?:\.\d+){2,}\b(?![.-]\w)"),
+        re.compile(
+            r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:v\d+(?:\.\d+)+|\d+(?:\.\d+){2,})\b(?![.-]\w)"
+        ),
+    ),
+    (  # a unit or a part by its letters and a lettered number: FCC-R2, SB-A07, FP-E212
+        "identifier",
+        re.compile(r"(?<![\w.-])[A-Z]{2,6}-[A-Z]\d{1,3}(?![\w-]|\.\w)"),
     ),
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
     (  # a key numbered by one digit after its hyphen: a field (PID-3), a unit (KRK-1); not a
@@ -199,9 +226,29 @@ NEEDLES: tuple[str | None, ...] = (
     "/",  # time zones
     "large",  # machine types
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *("::", "--", "#", "(", ".", "#", ":", ".", "@", "_*", ":", ":", None, "_", None, "0x"),
+    *(
+        "::",
+        "--",
+        "#",
+        "(",
+        ".",
+        " ",
+        "-",
+        "#",
+        ":",
+        ".",
+        "@",
+        "_*",
+        ":",
+        ":",
+        ":",
+        None,
+        "_",
+        None,
+    ),
+    "0x",
     *(None, "0", "-"),
-    *("-", "."),  # ranges, headers, packages with their release
+    *("-", ".", "-"),  # ranges, headers, packages with their release, units
     "-",  # systems
     "-",  # a key numbered by one digit
     None,  # ServiceNow records and support cases
