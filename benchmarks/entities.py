@@ -95,12 +95,16 @@ TUNING = (
     "synth-gov-tax-portal",
     "synth-quant-research",
     "synth-railway-signalling",
-)
-FRESH: tuple[str, ...] = (
     "synth-wind-farm-ops",
     "synth-book-publishing",
     "synth-customs-brokerage",
     "synth-trust-safety",
+)
+FRESH: tuple[str, ...] = (
+    "synth-vfx-pipeline",
+    "synth-water-utility",
+    "synth-crypto-exchange",
+    "synth-oil-gas-seismic",
 )
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
