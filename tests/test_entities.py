@@ -1138,6 +1138,20 @@ def test_a_rank_or_a_measure_joined_to_its_number_names_no_system() -> None:
     assert found(text) == {"edge-01": "system"}
 
 
+def test_a_long_number_or_a_namespaced_name_in_backticks_is_one_identifier() -> None:
+    text = "HB `9781837470129` ships; no `xml:lang` on it, then `status:COMP`; note `12:30`."
+    assert found(text) == {
+        "9781837470129": "identifier",
+        "xml:lang": "identifier",
+        "status:COMP": "identifier",
+    }
+
+
+def test_industrial_and_payment_standards_of_two_words_are_one_product() -> None:
+    text = "The gateway speaks OPC UA and Modbus TCP; the PCI DSS scope shrank."
+    assert found(text) == {"OPC UA": "name", "Modbus TCP": "name", "PCI DSS": "name"}
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

@@ -13,6 +13,10 @@ CODE_SPAN = re.compile(r"`([^`\n]*)`")
 """Code in backticks, each opening backtick paired with the next (not a closing one with the
 next opening: `` `a`: `b` ``)."""
 _TOKEN = re.compile(r"[A-Za-z_$][\w.$+-]*\w")
+_WHOLE = re.compile(r"\d{7,}|[a-z][\w-]*:[A-Za-z][\w-]*")
+"""Code that is one identifier whole though no token of :data:`_TOKEN`: a long number
+(`` `9781837470129` ``, an ISBN; `` `8214573` ``) or a name in its namespace (`` `xml:lang` ``,
+`` `w:ins` ``, `` `status:COMP` ``)."""
 _KEYWORDS = frozenset(
     "if else elif for while do new static const let var export import from return await async "
     "def class fn func function public private void true false null none nil select insert "
@@ -71,6 +75,9 @@ def code_spans(text: str) -> Iterable[tuple[str, int, int]]:
         code, start = span.group(1), span.start(1)
         for flag in _SHORT_FLAG.finditer(code) if " -" in code else ():
             yield "identifier", start + flag.start(), start + flag.end()
+        if _WHOLE.fullmatch(code):
+            yield "identifier", start, span.end(1)
+            continue
         token = _TOKEN.match(code)
         if token is None:
             continue

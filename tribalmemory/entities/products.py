@@ -164,6 +164,14 @@ PRODUCT_PHRASES = frozenset(
     VMware vSphere
     VMware ESXi
     Active Record
+    OPC UA
+    OPC DA
+    Modbus TCP
+    Modbus RTU
+    PCI DSS
+    CICS TS
+    VPC CNI
+    Google Play Books
     Objective-C
     Objective-C++
     .NET
