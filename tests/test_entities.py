@@ -1152,6 +1152,30 @@ def test_industrial_and_payment_standards_of_two_words_are_one_product() -> None
     assert found(text) == {"OPC UA": "name", "Modbus TCP": "name", "PCI DSS": "name"}
 
 
+def test_a_code_in_an_authority_s_register_is_one_identifier() -> None:
+    text = "From EPSG:28351 to EPSG:7851; the weight as `MEA+AAE+VGM+KGM:24850`."
+    assert found(text) == {"EPSG:28351": "identifier", "EPSG:7851": "identifier"}
+
+
+def test_a_module_s_release_is_no_team_release_also_written_as_code() -> None:
+    text = "We moved `github.com/coder/websocket` v1.8.12 -> v1.8.13 and x/net v0.38.0."
+    assert found(text) == {"github.com/coder/websocket": "url"}
+
+
+def test_a_first_name_ending_like_a_nationality_is_a_name() -> None:
+    assert found("We met Hamish and Manish today; Polish and Chinese docs.") == {
+        "Hamish": "name",
+        "Manish": "name",
+    }
+
+
+def test_an_article_of_a_law_keeps_its_paragraphs() -> None:
+    assert found("Under Art. 24(2) and Art. 6(1)(f) we report.") == {
+        "Art. 24(2)": "identifier",
+        "Art. 6(1)(f)": "identifier",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

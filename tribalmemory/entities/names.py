@@ -34,9 +34,14 @@ _CAPITALISED = re.compile(
     rf"\b[A-Z](?:'[A-Z])?[\w&]*(?:[+#]+(?!\w))?(?:\s(?:{_PARTICLE})?[A-Z](?:'[A-Z])?[\w]*)*"
 )
 _SENTENCE_END = frozenset(".!?:\n")
-_ADJECTIVE = re.compile(r"[A-Z][a-z]+(?:ish|ese)")
-"""A language or a nationality (``Polish``, ``English``, ``British``, ``Portuguese``): said of
-things, it names none; trimmed from a run's edges as a stop word is."""
+_ADJECTIVE = re.compile(
+    r"(?:Brit|Ir|Scott|Engl|Span|Dan|Pol|Finn|Swed|Turk|Kurd|Flem|Corn|Jew|Yidd)ish"
+    r"|(?:Chin|Japan|Portugu|Vietnam|Burm|Malt|Leban|Taiwan|Nepal|Sudan|Congol|Senegal|Javan"
+    r"|Canton|Balin|Sinhal|Guyan|Faro|Milan|Genov|Viennes)ese"
+)
+"""A language or a nationality ending in -ish or -ese (``Polish``, ``English``, ``British``,
+``Portuguese``): said of things, it names none; trimmed from a run's edges as a stop word is
+(a first name may end so too: ``Hamish``, ``Manish``)."""
 _ACRONYM_VERB = re.compile(r"[A-Z]{2,}(?:i[sz](?:ed|es|ing|ation)|ed|ing)")
 """An acronym made a verb or a noun of doing (``CMORised``, ``OOMed``, ``SSHing``): no name."""
 _QUOTES = frozenset("\"'`\u2018\u201c")

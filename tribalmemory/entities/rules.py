@@ -125,6 +125,10 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"(?<![\w.-])(?!ASN\.1\b)[A-Z]{2,}(?:\.[A-Z]{2,})*(?:\.\d+)+(?![\w-]|\.\w)"),
     ),
+    (  # an article of a law with its paragraphs: Art. 24(2), Art. 6(1)(f)
+        "identifier",
+        re.compile(r"(?<![\w.])Art\. ?\d+[a-z]?(?:\((?:\d+|[a-z])\))*"),
+    ),
     (  # a standard by its body and number (ISO 8601, IEC 61400-25, EN 50716 of EN 50716:2023,
         # 3GPP TS 29.573); not a reference material's (OREAS 239)
         "name",
@@ -164,6 +168,11 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # a code name in a namespace: android:foregroundServiceType, logs:GetLogEvents
         "identifier",
         re.compile(r"\b[a-z][\w-]*:(?:[a-z]+|[A-Z][a-z0-9]+)(?:[A-Z][a-z0-9]*)+\b"),
+    ),
+    (  # a code in an authority's register: EPSG:7851, EPSG:28351 (not a segment's
+        # qualifier, KGM:24850 of MEA+AAE+VGM+KGM:24850)
+        "identifier",
+        re.compile(r"(?<![\w:=,+.-])[A-Z]{2,6}:\d{3,}(?![\w:.])"),
     ),
     (  # an image and its tag, a release in the tag: postgres:16.4, golang:1.23-bookworm,
         # forge-images:ffmpeg-7.1-r2
@@ -226,26 +235,10 @@ NEEDLES: tuple[str | None, ...] = (
     "/",  # time zones
     "large",  # machine types
     *(None, "\\", "/", "/", "*.", ".", "/"),  # paths
-    *(
-        "::",
-        "--",
-        "#",
-        "(",
-        ".",
-        " ",
-        "-",
-        "#",
-        ":",
-        ".",
-        "@",
-        "_*",
-        ":",
-        ":",
-        ":",
-        None,
-        "_",
-        None,
-    ),
+    *("::", "--", "#", "(", "."),  # C++ names, flags, tags, calls, clauses
+    *("Art.", " ", "-"),  # articles, standards, models
+    *("#", ":", ".", "@", "_*"),  # markers, settings' keys, dotted names, scopes, globs
+    *(":", ":", ":", ":", None, "_", None),  # namespaces, registers, images, keys, code names
     "0x",
     *(None, "0", "-"),
     *("-", ".", "-"),  # ranges, headers, packages with their release, units

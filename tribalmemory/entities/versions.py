@@ -49,13 +49,15 @@ def _section_number(text: str, start: int) -> bool:
 
 
 _DEPENDENCY = re.compile(
-    r"(?:~>|(?<![-=])[<>]=?|[=!]=|[~^@#])\s?$|(?<!\S)[\w.-]+/[\w.-]*\w\s(?:(?:to|from|between)\s)?$"
-    r"|(?<!\S)[\w.-]+/[\w.-]*\w\s(?:between|from)\s\S+\s(?:and|to)\s$"
+    r"(?:~>|(?<![-=])[<>]=?|[=!]=|[~^@#])\s?$"
+    r"|(?<![^\s`])[\w.-]+(?:/[\w.-]+)*/[\w.-]*\w`?\s(?:(?:to|from|between)\s)?$"
+    r"|(?<![^\s`])[\w.-]+(?:/[\w.-]+)*/[\w.-]*\w`?\s(?:between|from)\s\S+\s(?:and|to)\s$"
 )
 """What comes before the version of a dependency: a version constraint (``~> 7.1.5``,
-``>=2.0.1``, ``react@18.2.0``, ``hl7.fhir.us.core#6.1.0``) or a module path (``x/net
-v0.38.0``, ``x/net to v0.38.0``, both ends of ``x/net between v0.21.0 and v0.33.0``); it is
-another project's release, not the team's."""
+``>=2.0.1``, ``react@18.2.0``, ``hl7.fhir.us.core#6.1.0``) or a module path, written as code
+or not (``x/net v0.38.0``, `` `github.com/coder/websocket` v1.8.12``, ``x/net to v0.38.0``,
+both ends of ``x/net between v0.21.0 and v0.33.0``); it is another project's release, not the
+team's."""
 
 
 def _dependency_version(text: str, start: int) -> bool:
