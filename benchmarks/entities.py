@@ -99,12 +99,16 @@ TUNING = (
     "synth-book-publishing",
     "synth-customs-brokerage",
     "synth-trust-safety",
-)
-FRESH: tuple[str, ...] = (
     "synth-vfx-pipeline",
     "synth-water-utility",
     "synth-crypto-exchange",
     "synth-oil-gas-seismic",
+)
+FRESH: tuple[str, ...] = (
+    "synth-hospital-radiology",
+    "synth-semiconductor-fab",
+    "synth-telecom-billing",
+    "synth-restaurant-chain",
 )
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
