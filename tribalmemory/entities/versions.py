@@ -48,10 +48,13 @@ def _section_number(text: str, start: int) -> bool:
     return bool(_SECTION.search(text, max(0, start - 16), start))
 
 
+_MODULE_PATH = r"(?<![^\s`])[\w.-]+(?:/[\w.-]+)*/[\w.-]*\w`?\s"
+"""A module's path before its version, written as code or not (``x/net``,
+`` `github.com/coder/websocket` ``)."""
 _DEPENDENCY = re.compile(
     r"(?:~>|(?<![-=])[<>]=?|[=!]=|[~^@#])\s?$"
-    r"|(?<![^\s`])[\w.-]+(?:/[\w.-]+)*/[\w.-]*\w`?\s(?:(?:to|from|between)\s)?$"
-    r"|(?<![^\s`])[\w.-]+(?:/[\w.-]+)*/[\w.-]*\w`?\s(?:between|from)\s\S+\s(?:and|to)\s$"
+    rf"|{_MODULE_PATH}(?:(?:to|from|between)\s)?$"
+    rf"|{_MODULE_PATH}(?:between|from)\s\S+\s(?:and|to)\s$"
 )
 """What comes before the version of a dependency: a version constraint (``~> 7.1.5``,
 ``>=2.0.1``, ``react@18.2.0``, ``hl7.fhir.us.core#6.1.0``) or a module path, written as code
