@@ -96,8 +96,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             return
         if not plausible(kind, surface, corpus, owners):
             return
-        if kind in ("ticket", "identifier", "name") and generic_with_digits(surface):
-            return  # UTF-16, I2C, AV1 (also once known from a longer name)
+        if kind in ("ticket", "identifier", "name", "system") and generic_with_digits(surface):
+            return  # UTF-16, I2C, AV1, utf-8 (also once known from a longer name)
         if kind == "name" and surface in corpus.kinds:
             return  # an acronym the project writes as a kind of thing: NRF of "each NRF"
         if kind == "ticket" and _JOB_WORD.search(text, max(0, start - 12), start):

@@ -26,8 +26,8 @@ _SYSTEM_SUFFIXES = frozenset(
 )
 """Last parts that make a hyphenated word a system: a kind of software, or the environment a
 deployment of it runs in (``loki-prod``, ``norrland-staging``)."""
-_MEASURES = RANKS | frozenset("top rank n k".split())
-"""Words a number joined by a hyphen ranks or measures (``top-1``, ``round-2``, ``n-1``): a
+_RANK_WITH_NUMBER = re.compile(rf"(?:{'|'.join(sorted(RANKS | {'top', 'rank', 'n', 'k'}))})-\d+")
+"""A word that ranks or measures joined to its number (``top-1``, ``round-2``, ``n-1``): a
 rank, no system, as a capitalised one is (``Phase 3``)."""
 _LOCAL_HOST = re.compile(r"(?:localhost|127\.0\.0\.1)(?::\d+)?$")
 """This machine, with a port or without (``localhost:5000``): every machine's, no thing."""
@@ -76,18 +76,13 @@ def shared_owners(text: str) -> frozenset[str]:
     return frozenset(o for o in owners if owners.count(o) > 1)
 
 
-def _ranked(word: str, number: str) -> bool:
-    """Whether a word joined to a number is a rank or a measure (:data:`_MEASURES`)."""
-    return word in _MEASURES and number.isdigit()
-
-
 def plausible(
     kind: str, surface: str, corpus: Taught, owners: frozenset[str] = frozenset()
 ) -> bool:
     """Whether a pattern's match names something: a hyphenated word names a system only with a
     system-like last part or a digit (``ledger-service``, ``parser-v2``, not ``sign-out``) or
-    a part the project knows (:func:`_kin`), and not as a rank with its number (``top-1``) or
-    an encoding (``utf-8``); a path is not only numbers (``2025/01/09``,
+    a part the project knows (:func:`_kin`), and not as a rank with its number (``top-1``); a
+    path is not only numbers (``2025/01/09``,
     ``/24``), and a relative one needs two slashes, a trailing one, a file extension,
     capitalised folders starting with a known folder or a release, or a repository (its owner
     may open other pairs of the text: ``owners``, :func:`shared_owners`) (not ``gain/loss``,
@@ -97,8 +92,7 @@ def plausible(
         return (
             not _compound(surface)
             and not PERIOD_OR_RANK.fullmatch(surface)
-            and not generic_with_digits(surface)  # utf-8
-            and not (surface.count("-") == 1 and _ranked(*surface.split("-")))
+            and not _RANK_WITH_NUMBER.fullmatch(surface)
             and (
                 surface.rsplit("-", 1)[-1] in _SYSTEM_SUFFIXES
                 or surface.split("-", 1)[0] in _ENVIRONMENT_FIRST
