@@ -21,6 +21,7 @@ from tribalmemory.entities.stoplist import (
     ALONE,
     GENERIC_ACRONYMS,
     GROUPS,
+    NATIONALITY_ADJECTIVES,
     RANKS,
     STOP,
     STREETS,
@@ -34,14 +35,6 @@ _CAPITALISED = re.compile(
     rf"\b[A-Z](?:'[A-Z])?[\w&]*(?:[+#]+(?!\w))?(?:\s(?:{_PARTICLE})?[A-Z](?:'[A-Z])?[\w]*)*"
 )
 _SENTENCE_END = frozenset(".!?:\n")
-_ADJECTIVE = re.compile(
-    r"(?:Brit|Ir|Scott|Engl|Span|Dan|Pol|Finn|Swed|Turk|Kurd|Flem|Corn|Jew|Yidd)ish"
-    r"|(?:Chin|Japan|Portugu|Vietnam|Burm|Malt|Leban|Taiwan|Nepal|Sudan|Congol|Senegal|Javan"
-    r"|Canton|Balin|Sinhal|Guyan|Faro|Milan|Genov|Viennes)ese"
-)
-"""A language or a nationality ending in -ish or -ese (``Polish``, ``English``, ``British``,
-``Portuguese``): said of things, it names none; trimmed from a run's edges as a stop word is
-(a first name may end so too: ``Hamish``, ``Manish``)."""
 _ACRONYM_VERB = re.compile(r"[A-Z]{2,}(?:i[sz](?:ed|es|ing|ation)|ed|ing)")
 """An acronym made a verb or a noun of doing (``CMORised``, ``OOMed``, ``SSHing``): no name."""
 _QUOTES = frozenset("\"'`\u2018\u201c")
@@ -217,9 +210,14 @@ def _in_a_compound(text: str, start: int, end: int) -> bool:
 
 def _ordinary(word: str) -> bool:
     """Whether a capitalised word is an ordinary one at a run's edge: a stop word or an
-    adjective of a language or a nationality (:data:`_ADJECTIVE`) or an acronym made a verb
+    adjective of a language or a nationality ending in -ish or -ese (``Polish``, said of things,
+    names none: :data:`.stoplist.NATIONALITY_ADJECTIVES`) or an acronym made a verb
     (:data:`_ACRONYM_VERB`)."""
-    return word.lower() in STOP or bool(_ADJECTIVE.fullmatch(word) or _ACRONYM_VERB.fullmatch(word))
+    return (
+        word.lower() in STOP
+        or (word.istitle() and word.lower() in NATIONALITY_ADJECTIVES)
+        or bool(_ACRONYM_VERB.fullmatch(word))
+    )
 
 
 def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, int, int]]:

@@ -229,6 +229,15 @@ RANKS = frozenset(
     "tier level phase stage step round sprint grade patch annex appendix table class wave".split()
 )
 """Words a number ranks (``Tier 2``, ``Phase 3``): a rank, no name, before its number."""
+NATIONALITY_ADJECTIVES = frozenset(
+    "british irish scottish english spanish danish polish finnish swedish turkish kurdish "
+    "flemish cornish jewish yiddish chinese japanese portuguese vietnamese burmese maltese "
+    "lebanese taiwanese nepalese sudanese congolese senegalese javanese cantonese balinese "
+    "sinhalese guyanese faroese milanese genovese viennese".split()
+)
+"""Languages and nationalities ending in -ish or -ese (``Polish``, ``English``,
+``Portuguese``): ordinary words at a run's edge; a list, since first names end so too
+(``Hamish``, ``Manish``)."""
 LANGUAGES_AND_COUNTRIES = frozenset(
     # languages and peoples whose adjective does not end in -ish or -ese
     "german french dutch italian russian arabic hindi urdu bengali punjabi tamil telugu "
@@ -239,7 +248,7 @@ LANGUAGES_AND_COUNTRIES = frozenset(
     "nepali sinhala khmer lao georgian armenian azerbaijani kazakh uzbek pashto maori "
     "hawaiian esperanto cantonese mandarin brazilian mexican argentinian chilean colombian "
     "peruvian pakistani egyptian nigerian kenyan ethiopian moroccan iranian iraqi syrian "
-    "israeli philippine malaysian singaporean belgian austrian ukrainian "
+    "israeli philippine malaysian singaporean belgian austrian "
     # countries
     "afghanistan albania algeria argentina armenia australia austria azerbaijan bangladesh "
     "belarus belgium bolivia brazil bulgaria cambodia cameroon canada chile china colombia "
