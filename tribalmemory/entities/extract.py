@@ -24,7 +24,7 @@ from tribalmemory.entities.known import taught, taught_spans
 from tribalmemory.entities.names import SAINT, capitalised_names, in_a_name, plural
 from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.products import model_spans, product_spans
-from tribalmemory.entities.rules import NEEDLES, RULES
+from tribalmemory.entities.rules import DOTTED_NAME, NEEDLES, RULES, dotted_name
 from tribalmemory.entities.short_names import full_name
 from tribalmemory.entities.stoplist import BUILT_IN_TYPES, STOP
 from tribalmemory.entities.tools import tool_spans
@@ -74,13 +74,6 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     def add(kind: str, surface: str, start: int, end: int) -> None:
         if kind in ("system", "identifier", "ticket") and (upto := _RANGE_END.match(text, end)):
             surface += upto.group()  # a range of hosts is one: enc-cpu-01..24
-        if (
-            kind == "identifier"
-            and surface.count(".") == 1
-            and "-" in surface.partition(".")[2]
-            and ":" not in surface  # an image's tag: golang:1.23-bookworm
-        ):
-            surface = surface.partition("-")[0]  # hyphens only in a rule id: node.js-based
         if kind == "path" and "/" in surface and (query := _QUERY.match(text, end)):
             surface += query.group()  # a route with its query: /v1/spend?campaign=&day=
         if not surface.endswith(("/...", "=...")) and not _DOTTED_END.search(surface):
@@ -131,7 +124,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             for m in pattern.finditer(text):
                 if pattern is CODE_NAME and (len(m.group()) < 3 or in_a_name(m, names)):
                     continue  # two letters with a hump are a unit: pH, mS, kW
-                add(kind, m.group(), m.start(), m.end())
+                surface = dotted_name(m.group()) if pattern is DOTTED_NAME else m.group()
+                add(kind, surface, m.start(), m.end())
     if "#" in text:  # a short number is a ticket after a ticket's word or beside a ticket
         for m in SHORT_TICKET.finditer(text):
             if TICKET_WORD.search(text, max(0, m.start() - 24), m.start()) or any(

@@ -20,6 +20,22 @@ PRE = f"(?:{PRE_RELEASE})?"
 """A release's pre-release part, if any (``-rc3`` of ``2.4.0-rc3``)."""
 RANGE = re.compile(r"(?<![\w.-])([A-Z][A-Za-z]*\.?)\d+-\1\d+\b(?![.-]\w)")
 """A range of numbered things with one prefix: ``QC01-QC04``, ``L1-L4``, ``SWE.1-SWE.6``."""
+DOTTED_NAME = re.compile(
+    r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+)+(?:\.[a-z](?![\w-]|\.\w))?(?:-[a-z0-9]+)*"
+    r"(?:\.\*)?|\.\*)"
+)
+"""Dotted names before humps, a glob (``a.b.*``), with a rule id's hyphens after its last part:
+kept after three parts (``go.lang.security.audit.xss-unescaped``), not after two, where they
+join an English word (:func:`dotted_name`: ``node.js`` of ``node.js-based``)."""
+
+
+def dotted_name(surface: str) -> str:
+    """A :data:`DOTTED_NAME` match without the hyphens after its one dot (``node.js-based``)."""
+    if surface.count(".") == 1 and "-" in surface.partition(".")[2]:
+        return surface.partition("-")[0]
+    return surface
+
+
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (  # any scheme (gs://, oci://, s3://), a mailbox
         "url",
@@ -153,13 +169,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"(?<![\w:])[A-Z][a-z]\w*(?::[A-Z][a-z]\w*)+(?![\w:])"),
     ),
-    (  # dotted names before humps (a rule id's hyphens after three parts), a glob: a.b.*
-        "identifier",
-        re.compile(
-            r"\b[A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w+)+(?:\.[a-z](?![\w-]|\.\w))?(?:-[a-z0-9]+)*"
-            r"(?:\.\*)?|\.\*)"
-        ),
-    ),
+    ("identifier", DOTTED_NAME),
     (  # @scope/pkg, @scope/*
         "identifier",
         re.compile(r"(?<![\w@/])@[a-z][\w.-]*/(?:[a-z0-9][\w.-]*\w|\*)"),
