@@ -1176,6 +1176,41 @@ def test_an_article_of_a_law_keeps_its_paragraphs() -> None:
     }
 
 
+def test_a_range_of_lettered_units_is_one_identifier() -> None:
+    text = "Producers CVD-P05..P09 and SKUA-01..SKUA-18; thickness on MET-TF03 drifts."
+    assert found(text) == {
+        "CVD-P05..P09": "identifier",
+        "SKUA-01..SKUA-18": "ticket",
+        "MET-TF03": "identifier",
+    }
+
+
+def test_a_korean_given_name_with_its_hyphen_is_one_name() -> None:
+    names = found("Then Jae-won Park and Hyun-woo agreed. Go-live after the Sign-in fix.")
+    assert names["Jae-won Park"] == names["Hyun-woo"] == "name"
+    assert "Go-live" not in names and "Sign-in" not in names  # English compounds
+
+
+def test_a_numbered_code_before_a_place_stands_alone() -> None:
+    text = "Tills at S022 Bristol Harbourside run TMF620 OpenAPI; the P400 Plus too."
+    assert found(text) == {
+        "S022": "name",
+        "Bristol Harbourside": "name",
+        "TMF620": "name",
+        "OpenAPI": "identifier",
+        "P400 Plus": "name",
+    }
+
+
+def test_a_saint_s_name_without_its_dot_keeps_its_s() -> None:
+    text = "Scans from St Cuthbert's Hospital; the Cardiff St Mary's store; St Albans."
+    assert found(text) == {
+        "St Cuthbert's Hospital": "name",
+        "Cardiff St Mary's": "name",
+        "St Albans": "name",
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

@@ -39,8 +39,9 @@ from tribalmemory.entities.versions import (
 
 _WORD_OF_CODE = re.compile(r"(?<![\w.-])[A-Z0-9][A-Z0-9-]*(?![\w-]|\.\w)")
 """A word of capitals, digits and hyphens: maybe a known model number alone (``NX-7``)."""
-_RANGE_END = re.compile(r"\.\.\d+\b(?!\.\d)")
-"""The end of a range after a numbered name (``..24`` of ``enc-cpu-01..24``)."""
+_RANGE_END = re.compile(r"\.\.(?:[A-Z](?:[A-Z0-9-]*[A-Z-])?)?\d+\b(?![.-]\w)")
+"""The end of a range after a numbered name: ``..24`` of ``enc-cpu-01..24``, ``..E04`` of
+``PVD-E02..E04``, ``..SKUA-18`` of ``SKUA-01..SKUA-18``."""
 _QUERY = re.compile(r"\?(?=[\w{\[])[\w=&%{}\[\].:*+-]*")
 """A route's query string (``?limit=5``, ``?postcode=&dateOfBirth=``), not a question mark."""
 _DOTTED_END = re.compile(r" (?:[A-Za-z]\.){2,}$")
@@ -145,7 +146,7 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
                 add("version", m.group(), m.start(), m.end())
     for kind, start, end in code_spans(text):
         add(kind, text[start:end], start, end)
-    if ". " in text:
+    if "St" in text or "Mt. " in text or "Ft. " in text:
         for m in SAINT.finditer(text):
             add("name", m.group(), m.start(), m.end())
     for surface, start, end in names:

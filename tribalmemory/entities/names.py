@@ -31,8 +31,18 @@ from tribalmemory.entities.trackers import KEY_PREFIX, tracker_keys
 
 _PARTICLE = r"(?:&|de|del|della|di|do|dos|da|das|du|van|von|der|den)\s"
 """A small word inside a name (``Casa do Rio``, ``Ana de Souza``, ``Ludwig van Beethoven``)."""
+_SYLLABLE = (
+    "(?:ae|bin|bo|byung|chae|chan|chang|cheol|chul|dae|dong|eun|gi|gyu|ha|hae|han|hee|ho|hoon"
+    "|hun|hwa|hwan|hye|hyo|hyuk|hyun|hyung|il|in|jae|je|jeong|ji|jin|jong|joo|ju|jun|jung|kang"
+    "|ki|kwang|kyu|kyung|mi|min|myung|na|nam|rae|sang|se|seo|seok|seon|seong|seung|shin|sik|so"
+    "|soo|suk|sun|sung|tae|won|woo|woong|ye|yeon|yeong|yong|yoon|young|yu|yun)"
+)
+_TWO_SYLLABLES = rf"(?=(?i:{_SYLLABLE})-{_SYLLABLE}\b(?!-))[A-Z][a-z]+-[a-z]+"
+"""A given name of two romanised Korean syllables joined by a hyphen (``Jae-won``,
+``Hyun-woo``), one word; not an English compound (``Sign-in``, ``Go-live``)."""
 _CAPITALISED = re.compile(
-    rf"\b[A-Z](?:'[A-Z])?[\w&]*(?:[+#]+(?!\w))?(?:\s(?:{_PARTICLE})?[A-Z](?:'[A-Z])?[\w]*)*"
+    rf"\b(?:{_TWO_SYLLABLES}|[A-Z](?:'[A-Z])?[\w&]*(?:[+#]+(?!\w))?)"
+    rf"(?:\s(?:{_PARTICLE})?(?:{_TWO_SYLLABLES}|[A-Z](?:'[A-Z])?[\w]*))*"
 )
 _SENTENCE_END = frozenset(".!?:\n")
 _ACRONYM_VERB = re.compile(r"[A-Z]{2,}(?:i[sz](?:ed|es|ing|ation)|ed|ing)")
@@ -85,7 +95,11 @@ def _segments(match: re.Match[str], known: frozenset[str]) -> list[list[Word]]:
     part: list[Word] = []
     for word in re.finditer(r"\S+", match.group()):
         item = (word.group(), match.start() + word.start())
-        if ACRONYM.fullmatch(item[0]) or PLURAL_ACRONYM.fullmatch(item[0]):
+        if (
+            ACRONYM.fullmatch(item[0])
+            or PLURAL_ACRONYM.fullmatch(item[0])
+            or (_NUMBERED_CODE.fullmatch(item[0]) and not _model_suffix(match, word.end()))
+        ):
             if part:
                 parts.append(part)
             parts.append([item])
@@ -105,6 +119,18 @@ def _segments(match: re.Match[str], known: frozenset[str]) -> list[list[Word]]:
         else:
             joined.append(part)
     return joined
+
+
+_NUMBERED_CODE = re.compile(r"[A-Z]{1,4}\d{2,}")
+"""A code of capitals and a number of two digits or more (``S022``, ``TMF620``, ``E10``): it
+stands alone before capitalised words (``S022 Bristol Harbourside`` is a store's code and its
+place), unless a model's suffix follows it (``P400 Plus``)."""
+_MODEL_SUFFIX = re.compile(r" (?:Plus|Pro|Max|Mini|Ultra|Lite|Air|Edge|SE)\b")
+
+
+def _model_suffix(match: re.Match[str], end: int) -> bool:
+    """Whether a model's suffix follows the word ending at ``end`` of a capitalised run."""
+    return bool(_MODEL_SUFFIX.match(match.group(), end))
 
 
 _DOTTED_FORM = re.compile(r"(?:\.[A-Za-z])+\.")
@@ -134,7 +160,7 @@ def _opens_a_name(text: str, before: list[Word], part: list[Word], known: frozen
     not ``RDS Postgres`` with ``Postgres`` known)."""
     acronym, start = before[0]
     first = part[0][0]
-    if len(before) > 1 or not ACRONYM.fullmatch(acronym):
+    if len(before) > 1 or not ACRONYM.fullmatch(acronym) or _NUMBERED_CODE.fullmatch(acronym):
         return False
     if ACRONYM.fullmatch(first):
         return len(part) == 1 and named_acronym(acronym) and named_acronym(first)
@@ -353,13 +379,17 @@ _SAID_OF_A_PERSON = re.compile(
 """What follows a person's name opening a sentence (``Priya prefers``, ``Tomasz approved``,
 ``Oskar primary``, ``Wen off Friday``): a verb said of people, not of things, so the word
 before it is a name even where the stream has not yet written it inside a sentence."""
-_AND_NAME = re.compile(r" and ([A-Z][a-z]+)\b")
+_AND_NAME = re.compile(rf" and ({_TWO_SYLLABLES}|[A-Z][a-z]+)\b")
 """``Aisha and Lukas``: a sentence's first word joined to a known name is one too."""
 
 
-SAINT = re.compile(r"\b(?:St|Mt|Ft)\. [A-Z][a-z]+(?:(?:'|\u2019)s)?")
+SAINT = re.compile(
+    r"\b(?:St|Mt|Ft)\. [A-Z][a-z]+(?:(?:'|\u2019)s)?"
+    r"|\b(?:[A-Z][a-z]+ )?St [A-Z][a-z]+(?:'|\u2019)s(?: [A-Z][a-z]+)?"
+)
 """A place named for a saint, a mount or a fort: one name with its abbreviation and its
-``'s`` (``St. Brennan's``, ``Mt. Hood``), not two."""
+``'s`` (``St. Brennan's``, ``Mt. Hood``), not two; without the dot, with the words around it
+(``Cardiff St Mary's``, ``St Anne's Primary``)."""
 
 
 _HUMPS = re.compile(r"[A-Z][A-Za-z0-9]*")

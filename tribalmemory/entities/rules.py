@@ -217,9 +217,9 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:v\d+(?:\.\d+)+|\d+(?:\.\d+){2,})\b(?![.-]\w)"
         ),
     ),
-    (  # a unit or a part by its letters and a lettered number: FCC-R2, SB-A07, FP-E212
+    (  # a unit or a part by its letters and a lettered number: FCC-R2, SB-A07, MET-TF03
         "identifier",
-        re.compile(r"(?<![\w.-])[A-Z]{2,6}-[A-Z]\d{1,3}(?![\w-]|\.\w)"),
+        re.compile(r"(?<![\w.-])[A-Z]{2,6}-[A-Z]{1,2}\d{1,3}(?![\w-]|\.\w)"),
     ),
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
     (  # a key numbered by one digit after its hyphen: a field (PID-3), a unit (KRK-1); not a
