@@ -103,12 +103,16 @@ TUNING = (
     "synth-water-utility",
     "synth-crypto-exchange",
     "synth-oil-gas-seismic",
-)
-FRESH: tuple[str, ...] = (
     "synth-hospital-radiology",
     "synth-semiconductor-fab",
     "synth-telecom-billing",
     "synth-restaurant-chain",
+)
+FRESH: tuple[str, ...] = (
+    "synth-aircraft-mro",
+    "synth-bioprocess-cmc",
+    "synth-cloud-finops",
+    "synth-municipal-gis",
 )
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
