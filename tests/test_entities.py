@@ -1211,6 +1211,16 @@ def test_a_saint_s_name_without_its_dot_keeps_its_s() -> None:
     }
 
 
+def test_a_python_package_is_found_by_its_prefix() -> None:
+    text = "Bumped pydicom and pymodbus; the pyramid scheme."
+    assert found(text) == {"pydicom": "name", "pymodbus": "name"}
+
+
+def test_a_yaml_setting_s_key_in_backticks_is_an_identifier() -> None:
+    names = found("Tools run with `verify: always`; alerts `for: 15m`.")
+    assert names == {"verify": "identifier"}  # `for` is a keyword of code, no setting
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

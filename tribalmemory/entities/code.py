@@ -60,6 +60,9 @@ _ASSIGNED = re.compile(r" ?=(?!=)(?!.*\()")
 """A value given to the first word of code (`` `revalidate = 60` ``, `` `timezone=UTC` ``): the
 word is a setting's key, an identifier (not a statement's variable given a call's result:
 `` `client = Client()` ``)."""
+_KEY_VALUE = re.compile(r": \S+")
+"""One value after a key and a colon, the whole code (`` `verify: on_change` ``, `` `for: 15m` ``):
+a setting as YAML writes it; its key is an identifier."""
 _OPERATOR = re.compile(r"\s*(?:[-+*/%&|^<>!:=]?=|=>|->|\.|\[)")
 """What follows a variable in a statement (`` `client = Client()` ``, `` `x += 1` ``): code,
 not a command."""
@@ -84,7 +87,9 @@ def code_spans(text: str) -> Iterable[tuple[str, int, int]]:
         if token.end() == len(code):
             declared = _DECLARED_NAME.fullmatch(code) and _DESCRIBED.match(text, span.end())
             yield "name" if declared else "identifier", start, start + token.end()
-        elif _ASSIGNED.match(code, token.end()) and token.group() not in _KEYWORDS:
+        elif (
+            _ASSIGNED.match(code, token.end()) or _KEY_VALUE.fullmatch(code, token.end())
+        ) and token.group() not in _KEYWORDS:
             yield "identifier", start, start + token.end()  # a setting: `revalidate = 60`
         elif (
             code[token.end()] == " "

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from tribalmemory.entities.words import english_words
+
 TOOLS = frozenset(
     """
     pytest pylint flake8 mypy pyright ruff isort autopep8 yapf pipenv pipx conda miniconda
@@ -194,6 +196,9 @@ _WORD = re.compile(
 not a part of a path, a link, a flag, a file name, markup or a code name (``/usr/bin/nginx``,
 ``redis://``, ``pytest.ini``, ``redis_url``, ``--redis``, ``numpy.array``, ``redis:7``,
 ``<?php``)."""
+_PYTHON_PACKAGE = re.compile(r"py[a-z]{3,}")
+"""A Python package by the prefix of its ecosystem (``pydicom``, ``pymodbus``, ``pythonnet``):
+a tool where the word is no English one (not ``pyramid``)."""
 _RELEASE = re.compile(r" \(?v?\d+\.\d+")
 """A release after a word (``flask 2.3``, ``celery v5.3.1``, ``devise (4.9.4)``): the word
 names a product."""
@@ -207,4 +212,6 @@ def tool_spans(text: str) -> Iterable[tuple[int, int]]:
     for m in _WORD.finditer(text):
         word = m.group()
         if word in TOOLS or (word in AMBIGUOUS_TOOLS and _RELEASE.match(text, m.end())):
+            yield m.span()
+        elif _PYTHON_PACKAGE.fullmatch(word) and word not in english_words():
             yield m.span()
