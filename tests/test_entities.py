@@ -1221,6 +1221,37 @@ def test_a_yaml_setting_s_key_in_backticks_is_an_identifier() -> None:
     assert names == {"verify": "identifier"}  # `for` is a keyword of code, no setting
 
 
+def test_an_english_word_and_its_small_number_are_one_name() -> None:
+    text = "Aircraft in Hangar 5 for District 4 under USPS Pub 28; Java 21 in prod."
+    assert found(text) == {
+        "Hangar 5": "name",
+        "District 4": "name",
+        "USPS Pub 28": "name",
+        "Java": "name",  # a product's release, not part of its name
+    }
+
+
+def test_a_document_s_part_and_its_number_name_nothing() -> None:
+    text = "The A320 MPD Rev 34 is out; see Section 13 and Schedule 2."
+    assert found(text) == {"A320": "name"}
+
+
+def test_a_measure_after_a_tool_s_word_is_no_release() -> None:
+    text = "The sparge runs air 0.5 slpm now; flask 2.3 on the API."
+    assert found(text) == {"flask": "name"}
+
+
+def test_a_chemical_formula_names_nothing() -> None:
+    assert found("The cascade goes stirrer, air, then O2; CO2 stripping and pCO2.") == {}
+
+
+def test_a_unit_letter_after_a_number_is_no_part_of_the_name() -> None:
+    text = "Production is a 2,000 L HyPerforma; PD has a 50 L Biostat STR."
+    names = found(text)
+    assert "HyPerforma" in names and "Biostat" in names
+    assert not any(name.startswith("L ") for name in names)
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

@@ -26,8 +26,9 @@ from tribalmemory.entities.stoplist import (
     STOP,
     STREETS,
 )
-from tribalmemory.entities.tools import TOOLS
+from tribalmemory.entities.tools import AMBIGUOUS_TOOLS, TOOLS
 from tribalmemory.entities.trackers import KEY_PREFIX, tracker_keys
+from tribalmemory.entities.words import english_words
 
 _PARTICLE = r"(?:&|de|del|della|di|do|dos|da|das|du|van|von|der|den)\s"
 """A small word inside a name (``Casa do Rio``, ``Ana de Souza``, ``Ludwig van Beethoven``)."""
@@ -262,6 +263,7 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
             first = words[0][1]
             while words and (
                 _ordinary(words[0][0])
+                or _unit_letter(text, words[0])
                 or (
                     opens
                     and words[0][0].lower() not in known
@@ -273,6 +275,9 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
             while words and (
                 (_ordinary(words[-1][0]) and words[-1][0] not in _NAME_ENDS)
                 or _NUMBER_GLUED.match(text, words[-1][1] + len(words[-1][0]))
+                or (
+                    len(words) > 1 and _ranked(text, words[-1][0], words[-1][1] + len(words[-1][0]))
+                )
             ):
                 words = words[:-1]
             if not words:
@@ -298,6 +303,9 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 continue
             if any(c.isdigit() for c in surface) and _glued(text, start, end):
                 continue  # a part of a longer code: FCC-R2, 23.4R2-S3, pin X1.34
+            if (number := _numbered_word(text, surface, end, known)) is not None:
+                end = number
+                surface = text[start:end]
             if ACRONYM.fullmatch(surface) and not any(c.isdigit() for c in surface):
                 model = MODEL.match(text, end) if surface.isalpha() else None
                 if model and surface in GENERIC_ACRONYMS and len(model.group().split()[0]) > 2:
@@ -314,7 +322,36 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
             yield surface, start, end
 
 
+_NUMBER_BEFORE = re.compile(r"\d ?$")
+
+
+def _unit_letter(text: str, word: Word) -> bool:
+    """Whether a capital letter alone after a number is its unit (``2,000 L HyPerforma``,
+    ``12 V Battery``), no part of the name after it."""
+    return len(word[0]) == 1 and bool(_NUMBER_BEFORE.search(text[max(0, word[1] - 3) : word[1]]))
+
+
 _NUMBER_AFTER = re.compile(r" \d+\b")
+_SMALL_NUMBER = re.compile(
+    r" \d{1,2}\b(?![\w.:/%,-]| ?(?:h|s|ms|min|mins|GB|MB|TB|kB|days?|weeks?|hours?)\b)"
+)
+
+
+def _numbered_word(text: str, surface: str, end: int, known: frozenset[str]) -> int | None:
+    """Where a name ends that an English word opens with its small number (``Hangar 5``,
+    ``District 4``, ``Form 1``): the word alone is no name the project knows (``Java 21`` is
+    Java's release)."""
+    last = surface.rsplit(" ", 1)[-1]
+    word = last.lower()
+    if not last.istitle() or word not in english_words():
+        return None
+    if word in TOOLS or word in AMBIGUOUS_TOOLS:
+        return None  # a product's release: Java 21, React 18
+    if surface.lower() in known or not (number := _SMALL_NUMBER.match(text, end)):
+        return None
+    return number.end()
+
+
 _NUMBER_GLUED = re.compile(r"-\d")
 """A number joined by a hyphen after a word (``Cal-27``, ``Q4-26``): a code, no name."""
 _GLUED_BEFORE = re.compile(r"\w[-.]$")

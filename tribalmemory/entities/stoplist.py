@@ -226,7 +226,8 @@ STOP = (
     | POD_STATES
 )
 RANKS = frozenset(
-    "tier level phase stage step round sprint grade patch annex appendix table class wave".split()
+    "tier level phase stage step round sprint grade patch annex appendix table class wave "
+    "section chapter schedule rev revision page item clause".split()
 )
 """Words a number ranks (``Tier 2``, ``Phase 3``): a rank, no name, before its number."""
 NATIONALITY_ADJECTIVES = frozenset(
@@ -272,10 +273,12 @@ as an example, no thing of the project's."""
 GENERIC_WITH_DIGITS = frozenset(
     "I2C I2S MP3 MP4 M4A H264 H265 AV1 VP8 VP9 IPV4 IPV6 UTF8 UTF16 UTF32 SHA1 SHA256 SHA384 "
     "SHA512 MD5 BASE64 X509 HTTP2 HTTP3 L2 L3 L4 L7 2FA 3G 4G 5G P2P E2E DHCPV6 ICMPV6 NAT64 "
-    "DNS64 OSPFV3 SNMPV3 10G 25G 40G 100G 400G L0 L1 RS232 RS422 RS485".split()
+    "DNS64 OSPFV3 SNMPV3 10G 25G 40G 100G 400G L0 L1 RS232 RS422 RS485 "
+    "O2 O3 CO2 N2 H2 H2O H2S CH4 NH3 NO2 SO2 N2O PCO2 PO2 CO2E".split()
 )
 """Generic acronyms with a digit (buses and serial lines, codecs, protocols, hash functions,
-encodings, levels and layers: ``I2C``, ``RS-485``, ``UTF-16``, ``SHA-256``, ``L1``), in capitals
+encodings, levels and layers, chemical formulas: ``I2C``, ``RS-485``, ``UTF-16``, ``SHA-256``,
+``L1``, ``CO2``), in capitals
 without a hyphen: a kind of thing, while other acronyms with a digit name one (``PS5``)."""
 """Words that name no one thing when a name is that word alone."""
 

@@ -147,7 +147,7 @@ AMBIGUOUS_TOOLS = frozenset(
     attrs changesets crane picard salmon du df vale lychee stern lens octant pluto nats goldilocks
     black bundler make go cobra express flask celery spark hive helm airflow
     rust ruby swift
-    dart julia elixir python java poetry wheel twine hatch pip uv pandas polars requests
+    dart julia elixir python java node poetry wheel twine hatch pip uv pandas polars requests
     marshmallow torch flax transformers anthropic papermill dash hypothesis coverage pre-commit
     pillow sphinx motor tenacity click rich wagtail pyramid tornado bottle falcon quart locust
     vulture radon prefect ray fabric invoke arrow pendulum babel faker tortoise peewee pony
@@ -204,6 +204,19 @@ _RELEASE = re.compile(r" \(?v?\d+\.\d+")
 names a product."""
 
 
+_UNIT = re.compile(r"[\d.]* ?([A-Za-z\u00b5\u00b0/%]{1,5})\b")
+"""A short word after a number: a measure's unit unless an English word (``air 0.5 slpm``,
+not ``flask 2.3 on``)."""
+
+
+def _released(text: str, end: int) -> bool:
+    """Whether a release follows ``end`` (:data:`_RELEASE`), not a measure (``air 0.5 slpm``)."""
+    if not (release := _RELEASE.match(text, end)):
+        return False
+    unit = _UNIT.match(text, release.end())
+    return unit is None or unit.group(1).lower() in english_words()
+
+
 def tool_spans(text: str) -> Iterable[tuple[int, int]]:
     """Where ``text`` names a tool of :data:`TOOLS` in small letters, a whole word (``switched
     to vitest``, ``pgbouncer in front``, ``pytest`` of `` `uv run pytest` ``), or one of
@@ -211,7 +224,7 @@ def tool_spans(text: str) -> Iterable[tuple[int, int]]:
     code name."""
     for m in _WORD.finditer(text):
         word = m.group()
-        if word in TOOLS or (word in AMBIGUOUS_TOOLS and _RELEASE.match(text, m.end())):
+        if word in TOOLS or (word in AMBIGUOUS_TOOLS and _released(text, m.end())):
             yield m.span()
         elif _PYTHON_PACKAGE.fullmatch(word) and word not in english_words():
             yield m.span()
