@@ -107,12 +107,16 @@ TUNING = (
     "synth-semiconductor-fab",
     "synth-telecom-billing",
     "synth-restaurant-chain",
-)
-FRESH: tuple[str, ...] = (
     "synth-aircraft-mro",
     "synth-bioprocess-cmc",
     "synth-cloud-finops",
     "synth-municipal-gis",
+)
+FRESH: tuple[str, ...] = (
+    "synth-actuarial-pricing",
+    "synth-humanitarian-logistics",
+    "synth-university-registrar",
+    "synth-shipping-fleet",
 )
 """Streams labelled but not yet tuned on: their first score, held out for the rules as they
 stand, is reported apart (with the tuning streams under ``--tuning-only``); then they join
