@@ -1252,6 +1252,20 @@ def test_a_unit_letter_after_a_number_is_no_part_of_the_name() -> None:
     assert not any(name.startswith("L ") for name in names)
 
 
+def test_a_model_s_numbered_variant_is_one_identifier() -> None:
+    text = "Engines (LEAP-1A, CFM56-7B) and stockers STK-4A01..4A12."
+    assert found(text) == {
+        "LEAP-1A": "identifier",
+        "CFM56-7B": "identifier",
+        "STK-4A01..4A12": "identifier",
+    }
+
+
+def test_a_name_keeps_its_plus() -> None:
+    names = found("We hand off to SolarAPP+ now; `dbt build -s fct_orders+` in CI.")
+    assert names["SolarAPP+"] == "identifier" and names["fct_orders"] == "identifier"
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

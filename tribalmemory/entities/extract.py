@@ -39,9 +39,14 @@ from tribalmemory.entities.versions import (
 
 _WORD_OF_CODE = re.compile(r"(?<![\w.-])[A-Z0-9][A-Z0-9-]*(?![\w-]|\.\w)")
 """A word of capitals, digits and hyphens: maybe a known model number alone (``NX-7``)."""
-_RANGE_END = re.compile(r"\.\.(?:[A-Z](?:[A-Z0-9-]*[A-Z-])?)?\d+\b(?![.-]\w)")
+_RANGE_END = re.compile(r"\.\.(?:[A-Z0-9](?:[A-Z0-9-]*[A-Z-])?)?\d+\b(?![.-]\w)")
 """The end of a range after a numbered name: ``..24`` of ``enc-cpu-01..24``, ``..E04`` of
 ``PVD-E02..E04``, ``..SKUA-18`` of ``SKUA-01..SKUA-18``."""
+_PLUS = re.compile(r"\+(?![\w+`])")
+_PLUS_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 ]*[A-Za-z0-9]")
+"""A name of letters and digits, and a plus after it that joins nothing to it: the plus is
+the name's (``SolarAPP+``, ``Livewire+``, ``kdb+``); not a selector written as code
+(``model_name+``)."""
 _QUERY = re.compile(r"\?(?=[\w{\[])[\w=&%{}\[\].:*+-]*")
 """A route's query string (``?limit=5``, ``?postcode=&dateOfBirth=``), not a question mark."""
 _DOTTED_END = re.compile(r" (?:[A-Za-z]\.){2,}$")
@@ -75,6 +80,12 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     def add(kind: str, surface: str, start: int, end: int) -> None:
         if kind in ("system", "identifier", "ticket") and (upto := _RANGE_END.match(text, end)):
             surface += upto.group()  # a range of hosts is one: enc-cpu-01..24
+        if (
+            kind in ("name", "identifier")
+            and _PLUS.match(text, end)
+            and _PLUS_NAME.fullmatch(surface)
+        ):
+            surface += "+"  # a name with its plus: SolarAPP+, kdb+
         if kind == "path" and "/" in surface and (query := _QUERY.match(text, end)):
             surface += query.group()  # a route with its query: /v1/spend?campaign=&day=
         if not surface.endswith(("/...", "=...")) and not _DOTTED_END.search(surface):

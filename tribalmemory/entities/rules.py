@@ -221,6 +221,10 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "identifier",
         re.compile(r"(?<![\w.-])[A-Z]{2,6}-[A-Z]{1,2}\d{1,3}(?![\w-]|\.\w)"),
     ),
+    (  # a model by its letters and a numbered variant: LEAP-1A, CFM56-7B, BTS7020-2EPA
+        "identifier",
+        re.compile(r"(?<![\w.-])[A-Z]{2,6}\d*-\d{1,3}[A-Z][A-Z0-9]*(?![\w/-]|[.,]\w)"),
+    ),
     ("system", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b(?:-\*)?")),  # and a glob: x-*
     (  # a key numbered by one digit after its hyphen: a field (PID-3), a unit (KRK-1); not a
         # time zone's offset (UTC-3, ACST-9:30)
@@ -251,7 +255,7 @@ NEEDLES: tuple[str | None, ...] = (
     *(":", ":", ":", ":", None, "_", None),  # namespaces, registers, images, keys, code names
     "0x",
     *(None, "0", "-"),
-    *("-", ".", "-"),  # ranges, headers, packages with their release, units
+    *("-", ".", "-", "-"),  # ranges, headers, packages with their release, units, models
     "-",  # systems
     "-",  # a key numbered by one digit
     None,  # ServiceNow records and support cases
