@@ -1266,6 +1266,12 @@ def test_a_name_keeps_its_plus() -> None:
     assert names["SolarAPP+"] == "identifier" and names["fct_orders"] == "identifier"
 
 
+def test_a_unit_over_a_unit_is_no_path() -> None:
+    assert found("Titer 3.2 g/L at 150 g/mol, 40 W/m3; see docs/runbooks/oncall.md.") == {
+        "docs/runbooks/oncall.md": "path"
+    }
+
+
 def test_the_prefix_of_a_project_s_ticket_keys_names_nothing() -> None:
     assert found("Jira keys: PAY- payments, LOY- loyalty; see PAY-1182.") == {
         "Jira": "name",

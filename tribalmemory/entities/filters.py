@@ -59,6 +59,9 @@ _PER_UNIT = re.compile(
     r"/(?:s|sec|second|min|minute|h|hr|hour|d|day|wk|week|mo|month|y|yr|year|seat|user)s?"
 )
 """A rate's unit (``8867-4 /min``, ``$25/seat``): no path."""
+_UNIT = r"(?:[munµk]?(?:g|L|l|m|m2|m3|s|mol|W|V|A|Pa|Hz)|dL|mL|h|min|d|bar|K|°C|ppm)"
+_UNIT_RATIO = re.compile(rf"{_UNIT}/{_UNIT}")
+"""A measure's unit over another (``g/L``, ``g/mol``, ``W/m3``, ``mg/kg``): no path."""
 
 
 _PAIR = re.compile(r"(?<![\w/.@~-])([a-z][\w-]*)(/[a-z][\w.-]*[a-z0-9])(?![\w/])")
@@ -116,7 +119,7 @@ def plausible(
         return not all(p in GENERIC_ACRONYMS or generic_with_digits(p) for p in surface.split("-"))
     if kind == "path" and "\\" in surface and "/" not in surface and surface[1:2] != ":":
         return surface.count("\\") > 1 or surface.endswith("\\") or bool(FILE.search(surface))
-    if kind == "path" and _PER_UNIT.fullmatch(surface):
+    if kind == "path" and (_PER_UNIT.fullmatch(surface) or _UNIT_RATIO.fullmatch(surface)):
         return False
     if kind == "path" and "/" in surface and not surface.startswith(("//", "\\")):
         parts = [p for p in re.split(r"[/*]+", surface) if p]
