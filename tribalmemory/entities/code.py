@@ -61,8 +61,9 @@ _ASSIGNED = re.compile(r" ?=(?!=)(?!.*\()")
 word is a setting's key, an identifier (not a statement's variable given a call's result:
 `` `client = Client()` ``)."""
 _KEY_VALUE = re.compile(r": \S+")
-"""One value after a key and a colon, the whole code (`` `verify: on_change` ``, `` `for: 15m` ``):
-a setting as YAML writes it; its key is an identifier."""
+"""One value after a key and a colon, the whole code (`` `verify: on_change` ``,
+`` `cellular: true` ``): a setting as YAML writes it; its key is an identifier (not a keyword of
+code: `` `for: 15m` ``)."""
 _OPERATOR = re.compile(r"\s*(?:[-+*/%&|^<>!:=]?=|=>|->|\.|\[)")
 """What follows a variable in a statement (`` `client = Client()` ``, `` `x += 1` ``): code,
 not a command."""

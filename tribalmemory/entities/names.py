@@ -127,6 +127,7 @@ _NUMBERED_CODE = re.compile(r"[A-Z]{1,4}\d{2,}")
 stands alone before capitalised words (``S022 Bristol Harbourside`` is a store's code and its
 place), unless a model's suffix follows it (``P400 Plus``)."""
 _MODEL_SUFFIX = re.compile(r" (?:Plus|Pro|Max|Mini|Ultra|Lite|Air|Edge|SE)\b")
+"""A model's suffix after its number (``P400 Plus``, ``M2 Pro``)."""
 
 
 def _model_suffix(match: re.Match[str], end: int) -> bool:

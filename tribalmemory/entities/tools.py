@@ -204,7 +204,7 @@ _RELEASE = re.compile(r" \(?v?\d+\.\d+")
 names a product."""
 
 
-_UNIT = re.compile(r"[\d.]* ?([A-Za-z\u00b5\u00b0/%]{1,5})\b")
+_MEASURE = re.compile(r"[\d.]* ?([A-Za-z\u00b5\u00b0/%]{1,5})\b")
 """A short word after a number: a measure's unit unless an English word (``air 0.5 slpm``,
 not ``flask 2.3 on``)."""
 
@@ -213,7 +213,7 @@ def _released(text: str, end: int) -> bool:
     """Whether a release follows ``end`` (:data:`_RELEASE`), not a measure (``air 0.5 slpm``)."""
     if not (release := _RELEASE.match(text, end)):
         return False
-    unit = _UNIT.match(text, release.end())
+    unit = _MEASURE.match(text, release.end())
     return unit is None or unit.group(1).lower() in english_words()
 
 
