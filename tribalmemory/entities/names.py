@@ -276,9 +276,7 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
             while words and (
                 (_ordinary(words[-1][0]) and words[-1][0] not in _NAME_ENDS)
                 or _NUMBER_GLUED.match(text, words[-1][1] + len(words[-1][0]))
-                or (
-                    len(words) > 1 and _ranked(text, words[-1][0], words[-1][1] + len(words[-1][0]))
-                )
+                or _ranked(text, words[-1][0], words[-1][1] + len(words[-1][0]))
             ):
                 words = words[:-1]
             if not words:
@@ -294,7 +292,7 @@ def capitalised_names(text: str, known: frozenset[str]) -> Iterable[tuple[str, i
                 continue
             if PERIOD_OR_RANK.fullmatch(surface) or _reason_phrase(text, first):
                 continue
-            if surface.lower() in ALONE or _ranked(text, surface, end):
+            if surface.lower() in ALONE:
                 continue
             if generic_with_digits(surface) or surface.rsplit(" ", 1)[-1].lower() in STREETS:
                 continue
