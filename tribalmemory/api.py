@@ -57,7 +57,12 @@ class EpisodeOperations(Protocol):
     ) -> dict[str, Any]: ...
     def member_ids(self, episode_id: str) -> list[str]: ...
     async def entities(
-        self, project: str, query: str | None, kind: str | None, limit: int
+        self,
+        project: str,
+        query: str | None,
+        kind: str | None,
+        limit: int,
+        include_doubted: bool = False,
     ) -> list[dict[str, Any]]: ...
     async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]: ...
     async def entity_memory_ids(self, project: str | None, name: str) -> list[str]: ...
@@ -329,7 +334,8 @@ class TribalAPI:
         query = check.text("query", request.query, shapes.MAX_FILTER_CHARS, required=False)
         kind = check.choice("kind", request.kind, shapes.ENTITY_KINDS)
         size = check.integer("limit", request.limit, shapes.ENTITIES_LIMIT)
-        found = await engine.entities(project, query, kind, size)
+        doubted = check.boolean("include_doubted", request.include_doubted)
+        found = await engine.entities(project, query, kind, size, doubted)
         entities = [shapes.Entity.model_validate(e) for e in found]
         return shapes.EntityList(entities=entities, count=len(entities), project=project).to_json()
 

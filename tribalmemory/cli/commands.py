@@ -276,7 +276,11 @@ async def entities(api: Api, args: argparse.Namespace) -> int:
         print_json(found) if args.json else print_entity(found)
         return 0
     result = await api.entities_list(
-        query=args.query, kind=args.kind, limit=args.limit, project=args.project
+        query=args.query,
+        kind=args.kind,
+        limit=args.limit,
+        project=args.project,
+        **fields.given(args),
     )
     if args.json:
         print_json(result)
@@ -284,7 +288,13 @@ async def entities(api: Api, args: argparse.Namespace) -> int:
         print(f"No entities in project {result['project']}.")
     else:
         rows = [
-            [e["name"], e["kind"], e["mentions"], e["last_seen_at"][:16], ", ".join(e["aliases"])]
+            [
+                e["name"] + (" (doubted)" if e["doubted"] else ""),
+                e["kind"],
+                e["mentions"],
+                e["last_seen_at"][:16],
+                ", ".join(e["aliases"]),
+            ]
             for e in result["entities"]
         ]
         print(table(["ENTITY", "KIND", "MENTIONS", "LAST SEEN", "ALIASES"], rows))

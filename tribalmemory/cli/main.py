@@ -231,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--query", help="only entities whose name or an alias contains this")
     cmd.add_argument("--kind", choices=shapes.ENTITY_KINDS)
     cmd.add_argument("--limit", type=_positive, help="entities listed, or memories shown")
+    add_fields(cmd, shapes.EntitiesListQuery)
 
     causes = sub.add_parser(
         "causes", help="what led to what: causal links between episodes and memories"

@@ -216,9 +216,14 @@ class EpisodeEngine:
         return self.operations.member_ids(episode_id)
 
     async def entities(
-        self, project: str, query: str | None, kind: str | None, limit: int
+        self,
+        project: str,
+        query: str | None,
+        kind: str | None,
+        limit: int,
+        include_doubted: bool = False,
     ) -> list[dict[str, Any]]:
-        return await self.entity_reads.entities(project, query, kind, limit)
+        return await self.entity_reads.entities(project, query, kind, limit, include_doubted)
 
     async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]:
         return await self.entity_reads.entity(project, name, limit)

@@ -31,6 +31,7 @@ def entity_json(row: sqlite3.Row) -> dict[str, Any]:
         "first_seen_at": _iso(row["first_seen"]),
         "last_seen_at": _iso(row["last_seen"]),
         "mentions": row["mentions"],
+        "doubted": bool(row["doubted"]),
     }
 
 
@@ -53,13 +54,19 @@ class EntityReads:
         self.work = work
 
     async def entities(
-        self, project: str, query: str | None, kind: str | None, limit: int
+        self,
+        project: str,
+        query: str | None,
+        kind: str | None,
+        limit: int,
+        include_doubted: bool = False,
     ) -> list[dict[str, Any]]:
         await self.work.settle()
+        listing = self.store.entities.listing
         if query is None:  # the page alone, from the index on (project, mentions, name)
-            rows = self.store.entities.listing(project, kind, limit)
+            rows = listing(project, kind, limit, include_doubted)
         else:  # names and aliases matched here: every entity of the project read
-            rows = [r for r in self.store.entities.listing(project, kind) if matches(query, r)]
+            rows = [r for r in listing(project, kind, None, include_doubted) if matches(query, r)]
         return [entity_json(r) for r in rows[:limit]]
 
     def _row(self, project: str, name: str) -> sqlite3.Row:

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..entities.named import named_mentions
 from ..llm.prompts.limits import LIST_MAX_ITEMS
+from ..llm.prompts.render import select_memories
 from ..models import ENGINE_WRITTEN, Memory, SourceType, new_memory_id
 from ..timeutil import from_epoch, to_epoch
 from . import derived, extractive, lifecycle, structured, upgrades
@@ -154,6 +155,7 @@ class Summaries:
                             to_epoch(memory.created_at),
                             made.named[memory.id],
                         )
+                self.store.entities.review(db, made.reviewed)
                 marked = plan != "interim" and upgrades.mark(self.store, db, episode_id, outage)
             await self._put(embedded_derived)
             await self._delete_stale(writes)
@@ -299,6 +301,7 @@ class Composed:
     summary: Memory | None  # the EPISODE_SUMMARY memory (see summary_memory)
     derived: list[Memory]  # the lesson and decision memories of the new record
     named: dict[str, dict[str, tuple[str, list[str]]]]  # memory id -> the LLM's names it writes
+    reviewed: dict[str, list[str]]  # memory id -> the names of it the record gave (see reviewed)
 
 
 def compose(
@@ -331,7 +334,7 @@ def compose(
     summary = summary_memory(row, memories, title, values["summary"], values["summary_kind"], when)
     wanted = derived.memories(row, values["structured"], memories, title, when)
     named = llm_named(memories, result.metadata if result is not None else None)
-    return Composed(values, summary, wanted, named)
+    return Composed(values, summary, wanted, named, reviewed(memories, result, named))
 
 
 def llm_named(
@@ -359,6 +362,22 @@ def llm_named(
         if m.source_type not in ENGINE_WRITTEN
     }
     return {memory_id: named for memory_id, named in found.items() if named}
+
+
+def reviewed(
+    memories: list[Memory],
+    result: SummaryOutcome | None,
+    named: dict[str, dict[str, tuple[str, list[str]]]],
+) -> dict[str, list[str]]:
+    """The members an LLM's record read, each with the names that record gave that it writes
+    (canonical, from :func:`llm_named`): the members its prompt showed (see
+    :func:`~tribalmemory.llm.prompts.render.select_memories`), none the engine wrote; none
+    without an LLM answer with metadata (the final summary's). A name the rules found in a
+    member that its record left out is doubted (see :mod:`.store.entities`)."""
+    if result is None or result.metadata is None:
+        return {}
+    shown, _ = select_memories(memories)
+    return {m.id: sorted(named.get(m.id, {})) for m in shown if m.source_type not in ENGINE_WRITTEN}
 
 
 def summary_memory(

@@ -31,6 +31,11 @@ class EntitiesListQuery(Request):
         "canonical form: lower case, separators as '-', svc as service).",
     )
     kind: EntityKind | None = Field(None, description="Only entities of this kind.")
+    include_doubted: bool = Field(
+        False,
+        description="Also the doubted entities: names the rules alone found, in memories an "
+        "LLM's final summary read without listing them (see docs/entities.md).",
+    )
     limit: int = bounded(ENTITIES_LIMIT, "Maximum number of entities.")
     project: ProjectName | None = Field(None, description=PROJECT_DOC)
 
@@ -56,6 +61,10 @@ class Entity(Response):
     first_seen_at: Timestamp = Field(description="Memory time of its first mention.")
     last_seen_at: Timestamp = Field(description="Memory time of its latest mention.")
     mentions: int = Field(description="How many memories name it.")
+    doubted: bool = Field(
+        description="A name the rules alone found, in memories an LLM's final summary read "
+        "without listing it: left out of the list unless include_doubted."
+    )
 
 
 class EntityList(Response):

@@ -8,6 +8,10 @@ aliases, mention count, kind), so that forgetting a memory takes away what only 
 The episodes of an entity come from a join with ``memberships``, never from a copy.
 The acronyms each memory uses as a kind of thing (:mod:`.kind_words`) are written and forgotten
 with its mentions, and passed to the extraction with the known names.
+``reviewed`` holds the memories an LLM's final record read, with the names it gave each: an
+entity of kind ``name`` that the rules alone found, only in memories a record read and none of
+whose records gave it, is *doubted* (:data:`DOUBTED`): left out of the list unless asked for,
+still found by its name.
 ``entity_waiting`` holds the memories whose entities are still to be found (in arrival order;
 see :mod:`..entity_work`): a memory leaves it in the transaction that writes its mentions, so a
 memory naming nothing is done too."""
@@ -30,6 +34,22 @@ KINDS = ENTITY_KINDS
 KNOWN_NAMES = 200
 """At most this many known names (the most mentioned) are passed to the extraction, and as
 many known systems, paths and releases."""
+
+DOUBTED = (
+    "(e.kind = 'name' AND NOT EXISTS (SELECT 1 FROM mentions m "
+    "LEFT JOIN reviewed r ON r.memory_id = m.memory_id "
+    "WHERE m.project = e.project AND m.name = e.name AND (m.source != 'rules' "
+    "OR r.memory_id IS NULL "
+    "OR EXISTS (SELECT 1 FROM json_each(r.names) g WHERE g.value = m.name))))"
+)
+"""SQL, true for the entity row ``e`` when it is doubted: a name (kind ``name``), every mention
+of which the rules found in a memory an LLM's final record read without giving it. A name the
+extraction is least sure of (on new domains a quarter of its names are no entity) and that
+the LLM, reading the thread, did not list; one mention a record gave, or that no record read,
+keeps it."""
+
+ENTITY_COLUMNS = f"e.*, {DOUBTED} AS doubted"
+"""An entity row as the reads answer it: its columns and whether it is doubted."""
 
 Found = dict[str, tuple[str, list[str]]]
 """The entities one memory names: canonical name -> (kind, surfaces as written)."""
@@ -202,10 +222,22 @@ class Entities(Table):
             first, last = min(before[4], memory_time), max(before[5], memory_time)
         self._write(db, key, before, (kind, count, first, last), _aliases(before, surfaces))
 
+    @staticmethod
+    def review(db: sqlite3.Connection, reviewed: dict[str, list[str]]) -> None:
+        """An LLM's final record read these memories and gave each the names listed (memory id
+        -> canonical names): it replaces what an earlier record said of them."""
+        db.executemany(
+            "INSERT INTO reviewed VALUES (?, ?) ON CONFLICT(memory_id) DO UPDATE "
+            "SET names = excluded.names",
+            [(memory_id, json.dumps(names)) for memory_id, names in sorted(reviewed.items())],
+        )
+
     def forget_memory(self, db: sqlite3.Connection, memory_id: str) -> None:
-        """A forgotten memory's mentions go (and its wait for them, and its acronyms used as a
-        kind of thing); an entity no memory mentions any more goes."""
+        """A forgotten memory's mentions go (and its wait for them, what a record said of it,
+        and its acronyms used as a kind of thing); an entity no memory mentions any more
+        goes."""
         db.execute("DELETE FROM entity_waiting WHERE memory_id = ?", (memory_id,))
+        db.execute("DELETE FROM reviewed WHERE memory_id = ?", (memory_id,))
         kinds = self.kind_words.forget(db, memory_id)
         for project in {p for p, _ in kinds}:
             self._kinds_changed(db, project, {w for p, w in kinds if p == project})
@@ -395,8 +427,10 @@ class Entities(Table):
         return cached[0]
 
     def get(self, project: str, name: str) -> sqlite3.Row | None:
+        """The entity's row, with ``doubted`` (:data:`DOUBTED`)."""
         return self.db.execute(
-            "SELECT * FROM entities WHERE project = ? AND name = ?", (project, name)
+            f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.project = ? AND e.name = ?",
+            (project, name),
         ).fetchone()
 
     def by_alias(self, project: str | None, surface: str) -> list[str]:
@@ -415,16 +449,23 @@ class Entities(Table):
         return list(dict.fromkeys(r[0] for r in rows))
 
     def listing(
-        self, project: str, kind: str | None, limit: int | None = None
+        self,
+        project: str,
+        kind: str | None,
+        limit: int | None = None,
+        include_doubted: bool = False,
     ) -> list[sqlite3.Row]:
-        """The project's entities (of ``kind``), most mentioned first, ties by name; the first
+        """The project's entities (of ``kind``), most mentioned first, ties by name, with
+        ``doubted``; the doubted ones (:data:`DOUBTED`) only when ``include_doubted``; the first
         ``limit`` (None: all)."""
-        sql = "SELECT * FROM entities WHERE project = ?"
+        sql = f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.project = ?"
         args: list[str | int] = [project]
         if kind is not None:
-            sql += " AND kind = ?"
+            sql += " AND e.kind = ?"
             args.append(kind)
-        sql += " ORDER BY mentions DESC, name"
+        if not include_doubted:
+            sql += f" AND NOT {DOUBTED}"
+        sql += " ORDER BY e.mentions DESC, e.name"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)

@@ -124,10 +124,10 @@ def render_all(memories: Sequence[MemoryText], limit: int = MEMORY_CHARS) -> str
 
 
 def select_memories(
-    memories: Sequence[MemoryText], cap: int = MAX_MEMORIES, head: int = HEAD_MEMORIES
-) -> tuple[list[MemoryText], int]:
+    memories: Sequence[T], cap: int = MAX_MEMORIES, head: int = HEAD_MEMORIES
+) -> tuple[list[T], int]:
     """At most ``cap`` memories: the first ``head`` and the most recent rest; and the omitted
-    count."""
+    count (the memories a summary prompt shows, in the order given)."""
     items = list(memories)
     if len(items) <= cap:
         return items, 0

@@ -1,0 +1,198 @@
+"""Doubted entities (issue 43): a name the rules alone found, in memories an LLM's final
+record read without listing it, leaves the entity list (``include_doubted`` brings it back) and
+is still found by its name; a mention no record read, or one a record gave, keeps a name; other
+kinds are never doubted. Through the real litellm client and the fake provider."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from fakellm import FakeLLM, Recorded, Reply, default_reply
+from helpers_runtime import settle
+
+from tribalmemory.entities import mentions_of
+from tribalmemory.episodes.store import EpisodeStore
+from tribalmemory.episodes.summaries import reviewed
+from tribalmemory.episodes.summariser import SummaryOutcome
+from tribalmemory.llm.prompts.limits import HEAD_MEMORIES, MAX_MEMORIES
+from tribalmemory.models import Memory, SourceType
+from tribalmemory.runtime import Runtime
+from tribalmemory.timeutil import from_epoch
+
+Make = Callable[..., Awaitable[Runtime]]
+
+STORY = [
+    ("The nightly import stalls in Leeds; Priya Raman is on it.", "2026-03-02T09:00:00Z"),
+    (
+        "Priya Raman moved the nightly import; orders-svc drains it in 4 min.",
+        "2026-03-02T10:00:00Z",
+    ),
+    ("Fixed: the nightly import finishes before the backups now.", "2026-03-02T11:00:00Z"),
+]
+"""The rules find two names (``Priya Raman``, ``Leeds``) and a system (``orders-service``)."""
+
+
+def naming(names: list[str]) -> Callable[[Recorded], Reply]:
+    """The fake model, whose final answer's metadata lists ``names`` as the entities."""
+
+    def answer(request: Recorded) -> Reply:
+        reply = default_reply(request)
+        if request.purpose != "final":
+            return reply
+        data = json.loads(reply.content or "{}")
+        data["metadata"]["entities"] = names
+        return Reply.json(data)
+
+    return answer
+
+
+async def listed(rt: Runtime, **query: object) -> dict[str, bool]:
+    """Listed entity -> doubted."""
+    found = await rt.api.entities_list(project="shop", **query)
+    return {e["name"]: e["doubted"] for e in found["entities"]}
+
+
+async def story_episode(rt: Runtime) -> tuple[str, list[str]]:
+    ids = []
+    for text, at in STORY:
+        stored = await rt.api.remember(text, created_at=at, project="shop")
+        ids.append(stored["memory_id"])
+    created = await rt.api.episode_create("Nightly import stalls", ids)
+    await settle(rt)
+    return created["episode_id"], ids
+
+
+async def test_a_name_the_final_record_left_out_is_doubted_and_still_found_by_name(
+    engine_runtime: Make, fake_llm_env: FakeLLM
+) -> None:
+    assert set(mentions_of(STORY[0][0])) == {"leeds", "priya-raman"}  # the rules' names
+    fake_llm_env.responder = naming(["Priya Raman", "nightly import"])
+    rt = await engine_runtime()
+    episode_id, ids = await story_episode(rt)
+    # no record has read the memories yet: nothing is doubted
+    assert await listed(rt) == {"priya-raman": False, "leeds": False, "orders-service": False}
+
+    await rt.api.episode_close(episode_id)
+    await settle(rt)
+    after = await listed(rt)
+    assert "leeds" not in after
+    assert after["priya-raman"] is False and after["orders-service"] is False
+    assert (await listed(rt, include_doubted=True))["leeds"] is True
+    assert "leeds" not in await listed(rt, query="lee")
+    assert (await listed(rt, query="lee", include_doubted=True)) == {"leeds": True}
+    assert "leeds" not in await listed(rt, kind="name")
+    # found by its name, with the episodes and memories that name it
+    found = await rt.api.entity_get("Leeds", project="shop")
+    assert found["entity"]["doubted"] is True
+    assert [m["memory_id"] for m in found["memories"]] == [ids[0]]
+    assert [e["episode_id"] for e in found["episodes"]] == [episode_id]
+    assert (await rt.api.recall("Leeds", entity="Leeds", project="shop"))["results"]
+
+    # a later memory naming it, that no record has read, keeps it
+    later = await rt.api.remember(
+        "The Leeds cluster is slow again.", created_at="2026-03-09T09:00:00Z", project="shop"
+    )
+    await settle(rt)
+    assert (await listed(rt))["leeds"] is False
+    # ... until it is forgotten: doubted again
+    await rt.api.forget(later["memory_id"])
+    assert "leeds" not in await listed(rt)
+
+
+async def test_forgetting_a_memory_a_record_read_drops_what_the_record_said_of_it(
+    engine_runtime: Make, fake_llm_env: FakeLLM
+) -> None:
+    fake_llm_env.responder = naming(["Priya Raman"])
+    rt = await engine_runtime()
+    episode_id, ids = await story_episode(rt)
+    await rt.api.episode_close(episode_id)
+    await settle(rt)
+    store = rt.episodes.store
+    rows = dict(store.db.execute("SELECT memory_id, names FROM reviewed"))
+    assert {k: json.loads(v) for k, v in rows.items()} == {
+        ids[0]: ["priya-raman"],
+        ids[1]: ["priya-raman"],
+        ids[2]: [],
+    }
+    await rt.api.forget(ids[0])
+    assert {r[0] for r in store.db.execute("SELECT memory_id FROM reviewed")} == set(ids[1:])
+
+
+async def test_without_an_llm_nothing_is_doubted(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    episode_id, _ = await story_episode(rt)
+    await rt.api.episode_close(episode_id)
+    await settle(rt)
+    found = await listed(rt)
+    assert found["leeds"] is False and found["priya-raman"] is False
+    assert rt.episodes.store.db.execute("SELECT COUNT(*) FROM reviewed").fetchone()[0] == 0
+
+
+def test_a_name_is_doubted_only_when_every_mention_is_the_rules_in_a_memory_read_without_it(
+    tmp_path: Path,
+) -> None:
+    store = EpisodeStore(tmp_path / "episodes.sqlite3")
+    entities = store.entities
+    leeds = {"leeds": ("name", ["Leeds"])}
+    system = {"orders-service": ("system", ["orders-svc"])}
+
+    def doubted(name: str) -> bool:
+        row = entities.get("p", name)
+        assert row is not None
+        return bool(row["doubted"])
+
+    try:
+        with store.transaction() as db:
+            entities.record_memory(db, "p", "m1", 10.0, leeds | system)
+            entities.record_memory(db, "p", "m2", 20.0, leeds)
+            entities.review(db, {"m1": []})
+        assert not doubted("leeds")  # m2 was not read
+        with store.transaction() as db:
+            entities.review(db, {"m2": ["orders-service"]})
+        assert doubted("leeds") and not doubted("orders-service")  # a system is never doubted
+        assert [r["name"] for r in entities.listing("p", None)] == ["orders-service"]
+        assert [r["name"] for r in entities.listing("p", None, include_doubted=True)] == [
+            "leeds",
+            "orders-service",
+        ]
+        with store.transaction() as db:  # a later record gives it: it replaces the first
+            entities.review(db, {"m2": ["leeds"]})
+        assert not doubted("leeds")
+        with store.transaction() as db:
+            entities.review(db, {"m2": []})
+            entities.add_named(db, "p", "m3", 30.0, leeds)  # a record gave it in m3
+            entities.review(db, {"m3": []})  # (and a later one did not: its mention stays)
+        assert not doubted("leeds")
+    finally:
+        store.close()
+
+
+def memory(n: int, source_type: SourceType = SourceType.USER_EXPLICIT) -> Memory:
+    return Memory(
+        id=f"m{n}",
+        content=f"memory {n}",
+        source_type=source_type,
+        source_instance="test",
+        tags=[],
+        context=None,
+        created_at=from_epoch(float(n)),
+        updated_at=from_epoch(float(n)),
+        metadata={},
+        project="p",
+    )
+
+
+def test_a_record_reads_the_members_its_prompt_shows() -> None:
+    members = [memory(n) for n in range(MAX_MEMORIES + 5)]
+    members[1] = memory(1, SourceType.EPISODE_SUMMARY)
+    named = {"m0": {"leeds": ("name", ["Leeds"])}}
+    outcome = SummaryOutcome("t", "s", {"entities": ["Leeds"]})
+    read = reviewed(members, outcome, named)
+    shown = [f"m{n}" for n in range(HEAD_MEMORIES)]
+    shown += [f"m{n}" for n in range(HEAD_MEMORIES + 5, MAX_MEMORIES + 5)]
+    assert sorted(read) == sorted(set(shown) - {"m1"})  # the engine's own memory: not read
+    assert read["m0"] == ["leeds"] and read["m2"] == []
+    assert reviewed(members, SummaryOutcome("t", "s", None), named) == {}
+    assert reviewed(members, None, named) == {}
