@@ -38,8 +38,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import hashlib
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -83,14 +85,20 @@ def stream_rows(
 
 
 async def remember_all(
-    rows: list[dict[str, Any]], data: str, project: str, api_base: str | None = None
+    rows: list[dict[str, Any]],
+    data: str,
+    project: str,
+    api_base: str | None = None,
+    ids: dict[str, str] | None = None,
 ) -> tuple[Any, dict[str, str], list[float]]:
+    """A fresh runtime with every row remembered in order; the runtime's memory id -> the row's
+    id (``ids``, filled as they are stored when given) and each remember's seconds."""
     settings: dict[str, Any] = {"detector_strategy": "embedding"}
     if api_base is not None:  # an LLM (the fake) for summaries; detection stays embedding
         settings |= {"api_base": api_base, "summary_debounce_seconds": 0}
     config = config_from_dict({"data_dir": data, "episodes": settings})
     runtime = await start_runtime(config, run_scheduler=False)
-    ids: dict[str, str] = {}
+    ids = {} if ids is None else ids
     took = []
     for row in rows:
         started = time.perf_counter()
@@ -211,40 +219,91 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
     }
 
 
-def perfect_responder(names_of: dict[str, list[str]], size: int) -> Callable[[Recorded], Reply]:
+def perfect_responder(
+    names_of: Callable[[str], list[str]],
+    size: int,
+    wrong_of: Callable[[str], list[str]] = lambda _: [],
+    accuracy: float = 1.0,
+) -> Callable[[Recorded], Reply]:
     """The fake model: its final summary's ``metadata.entities`` are the gold names of the
     labelled memories in the prompt (``names_of``: memory id -> names), the ``size`` most
-    labelled there, ties in order of appearance."""
+    labelled there, ties in order of appearance. Below ``accuracy``, each name is, with
+    probability ``1 - accuracy``, one the rules find in a memory of the prompt that is no
+    labelled entity instead (``wrong_of``: memory id -> such names, as written; dropped when
+    there is none): a record that confirms the extraction's mistakes and leaves out as many
+    right names. Seeded by the prompt, so a run repeats."""
 
     def answer(request: Recorded) -> Reply:
         reply = default_reply(request)
         if request.purpose != "final":
             return reply
         counts: collections.Counter[str] = collections.Counter()
+        wrong: list[str] = []
         for attrs, _ in MEMORY_RE.findall(request.text):
             found = ID_RE.search(attrs)
-            counts.update(dict.fromkeys(names_of.get(found.group(1), []) if found else [], 1))
+            if found:
+                counts.update(dict.fromkeys(names_of(found.group(1)), 1))
+                wrong += [w for w in wrong_of(found.group(1)) if w not in wrong]
+        names = [n for n, _ in counts.most_common(size)]
+        if accuracy < 1.0:
+            rng = random.Random(hashlib.sha256(request.text.encode()).hexdigest())
+            swapped = [n if rng.random() < accuracy else None for n in names]
+            spare = [w for w in wrong if w not in names]
+            rng.shuffle(spare)
+            names = [n if n is not None else spare.pop() for n in swapped if n or spare]
         data = json.loads(reply.content or "{}")
-        data["metadata"]["entities"] = [n for n, _ in counts.most_common(size)]
+        data["metadata"]["entities"] = names
         return Reply.json(data)
 
     return answer
 
 
+def gold_forms(rows: list[dict[str, Any]], labels: dict[str, list[dict]]) -> dict[str, set[str]]:
+    """Each labelled entity of the stream (by canonical name) with the canonical forms it goes
+    by: its label's canonical name and every spelling the labelled memories write."""
+    text = {r["id"]: r["content"] for r in rows}
+    forms: dict[str, set[str]] = collections.defaultdict(set)
+    for row_id, entities in labels.items():
+        for g in entities:
+            key = canonical(g["canonical"])
+            forms[key] |= {key, canonical(text[row_id][g["start"] : g["end"]])} - {""}
+    return forms
+
+
+def list_quality(
+    store: Any, forms: dict[str, set[str]], labelled: set[str], include_doubted: bool
+) -> list[int]:
+    """The project's entity list (``GET /v1/entities``'s query, every entity) against the
+    labels: [listed, right, labelled entities, of them listed]. Only the listed entities that
+    a labelled memory (``labelled``: their ids in the runtime) names are judged: one is right
+    when its name or an alias is, in canonical form, a form of a labelled entity."""
+    known = set().union(*forms.values()) if forms else set()
+    listed = right = 0
+    seen: set[str] = set()
+    for row in store.entities.listing("bench", None, None, include_doubted):
+        if not labelled.intersection(store.entities.naming("bench", row["name"])):
+            continue  # named in unlabelled memories only: not judged
+        names = {row["name"]} | {canonical(a) for a in json.loads(row["aliases"])}
+        listed += 1
+        right += bool(names & known)
+        seen |= names
+    return [listed, right, len(forms), sum(1 for f in forms.values() if f & seen)]
+
+
 async def reach_after_close(
     rows: list[dict[str, Any]],
     labels: dict[str, list[dict]],
-    names_of: dict[str, list[str]],
     api_base: str | None,
+    ids: dict[str, str],
 ) -> dict[str, Any]:
-    """Remember the stream (with an LLM at ``api_base``, or none), close every active episode,
-    and read "which episodes touched X" (the mean share of X's labelled episodes reached)."""
+    """Remember the stream (with an LLM at ``api_base``, or none; ``ids`` filled with the
+    runtime's memory ids as they are stored), close every active episode, and read "which
+    episodes touched X" (the mean share of X's labelled episodes reached) and the entity
+    list's precision and recall (:func:`list_quality`)."""
     episode_of, gold, display = gold_of(rows, labels)
-    by_row = {r: list(dict.fromkeys(g["canonical"] for g in e)) for r, e in labels.items()}
     with tempfile.TemporaryDirectory() as data:
-        runtime, ids, _ = await remember_all(rows, data, "bench", api_base)
+        runtime, ids, _ = await remember_all(rows, data, "bench", api_base, ids)
         try:
-            names_of.update({m: by_row.get(r, []) for m, r in ids.items()})
             store = runtime.episodes.store
             assert await runtime.episodes.worker.drain(600)
             for (episode_id,) in store.db.execute(
@@ -259,7 +318,11 @@ async def reach_after_close(
             mentions = dict(
                 store.db.execute("SELECT source, COUNT(*) FROM mentions GROUP BY source")
             )
+            forms = gold_forms(rows, labels)
+            labelled = {m for m, r in ids.items() if r in labels}
             return {
+                "listed": list_quality(store, forms, labelled, False),
+                "listed_all": list_quality(store, forms, labelled, True),
                 "score": total / len(gold) if gold else 1.0,
                 "entities": len(gold),
                 "episodes": store.db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0],
@@ -270,19 +333,36 @@ async def reach_after_close(
 
 
 async def measure_record(
-    corpus: Path, stream: str, fake: FakeLLM, size: int, kept_aside_labels: str = ""
+    corpus: Path,
+    stream: str,
+    fake: FakeLLM,
+    size: int,
+    kept_aside_labels: str = "",
+    accuracy: float = 1.0,
 ) -> dict[str, Any]:
     """ "Which episodes touched X" without an LLM, and with one whose final summary of each
-    episode names the gold entities of its memories (``--perfect-record``); in both runs every
-    episode is closed before the read."""
+    episode names the gold entities of its memories (``--perfect-record``, right at
+    ``accuracy``); in both runs every episode is closed before the read."""
     rows, labels = stream_rows(corpus, stream, kept_aside_labels)
-    names_of: dict[str, list[str]] = {}  # the runtime's memory ids, filled as they are stored
-    rules = await reach_after_close(rows, labels, {}, None)
-    fake.responder = perfect_responder(names_of, size)
+    rules = await reach_after_close(rows, labels, None, {})
+    by_row = {r: list(dict.fromkeys(g["canonical"] for g in e)) for r, e in labels.items()}
+    known = set().union(*gold_forms(rows, labels).values())
+    wrong_by_row = {
+        r["id"]: [v[1][0] for k, v in mentions_of(r["content"]).items() if k not in known]
+        for r in rows
+        if r["id"] in labels
+    }
+    ids: dict[str, str] = {}  # the runtime's memory ids -> rows, filled as they are stored
+    fake.responder = perfect_responder(
+        lambda m: by_row.get(ids.get(m, ""), []),
+        size,
+        lambda m: wrong_by_row.get(ids.get(m, ""), []),
+        accuracy,
+    )
     fake.requests.clear()
     os.environ["OPENAI_API_KEY"] = "x"
     try:
-        record = await reach_after_close(rows, labels, names_of, fake.base_url)
+        record = await reach_after_close(rows, labels, fake.base_url, ids)
     finally:
         os.environ.pop("OPENAI_API_KEY", None)
     return {
@@ -293,40 +373,73 @@ async def measure_record(
         "finals": len(fake.by_purpose("final")),
         "rules": rules["score"],
         "record": record["score"],
+        "list_rules": rules["listed"],
+        "list_record": record["listed"],
+        "list_record_all": record["listed_all"],
         "rules_mentions": rules["mentions"].get("rules", 0),
         "mentions": record["mentions"],
         "calls": len(fake.requests),
     }
 
 
-def report_record(corpus: Path, size: int, kept_aside_labels: str = "") -> str:
+LISTS = ("list_rules", "list_record", "list_record_all")
+"""The entity lists compared: without an LLM; with the record, doubted names left out (the
+default list); with the record, doubted names too."""
+
+
+def list_cells(counts: Sequence[int]) -> str:
+    """``P / R`` of an entity list from :func:`list_quality`'s counts."""
+    listed, right, gold, found = counts
+    return f"{right / max(listed, 1):.3f} / {found / max(gold, 1):.3f}"
+
+
+def report_record(
+    corpus: Path,
+    size: int,
+    kept_aside_labels: str = "",
+    accuracy: float = 1.0,
+    held_out_only: bool = False,
+) -> str:
     lines = [
         "| streams | stream | memories | entities X | engine episodes, without / with the LLM "
         "| final summaries | episodes: stored entities, no LLM | with a perfect record "
-        "| mentions, no LLM | with: rules / llm | LLM calls |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| mentions, no LLM | with: rules / llm | LLM calls "
+        "| entity list P / R, no LLM | with the record | with, doubted too |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     kept = f"kept aside ({kept_aside_labels}/)" if kept_aside_labels else "kept aside"
     sums = {"rules": 0.0, "record": 0.0, "n": 0}
     with FakeLLM() as fake:
-        for group, streams in [("tuning", TUNING), ("fresh", FRESH), (kept, ASIDE)]:
+        groups = [] if held_out_only else [("tuning", TUNING)]
+        for group, streams in [*groups, ("fresh", FRESH), (kept, ASIDE)]:
+            pooled = {key: [0, 0, 0, 0] for key in LISTS}
             for stream in streams:
-                m = asyncio.run(measure_record(corpus, stream, fake, size, kept_aside_labels))
+                m = asyncio.run(
+                    measure_record(corpus, stream, fake, size, kept_aside_labels, accuracy)
+                )
                 print(m, file=sys.stderr, flush=True)
                 sums["rules"] += m["rules"]
                 sums["record"] += m["record"]
                 sums["n"] += 1
+                for key in LISTS:
+                    pooled[key] = [a + b for a, b in zip(pooled[key], m[key], strict=True)]
                 lines.append(
                     f"| {group} | {stream} | {m['memories']} | {m['entities']} "
                     f"| {m['episodes'][0]} / {m['episodes'][1]} | {m['finals']} "
                     f"| {m['rules']:.3f} | {m['record']:.3f} | {m['rules_mentions']} "
                     f"| {m['mentions'].get('rules', 0)} / {m['mentions'].get('llm', 0)} "
-                    f"| {m['calls']} |"
+                    f"| {m['calls']} | " + " | ".join(list_cells(m[key]) for key in LISTS) + " |"
+                )
+            if streams:
+                lines.append(
+                    f"| {group} | all {len(streams)} pooled | | | | | | | | | | "
+                    + " | ".join(list_cells(pooled[key]) for key in LISTS)
+                    + " |"
                 )
     n = max(1, int(sums["n"]))
     lines.append(
         f"| all | mean of {n} streams | | | | | {sums['rules'] / n:.3f} "
-        f"| {sums['record'] / n:.3f} | | | |"
+        f"| {sums['record'] / n:.3f} | | | | | | |"
     )
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return "\n".join(lines) + f"\n\nLoad average during the run (1, 5, 15 min): {load}; 2 CPUs."
@@ -370,19 +483,28 @@ def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) 
     return "\n".join(lines) + f"\n\nLoad average during the run (1, 5, 15 min): {load}; 2 CPUs."
 
 
+ACCURACY_NOTE = (
+    ", each right with probability {pct} %, else replaced by a name the rules wrongly find in "
+    "the prompt's memories (a record that confirms the extraction's mistakes)"
+)
 RECORD_HEAD = (
-    "## Entities stored with a perfect LLM record ({n} names): which episodes touched X\n\n"
-    "`python benchmarks/entity_store.py ../shared/corpus --perfect-record {n} --write`: "
+    "## Entities stored with a perfect LLM record ({n} names{title}): which episodes touched X, "
+    "and the entity list\n\n"
+    "`python benchmarks/entity_store.py ../shared/corpus --perfect-record {n}{flags} --write`: "
     "each labelled stream remembered whole through the real engine (episodes on, embedding "
     "detection) with an LLM configured: the fake OpenAI-compatible server of tests/fakellm.py "
     "through the real litellm client, whose final summary of an episode lists as "
     "`metadata.entities` the {n} gold entities (the labels' canonical names) most labelled in "
-    "the memories of its prompt. The share of X's labelled episodes reached by the memories "
-    "the stored entity names, as in the table above: after the stream (the rules' mentions; "
-    "an episode closed during the stream may already carry the record's), then after every "
-    "active episode is closed and its final summary stored (the record's names become mentions "
-    "of the members that write them, as a whole word, the name or its canonical form). An upper "
-    "bound of what the record adds: a real model names fewer and other things.\n\n"
+    "the memories of its prompt{right}. The share of X's labelled episodes reached by the "
+    "memories the stored entity names, as in the table above: after the stream without an LLM, "
+    "then, with the LLM, after every active episode is closed and its final summary stored (the "
+    "record's names become mentions of the members that write them, as a whole word, the name "
+    "or its canonical form). The entity list (`GET /v1/entities`, every entity) against the "
+    "labels, the entities a labelled memory names only: precision (its name or an alias is a "
+    "labelled entity's canonical name or spelling) and recall (the labelled entities it "
+    "holds), pooled over each group's streams; with the record, the names it left out are "
+    "doubted and leave the default list (docs/entities.md), or stay with `include_doubted`. "
+    "An upper bound of what the record adds: a real model names fewer and other things.\n\n"
 )
 
 
@@ -408,18 +530,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="measure with an LLM record naming the N most labelled gold entities of each "
         "episode's final summary (1-20)",
     )
+    ap.add_argument(
+        "--record-accuracy",
+        type=float,
+        default=1.0,
+        metavar="A",
+        help="with --perfect-record: each name of the record is right with probability A, "
+        "else a name the rules wrongly find in the prompt's memories (default 1)",
+    )
+    ap.add_argument(
+        "--held-out-only",
+        action="store_true",
+        help="with --perfect-record: the fresh and kept-aside streams alone (no --write)",
+    )
     args = ap.parse_args(argv)
     if args.perfect_record:
         if not 1 <= args.perfect_record <= 20:
             ap.error("--perfect-record takes 1 to 20 names (what an answer may hold)")
-        text = report_record(args.corpus, args.perfect_record, args.kept_aside_labels)
+        if not 0.0 <= args.record_accuracy <= 1.0:
+            ap.error("--record-accuracy is a probability (0-1)")
+        if args.write and args.held_out_only:
+            ap.error("--write reports every stream: drop --held-out-only")
+        n, accuracy = args.perfect_record, args.record_accuracy
+        text = report_record(args.corpus, n, args.kept_aside_labels, accuracy, args.held_out_only)
         print(text)
         if args.write:
             from report import write_section
 
+            pct = round(accuracy * 100)
             write_section(
-                f"entity-store-record-{args.perfect_record}",
-                RECORD_HEAD.format(n=args.perfect_record) + text,
+                f"entity-store-record-{n}" + ("" if pct == 100 else f"-{pct}"),
+                RECORD_HEAD.format(
+                    n=n,
+                    title="" if pct == 100 else f", {pct} % right",
+                    flags="" if pct == 100 else f" --record-accuracy {accuracy:g}",
+                    right="" if pct == 100 else ACCURACY_NOTE.format(pct=pct),
+                )
+                + text,
             )
         return 0
     if args.write and (args.kept_aside_labels or args.kept_aside_only):

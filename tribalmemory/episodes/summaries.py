@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..entities import canonical
 from ..entities.named import named_mentions
 from ..llm.prompts.limits import LIST_MAX_ITEMS
 from ..llm.prompts.render import select_memories
@@ -337,6 +338,21 @@ def compose(
     return Composed(values, summary, wanted, named, reviewed(memories, result, named))
 
 
+def record_names(metadata: dict[str, Any] | None) -> list[str]:
+    """The names an LLM's metadata lists as its ``entities`` and ``tools_used``, as many as an
+    answer may hold (an export's metadata is not the model's)."""
+    if metadata is None:
+        return []
+    lists = [metadata.get(key) for key in ("entities", "tools_used")]
+    return [
+        n
+        for given in lists
+        if isinstance(given, list)
+        for n in given[:LIST_MAX_ITEMS]
+        if isinstance(n, str)
+    ]
+
+
 def llm_named(
     memories: list[Memory], metadata: dict[str, Any] | None
 ) -> dict[str, dict[str, tuple[str, list[str]]]]:
@@ -344,16 +360,7 @@ def llm_named(
     member writes (see :func:`named_mentions`), by memory id; none without an LLM answer with
     metadata (or an exported episode's, see :mod:`.restore`), and none for a memory the engine
     wrote."""
-    if metadata is None:
-        return {}
-    lists = [metadata.get(key) for key in ("entities", "tools_used")]
-    names = [  # as many as an answer may hold (an export's metadata is not the model's)
-        n
-        for given in lists
-        if isinstance(given, list)
-        for n in given[:LIST_MAX_ITEMS]
-        if isinstance(n, str)
-    ]
+    names = record_names(metadata)
     if not names:
         return {}
     found = {
@@ -369,15 +376,17 @@ def reviewed(
     result: SummaryOutcome | None,
     named: dict[str, dict[str, tuple[str, list[str]]]],
 ) -> dict[str, list[str]]:
-    """The members an LLM's record read, each with the names that record gave that it writes
-    (canonical, from :func:`llm_named`): the members its prompt showed (see
-    :func:`~tribalmemory.llm.prompts.render.select_memories`), none the engine wrote; none
-    without an LLM answer with metadata (the final summary's). A name the rules found in a
-    member that its record left out is doubted (see :mod:`.store.entities`)."""
+    """The members an LLM's record read, each with the names the record gave (canonical): the
+    ones it lists and those they name in any member (``named``, :func:`llm_named`); the members
+    its prompt showed (see :func:`~tribalmemory.llm.prompts.render.select_memories`), none the
+    engine wrote; none without an LLM answer with metadata (the final summary's). A name the
+    rules found in a member and the record left out is doubted (see :mod:`.store.entities`)."""
     if result is None or result.metadata is None:
         return {}
+    given = {canonical(n) for n in record_names(result.metadata)} - {""}
+    names = sorted(given.union(*named.values()))
     shown, _ = select_memories(memories)
-    return {m.id: sorted(named.get(m.id, {})) for m in shown if m.source_type not in ENGINE_WRITTEN}
+    return {m.id: names for m in shown if m.source_type not in ENGINE_WRITTEN}
 
 
 def summary_memory(
