@@ -228,6 +228,38 @@ def test_local_mode_with_store_held_elsewhere_exits_2(
     assert "Traceback" not in err
 
 
+def test_entities_leaves_out_doubted_names_unless_asked(tm_home: Path, capsys: Capture) -> None:
+    """``entities`` lists a name an LLM's final summary read without giving it only with
+    ``--include-doubted``, marked. The summary's verdict is written as the engine writes it
+    (``reviewed``; the LLM path itself: tests/test_entity_doubt.py)."""
+    from tribalmemory.episodes.store import EpisodeStore
+
+    config = str(
+        write_config(
+            tm_home,
+            server={"port": 1},
+            episodes={"enabled": True, "detector_strategy": "embedding"},
+        )
+    )
+    stored = run_json(
+        capsys, "remember", "The Leeds depot ships orders-svc builds.", "--config", config
+    )
+    listed = run_json(capsys, "entities", "--config", config)["entities"]
+    assert {e["name"]: e["doubted"] for e in listed} == {"leeds": False, "orders-service": False}
+    store = EpisodeStore(Path(load_config(config).data_dir) / "episodes.sqlite3")
+    try:
+        with store.transaction() as db:
+            store.entities.review(db, {stored["memory_id"]: ["orders-service"]})
+    finally:
+        store.close()
+    assert [e["name"] for e in run_json(capsys, "entities", "--config", config)["entities"]] == [
+        "orders-service"
+    ]
+    code, out, _ = run(capsys, "entities", "--include-doubted", "--config", config)
+    rows = sorted(line.split()[:3] for line in out.splitlines()[1:])
+    assert code == 0 and rows == [["leeds", "(doubted)", "name"], ["orders-service", "system", "1"]]
+
+
 def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:
     pytest.importorskip("tribalmemory.episodes.plugin", reason="episode engine not installed")
     config = str(
