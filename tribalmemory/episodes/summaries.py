@@ -302,7 +302,7 @@ class Composed:
     summary: Memory | None  # the EPISODE_SUMMARY memory (see summary_memory)
     derived: list[Memory]  # the lesson and decision memories of the new record
     named: dict[str, dict[str, tuple[str, list[str]]]]  # memory id -> the LLM's names it writes
-    reviewed: dict[str, list[str]]  # memory id -> the names of it the record gave (see reviewed)
+    reviewed: dict[str, list[str]]  # memory id -> the names the record reading it gave
 
 
 def compose(

@@ -8,7 +8,7 @@ aliases, mention count, kind), so that forgetting a memory takes away what only 
 The episodes of an entity come from a join with ``memberships``, never from a copy.
 The acronyms each memory uses as a kind of thing (:mod:`.kind_words`) are written and forgotten
 with its mentions, and passed to the extraction with the known names.
-``reviewed`` holds the memories an LLM's final record read, with the names it gave each: an
+``reviewed`` holds the memories an LLM's final record read, with the names that record gave: an
 entity of kind ``name`` that the rules alone found, only in memories a record read and none of
 whose records gave it, is *doubted* (:data:`DOUBTED`): left out of the list unless asked for,
 still found by its name.

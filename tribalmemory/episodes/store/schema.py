@@ -120,7 +120,7 @@ CREATE TABLE IF NOT EXISTS mentions (      -- each entity a memory names
 CREATE INDEX IF NOT EXISTS mentions_memory ON mentions(memory_id);
 CREATE TABLE IF NOT EXISTS reviewed (      -- what an LLM's final record read (store/entities.py)
     memory_id TEXT PRIMARY KEY,
-    names TEXT NOT NULL DEFAULT '[]'       -- the canonical names that record gave, in its text
+    names TEXT NOT NULL DEFAULT '[]'       -- the canonical names that record gave (JSON)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kind_words (   -- acronyms a memory uses as a kind of thing (NRFs)
     project TEXT NOT NULL,
