@@ -330,6 +330,21 @@ def default_reply(request: Recorded) -> Reply:
     return Reply.json(default_answer(request.purpose, user, system))
 
 
+def final_naming(names: list[str], key: str = "entities") -> Callable[[Recorded], Reply]:
+    """A responder whose final summaries' metadata lists ``names`` under ``key`` (``entities``
+    or ``tools_used``); the default answer otherwise."""
+
+    def answer(request: Recorded) -> Reply:
+        reply = default_reply(request)
+        if request.purpose != "final":
+            return reply
+        data = json.loads(reply.content or "{}")
+        data["metadata"][key] = names
+        return Reply.json(data)
+
+    return answer
+
+
 class FakeLLM:
     """The server. Use as a context manager or call :meth:`start` / :meth:`stop`."""
 

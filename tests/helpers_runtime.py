@@ -42,6 +42,20 @@ async def settle(rt: Runtime) -> None:
     assert await rt.episodes.worker.drain(SETTLE_SECONDS), "episode work did not settle"
 
 
+async def story_episode(
+    rt: Runtime, story: list[tuple[str, str]], title: str, project: str = "shop"
+) -> tuple[str, list[str]]:
+    """Remember ``story`` (text, time) in ``project``, make its memories one episode and let
+    the engine settle: the episode's id and the memories' ids."""
+    ids = []
+    for text, at in story:
+        stored = await rt.api.remember(text, created_at=at, project=project)
+        ids.append(stored["memory_id"])
+    created = await rt.api.episode_create(title, ids)
+    await settle(rt)
+    return created["episode_id"], ids
+
+
 def killed_at_sixth_decision(module: str, run: str) -> str:
     """A script for ``python -c`` that starts a runtime on the configuration named by argv[1],
     with ``{module}.PAGE`` set to 4, and runs ``run`` (an awaited expression of ``runtime``

@@ -9,8 +9,8 @@ import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from fakellm import FakeLLM, Recorded, Reply, default_reply
-from helpers_runtime import settle
+from fakellm import FakeLLM, final_naming
+from helpers_runtime import settle, story_episode
 
 from tribalmemory.entities import mentions_of
 from tribalmemory.episodes.store import EpisodeStore
@@ -34,43 +34,19 @@ STORY = [
 """The rules find two names (``Priya Raman``, ``Leeds``) and a system (``orders-service``)."""
 
 
-def naming(names: list[str]) -> Callable[[Recorded], Reply]:
-    """The fake model, whose final answer's metadata lists ``names`` as the entities."""
-
-    def answer(request: Recorded) -> Reply:
-        reply = default_reply(request)
-        if request.purpose != "final":
-            return reply
-        data = json.loads(reply.content or "{}")
-        data["metadata"]["entities"] = names
-        return Reply.json(data)
-
-    return answer
-
-
 async def listed(rt: Runtime, **query: object) -> dict[str, bool]:
     """Listed entity -> doubted."""
     found = await rt.api.entities_list(project="shop", **query)
     return {e["name"]: e["doubted"] for e in found["entities"]}
 
 
-async def story_episode(rt: Runtime) -> tuple[str, list[str]]:
-    ids = []
-    for text, at in STORY:
-        stored = await rt.api.remember(text, created_at=at, project="shop")
-        ids.append(stored["memory_id"])
-    created = await rt.api.episode_create("Nightly import stalls", ids)
-    await settle(rt)
-    return created["episode_id"], ids
-
-
 async def test_a_name_the_final_record_left_out_is_doubted_and_still_found_by_name(
     engine_runtime: Make, fake_llm_env: FakeLLM
 ) -> None:
     assert set(mentions_of(STORY[0][0])) == {"leeds", "priya-raman"}  # the rules' names
-    fake_llm_env.responder = naming(["Priya Raman", "nightly import"])
+    fake_llm_env.responder = final_naming(["Priya Raman", "nightly import"])
     rt = await engine_runtime()
-    episode_id, ids = await story_episode(rt)
+    episode_id, ids = await story_episode(rt, STORY, "Nightly import stalls")
     # no record has read the memories yet: nothing is doubted
     assert await listed(rt) == {"priya-raman": False, "leeds": False, "orders-service": False}
 
@@ -104,9 +80,9 @@ async def test_a_name_the_final_record_left_out_is_doubted_and_still_found_by_na
 async def test_forgetting_a_memory_a_record_read_drops_what_the_record_said_of_it(
     engine_runtime: Make, fake_llm_env: FakeLLM
 ) -> None:
-    fake_llm_env.responder = naming(["Priya Raman"])
+    fake_llm_env.responder = final_naming(["Priya Raman"])
     rt = await engine_runtime()
-    episode_id, ids = await story_episode(rt)
+    episode_id, ids = await story_episode(rt, STORY, "Nightly import stalls")
     await rt.api.episode_close(episode_id)
     await settle(rt)
     store = rt.episodes.store
@@ -118,7 +94,7 @@ async def test_forgetting_a_memory_a_record_read_drops_what_the_record_said_of_i
 
 async def test_without_an_llm_nothing_is_doubted(engine_runtime: Make) -> None:
     rt = await engine_runtime()
-    episode_id, _ = await story_episode(rt)
+    episode_id, _ = await story_episode(rt, STORY, "Nightly import stalls")
     await rt.api.episode_close(episode_id)
     await settle(rt)
     found = await listed(rt)

@@ -5,15 +5,14 @@ and a database from before the source column opens with its mentions as the rule
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from fakellm import FakeLLM, Recorded, Reply, default_reply
-from helpers_runtime import settle
+from fakellm import FakeLLM, final_naming
+from helpers_runtime import settle, story_episode
 
 from tribalmemory.entities import mentions_of
 from tribalmemory.episodes import entity_work
@@ -34,30 +33,11 @@ NAMED = ["zorbctl", "quuxmesh", "API", "nightly import"]
 a generic acronym and a phrase (every member writes it)."""
 
 
-def naming(names: list[str], key: str = "entities") -> Callable[[Recorded], Reply]:
-    """The fake model, whose final answer's metadata names ``names`` (under ``key``)."""
-
-    def answer(request: Recorded) -> Reply:
-        reply = default_reply(request)
-        if request.purpose != "final":
-            return reply
-        data = json.loads(reply.content or "{}")
-        data["metadata"][key] = names
-        return Reply.json(data)
-
-    return answer
-
-
 async def closed_episode(rt: Runtime) -> tuple[str, list[str]]:
-    ids = []
-    for text, at in STORY:
-        stored = await rt.api.remember(text, created_at=at, project="shop")
-        ids.append(stored["memory_id"])
-    created = await rt.api.episode_create("Nightly import stalls", ids)
+    episode_id, ids = await story_episode(rt, STORY, "Nightly import stalls")
+    await rt.api.episode_close(episode_id)
     await settle(rt)
-    await rt.api.episode_close(created["episode_id"])
-    await settle(rt)
-    return created["episode_id"], ids
+    return episode_id, ids
 
 
 def sources(store: EpisodeStore, name: str) -> dict[str, str]:
@@ -70,7 +50,7 @@ def sources(store: EpisodeStore, name: str) -> dict[str, str]:
 async def test_a_name_of_the_llm_s_record_is_an_entity_of_the_member_writing_it(
     engine_runtime: Make, fake_llm_env: FakeLLM
 ) -> None:
-    fake_llm_env.responder = naming(NAMED)
+    fake_llm_env.responder = final_naming(NAMED)
     rt = await engine_runtime()
     episode_id, ids = await closed_episode(rt)
     metadata = (await rt.api.episode_get(episode_id))["episode"]["metadata"]
@@ -103,7 +83,7 @@ async def test_a_name_of_the_llm_s_record_is_an_entity_of_the_member_writing_it(
 async def test_a_tool_the_llm_s_record_lists_as_used_is_an_entity_of_the_member_writing_it(
     engine_runtime: Make, fake_llm_env: FakeLLM
 ) -> None:
-    fake_llm_env.responder = naming(["zorbctl", "quuxmesh"], key="tools_used")
+    fake_llm_env.responder = final_naming(["zorbctl", "quuxmesh"], key="tools_used")
     rt = await engine_runtime()
     episode_id, ids = await closed_episode(rt)
     metadata = (await rt.api.episode_get(episode_id))["episode"]["metadata"]
@@ -118,7 +98,7 @@ async def test_a_tool_the_llm_s_record_lists_as_used_is_an_entity_of_the_member_
 async def test_forgetting_the_only_memory_an_llm_named_entity_rests_on_removes_it(
     engine_runtime: Make, fake_llm_env: FakeLLM
 ) -> None:
-    fake_llm_env.responder = naming(NAMED)
+    fake_llm_env.responder = final_naming(NAMED)
     rt = await engine_runtime()
     _, ids = await closed_episode(rt)
     store = rt.episodes.store
@@ -137,7 +117,7 @@ async def test_the_rules_pass_keeps_the_mention_and_learns_the_name(
     """The memory's entities found again by the rules (a resumed job) keep the LLM's mention:
     the name is now one of the project's known names, so the rules find it (their row replaces
     the LLM's, counted once), and so they do in a later memory writing it."""
-    fake_llm_env.responder = naming(NAMED)
+    fake_llm_env.responder = final_naming(NAMED)
     rt = await engine_runtime()
     episode_id, ids = await closed_episode(rt)
     store = rt.episodes.store
@@ -247,7 +227,7 @@ async def test_an_imported_episode_keeps_the_names_of_its_llm_record(
     from tribalmemory.portability import exporter, importer
     from tribalmemory.runtime import start_runtime
 
-    fake_llm_env.responder = naming(NAMED)
+    fake_llm_env.responder = final_naming(NAMED)
     source = await engine_runtime()
     episode_id, ids = await closed_episode(source)
     export = tmp_path / "export.jsonl"
