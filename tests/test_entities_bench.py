@@ -120,7 +120,15 @@ def test_the_entity_list_is_judged_on_the_entities_labelled_memories_name(
     try:
         with store.transaction() as db:
             store.entities.record_memory(db, "bench", "m1", 1.0, mentions_of(text))
-            store.entities.record_memory(db, "bench", "m9", 2.0, mentions_of("Hull is slow."))
+            store.entities.record_memory(
+                db, "bench", "m9", 2.0, mentions_of("The depot in Hull is slow.")
+            )
+        # Hull, named in an unlabelled memory only, is not judged
+        assert [r["name"] for r in store.entities.listing("bench", None)] == [
+            "hull",
+            "leeds",
+            "orders-service",
+        ]
         assert list_quality(store, forms, {"m1"}, False) == [2, 1, 1, 1]
         with store.transaction() as db:  # a record read m1 and left Leeds out: doubted
             store.entities.review(db, {"m1": ["orders-service"]})
