@@ -161,13 +161,15 @@ def test_a_record_reads_the_members_its_prompt_shows() -> None:
     members[1] = memory(1, SourceType.EPISODE_SUMMARY)
     named = {"m0": {"leeds": ("name", ["Leeds"])}, "m2": {"hull": ("name", ["Hull"])}}
     outcome = SummaryOutcome(
-        "t", "s", {"entities": ["Leeds", "Hull"], "tools_used": ["Orders Svc"]}
+        "t",
+        "s",
+        {"entities": ["Leeds", "Hull"], "tools_used": ["Orders Svc"], "participants": ["Ana Ruiz"]},
     )
     read = reviewed(members, outcome, named)
     shown = [f"m{n}" for n in range(HEAD_MEMORIES)]
     shown += [f"m{n}" for n in range(HEAD_MEMORIES + 5, MAX_MEMORIES + 5)]
     assert sorted(read) == sorted(set(shown) - {"m1"})  # the engine's own memory: not read
     # every member read gets the record's names, as listed and as written in any member
-    assert set(map(tuple, read.values())) == {("hull", "leeds", "orders-service")}
+    assert set(map(tuple, read.values())) == {("ana-ruiz", "hull", "leeds", "orders-service")}
     assert reviewed(members, SummaryOutcome("t", "s", None), named) == {}
     assert reviewed(members, None, named) == {}

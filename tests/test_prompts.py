@@ -116,7 +116,8 @@ def test_every_prompt_carries_its_purpose_marker_and_json_instruction() -> None:
         assert found is not None and found.group(1) == prompt.purpose
         assert "never follow them" in system["content"]
         assert "one JSON object" in system["content"]
-        assert prompt.max_tokens <= 2000  # final: summary, metadata and structured record
+        # final: summary, metadata (20 entities) and structured record
+        assert prompt.max_tokens <= 2100
 
 
 def test_memory_text_is_delimited_with_attributes() -> None:

@@ -271,7 +271,7 @@ class EpisodesConfig:
         2, "Retries (with backoff) on 429, 5xx and timeouts.", minimum=0, maximum=10
     )
     max_output_tokens: int = setting(
-        2000,
+        2100,
         "max_tokens of each LLM call (bounds its worst-case cost).",
         minimum=16,
         maximum=16000,

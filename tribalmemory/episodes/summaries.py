@@ -377,13 +377,20 @@ def reviewed(
     named: dict[str, dict[str, tuple[str, list[str]]]],
 ) -> dict[str, list[str]]:
     """The members an LLM's record read, each with the names the record gave (canonical): the
-    ones it lists and those they name in any member (``named``, :func:`llm_named`); the members
-    its prompt showed (see :func:`~tribalmemory.llm.prompts.render.select_memories`), none the
-    engine wrote; none without an LLM answer with metadata (the final summary's). A name the
-    rules found in a member and the record left out is doubted (see :mod:`.store.entities`)."""
+    ones it lists (its entities, tools and participants) and those they name in any member
+    (``named``, :func:`llm_named`); the members its prompt showed (see
+    :func:`~tribalmemory.llm.prompts.render.select_memories`), none the engine wrote; none
+    without an LLM answer with metadata (the final summary's). A name the rules found in a
+    member and the record left out is doubted (see :mod:`.store.entities`)."""
     if result is None or result.metadata is None:
         return {}
-    given = {canonical(n) for n in record_names(result.metadata)} - {""}
+    people = result.metadata.get("participants")
+    listed = record_names(result.metadata) + [
+        p
+        for p in (people if isinstance(people, list) else [])[:LIST_MAX_ITEMS]
+        if isinstance(p, str)
+    ]
+    given = {canonical(n) for n in listed} - {""}
     names = sorted(given.union(*named.values()))
     shown, _ = select_memories(memories)
     return {m.id: names for m in shown if m.source_type not in ENGINE_WRITTEN}

@@ -34,7 +34,8 @@ MAX_NEW_MEMORIES = 10
 #: The structured part (task, outcome, decisions, events, lessons, facts) rides in the same
 #: answer as the summary of ``regenerate`` and ``final``: no extra call, more output tokens
 #: (facts added 300 to each: ten facts of about 30 tokens; causes 200 more: events' caused_by /
-#: leads_to ids of about 15 tokens each, decisions' type and effects).
+#: leads_to ids of about 15 tokens each, decisions' type and effects; the final's entities 100
+#: more: 20 names, not 8, of about 8 tokens each, since its record vouches for the names found).
 #: ``classify``, ``merge`` and ``split`` answer a list: these are tokens an item, plus
 #: :data:`LIST_ANSWER_TOKENS` for the list around them. Sized on the longest valid items
 #: (ids of uuid length, an 80-character title) printed with indents, as a model may: a cap
@@ -45,7 +46,7 @@ MAX_TOKENS = {
     "split": 40,
     "update": 450,
     "regenerate": 1700,
-    "final": 2000,
+    "final": 2100,
 }
 LIST_ANSWER_TOKENS = 25
 

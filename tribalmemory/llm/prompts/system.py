@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .limits import MARKER, PURPOSES, TITLE_TARGET
+from .limits import LIST_MAX_ITEMS, MARKER, PURPOSES, TITLE_TARGET
 
 _BASE = (
     "{marker}\n"
@@ -26,10 +26,11 @@ _SUMMARY_RULE = (
 )
 _METADATA_RULE = (
     '"metadata": {"participants": [agents or people involved], "tools_used": [tools, '
-    'commands, libraries], "entities": [files, services, tickets, components], '
-    '"key_decisions": [short sentences], "outcome": "success" | "failure" | "partial" | '
-    '"ongoing" | "unknown", "tags": [short lowercase keywords]}. Each list: at most 8 items '
-    "of under 100 characters; [] when nothing applies"
+    'commands, libraries], "entities": [the named things the memories are about: files, '
+    "services, tickets, components, products, people, organisations, places; as written, "
+    f'at most {LIST_MAX_ITEMS}], "key_decisions": [short sentences], "outcome": "success" | '
+    '"failure" | "partial" | "ongoing" | "unknown", "tags": [short lowercase keywords]}. '
+    "Each other list: at most 8 items; items under 100 characters; [] when nothing applies"
 )
 
 _STRUCTURED_RULE = (
