@@ -6,6 +6,8 @@ kinds are never doubted. Through the real litellm client and the fake provider."
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from helpers_runtime import settle, story_episode
 
 from tribalmemory.entities import mentions_of
 from tribalmemory.episodes.store import EpisodeStore
+from tribalmemory.episodes.store.schema import SCHEMA
 from tribalmemory.episodes.summaries import reviewed
 from tribalmemory.episodes.summariser import SummaryOutcome
 from tribalmemory.llm.prompts.limits import HEAD_MEMORIES, MAX_MEMORIES
@@ -173,3 +176,30 @@ def test_a_record_reads_the_members_its_prompt_shows() -> None:
     assert set(map(tuple, read.values())) == {("ana-ruiz", "hull", "leeds", "orders-service")}
     assert reviewed(members, SummaryOutcome("t", "s", None), named) == {}
     assert reviewed(members, None, named) == {}
+
+
+def test_a_database_from_before_doubts_opens_with_nothing_doubted(tmp_path: Path) -> None:
+    path = tmp_path / "episodes.sqlite3"
+    before = re.sub(r"\n    doubted INTEGER NOT NULL DEFAULT 0,[^\n]*", "", SCHEMA)
+    before = re.sub(
+        r"CREATE TABLE IF NOT EXISTS reviewed \(.*?WITHOUT ROWID;", "", before, flags=re.S
+    )
+    assert "doubted" not in before and "reviewed" not in before
+    old = sqlite3.connect(path)
+    old.executescript(before)
+    old.execute("INSERT INTO mentions VALUES ('p', 'leeds', 'm1', 10.0, 'name', '[]', 'rules')")
+    old.execute("INSERT INTO entities VALUES ('p', 'leeds', 'name', 10.0, 10.0, '[\"Leeds\"]', 1)")
+    old.commit()
+    old.close()
+
+    store = EpisodeStore(path)
+    try:
+        entities = store.entities
+        assert [r["name"] for r in entities.listing("p", None)] == ["leeds"]
+        with store.transaction() as db:
+            entities.review(db, {"m1": []})
+        assert entities.listing("p", None) == []
+        row = entities.get("p", "leeds")
+        assert row is not None and row["doubted"] == 1
+    finally:
+        store.close()

@@ -36,20 +36,18 @@ KNOWN_NAMES = 200
 many known systems, paths and releases."""
 
 DOUBTED = (
-    "(e.kind = 'name' AND NOT EXISTS (SELECT 1 FROM mentions m "
+    "kind = 'name' AND NOT EXISTS (SELECT 1 FROM mentions m "
     "LEFT JOIN reviewed r ON r.memory_id = m.memory_id "
-    "WHERE m.project = e.project AND m.name = e.name AND (m.source != 'rules' "
+    "WHERE m.project = entities.project AND m.name = entities.name AND (m.source != 'rules' "
     "OR r.memory_id IS NULL "
-    "OR EXISTS (SELECT 1 FROM json_each(r.names) g WHERE g.value = m.name))))"
+    "OR EXISTS (SELECT 1 FROM json_each(r.names) g WHERE g.value = m.name)))"
 )
-"""SQL, true for the entity row ``e`` when it is doubted: a name (kind ``name``), every mention
+"""SQL, true for the ``entities`` row when it is doubted: a name (kind ``name``), every mention
 of which the rules found in a memory an LLM's final record read without giving it. A name the
 extraction is least sure of (on new domains a quarter of its names are no entity) and that
 the LLM, reading the thread, did not list; one mention a record gave, or that no record read,
-keeps it."""
-
-ENTITY_COLUMNS = f"e.*, {DOUBTED} AS doubted"
-"""An entity row as the reads answer it: its columns and whether it is doubted."""
+keeps it. Kept in the row's ``doubted`` column, judged again whenever the row or a verdict on
+one of its memories changes, so that the list reads it from the row."""
 
 Found = dict[str, tuple[str, list[str]]]
 """The entities one memory names: canonical name -> (kind, surfaces as written)."""
@@ -115,6 +113,9 @@ class Entities(Table):
         self._known: dict[str, tuple[frozenset[str], bool]] = {}
         """project -> (its known names, whether the limit cut them)."""
         self.kind_words = KindWords(db)
+        self._reviewing = db.execute("SELECT EXISTS (SELECT 1 FROM reviewed)").fetchone()[0] == 1
+        """Whether an LLM's record has read a memory yet: until then nothing is doubted, and a
+        write judges nothing (no cost without an LLM)."""
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -222,15 +223,29 @@ class Entities(Table):
             first, last = min(before[4], memory_time), max(before[5], memory_time)
         self._write(db, key, before, (kind, count, first, last), _aliases(before, surfaces))
 
-    @staticmethod
-    def review(db: sqlite3.Connection, reviewed: dict[str, list[str]]) -> None:
+    def review(self, db: sqlite3.Connection, reviewed: dict[str, list[str]]) -> None:
         """An LLM's final record read these memories and gave each the names listed (memory id
-        -> canonical names): it replaces what an earlier record said of them."""
+        -> canonical names): it replaces what an earlier record said of them, and the entities
+        they name are judged again (:data:`DOUBTED`)."""
+        if not reviewed:
+            return
         db.executemany(
             "INSERT INTO reviewed VALUES (?, ?) ON CONFLICT(memory_id) DO UPDATE "
             "SET names = excluded.names",
             [(memory_id, json.dumps(names)) for memory_id, names in sorted(reviewed.items())],
         )
+        self._reviewing = True  # (kept if the transaction rolls back: it only costs judging)
+        named = set().union(*(self.names_of(memory_id, db) for memory_id in reviewed))
+        for key in sorted(named):
+            self._judge(db, key)
+
+    def _judge(self, db: sqlite3.Connection, key: tuple[str, str]) -> None:
+        """Whether the entity is doubted, from its mentions and the verdicts on their
+        memories, into its row (a row of another kind than ``name`` is set not doubted).
+        Nothing to judge before a record has read a memory."""
+        if self._reviewing:
+            sql = f"UPDATE entities SET doubted = ({DOUBTED}) WHERE project = ? AND name = ?"
+            db.execute(sql, key)
 
     def forget_memory(self, db: sqlite3.Connection, memory_id: str) -> None:
         """A forgotten memory's mentions go (and its wait for them, what a record said of it,
@@ -297,12 +312,15 @@ class Entities(Table):
         kind, count, first, last = counted
         after: Row = (key[1], kind, count, json.dumps(sorted(aliases)))
         db.execute(
-            "INSERT INTO entities VALUES (?,?,?,?,?,?,?) ON CONFLICT(project, name) DO UPDATE "
+            "INSERT INTO entities (project, name, kind, first_seen, last_seen, aliases, "
+            "mentions) VALUES (?,?,?,?,?,?,?) ON CONFLICT(project, name) DO UPDATE "
             "SET kind = excluded.kind, first_seen = excluded.first_seen, "
             "last_seen = excluded.last_seen, aliases = excluded.aliases, "
             "mentions = excluded.mentions",
             (*key, kind, first, last, after[3], count),
         )
+        if kind == "name" or (before is not None and before["kind"] == "name"):
+            self._judge(db, key)  # only a name is doubted: a row that is none, nor was, is not
         self._changed(key[0], before, after)  # a new name or known path, a new alias
 
     def _changed(self, project: str, before: sqlite3.Row | None, after: Row | None) -> None:
@@ -427,10 +445,8 @@ class Entities(Table):
         return cached[0]
 
     def get(self, project: str, name: str) -> sqlite3.Row | None:
-        """The entity's row, with ``doubted`` (:data:`DOUBTED`)."""
         return self.db.execute(
-            f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.project = ? AND e.name = ?",
-            (project, name),
+            "SELECT * FROM entities WHERE project = ? AND name = ?", (project, name)
         ).fetchone()
 
     def by_alias(self, project: str | None, surface: str) -> list[str]:
@@ -455,17 +471,17 @@ class Entities(Table):
         limit: int | None = None,
         include_doubted: bool = False,
     ) -> list[sqlite3.Row]:
-        """The project's entities (of ``kind``), most mentioned first, ties by name, with
-        ``doubted``; the doubted ones (:data:`DOUBTED`) only when ``include_doubted``; the first
-        ``limit`` (None: all)."""
-        sql = f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.project = ?"
+        """The project's entities (of ``kind``), most mentioned first, ties by name; the doubted
+        ones (:data:`DOUBTED`) only when ``include_doubted``; the first ``limit`` (None:
+        all)."""
+        sql = "SELECT * FROM entities WHERE project = ?"
         args: list[str | int] = [project]
         if kind is not None:
-            sql += " AND e.kind = ?"
+            sql += " AND kind = ?"
             args.append(kind)
         if not include_doubted:
-            sql += f" AND NOT {DOUBTED}"
-        sql += " ORDER BY e.mentions DESC, e.name"
+            sql += " AND NOT doubted"
+        sql += " ORDER BY mentions DESC, name"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)

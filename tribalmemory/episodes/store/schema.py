@@ -104,6 +104,7 @@ CREATE TABLE IF NOT EXISTS entities (     -- derived from mentions (store/entiti
     last_seen REAL NOT NULL,
     aliases TEXT NOT NULL DEFAULT '[]',    -- the surfaces seen, as written
     mentions INTEGER NOT NULL,             -- memories naming it
+    doubted INTEGER NOT NULL DEFAULT 0,    -- 1: a name the LLM's records left out (DOUBTED)
     PRIMARY KEY (project, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS entities_mentions ON entities(project, mentions DESC, name);
@@ -160,6 +161,7 @@ ADDED_COLUMNS = {
         "project": "TEXT NOT NULL DEFAULT 'default'",  # episodes from before projects
     },
     "mentions": {"source": "TEXT NOT NULL DEFAULT 'rules'"},  # mentions from before the LLM's
+    "entities": {"doubted": "INTEGER NOT NULL DEFAULT 0"},  # no record had read them
 }
 """Columns added after the first release: a database that lacks one gets it at open
 (``ALTER TABLE ... ADD COLUMN`` with its default), before the schema's indexes are used."""
