@@ -258,6 +258,12 @@ def test_entities_leaves_out_doubted_names_unless_asked(tm_home: Path, capsys: C
     code, out, _ = run(capsys, "entities", "--include-doubted", "--config", config)
     rows = sorted(line.split()[:3] for line in out.splitlines()[1:])
     assert code == 0 and rows == [["leeds", "(doubted)", "name"], ["orders-service", "system", "1"]]
+    # an episode's entities list it, marked
+    made = run_json(capsys, "episodes", "create", "Depot", stored["memory_id"], "--config", config)
+    shown = ("episodes", "show", made["episode_id"], "--include-entities", "--config", config)
+    code, out, _ = run(capsys, *shown)
+    assert code == 0 and "  leeds (name, 1 memory, doubted)" in out.splitlines(), out
+    assert "  orders-service (system, 1 memory)" in out.splitlines()
 
 
 def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:

@@ -68,6 +68,13 @@ async def test_a_name_the_final_record_left_out_is_doubted_and_still_found_by_na
     assert [m["memory_id"] for m in found["memories"]] == [ids[0]]
     assert [e["episode_id"] for e in found["episodes"]] == [episode_id]
     assert (await rt.api.recall("Leeds", entity="Leeds", project="shop"))["results"]
+    got = await rt.api.episode_get(episode_id, include_entities=True)
+    assert {e["name"]: e["doubted"] for e in got["entities"]} == {
+        "leeds": True,
+        "priya-raman": False,
+        "orders-service": False,
+        "nightly-import": False,  # a name of the record, which the members write
+    }
 
     # a later memory naming it, that no record has read, keeps it
     later = await rt.api.remember(

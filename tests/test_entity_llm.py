@@ -73,7 +73,7 @@ async def test_a_name_of_the_llm_s_record_is_an_entity_of_the_member_writing_it(
         with pytest.raises(NotFound):
             await rt.api.entity_get(absent, project="shop")
     got = await rt.api.episode_get(episode_id, include_entities=True)
-    assert {"name": "zorbctl", "kind": "name", "mentions": 1} in got["entities"]
+    assert {"name": "zorbctl", "kind": "name", "mentions": 1, "doubted": False} in got["entities"]
     # no call of its own: one final summary call, the summary purposes only
     purposes = [r.purpose for r in fake_llm_env.requests]
     assert set(purposes) <= {"classify", "merge", "update", "regenerate", "final"}

@@ -80,7 +80,12 @@ async def test_aliases_meet_in_one_entity_with_its_episodes(engine_runtime: Make
     assert [e["name"] for e in systems["entities"]] == []
 
     got = await rt.api.episode_get(created["episode_id"], include_entities=True)
-    assert got["entities"][0] == {"name": "orders-service", "kind": "system", "mentions": 2}
+    assert got["entities"][0] == {
+        "name": "orders-service",
+        "kind": "system",
+        "mentions": 2,
+        "doubted": False,
+    }
     assert (await rt.api.episode_get(created["episode_id"]))["entities"] is None
 
 
@@ -223,10 +228,16 @@ async def test_episode_list_and_search_carry_each_episodes_entities(engine_runti
         "name": "orders-service",
         "kind": "system",
         "mentions": 2,
+        "doubted": False,
     }
     assert {e["name"] for e in by_id[made["orders timeouts"]]} >= {"orders-service", "proj-812"}
     assert by_id[made["beta orders timeouts"]] == [
-        {"name": "orders-service", "kind": "system", "mentions": 1}  # beta's own mention
+        {
+            "name": "orders-service",
+            "kind": "system",
+            "mentions": 1,
+            "doubted": False,
+        }  # beta's own mention
     ]
     assert "ledger-db" in {e["name"] for e in by_id[made["ledger backups"]]}
     assert by_id[made["lunch"]] == []  # names nothing: an empty list, not null

@@ -82,7 +82,8 @@ def episode_lines(result: dict[str, Any]) -> list[str]:
     if result.get("entities"):
         lines += ["", "entities:"]
         lines += [
-            f"  {clean(e['name'])} ({clean(e['kind'])}, {counted(e['mentions'], 'memory')})"
+            f"  {clean(e['name'])} ({clean(e['kind'])}, {counted(e['mentions'], 'memory')}"
+            + (", doubted)" if e.get("doubted") else ")")
             for e in result["entities"]
         ]
     if result.get("timeline"):

@@ -142,6 +142,8 @@ class EntityReads:
         await self.work.settle()
         found = self.store.episode_entities.of_episodes(episode_ids)
         return {
-            episode_id: [{"name": n, "kind": k, "mentions": c} for n, k, c in named]
+            episode_id: [
+                {"name": n, "kind": k, "mentions": c, "doubted": d} for n, k, c, d in named
+            ]
             for episode_id, named in found.items()
         }

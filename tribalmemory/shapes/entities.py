@@ -109,3 +109,7 @@ class EpisodeEntity(Response):
     name: str
     kind: str
     mentions: int = Field(description="How many of the episode's memories name it.")
+    doubted: bool = Field(
+        description="A name an LLM's final summaries left out (see Entity.doubted); listed "
+        "here all the same."
+    )

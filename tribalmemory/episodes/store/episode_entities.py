@@ -6,8 +6,8 @@ import json
 
 from .table import Table
 
-Named = tuple[str, str, int]
-"""An entity an episode's memories name: (name, kind, mentions)."""
+Named = tuple[str, str, int, bool]
+"""An entity an episode's memories name: (name, kind, mentions, doubted)."""
 
 
 class EpisodeEntities(Table):
@@ -20,13 +20,13 @@ class EpisodeEntities(Table):
         if not episode_ids:
             return found
         rows = self.db.execute(
-            "SELECT b.episode_id, m.name, e.kind, COUNT(*) AS n FROM memberships b "
+            "SELECT b.episode_id, m.name, e.kind, COUNT(*) AS n, e.doubted FROM memberships b "
             "JOIN mentions m ON m.memory_id = b.memory_id "
             "JOIN entities e ON e.project = m.project AND e.name = m.name "
             "WHERE b.episode_id IN (SELECT value FROM json_each(?)) "
             "GROUP BY b.episode_id, m.name ORDER BY b.episode_id, n DESC, m.name",
             (json.dumps(episode_ids),),
         )
-        for episode_id, name, kind, count in rows:
-            found[episode_id].append((name, kind, count))
+        for episode_id, name, kind, count, doubted in rows:
+            found[episode_id].append((name, kind, count, bool(doubted)))
         return found

@@ -263,7 +263,8 @@ async function openEpisode(id) {
   named.replaceChildren();
   for (const [i, entity] of (got.entities || []).entries()) {
     if (i) named.append(document.createTextNode(" · "));
-    const link = el("span", `${entity.name} (${entity.kind}, ${entity.mentions})`, "entity");
+    const doubted = entity.doubted ? ", doubted" : "";
+    const link = el("span", `${entity.name} (${entity.kind}, ${entity.mentions}${doubted})`, "entity");
     link.dataset.name = entity.name;
     link.title = "Open this entity: its episodes and memories";
     link.addEventListener("click", () => openEntity(entity.name, ep.project).catch(showError));
