@@ -293,13 +293,15 @@ def list_quality(
 async def reach_after_close(
     rows: list[dict[str, Any]],
     labels: dict[str, list[dict]],
+    forms: dict[str, set[str]],
     api_base: str | None,
     ids: dict[str, str],
 ) -> dict[str, Any]:
     """Remember the stream (with an LLM at ``api_base``, or none; ``ids`` filled with the
     runtime's memory ids as they are stored), close every active episode, and read "which
     episodes touched X" (the mean share of X's labelled episodes reached) and the entity
-    list's precision and recall (:func:`list_quality`)."""
+    list's precision and recall against the labelled entities' ``forms``
+    (:func:`gold_forms`, :func:`list_quality`)."""
     episode_of, gold, display = gold_of(rows, labels)
     with tempfile.TemporaryDirectory() as data:
         runtime, ids, _ = await remember_all(rows, data, "bench", api_base, ids)
@@ -318,7 +320,6 @@ async def reach_after_close(
             mentions = dict(
                 store.db.execute("SELECT source, COUNT(*) FROM mentions GROUP BY source")
             )
-            forms = gold_forms(rows, labels)
             labelled = {m for m, r in ids.items() if r in labels}
             return {
                 "listed": list_quality(store, forms, labelled, False),
@@ -344,9 +345,10 @@ async def measure_record(
     episode names the gold entities of its memories (``--perfect-record``, right at
     ``accuracy``); in both runs every episode is closed before the read."""
     rows, labels = stream_rows(corpus, stream, kept_aside_labels)
-    rules = await reach_after_close(rows, labels, None, {})
+    forms = gold_forms(rows, labels)
+    rules = await reach_after_close(rows, labels, forms, None, {})
     by_row = {r: list(dict.fromkeys(g["canonical"] for g in e)) for r, e in labels.items()}
-    known = set().union(*gold_forms(rows, labels).values())
+    known = set().union(*forms.values())
     wrong_by_row = {
         r["id"]: [v[1][0] for k, v in mentions_of(r["content"]).items() if k not in known]
         for r in rows
@@ -362,7 +364,7 @@ async def measure_record(
     fake.requests.clear()
     os.environ["OPENAI_API_KEY"] = "x"
     try:
-        record = await reach_after_close(rows, labels, fake.base_url, ids)
+        record = await reach_after_close(rows, labels, forms, fake.base_url, ids)
     finally:
         os.environ.pop("OPENAI_API_KEY", None)
     return {

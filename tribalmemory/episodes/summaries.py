@@ -147,6 +147,8 @@ class Summaries:
             with self.store.transaction() as db:
                 self.store.episodes.update(db, episode_id, **values)
                 self.causal.write_derived(db, row, links, self.state.clock())
+                # what the record read first: the names it adds are judged once, as written
+                self.store.entities.review(db, made.reviewed)
                 for memory in memories:  # the entities the LLM's record names, as written
                     if memory.id in made.named:
                         self.store.entities.add_named(
@@ -156,7 +158,6 @@ class Summaries:
                             to_epoch(memory.created_at),
                             made.named[memory.id],
                         )
-                self.store.entities.review(db, made.reviewed)
                 marked = plan != "interim" and upgrades.mark(self.store, db, episode_id, outage)
             await self._put(embedded_derived)
             await self._delete_stale(writes)
@@ -338,12 +339,16 @@ def compose(
     return Composed(values, summary, wanted, named, reviewed(memories, result, named))
 
 
-def record_names(metadata: dict[str, Any] | None) -> list[str]:
-    """The names an LLM's metadata lists as its ``entities`` and ``tools_used``, as many as an
-    answer may hold (an export's metadata is not the model's)."""
+NAMING = ("entities", "tools_used")
+"""The lists of an LLM's metadata whose names become mentions of the members writing them."""
+
+
+def record_names(metadata: dict[str, Any] | None, keys: Sequence[str] = NAMING) -> list[str]:
+    """The names an LLM's metadata lists under ``keys``, as many as an answer may hold (an
+    export's metadata is not the model's)."""
     if metadata is None:
         return []
-    lists = [metadata.get(key) for key in ("entities", "tools_used")]
+    lists = [metadata.get(key) for key in keys]
     return [
         n
         for given in lists
@@ -384,12 +389,7 @@ def reviewed(
     member and the record left out is doubted (see :mod:`.store.entities`)."""
     if result is None or result.metadata is None:
         return {}
-    people = result.metadata.get("participants")
-    listed = record_names(result.metadata) + [
-        p
-        for p in (people if isinstance(people, list) else [])[:LIST_MAX_ITEMS]
-        if isinstance(p, str)
-    ]
+    listed = record_names(result.metadata, (*NAMING, "participants"))
     given = {canonical(n) for n in listed} - {""}
     names = sorted(given.union(*named.values()))
     shown, _ = select_memories(memories)
