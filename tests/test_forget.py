@@ -49,6 +49,7 @@ def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Da
             "summary_debounce_seconds": 0,
             "llm_update_every": 1,
             "merge_checks": False,  # a check would wait a day for a review call to carry it
+            "classify_batch_wait_seconds": 0,  # a doubtful memory's review is asked at once
         }
         running = start_daemon(tmp_path, episodes=episodes)
         try:
