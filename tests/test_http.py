@@ -22,7 +22,7 @@ from tribalmemory.config import load_config
 from tribalmemory.errors import InvalidInput
 from tribalmemory.interfaces.auth import TokenStore, generate_token
 from tribalmemory.interfaces.http import create_app
-from tribalmemory.interfaces.openapi import ROUTES, openapi_body, openapi_document
+from tribalmemory.interfaces.openapi import ROUTES, openapi_document
 from tribalmemory.runtime import Runtime
 from tribalmemory.timeutil import parse_iso, to_iso, utc_now
 
@@ -453,12 +453,12 @@ def test_openapi_document_lists_every_route(client: TestClient) -> None:
 
 
 def test_openapi_json_is_built_once_and_served_as_built(client: TestClient) -> None:
-    """Every app serves the same bytes, rendered once per process (building the document took
-    a tenth of a second, which every app paid at its creation)."""
+    """Every app serves the same document, built once per process (building it took a tenth
+    of a second, which every app paid at its creation)."""
     response = client.get("/openapi.json")
     assert response.headers["content-type"] == "application/json"
     assert response.json() == openapi_document(__version__)
-    assert openapi_body(__version__) is openapi_body(__version__)
+    assert openapi_document(__version__) is openapi_document(__version__)
 
 
 # -- episodes --------------------------------------------------------------------------------------

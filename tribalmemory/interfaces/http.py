@@ -34,7 +34,7 @@ from ..runtime import Runtime, start_runtime
 from .auth import BearerAuth, is_loopback, token_store
 from .guard import HostPolicy, RequestGuard
 from .health import HealthView
-from .openapi import PATH_PARAMS, ROUTES, Op, Param, openapi_body
+from .openapi import PATH_PARAMS, ROUTES, Op, Param, openapi_document
 from .page import routes as page_routes
 from .portability_http import routes as portability_routes
 from .transport import INTERNAL_ERROR, decode_json, error_response, read_body
@@ -212,11 +212,11 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
     """The daemon's ASGI app. Without ``runtime`` the lifespan starts (and stops) one."""
     holder = ApiHolder()
     mcp = McpEndpoint(config, holder)
-    document = openapi_body(__version__)
+    document = openapi_document(__version__)
     max_body = config.server.max_body_bytes
 
     async def openapi(request: Request) -> Response:
-        return Response(document, media_type="application/json")
+        return JSONResponse(document)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

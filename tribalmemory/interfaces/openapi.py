@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -501,8 +500,11 @@ def _operation(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str,
     return data
 
 
+@functools.cache
 def openapi_document(version: str) -> dict[str, Any]:
-    """The OpenAPI 3.1 description of every route in :data:`ROUTES`."""
+    """The OpenAPI 3.1 description of every route in :data:`ROUTES`, built once per process
+    (the routes never change; building it takes a tenth of a second of CPU, which every app
+    paid at its creation) and so shared: read it, never change it."""
     refs, schemas = components()
     paths: dict[str, dict[str, Any]] = {}
     for op in ROUTES:
@@ -528,12 +530,3 @@ def openapi_document(version: str) -> dict[str, Any]:
             },
         },
     }
-
-
-@functools.cache
-def openapi_body(version: str) -> bytes:
-    """:func:`openapi_document` as the JSON ``/openapi.json`` serves, rendered once per process:
-    the routes never change, and building the document takes a tenth of a second of CPU, which
-    every app paid when it was created."""
-    document = openapi_document(version)
-    return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
