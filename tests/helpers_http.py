@@ -30,12 +30,21 @@ import yaml
 from starlette.testclient import TestClient
 
 from tribalmemory.api import TribalAPI
+from tribalmemory.client import tls_context
 from tribalmemory.config import Config, load_config
 from tribalmemory.interfaces.http import create_app
 from tribalmemory.runtime import Runtime
 from tribalmemory.service import MemoryService
 
 BASE_URL = "http://127.0.0.1:18790"
+LOCAL = httpx.Client(
+    trust_env=False, verify=tls_context(), limits=httpx.Limits(max_keepalive_connections=0)
+)
+"""The tests' one-off requests to their daemons and fake LLMs: ``httpx.get`` builds a client,
+and its TLS context (about 40 ms of CPU), for every call; polling a starting daemon's health
+10 times a second, that took 40 % of a CPU beside the daemon's start. Each request opens its
+own connection (no keep-alive), as ``httpx.get`` did: a daemon a test killed leaves none
+behind."""
 START_DEADLINE = 90.0
 ISOLATED_ENV = (
     "TRIBAL_MEMORY_TOKEN",
@@ -179,7 +188,7 @@ def wait_healthy(
         if process.poll() is not None:
             pytest.fail(f"daemon exited with {process.returncode}:\n{output.read_text()}")
         try:
-            if httpx.get(f"{url}/v1/health", timeout=0.5, trust_env=False).status_code == 200:
+            if LOCAL.get(f"{url}/v1/health", timeout=0.5).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

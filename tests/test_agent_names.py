@@ -20,9 +20,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from helpers_http import Daemon, start_daemon, unique
+from helpers_http import LOCAL, Daemon, start_daemon, unique
 from mcp import Client, StdioServerParameters
 from mcp_types import Implementation
 
@@ -52,7 +51,7 @@ def error_of(result: Any) -> str:
 
 
 def stored(daemon: Daemon, memory_id: str) -> dict[str, Any]:
-    answer = httpx.get(f"{daemon.url}/v1/memory/{memory_id}", timeout=30, trust_env=False)
+    answer = LOCAL.get(f"{daemon.url}/v1/memory/{memory_id}", timeout=30)
     assert answer.status_code == 200, answer.text
     return answer.json()
 

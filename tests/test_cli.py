@@ -13,9 +13,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from helpers_http import Daemon, build_runtime, subprocess_env, unique, write_config
+from helpers_http import LOCAL, Daemon, build_runtime, subprocess_env, unique, write_config
 
 from tribalmemory import __version__
 from tribalmemory.cli.main import main
@@ -368,7 +367,7 @@ def test_commands_use_the_daemon(daemon: Daemon, at_daemon: str, capsys: Capture
         "--config",
         at_daemon,
     )
-    memory = httpx.get(f"{daemon.url}/v1/memory/{stored['memory_id']}", trust_env=False).json()
+    memory = LOCAL.get(f"{daemon.url}/v1/memory/{stored['memory_id']}").json()
     assert memory["content"] == content and memory["source_type"] == "AUTO_CAPTURE"
     assert memory["context"] == "standup"
     code, out, _ = run(capsys, "recall", "where are feature flags", "--config", at_daemon)
@@ -379,10 +378,7 @@ def test_commands_use_the_daemon(daemon: Daemon, at_daemon: str, capsys: Capture
     assert code == 1 and "Episode feature not enabled" in err
     code, out, _ = run(capsys, "forget", stored["memory_id"], "--config", at_daemon)
     assert code == 0
-    assert (
-        httpx.get(f"{daemon.url}/v1/memory/{stored['memory_id']}", trust_env=False).status_code
-        == 404
-    )
+    assert LOCAL.get(f"{daemon.url}/v1/memory/{stored['memory_id']}").status_code == 404
     code, _, err = run(capsys, "reembed", "--config", at_daemon)
     assert code == 1 and "stop it first" in err
 
@@ -408,7 +404,7 @@ def test_daemon_client_matches_the_api(daemon: Daemon) -> None:
             with pytest.raises(InvalidInput, match="limit must be an integer"):
                 await client.episodes_list(limit="5")
             assert client.health()["status"] == "ok"
-            total = httpx.get(f"{daemon.url}/v1/stats", trust_env=False).json()
+            total = LOCAL.get(f"{daemon.url}/v1/stats").json()
             assert (await client.stats())["total_memories"] == total["total_memories"]
             assert total["total_memories"] >= 2  # the module's daemon: other tests add more
         finally:
@@ -426,7 +422,7 @@ def test_daemon_client_auth_and_rotation(daemon: Daemon) -> None:
             asyncio.run(DaemonClient(daemon.config()).stats())
         allowed = asyncio.run(DaemonClient(daemon.config(), token=token).stats())
         headers = {"Authorization": f"Bearer {token}"}
-        by_http = httpx.get(f"{daemon.url}/v1/stats", headers=headers, trust_env=False).json()
+        by_http = LOCAL.get(f"{daemon.url}/v1/stats", headers=headers).json()
         assert allowed == by_http
         found = find_daemon(daemon.config())  # health needs no token
         assert found is not None and found.health()["status"] == "ok"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers_http import start_daemon
+from helpers_http import LOCAL, start_daemon
 from test_durability import stream
 
 DISK_MB = 320
@@ -149,7 +149,7 @@ def test_start_on_a_full_disk_is_refused_with_a_reason(small_disk: Path) -> None
     filler.unlink()
     again = start_daemon(small_disk, storage={"min_free_mb": RESERVE_MB})
     try:
-        stats = httpx.get(f"{again.url}/v1/stats", timeout=60).json()
+        stats = LOCAL.get(f"{again.url}/v1/stats", timeout=60).json()
         assert stats["total_memories"] == 6
     finally:
         again.stop()

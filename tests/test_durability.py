@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers_http import Daemon, start_daemon
+from helpers_http import LOCAL, Daemon, start_daemon
 
 TESTS = Path(__file__).resolve().parent
 
@@ -134,19 +134,19 @@ def agreeing_llm_process() -> Iterator[str]:
 
 def fake_requests(base_url: str) -> int:
     root = base_url.rsplit("/v1", 1)[0]
-    return int(httpx.get(f"{root}/stats", timeout=5).json()["requests"])
+    return int(LOCAL.get(f"{root}/stats", timeout=5).json()["requests"])
 
 
 def answer_at_once(base_url: str) -> None:
     """The fake LLM answers from now on without its delay (calls in flight keep theirs)."""
     root = base_url.rsplit("/v1", 1)[0]
-    httpx.post(f"{root}/delay", json={"seconds": 0}, timeout=5).raise_for_status()
+    LOCAL.post(f"{root}/delay", json={"seconds": 0}, timeout=5).raise_for_status()
 
 
 def fake_purposes(base_url: str) -> dict[str, int]:
     """Requests the fake LLM received, by prompt purpose."""
     root = base_url.rsplit("/v1", 1)[0]
-    return dict(httpx.get(f"{root}/stats", timeout=5).json()["by_purpose"])
+    return dict(LOCAL.get(f"{root}/stats", timeout=5).json()["by_purpose"])
 
 
 REAPED_WITHIN = 60.0
@@ -165,7 +165,7 @@ def wait_for(predicate: Any, deadline: float, what: str) -> None:
 
 
 def health(daemon: Daemon) -> dict[str, Any]:
-    return httpx.get(f"{daemon.url}/v1/health", timeout=10).json()
+    return LOCAL.get(f"{daemon.url}/v1/health", timeout=10).json()
 
 
 def settled(daemon: Daemon) -> bool:
@@ -175,7 +175,7 @@ def settled(daemon: Daemon) -> bool:
 def all_episodes(daemon: Daemon) -> list[dict[str, Any]]:
     found, offset = [], 0
     while True:
-        page = httpx.get(
+        page = LOCAL.get(
             f"{daemon.url}/v1/episodes", params={"limit": 100, "offset": offset}, timeout=10
         ).json()
         found += page["episodes"]
@@ -262,7 +262,7 @@ def composition(daemon: Daemon, memory_ids: list[str], items: list[dict[str, Any
     topic = {mid: item["tags"][0] for mid, item in zip(memory_ids, items, strict=True)}
     out = []
     for episode in all_episodes(daemon):
-        ids = httpx.get(f"{daemon.url}/v1/episodes/{episode['id']}", timeout=10).json()
+        ids = LOCAL.get(f"{daemon.url}/v1/episodes/{episode['id']}", timeout=10).json()
         counts = Counter(topic[mid] for mid in ids["memory_ids"])
         if counts:
             out.append(sorted(counts.items()))
@@ -290,7 +290,7 @@ def test_kill_9_during_llm_calls_loses_nothing(tmp_path, fake_llm_process, monke
         wait_for(lambda: settled(restarted), 180, "the episode queue to drain")
         episodes_found = check_invariants(restarted, acked)
         assert episodes_found, "no episode was formed"
-        costs = httpx.get(f"{restarted.url}/v1/episodes/costs", timeout=10).json()
+        costs = LOCAL.get(f"{restarted.url}/v1/episodes/costs", timeout=10).json()
         recorded = costs["calls"] + costs["open_reservations"]
         assert recorded == fake_requests(fake_llm_process)
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import subprocess
 import sys
 import threading
@@ -21,12 +22,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from helpers_http import Daemon, free_port, start_daemon, subprocess_env, unique, write_config
+from helpers_http import (
+    LOCAL,
+    Daemon,
+    free_port,
+    start_daemon,
+    subprocess_env,
+    unique,
+    write_config,
+)
 
 from tribalmemory.client import DaemonClient, WrongDaemon, find_daemon
-from tribalmemory.config import load_config
+from tribalmemory.config import Config, load_config
 from tribalmemory.datafolder import ensure_identity, new_challenge, read_identity
 from tribalmemory.interfaces.auth import TokenStore, generate_token
 from tribalmemory.interfaces.health import CHALLENGE_HEADER, PROOF_HEADER, public_view
@@ -50,7 +58,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Dae
 
 
 def count(daemon: Daemon) -> int:
-    return int(httpx.get(f"{daemon.url}/v1/stats", trust_env=False).json()["total_memories"])
+    return int(LOCAL.get(f"{daemon.url}/v1/stats").json()["total_memories"])
 
 
 def cli(
@@ -76,16 +84,12 @@ def test_each_daemon_proves_its_own_data_folder(pair: tuple[Daemon, Daemon]) -> 
         identity = read_identity(daemon.home)
         assert identity is not None
         challenge = new_challenge()
-        response = httpx.get(
-            f"{daemon.url}/v1/health", headers={CHALLENGE_HEADER: challenge}, trust_env=False
-        )
+        response = LOCAL.get(f"{daemon.url}/v1/health", headers={CHALLENGE_HEADER: challenge})
         assert response.json()["data_folder"] == {"id": identity.id, "path": str(daemon.home)}
         assert identity.verify(challenge, response.headers[PROOF_HEADER])
         ids.append(identity)
     assert ids[0].id != ids[1].id
-    answer = httpx.get(
-        f"{first.url}/v1/health", headers={CHALLENGE_HEADER: "ab" * 16}, trust_env=False
-    )
+    answer = LOCAL.get(f"{first.url}/v1/health", headers={CHALLENGE_HEADER: "ab" * 16})
     assert not ids[1].verify("ab" * 16, answer.headers[PROOF_HEADER])
 
 
@@ -151,7 +155,7 @@ def test_health_shows_reasons_and_paths_to_authenticated_callers_only(
 ) -> None:
     first, _ = pair
     url = f"{first.url}/v1/health"
-    open_health = httpx.get(url, trust_env=False).json()  # no token configured: all of it
+    open_health = LOCAL.get(url).json()  # no token configured: all of it
     assert open_health["data_folder"]["path"] == str(first.home)
     assert open_health["store"]["location"].startswith(str(first.home))
     assert open_health["llm"]["reason"]
@@ -159,11 +163,9 @@ def test_health_shows_reasons_and_paths_to_authenticated_callers_only(
     auth = TokenStore(first.home / "auth.json")
     auth.save(token)
     try:
-        public = httpx.get(url, trust_env=False).json()
-        wrong = httpx.get(
-            url, headers={"Authorization": f"Bearer {generate_token()}"}, trust_env=False
-        ).json()
-        full = httpx.get(url, headers={"Authorization": f"Bearer {token}"}, trust_env=False).json()
+        public = LOCAL.get(url).json()
+        wrong = LOCAL.get(url, headers={"Authorization": f"Bearer {generate_token()}"}).json()
+        full = LOCAL.get(url, headers={"Authorization": f"Bearer {token}"}).json()
     finally:
         auth.path.unlink()
     for shown in (public, wrong):
@@ -174,6 +176,16 @@ def test_health_shows_reasons_and_paths_to_authenticated_callers_only(
         assert shown["data_folder"] == {"id": open_health["data_folder"]["id"]}
         assert "authenticated" in shown["hidden"]
     assert full["data_folder"]["path"] == str(first.home) and full["llm"]["reason"]
+
+
+def test_clients_share_one_tls_context_that_still_verifies() -> None:
+    """Each client used to build its own (certifi's CA bundle loaded again: about 40 ms of
+    CPU), and the CLI waiting for a daemon it had started built one every 0.2 s."""
+    first, second = DaemonClient(Config()), DaemonClient(Config())
+    context = first._options()["verify"]
+    assert isinstance(context, ssl.SSLContext) and context is second._options()["verify"]
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0  # the CA bundle is loaded
 
 
 def test_public_view_keeps_numbers_and_states_only() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from helpers_http import start_daemon
+from helpers_http import LOCAL, start_daemon
 
 from tribalmemory.portability import records
 
@@ -49,7 +49,7 @@ def export_file(count: int) -> bytes:
 
 
 def stored(url: str) -> int:
-    return int(httpx.get(f"{url}/v1/stats", timeout=30).json()["total_memories"])
+    return int(LOCAL.get(f"{url}/v1/stats", timeout=30).json()["total_memories"])
 
 
 def test_sigterm_ends_an_import_between_pages_with_a_clear_503(tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ def test_sigterm_ends_an_import_between_pages_with_a_clear_503(tmp_path: Path) -
 
     def post() -> None:
         try:
-            answer["response"] = httpx.post(
+            answer["response"] = LOCAL.post(
                 f"{daemon.url}/v1/import",
                 content=body,
                 headers={"Content-Type": "application/x-ndjson"},
@@ -96,7 +96,7 @@ def test_sigterm_ends_an_import_between_pages_with_a_clear_503(tmp_path: Path) -
         before = stored(again.url)
         assert FIRST_PAGE <= before < MEMORIES
         assert f"{before} of {MEMORIES} new memories were imported" in message
-        done = httpx.post(
+        done = LOCAL.post(
             f"{again.url}/v1/import",
             content=body,
             headers={"Content-Type": "application/x-ndjson"},

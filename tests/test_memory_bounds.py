@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from helpers_http import start_daemon
+from helpers_http import LOCAL, start_daemon
 
 from tribalmemory.config import config_from_dict
 from tribalmemory.embeddings.embedder import (
@@ -125,17 +125,17 @@ def test_daemon_answers_429_with_retry_after(tmp_path: Any) -> None:
         def post(tag: str) -> None:
             items = [{"content": f"{tag} {i} {LONG}", "skip_dedup": True} for i in range(12)]
             answers.append(
-                httpx.post(f"{daemon.url}/v1/remember/batch", json={"memories": items}, timeout=300)
+                LOCAL.post(f"{daemon.url}/v1/remember/batch", json={"memories": items}, timeout=300)
             )
 
         threads = [threading.Thread(target=post, args=(f"b{i}",)) for i in range(2)]
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 60
-        while httpx.get(f"{daemon.url}/v1/health").json()["batches"]["in_flight"] < 2:
+        while LOCAL.get(f"{daemon.url}/v1/health").json()["batches"]["in_flight"] < 2:
             assert time.monotonic() < deadline, "the two batches never ran at once"
             time.sleep(0.02)
-        third = httpx.post(
+        third = LOCAL.post(
             f"{daemon.url}/v1/remember/batch",
             json={"memories": [{"content": "one more"}]},
             timeout=30,
@@ -146,6 +146,6 @@ def test_daemon_answers_429_with_retry_after(tmp_path: Any) -> None:
         assert third.headers["Retry-After"] == "2"
         assert "retry in 2 s" in third.json()["error"]
         assert [a.status_code for a in answers] == [200, 200]
-        assert httpx.get(f"{daemon.url}/v1/health").json()["batches"]["in_flight"] == 0
+        assert LOCAL.get(f"{daemon.url}/v1/health").json()["batches"]["in_flight"] == 0
     finally:
         daemon.stop()

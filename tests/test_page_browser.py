@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from fakellm import FakeLLM, Reply
-from helpers_http import Daemon, start_daemon
+from helpers_http import LOCAL, Daemon, start_daemon
 
 from tribalmemory.interfaces.auth import generate_token, token_store
 from tribalmemory.timeutil import parse_iso
@@ -143,9 +143,7 @@ def test_timeline_lanes_episode_view_and_rename(
     page.screenshot(path=str(tmp_path / "timeline.png"), full_page=True)
 
     # A filter is the list route's query parameter: the timeline shows what the API answers.
-    failed = httpx.get(
-        f"{daemon.url}/v1/episodes", params={"outcome": "failure"}, trust_env=False
-    ).json()["count"]
+    failed = LOCAL.get(f"{daemon.url}/v1/episodes", params={"outcome": "failure"}).json()["count"]
     assert 0 < failed < len(episodes)
     page.select_option("#f-outcome", "failure")
     page.click("#filters button[type=submit]")
@@ -167,10 +165,9 @@ def test_timeline_lanes_episode_view_and_rename(
     assert page.locator("#ep-title").inner_text() == target["title"]
     memories = page.locator("#ep-memories li")
     assert memories.count() == target["memory_count"]
-    named = httpx.get(
+    named = LOCAL.get(
         f"{daemon.url}/v1/episodes/{target['id']}",
         params={"include_entities": "true"},
-        trust_env=False,
     ).json()["entities"]
     assert named, "the episode's memories name something"
     first = named[0]
@@ -182,7 +179,7 @@ def test_timeline_lanes_episode_view_and_rename(
     page.fill("#ep-rename", "Renamed from the page")
     page.click("#ep-rename-go")
     expect(page.locator("#ep-title")).to_have_text("Renamed from the page", timeout=WAIT_MS)
-    stored = httpx.get(f"{daemon.url}/v1/episodes/{target['id']}", trust_env=False).json()
+    stored = LOCAL.get(f"{daemon.url}/v1/episodes/{target['id']}").json()
     assert stored["episode"]["title"] == "Renamed from the page"
     assert page.locator(".vis-item.vis-range", has_text="Renamed from the page").count() == 1
 
@@ -190,7 +187,7 @@ def test_timeline_lanes_episode_view_and_rename(
     page.click("#episode-close")
     page.click("#tab-health")
     expect(page.locator("#queue")).to_contain_text(" waiting, oldest ", timeout=WAIT_MS)
-    llm = httpx.get(f"{daemon.url}/v1/health", trust_env=False).json()["llm"]
+    llm = LOCAL.get(f"{daemon.url}/v1/health").json()["llm"]
     assert page.locator("#llm-state").inner_text().startswith(f"{llm['state']}: {llm['reason']}")
     expect(page.locator("#spend-total")).to_contain_text("$5.0000 ceiling")  # the default
     assert page.locator("#spend-chart .vis-graph-group0").count() > 0  # the chart is drawn
@@ -365,7 +362,7 @@ def test_the_project_picker_all_projects_and_search_within_a_project(
 
         def search(scope: str) -> set[str]:
             body = {"query": query, "limit": 20, "project": scope}
-            answer = httpx.post(f"{running.url}/v1/episodes/search", json=body, trust_env=False)
+            answer = LOCAL.post(f"{running.url}/v1/episodes/search", json=body)
             return {e["id"] for e in answer.json()["episodes"]}
 
         assert {e["project"] for e in episodes} == {"alpha", "beta", "gamma"}

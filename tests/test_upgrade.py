@@ -12,10 +12,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
-from helpers_http import free_port, start_daemon, subprocess_env, unique, write_config
+from helpers_http import LOCAL, free_port, start_daemon, subprocess_env, unique, write_config
 
 from tribalmemory.config import LEGACY_KEYS, load_config
 
@@ -92,10 +91,10 @@ def test_the_daemon_runs_a_09_config_and_logs_the_deprecations(tmp_path: Path) -
     sections.pop("server")  # start_daemon writes its own (with a free port)
     daemon = start_daemon(tmp_path, **sections)
     try:
-        stored = httpx.post(
-            f"{daemon.url}/v1/remember", json={"content": unique("0.9 upgrade")}, trust_env=False
+        stored = LOCAL.post(
+            f"{daemon.url}/v1/remember", json={"content": unique("0.9 upgrade")}
         ).json()
-        memory = httpx.get(f"{daemon.url}/v1/memory/{stored['memory_id']}", trust_env=False)
+        memory = LOCAL.get(f"{daemon.url}/v1/memory/{stored['memory_id']}")
         assert memory.json()["source_instance"] == "laptop-claude"
     finally:
         assert daemon.stop() == 0

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
-from helpers_http import free_port, start_daemon
+from helpers_http import LOCAL, free_port, start_daemon
 
 
 def test_a_fresh_daemon_is_warm_before_it_answers(tmp_path: Path) -> None:
@@ -19,7 +18,7 @@ def test_a_fresh_daemon_is_warm_before_it_answers(tmp_path: Path) -> None:
     }
     daemon = start_daemon(tmp_path, episodes=episodes, environ={"OPENAI_API_KEY": "x"})
     try:
-        health = httpx.get(f"{daemon.url}/v1/health", trust_env=False, timeout=30).json()
+        health = LOCAL.get(f"{daemon.url}/v1/health", timeout=30).json()
         warm = health["warm_up"]
         assert warm["done"] == ["request model", "background model", "litellm"], warm
         assert warm["failed"] == {}

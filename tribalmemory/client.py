@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import logging
 import os
+import ssl
 import subprocess
 import sys
 import time
@@ -48,6 +50,14 @@ TIMEOUT = 120.0
 PROBE_TIMEOUT = 0.5
 BUSY_PROBE_TIMEOUT = 10.0  # a second probe when the first timed out: a daemon under load
 START_TIMEOUT = 60.0
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every client of this process shares. httpx builds one for each client,
+    even of an ``http://`` URL, loading certifi's CA bundle (about 40 ms of CPU): waiting for a
+    daemon to start, the probes every 0.2 s took a fifth of a CPU from that start."""
+    return httpx.create_ssl_context(trust_env=False)
 
 
 class AuthRequired(TribalError):
@@ -160,7 +170,12 @@ class DaemonClient:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def _options(self) -> dict[str, Any]:
-        return {"base_url": self.base_url, "timeout": self.timeout, "trust_env": False}
+        return {
+            "base_url": self.base_url,
+            "timeout": self.timeout,
+            "trust_env": False,
+            "verify": tls_context(),
+        }
 
     def _auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
