@@ -10,6 +10,7 @@ Three layers:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -1088,9 +1089,10 @@ def write_home(tmp_path: Path) -> tuple[Path, int, dict[str, str]]:
     return home, port, env
 
 
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[tuple[Path, int, dict[str, str]]]:
-    """The daemon app (REST + /mcp) under uvicorn in a thread, on the home's port."""
+@contextlib.contextmanager
+def serving(tmp_path: Path) -> Iterator[tuple[Path, int, dict[str, str], Any]]:
+    """The daemon app (REST + /mcp) under uvicorn in a thread, on the home's port; the home,
+    port, environment and app."""
     import uvicorn
 
     from tribalmemory.config import load_config
@@ -1099,10 +1101,9 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Path, int, dict[str, str]]]:
     home, port, env = write_home(tmp_path)
     config = load_config(home / "config.yaml")
     config.data_dir = str(home)
+    app = create_app(config)
     server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(config), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
-        )
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -1112,10 +1113,41 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Path, int, dict[str, str]]]:
         assert time.monotonic() < deadline, "the daemon did not start within 60 s"
         time.sleep(0.05)
     try:
-        yield home, port, env
+        yield home, port, env, app
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[tuple[Path, int, dict[str, str]]]:
+    with serving(tmp_path) as (home, port, env, _app):
+        yield home, port, env
+
+
+async def test_the_daemon_builds_its_mcp_endpoint_on_the_first_request(tmp_path: Path) -> None:
+    """The daemon answers without the MCP server (the mcp SDK and 34 tools' schemas: about
+    1.3 s of CPU at every start, which `tribalmemory mcp` agents never use); two agents that
+    connect at once to /mcp both wait for its one build and are served."""
+    import httpx
+
+    from tribalmemory.interfaces.mcp_http import McpEndpoint
+
+    with serving(tmp_path) as (_home, port, _env, app):
+        (endpoint,) = [r.endpoint for r in app.routes if getattr(r, "path", "") == "/mcp"]
+        assert isinstance(endpoint, McpEndpoint)
+        async with httpx.AsyncClient(trust_env=False) as http:
+            stats = await http.get(f"http://127.0.0.1:{port}/v1/stats")
+        assert stats.status_code == 200 and endpoint.server is None
+
+        async def agent() -> set[str]:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as connected:
+                return {t.name for t in (await connected.list_tools()).tools}
+
+        assert await asyncio.gather(agent(), agent()) == [TOOLS, TOOLS]
+        built = endpoint.server
+        assert built is not None
+        assert await agent() == TOOLS and endpoint.server is built
 
 
 @pytest.mark.skipif(_missing(*DAEMON_PARTS) is not None, reason=str(_missing(*DAEMON_PARTS)))

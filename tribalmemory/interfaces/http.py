@@ -22,7 +22,6 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Receive, Scope, Send
 
 from .. import __version__
 from .. import validation as check
@@ -34,6 +33,7 @@ from ..runtime import Runtime, start_runtime
 from .auth import BearerAuth, is_loopback, token_store
 from .guard import HostPolicy, RequestGuard
 from .health import HealthView
+from .mcp_http import McpEndpoint
 from .openapi import PATH_PARAMS, ROUTES, Op, Param, openapi_document
 from .page import routes as page_routes
 from .portability_http import routes as portability_routes
@@ -156,62 +156,13 @@ async def server_error(request: Request, exc: Exception) -> Response:
     return error_response(500, INTERNAL_ERROR)
 
 
-# -- MCP -------------------------------------------------------------------------------------------
-
-
-class McpEndpoint:
-    """ASGI app at ``/mcp``: the MCP server's streamable HTTP app, rebuilt each lifespan."""
-
-    def __init__(self, config: Config, holder: ApiHolder) -> None:
-        from .mcp_server import build_mcp_server
-
-        self.config = config
-        self.server = build_mcp_server(holder.get, one_session=False)
-        self.app: Any = None
-
-    def security(self) -> Any:
-        """The SDK's own Host/Origin checks, with the names :class:`.guard.RequestGuard` allows
-        (which checks every request first; a wildcard bind is checked there only)."""
-        from mcp.server.transport_security import TransportSecuritySettings
-
-        policy = HostPolicy.for_bind(self.config.server.host, self.config.server.port)
-        if policy.any_address:
-            return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        names = sorted(policy.names)
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=[f"{n}:{policy.port}" for n in names],
-            allowed_origins=[f"http://{n}:{policy.port}" for n in names],
-        )
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        self.app = self.server.streamable_http_app(
-            streamable_http_path="/mcp",
-            transport_security=self.security(),
-            max_request_body_size=self.config.server.max_body_bytes,
-        )
-        try:
-            async with self.server.session_manager.run():
-                yield
-        finally:
-            self.app = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.app is None:
-            response = error_response(503, "the daemon is starting or stopping")
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
 # -- the app ---------------------------------------------------------------------------------------
 
 
 def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
     """The daemon's ASGI app. Without ``runtime`` the lifespan starts (and stops) one."""
     holder = ApiHolder()
-    mcp = McpEndpoint(config, holder)
+    mcp = McpEndpoint(config, holder.get)
     document = openapi_document(__version__)
     max_body = config.server.max_body_bytes
 
