@@ -163,11 +163,10 @@ def create_app(config: Config, runtime: Runtime | None = None) -> Starlette:
     """The daemon's ASGI app. Without ``runtime`` the lifespan starts (and stops) one."""
     holder = ApiHolder()
     mcp = McpEndpoint(config, holder.get)
-    document = openapi_document(__version__)
     max_body = config.server.max_body_bytes
 
     async def openapi(request: Request) -> Response:
-        return JSONResponse(document)
+        return JSONResponse(openapi_document(__version__))  # built on the first request
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

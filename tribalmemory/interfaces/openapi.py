@@ -502,9 +502,10 @@ def _operation(op: Op, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str,
 
 @functools.cache
 def openapi_document(version: str) -> dict[str, Any]:
-    """The OpenAPI 3.1 description of every route in :data:`ROUTES`, built once per process
-    (the routes never change; building it takes a tenth of a second of CPU, which every app
-    paid at its creation) and so shared: read it, never change it."""
+    """The OpenAPI 3.1 description of every route in :data:`ROUTES`, built once per process,
+    when first asked for (the routes never change; building it takes a tenth of a second of
+    CPU, which every app and daemon paid at its creation) and so shared: read it, never
+    change it."""
     refs, schemas = components()
     paths: dict[str, dict[str, Any]] = {}
     for op in ROUTES:
