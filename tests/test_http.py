@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from tribalmemory import __version__
 from tribalmemory import validation as check
-from tribalmemory.config import load_config
+from tribalmemory.config import Config, load_config
 from tribalmemory.errors import InvalidInput
 from tribalmemory.interfaces.auth import TokenStore, generate_token
 from tribalmemory.interfaces.http import create_app
@@ -663,6 +663,24 @@ def test_mcp_is_mounted_with_host_protection(client: TestClient) -> None:
         "/mcp", json=MCP_INIT, headers={**MCP_HEADERS, "host": "127.0.0.1:9999"}
     )
     assert other_port.status_code == 421
+
+
+def test_an_mcp_endpoint_that_cannot_be_built_answers_503_and_logs_why(
+    app_config: Config, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """/mcp is built on its first request; a build that fails is a clear 503 naming the
+    log, the reason is in the log, and REST keeps answering."""
+    from tribalmemory.interfaces import mcp_server
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no tools today")
+
+    monkeypatch.setattr(mcp_server, "build_mcp_server", broken)
+    with TestClient(create_app(app_config), base_url=BASE_URL) as test_client:
+        for _ in range(2):  # the first request tried to build it; the next is told the same
+            error(test_client.post("/mcp", json=MCP_INIT, headers=MCP_HEADERS), 503, "its log")
+        assert test_client.get("/v1/stats").status_code == 200
+    assert "no tools today" in caplog.text
 
 
 # -- lifespan and persistence ----------------------------------------------------------------------

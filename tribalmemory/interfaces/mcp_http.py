@@ -25,6 +25,9 @@ from .transport import error_response
 log = logging.getLogger("tribalmemory.http")
 
 STOPPED = "the daemon is starting or stopping"
+FAILED = (
+    "the daemon could not start its MCP endpoint; its log says why (`tribalmemory service logs`)"
+)
 
 
 class McpEndpoint:
@@ -37,6 +40,7 @@ class McpEndpoint:
         self.api_provider = api_provider
         self.server: Any = None
         self.app: Any = None
+        self.failed = False
         self._wanted: anyio.Event | None = None  # set by the first request; None: not running
         self._ready: anyio.Event | None = None  # the build is done (or did not happen)
 
@@ -75,6 +79,7 @@ class McpEndpoint:
             try:
                 app = await anyio.to_thread.run_sync(self._build)
             except Exception:
+                self.failed = True
                 log.exception("the MCP endpoint could not be built; /mcp answers 503")
                 return
             async with self.server.session_manager.run():
@@ -105,7 +110,7 @@ class McpEndpoint:
             await ready.wait()
         app = self.app
         if app is None:
-            response = error_response(503, STOPPED)
+            response = error_response(503, FAILED if self.failed else STOPPED)
             await response(scope, receive, send)
             return
         await app(scope, receive, send)
