@@ -28,6 +28,7 @@ from test_durability import stream
 from tribalmemory.cli.main import main
 from tribalmemory.config import load_config
 from tribalmemory.llm.ledger import Ledger
+from tribalmemory.portability.sparse import copy_sparse
 from tribalmemory.runtime import start_runtime
 from tribalmemory.storage import EdgeStore, MemoryFilter
 from tribalmemory.storage.integrity import DamagedDataError
@@ -81,7 +82,7 @@ def home(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
     """A copy of the template data folder (with its own port)."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     copy = tmp_path / "home"
-    shutil.copytree(template, copy)
+    shutil.copytree(template, copy, copy_function=copy_sparse)  # holes stay holes
     write_config(copy)
     return copy
 

@@ -37,6 +37,7 @@ from ..storage.base import FolderStore
 from ..storage.integrity import SQLITE_FILES, write_json_atomically
 from ..storage.space import MB, existing_parent, is_disk_full
 from ..timeutil import to_iso, utc_now
+from .sparse import allocated, copy_sparse
 
 log = logging.getLogger("tribalmemory.backup")
 
@@ -78,7 +79,10 @@ def _copy_store(service: MemoryService, target: Path) -> int:
     with store.lock:
         store.flush()
         shutil.copytree(
-            store.root, target, ignore=lambda _d, names: [n for n in names if n in KEEP_OUT]
+            store.root,
+            target,
+            ignore=lambda _d, names: [n for n in names if n in KEEP_OUT],
+            copy_function=copy_sparse,
         )
     return int(store.count())
 
@@ -135,13 +139,13 @@ async def _write(config: Config, service: MemoryService, dest: Path, data: Path)
 
 
 def backup_size(config: Config) -> int:
-    """Bytes a backup writes, at most: the sizes of the store's files (a copy fills the holes
-    of sparse files) and of the databases and JSON files."""
+    """Bytes a backup writes, about: what the store's files take on disk (their holes stay
+    holes: :mod:`.sparse`) and the sizes of the databases and JSON files."""
     total = 0
     roots = [config.store_path] if config.store_path.is_dir() else []
     for root in roots:
         for folder, _dirs, names in os.walk(root):
-            total += sum(_size(Path(folder) / n) for n in names if n not in KEEP_OUT)
+            total += sum(allocated(Path(folder) / n) for n in names if n not in KEEP_OUT)
     for name in (*DATABASES, *DATA_JSON):
         total += _size(config.data_path / name)
     return total
@@ -251,7 +255,7 @@ def restore(
         for suffix in ("-wal", "-shm"):  # a replaced database's journal must go with it
             dst.with_name(dst.name + suffix).unlink(missing_ok=True)
         if src.is_dir():
-            shutil.copytree(src, dst)
+            shutil.copytree(src, dst, copy_function=copy_sparse)
         else:
             shutil.copy2(src, dst)
         if progress is not None:
