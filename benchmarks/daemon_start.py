@@ -19,15 +19,12 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 from fresh_daemon import code_env, load
-from latency import free_port, write_config
+from latency import spawn_daemon
 from report import write_section
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -52,34 +49,11 @@ def cpu_seconds(pid: int) -> float:
 def start(episodes: dict[str, Any], env: dict[str, str]) -> tuple[float, float]:
     """Spawn a daemon on a new data folder: (seconds until it answers, its CPU seconds then)."""
     home = Path(tempfile.mkdtemp(prefix="tm-start-"))
-    port = free_port()
-    config = write_config(home, server={"port": port, "log_level": "warning"}, episodes=episodes)
-    environ = {**os.environ, "TRIBAL_MEMORY_HOME": str(home), "HOME": str(home), **env}
-    for name in ("TRIBAL_MEMORY_TOKEN", "TRIBAL_MEMORY_CONFIG"):
-        environ.pop(name, None)
     if "api_base" in episodes:
-        environ["OPENAI_API_KEY"] = "sk-benchmark"
-    began = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tribalmemory", "serve", "--config", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=environ,
-        cwd=home,
-    )
+        env = {**env, "OPENAI_API_KEY": "sk-benchmark"}
+    process, _url, ready = spawn_daemon(home, home / "daemon.log", episodes, env)
     try:
-        with httpx.Client(trust_env=False, timeout=2.0) as client:
-            while True:
-                if process.poll() is not None:
-                    raise SystemExit(f"the daemon exited with {process.returncode} ({home})")
-                try:
-                    if client.get(f"http://127.0.0.1:{port}/v1/health").status_code == 200:
-                        return time.perf_counter() - began, cpu_seconds(process.pid)
-                except httpx.HTTPError:
-                    pass
-                if time.perf_counter() - began > 120:
-                    raise SystemExit(f"the daemon did not answer within 120 s ({home})")
-                time.sleep(0.005)
+        return ready, cpu_seconds(process.pid)
     finally:
         process.terminate()
         process.wait(30)

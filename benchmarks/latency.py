@@ -491,10 +491,11 @@ class Daemon:
                 self.process.wait(10)
 
 
-def start_daemon(
+def spawn_daemon(
     home: Path, log_path: Path, episodes: dict[str, Any], env: dict[str, str] | None = None
-) -> Daemon:
-    """Spawn ``tribalmemory serve``; ready = first 200 from /v1/health after the spawn."""
+) -> tuple[subprocess.Popen[bytes], str, float]:
+    """Spawn ``tribalmemory serve`` and wait for its first 200 from /v1/health (polled every
+    5 ms): the process, its URL and the seconds from the spawn to that answer."""
     port = free_port()
     config = write_config(home, server={"port": port, "log_level": "warning"}, episodes=episodes)
     environ = {
@@ -522,14 +523,21 @@ def start_daemon(
                 raise SystemExit(f"the daemon exited with {process.returncode}; see {log_path}")
             try:
                 if client.get(f"{url}/v1/health").status_code == 200:
-                    break
+                    return process, url, time.perf_counter() - start
             except httpx.HTTPError:
                 pass
             if time.perf_counter() - start > 120:
                 process.kill()
                 raise SystemExit(f"the daemon was not ready within 120 s; see {log_path}")
             time.sleep(0.005)
-        ready = time.perf_counter() - start
+
+
+def start_daemon(
+    home: Path, log_path: Path, episodes: dict[str, Any], env: dict[str, str] | None = None
+) -> Daemon:
+    """Spawn ``tribalmemory serve``; ready = first 200 from /v1/health after the spawn."""
+    process, url, ready = spawn_daemon(home, log_path, episodes, env)
+    with httpx.Client(trust_env=False, timeout=2.0) as client:
         begin = time.perf_counter()
         client.post(
             f"{url}/v1/recall", json={"query": "how do I run the billing tests"}, timeout=60
