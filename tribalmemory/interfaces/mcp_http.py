@@ -82,6 +82,8 @@ class McpEndpoint:
                 self.failed = True
                 log.exception("the MCP endpoint could not be built; /mcp answers 503")
                 return
+            if stop.is_set():  # the app stopped during the build: serve nothing
+                return
             async with self.server.session_manager.run():
                 self.app = app
                 ready.set()
