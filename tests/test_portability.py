@@ -20,8 +20,9 @@ from starlette.testclient import TestClient
 from tribalmemory.cli.main import main
 from tribalmemory.config import load_config
 from tribalmemory.embeddings import BUNDLED_MODEL
-from tribalmemory.portability.sparse import allocated, copy_sparse
+from tribalmemory.portability.sparse import copy_sparse
 from tribalmemory.runtime import start_runtime
+from tribalmemory.storage.space import allocated
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
 THREAD = [

@@ -35,9 +35,9 @@ from ..service import MemoryService
 from ..service.access import ACCESS_FILE
 from ..storage.base import FolderStore
 from ..storage.integrity import SQLITE_FILES, write_json_atomically
-from ..storage.space import MB, existing_parent, is_disk_full
+from ..storage.space import MB, allocated, existing_parent, is_disk_full
 from ..timeutil import to_iso, utc_now
-from .sparse import allocated, copy_sparse
+from .sparse import copy_sparse
 
 log = logging.getLogger("tribalmemory.backup")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-from pathlib import Path
 
 CHUNK = 1 << 20
 
@@ -44,7 +43,7 @@ def copy_sparse(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> str
     data: holes, and blocks of zeros, are left as holes. Returns ``dst``."""
     with open(src, "rb") as source, open(dst, "wb") as target:
         size = os.fstat(source.fileno()).st_size
-        zeros = bytes(CHUNK)
+        zeros = memoryview(bytes(CHUNK))  # sliced without copying
         for start, end in _data_ranges(source.fileno(), size):
             source.seek(start)
             offset = start
@@ -59,12 +58,3 @@ def copy_sparse(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> str
         target.truncate(size)
     shutil.copystat(src, dst)
     return str(dst)
-
-
-def allocated(path: Path) -> int:
-    """Bytes ``path`` takes on disk (at most its size): what :func:`copy_sparse` writes."""
-    try:
-        st = path.stat()
-    except OSError:
-        return 0
-    return min(st.st_size, st.st_blocks * 512)

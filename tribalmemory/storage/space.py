@@ -80,6 +80,19 @@ def check_room_to_start(space: DiskSpace, store: Path | None = None) -> None:
         )
 
 
+def _on_disk(st: os.stat_result) -> int:
+    return min(st.st_size, st.st_blocks * 512)
+
+
+def allocated(path: Path) -> int:
+    """Bytes ``path`` takes on disk (at most its size; 0 when it cannot be read): a sparse
+    file's holes take none."""
+    try:
+        return _on_disk(path.stat())
+    except OSError:
+        return 0
+
+
 def holes(folder: Path) -> int:
     """Bytes of the files under ``folder`` not allocated yet (sparse files' holes)."""
     total = 0
@@ -89,7 +102,7 @@ def holes(folder: Path) -> int:
                 st = os.stat(Path(root) / name)
             except OSError:
                 continue
-            total += max(0, st.st_size - st.st_blocks * 512)
+            total += st.st_size - _on_disk(st)
     return total
 
 
