@@ -95,6 +95,7 @@ class McpEndpoint:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         wanted, ready, stop = anyio.Event(), anyio.Event(), anyio.Event()
+        self.failed = False  # a lifespan builds again what the last one could not
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._serve, wanted, ready, stop)
             self._wanted, self._ready = wanted, ready
