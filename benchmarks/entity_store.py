@@ -55,7 +55,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests")]
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from entities import ASIDE, FRESH, LABELS, TUNING, label_file, stream_file  # noqa: E402
+from entities import (  # noqa: E402
+    ASIDE,
+    FRESH,
+    LABELS,
+    TUNING,
+    VALIDATION,
+    label_file,
+    stream_file,
+)
 from fakellm import ID_RE, MEMORY_RE, FakeLLM, Recorded, Reply, default_reply  # noqa: E402
 
 from tribalmemory.config import config_from_dict  # noqa: E402
@@ -413,7 +421,12 @@ def report_record(
     sums = {"rules": 0.0, "record": 0.0, "n": 0}
     with FakeLLM() as fake:
         groups = [] if held_out_only else [("tuning", TUNING)]
-        for group, streams in [*groups, ("fresh", FRESH), (kept, ASIDE)]:
+        for group, streams in [
+            *groups,
+            ("validation", VALIDATION),
+            ("fresh", FRESH),
+            (kept, ASIDE),
+        ]:
             pooled = {key: [0, 0, 0, 0] for key in LISTS}
             for stream in streams:
                 m = asyncio.run(
@@ -457,7 +470,8 @@ def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) 
     ]
     means: dict[str, list[float]] = collections.defaultdict(list)
     kept = f"kept aside ({kept_aside_labels}/)" if kept_aside_labels else "kept aside"
-    groups = [("tuning", TUNING), ("fresh", FRESH)] if not aside_only else []
+    groups = [("tuning", TUNING), ("validation", VALIDATION), ("fresh", FRESH)]
+    groups = groups if not aside_only else []
     for group, streams in [*groups, (kept, ASIDE)]:
         for stream in streams:
             m = asyncio.run(measure(corpus, stream, kept_aside_labels))

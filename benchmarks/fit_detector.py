@@ -45,6 +45,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from boosted import exported  # noqa: E402
 from detection_kinds import kind_of, stream_paths  # noqa: E402
 from detector_sim import (  # noqa: E402
     Stream,
@@ -67,7 +68,7 @@ from tribalmemory.episodes.detector import (  # noqa: E402
     rank_candidates,
     update_context,
 )
-from tribalmemory.episodes.join_model import JoinModel, Trees  # noqa: E402
+from tribalmemory.episodes.join_model import JoinModel  # noqa: E402
 
 SCRIPT_VERSION = "fit_detector 1"
 SEED = 0
@@ -380,7 +381,7 @@ lower P(joins); a longer gap never raises it
 
 def fit_trees(rows: Rows, depth: int = 3, iterations: int = 150) -> JoinModel:
     """Shallow boosted trees (scikit-learn, a benchmark extra) on the rows, exported to the
-    package's own evaluator (:class:`~tribalmemory.episodes.join_model.Trees`)."""
+    package's own evaluator (:class:`~tribalmemory.trees.Trees`)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     constraints = [1 if f in INCREASING else -1 if f in DECREASING else 0 for f in FEATURES]
@@ -393,26 +394,13 @@ def fit_trees(rows: Rows, depth: int = 3, iterations: int = 150) -> JoinModel:
         random_state=SEED,
     )
     clf.fit(rows.x, rows.y, sample_weight=rows.w / rows.w.mean())
-    trees = []
-    for (predictor,) in clf._predictors:
-        nodes = predictor.nodes
-        leaf = nodes["is_leaf"].astype(bool)
-        trees.append(
-            {
-                "feature": [-1 if leaf[i] else int(f) for i, f in enumerate(nodes["feature_idx"])],
-                "threshold": [float(x) for x in nodes["num_threshold"]],
-                "left": [int(x) for x in nodes["left"]],
-                "right": [int(x) for x in nodes["right"]],
-                "value": [float(x) for x in nodes["value"]],
-            }
-        )
-    baseline = float(np.ravel(clf._baseline_prediction)[0])
+    trees, baseline = exported(clf)
     return JoinModel(
         FEATURES,
         np.zeros(len(FEATURES)),
         baseline,
         name="join-trees",
-        trees=Trees.from_json(trees),
+        trees=trees,
     )
 
 

@@ -21,13 +21,8 @@ from tribalmemory.episodes.detector import (
     identifiers,
     terms_of,
 )
-from tribalmemory.episodes.join_model import (
-    CHUNK,
-    JoinModel,
-    Trees,
-    check_features,
-    load_join_model,
-)
+from tribalmemory.episodes.join_model import JoinModel, check_features, load_join_model
+from tribalmemory.trees import CHUNK, Trees
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
