@@ -249,26 +249,27 @@ Counts = dict[str, tuple[int, int, int]]
 the sure model is sure of (``sure``)."""
 Mentions = tuple[set[tuple[int, int]], set[str]]
 """One memory's entities as spans and as canonical names."""
-KEYS = ("span", "name", "sure")
 
 
-def tally(memories: Iterable[tuple[Mentions, Mentions]]) -> Counts:
-    """:data:`Counts` of found against gold entities, memory by memory (``sure``: when a found
-    memory has a third part, its sure spans)."""
-    counts = {key: [0, 0, 0] for key in KEYS}
+def tally(memories: Iterable[tuple[tuple[set, ...], Mentions]]) -> Counts:
+    """:data:`Counts` of found against gold entities, memory by memory (``sure``: when the
+    found entities have a third part, the sure spans)."""
+    counts: dict[str, list[int]] = {}
     for found, gold in memories:
-        found = found if len(found) > 2 else (*found, found[0])
-        for key, a, b in zip(KEYS, found, (*gold, gold[0]), strict=True):
-            counts[key][0] += len(a & b)
-            counts[key][1] += len(a)
-            counts[key][2] += len(b)
+        pairs = [("span", found[0], gold[0]), ("name", found[1], gold[1])]
+        pairs += [("sure", found[2], gold[0])] if len(found) > 2 else []
+        for key, a, b in pairs:
+            count = counts.setdefault(key, [0, 0, 0])
+            count[0] += len(a & b)
+            count[1] += len(a)
+            count[2] += len(b)
     return {k: (v[0], v[1], v[2]) for k, v in counts.items()}
 
 
 def summed(parts: Sequence[Counts]) -> Counts:
     """The :data:`Counts` of several streams together."""
     out: Counts = {}
-    for key in KEYS:
+    for key in parts[0] if parts else ():
         matched, found, gold = (sum(part[key][i] for part in parts) for i in range(3))
         out[key] = (matched, found, gold)
     return out

@@ -191,7 +191,8 @@ def test_a_database_from_before_the_source_column_opens_with_its_mentions_as_the
     path = tmp_path / "episodes.sqlite3"
     before = re.sub(r"\n    source TEXT NOT NULL DEFAULT 'rules',[^\n]*", "", SCHEMA)
     before = re.sub(r"\n    doubted INTEGER NOT NULL DEFAULT 0,[^\n]*", "", before)
-    assert before.count("\n") == SCHEMA.count("\n") - 2
+    before = re.sub(r"\n    sure INTEGER NOT NULL DEFAULT 1,[^\n]*", "", before)
+    assert before.count("\n") == SCHEMA.count("\n") - 3
     old = sqlite3.connect(path)
     old.executescript(before)
     assert "source" not in {r[1] for r in old.execute("PRAGMA table_info(mentions)")}

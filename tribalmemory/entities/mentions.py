@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
-from .extract import extract_entities
+from .confidence import sure_model
+from .extract import Entity, extract_entities
+
+Found = dict[str, tuple[str, list[str]]]
+"""Canonical name -> the kind of its first mention and its surfaces in order of appearance."""
 
 
-def mentions_of(text: str, known: Iterable[str] = ()) -> dict[str, tuple[str, list[str]]]:
-    """The entities ``text`` names, each once: its kind (that of its first mention) and its
-    surfaces in order of first appearance."""
-    found: dict[str, tuple[str, list[str]]] = {}
-    for entity in extract_entities(text, known):
+def _grouped(entities: Iterable[Entity]) -> Found:
+    found: Found = {}
+    for entity in entities:
         kind, surfaces = found.setdefault(entity.name, (entity.kind, []))
         if entity.text not in surfaces:
             surfaces.append(entity.text)
     return found
+
+
+def mentions_of(text: str, known: Iterable[str] = ()) -> Found:
+    """The entities ``text`` names, each once: its kind (that of its first mention) and its
+    surfaces in order of first appearance."""
+    return _grouped(extract_entities(text, known))
+
+
+def judged_mentions(text: str, known: Collection[str] = frozenset()) -> tuple[Found, set[str]]:
+    """:func:`mentions_of`, and the names among them the extraction is unsure of: none of their
+    spans in ``text`` is sure (:mod:`.confidence`)."""
+    entities = extract_entities(text, known)
+    sure = sure_model().sure(text, entities, known)
+    found = _grouped(entities)
+    return found, set(found) - {e.name for e, ok in zip(entities, sure, strict=True) if ok}

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any
 
-from ..entities import mentions_of
+from ..entities import judged_mentions
 from ..entities.acronyms import kind_words
 from ..models import Memory
 from ..timeutil import to_epoch
@@ -65,7 +65,7 @@ def record_memory_entities(store: EpisodeStore, memory: Memory) -> bool:
     entities = store.entities
     known = entities.known(memory.project)
     try:
-        found = mentions_of(memory.content, known)
+        found, unsure = judged_mentions(memory.content, known)
         kinds = kind_words(memory.content)
     except Exception as exc:  # a defect of the extraction on this text, not a passing state
         log.warning(
@@ -74,12 +74,12 @@ def record_memory_entities(store: EpisodeStore, memory: Memory) -> bool:
             type(exc).__name__,
             exc,
         )
-        found, kinds = {}, set()
+        found, kinds, unsure = {}, set(), set()
     with store.transaction() as db:
         if not entities.take(db, memory.id):
             return False
         entities.record_memory(
-            db, memory.project, memory.id, to_epoch(memory.created_at), found, kinds
+            db, memory.project, memory.id, to_epoch(memory.created_at), found, kinds, unsure
         )
     return True
 

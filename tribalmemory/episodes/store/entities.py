@@ -8,10 +8,11 @@ aliases, mention count, kind), so that forgetting a memory takes away what only 
 The episodes of an entity come from a join with ``memberships``, never from a copy.
 The acronyms each memory uses as a kind of thing (:mod:`.kind_words`) are written and forgotten
 with its mentions, and passed to the extraction with the known names.
-``reviewed`` holds the memories an LLM's final record read, with the names that record gave: an
-entity of kind ``name`` that the rules alone found, only in memories a record read and none of
-whose records gave it, is *doubted* (:data:`DOUBTED`): left out of the list unless asked for,
-still found by its name.
+``reviewed`` holds the memories an LLM's final record read, with the names that record gave. An
+entity no mention vouches for is *doubted* (:data:`DOUBTED`): left out of the list unless asked
+for, still found by its name. A mention the rules found vouches when the extraction was sure of
+it (``sure``: :mod:`tribalmemory.entities.confidence`) and, for a name, no record read its
+memory without giving it; a mention a record gave vouches.
 ``entity_waiting`` holds the memories whose entities are still to be found (in arrival order;
 see :mod:`..entity_work`): a memory leaves it in the transaction that writes its mentions, so a
 memory naming nothing is done too."""
@@ -21,9 +22,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from ...entities.known import RELEASE
+from ...entities.mentions import Found
 from ...shapes.limits import ENTITY_KINDS
 from .kind_words import KindWords
 from .table import Table
@@ -36,21 +38,21 @@ KNOWN_NAMES = 200
 many known systems, paths and releases."""
 
 DOUBTED = (
-    "kind = 'name' AND NOT EXISTS (SELECT 1 FROM mentions m "
+    "NOT EXISTS (SELECT 1 FROM mentions m "
     "LEFT JOIN reviewed r ON r.memory_id = m.memory_id "
     "WHERE m.project = entities.project AND m.name = entities.name AND (m.source != 'rules' "
-    "OR r.memory_id IS NULL "
-    "OR EXISTS (SELECT 1 FROM json_each(r.names) g WHERE g.value = m.name)))"
+    "OR EXISTS (SELECT 1 FROM json_each(r.names) g WHERE g.value = m.name) "
+    "OR (m.sure AND (r.memory_id IS NULL OR entities.kind != 'name'))))"
 )
-"""SQL, true for the ``entities`` row when it is doubted: a name (kind ``name``), every mention
-of which the rules found in a memory an LLM's final record read without giving it. A name the
-extraction is least sure of (on new domains a quarter of its names are no entity) and that
-the LLM, reading the thread, did not list; one mention a record gave, or that no record read,
-keeps it. Kept in the row's ``doubted`` column, judged again whenever the row or a verdict on
-one of its memories changes, so that the list reads it from the row."""
+"""SQL, true for the ``entities`` row when it is doubted: no mention vouches for it. Every
+mention is one the rules found and either the extraction was unsure of it (on new domains a
+fifth of what the rules find is no entity; the sure model keeps most of those out) or, for a
+name (kind ``name``), an LLM's final record read its memory without giving it (the LLM,
+reading the thread, did not list it). One mention the extraction was sure of in a memory no
+record read, or that a record gave, keeps it. Kept in the row's ``doubted`` column, judged again
+whenever the row or a verdict on one of its memories changes, so that the list reads it from
+the row."""
 
-Found = dict[str, tuple[str, list[str]]]
-"""The entities one memory names: canonical name -> (kind, surfaces as written)."""
 
 Row = tuple[str, str, int, str]
 """An entity row as the known names see it: name, kind, mentions, aliases (JSON)."""
@@ -114,8 +116,9 @@ class Entities(Table):
         """project -> (its known names, whether the limit cut them)."""
         self.kind_words = KindWords(db)
         self._reviewing = db.execute("SELECT EXISTS (SELECT 1 FROM reviewed)").fetchone()[0] == 1
-        """Whether an LLM's record has read a memory yet: until then nothing is doubted, and a
-        write judges nothing (no cost without an LLM)."""
+        """Whether an LLM's record has read a memory yet: until then a new mention's verdict is
+        enough to judge its entity (it vouches, or the entity keeps its verdict), without reading
+        the entity's other mentions."""
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -127,10 +130,12 @@ class Entities(Table):
         memory_time: float,
         found: Found,
         kinds: Iterable[str] = (),
+        unsure: Collection[str] = (),
     ) -> None:
-        """Replace the memory's mentions found by the rules with ``found`` and its acronyms
-        used as a kind of thing with ``kinds`` (idempotent: a resumed job writes the same rows
-        again) and refresh the entities either side names.
+        """Replace the memory's mentions found by the rules with ``found`` (``unsure``: the
+        names of it the extraction was not sure of) and its acronyms used as a kind of thing
+        with ``kinds`` (idempotent: a resumed job writes the same rows again) and refresh the
+        entities either side names.
         A mention an LLM's record gave (:meth:`add_named`) stays, unless the rules now find
         that name: then theirs replaces it."""
         self._kinds_changed(
@@ -144,13 +149,13 @@ class Entities(Table):
             "DELETE FROM mentions WHERE memory_id = ? AND project = ? AND name = ?",
             [(memory_id, project, name) for name in found if (project, name) in before],
         )
-        self._insert(db, project, memory_id, memory_time, found, "rules")
+        self._insert(db, project, memory_id, memory_time, found, "rules", unsure)
         added = {(project, n): (kind, surfaces) for n, (kind, surfaces) in found.items()}
         for key in sorted(set(added) | rules):
             if key in before:  # written again: it may have dropped surfaces, count again
                 self._refresh(db, key, None)
             else:
-                self._add(db, key, *added[key], memory_time)
+                self._add(db, key, *added[key], memory_time, sure=key[1] not in unsure)
 
     def _kinds_changed(self, db: sqlite3.Connection, project: str, words: set[str]) -> None:
         """``words`` were added to or taken from the project's acronyms used as a kind of thing
@@ -187,12 +192,22 @@ class Entities(Table):
         memory_time: float,
         found: Found,
         source: str,
+        unsure: Collection[str] = (),
     ) -> None:
         db.executemany(
             "INSERT INTO mentions (project, name, memory_id, memory_time, kind, surfaces, "
-            "source) VALUES (?,?,?,?,?,?,?)",
+            "source, sure) VALUES (?,?,?,?,?,?,?,?)",
             [
-                (project, name, memory_id, memory_time, kind, json.dumps(surfaces), source)
+                (
+                    project,
+                    name,
+                    memory_id,
+                    memory_time,
+                    kind,
+                    json.dumps(surfaces),
+                    source,
+                    int(name not in unsure),
+                )
                 for name, (kind, surfaces) in found.items()
             ],
         )
@@ -204,12 +219,14 @@ class Entities(Table):
         kind: str,
         surfaces: list[str],
         memory_time: float,
+        sure: bool = True,
     ) -> None:
-        """One new mention of the entity: its row updated from the stored one, without reading
-        the entity's other mentions (their count grows with the project). A mention of another
-        kind than the entity's may change its kind: then the row is recomputed."""
+        """One new mention of the entity (``sure``: the extraction was sure of it, or it is no
+        mention of the rules): its row updated from the stored one, without reading the entity's
+        other mentions (their count grows with the project). A mention of another kind than the
+        entity's may change its kind: then the row is recomputed."""
         before = db.execute(
-            "SELECT name, kind, mentions, aliases, first_seen, last_seen FROM entities "
+            "SELECT name, kind, mentions, aliases, first_seen, last_seen, doubted FROM entities "
             "WHERE project = ? AND name = ?",
             key,
         ).fetchone()
@@ -221,7 +238,7 @@ class Entities(Table):
         else:
             count = before[2] + 1
             first, last = min(before[4], memory_time), max(before[5], memory_time)
-        self._write(db, key, before, (kind, count, first, last), _aliases(before, surfaces))
+        self._write(db, key, before, (kind, count, first, last), _aliases(before, surfaces), sure)
 
     def review(self, db: sqlite3.Connection, reviewed: dict[str, list[str]]) -> None:
         """An LLM's final record read these memories and gave each the names listed (memory id
@@ -241,11 +258,9 @@ class Entities(Table):
 
     def _judge(self, db: sqlite3.Connection, key: tuple[str, str]) -> None:
         """Whether the entity is doubted, from its mentions and the verdicts on their
-        memories, into its row (a row of another kind than ``name`` is set not doubted).
-        Nothing to judge before a record has read a memory."""
-        if self._reviewing:
-            sql = f"UPDATE entities SET doubted = ({DOUBTED}) WHERE project = ? AND name = ?"
-            db.execute(sql, key)
+        memories, into its row."""
+        sql = f"UPDATE entities SET doubted = ({DOUBTED}) WHERE project = ? AND name = ?"
+        db.execute(sql, key)
 
     def forget_memory(self, db: sqlite3.Connection, memory_id: str) -> None:
         """A forgotten memory's mentions go (and its wait for them, what a record said of it,
@@ -306,9 +321,12 @@ class Entities(Table):
         before: sqlite3.Row | None,
         counted: tuple[str, int, float, float],
         aliases: set[str],
+        vouched: bool | None = None,
     ) -> None:
-        """Store the entity's row (``counted``: kind, mentions, first and last seen) and note
-        whether the change may alter the project's known names."""
+        """Store the entity's row (``counted``: kind, mentions, first and last seen), judge it
+        (``vouched``: the change is one new mention, which vouches for the entity or not; None:
+        from all its mentions) and note whether the change may alter the project's known
+        names."""
         kind, count, first, last = counted
         after: Row = (key[1], kind, count, json.dumps(sorted(aliases)))
         db.execute(
@@ -319,8 +337,16 @@ class Entities(Table):
             "mentions = excluded.mentions",
             (*key, kind, first, last, after[3], count),
         )
-        if kind == "name" or (before is not None and before["kind"] == "name"):
-            self._judge(db, key)  # only a name is doubted: a row that is none, nor was, is not
+        if vouched is None or self._reviewing:
+            self._judge(db, key)
+        elif (before is None and not vouched) or (vouched and before and before["doubted"]):
+            # before any record, one new mention changes the verdict only when it starts the
+            # entity without vouching for it (a new row is written not doubted) or vouches for
+            # a doubted one
+            db.execute(
+                "UPDATE entities SET doubted = ? WHERE project = ? AND name = ?",
+                (not vouched, *key),
+            )
         self._changed(key[0], before, after)  # a new name or known path, a new alias
 
     def _changed(self, project: str, before: sqlite3.Row | None, after: Row | None) -> None:

@@ -116,6 +116,7 @@ CREATE TABLE IF NOT EXISTS mentions (      -- each entity a memory names
     kind TEXT NOT NULL,
     surfaces TEXT NOT NULL DEFAULT '[]',   -- as written in this memory
     source TEXT NOT NULL DEFAULT 'rules',  -- rules (the extraction) | llm (a summary's record)
+    sure INTEGER NOT NULL DEFAULT 1,       -- 0: the extraction was unsure of it (confidence.py)
     PRIMARY KEY (project, name, memory_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mentions_memory ON mentions(memory_id);
@@ -160,7 +161,10 @@ ADDED_COLUMNS = {
         "structured": "TEXT NOT NULL DEFAULT '{}'",
         "project": "TEXT NOT NULL DEFAULT 'default'",  # episodes from before projects
     },
-    "mentions": {"source": "TEXT NOT NULL DEFAULT 'rules'"},  # mentions from before the LLM's
+    "mentions": {
+        "source": "TEXT NOT NULL DEFAULT 'rules'",  # mentions from before the LLM's
+        "sure": "INTEGER NOT NULL DEFAULT 1",  # found before the sure model: as before, sure
+    },
     "entities": {"doubted": "INTEGER NOT NULL DEFAULT 0"},  # no record had read them
 }
 """Columns added after the first release: a database that lacks one gets it at open

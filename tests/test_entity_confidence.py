@@ -1,0 +1,57 @@
+"""The extraction's sure model (issue 43): pure functions over a found span and the shipped
+model's file."""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+
+import pytest
+
+from tribalmemory.entities import extract_entities, judged_mentions
+from tribalmemory.entities.confidence import (
+    MODEL_FILE,
+    SureModel,
+    feature_names,
+    span_features,
+    sure_model,
+)
+
+
+def test_every_span_has_one_value_per_feature_name() -> None:
+    text = "See PAY-142: the `orders_db.py` fix by Priya Raman ships in v2.4.0 (KYC) today."
+    found = extract_entities(text)
+    assert len(found) >= 4
+    for entity in found:
+        assert len(span_features(text, entity)) == len(feature_names())
+
+
+def test_what_a_span_is_taken_from() -> None:
+    text = "The `ledger` job failed."
+    (coded,) = extract_entities(text)
+    values = dict(zip(feature_names(), span_features(text, coded), strict=True))
+    assert values["in backticks"] == 1.0 and values["kind identifier"] == 1.0
+    known = dict(zip(feature_names(), span_features(text, coded, {"ledger"}), strict=True))
+    assert values["known name"] == 0.0 and known["known name"] == 1.0
+
+
+def test_the_shipped_model_reads_these_features_and_says_how_it_was_chosen() -> None:
+    model = sure_model()
+    assert model.features == feature_names()
+    assert 0.0 < model.threshold < 1.0
+    assert "validation streams" in model.meta["threshold_rule"]
+    assert model.meta["spans"]["validation"]["precision"] >= 0.85  # the rule that chose it
+
+
+def test_a_model_fitted_on_other_features_is_refused() -> None:
+    data = json.loads(files("tribalmemory.entities").joinpath(MODEL_FILE).read_text("utf-8"))
+    data["features"] = data["features"][:-1]
+    with pytest.raises(ValueError, match="fitted on other features"):
+        SureModel.from_json(data)
+
+
+def test_the_extraction_is_unsure_of_a_place_that_is_not_the_teams_and_sure_of_a_ticket() -> None:
+    found, unsure = judged_mentions("The import moved to Leeds; see PAY-142.")
+    assert set(found) == {"leeds", "pay-142"}
+    assert unsure == {"leeds"}
+    assert judged_mentions("") == ({}, set())
