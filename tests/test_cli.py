@@ -241,10 +241,10 @@ def test_entities_leaves_out_doubted_names_unless_asked(tm_home: Path, capsys: C
         )
     )
     stored = run_json(
-        capsys, "remember", "The Leeds depot ships orders-svc builds.", "--config", config
+        capsys, "remember", "The Kestrel depot ships orders-svc builds.", "--config", config
     )
     listed = run_json(capsys, "entities", "--config", config)["entities"]
-    assert {e["name"]: e["doubted"] for e in listed} == {"leeds": False, "orders-service": False}
+    assert {e["name"]: e["doubted"] for e in listed} == {"kestrel": False, "orders-service": False}
     store = EpisodeStore(Path(load_config(config).data_dir) / "episodes.sqlite3")
     try:
         with store.transaction() as db:
@@ -256,12 +256,12 @@ def test_entities_leaves_out_doubted_names_unless_asked(tm_home: Path, capsys: C
     ]
     code, out, _ = run(capsys, "entities", "--include-doubted", "--config", config)
     rows = sorted(line.split()[:3] for line in out.splitlines()[1:])
-    assert code == 0 and rows == [["leeds", "(doubted)", "name"], ["orders-service", "system", "1"]]
+    assert code == 0 and rows == [["kestrel", "(doubted)", "name"], ["orders-service", "system", "1"]]
     # an episode's entities list it, marked
     made = run_json(capsys, "episodes", "create", "Depot", stored["memory_id"], "--config", config)
     shown = ("episodes", "show", made["episode_id"], "--include-entities", "--config", config)
     code, out, _ = run(capsys, *shown)
-    assert code == 0 and "  leeds (name, 1 memory, doubted)" in out.splitlines(), out
+    assert code == 0 and "  kestrel (name, 1 memory, doubted)" in out.splitlines(), out
     assert "  orders-service (system, 1 memory)" in out.splitlines()
 
 

@@ -33,8 +33,9 @@ class EntitiesListQuery(Request):
     kind: EntityKind | None = Field(None, description="Only entities of this kind.")
     include_doubted: bool = Field(
         False,
-        description="Also the doubted entities: names the rules alone found, in memories an "
-        "LLM's final summary read without listing them (see docs/entities.md).",
+        description="Also the doubted entities: those no mention vouches for (the extraction "
+        "was unsure of every mention, or an LLM's final summary read them without listing "
+        "the name; see docs/entities.md).",
     )
     limit: int = bounded(ENTITIES_LIMIT, "Maximum number of entities.")
     project: ProjectName | None = Field(None, description=PROJECT_DOC)
@@ -62,8 +63,9 @@ class Entity(Response):
     last_seen_at: Timestamp = Field(description="Memory time of its latest mention.")
     mentions: int = Field(description="How many memories name it.")
     doubted: bool = Field(
-        description="A name the rules alone found, in memories an LLM's final summary read "
-        "without listing it: left out of the list unless include_doubted."
+        description="No mention vouches for it (the extraction was unsure of each, or an "
+        "LLM's final summary read them without listing the name): left out of the list "
+        "unless include_doubted."
     )
 
 
@@ -110,6 +112,5 @@ class EpisodeEntity(Response):
     kind: str
     mentions: int = Field(description="How many of the episode's memories name it.")
     doubted: bool = Field(
-        description="A name an LLM's final summaries left out (see Entity.doubted); listed "
-        "here all the same."
+        description="No mention vouches for it (see Entity.doubted); listed here all the same."
     )

@@ -449,7 +449,7 @@ async function openEntity(name, inProject) {
   state.entity = { name: entity.name, project: found.project };
   $("entity").hidden = false;
   $("en-name").textContent = entity.name;
-  const doubted = entity.doubted ? " · doubted (an LLM's summaries left it out)" : "";
+  const doubted = entity.doubted ? " · doubted (no mention vouches for it)" : "";
   $("en-meta").textContent = `${entity.kind} · project ${found.project} · named in ${counted(entity.mentions, "memory")}${doubted}`;
   $("en-aliases").textContent = `Aliases: ${entity.aliases.join(", ") || "none"}`;
   $("en-seen").textContent = `First seen ${day(entity.first_seen_at)} · last seen ${day(entity.last_seen_at)}`;
