@@ -256,7 +256,8 @@ def test_entities_leaves_out_doubted_names_unless_asked(tm_home: Path, capsys: C
     ]
     code, out, _ = run(capsys, "entities", "--include-doubted", "--config", config)
     rows = sorted(line.split()[:3] for line in out.splitlines()[1:])
-    assert code == 0 and rows == [["kestrel", "(doubted)", "name"], ["orders-service", "system", "1"]]
+    assert code == 0
+    assert rows == [["kestrel", "(doubted)", "name"], ["orders-service", "system", "1"]]
     # an episode's entities list it, marked
     made = run_json(capsys, "episodes", "create", "Depot", stored["memory_id"], "--config", config)
     shown = ("episodes", "show", made["episode_id"], "--include-entities", "--config", config)

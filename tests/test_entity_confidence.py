@@ -4,6 +4,7 @@ model's file."""
 from __future__ import annotations
 
 import json
+import re
 from importlib.resources import files
 
 import pytest
@@ -12,6 +13,7 @@ from tribalmemory.entities import extract_entities, judged_mentions
 from tribalmemory.entities.confidence import (
     MODEL_FILE,
     SureModel,
+    whole_word,
     feature_names,
     span_features,
     sure_model,
@@ -55,3 +57,21 @@ def test_the_extraction_is_unsure_of_a_place_that_is_not_the_teams_and_sure_of_a
     assert set(found) == {"leeds", "pay-142"}
     assert unsure == {"leeds"}
     assert judged_mentions("") == ({}, set())
+
+
+@pytest.mark.parametrize(
+    ("word", "text"),
+    [
+        ("kyc", "the kyc check"),
+        ("kyc", "the kycs check"),
+        ("kyc", "kyc"),
+        ("v2.4.0", "on v2.4.0."),
+        ("v2.4.0", "on v2.4.01"),
+        (".net", "a .net app"),
+        (".net", "asp.net app"),
+        ("café", "le café_x et café"),
+        ("a_b", "xa_b a_b"),
+    ],
+)
+def test_awhole_word_is_what_re_calls_one(word: str, text: str) -> None:
+    assert whole_word(word, text) is (re.search(rf"\b{re.escape(word)}\b", text) is not None)

@@ -44,10 +44,33 @@ _WORD_BEFORE = re.compile(r"([\w'-]+)\W{0,3}$")
 _WORD_AFTER = re.compile(r"^\W{0,3}([\w'-]+)")
 CONTEXT_BUCKETS = 48
 """The word before and the word after a span, each hashed into this many features."""
+_PARTS = re.compile(r"[\s/_.-]+")
+_KIND_VALUES = {k: [float(k == other) for other in KINDS] for k in KINDS}
+_SHAPE_VALUES = {
+    name: [float(name == other) for other, _ in SHAPES] + [float(name == "other")]
+    for name in [*(n for n, _ in SHAPES), "other"]
+}
 
 
 def _shape(surface: str) -> str:
     return next((name for name, rx in SHAPES if rx.fullmatch(surface)), "other")
+
+
+def _wordy(char: str) -> bool:
+    """A word character as ``re``'s ``\\w`` sees one (``""``: the text's edge, none)."""
+    return char.isalnum() or char == "_"
+
+
+def whole_word(word: str, text: str) -> bool:
+    """Whether ``text`` holds ``word`` between word boundaries (``re``'s ``\\b``) at both ends."""
+    first, last = _wordy(word[:1]), _wordy(word[-1:])
+    at = text.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if _wordy(text[at - 1 : at]) != first and _wordy(text[end : end + 1]) != last:
+            return True
+        at = text.find(word, at + 1)
+    return False
 
 
 def _bucket(word: str) -> int:
@@ -102,7 +125,7 @@ def span_features(text: str, entity: Entity, known: Collection[str] = ()) -> lis
     surface, start, end = entity.text, entity.start, entity.end
     before, after = text[max(0, start - 40) : start], text[end : end + 40]
     shape = _shape(surface)
-    words = [w for w in re.split(r"[\s/_.-]+", surface) if w]
+    words = [w for w in _PARTS.split(surface) if w]
     english = english_words()
     alpha = [w.lower() for w in words if w.isalpha()]
     all_english = bool(alpha) and all(w in english for w in alpha)
@@ -118,9 +141,8 @@ def span_features(text: str, entity: Entity, known: Collection[str] = ()) -> lis
     capitalised = shape == "capitalised word"
     lowered = surface.lower()
     values = [
-        *(float(entity.kind == k) for k in KINDS),
-        *(float(shape == name) for name, _ in SHAPES),
-        float(shape == "other"),
+        *_KIND_VALUES.get(entity.kind, [0.0] * len(KINDS)),
+        *_SHAPE_VALUES[shape],
         float(ticks),
         float(before[-1:] in "\"'" and after[:1] in "\"'" and before[-1:] != ""),
         math.log(len(surface)),
@@ -140,7 +162,7 @@ def span_features(text: str, entity: Entity, known: Collection[str] = ()) -> lis
         float(acronym and after.startswith("s ")),
         float(is_known),
         float(text.count(surface) > 1),
-        float(lowered != surface and re.search(rf"\b{re.escape(lowered)}\b", text) is not None),
+        float(lowered != surface and whole_word(lowered, text)),
         float(prev_word[:1].isupper() and not opens),
         float(next_word[:1].isupper()),
         float(acronym and ticks),
