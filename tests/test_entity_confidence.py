@@ -13,10 +13,10 @@ from tribalmemory.entities import extract_entities, judged_mentions
 from tribalmemory.entities.confidence import (
     MODEL_FILE,
     SureModel,
-    whole_word,
     feature_names,
     span_features,
     sure_model,
+    whole_word,
 )
 
 
