@@ -7,17 +7,15 @@ keeps it; a record doubts names only. Through the real litellm client and the fa
 from __future__ import annotations
 
 import json
-import re
-import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from fakellm import FakeLLM, final_naming
 from helpers_runtime import settle, story_episode
+from helpers_schema import older_database
 
 from tribalmemory.entities import judged_mentions
 from tribalmemory.episodes.store import EpisodeStore
-from tribalmemory.episodes.store.schema import SCHEMA
 from tribalmemory.episodes.summaries import reviewed
 from tribalmemory.episodes.summariser import SummaryOutcome
 from tribalmemory.llm.prompts.limits import HEAD_MEMORIES, MAX_MEMORIES
@@ -211,16 +209,9 @@ def test_a_database_from_before_the_sure_column_opens_with_its_mentions_sure(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "episodes.sqlite3"
-    before = re.sub(r"\n    sure INTEGER NOT NULL DEFAULT 1,[^\n]*", "", SCHEMA)
-    assert before.count("\n") == SCHEMA.count("\n") - 1
-    old = sqlite3.connect(path)
-    old.executescript(before)
-    old.execute("INSERT INTO mentions VALUES ('p', 'leeds', 'm1', 10.0, 'name', '[]', 'rules')")
-    old.execute(
-        "INSERT INTO entities VALUES ('p', 'leeds', 'name', 10.0, 10.0, '[\"Leeds\"]', 1, 0)"
-    )
-    old.commit()
-    old.close()
+    mention = "INSERT INTO mentions VALUES ('p', 'leeds', 'm1', 10.0, 'name', '[]', 'rules')"
+    entity = "INSERT INTO entities VALUES ('p', 'leeds', 'name', 10.0, 10.0, '[\"Leeds\"]', 1, 0)"
+    older_database(path, ("sure INTEGER",), (mention, entity))
 
     store = EpisodeStore(path)
     try:
@@ -270,18 +261,11 @@ def test_a_record_reads_the_members_its_prompt_shows() -> None:
 
 def test_a_database_from_before_doubts_opens_with_nothing_doubted(tmp_path: Path) -> None:
     path = tmp_path / "episodes.sqlite3"
-    before = re.sub(r"\n    doubted INTEGER NOT NULL DEFAULT 0,[^\n]*", "", SCHEMA)
-    before = re.sub(r"\n    sure INTEGER NOT NULL DEFAULT 1,[^\n]*", "", before)
-    before = re.sub(
-        r"CREATE TABLE IF NOT EXISTS reviewed \(.*?WITHOUT ROWID;", "", before, flags=re.S
+    mention = "INSERT INTO mentions VALUES ('p', 'leeds', 'm1', 10.0, 'name', '[]', 'rules')"
+    entity = "INSERT INTO entities VALUES ('p', 'leeds', 'name', 10.0, 10.0, '[\"Leeds\"]', 1)"
+    older_database(
+        path, ("doubted INTEGER", "sure INTEGER"), (mention, entity), tables=("reviewed",)
     )
-    assert "doubted" not in before and "reviewed" not in before
-    old = sqlite3.connect(path)
-    old.executescript(before)
-    old.execute("INSERT INTO mentions VALUES ('p', 'leeds', 'm1', 10.0, 'name', '[]', 'rules')")
-    old.execute("INSERT INTO entities VALUES ('p', 'leeds', 'name', 10.0, 10.0, '[\"Leeds\"]', 1)")
-    old.commit()
-    old.close()
 
     store = EpisodeStore(path)
     try:

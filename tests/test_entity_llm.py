@@ -5,19 +5,17 @@ and a database from before the source column opens with its mentions as the rule
 
 from __future__ import annotations
 
-import re
-import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from fakellm import FakeLLM, final_naming
 from helpers_runtime import settle, story_episode
+from helpers_schema import older_database
 
 from tribalmemory.entities import mentions_of
 from tribalmemory.episodes import entity_work
 from tribalmemory.episodes.store import EpisodeStore
-from tribalmemory.episodes.store.schema import SCHEMA
 from tribalmemory.errors import NotFound
 from tribalmemory.runtime import Runtime
 
@@ -189,20 +187,16 @@ def test_a_database_from_before_the_source_column_opens_with_its_mentions_as_the
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "episodes.sqlite3"
-    before = re.sub(r"\n    source TEXT NOT NULL DEFAULT 'rules',[^\n]*", "", SCHEMA)
-    before = re.sub(r"\n    doubted INTEGER NOT NULL DEFAULT 0,[^\n]*", "", before)
-    before = re.sub(r"\n    sure INTEGER NOT NULL DEFAULT 1,[^\n]*", "", before)
-    assert before.count("\n") == SCHEMA.count("\n") - 3
-    old = sqlite3.connect(path)
-    old.executescript(before)
-    assert "source" not in {r[1] for r in old.execute("PRAGMA table_info(mentions)")}
-    old.execute("INSERT INTO mentions VALUES ('p', 'orders-service', 'm1', 10.0, 'system', '[]')")
-    old.execute(
+    mention = "INSERT INTO mentions VALUES ('p', 'orders-service', 'm1', 10.0, 'system', '[]')"
+    entity = (
         "INSERT INTO entities VALUES ('p', 'orders-service', 'system', 10.0, 10.0, "
         "'[\"orders-svc\"]', 1)"
     )
-    old.commit()
-    old.close()
+    older_database(
+        path,
+        ("source TEXT NOT NULL DEFAULT 'rules'", "doubted INTEGER", "sure INTEGER"),
+        (mention, entity),
+    )
 
     store = EpisodeStore(path)
     try:

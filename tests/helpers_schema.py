@@ -1,0 +1,32 @@
+"""Episode databases of an earlier version, for the tests of what a newer one opens."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+from tribalmemory.episodes.store.schema import SCHEMA
+
+
+def older_database(
+    path: Path, columns: tuple[str, ...], rows: tuple[str, ...], tables: tuple[str, ...] = ()
+) -> None:
+    """Write at ``path`` a database of the schema without the added ``columns`` (each as its
+    line starts: name and type) and ``tables``, holding ``rows`` (``INSERT`` statements)."""
+    schema = SCHEMA
+    for column in columns:
+        schema, found = re.subn(rf"\n    {re.escape(column)}[^\n]*", "", schema)
+        assert found == 1, column
+    for table in tables:
+        pattern = rf"CREATE TABLE IF NOT EXISTS {table} \(.*?WITHOUT ROWID;"
+        schema, found = re.subn(pattern, "", schema, flags=re.S)
+        assert found == 1, table
+    old = sqlite3.connect(path)
+    try:
+        old.executescript(schema)
+        for row in rows:
+            old.execute(row)
+        old.commit()
+    finally:
+        old.close()
