@@ -501,7 +501,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "`../shared/datasets/`, the project's own streams from "
             "`benchmarks/training_streams/`; targets: P >= 0.85, "
             "R >= 0.7; episodes from entities >= 0.9 against keyword <= 0.7; episode recall is "
-            "over each stream's labelled memories).\n\n" + text,
+            "over each stream's labelled memories). Sure span P / R: the spans the sure model "
+            "(`tribalmemory/entities/confidence.py`, fitted on the tuning streams by "
+            "`fit_entity_confidence.py`, its threshold chosen on the validation streams) is "
+            "sure of, by which an entity is listed without an LLM; the other spans stay "
+            "mentions (the episodes columns count every span).\n\n" + text,
         )
     return 0
 

@@ -7,6 +7,7 @@ import json
 import re
 from importlib.resources import files
 
+import numpy as np
 import pytest
 
 from tribalmemory.entities import extract_entities, judged_mentions
@@ -75,3 +76,12 @@ def test_the_extraction_is_unsure_of_a_place_that_is_not_the_teams_and_sure_of_a
 )
 def test_awhole_word_is_what_re_calls_one(word: str, text: str) -> None:
     assert whole_word(word, text) is (re.search(rf"\b{re.escape(word)}\b", text) is not None)
+
+
+def test_a_model_written_and_read_again_scores_the_same() -> None:
+    model = sure_model()
+    text = "See PAY-142: the `orders_db.py` fix by Priya Raman ships in v2.4.0 (KYC) today."
+    rows = np.array([span_features(text, e) for e in extract_entities(text)])
+    again = SureModel.from_json(json.loads(json.dumps(model.to_json())))
+    assert np.array_equal(again.probabilities(rows), model.probabilities(rows))
+    assert again.threshold == model.threshold and again.meta == model.meta
