@@ -116,6 +116,16 @@ def test_title_and_summary_name_the_threads_distinctive_terms():
     assert len(title) <= extractive.TITLE_CHARS
 
 
+def test_a_decade_written_as_a_plural_is_a_term_like_any_other():
+    """``1920s`` counts as ``1920``, which the background's tokens leave out when written
+    alone: a new episode's title failed on it (max() of nothing), and with it the memory's
+    episode."""
+    thread = [memory(i, f"The 1920s mains on Elm Street burst again ({i}).") for i in range(3)]
+    vectors = np.eye(len(thread), dtype=np.float32)
+    title = extractive.keyword_title(thread, vectors, background(thread))
+    assert "1920s" in title, title
+
+
 def test_a_title_is_never_a_speakers_name_nor_the_first_clause():
     """Each memory is "Name: text" (chat turns, the speaker as source instance or only in the
     text): the names never make the title, even without a background."""

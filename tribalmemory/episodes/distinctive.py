@@ -127,8 +127,10 @@ def _key(token: str, names: frozenset[str]) -> str | None:
 
 
 def _idf(key: str, background: Background) -> float:
-    """A word's inverse document frequency; a compound's is its rarest part's."""
-    return max(background.idf(part) for part in tokenize(key))
+    """A word's inverse document frequency; a compound's is its rarest part's. A word the
+    background's tokens leave out when written alone (``1920`` of ``1920s``, whose plural
+    ``s`` made it one) is its own part."""
+    return max(background.idf(part) for part in tokenize(key) or {key})
 
 
 def _body(content: str) -> str:
