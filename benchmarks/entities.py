@@ -27,7 +27,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from tribalmemory.entities import canonical, extract_entities
+from tribalmemory.entities import Entity, canonical, extract_entities
 from tribalmemory.entities.acronyms import kind_words
 from tribalmemory.entities.confidence import sure_model
 from tribalmemory.episodes.store.entities import is_known_path, is_known_release
@@ -178,6 +178,16 @@ def prf(tp: int, found: int, gold: int) -> tuple[float, float, float]:
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
+def teaches(e: Entity) -> str | None:
+    """What a found entity adds to the project's known set, as the store's ``known()`` keeps
+    it: a name as written, a system, a known path or release by its canonical name."""
+    if e.kind == "name":
+        return e.text
+    if e.kind == "system" or is_known_path(e.name, e.kind) or is_known_release(e.name, e.kind):
+        return e.name
+    return None
+
+
 def taught(rows: list[dict]) -> frozenset[str]:
     """The corpus statistics passed to the extraction, as the engine keeps them: names the
     stream writes (capitalised inside a sentence, then also found opening a sentence), systems
@@ -197,13 +207,7 @@ def taught(rows: list[dict]) -> frozenset[str]:
                 seen.add(e.name)
     paths = frozenset(seen)
     for row in rows:
-        for e in extract_entities(row["content"], paths):
-            if e.kind == "name":
-                seen.add(e.text)
-            elif e.kind == "system":
-                seen.add(e.name)
-            elif is_known_path(e.name, e.kind) or is_known_release(e.name, e.kind):
-                seen.add(e.name)
+        seen |= {t for e in extract_entities(row["content"], paths) if (t := teaches(e))}
     return frozenset(seen)
 
 
@@ -220,14 +224,7 @@ def with_known(rows: list[dict], found: dict[str, list]) -> Iterator[tuple[dict,
     for row in rows:
         entities = found[row["id"]]
         yield row, entities, known
-        known |= {e.text for e in entities if e.kind == "name"}
-        known |= {
-            e.name
-            for e in entities
-            if e.kind == "system"
-            or is_known_path(e.name, e.kind)
-            or is_known_release(e.name, e.kind)
-        }
+        known |= {t for e in entities if (t := teaches(e))}
 
 
 def sure_spans(rows: list[dict], found: dict[str, list]) -> dict[str, set[tuple[int, int]]]:

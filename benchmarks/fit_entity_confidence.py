@@ -19,6 +19,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -131,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"validation streams (labels {data_hash(VALIDATION)})",
         "spans": {g: {k: round(v, 3) for k, v in c.items()} for g, c in chosen.items()},
     }
-    model = SureModel(model.features, model.trees, model.baseline, threshold, meta)
+    model = replace(model, threshold=threshold, meta=meta)
     if args.write:
         MODEL_PATH.write_text(json.dumps(model.to_json()) + "\n", encoding="utf-8")
         print(f"wrote {MODEL_PATH}")

@@ -6,14 +6,17 @@ import re
 import sqlite3
 from pathlib import Path
 
+from tribalmemory.episodes.store import EpisodeStore
 from tribalmemory.episodes.store.schema import SCHEMA
 
 
-def older_database(
-    path: Path, columns: tuple[str, ...], rows: tuple[str, ...], tables: tuple[str, ...] = ()
-) -> None:
-    """Write at ``path`` a database of the schema without the added ``columns`` (each as its
-    line starts: name and type) and ``tables``, holding ``rows`` (``INSERT`` statements)."""
+def older_store(
+    folder: Path, columns: tuple[str, ...], rows: tuple[str, ...], tables: tuple[str, ...] = ()
+) -> EpisodeStore:
+    """The episode store opened on a database written in ``folder`` with the schema without
+    the added ``columns`` (each as its line starts: name and type) and ``tables``, holding
+    ``rows`` (``INSERT`` statements): what a newer version opens."""
+    path = folder / "episodes.sqlite3"
     schema = SCHEMA
     for column in columns:
         schema, found = re.subn(rf"\n    {re.escape(column)}[^\n]*", "", schema)
@@ -30,3 +33,4 @@ def older_database(
         old.commit()
     finally:
         old.close()
+    return EpisodeStore(path)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fakellm import FakeLLM, final_naming
 from helpers_runtime import settle, story_episode
-from helpers_schema import older_database
+from helpers_schema import older_store
 
 from tribalmemory.entities import judged_mentions
 from tribalmemory.episodes.store import EpisodeStore
@@ -208,12 +208,9 @@ def test_an_entity_only_unsure_mentions_name_is_doubted_until_a_sure_one_comes(
 def test_a_database_from_before_the_sure_column_opens_with_its_mentions_sure(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "episodes.sqlite3"
     mention = "INSERT INTO mentions VALUES ('p', 'leeds', 'm1', 10.0, 'name', '[]', 'rules')"
     entity = "INSERT INTO entities VALUES ('p', 'leeds', 'name', 10.0, 10.0, '[\"Leeds\"]', 1, 0)"
-    older_database(path, ("sure INTEGER",), (mention, entity))
-
-    store = EpisodeStore(path)
+    store = older_store(tmp_path, ("sure INTEGER",), (mention, entity))
     try:
         entities = store.entities
         with store.transaction() as db:  # judged again from its mentions: the old one is sure
@@ -260,14 +257,11 @@ def test_a_record_reads_the_members_its_prompt_shows() -> None:
 
 
 def test_a_database_from_before_doubts_opens_with_nothing_doubted(tmp_path: Path) -> None:
-    path = tmp_path / "episodes.sqlite3"
     mention = "INSERT INTO mentions VALUES ('p', 'leeds', 'm1', 10.0, 'name', '[]', 'rules')"
     entity = "INSERT INTO entities VALUES ('p', 'leeds', 'name', 10.0, 10.0, '[\"Leeds\"]', 1)"
-    older_database(
-        path, ("doubted INTEGER", "sure INTEGER"), (mention, entity), tables=("reviewed",)
+    store = older_store(
+        tmp_path, ("doubted INTEGER", "sure INTEGER"), (mention, entity), tables=("reviewed",)
     )
-
-    store = EpisodeStore(path)
     try:
         entities = store.entities
         assert [r["name"] for r in entities.listing("p", None)] == ["leeds"]

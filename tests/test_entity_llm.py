@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fakellm import FakeLLM, final_naming
 from helpers_runtime import settle, story_episode
-from helpers_schema import older_database
+from helpers_schema import older_store
 
 from tribalmemory.entities import mentions_of
 from tribalmemory.episodes import entity_work
@@ -186,19 +186,16 @@ def test_the_rules_replace_their_own_rows_and_an_llm_row_they_now_find(tmp_path:
 def test_a_database_from_before_the_source_column_opens_with_its_mentions_as_the_rules(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "episodes.sqlite3"
     mention = "INSERT INTO mentions VALUES ('p', 'orders-service', 'm1', 10.0, 'system', '[]')"
     entity = (
         "INSERT INTO entities VALUES ('p', 'orders-service', 'system', 10.0, 10.0, "
         "'[\"orders-svc\"]', 1)"
     )
-    older_database(
-        path,
+    store = older_store(
+        tmp_path,
         ("source TEXT NOT NULL DEFAULT 'rules'", "doubted INTEGER", "sure INTEGER"),
         (mention, entity),
     )
-
-    store = EpisodeStore(path)
     try:
         entities = store.entities
         assert {k for k, v in entities.sources_of("m1").items() if v == "rules"} == {

@@ -339,7 +339,9 @@ class Entities(Table):
         )
         if vouched is None or self._reviewing:
             self._judge(db, key)
-        elif (before is None and not vouched) or (vouched and before and before["doubted"]):
+        elif (before is None and not vouched) or (
+            vouched and before is not None and before["doubted"]
+        ):
             # before any record, one new mention changes the verdict only when it starts the
             # entity without vouching for it (a new row is written not doubted) or vouches for
             # a doubted one
