@@ -10,6 +10,7 @@ import sqlite3
 from typing import Any
 
 from ..entities import canonical
+from ..entities.short_forms import initials_of, short_forms, stands_alone
 from ..errors import NotFound
 from ..timeutil import from_epoch, to_iso
 from .entity_work import EntityWork
@@ -69,26 +70,44 @@ class EntityReads:
             rows = [r for r in listing(project, kind, None, include_doubted) if matches(query, r)]
         return [entity_json(r) for r in rows[:limit]]
 
-    def _row(self, project: str, name: str) -> sqlite3.Row:
-        """The entity ``name`` names: by its canonical name, else by an alias (the most
-        mentioned entity written so)."""
+    def _named(self, project: str | None, name: str) -> list[sqlite3.Row]:
+        """The entities ``name`` names, the one it names best first: the entity of its
+        canonical name, else the most mentioned one written so (an alias); then the others
+        written so (``Greg`` stored under ``greg-mallory`` once ``Greg Mallory`` was known),
+        and the entities stored under its short forms that name a thing on their own
+        (:mod:`tribalmemory.entities.short_forms`: ``tagus`` of ``Norvane Tagus``). Empty
+        when it names none."""
         entities = self.store.entities
-        row = entities.get(project, canonical(name))
-        if row is None:
-            row = next((entities.get(project, n) for n in entities.by_alias(project, name)), None)
-        if row is None:
+        rows = entities.found(project, [canonical(name)])
+        aliased = entities.by_alias(project, name)
+        rows += entities.found(project, aliased) if aliased else []
+        written = {name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))}
+        parts = {f for form in written for f in short_forms(form)}
+        initials = {a for form in written for a in initials_of(form)}
+        short = sorted(parts | {a.lower() for a in initials})
+        for row in entities.found(project, short) if short else []:
+            aliases = json.loads(row["aliases"])
+            if (row["name"] in parts and stands_alone(row["name"], aliases)) or any(
+                a in aliases for a in initials if a.lower() == row["name"]
+            ):
+                rows.append(row)
+        return list({(r["project"], r["name"]): r for r in rows}.values())
+
+    def _row(self, project: str, name: str) -> tuple[sqlite3.Row, list[str]]:
+        """The entity ``name`` names best, and the names of all it names (:meth:`_named`)."""
+        rows = self._named(project, name)
+        if not rows:
             raise NotFound(
                 f"no entity {name!r} in project {project}; list the project's entities to "
                 "find its name"
             )
-        return row
+        return rows[0], [r["name"] for r in rows]
 
     async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]:
         await self.work.settle()
-        row = self._row(project, name)
+        row, names = self._row(project, name)
         entities = self.store.entities
-        key = row["name"]
-        ids = entities.memory_ids(project, key, limit)
+        ids = entities.memory_ids(project, names, limit)
         found = {m.id: m for m in await self.state.host.get_memories(ids)}
         episode_of = self.store.memberships.episodes_of(ids) if ids else {}
         memories = [
@@ -108,11 +127,12 @@ class EntityReads:
                 "last_mention_at": _iso(r["last_mention"]),
                 "mentions": r["mentions"],
             }
-            for r in entities.episodes(project, key)
+            for r in entities.episodes(project, names)
         ]
-        co = entities.co_occurring(project, key, CO_OCCURRING)
+        co = entities.co_occurring(project, names, CO_OCCURRING)
         return {
             "entity": entity_json(row),
+            "also_written_as": names[1:],
             "project": project,
             "episodes": episodes,
             "memories": memories,
@@ -120,18 +140,11 @@ class EntityReads:
         }
 
     async def memory_ids(self, project: str | None, name: str) -> list[str]:
-        """The memories naming the entity in ``project`` (None: every project); when no
-        entity has that canonical name, those naming the entities written so (an alias)."""
+        """The memories naming the entities ``name`` names in ``project`` (None: every
+        project; :meth:`_named`)."""
         await self.work.settle()
-        entities = self.store.entities
-        found = entities.naming(project, canonical(name))
-        if found:
-            return found
-        return list(
-            dict.fromkeys(
-                m for n in entities.by_alias(project, name) for m in entities.naming(project, n)
-            )
-        )
+        names = list(dict.fromkeys(r["name"] for r in self._named(project, name)))
+        return self.store.entities.naming(project, names) if names else []
 
     async def of_episode(self, episode_id: str) -> list[dict[str, Any]]:
         self.state.episode(episode_id)

@@ -99,6 +99,12 @@ class CoEntity(Response):
 
 class EntityDetail(Response):
     entity: Entity
+    also_written_as: list[str] = Field(
+        description="The other entities the name asked for names, counted in its episodes, "
+        "memories and co-occurring entities: those written so (an alias), and its parts and "
+        "initials that name a thing on their own (``tagus`` of ``Norvane Tagus``, ``kp`` of "
+        "``Kestrel Peak``)."
+    )
     project: str
     episodes: list[EntityEpisode] = Field(description="Newest mention first.")
     memories: list[EntityMemory] = Field(description="Its latest memories, newest first.")

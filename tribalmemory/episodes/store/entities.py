@@ -515,51 +515,69 @@ class Entities(Table):
             args.append(limit)
         return list(self.db.execute(sql, args))
 
-    def memory_ids(self, project: str, name: str, limit: int | None = None) -> list[str]:
-        """The memories that name the entity, newest first."""
+    def memory_ids(self, project: str, names: list[str], limit: int | None = None) -> list[str]:
+        """The memories that name any of the entities ``names``, newest first."""
         sql = (
-            "SELECT memory_id FROM mentions WHERE project = ? AND name = ? "
-            "ORDER BY memory_time DESC, memory_id"
+            f"SELECT memory_id, MAX(memory_time) AS at FROM mentions WHERE project = ? "
+            f"AND name IN ({_marks(names)}) GROUP BY memory_id ORDER BY at DESC, memory_id"
         )
-        args: list[object] = [project, name]
+        args: list[object] = [project, *names]
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
         return [r[0] for r in self.db.execute(sql, args)]
 
-    def naming(self, project: str | None, name: str) -> list[str]:
-        """Every memory naming the entity in ``project`` (None: in any project)."""
-        if project is None:
-            rows = self.db.execute("SELECT memory_id FROM mentions WHERE name = ?", (name,))
-        else:
-            rows = self.db.execute(
-                "SELECT memory_id FROM mentions WHERE project = ? AND name = ?", (project, name)
-            )
-        return [r[0] for r in rows]
+    def naming(self, project: str | None, names: list[str]) -> list[str]:
+        """Every memory naming any of the entities ``names`` in ``project`` (None: in any
+        project), once."""
+        sql = f"SELECT DISTINCT memory_id FROM mentions WHERE name IN ({_marks(names)})"
+        args: list[str] = list(names)
+        if project is not None:
+            sql += " AND project = ?"
+            args.append(project)
+        return [r[0] for r in self.db.execute(sql, args)]
 
-    def episodes(self, project: str, name: str) -> list[sqlite3.Row]:
-        """The episodes whose memories name the entity (a join with ``memberships``): id,
-        title, first and last mention, mentions; newest mention first."""
+    def episodes(self, project: str, names: list[str]) -> list[sqlite3.Row]:
+        """The episodes whose memories name any of the entities ``names`` (a join with
+        ``memberships``): id, title, first and last mention, mentions (memories); newest
+        mention first."""
         return list(
             self.db.execute(
                 "SELECT e.id, e.title, MIN(m.memory_time) AS first_mention, "
-                "MAX(m.memory_time) AS last_mention, COUNT(*) AS mentions "
+                "MAX(m.memory_time) AS last_mention, COUNT(DISTINCT m.memory_id) AS mentions "
                 "FROM mentions m JOIN memberships b ON b.memory_id = m.memory_id "
                 "JOIN episodes e ON e.id = b.episode_id "
-                "WHERE m.project = ? AND m.name = ? GROUP BY e.id "
+                f"WHERE m.project = ? AND m.name IN ({_marks(names)}) GROUP BY e.id "
                 "ORDER BY last_mention DESC, e.id",
-                (project, name),
+                (project, *names),
             )
         )
 
-    def co_occurring(self, project: str, name: str, limit: int) -> list[tuple[str, int]]:
-        """The entities named in the same memories, by how many memories they share."""
+    def co_occurring(self, project: str, names: list[str], limit: int) -> list[tuple[str, int]]:
+        """The other entities named in the memories that name any of ``names``, by how many
+        memories they share."""
+        marks = _marks(names)
         rows = self.db.execute(
-            "SELECT o.name, COUNT(*) AS together FROM mentions m "
-            "JOIN mentions o ON o.memory_id = m.memory_id AND o.name != m.name "
-            "AND o.project = m.project "
-            "WHERE m.project = ? AND m.name = ? GROUP BY o.name "
-            "ORDER BY together DESC, o.name LIMIT ?",
-            (project, name, limit),
+            "SELECT o.name, COUNT(DISTINCT o.memory_id) AS together FROM mentions m "
+            "JOIN mentions o ON o.memory_id = m.memory_id AND o.project = m.project "
+            f"WHERE m.project = ? AND m.name IN ({marks}) AND o.name NOT IN ({marks}) "
+            "GROUP BY o.name ORDER BY together DESC, o.name LIMIT ?",
+            (project, *names, *names, limit),
         )
         return [(r[0], r[1]) for r in rows]
+
+    def found(self, project: str | None, names: list[str]) -> list[sqlite3.Row]:
+        """The stored rows of ``names`` (of ``project``; None: any)."""
+        sql = f"SELECT * FROM entities WHERE name IN ({_marks(names)})"
+        args: list[str] = list(names)
+        if project is not None:
+            sql += " AND project = ?"
+            args.append(project)
+        return list(self.db.execute(sql + " ORDER BY mentions DESC, name", args))
+
+
+def _marks(names: list[str]) -> str:
+    """The ``?`` of an ``IN (...)`` of ``names`` (at least one)."""
+    if not names:
+        raise ValueError("no entity names")
+    return ", ".join("?" * len(names))

@@ -439,8 +439,8 @@ $("episode-close").addEventListener("click", () => {
 const ENTITY_MEMORIES = 50; // the API's largest page of an entity's latest memories
 const byTime = (key) => (a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0);
 
-// One entity of a project (GET /v1/entities/{name}): its kind, aliases, first and last
-// mention, and its episodes and latest memories, both in time order (the API answers them
+// One entity of a project (GET /v1/entities/{name}): its kind, aliases (and the entities it
+// is also written as, whose mentions it counts), first and last mention, and its episodes and latest memories, both in time order (the API answers them
 // newest first). Opened from an episode's entities; closing it shows the episode again.
 async function openEntity(name, inProject) {
   const query = new URLSearchParams({ project: inProject, limit: ENTITY_MEMORIES });
@@ -451,7 +451,8 @@ async function openEntity(name, inProject) {
   $("en-name").textContent = entity.name;
   const doubted = entity.doubted ? " · doubted (no mention vouches for it)" : "";
   $("en-meta").textContent = `${entity.kind} · project ${found.project} · named in ${counted(entity.mentions, "memory")}${doubted}`;
-  $("en-aliases").textContent = `Aliases: ${entity.aliases.join(", ") || "none"}`;
+  const also = found.also_written_as.length ? ` · also written as ${found.also_written_as.join(", ")} (counted here)` : "";
+  $("en-aliases").textContent = `Aliases: ${entity.aliases.join(", ") || "none"}${also}`;
   $("en-seen").textContent = `First seen ${day(entity.first_seen_at)} · last seen ${day(entity.last_seen_at)}`;
   const episodes = $("en-episodes");
   episodes.replaceChildren();

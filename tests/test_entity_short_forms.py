@@ -1,0 +1,105 @@
+"""A name of several words and its short forms (issue 43, "by any alias"): asking for
+``Norvane Tagus`` counts the memories and episodes that write ``Tagus`` alone, and asking for
+``Harrow Vale Hospital`` those that write ``HVH``; a part that is an English word (``Spring``
+of ``Spring 2027``) names nothing alone; another project's short forms are never counted."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from test_mcp import connect, ok
+
+from tribalmemory.entities.short_forms import initials_of, short_forms, stands_alone
+from tribalmemory.errors import NotFound
+from tribalmemory.runtime import Runtime
+from tribalmemory.timeutil import to_iso
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+Make = Callable[..., Awaitable[Runtime]]
+
+
+def test_the_parts_and_initials_of_a_name_of_several_words() -> None:
+    assert short_forms("Norvane Tagus") == ["norvane", "tagus"]
+    assert short_forms("Lakeview MUD 12") == ["lakeview", "lakeview-mud", "mud", "mud-12", "12"]
+    # no part begins or ends with a connective; the initials leave connectives out
+    assert short_forms("Secretary of State") == ["secretary", "state"]
+    assert initials_of("Secretary of State") == ["SS", "SOS"]
+    assert initials_of("Harrow Vale Hospital") == ["HVH"]
+    # one word, a path, a dotted or an underscored name: no short forms
+    for written in ("Tagus", "pricing models/run.py", "noon_reports me", "api.v2 client"):
+        assert short_forms(written) == [] == initials_of(written)
+
+
+def test_a_part_names_a_thing_alone_unless_it_is_an_english_word() -> None:
+    assert stands_alone("tagus", ["Tagus"])  # no English word
+    assert not stands_alone("spring", ["Spring"])  # a word
+    assert stands_alone("mud", ["MUD"])  # a word, written as an acronym
+    assert stands_alone("mud-12", ["MUD 12"]) and stands_alone("base-lodge", ["Base Lodge"])
+    assert stands_alone("12", ["12"])  # a number
+
+
+async def remember(rt: Runtime, text: str, hours: int, project: str = "alpha") -> str:
+    stored = await rt.api.remember(
+        text, created_at=to_iso(T0 + timedelta(hours=hours)), project=project
+    )
+    assert stored["success"], stored
+    memory_id: str = stored["memory_id"]
+    return memory_id
+
+
+async def test_asking_for_a_name_counts_what_its_short_forms_name(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    full = await remember(rt, "Norvane Tagus bunkered 600 t of VLSFO at Sines on Monday.", 0)
+    short = await remember(rt, "Logged that the Tagus lost 4 kn after the hull cleaning.", 200)
+    other_ship = await remember(rt, "Logged that the Douro lost 2 kn after the storm.", 400)
+    elsewhere = await remember(rt, "Logged that the Tagus lost 3 kn in the canal.", 300, "beta")
+    first = await rt.api.episode_create("bunkering", [full])
+    second = await rt.api.episode_create("speed loss", [short])
+
+    found = await rt.api.entity_get("Norvane Tagus", project="alpha")
+    assert found["entity"]["name"] == "norvane-tagus"
+    assert found["also_written_as"] == ["tagus"]
+    assert [m["memory_id"] for m in found["memories"]] == [short, full]  # newest first
+    assert [e["episode_id"] for e in found["episodes"]] == [
+        second["episode_id"],
+        first["episode_id"],
+    ]
+    assert {c["name"] for c in found["co_occurring"]} >= {"sines", "vlsfo"}
+    assert not {"norvane-tagus", "tagus"} & {c["name"] for c in found["co_occurring"]}
+    # the short form alone names only itself; a part is not the whole
+    alone = await rt.api.entity_get("Tagus", project="alpha")
+    assert alone["entity"]["name"] == "tagus" and alone["also_written_as"] == []
+    assert [m["memory_id"] for m in alone["memories"]] == [short]
+    # recall's entity filter searches the same memories, in this project only
+    hits = await rt.api.recall("ship lost speed", entity="Norvane Tagus", project="alpha")
+    assert {h["memory_id"] for h in hits["results"]} == {full, short}
+    assert other_ship not in {m["memory_id"] for m in found["memories"]}
+    across = await rt.api.recall("ship lost speed", entity="Norvane Tagus", project="beta")
+    assert [h["memory_id"] for h in across["results"]] == [elsewhere]  # beta's own Tagus
+
+    async with connect(rt.api) as agent:
+        tool = ok(await agent.call_tool("tribal_entity", {"name": "Norvane Tagus"} | ALPHA))
+        assert tool["also_written_as"] == ["tagus"]
+        assert [m["memory_id"] for m in tool["memories"]] == [short, full]
+
+
+ALPHA = {"project": "alpha"}
+
+
+async def test_initials_count_when_written_in_capitals_and_a_word_never(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    full = await remember(rt, "Harrow Vale Hospital moved its scanner service to Tuesday.", 0)
+    initials = await remember(rt, "Moved the staff party to HVH on Friday.", 30)
+    found = await rt.api.entity_get("Harrow Vale Hospital", project="alpha")
+    assert found["also_written_as"] == ["hvh"]
+    assert [m["memory_id"] for m in found["memories"]] == [initials, full]
+
+    await remember(rt, "Printed the Spring 2027 timetable for Dana.", 60)
+    await remember(rt, "Dana said Spring maintenance is booked.", 90)
+    assert (await rt.api.entity_get("Spring", project="alpha"))["entity"]["mentions"] == 2
+    with pytest.raises(NotFound, match="no entity 'Spring 2027' in project alpha"):
+        await rt.api.entity_get("Spring 2027", project="alpha")
