@@ -13,6 +13,7 @@ extractive summaries say an episode is about (:mod:`.extractive`).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter, defaultdict
@@ -114,11 +115,18 @@ def speaker_names(memories: Sequence[Memory]) -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _parts(token: str) -> frozenset[str]:
+    """:func:`tokenize` of one word or compound (read for every word of every member each time
+    an episode's terms are ranked)."""
+    return tokenize(token)
+
+
 def _key(token: str, names: frozenset[str]) -> str | None:
     """How a word is counted, or None when it is no content word. A word is spelt as the
     background spells terms (:func:`.detector.tokenize`); a compound ("ledger_entries",
     "auth/tokens.py") is kept whole, lower case, unless all its parts are stop words."""
-    parts = tokenize(token)
+    parts = _parts(token)
     if not parts or parts & names or parts <= _STOP:
         return None
     if len(parts) == 1 and re.fullmatch(r"[A-Za-z0-9]+", token):
@@ -130,7 +138,7 @@ def _idf(key: str, background: Background) -> float:
     """A word's inverse document frequency; a compound's is its rarest part's. A word the
     background's tokens leave out when written alone (``1920`` of ``1920s``, whose plural
     ``s`` made it one) is its own part."""
-    return max(background.idf(part) for part in tokenize(key) or {key})
+    return max(background.idf(part) for part in _parts(key) or {key})
 
 
 def _body(content: str) -> str:
@@ -178,12 +186,14 @@ def _surface(surfaces: Counter[str]) -> str:
     return surface.lower() if surface.lower() in surfaces else surface
 
 
-def terms(
-    memories: Sequence[Memory], background: Background | None = None, limit: int = 8
-) -> list[str]:
-    """Up to ``limit`` distinctive terms of ``memories``, best first, as the members write
-    them. With three or more members a term must be used by two of them (a thread's terms
-    recur); a phrase is taken only when it adds a word, and replaces the word it contains."""
+Ranked = list[tuple[str, tuple[str, ...]]]
+"""An episode's candidate terms, best first: each as the members write it, and its key (a word,
+or two for a phrase)."""
+
+
+def ranked(memories: Sequence[Memory], background: Background | None = None) -> Ranked:
+    """Every candidate term of ``memories``, best first (:func:`best` picks from them). With
+    three or more members a term must be used by two of them (a thread's terms recur)."""
     if not memories:
         return []
     background = background or Background()
@@ -198,9 +208,15 @@ def terms(
         surface = _surface(seen.surfaces)
         scored.append((weight, surface, key))
     scored.sort(key=lambda item: (-item[0], item[1].lower()))
-    picked: list[tuple[str, tuple[str, ...]]] = []
+    return [(surface, key) for _, surface, key in scored]
+
+
+def best(candidates: Ranked, limit: int) -> list[str]:
+    """Up to ``limit`` of the ranked ``candidates``: a phrase is taken only when it adds a
+    word, and replaces the word it contains."""
+    picked: Ranked = []
     covered: set[str] = set()
-    for _, surface, key in scored:
+    for surface, key in candidates:
         if set(key) <= covered:
             continue
         inside = [i for i, (_, k) in enumerate(picked) if len(k) == 1 and k[0] in key]
@@ -213,3 +229,11 @@ def terms(
         if len(picked) >= limit:
             break
     return [surface for surface, _ in picked]
+
+
+def terms(
+    memories: Sequence[Memory], background: Background | None = None, limit: int = 8
+) -> list[str]:
+    """Up to ``limit`` distinctive terms of ``memories``, best first, as the members write
+    them (:func:`ranked`, then :func:`best`)."""
+    return best(ranked(memories, background), limit)

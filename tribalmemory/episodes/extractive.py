@@ -18,7 +18,7 @@ import numpy as np
 from ..models import Memory
 from ..plural import counted
 from . import statements
-from .distinctive import Background, terms
+from .distinctive import Background, Ranked, best, ranked
 
 TITLE_CHARS = 80
 SUMMARY_CHARS = 1200
@@ -82,10 +82,23 @@ def keyword_title(
     """Up to four of the episode's distinctive terms, at most 80 characters ("Refresh token,
     grace window, tabs"); without any, the most representative memory's text after its
     speaker's ``Name:``."""
+    return _title(memories, vectors, ranked(memories, background))
+
+
+def title_and_summary(
+    memories: Sequence[Memory], vectors: np.ndarray, background: Background | None = None
+) -> tuple[str, str]:
+    """:func:`keyword_title` and :func:`extractive_summary`, reading the members' terms once
+    (an episode created on the request path)."""
+    found = ranked(memories, background)
+    return _title(memories, vectors, found), _summary(memories, vectors, found)
+
+
+def _title(memories: Sequence[Memory], vectors: np.ndarray, found: Ranked) -> str:
     if not memories:
         return "Untitled episode"
     picked: list[str] = []
-    for term in terms(memories, background, TITLE_TERMS):
+    for term in best(found, TITLE_TERMS):
         if len(", ".join([*picked, term])) > TITLE_CHARS:
             break
         picked.append(term)
@@ -118,6 +131,10 @@ def extractive_summary(
     """What the thread is about, without an LLM, in at most 1200 characters: its size and time
     span (once), tags, distinctive terms, what was decided, the most representative memories in
     time order (no dates), and the latest memory (how it ended, or stands)."""
+    return _summary(memories, vectors, ranked(memories, background))
+
+
+def _summary(memories: Sequence[Memory], vectors: np.ndarray, found: Ranked) -> str:
     if not memories:
         return ""
     header = f"{counted(len(memories), 'memory')}, {span(memories)}."
@@ -125,7 +142,7 @@ def extractive_summary(
     if tags:
         header += " Tags: " + ", ".join(tags) + "."
     lines = [header]
-    about = terms(memories, background, ABOUT_TERMS)
+    about = best(found, ABOUT_TERMS)
     if about:
         lines.append("About: " + ", ".join(about) + ".")
     ordered = sorted(range(len(memories)), key=lambda i: memories[i].created_at)

@@ -401,11 +401,12 @@ def _new_row(
 ) -> EpisodeRow:
     """A new active episode of ``memories`` with an extractive summary and title."""
     vectors = np.stack([f.vector for f in features])
+    keyword_title, summary = extractive.title_and_summary(memories, vectors, background)
     row = EpisodeRow.new(
-        title or extractive.keyword_title(memories, vectors, background),
+        title or keyword_title,
         title_source,
         now,
-        summary=extractive.extractive_summary(memories, vectors, background),
+        summary=summary,
         summary_status="pending",
         summary_memory_id=new_memory_id(),
         last_activity=max(when(f) for f in features),

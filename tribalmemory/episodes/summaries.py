@@ -426,11 +426,11 @@ def scrubbed_values(
 ) -> dict[str, Any]:
     """Episode columns rebuilt from ``memories`` alone, with nothing generated from others."""
     user_title = row.title_source == "user"
-    title = row.title if user_title else extractive.keyword_title(memories, vectors, background)
+    keyword_title, summary = extractive.title_and_summary(memories, vectors, background)
     return {
-        "summary": extractive.extractive_summary(memories, vectors, background),
+        "summary": summary,
         "summary_kind": "extractive",
-        "title": title,
+        "title": row.title if user_title else keyword_title,
         "title_source": "user" if user_title else "keyword",
         "metadata": extractive.fallback_metadata(memories, row.status),
         "llm_summary": "",
@@ -506,12 +506,10 @@ def summary_values(
     """Episode columns after an LLM summary, or after the extractive fallback (which also
     renews a keyword title: the one written when the episode had two members says little)."""
     if result is None:
-        values: dict[str, Any] = {
-            "summary": extractive.extractive_summary(memories, vectors, background),
-            "summary_kind": "extractive",
-        }
+        title, summary = extractive.title_and_summary(memories, vectors, background)
+        values: dict[str, Any] = {"summary": summary, "summary_kind": "extractive"}
         if row.title_source == "keyword":
-            values["title"] = extractive.keyword_title(memories, vectors, background)
+            values["title"] = title
         if plan == "final" or not row.metadata:
             values["metadata"] = extractive.fallback_metadata(memories, row.status)
         return values
