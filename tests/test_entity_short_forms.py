@@ -28,7 +28,8 @@ def test_the_parts_and_initials_of_a_name_of_several_words() -> None:
     assert initials_of("Secretary of State") == ["SS", "SOS"]
     assert initials_of("Harrow Vale Hospital") == ["HVH"]
     # one word, a path, a dotted or an underscored name: no short forms
-    for written in ("Tagus", "pricing models/run.py", "noon_reports me", "api.v2 client"):
+    phrase = "the nine words of a sentence are no name at all"
+    for written in ("Tagus", "pricing models/run.py", "noon_reports me", "api.v2 client", phrase):
         assert short_forms(written) == [] == initials_of(written)
 
 

@@ -19,10 +19,15 @@ _NOT_WORDS = re.compile(r"[/\\._]")
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9]+")
 
 
+MAX_WORDS = 8
+"""A name of more words is a phrase, whose parts are not its short forms."""
+
+
 def _words(written: str) -> list[str]:
-    """The words of a name written with spaces; none for a single word, a path or code."""
+    """The words of a name written with spaces; none for a single word, a phrase (more than
+    :data:`MAX_WORDS`), a path or code."""
     words = written.split()
-    if len(words) < 2 or _NOT_WORDS.search(written):
+    if not 2 <= len(words) <= MAX_WORDS or _NOT_WORDS.search(written):
         return []
     return words
 
