@@ -6,18 +6,20 @@ of ``Spring 2027``) names nothing alone; another project's short forms are never
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
 
 import pytest
+from test_entity_store import remember
 from test_mcp import connect, ok
 
 from tribalmemory.entities.short_forms import initials_of, short_forms, stands_alone
 from tribalmemory.errors import NotFound
 from tribalmemory.runtime import Runtime
-from tribalmemory.timeutil import to_iso
 
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 Make = Callable[..., Awaitable[Runtime]]
+A = "alpha"
+ALPHA = {"project": A}
+DAYS = 8 * 24 * 60
+"""Minutes between the ship's memories: days apart."""
 
 
 def test_the_parts_and_initials_of_a_name_of_several_words() -> None:
@@ -41,21 +43,12 @@ def test_a_part_names_a_thing_alone_unless_it_is_an_english_word() -> None:
     assert stands_alone("12", ["12"])  # a number
 
 
-async def remember(rt: Runtime, text: str, hours: int, project: str = "alpha") -> str:
-    stored = await rt.api.remember(
-        text, created_at=to_iso(T0 + timedelta(hours=hours)), project=project
-    )
-    assert stored["success"], stored
-    memory_id: str = stored["memory_id"]
-    return memory_id
-
-
 async def test_asking_for_a_name_counts_what_its_short_forms_name(engine_runtime: Make) -> None:
     rt = await engine_runtime()
-    full = await remember(rt, "Norvane Tagus bunkered 600 t of VLSFO at Sines on Monday.", 0)
-    short = await remember(rt, "Logged that the Tagus lost 4 kn after the hull cleaning.", 200)
-    other_ship = await remember(rt, "Logged that the Douro lost 2 kn after the storm.", 400)
-    elsewhere = await remember(rt, "Logged that the Tagus lost 3 kn in the canal.", 300, "beta")
+    full = await remember(rt, "Norvane Tagus bunkered 600 t of VLSFO at Sines on Monday.", 0, A)
+    short = await remember(rt, "Logged that the Tagus lost 4 kn after the hull cleaning.", DAYS, A)
+    other = await remember(rt, "Logged that the Douro lost 2 kn after the storm.", 2 * DAYS, A)
+    elsewhere = await remember(rt, "Logged that the Tagus lost 3 kn in the canal.", DAYS, "beta")
     first = await rt.api.episode_create("bunkering", [full])
     second = await rt.api.episode_create("speed loss", [short])
 
@@ -76,7 +69,7 @@ async def test_asking_for_a_name_counts_what_its_short_forms_name(engine_runtime
     # recall's entity filter searches the same memories, in this project only
     hits = await rt.api.recall("ship lost speed", entity="Norvane Tagus", project="alpha")
     assert {h["memory_id"] for h in hits["results"]} == {full, short}
-    assert other_ship not in {m["memory_id"] for m in found["memories"]}
+    assert other not in {m["memory_id"] for m in found["memories"]}
     across = await rt.api.recall("ship lost speed", entity="Norvane Tagus", project="beta")
     assert [h["memory_id"] for h in across["results"]] == [elsewhere]  # beta's own Tagus
 
@@ -86,21 +79,18 @@ async def test_asking_for_a_name_counts_what_its_short_forms_name(engine_runtime
         assert [m["memory_id"] for m in tool["memories"]] == [short, full]
 
 
-ALPHA = {"project": "alpha"}
-
-
 async def test_initials_count_when_written_in_capitals_and_a_word_never(
     engine_runtime: Make,
 ) -> None:
     rt = await engine_runtime()
-    full = await remember(rt, "Harrow Vale Hospital moved its scanner service to Tuesday.", 0)
-    initials = await remember(rt, "Moved the staff party to HVH on Friday.", 30)
+    full = await remember(rt, "Harrow Vale Hospital moved its scanner service to Tuesday.", 0, A)
+    initials = await remember(rt, "Moved the staff party to HVH on Friday.", 30, A)
     found = await rt.api.entity_get("Harrow Vale Hospital", project="alpha")
     assert found["also_written_as"] == ["hvh"]
     assert [m["memory_id"] for m in found["memories"]] == [initials, full]
 
-    await remember(rt, "Printed the Spring 2027 timetable for Dana.", 60)
-    await remember(rt, "Dana said Spring maintenance is booked.", 90)
+    await remember(rt, "Printed the Spring 2027 timetable for Dana.", 60, A)
+    await remember(rt, "Dana said Spring maintenance is booked.", 90, A)
     assert (await rt.api.entity_get("Spring", project="alpha"))["entity"]["mentions"] == 2
     with pytest.raises(NotFound, match="no entity 'Spring 2027' in project alpha"):
         await rt.api.entity_get("Spring 2027", project="alpha")

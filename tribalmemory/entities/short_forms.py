@@ -1,8 +1,8 @@
-"""The shorter ways a project writes a name of several words (:func:`short_forms`): ``Tagus``
-or ``Norvane Tagus`` for the ship ``Norvane Tagus``, ``ETS`` for ``EU ETS``, ``KP`` for
-``Kestrel Peak``. Asking for the name counts the entities stored under its short forms too,
-when a short form names a thing on its own (:func:`stands_alone`): ``Spring`` of ``Spring 2027``
-is a word, not a name."""
+"""The shorter ways a project writes a name of several words: its parts (:func:`short_forms`,
+``Tagus`` of the ship ``Norvane Tagus``, ``ETS`` of ``EU ETS``) and its initials
+(:func:`initials_of`, ``HVH`` of ``Harrow Vale Hospital``). Asking for the name counts the
+entities stored under them too, when a part names a thing on its own (:func:`stands_alone`:
+``Spring`` of ``Spring 2027`` is a word, not a name) and initials are written in capitals."""
 
 from __future__ import annotations
 

@@ -102,8 +102,8 @@ class EntityDetail(Response):
     also_written_as: list[str] = Field(
         description="The other entities the name asked for names, counted in its episodes, "
         "memories and co-occurring entities: those written so (an alias), and its parts and "
-        "initials that name a thing on their own (``tagus`` of ``Norvane Tagus``, ``kp`` of "
-        "``Kestrel Peak``)."
+        "initials that name a thing on their own (tagus of Norvane Tagus, hvh of Harrow Vale "
+        "Hospital)."
     )
     project: str
     episodes: list[EntityEpisode] = Field(description="Newest mention first.")
