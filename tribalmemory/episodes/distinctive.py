@@ -229,11 +229,3 @@ def best(candidates: Ranked, limit: int) -> list[str]:
         if len(picked) >= limit:
             break
     return [surface for surface, _ in picked]
-
-
-def terms(
-    memories: Sequence[Memory], background: Background | None = None, limit: int = 8
-) -> list[str]:
-    """Up to ``limit`` distinctive terms of ``memories``, best first, as the members write
-    them (:func:`ranked`, then :func:`best`)."""
-    return best(ranked(memories, background), limit)

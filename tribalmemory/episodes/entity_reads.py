@@ -78,14 +78,14 @@ class EntityReads:
         (:mod:`tribalmemory.entities.short_forms`: ``tagus`` of ``Norvane Tagus``). Empty
         when it names none."""
         entities = self.store.entities
-        rows = entities.found(project, [canonical(name)])
+        rows = entities.rows_named(project, [canonical(name)])
         aliased = entities.by_alias(project, name)
-        rows += entities.found(project, aliased) if aliased else []
+        rows += entities.rows_named(project, aliased) if aliased else []
         written = {name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))}
         parts = {f for form in written for f in short_forms(form)}
         initials = {a for form in written for a in initials_of(form)}
         short = sorted(parts | {a.lower() for a in initials})
-        for row in entities.found(project, short) if short else []:
+        for row in entities.rows_named(project, short) if short else []:
             aliases = json.loads(row["aliases"])
             if (row["name"] in parts and stands_alone(row["name"], aliases)) or any(
                 a in aliases for a in initials if a.lower() == row["name"]

@@ -566,8 +566,9 @@ class Entities(Table):
         )
         return [(r[0], r[1]) for r in rows]
 
-    def found(self, project: str | None, names: list[str]) -> list[sqlite3.Row]:
-        """The stored rows of ``names`` (of ``project``; None: any)."""
+    def rows_named(self, project: str | None, names: list[str]) -> list[sqlite3.Row]:
+        """The stored rows of the entities ``names`` (of ``project``; None: any), most mentioned
+        first."""
         sql = f"SELECT * FROM entities WHERE name IN ({_marks(names)})"
         args: list[str] = list(names)
         if project is not None:
