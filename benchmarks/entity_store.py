@@ -69,7 +69,6 @@ from fakellm import ID_RE, MEMORY_RE, FakeLLM, Recorded, Reply, default_reply  #
 from tribalmemory.config import config_from_dict  # noqa: E402
 from tribalmemory.entities import canonical, mentions_of  # noqa: E402
 from tribalmemory.episodes import entity_work  # noqa: E402
-from tribalmemory.errors import NotFound  # noqa: E402
 from tribalmemory.runtime import start_runtime  # noqa: E402
 from tribalmemory.timeutil import parse_iso, to_iso, utc_now  # noqa: E402
 
@@ -142,15 +141,10 @@ async def reached(
     ids: dict[str, str],
     episode_of: dict[str, str],
 ) -> set[str | None]:
-    """The labelled episodes of the memories that name the entities X names
-    (``GET /v1/entities/X``: its entity and those it is also written as), all of them (the
-    answer lists the latest)."""
-    try:
-        found = await runtime.api.entity_get(display[key], project="bench")
-        names = [found["entity"]["name"], *found["also_written_as"]]
-        named = set(runtime.episodes.store.entities.naming("bench", names))
-    except NotFound:
-        named = set()
+    """The labelled episodes of the memories that name the entities X names: its entity and
+    those it is also written as, all their memories (those `GET /v1/entities/X` counts and
+    recall's ``entity`` filter searches; the answer lists only the latest)."""
+    named = await runtime.episodes.engine.entity_memory_ids("bench", display[key])
     return {episode_of.get(ids[m]) for m in named if m in ids}
 
 

@@ -530,12 +530,10 @@ class Entities(Table):
     def naming(self, project: str | None, names: list[str]) -> list[str]:
         """Every memory naming any of the entities ``names`` in ``project`` (None: in any
         project), once."""
-        sql = f"SELECT DISTINCT memory_id FROM mentions WHERE name IN ({_marks(names)})"
-        args: list[str] = list(names)
-        if project is not None:
-            sql += " AND project = ?"
-            args.append(project)
-        return [r[0] for r in self.db.execute(sql, args)]
+        where, args = _named_in(project, names)
+        return [
+            r[0] for r in self.db.execute(f"SELECT DISTINCT memory_id FROM mentions {where}", args)
+        ]
 
     def episodes(self, project: str, names: list[str]) -> list[sqlite3.Row]:
         """The episodes whose memories name any of the entities ``names`` (a join with
@@ -569,12 +567,10 @@ class Entities(Table):
     def rows_named(self, project: str | None, names: list[str]) -> list[sqlite3.Row]:
         """The stored rows of the entities ``names`` (of ``project``; None: any), most mentioned
         first."""
-        sql = f"SELECT * FROM entities WHERE name IN ({_marks(names)})"
-        args: list[str] = list(names)
-        if project is not None:
-            sql += " AND project = ?"
-            args.append(project)
-        return list(self.db.execute(sql + " ORDER BY mentions DESC, name", args))
+        where, args = _named_in(project, names)
+        return list(
+            self.db.execute(f"SELECT * FROM entities {where} ORDER BY mentions DESC, name", args)
+        )
 
 
 def _marks(names: list[str]) -> str:
@@ -582,3 +578,10 @@ def _marks(names: list[str]) -> str:
     if not names:
         raise ValueError("no entity names")
     return ", ".join("?" * len(names))
+
+
+def _named_in(project: str | None, names: list[str]) -> tuple[str, list[str]]:
+    """The ``WHERE`` of the rows of ``names`` in ``project`` (None: any), and its arguments."""
+    if project is None:
+        return f"WHERE name IN ({_marks(names)})", list(names)
+    return f"WHERE project = ? AND name IN ({_marks(names)})", [project, *names]
