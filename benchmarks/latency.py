@@ -724,6 +724,14 @@ def measure_throughput(url: str, args: argparse.Namespace, column: Column) -> No
     column.values[f"latency under {args.clients} clients p50 / p95 (ms)"] = ms(lat)
 
 
+def block_starts(samples: list[float], block: int) -> str:
+    """Mean of each block's first remember (the daemon was paused just before: its background
+    work that fell due meanwhile starts then) against the mean of the others, in ms."""
+    first = [s for index, s in enumerate(samples) if index % block == 0]
+    rest = [s for index, s in enumerate(samples) if index % block]
+    return f"{np.mean(first):.1f} / {np.mean(rest):.1f}" if first and rest else "–"
+
+
 def ratios(off: list[float], on: list[float]) -> tuple[float, float]:
     """Episodes on / off at p50 and p95."""
     return pct(on, 50) / pct(off, 50), pct(on, 95) / pct(off, 95)
@@ -827,6 +835,9 @@ def compare_http(
         on.values["**remember** over HTTP p50 / p95 (ms)"] = ms(remember_on)
         off.values["remember over HTTP p99 / max (ms)"] = tail(remember_off)
         on.values["remember over HTTP p99 / max (ms)"] = tail(remember_on)
+        label = "remember over HTTP, mean of a block's first / of the others (ms)"
+        off.values[label] = block_starts(remember_off, args.block)
+        on.values[label] = block_starts(remember_on, args.block)
         rounds.append(ratios(remember_off, remember_on))
         log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*rounds[-1]))
         r50, r95 = ([r[i] for r in rounds] for i in (0, 1))
