@@ -4,11 +4,13 @@ vocabulary; they survive a restart and a forgotten memory's words leave the file
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
 
 from tribalmemory.config import config_from_dict
+from tribalmemory.episodes.state import DETECTOR_SAVE_EVERY
 from tribalmemory.runtime import Runtime, start_runtime
 
 NOTES = [
@@ -77,3 +79,48 @@ async def test_a_store_that_kept_the_counts_in_the_context_moves_them_to_the_tab
     await again.stop()
     meta, table = saved(data)
     assert "doc_freq" not in meta["projects"]["default"] and table == counts
+
+
+async def test_the_statistics_are_saved_at_a_background_turn_not_in_the_request(
+    tmp_path: Path,
+) -> None:
+    """Every 25 decisions the statistics are saved, no longer inside the request that made the
+    25th: at the next background turn. A request in flight throughout (and no forced turn)
+    holds the save back; once requests stop, it is written. A daemon stopped while it waits
+    saves at stop."""
+    data = tmp_path / "data"
+    rt = await start(data)
+    state = rt.episodes.engine.state
+    activity = rt.service.activity
+    activity.busy_interval = 3600.0  # no turn forced under load during the test
+    with activity.request():
+        for index in range(DETECTOR_SAVE_EVERY):
+            await rt.api.remember(f"Note {index}: the {WORDS[index]} dashboard moved to v{index}.")
+        assert state.matcher.updates == DETECTOR_SAVE_EVERY
+        pending = state.pending_save
+        assert pending is not None and not pending.done()
+        assert saved_counts(data) == {}  # not written by the requests
+    await asyncio.wait_for(pending, 30)  # the first quiet moment gives the turn
+    assert saved_counts(data) == dict(state.matcher.context().doc_freq)
+
+    with activity.request():  # 25 more, and a stop before any turn
+        for index in range(DETECTOR_SAVE_EVERY):
+            await rt.api.remember(f"Again {index}: {WORDS[index]} alerts page the on-call.")
+        assert state.pending_save is not None
+        counts = dict(state.matcher.context().doc_freq)
+        await rt.stop()
+    assert saved_counts(data) == counts
+
+
+WORDS = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "
+    "oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee"
+).split()
+
+
+def saved_counts(data: Path) -> dict[str, int]:
+    db = sqlite3.connect(data / "episodes.sqlite3")
+    try:
+        return dict(db.execute("SELECT term, count FROM term_counts WHERE project = 'default'"))
+    finally:
+        db.close()

@@ -348,7 +348,7 @@ class Membership:
                 await self.remove(episode_id, memory.id, actor="forget")
             with self.store.transaction() as db:
                 self.store.forget_detection(db, memory.id)
-            state.save_detector(force=True)
+            state.save_detector()
         self.store.wipe_freed()
 
     async def prune_dangling(self) -> int:

@@ -153,7 +153,11 @@ class EpisodePlugin:
             if task is not None:
                 await asyncio.wait({task})
         await self.worker.stop()
-        self.engine.state.save_detector(force=True)
+        state = self.engine.state
+        if (pending := state.pending_save) is not None:  # saved below, now
+            pending.cancel()
+            await asyncio.wait({pending})
+        state.save_detector()
         self.engine.budget.save()
         self.store.close()
         self.ledger.close()
