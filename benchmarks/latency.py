@@ -877,7 +877,10 @@ def compare_http(
             f"after {args.llm_delay:g} s; summaries debounced 2 s instead of the default 30 s "
             "so that LLM work overlaps the measurement. Under this sustained load background "
             "work gets one CPU turn per second (docs/episodes.md), so jobs pile up and are "
-            f"done once the load stops; {queue} episode jobs were queued at the very end."
+            f"done once the load stops; {queue} episode jobs were queued at the very end. "
+            "A block's first `remember` comes right after its daemon was resumed: the "
+            "episodes-on daemon's work that fell due while it was paused starts then, in what "
+            "looks like a quiet moment to it."
             + (
                 f" The on / off ratios are the median of {len(rounds)} such comparisons, each "
                 "between two fresh daemons (one comparison's p95 ratio moves by about ±0.3); "
