@@ -253,8 +253,9 @@ class EngineState:
     def decided(self) -> None:
         """After a decision: every :data:`DETECTOR_SAVE_EVERY` decisions the statistics are
         saved at the next background turn, off the request (the request that made the 25th
-        waited about 1.4 ms for it). A crash before it loses the counts of a few decisions, as
-        between two saves: the counts steer later decisions and are never the only record."""
+        waited about 1.4 ms for it). A crash before it loses the counts of the decisions since
+        the last save, as a crash between two saves always did: they only steer later
+        decisions; the decisions themselves are committed with each memory."""
         if self.matcher.updates % DETECTOR_SAVE_EVERY or self.pending_save is not None:
             return
         self.pending_save = asyncio.create_task(self._save_at_turn(), name="detector-save")
