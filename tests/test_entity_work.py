@@ -9,6 +9,7 @@ import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers_runtime import SETTLE_SECONDS
@@ -94,6 +95,38 @@ async def test_the_entity_work_progresses_while_requests_never_pause(
         assert activity.forced_turns - forced >= len(ids)  # each memory waited for a turn
     store = rt.episodes.store
     assert all(("shop", "ledger-db") in store.entities.names_of(i) for i in ids)
+
+
+async def test_memories_not_in_hand_are_read_from_the_store_a_page_at_once(
+    engine_runtime: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memories waiting that the work does not hold (decided before a restart, or beyond
+    :data:`~entity_work.HELD`) are read from the memory store a page at a time, though the
+    work takes them one at a time: one read for six, and each gets its entities."""
+    rt = await engine_runtime()
+    work = rt.episodes.engine.entity_work
+    await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
+    gate = asyncio.Event()
+    work.turn = gate.wait  # held until the memories are out of hand
+    ids = [
+        await remember(rt, f"Priya paged the ledger-db owners about PROJ-{200 + i}.", i)
+        for i in range(6)
+    ]
+    work._held.clear()  # as after a restart
+    host = rt.episodes.engine.state.host
+    reads: list[list[str]] = []
+    read_memories = host.get_memories
+
+    async def counted(memory_ids: list[str]) -> Any:
+        reads.append(list(memory_ids))
+        return await read_memories(memory_ids)
+
+    monkeypatch.setattr(host, "get_memories", counted)
+    gate.set()
+    await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
+    assert sorted(reads[0]) == sorted(ids) and len(reads) == 1
+    store = rt.episodes.store
+    assert all(("shop", f"proj-{200 + i}") in store.entities.names_of(m) for i, m in enumerate(ids))
 
 
 def test_recording_a_mention_costs_the_same_however_often_the_entity_was_named(

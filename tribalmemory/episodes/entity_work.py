@@ -191,8 +191,17 @@ class EntityWork:
                 return 0
             found = {i: m for i in ids if (m := self._held.pop(i, None)) is not None}
             missing = [i for i in ids if i not in found]
-            if missing:
-                found |= {m.id: m for m in await self.state.host.get_memories(missing)}
+            if missing:  # read the next page's too, in the same store read: kept in hand
+                ahead = [
+                    i
+                    for i in self.store.entities.waiting_page(PAGE, up_to)
+                    if i not in self._held and i not in found and i not in missing
+                ]
+                read = {m.id: m for m in await self.state.host.get_memories(missing + ahead)}
+                found |= {i: read[i] for i in missing if i in read}
+                for memory_id in ahead[: max(0, HELD - len(self._held))]:
+                    if memory_id in read:
+                        self._held[memory_id] = read[memory_id]
             for memory_id in ids:
                 memory = found.get(memory_id)
                 if memory is None:  # decided, then gone from the memory store: nothing to read
