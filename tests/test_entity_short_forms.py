@@ -56,6 +56,10 @@ async def test_asking_for_a_name_counts_what_its_short_forms_name(engine_runtime
     assert found["entity"]["name"] == "norvane-tagus"
     assert found["also_written_as"] == ["tagus"]
     assert [m["memory_id"] for m in found["memories"]] == [short, full]  # newest first
+    assert found["memory_count"] == 2 and found["entity"]["mentions"] == 1
+    latest = await rt.api.entity_get("Norvane Tagus", project="alpha", limit=1)
+    assert [m["memory_id"] for m in latest["memories"]] == [short]
+    assert latest["memory_count"] == 2  # the page says "the latest 1 of 2"
     assert [e["episode_id"] for e in found["episodes"]] == [
         second["episode_id"],
         first["episode_id"],
@@ -66,6 +70,7 @@ async def test_asking_for_a_name_counts_what_its_short_forms_name(engine_runtime
     alone = await rt.api.entity_get("Tagus", project="alpha")
     assert alone["entity"]["name"] == "tagus" and alone["also_written_as"] == []
     assert [m["memory_id"] for m in alone["memories"]] == [short]
+    assert alone["memory_count"] == 1
     # recall's entity filter searches the same memories, in this project only
     hits = await rt.api.recall("ship lost speed", entity="Norvane Tagus", project="alpha")
     assert {h["memory_id"] for h in hits["results"]} == {full, short}

@@ -418,6 +418,46 @@ def test_the_project_picker_all_projects_and_search_within_a_project(
         running.stop()
 
 
+def test_an_entity_view_counts_the_names_it_is_also_written_as(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A name of several words also counts its short forms (docs/entities.md): the view of
+    `norvane-tagus` says it is also written as `tagus` and shows the memory that writes only
+    `Tagus` among its memories, in time order."""
+    running = start_daemon(
+        tmp_path, episodes={"detector_strategy": "embedding", "summary_debounce_seconds": 0}
+    )
+    notes = [
+        ("2025-04-01T09:00:00Z", "Norvane Tagus bunkered 600 t of VLSFO at Sines on Monday."),
+        ("2025-04-02T09:00:00Z", "Logged that the Tagus lost 4 kn after the hull cleaning."),
+    ]
+    try:
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=60) as http:
+            ids = [
+                http.post("/v1/remember", json={"content": c, "created_at": w}).json()["memory_id"]
+                for w, c in notes
+            ]
+            title = "Tagus voyage"
+            http.post("/v1/episodes", json={"title": title, "memory_ids": ids})
+            settle(http)
+
+        page, problems = open_page(browser, running.url)
+        page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+        page.locator(".vis-item.vis-range", has_text=title).first.click()
+        expect(page.locator("#ep-title")).to_have_text(title, timeout=WAIT_MS)
+        page.locator("#ep-entities .entity[data-name='norvane-tagus']").click()
+        expect(page.locator("#entity")).to_be_visible(timeout=WAIT_MS)
+        expect(page.locator("#en-meta")).to_contain_text("named in 1 memory")
+        expect(page.locator("#en-aliases")).to_contain_text("also written as tagus (counted here)")
+        memories = page.locator("#en-memories li")
+        assert memories.evaluate_all("items => items.map((i) => i.dataset.id)") == ids
+        expect(page.locator("#en-memories-note")).to_have_text("(time order)")
+        assert problems == []
+        page.close()
+    finally:
+        running.stop()
+
+
 def test_an_entity_view_from_an_episode(browser: Any, tmp_path: Path) -> None:
     """Issue 43: the episode view listed its entities as text, with nowhere to go from there.
     Clicking one opens its view: kind, aliases, first and last seen, its episodes and its

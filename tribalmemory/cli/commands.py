@@ -306,7 +306,8 @@ def print_entity(found: dict[str, Any]) -> None:
     print(f"{entity['name']} ({entity['kind']}): {counted(entity['mentions'], 'memory')}")
     print(f"aliases: {', '.join(entity['aliases'])}")
     if found["also_written_as"]:
-        print(f"also written as: {', '.join(found['also_written_as'])}")
+        written = ", ".join(found["also_written_as"])
+        print(f"also written as: {written} ({counted(found['memory_count'], 'memory')} in all)")
     print(f"seen: {entity['first_seen_at'][:16]} .. {entity['last_seen_at'][:16]}")
     if found["episodes"]:
         rows = [

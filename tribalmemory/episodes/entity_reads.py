@@ -136,6 +136,7 @@ class EntityReads:
             "project": project,
             "episodes": episodes,
             "memories": memories,
+            "memory_count": entities.memory_count(project, names),
             "co_occurring": [{"name": n, "mentions": c} for n, c in co],
         }
 

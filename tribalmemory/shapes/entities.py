@@ -108,6 +108,10 @@ class EntityDetail(Response):
     project: str
     episodes: list[EntityEpisode] = Field(description="Newest mention first.")
     memories: list[EntityMemory] = Field(description="Its latest memories, newest first.")
+    memory_count: int = Field(
+        description="How many memories name it or a name it is also written as, each once: "
+        "``memories`` are the latest of them."
+    )
     co_occurring: list[CoEntity] = Field(description="The entities most often named with it.")
 
 

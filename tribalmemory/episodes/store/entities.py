@@ -527,6 +527,12 @@ class Entities(Table):
             args.append(limit)
         return [r[0] for r in self.db.execute(sql, args)]
 
+    def memory_count(self, project: str, names: list[str]) -> int:
+        """How many memories name any of the entities ``names``, each once."""
+        where, args = _named_in(project, names)
+        sql = f"SELECT COUNT(DISTINCT memory_id) FROM mentions {where}"
+        return int(self.db.execute(sql, args).fetchone()[0])
+
     def naming(self, project: str | None, names: list[str]) -> list[str]:
         """Every memory naming any of the entities ``names`` in ``project`` (None: in any
         project), once."""

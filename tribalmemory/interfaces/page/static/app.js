@@ -468,7 +468,7 @@ async function openEntity(name, inProject) {
   if (!found.episodes.length) episodes.append(el("li", "in no episode"));
   const shown = [...found.memories].sort(byTime("created_at"));
   $("en-memories-note").textContent =
-    shown.length < entity.mentions ? `(time order, the latest ${shown.length} of ${entity.mentions})` : "(time order)";
+    shown.length < found.memory_count ? `(time order, the latest ${shown.length} of ${found.memory_count})` : "(time order)";
   const memories = $("en-memories");
   memories.replaceChildren();
   for (const memory of shown) {
