@@ -566,6 +566,11 @@ def test_cli_lists_and_shows_entities(tm_home: Path, capsys: pytest.CaptureFixtu
     assert "Orders Service, orders-svc" in out
     code, _, err = run(capsys, "entities", "ledger-db", "--project", "shop", "--config", config)
     assert code == 1 and "no entity 'ledger-db' in project shop" in err
+    for text in ("Norvane Tagus bunkered at Sines.", "The Tagus lost 4 kn after cleaning."):
+        assert run(capsys, "remember", text, "--project", "shop", "--config", config)[0] == 0
+    code, out, _ = run(capsys, "entities", "Norvane Tagus", "--project", "shop", "--config", config)
+    assert code == 0 and "norvane-tagus (name): 1 memory" in out
+    assert "also written as: tagus (2 memories in all)" in out
     elsewhere = run_json(capsys, "entities", "--project", "other", "--config", config)
     assert elsewhere["entities"] == []
 
