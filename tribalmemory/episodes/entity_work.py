@@ -43,9 +43,10 @@ BACKFILLED = "entities_backfilled"
 has its entities."""
 PAGE = 200
 STEP = 1
-"""Memories the background pass reads at a time, between its looks at the requests (a reader
-catching up reads :data:`PAGE`). One: a request arriving during a quiet moment's pass waits for
-one memory's extraction (about 1.5 ms), not four."""
+"""Memories the background pass takes at a time, between its looks at the requests (a reader
+catching up takes :data:`PAGE`; memories not in hand are read from the store a page at once).
+One: a request arriving during a quiet moment's pass waits for one memory's extraction (about
+1.5 ms), not four."""
 SLICE = 0.003
 """Seconds the background pass works, without yielding, after a turn given while requests
 run: about the longest a request arriving then waits for it (a stretch ends with the first

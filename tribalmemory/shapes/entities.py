@@ -110,7 +110,7 @@ class EntityDetail(Response):
     memories: list[EntityMemory] = Field(description="Its latest memories, newest first.")
     memory_count: int = Field(
         description="How many memories name it or a name it is also written as, each once: "
-        "``memories`` are the latest of them."
+        "the memories listed are the latest of them."
     )
     co_occurring: list[CoEntity] = Field(description="The entities most often named with it.")
 
