@@ -97,12 +97,16 @@ async def test_the_entity_work_progresses_while_requests_never_pause(
     assert all(("shop", "ledger-db") in store.entities.names_of(i) for i in ids)
 
 
+@pytest.mark.parametrize("held", [0, 2], ids=["after a restart", "beyond those held"])
 async def test_memories_not_in_hand_are_read_from_the_store_a_page_at_once(
-    engine_runtime: Make, monkeypatch: pytest.MonkeyPatch
+    engine_runtime: Make, monkeypatch: pytest.MonkeyPatch, held: int
 ) -> None:
     """Memories waiting that the work does not hold (decided before a restart, or beyond
-    :data:`~entity_work.HELD`) are read from the memory store a page at a time, though the
-    work takes them one at a time: one read for six, and each gets its entities."""
+    :data:`~entity_work.HELD`: here 2, the newest) are read from the memory store a page at a
+    time, though the work takes them one at a time: one read for all of them, and each of the
+    six gets its entities."""
+    if held:
+        monkeypatch.setattr(entity_work, "HELD", held)
     rt = await engine_runtime()
     work = rt.episodes.engine.entity_work
     await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
@@ -112,7 +116,8 @@ async def test_memories_not_in_hand_are_read_from_the_store_a_page_at_once(
         await remember(rt, f"Priya paged the ledger-db owners about PROJ-{200 + i}.", i)
         for i in range(6)
     ]
-    work._held.clear()  # as after a restart
+    if not held:
+        work._held.clear()  # as after a restart
     host = rt.episodes.engine.state.host
     reads: list[list[str]] = []
     read_memories = host.get_memories
@@ -124,7 +129,8 @@ async def test_memories_not_in_hand_are_read_from_the_store_a_page_at_once(
     monkeypatch.setattr(host, "get_memories", counted)
     gate.set()
     await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
-    assert sorted(reads[0]) == sorted(ids) and len(reads) == 1
+    out_of_hand = ids[: len(ids) - held]  # the newest ``held`` stayed in hand
+    assert len(reads) == 1 and sorted(reads[0]) == sorted(out_of_hand)
     store = rt.episodes.store
     assert all(("shop", f"proj-{200 + i}") in store.entities.names_of(m) for i, m in enumerate(ids))
 

@@ -114,7 +114,7 @@ class Detection:
             self.budget.count(memories=1)
             episode_id = await self.apply(memory, features, decision)
             self.sittings.placed(memory)
-            state.decided()
+            state.after_decision()
             self.events.decided.announce(Decided(memory))
             # what apply did, under the lock that every change of a membership takes: the
             # same as status_of, without reading it back

@@ -106,6 +106,7 @@ class EntityWork:
         self._wake = asyncio.Event()
         self._pages = asyncio.Lock()
         self._held: dict[str, Memory] = {}  # decided memories not read yet, in arrival order
+        self._ahead: dict[str, Memory] = {}  # the rest of the last page read from the store
         self._late = False  # a read answered before the entities it waited for were found
 
     def health(self) -> dict[str, Any]:
@@ -190,19 +191,19 @@ class EntityWork:
             ids = self.store.entities.waiting_page(limit, up_to)
             if not ids:
                 return 0
-            found = {i: m for i in ids if (m := self._held.pop(i, None)) is not None}
+            found = {
+                i: m
+                for i in ids
+                if (m := self._held.pop(i, None) or self._ahead.pop(i, None)) is not None
+            }
             missing = [i for i in ids if i not in found]
-            if missing:  # read the next page's too, in the same store read: kept in hand
-                ahead = [
-                    i
-                    for i in self.store.entities.waiting_page(PAGE, up_to)
-                    if i not in self._held and i not in found and i not in missing
-                ]
-                read = {m.id: m for m in await self.state.host.get_memories(missing + ahead)}
-                found |= {i: read[i] for i in missing if i in read}
-                for memory_id in ahead[: max(0, HELD - len(self._held))]:
-                    if memory_id in read:
-                        self._held[memory_id] = read[memory_id]
+            if missing:  # one store read for the next PAGE waiting, the rest kept for later
+                upcoming = self.store.entities.waiting_page(PAGE, up_to)
+                later = [i for i in upcoming if i not in self._held and i not in found]
+                wanted = dict.fromkeys(missing + later)
+                read = {m.id: m for m in await self.state.host.get_memories(list(wanted))}
+                found |= {i: read.pop(i) for i in missing if i in read}
+                self._ahead = read
             for memory_id in ids:
                 memory = found.get(memory_id)
                 if memory is None:  # decided, then gone from the memory store: nothing to read

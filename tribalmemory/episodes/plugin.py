@@ -153,11 +153,7 @@ class EpisodePlugin:
             if task is not None:
                 await asyncio.wait({task})
         await self.worker.stop()
-        state = self.engine.state
-        if (pending := state.pending_save) is not None:  # saved below, now
-            pending.cancel()
-            await asyncio.wait({pending})
-        state.save_detector()
+        await self.engine.state.save_detector_now()
         self.engine.budget.save()
         self.store.close()
         self.ledger.close()

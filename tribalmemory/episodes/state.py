@@ -250,7 +250,7 @@ class EngineState:
                 self.store.terms.write(db, project, counts)
         self.matcher.terms_saved()
 
-    def decided(self) -> None:
+    def after_decision(self) -> None:
         """After a decision: every :data:`DETECTOR_SAVE_EVERY` decisions the statistics are
         saved at the next background turn, off the request (the request that made the 25th
         waited about 1.4 ms for it). A crash before it loses the counts of the decisions since
@@ -274,6 +274,13 @@ class EngineState:
             )
         finally:
             self.pending_save = None
+
+    async def save_detector_now(self) -> None:
+        """At stop: the statistics saved now, a save waiting for its turn given up."""
+        if (pending := self.pending_save) is not None:
+            pending.cancel()
+            await asyncio.wait({pending})
+        self.save_detector()
 
     def queue_summary(
         self,

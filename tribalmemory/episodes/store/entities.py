@@ -517,11 +517,12 @@ class Entities(Table):
 
     def memory_ids(self, project: str, names: list[str], limit: int | None = None) -> list[str]:
         """The memories that name any of the entities ``names``, newest first."""
+        where, named = _named_in(project, names)
         sql = (
-            f"SELECT memory_id, MAX(memory_time) AS at FROM mentions WHERE project = ? "
-            f"AND name IN ({_marks(names)}) GROUP BY memory_id ORDER BY at DESC, memory_id"
+            f"SELECT memory_id, MAX(memory_time) AS at FROM mentions {where} "
+            "GROUP BY memory_id ORDER BY at DESC, memory_id"
         )
-        args: list[object] = [project, *names]
+        args: list[object] = [*named]
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)

@@ -441,7 +441,8 @@ const byTime = (key) => (a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 
 
 // One entity of a project (GET /v1/entities/{name}): its kind, aliases (and the entities it
 // is also written as, whose mentions it counts), first and last mention, and its episodes and
-// latest memories, both in time order (the API answers them newest first). Opened from an episode's entities; closing it shows the episode again.
+// latest memories, both in time order (the API answers them newest first). Opened from an
+// episode's entities; closing it shows the episode again.
 async function openEntity(name, inProject) {
   const query = new URLSearchParams({ project: inProject, limit: ENTITY_MEMORIES });
   const found = await api("GET", `/v1/entities/${encodeURIComponent(name)}?${query}`);
