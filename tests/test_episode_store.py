@@ -110,6 +110,20 @@ def test_due_jobs_skip_busy_keys_and_report_queue_stats(store):
     assert stats == {"queue_depth": 2, "oldest_pending_age_seconds": 10.0}
 
 
+def test_a_due_job_behind_several_of_a_busy_key_is_taken(store):
+    """A running episode may have a job of each kind queued behind it (merge, split, link):
+    the due job after them is still found. Reading one row more than the keys left out
+    missed it, and the worker's idle loops slept while it waited."""
+    with store.transaction() as db:
+        for kind in ("summary", "merge", "split", "link"):
+            store.jobs.enqueue(db, kind, "ep-a", now=10.0)
+        store.jobs.enqueue(db, "classify", "m1", now=11.0)
+        store.jobs.enqueue(db, "classify", "m2", now=12.0)
+    assert [j.key for j in store.jobs.due(20.0, {"ep-a"}, limit=1)] == ["m1"]
+    assert [j.key for j in store.jobs.due(20.0, {"ep-a"})] == ["m1", "m2"]
+    assert store.jobs.next_due({"ep-a"}) == 11.0
+
+
 def test_jobs_survive_reopen(tmp_path):
     first = EpisodeStore(tmp_path / "e.sqlite3")
     with first.transaction() as db:

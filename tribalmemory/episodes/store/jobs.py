@@ -44,13 +44,22 @@ class Jobs(Table):
         may still follow)."""
         db.execute("DELETE FROM jobs WHERE kind = 'detect' AND key = ?", (memory_id,))
 
-    def due(self, now: float, exclude_keys: set[str], limit: int = 8) -> list[Job]:
-        rows = self.db.execute(
-            "SELECT * FROM jobs WHERE not_before <= ? ORDER BY id LIMIT ?",
-            (now, limit + len(exclude_keys)),
-        ).fetchall()
-        jobs = [Job.from_sql(r) for r in rows]
-        return [j for j in jobs if j.key not in exclude_keys][:limit]
+    def due(self, now: float, exclude_keys: Collection[str], limit: int = 8) -> list[Job]:
+        """Up to ``limit`` jobs due at ``now``, oldest first, leaving out those of
+        ``exclude_keys``. Rows are read until ``limit`` are found: a key may have a job of
+        each kind, so reading ``limit + len(exclude_keys)`` rows could return none while a
+        due job waited behind them (the worker's loops then slept, woken by every job queued)."""
+        rows = self.db.execute("SELECT * FROM jobs WHERE not_before <= ? ORDER BY id", (now,))
+        jobs: list[Job] = []
+        try:
+            for row in rows:
+                if row["key"] not in exclude_keys:
+                    jobs.append(Job.from_sql(row))
+                    if len(jobs) >= limit:
+                        break
+        finally:
+            rows.close()  # read no further than the last job taken
+        return jobs
 
     def next_due(self, exclude_keys: Collection[str] = ()) -> float | None:
         """When the next job falls due, leaving out the jobs of ``exclude_keys`` (running, or a
