@@ -10,7 +10,7 @@ from importlib.resources import files
 import numpy as np
 import pytest
 
-from tribalmemory.entities import extract_entities, judged_mentions
+from tribalmemory.entities import extract_entities, judged_mentions, warm_up
 from tribalmemory.entities.confidence import (
     MODEL_FILE,
     SureModel,
@@ -19,6 +19,8 @@ from tribalmemory.entities.confidence import (
     sure_model,
     whole_word,
 )
+from tribalmemory.entities.mentions import WARM_UP_TEXT
+from tribalmemory.entities.words import english_words
 
 
 def test_every_span_has_one_value_per_feature_name() -> None:
@@ -85,3 +87,16 @@ def test_a_model_written_and_read_again_scores_the_same() -> None:
     again = SureModel.from_json(json.loads(json.dumps(model.to_json())))
     assert np.array_equal(again.probabilities(rows), model.probabilities(rows))
     assert again.threshold == model.threshold and again.meta == model.meta
+
+
+def test_the_warm_up_loads_what_the_first_extraction_would_read() -> None:
+    """The daemon warms the extraction before its first answer (cli/service.py): the word
+    list and the sure model are read then, not by the entity work's first step."""
+    english_words.cache_clear()
+    sure_model.cache_clear()
+    warm_up()
+    assert english_words.cache_info().currsize == 1
+    assert sure_model.cache_info().currsize == 1
+    found, _ = judged_mentions(WARM_UP_TEXT)
+    # one entity of each common kind, so each kind's rules ran once
+    assert {kind for kind, _ in found.values()} >= {"system", "ticket", "path", "version", "name"}

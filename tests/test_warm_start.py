@@ -20,7 +20,12 @@ def test_a_fresh_daemon_is_warm_before_it_answers(tmp_path: Path) -> None:
     try:
         health = LOCAL.get(f"{daemon.url}/v1/health", timeout=30).json()
         warm = health["warm_up"]
-        assert warm["done"] == ["request model", "background model", "litellm"], warm
+        assert warm["done"] == [
+            "request model",
+            "background model",
+            "entity extraction",
+            "litellm",
+        ], warm
         assert warm["failed"] == {}
         # nothing was remembered, so no summary loaded it: the warm-up did, before answering
         background = health["background_embeddings"]

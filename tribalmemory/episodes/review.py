@@ -146,15 +146,18 @@ class Review:
         answer: Verdicts,
         options: dict[str, Option],
     ) -> None:
-        """Apply the LLM's verdicts on a reviewed batch, in memory time order."""
+        """Apply the LLM's verdicts on a reviewed batch, in memory time order, each memory in
+        a background turn of its own, holding the detect lock for that memory only."""
         state = self.state
-        await state.host.background_turn()  # applying it uses the CPU
         titles: dict[str, str] = {}  # title of a created thread -> its first memory
         left: dict[str, None] = {}  # episodes a memory moved out of, in order
-        async with state.detect_lock:
-            for memory, features, _ in sorted(batch, key=lambda item: when(item[1])):
-                verdict = answer.get(memory.id)
-                if verdict is None or not self._reviewable(memory.id, queued=False):
+        for memory, features, _ in sorted(batch, key=lambda item: when(item[1])):
+            verdict = answer.get(memory.id)
+            if verdict is None:
+                continue
+            await state.host.background_turn()  # each memory in a turn of its own
+            async with state.detect_lock:
+                if not self._reviewable(memory.id, queued=False):
                     continue
                 decision, title = self._follow(verdict, features, options, titles)
                 if (gone_from := await self._move(memory, features, decision, title)) is not None:
@@ -171,7 +174,10 @@ class Review:
         union of their candidates at most :data:`MAX_BATCH_CANDIDATES`), each with its
         candidates now, claimed for this call (``done`` is set when it is over). A memory with
         no candidate left keeps its decision; one that another call claimed is done when that
-        call is."""
+        call is. Each memory's options are found in a background turn of their own (the host's
+        ``background_turn``: requests first), holding the detect lock for that memory only:
+        the options of a batch's 40 candidates in one stretch held a request arriving then for
+        up to 200 ms."""
         state = self.state
         keys = [memory_id] + [k for k in self.store.jobs.keys("classify") if k != memory_id]
         keys = keys[: 4 * state.settings.classify_batch_size]
@@ -180,34 +186,42 @@ class Review:
         if memory_id not in memories or memory_id not in vectors:  # forgotten meanwhile
             return []
         batch: list[tuple[Memory, MemoryFeatures, Placement]] = []
+        while (claimed := self._asking.get(memory_id)) is not None:
+            await claimed.wait()  # in another call, or looked at for one: wait until it is over
+        if not self._reviewable(memory_id):
+            return batch  # a call that was out while this job waited reviewed it: done
+        # claimed at once for this call (so that the jobs of the others wait for it), and let
+        # go again if left out of it
+        taken = [k for k in keys if k in memories and k in vectors and k not in self._asking]
+        self._asking.update(dict.fromkeys(taken, done))
         shared: set[str] = set()
-        read: dict[str, MemoryFeatures] = {}  # members read for one key's options, for the next
-        async with state.detect_lock:
-            claimed = self._asking.get(memory_id)
-            if claimed is None and not self._reviewable(memory_id):
-                return []  # a call that was out while this job waited reviewed it: done
-            for key in keys if claimed is None else ():
-                if key not in memories or key not in vectors or not self._reviewable(key):
-                    continue
-                if key in self._asking:  # already in a call
-                    continue
-                features = state.matcher.memory(memories[key], vectors[key])
-                if self._still_pending(key):  # queued by an older version: decide it first
-                    embedding = self.detection.decide(features, doubt_share=0.0)
-                    await self.detection.apply(memories[key], features, embedding)
-                decision = await self._review_options(features, read)
+        read: dict[str, MemoryFeatures] = {}  # members' features read so far, for the next key
+        try:
+            for key in taken:
+                if key != memory_id:  # the job's own memory: the turn it started with
+                    await state.host.background_turn()  # each memory in a turn of its own
+                async with state.detect_lock:  # taken for one memory at a time
+                    if not self._reviewable(key):
+                        continue
+                    features = state.matcher.memory(memories[key], vectors[key])
+                    if self._still_pending(key):  # queued by an older version: decide it first
+                        embedding = self.detection.decide(features, doubt_share=0.0)
+                        await self.detection.apply(memories[key], features, embedding)
+                    decision = await self._review_options(features, read)
                 ids = set(decision.candidate_ids())
                 if decision.kind != "ambiguous" or not ids:
                     continue
                 if len(shared | ids) > MAX_BATCH_CANDIDATES and batch:
                     continue
                 batch.append((memories[key], features, decision))
-                self._asking[key] = done
                 shared |= ids
                 if len(batch) >= state.settings.classify_batch_size:
                     break
-        if claimed is not None:  # in another call: done when that one is
-            await claimed.wait()
+        finally:
+            kept = {m.id for m, _, _ in batch}
+            for key in taken:
+                if key not in kept:
+                    del self._asking[key]
         return batch
 
     async def _review_options(
@@ -215,8 +229,8 @@ class Review:
     ) -> Placement:
         """The memory's candidates as they are now, as if it were new: the active episodes
         (its own without it) and the seeds. The caller holds the detect lock. ``read`` keeps
-        the members' features read so far under it (a memory's features do not change while
-        it is held; several memories of a batch are often in one episode)."""
+        the members' features read so far (a memory's features never change; several memories
+        of a batch are often in one episode; who is a member is read each time)."""
         state = self.state
         current = self.store.memberships.episode_of(features.id)
         episodes = [e for e in state.active_for(features) if e.id != current]
