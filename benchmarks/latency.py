@@ -598,7 +598,7 @@ def warm_up(client: httpx.Client, url: str, stream: Any, llm_url: str | None) ->
 
 
 def interleaved_remember(
-    off: Daemon, on: Daemon, llm_url: str, runs: int, block: int
+    off: Daemon, on: Daemon, llm_url: str | None, runs: int, block: int
 ) -> tuple[list[float], list[float]]:
     """``runs`` remembers on each daemon, in alternating blocks of ``block`` (off, on, on,
     off, ...), the other daemon paused meanwhile; both get the same memories.
@@ -737,25 +737,39 @@ def ratios(off: list[float], on: list[float]) -> tuple[float, float]:
     return pct(on, 50) / pct(off, 50), pct(on, 95) / pct(off, 95)
 
 
+DEFAULT_EPISODES: dict[str, Any] = {"enabled": True}
+"""The episodes of the default configuration: on, no API key (embedding detection, extractive
+summaries, no LLM call)."""
+
+
 def start_pair(
-    root: Path, daemon_log: Path, episodes: dict[str, Any], started: list[Daemon]
+    root: Path,
+    daemon_log: Path,
+    episodes: dict[str, Any],
+    started: list[Daemon],
+    llm: bool = True,
 ) -> tuple[Daemon, Daemon, str]:
     """Fresh daemons, episodes off and on (appended to ``started`` for the caller to stop),
-    and the LLM state of the second once it is ready."""
+    and the LLM state of the second once it is ready (``llm``: with an API key; without one
+    its state is not waited for)."""
     started.append(start_daemon(root / "http-off", daemon_log, {"enabled": False}))
-    env = {"OPENAI_API_KEY": "x", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {"OPENAI_API_KEY": "x" if llm else "", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     started.append(start_daemon(root / "http-on", daemon_log, episodes, env=env))
-    return started[-2], started[-1], wait_llm_ready(started[-1].url)
+    return started[-2], started[-1], wait_llm_ready(started[-1].url) if llm else "none"
 
 
 def extra_round(
-    root: Path, daemon_log: Path, episodes: dict[str, Any], llm_url: str, args: argparse.Namespace
+    root: Path,
+    daemon_log: Path,
+    episodes: dict[str, Any],
+    llm_url: str | None,
+    args: argparse.Namespace,
 ) -> tuple[float, float]:
     """One more on/off comparison between two fresh daemons (the same experiment again):
-    its p50 and p95 ratios."""
+    its p50 and p95 ratios. ``llm_url`` None: the episodes-on daemon has no API key."""
     pair: list[Daemon] = []
     try:
-        off, on, _ = start_pair(root, daemon_log, episodes, pair)
+        off, on, _ = start_pair(root, daemon_log, episodes, pair, llm=llm_url is not None)
         samples = interleaved_remember(off, on, llm_url, args.http_runs, args.block)
     finally:
         for daemon in pair:
@@ -819,6 +833,21 @@ def compare_http(
         "merge_checks": True,  # consolidation running: reviews, merge and split checks
         "split_checks": True,
     }
+    default: list[tuple[float, float]] = []
+    for index in range(args.default_rounds):
+        log(f"HTTP comparison, default configuration, round {index + 1} ...")
+        home = root / f"default-{index}"
+        default.append(extra_round(home, daemon_log, DEFAULT_EPISODES, None, args))
+        log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*default[-1]))
+    if default:
+        d50, d95 = ([r[i] for r in default] for i in (0, 1))
+        on.values[
+            f"remember on / off, default configuration (no LLM), median of {len(default)} "
+            "rounds (range)"
+        ] = (
+            f"{np.median(d50):.3f}× ({min(d50):.2f}–{max(d50):.2f}) / "
+            f"{np.median(d95):.3f}× ({min(d95):.2f}–{max(d95):.2f})"
+        )
     rounds: list[tuple[float, float]] = []
     for index in range(1, args.rounds):
         log(f"HTTP comparison, round {index} of {args.rounds} ...")
@@ -888,6 +917,13 @@ def compare_http(
                 if len(rounds) > 1
                 else ""
             )
+            + (
+                f" The default configuration's row (episodes on with no API key: embedding "
+                f"detection, extractive summaries, no LLM call) is the median of {len(default)} "
+                "comparisons of its own, run first, between fresh daemons, the same way."
+                if default
+                else ""
+            )
         )
     finally:
         for daemon in daemons:
@@ -941,6 +977,12 @@ def main(argv: list[str] | None = None) -> None:
         help="on/off comparisons, each between two fresh daemons (one run's p95 ratio moves "
         "by about ±0.3): the ratios' median and range are reported",
     )
+    parser.add_argument(
+        "--default-rounds",
+        type=int,
+        default=3,
+        help="on/off comparisons with the default configuration (episodes on, no API key)",
+    )
     parser.add_argument("--clients", type=int, default=8, help="concurrent HTTP clients")
     parser.add_argument(
         "--duration", type=float, default=20.0, help="seconds of the throughput run"
@@ -964,7 +1006,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.runs, args.duration, args.starts = "2000", 50, 5.0, 1
-        args.http_runs, args.rounds = 100, 1
+        args.http_runs, args.rounds, args.default_rounds = 100, 1, 1
         args.real = min(args.real, 2000)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.largest = max(sizes) if sizes else 0
