@@ -155,7 +155,7 @@ class Review:
             verdict = answer.get(memory.id)
             if verdict is None:
                 continue
-            await state.host.background_turn()  # each memory in a turn of its own
+            await self._turn()
             async with state.detect_lock:
                 if not self._reviewable(memory.id, queued=False):
                     continue
@@ -199,7 +199,7 @@ class Review:
         try:
             for key in taken:
                 if key != memory_id:  # the job's own memory: the turn it started with
-                    await state.host.background_turn()  # each memory in a turn of its own
+                    await self._turn()
                 async with state.detect_lock:  # taken for one memory at a time
                     if not self._reviewable(key):
                         continue
@@ -331,6 +331,12 @@ class Review:
         if verdict.action == "none":
             return Placement("none"), None
         return self.detection.decide(features, doubt_share=0.0), None  # an option no longer open
+
+    async def _turn(self) -> None:
+        """Before the next memory of a batch: requests waiting for the event loop go first,
+        then a background turn (in a quiet moment it is given at once, without yielding)."""
+        await asyncio.sleep(0)
+        await self.state.host.background_turn()
 
     def _still_pending(self, memory_id: str) -> bool:
         row = self.store.detections.get(memory_id)
