@@ -513,3 +513,47 @@ async def test_the_budget_saves_a_call_at_once_and_decisions_every_25(
     assert saved()["memories"] == 25
     assert budget.spend_call()
     assert saved() == {"memories": 25, "calls": 1, "reviews": 0, "classified": 0}
+
+
+async def test_a_batch_that_fails_while_it_is_gathered_lets_every_memory_go(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+    monkeypatch,
+) -> None:
+    """A batch claims its memories at once and finds their options one at a time; when that
+    fails midway, none stays claimed: a claim left behind would have each memory's own job
+    wait for a call that never comes. The next try reviews the three in one call."""
+    rt = await runtime_factory(
+        detector_strategy="llm",
+        classify_calls_per_memory=1.0,
+        classify_batch_size=3,
+        classify_batch_wait_seconds=3600,
+    )
+    await remember(rt, DB[0], 3, 9)
+    doubtful = [
+        (await remember(rt, text, 3, 10 + i))["memory_id"] for i, text in enumerate(AUTH[:3])
+    ]
+    review = rt.episodes.engine.review
+    options = review._review_options
+    calls = 0
+
+    async def fails_at_the_second(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("the store went away")
+        return await options(*args)
+
+    monkeypatch.setattr(review, "_review_options", fails_at_the_second)
+    try:
+        await review.classify(doubtful[0])
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the failure was not raised")
+    assert calls == 2 and review._asking == {}
+    assert fake_llm_env.by_purpose("classify") == []
+    monkeypatch.setattr(review, "_review_options", options)
+    await settle(rt)
+    [call] = fake_llm_env.by_purpose("classify")
+    assert sorted(m for m, _ in new_memories(call.text)) == sorted(doubtful)

@@ -187,6 +187,9 @@ class Review:
             return []
         batch: list[tuple[Memory, MemoryFeatures, Placement]] = []
         while (claimed := self._asking.get(memory_id)) is not None:
+            if claimed.is_set():  # a call that failed before letting go of it (never kept)
+                del self._asking[memory_id]
+                break
             await claimed.wait()  # in another call, or looked at for one: wait until it is over
         if not self._reviewable(memory_id):
             return batch  # a call that was out while this job waited reviewed it: done
@@ -217,11 +220,14 @@ class Review:
                 shared |= ids
                 if len(batch) >= state.settings.classify_batch_size:
                     break
+        except BaseException:
+            batch = []  # the caller never sees this batch: every memory is let go
+            raise
         finally:
             kept = {m.id for m, _, _ in batch}
             for key in taken:
                 if key not in kept:
-                    del self._asking[key]
+                    self._asking.pop(key, None)
         return batch
 
     async def _review_options(
