@@ -23,16 +23,23 @@ from test_episodes_engine import AUTH, DB, remember, settle
 from tribalmemory.episodes.budget import BUDGET_KEY
 
 
+async def reviewing(runtime_factory: Any, batch_size: int) -> Any:  # noqa: F811
+    """A runtime whose every memory with a candidate is doubtful (strategy ``llm``), reviewed
+    in full batches of ``batch_size`` (the engine's clock stands still: none is asked before),
+    one call a memory allowed."""
+    return await runtime_factory(
+        detector_strategy="llm",
+        classify_calls_per_memory=1.0,
+        classify_batch_size=batch_size,
+        classify_batch_wait_seconds=3600,
+    )
+
+
 async def test_doubtful_memories_are_placed_at_once_and_reviewed_in_one_call(
     runtime_factory,  # noqa: F811
     fake_llm_env,
 ) -> None:
-    rt = await runtime_factory(
-        detector_strategy="llm",
-        classify_calls_per_memory=1.0,
-        classify_batch_size=3,
-        classify_batch_wait_seconds=3600,
-    )
+    rt = await reviewing(runtime_factory, 3)
     first = (await remember(rt, DB[0], 3, 9))["memory_id"]  # no candidate: a seed, no review
     doubtful: list[str] = []
 
@@ -216,12 +223,7 @@ async def test_when_the_llm_is_down_the_provisional_places_stand(
     fake_llm_env,
 ) -> None:
     """The review call fails: nothing moves, nothing stays waiting, the health says why."""
-    rt = await runtime_factory(
-        detector_strategy="llm",
-        classify_calls_per_memory=1.0,
-        classify_batch_size=2,
-        classify_batch_wait_seconds=3600,
-    )
+    rt = await reviewing(runtime_factory, 2)
     fake_llm_env.responder = lambda request: (
         Reply.error(503) if request.purpose == "classify" else default_reply(request)
     )
@@ -245,12 +247,7 @@ async def test_concurrent_writers_while_reviews_move_memories_keep_every_invaria
     one summary memory per episode and no orphan."""
     from test_episode_edits import invariants
 
-    rt = await runtime_factory(
-        detector_strategy="llm",
-        classify_calls_per_memory=1.0,
-        classify_batch_size=2,
-        classify_batch_wait_seconds=3600,  # the clock stands still: full batches of two
-    )
+    rt = await reviewing(runtime_factory, 2)
 
     def answer(request: Recorded) -> Reply:
         if request.purpose != "classify":
@@ -322,12 +319,7 @@ async def test_a_memory_under_review_is_never_shown_as_a_candidate(
     is also a candidate of itself, with its own text, and an LLM "joins" it (the memory stays
     alone). It is left out; memories of one call that start a thread together share a
     ``create`` title, and end in one episode."""
-    rt = await runtime_factory(
-        detector_strategy="llm",  # every memory with a candidate is doubtful
-        classify_calls_per_memory=1.0,
-        classify_batch_size=2,
-        classify_batch_wait_seconds=3600,
-    )
+    rt = await reviewing(runtime_factory, 2)
     await remember(rt, DB[0], 3, 9)  # no candidate: a seed, no review
     fake_llm_env.responder = create_all("Refresh tokens")
     # unrelated to each other and to the first: each stays a seed until the review
@@ -374,12 +366,7 @@ async def test_a_reviewed_memory_is_judged_against_its_episode_without_it(
     """Two doubtful memories placed together at once, then reviewed in one call: their episode
     is a candidate, shown without them: neither their text (its summary was written with
     them) nor their ids appear among the candidates."""
-    rt = await runtime_factory(
-        detector_strategy="llm",
-        classify_calls_per_memory=1.0,
-        classify_batch_size=2,
-        classify_batch_wait_seconds=3600,
-    )
+    rt = await reviewing(runtime_factory, 2)
     await remember(rt, DB[0], 3, 9)
     fake_llm_env.responder = create_all("Logouts")
     texts = [AUTH[0], IOS[0]]
@@ -523,12 +510,7 @@ async def test_a_batch_that_fails_while_it_is_gathered_lets_every_memory_go(
     """A batch claims its memories at once and finds their options one at a time; when that
     fails midway, none stays claimed: a claim left behind would have each memory's own job
     wait for a call that never comes. The next try reviews the three in one call."""
-    rt = await runtime_factory(
-        detector_strategy="llm",
-        classify_calls_per_memory=1.0,
-        classify_batch_size=3,
-        classify_batch_wait_seconds=3600,
-    )
+    rt = await reviewing(runtime_factory, 3)
     await remember(rt, DB[0], 3, 9)
     doubtful = [
         (await remember(rt, text, 3, 10 + i))["memory_id"] for i, text in enumerate(AUTH[:3])
