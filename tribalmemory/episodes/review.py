@@ -103,12 +103,14 @@ class Review:
             if batch:
                 await self._ask(batch)
         finally:
-            with self.store.transaction() as db:
+            try:
+                with self.store.transaction() as db:
+                    for memory, _, _ in batch:
+                        self.store.jobs.delete(db, "classify", memory.id)
+            finally:  # even when that write fails: the jobs waiting on this call go on
                 for memory, _, _ in batch:
-                    self.store.jobs.delete(db, "classify", memory.id)
-            for memory, _, _ in batch:
-                self._asking.pop(memory.id, None)
-            done.set()
+                    self._asking.pop(memory.id, None)
+                done.set()
 
     async def _ask(self, batch: list[tuple[Memory, MemoryFeatures, Placement]]) -> None:
         """One classification call for the batch; carry out each answer (or keep the
@@ -187,9 +189,6 @@ class Review:
             return []
         batch: list[tuple[Memory, MemoryFeatures, Placement]] = []
         while (claimed := self._asking.get(memory_id)) is not None:
-            if claimed.is_set():  # a call that failed before letting go of it (never kept)
-                del self._asking[memory_id]
-                break
             await claimed.wait()  # in another call, or looked at for one: wait until it is over
         if not self._reviewable(memory_id):
             return batch  # a call that was out while this job waited reviewed it: done

@@ -82,7 +82,7 @@ class Worker:
         self._tasks.clear()
 
     def _claim(self) -> Job | None:
-        jobs = self.store.jobs.due(self.clock(), set(self.inflight), limit=1)
+        jobs = self.store.jobs.due(self.clock(), self.inflight, limit=1)
         if not jobs:
             return None
         self.inflight.add(jobs[0].key)
@@ -184,7 +184,7 @@ class Worker:
                 and not self.inflight
             ):
                 return True
-            takeable = self.store.jobs.due(self.clock(), set(self.inflight), limit=1)
+            takeable = self.store.jobs.due(self.clock(), self.inflight, limit=1)
             if not self.inflight and not takeable:
                 await asyncio.sleep(DRAIN_POLL)  # only jobs due later: nothing to wake for
                 continue
