@@ -156,6 +156,50 @@ async def test_recall_entity_filter_searches_only_the_memories_naming_it(
         await rt.api.recall("checkout", entity="   ", project="shop")
 
 
+async def test_a_name_never_stored_is_answered_by_the_memories_that_write_it(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    first = await remember(rt, "Moved the bookings table to the new shard.", 0)
+    second = await remember(rt, "The bookings replication lag is under a second again.", 3)
+    await remember(rt, "The rebookings report is late.", 6)  # a longer word: not it
+    elsewhere = await remember(rt, "The bookings export failed.", 9, "beta")
+    created = await rt.api.episode_create("bookings shard", [first, second])
+    every = await rt.api.entities_list(project="shop", include_doubted=True, limit=100)
+    assert "bookings" not in [e["name"] for e in every["entities"]]  # the rules never stored it
+
+    found = await rt.api.entity_get("Bookings", project="shop")
+    assert found["entity"] == {
+        "name": "bookings",
+        "kind": "written",
+        "aliases": ["bookings"],
+        "first_seen_at": to_iso(T0),
+        "last_seen_at": to_iso(T0 + timedelta(minutes=3)),
+        "mentions": 2,
+        "doubted": True,
+    }
+    assert [m["memory_id"] for m in found["memories"]] == [second, first]  # newest first
+    assert found["memory_count"] == 2
+    assert [(e["episode_id"], e["mentions"]) for e in found["episodes"]] == [
+        (created["episode_id"], 2)
+    ]
+    with pytest.raises(NotFound, match="no memory of it writes the name"):
+        await rt.api.entity_get("BOOKINGS", project="shop")  # capitals are matched as written
+    # recall's entity filter searches the same memories
+    hit = await rt.api.recall("shard lag", entity="bookings", project="shop")
+    assert {r["memory_id"] for r in hit["results"]} == {first, second}
+    # each project its own
+    beta = await rt.api.entity_get("bookings", project="beta")
+    assert [m["memory_id"] for m in beta["memories"]] == [elsewhere]
+    async with connect(rt.api) as agent:
+        tool = ok(await agent.call_tool("tribal_entity", {"name": "bookings", "project": "beta"}))
+        assert tool["memory_count"] == 1 and tool["entity"]["kind"] == "written"
+    # forgotten, no longer written
+    await rt.api.forget(elsewhere)
+    with pytest.raises(NotFound, match="in project beta"):
+        await rt.api.entity_get("bookings", project="beta")
+
+
 async def test_projects_never_see_each_others_entities(engine_runtime: Make) -> None:
     rt = await engine_runtime()
     mine = await remember(rt, "The payouts-service queue is stuck on PROJ-4411.", 0, "alpha")
@@ -399,7 +443,10 @@ async def test_entity_work_that_fails_says_why_and_tries_again(
 
     monkeypatch.setattr(entity_work, "record_memory_entities", failing)
     await remember(rt, "The orders-svc deploy failed.", 0)
-    with pytest.raises(NotFound):  # the read answers with what is stored
+    # the read answers with what is stored: no entity yet, the memory that writes the name
+    early = await rt.api.entity_get("orders-svc", project="shop")
+    assert early["entity"]["kind"] == "written"
+    with pytest.raises(NotFound):  # nor by another spelling: that is a stored entity's alias
         await rt.api.entity_get("orders-service", project="shop")
     queue = rt.api.health()["episodes"]
     assert queue["entities_waiting"] == 1
@@ -412,7 +459,8 @@ async def test_entity_work_that_fails_says_why_and_tries_again(
     await asyncio.wait_for(work.idle.wait(), SETTLE_SECONDS)
     queue = rt.api.health()["episodes"]
     assert (queue["entities_waiting"], queue["entities_error"]) == (0, None)
-    assert (await rt.api.entity_get("orders-service", project="shop"))["entity"]["mentions"] == 1
+    stored = (await rt.api.entity_get("orders-service", project="shop"))["entity"]
+    assert (stored["kind"], stored["mentions"]) == ("system", 1)
 
 
 async def test_the_entity_work_reads_no_memory_it_was_handed(
@@ -432,7 +480,8 @@ async def test_the_entity_work_reads_no_memory_it_was_handed(
     await asyncio.wait_for(rt.episodes.engine.entity_work.idle.wait(), SETTLE_SECONDS)
     assert rt.api.health()["episodes"]["entities_error"] is None
     monkeypatch.setattr(host, "get_memories", original)  # the read below lists its memories
-    assert (await rt.api.entity_get("orders-service", project="shop"))["entity"]["mentions"] == 1
+    stored = (await rt.api.entity_get("orders-service", project="shop"))["entity"]
+    assert (stored["kind"], stored["mentions"]) == ("system", 1)
 
 
 async def test_a_text_the_extraction_fails_on_holds_up_nothing(

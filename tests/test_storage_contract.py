@@ -378,6 +378,26 @@ def test_stopword_query_falls_back_to_dense(corpus_store: Any, text: str) -> Non
     assert len(hybrid) == 4 and hybrid == dense
 
 
+def test_term_search_finds_the_written_memories_sharing_a_term(store: Any) -> None:
+    pipeline = memory("The heron pipeline failed twice.", tags=["ops"])
+    nest = memory("Herons nest by the river.")  # stemmed: herons is heron
+    plain = memory("A plain note about the river.")
+    summary = memory("Heron pipeline, summed up.", source_type=SourceType.EPISODE_SUMMARY)
+    store.upsert([pipeline, nest, plain, summary], unit_vectors(4))
+
+    found = store.term_search("heron", 10)
+    assert {m.id for m in found} == {pipeline.id, nest.id}  # an engine-written one is not
+    assert {m.content for m in found} == {pipeline.content, nest.content}  # whole memories
+    assert len(store.term_search("heron", 1)) == 1
+    assert [m.id for m in store.term_search("heron", 10, MemoryFilter(tags_any=["ops"]))] == [
+        pipeline.id
+    ]
+    only_summaries = MemoryFilter(source_types=[SourceType.EPISODE_SUMMARY])
+    assert store.term_search("heron", 10, only_summaries) == []
+    assert store.term_search("the of and", 10) == []  # no term left
+    assert store.term_search("heron", 0) == []
+
+
 def test_non_positive_limit_returns_nothing(corpus_store: Any) -> None:
     query = unit_vectors(1)[0]
     assert corpus_store.search("notes", query, 0) == []

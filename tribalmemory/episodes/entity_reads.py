@@ -11,13 +11,18 @@ from typing import Any
 
 from ..entities import canonical
 from ..entities.short_forms import initials_of, short_forms, stands_alone
+from ..entities.written import written_forms
 from ..errors import NotFound
+from ..models import Memory
 from ..timeutil import from_epoch, to_iso
 from .entity_work import EntityWork
 from .state import EngineState
 
 CO_OCCURRING = 10
 """How many co-occurring entities one entity lists."""
+WRITTEN_CANDIDATES = 1000
+"""How many memories sharing a search term with a name never stored are read to find those
+that write it (the best by BM25 first): all of them unless more share one."""
 
 
 def _iso(epoch: float) -> str:
@@ -93,19 +98,19 @@ class EntityReads:
                 rows.append(row)
         return list({(r["project"], r["name"]): r for r in rows}.values())
 
-    def _row(self, project: str, name: str) -> tuple[sqlite3.Row, list[str]]:
-        """The entity ``name`` names best, and the names of all it names (:meth:`_named`)."""
-        rows = self._named(project, name)
-        if not rows:
-            raise NotFound(
-                f"no entity {name!r} in project {project}; list the project's entities to "
-                "find its name"
-            )
-        return rows[0], [r["name"] for r in rows]
+    async def _writing(self, project: str | None, name: str) -> list[Memory]:
+        """The memories of ``project`` (None: of every project) that write ``name`` word for
+        word (:func:`~tribalmemory.entities.written.written_forms`), newest first."""
+        found = await self.state.host.term_search(name, project, WRITTEN_CANDIDATES)
+        writing = [m for m in found if written_forms(m.content, name)]
+        return sorted(writing, key=lambda m: (m.created_at, m.id), reverse=True)
 
     async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]:
         await self.work.settle()
-        row, names = self._row(project, name)
+        rows = self._named(project, name)
+        if not rows:
+            return await self._written(project, name, limit)
+        row, names = rows[0], [r["name"] for r in rows]
         entities = self.store.entities
         ids = entities.memory_ids(project, names, limit)
         found = {m.id: m for m in await self.state.host.get_memories(ids)}
@@ -140,12 +145,68 @@ class EntityReads:
             "co_occurring": [{"name": n, "mentions": c} for n, c in co],
         }
 
+    async def _written(self, project: str, name: str, limit: int) -> dict[str, Any]:
+        """The answer for a name no entity is stored under: the memories that write it, as
+        an entity of kind ``written`` (doubted: nothing vouches for it)."""
+        writing = await self._writing(project, name)
+        if not writing:
+            raise NotFound(
+                f"no entity {name!r} in project {project}, and no memory of it writes the "
+                "name; list the project's entities to find its name"
+            )
+        ids = [m.id for m in writing]
+        episode_of = self.store.memberships.episodes_of(ids)
+        touched: dict[str, list[Memory]] = {}
+        for memory in writing:
+            if memory.id in episode_of:
+                touched.setdefault(episode_of[memory.id], []).append(memory)
+        titles = self.store.episodes.titles(list(touched))
+        episodes = [
+            {
+                "episode_id": episode_id,
+                "title": titles.get(episode_id, ""),
+                "first_mention_at": to_iso(members[-1].created_at),
+                "last_mention_at": to_iso(members[0].created_at),
+                "mentions": len(members),
+            }
+            for episode_id, members in touched.items()
+        ]
+        forms = (f for m in writing for f in written_forms(m.content, name))
+        co = self.store.entities.named_in(project, ids, CO_OCCURRING)
+        return {
+            "entity": {
+                "name": canonical(name) or name,
+                "kind": "written",
+                "aliases": sorted(set(forms)),
+                "first_seen_at": to_iso(writing[-1].created_at),
+                "last_seen_at": to_iso(writing[0].created_at),
+                "mentions": len(writing),
+                "doubted": True,
+            },
+            "also_written_as": [],
+            "project": project,
+            "episodes": episodes,
+            "memories": [
+                {
+                    "memory_id": m.id,
+                    "content": m.content,
+                    "created_at": to_iso(m.created_at),
+                    "episode_id": episode_of.get(m.id),
+                }
+                for m in writing[:limit]
+            ],
+            "memory_count": len(writing),
+            "co_occurring": [{"name": n, "mentions": c} for n, c in co],
+        }
+
     async def memory_ids(self, project: str | None, name: str) -> list[str]:
         """The memories naming the entities ``name`` names in ``project`` (None: every
-        project; :meth:`_named`)."""
+        project; :meth:`_named`), else those that write ``name`` word for word."""
         await self.work.settle()
         names = list(dict.fromkeys(r["name"] for r in self._named(project, name)))
-        return self.store.entities.naming(project, names) if names else []
+        if not names:
+            return [m.id for m in await self._writing(project, name)]
+        return self.store.entities.naming(project, names)
 
     async def of_episode(self, episode_id: str) -> list[dict[str, Any]]:
         self.state.episode(episode_id)

@@ -1,8 +1,8 @@
 """What a plugin may do with the memory service: the narrow interface it receives at ``start``.
 
-A plugin reads memories and their vectors, searches, lists memories of a source type, writes
-and deletes the memories it owns, and waits for a quiet moment before CPU-heavy background
-work. It never reaches the store, the embedders or the request counter of the service.
+A plugin reads memories and their vectors, searches (and looks up a word), lists memories of a
+source type, writes and deletes the memories it owns, and waits for a quiet moment before
+CPU-heavy background work. It never reaches the store, the embedders or the request counter of the service.
 
 Plugin-owned memories are those of a source type clients cannot write (``EPISODE_SUMMARY``,
 ``LESSON``, ``DECISION``, ``FACT``); they are stored without the write-time hooks or
@@ -49,6 +49,12 @@ class PluginHost(Protocol):
     ) -> list[RecallHit]:
         """Hybrid search (as ``recall``) restricted to ``source_types`` and to what
         ``project`` sees (None: every project), and to ``ids`` when given, best first."""
+        ...
+
+    async def term_search(self, text: str, project: str | None, limit: int) -> list[Memory]:
+        """Up to ``limit`` memories users or agents wrote in ``project`` (None: every
+        project) that share a search term with ``text`` (a word, stemmed), best first: every
+        one when fewer do. A lookup of words, checked word for word by the caller."""
         ...
 
     async def write_owned(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:

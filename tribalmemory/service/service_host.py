@@ -68,6 +68,10 @@ class ServiceHost:
         # the plugin's own searches are not re-ranked by access statistics
         return await self._service.recall(request, ids, rerank=False)
 
+    async def term_search(self, text: str, project: str | None, limit: int) -> list[Memory]:
+        where = MemoryFilter(project=project, include_shared=False) if project else None
+        return await asyncio.to_thread(self._service.store.term_search, text, limit, where)
+
     async def write_owned(self, memories: list[Memory], vectors: np.ndarray | None = None) -> None:
         _check_owned(memories)
         await self._service.put_internal(memories, vectors)

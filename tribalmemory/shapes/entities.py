@@ -57,7 +57,11 @@ class Entity(Response):
     """An entity as listed: its canonical name, kind, aliases and when it was named."""
 
     name: str = Field(description="The canonical name (entities.canonical).")
-    kind: str = Field(description="url, ticket, version, path, identifier, system or name.")
+    kind: str = Field(
+        description="url, ticket, version, path, identifier, system or name; written when no "
+        "entity is stored under the name asked for and the answer is the memories that write "
+        "it word for word (GET /v1/entities/{name} only)."
+    )
     aliases: list[str] = Field(description="The spellings seen in its memories.")
     first_seen_at: Timestamp = Field(description="Memory time of its first mention.")
     last_seen_at: Timestamp = Field(description="Memory time of its latest mention.")

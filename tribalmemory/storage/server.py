@@ -517,6 +517,28 @@ class ServerStore:
             ).points
         return [SearchHit(from_payload(p.payload), float(p.score), float(p.score)) for p in points]
 
+    def term_search(
+        self, text: str, limit: int, where: MemoryFilter | None = None
+    ) -> list[Memory]:
+        sparse = lexical.query_vector(text)
+        if limit <= 0 or sparse is None:
+            return []
+        written, _ = kind_filters(where)  # a store of layout 1 keeps every memory's in SPARSE
+        if written is None:
+            return []
+        with self._lock:
+            self._check_open()
+            points = self._client.query_points(
+                self._name,
+                query=_sparse(sparse),
+                using=SPARSE,
+                query_filter=server_filter(written),
+                limit=limit,
+                with_payload=True,
+                with_vectors=False,
+            ).points
+        return [from_payload(p.payload) for p in points]
+
     def count(self, where: MemoryFilter | None = None) -> int:
         with self._lock:
             self._check_open()

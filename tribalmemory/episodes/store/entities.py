@@ -571,6 +571,17 @@ class Entities(Table):
         )
         return [(r[0], r[1]) for r in rows]
 
+    def named_in(self, project: str, memory_ids: list[str], limit: int) -> list[tuple[str, int]]:
+        """The entities named in the memories ``memory_ids`` of ``project``, by how many of
+        them name each."""
+        rows = self.db.execute(
+            "SELECT name, COUNT(DISTINCT memory_id) AS together FROM mentions "
+            f"WHERE project = ? AND memory_id IN ({_marks(memory_ids)}) "
+            "GROUP BY name ORDER BY together DESC, name LIMIT ?",
+            (project, *memory_ids, limit),
+        )
+        return [(r[0], r[1]) for r in rows]
+
     def rows_named(self, project: str | None, names: list[str]) -> list[sqlite3.Row]:
         """The stored rows of the entities ``names`` (of ``project``; None: any), most mentioned
         first."""

@@ -12,6 +12,7 @@ from .. import lexical
 from ..base import (
     DENSE,
     HNSW_EF,
+    SPARSE,
     MemoryFilter,
     metadata_field,
     point_ids,
@@ -110,6 +111,19 @@ def hybrid_requests(
             if field != DENSE
         ]
     return requests
+
+
+def term_request(
+    sparse: qe.SparseVector, limit: int, flt: qe.Filter | None
+) -> qe.QueryRequest:
+    """The ``limit`` written memories best scored by BM25 on ``sparse``, with their payload."""
+    return qe.QueryRequest(
+        limit=limit,
+        query=qe.Query.Nearest(sparse, using=SPARSE),
+        filter=flt,
+        with_payload=True,
+        with_vector=False,
+    )
 
 
 def dense_request(query: np.ndarray, limit: int, flt: qe.Filter | None) -> qe.QueryRequest:

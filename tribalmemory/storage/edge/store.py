@@ -58,7 +58,7 @@ from .folder import (
     remove_stale_shards,
     write_meta,
 )
-from .search import dense, dense_request, edge_filter, hybrid_requests
+from .search import dense, dense_request, edge_filter, hybrid_requests, term_request
 from .shard import SEAL_SIZE, open_shard
 
 log = logging.getLogger("tribalmemory.storage")
@@ -425,6 +425,20 @@ class EdgeStore:
         with self._lock:
             points = self._live().query(request)
         return [SearchHit(from_payload(p.payload), float(p.score), float(p.score)) for p in points]
+
+    def term_search(
+        self, text: str, limit: int, where: MemoryFilter | None = None
+    ) -> list[Memory]:
+        sparse = lexical.query_vector(text)
+        if limit <= 0 or sparse is None:
+            return []
+        written, _ = kind_filters(where)
+        if written is None:
+            return []
+        request = term_request(sparse, limit, edge_filter(written))
+        with self._lock:
+            points = self._live().query(request)
+        return [from_payload(p.payload) for p in points]
 
     def count(self, where: MemoryFilter | None = None) -> int:
         request = qe.CountRequest(exact=True, filter=edge_filter(where))

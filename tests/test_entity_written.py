@@ -1,0 +1,41 @@
+"""A name as the memories write it, word for word (``entities/written.py``): what an entity
+read answers with for a name the extraction never stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from tribalmemory.entities.written import written_forms
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "forms"),
+    [
+        # small letters: any case, each way of writing it once, in order
+        (
+            "Heron crashed; the heron pipeline retried; HERON is up.",
+            "heron",
+            ["Heron", "heron", "HERON"],
+        ),
+        # whole words only: not inside a longer word or an identifier
+        ("The rebookings and bookings_v2 reports.", "bookings", []),
+        ("Moved bookings, then bookings-archive.", "bookings", ["bookings"]),
+        # a name with capitals is matched with them
+        ("EX and ex and EXT", "EX", ["EX"]),
+        ("the usubjid column", "USUBJID", []),
+        ("ios and iOS", "iOS", ["iOS"]),
+        # a capital opening a word only: any case
+        ("the bookings table", "Bookings", ["bookings"]),
+        # words parted by any run of spaces; other spellings are the stored entities' aliases
+        ("Norvane  Tagus sailed", "Norvane Tagus", ["Norvane  Tagus"]),
+        ("orders service and orders_svc", "orders-svc", []),
+        # digits and punctuation inside the name are literal
+        ("Firmware v4.1 shipped; r44 too.", "v4", []),  # a longer release
+        ("Firmware v4. Then 1.2.4 and 2.4.", "v4", ["v4"]),
+        ("Then 1.2.4 and 2.4.", "2.4", ["2.4"]),
+        ("see a.b.c and aXbXc", "a.b.c", ["a.b.c"]),
+        ("anything", "  ", []),
+    ],
+)
+def test_written_forms(text: str, name: str, forms: list[str]) -> None:
+    assert written_forms(text, name) == forms

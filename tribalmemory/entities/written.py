@@ -1,0 +1,32 @@
+"""A name as the memories write it, word for word: how an entity read answers for a name the
+extraction never stored (``bookings``, ``heron``, ``EX``)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+
+@lru_cache(maxsize=256)
+def _pattern(name: str) -> re.Pattern[str] | None:
+    words = name.split()
+    if not words:
+        return None
+    flags = 0 if any(w[1:] != w[1:].lower() for w in words) else re.IGNORECASE
+    # not inside a longer word, nor a part of a longer release (v4 of v4.1, 2.4 of 1.2.4)
+    written = r"\s+".join(re.escape(w) for w in words)
+    return re.compile(r"(?<!\w)(?<!\d\.)" + written + r"(?!\w|\.\d)", flags)
+
+
+def written_forms(text: str, name: str) -> list[str]:
+    """The ways ``text`` writes ``name`` word for word, each as written, in order of first
+    appearance; empty when it does not. The name is matched whole: no letter, digit or
+    underscore on either side, nor a longer release (``v4`` is not in ``v4.1``); its words
+    may be parted by any run of spaces. A name with a capital after a word's first letter is
+    matched with its capitals (``EX`` is not ``ex``, ``iOS`` not ``ios``); others in any case
+    (``heron`` is also ``Heron``, ``Bookings`` also ``bookings``). Other spellings (``orders service`` of ``orders-svc``) are the stored
+    entities' aliases, not this."""
+    pattern = _pattern(name)
+    if pattern is None:
+        return []
+    return list(dict.fromkeys(m.group(0) for m in pattern.finditer(text)))
