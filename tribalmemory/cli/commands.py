@@ -304,6 +304,8 @@ async def entities(api: Api, args: argparse.Namespace) -> int:
 def print_entity(found: dict[str, Any]) -> None:
     entity = found["entity"]
     print(f"{entity['name']} ({entity['kind']}): {counted(entity['mentions'], 'memory')}")
+    if entity["kind"] == "written":
+        print("no entity is stored under this name: the memories that write it word for word")
     print(f"aliases: {', '.join(entity['aliases'])}")
     if found["also_written_as"]:
         written = ", ".join(found["also_written_as"])

@@ -34,7 +34,9 @@ def entity_tools(env: ToolEnv) -> list[Callable[..., Any]]:
     ) -> shapes.EntityDetail:
         """What is known about one thing (by any alias: 'orders-svc' finds 'orders-service'):
         the episodes that touched it (newest first), its latest memories and the entities
-        named with it. Answers "which episodes touched X" better than a keyword recall."""
+        named with it; a name no entity is stored under, the memories that write it word for
+        word (kind 'written'). Answers "which episodes touched X" better than a keyword
+        recall."""
         return await call("entity_get", name=name, limit=limit, project=scope(project))
 
     return [entities_list, entity_get]
