@@ -24,8 +24,8 @@ def written_forms(text: str, name: str) -> list[str]:
     underscore on either side, nor a longer release (``v4`` is not in ``v4.1``); its words
     may be parted by any run of spaces. A name with a capital after a word's first letter is
     matched with its capitals (``EX`` is not ``ex``, ``iOS`` not ``ios``); others in any case
-    (``heron`` is also ``Heron``, ``Bookings`` also ``bookings``). Other spellings (``orders service`` of ``orders-svc``) are the stored
-    entities' aliases, not this."""
+    (``heron`` is also ``Heron``, ``Bookings`` also ``bookings``). Other spellings
+    (``orders service`` of ``orders-svc``) are the stored entities' aliases, not this."""
     pattern = _pattern(name)
     if pattern is None:
         return []

@@ -2,7 +2,8 @@
 
 A plugin reads memories and their vectors, searches (and looks up a word), lists memories of a
 source type, writes and deletes the memories it owns, and waits for a quiet moment before
-CPU-heavy background work. It never reaches the store, the embedders or the request counter of the service.
+CPU-heavy background work. It never reaches the store, the embedders or the request counter of
+the service.
 
 Plugin-owned memories are those of a source type clients cannot write (``EPISODE_SUMMARY``,
 ``LESSON``, ``DECISION``, ``FACT``); they are stored without the write-time hooks or

@@ -100,9 +100,7 @@ class MemoryStore(Protocol):
     ) -> list[SearchHit]:
         """Nearest neighbours by cosine only (score == cosine), best first."""
 
-    def term_search(
-        self, text: str, limit: int, where: MemoryFilter | None = None
-    ) -> list[Memory]:
+    def term_search(self, text: str, limit: int, where: MemoryFilter | None = None) -> list[Memory]:
         """Up to ``limit`` memories written by users or agents that share a BM25 term with
         ``text`` (``storage/lexical.py``: lower case, stemmed, stop words left out), best BM25
         score first: every such memory when fewer share one. Empty when ``text`` has no

@@ -113,9 +113,7 @@ def hybrid_requests(
     return requests
 
 
-def term_request(
-    sparse: qe.SparseVector, limit: int, flt: qe.Filter | None
-) -> qe.QueryRequest:
+def term_request(sparse: qe.SparseVector, limit: int, flt: qe.Filter | None) -> qe.QueryRequest:
     """The ``limit`` written memories best scored by BM25 on ``sparse``, with their payload."""
     return qe.QueryRequest(
         limit=limit,

@@ -426,9 +426,7 @@ class EdgeStore:
             points = self._live().query(request)
         return [SearchHit(from_payload(p.payload), float(p.score), float(p.score)) for p in points]
 
-    def term_search(
-        self, text: str, limit: int, where: MemoryFilter | None = None
-    ) -> list[Memory]:
+    def term_search(self, text: str, limit: int, where: MemoryFilter | None = None) -> list[Memory]:
         sparse = lexical.query_vector(text)
         if limit <= 0 or sparse is None:
             return []
