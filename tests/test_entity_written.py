@@ -33,6 +33,9 @@ from tribalmemory.entities.written import written_forms
         ("Firmware v4.1 shipped; r44 too.", "v4", []),  # a longer release
         ("Firmware v4. Then 1.2.4 and 2.4.", "v4", ["v4"]),
         ("Then 1.2.4 and 2.4.", "2.4", ["2.4"]),
+        # a release with its v or without
+        ("Shipped 4.8.0, then v4.8.0-rc1 and V4.8.0.", "v4.8.0", ["4.8.0", "V4.8.0"]),
+        ("Shipped v2.14.1 and 12.14.1", "2.14.1", ["v2.14.1"]),
         ("see a.b.c and aXbXc", "a.b.c", ["a.b.c"]),
         ("anything", "  ", []),
     ],

@@ -6,6 +6,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from tribalmemory.entities.aliases import PRE_RELEASE
+
+_RELEASE = re.compile(r"[vV]?(\d+(?:\.\d+){1,3}(?:" + PRE_RELEASE + r")?)")
+
 
 @lru_cache(maxsize=256)
 def _pattern(name: str) -> re.Pattern[str] | None:
@@ -13,8 +17,13 @@ def _pattern(name: str) -> re.Pattern[str] | None:
     if not words:
         return None
     flags = 0 if any(w[1:] != w[1:].lower() for w in words) else re.IGNORECASE
+    release = _RELEASE.fullmatch(name.strip())
+    if release:  # with its v or without, as canonical() reads a release
+        flags, written = re.IGNORECASE, "v?" + re.escape(release.group(1))
+        written += "" if "-" in release.group(1) else f"(?!{PRE_RELEASE})"  # not its rc
+    else:
+        written = r"\s+".join(re.escape(w) for w in words)
     # not inside a longer word, nor a part of a longer release (v4 of v4.1, 2.4 of 1.2.4)
-    written = r"\s+".join(re.escape(w) for w in words)
     return re.compile(r"(?<!\w)(?<!\d\.)" + written + r"(?!\w|\.\d)", flags)
 
 
@@ -24,7 +33,9 @@ def written_forms(text: str, name: str) -> list[str]:
     underscore on either side, nor a longer release (``v4`` is not in ``v4.1``); its words
     may be parted by any run of spaces. A name with a capital after a word's first letter is
     matched with its capitals (``EX`` is not ``ex``, ``iOS`` not ``ios``); others in any case
-    (``heron`` is also ``Heron``, ``Bookings`` also ``bookings``). Other spellings
+    (``heron`` is also ``Heron``, ``Bookings`` also ``bookings``). A release is matched with
+    its ``v`` or without (``v4.8.0`` and ``4.8.0``, as :func:`~.aliases.canonical` reads
+    them). Other spellings
     (``orders service`` of ``orders-svc``) are the stored entities' aliases, not this."""
     pattern = _pattern(name)
     if pattern is None:
