@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tribalmemory.entities.written import written_forms
+from tribalmemory.entities.written import search_text, written_forms
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,9 @@ from tribalmemory.entities.written import written_forms
 )
 def test_written_forms(text: str, name: str, forms: list[str]) -> None:
     assert written_forms(text, name) == forms
+
+
+def test_a_release_is_looked_up_with_its_v_and_without() -> None:
+    assert search_text("v4.8.0") == "v4.8.0 4.8.0"
+    assert search_text("4.8.0-rc1") == "v4.8.0-rc1 4.8.0-rc1"
+    assert search_text("heron pipeline") == "heron pipeline"

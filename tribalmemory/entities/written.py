@@ -35,9 +35,16 @@ def written_forms(text: str, name: str) -> list[str]:
     matched with its capitals (``EX`` is not ``ex``, ``iOS`` not ``ios``); others in any case
     (``heron`` is also ``Heron``, ``Bookings`` also ``bookings``). A release is matched with
     its ``v`` or without (``v4.8.0`` and ``4.8.0``, as :func:`~.aliases.canonical` reads
-    them). Other spellings
-    (``orders service`` of ``orders-svc``) are the stored entities' aliases, not this."""
+    them). Other spellings (``orders service`` of ``orders-svc``) are the stored entities'
+    aliases, not this."""
     pattern = _pattern(name)
     if pattern is None:
         return []
     return list(dict.fromkeys(m.group(0) for m in pattern.finditer(text)))
+
+
+def search_text(name: str) -> str:
+    """What to look ``name`` up by in a word index: the name, and a release also without its
+    ``v`` (``v4.8.0 4.8.0``: an index reads ``v4`` and ``4`` as two words)."""
+    release = _RELEASE.fullmatch(name.strip())
+    return f"v{release.group(1)} {release.group(1)}" if release else name

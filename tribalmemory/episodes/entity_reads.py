@@ -11,7 +11,7 @@ from typing import Any
 
 from ..entities import canonical
 from ..entities.short_forms import initials_of, short_forms, stands_alone
-from ..entities.written import written_forms
+from ..entities.written import search_text, written_forms
 from ..errors import NotFound
 from ..models import Memory
 from ..timeutil import from_epoch, to_iso
@@ -101,7 +101,7 @@ class EntityReads:
     async def _writing(self, project: str | None, name: str) -> list[Memory]:
         """The memories of ``project`` (None: of every project) that write ``name`` word for
         word (:func:`~tribalmemory.entities.written.written_forms`), newest first."""
-        found = await self.state.host.term_search(name, project, WRITTEN_CANDIDATES)
+        found = await self.state.host.term_search(search_text(name), project, WRITTEN_CANDIDATES)
         writing = [m for m in found if written_forms(m.content, name)]
         return sorted(writing, key=lambda m: (m.created_at, m.id), reverse=True)
 
