@@ -175,8 +175,10 @@ class Summaries:
         if live is None:
             return
         row, memories, vectors = live
-        values = scrubbed_values(row, memories, vectors, self.background(row, memories))
-        values["structured"] = refreshed_record(row, memories)
+        # the whole episode read again (15-30 ms for a large one): off the event loop, where
+        # the requests arriving meanwhile would wait for it
+        background = self.background(row, memories)
+        values = await asyncio.to_thread(refreshed_values, row, memories, vectors, background)
         values["updated_at"] = self.state.clock()
         with self.store.transaction() as db:
             self.store.episodes.update(db, episode_id, **values)
@@ -480,6 +482,16 @@ def structured_record(
         rules = structured.fallback(memories, row.status)
         fresh |= {"outcome": rules["outcome"], "outcome_reason": rules["outcome_reason"]}
     return structured.finish(fresh, previous, memories, source)
+
+
+def refreshed_values(
+    row: EpisodeRow, memories: list[Memory], vectors: np.ndarray, background: Background
+) -> dict[str, Any]:
+    """The columns :meth:`Summaries.refresh_extractive` writes: :func:`scrubbed_values`, with
+    the record read afresh (:func:`refreshed_record`)."""
+    return scrubbed_values(row, memories, vectors, background) | {
+        "structured": refreshed_record(row, memories)
+    }
 
 
 def refreshed_record(row: EpisodeRow, memories: list[Memory]) -> dict[str, Any]:
