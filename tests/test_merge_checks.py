@@ -12,6 +12,8 @@ from fakellm import EPISODE_RE, Recorded, Reply, default_reply, merge_checks, me
 from test_episodes_compose import runtime_factory  # noqa: F401
 from test_episodes_engine import AUTH, DB, remember, settle
 
+from tribalmemory.episodes.consolidation import survivor_of
+
 SETTINGS = {
     "detector_strategy": "hybrid",
     "llm_doubt_share": 0.0,
@@ -492,3 +494,13 @@ async def test_with_reviews_on_a_first_check_waits_the_active_window_not_the_rev
     assert check.not_before - check.created_at == 14 * 86400.0
     reviews = store.jobs.of_kind("classify")
     assert reviews and all(j.not_before - j.created_at <= 3600 for j in reviews)
+
+
+def test_a_confirmation_follows_its_twin_into_the_episode_that_absorbed_it() -> None:
+    """A call's answers merge B into C and say A is B: the confirmation is asked of C, which
+    holds B now (asked of B, gone, it was lost and A stayed apart)."""
+    into = {"ep-b": "ep-c", "ep-c": "ep-d"}  # B into C, then C into D
+    assert survivor_of(into, "ep-b") == "ep-d"
+    assert survivor_of(into, "ep-c") == "ep-d"
+    assert survivor_of(into, "ep-a") == "ep-a"
+    assert survivor_of({}, "ep-b") == "ep-b"

@@ -74,6 +74,14 @@ def agreed(
     return merges, confirms
 
 
+def survivor_of(into: Mapping[str, str], episode_id: str) -> str:
+    """The episode that holds ``episode_id`` after the merges ``into`` (absorbed -> survivor,
+    in the order they were made): itself when none absorbed it. Pure."""
+    while episode_id in into:
+        episode_id = into[episode_id]
+    return episode_id
+
+
 def reviews_on(strategy: str, doubt_share: float) -> bool:
     """Does the detector queue reviews (a doubt share above 0, or the ``llm`` strategy)?"""
     return strategy == "llm" or doubt_share > 0
@@ -152,6 +160,7 @@ class Consolidation(GrowthChecks):
         them) and finish their jobs; an answer that needs confirming queues its confirmation
         (:func:`agreed`)."""
         confirms: dict[str, str] = {}
+        into: dict[str, str] = {}  # absorbed -> survivor, of this call's merges
         if error is not None and taken.checks:
             self.unanswered += len(taken.checks)
             log.warning(
@@ -168,7 +177,11 @@ class Consolidation(GrowthChecks):
                     await self.state.host.background_turn()  # a merge uses the CPU
                     async with self.state.detect_lock:
                         for first, second in merges:
-                            await self._merge(first, second)
+                            merged = await self._merge(first, second)
+                            if merged is not None:
+                                into[merged[1]] = merged[0]
+                # a twin this call merged away: its survivor holds it now, and is asked instead
+                confirms = {survivor_of(into, twin): c for twin, c in confirms.items()}
                 for twin, checked in confirms.items():
                     log.info("episode %s may be the same thread as %s: asking again", checked, twin)
         finally:
@@ -218,10 +231,12 @@ class Consolidation(GrowthChecks):
         row = self.store.episodes.get(episode_id)
         return await self.state.describe(row, SNIPPETS_PER_CHECK) if row else None
 
-    async def _merge(self, first: str, second: str) -> None:
+    async def _merge(self, first: str, second: str) -> tuple[str, str] | None:
         """Merge two episodes the LLM found to be one thread (see
-        :meth:`.membership.Membership.merge_found`; the caller holds the detect lock)."""
+        :meth:`.membership.Membership.merge_found`; the caller holds the detect lock): the
+        survivor and the absorbed one, or None when they were not merged."""
         merged = await self.membership.merge_found(first, second)
         if merged is not None:
             survivor, absorbed = merged
             log.info("episode %s is the same thread as %s: merged", absorbed, survivor)
+        return merged
