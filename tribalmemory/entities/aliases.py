@@ -8,7 +8,8 @@ _SEPARATORS = re.compile(r"[\s_-]+")
 _SUFFIXES = {"svc": "service", "srv": "service", "api": "api"}
 PRE_RELEASE = r"-(?:rc|beta|alpha|pre|preview|dev)(?:\.?\d+)?"
 """A release's pre-release part: ``-rc3`` of ``2.4.0-rc3``, ``-beta.2``."""
-_VERSION = re.compile(r"v?(\d+(?:\.\d+){1,3}(?:" + PRE_RELEASE + r")?)")
+RELEASE = re.compile(r"v?(\d+(?:\.\d+){1,3}(?:" + PRE_RELEASE + r")?)")
+"""A release, with its ``v`` or without (group 1: without); in small letters."""
 
 
 def canonical(name: str) -> str:
@@ -28,7 +29,7 @@ def canonical(name: str) -> str:
         text = text[:-4]
     if len(text) > 1 and text.endswith(("/", "\\")):
         text = text[:-1]
-    version = _VERSION.fullmatch(text)
+    version = RELEASE.fullmatch(text)
     if version:
         return "v" + version.group(1)
     if "/" in text or "\\" in text or "." in text:  # paths and dotted names keep their separators

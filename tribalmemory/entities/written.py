@@ -6,9 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from tribalmemory.entities.aliases import PRE_RELEASE
-
-_RELEASE = re.compile(r"[vV]?(\d+(?:\.\d+){1,3}(?:" + PRE_RELEASE + r")?)")
+from tribalmemory.entities.aliases import PRE_RELEASE, RELEASE
 
 
 @lru_cache(maxsize=256)
@@ -17,7 +15,7 @@ def _pattern(name: str) -> re.Pattern[str] | None:
     if not words:
         return None
     flags = 0 if any(w[1:] != w[1:].lower() for w in words) else re.IGNORECASE
-    release = _RELEASE.fullmatch(name.strip())
+    release = RELEASE.fullmatch(name.strip().lower())
     if release:  # with its v or without, as canonical() reads a release
         flags, written = re.IGNORECASE, "v?" + re.escape(release.group(1))
         written += "" if "-" in release.group(1) else f"(?!{PRE_RELEASE})"  # not its rc
@@ -46,5 +44,5 @@ def written_forms(text: str, name: str) -> list[str]:
 def search_text(name: str) -> str:
     """What to look ``name`` up by in a word index: the name, and a release also without its
     ``v`` (``v4.8.0 4.8.0``: an index reads ``v4`` and ``4`` as two words)."""
-    release = _RELEASE.fullmatch(name.strip())
+    release = RELEASE.fullmatch(name.strip().lower())
     return f"v{release.group(1)} {release.group(1)}" if release else name

@@ -41,6 +41,16 @@ def entity_json(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
+def memory_json(memory: Memory, episode_of: dict[str, str]) -> dict[str, Any]:
+    """One of an entity's memories as the answer lists it."""
+    return {
+        "memory_id": memory.id,
+        "content": memory.content,
+        "created_at": to_iso(memory.created_at),
+        "episode_id": episode_of.get(memory.id),
+    }
+
+
 def matches(query: str, row: sqlite3.Row) -> bool:
     """``query`` is in the entity's name or one of its aliases (both compared canonically,
     and the aliases also as written, in any case)."""
@@ -98,12 +108,13 @@ class EntityReads:
                 rows.append(row)
         return list({(r["project"], r["name"]): r for r in rows}.values())
 
-    async def _writing(self, project: str | None, name: str) -> list[Memory]:
+    async def _writing(self, project: str | None, name: str) -> list[tuple[Memory, list[str]]]:
         """The memories of ``project`` (None: of every project) that write ``name`` word for
-        word (:func:`~tribalmemory.entities.written.written_forms`), newest first."""
+        word, each with the ways it writes it
+        (:func:`~tribalmemory.entities.written.written_forms`), newest first."""
         found = await self.state.host.term_search(search_text(name), project, WRITTEN_CANDIDATES)
-        writing = [m for m in found if written_forms(m.content, name)]
-        return sorted(writing, key=lambda m: (m.created_at, m.id), reverse=True)
+        writing = [(m, forms) for m in found if (forms := written_forms(m.content, name))]
+        return sorted(writing, key=lambda pair: (pair[0].created_at, pair[0].id), reverse=True)
 
     async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]:
         await self.work.settle()
@@ -115,15 +126,7 @@ class EntityReads:
         ids = entities.memory_ids(project, names, limit)
         found = {m.id: m for m in await self.state.host.get_memories(ids)}
         episode_of = self.store.memberships.episodes_of(ids) if ids else {}
-        memories = [
-            {
-                "memory_id": m.id,
-                "content": m.content,
-                "created_at": to_iso(m.created_at),
-                "episode_id": episode_of.get(m.id),
-            }
-            for m in (found[i] for i in ids if i in found)
-        ]
+        memories = [memory_json(found[i], episode_of) for i in ids if i in found]
         episodes = [
             {
                 "episode_id": r["id"],
@@ -148,12 +151,13 @@ class EntityReads:
     async def _written(self, project: str, name: str, limit: int) -> dict[str, Any]:
         """The answer for a name no entity is stored under: the memories that write it, as
         an entity of kind ``written`` (doubted: nothing vouches for it)."""
-        writing = await self._writing(project, name)
-        if not writing:
+        found = await self._writing(project, name)
+        if not found:
             raise NotFound(
                 f"no entity {name!r} in project {project}, and no memory of it writes the "
                 "name; list the project's entities to find its name"
             )
+        writing = [m for m, _ in found]
         ids = [m.id for m in writing]
         episode_of = self.store.memberships.episodes_of(ids)
         touched: dict[str, list[Memory]] = {}
@@ -171,13 +175,12 @@ class EntityReads:
             }
             for episode_id, members in touched.items()
         ]
-        forms = (f for m in writing for f in written_forms(m.content, name))
         co = self.store.entities.named_in(project, ids, CO_OCCURRING)
         return {
             "entity": {
                 "name": canonical(name) or name,
                 "kind": "written",
-                "aliases": sorted(set(forms)),
+                "aliases": sorted({form for _, forms in found for form in forms}),
                 "first_seen_at": to_iso(writing[-1].created_at),
                 "last_seen_at": to_iso(writing[0].created_at),
                 "mentions": len(writing),
@@ -186,15 +189,7 @@ class EntityReads:
             "also_written_as": [],
             "project": project,
             "episodes": episodes,
-            "memories": [
-                {
-                    "memory_id": m.id,
-                    "content": m.content,
-                    "created_at": to_iso(m.created_at),
-                    "episode_id": episode_of.get(m.id),
-                }
-                for m in writing[:limit]
-            ],
+            "memories": [memory_json(m, episode_of) for m in writing[:limit]],
             "memory_count": len(writing),
             "co_occurring": [{"name": n, "mentions": c} for n, c in co],
         }
@@ -205,7 +200,7 @@ class EntityReads:
         await self.work.settle()
         names = list(dict.fromkeys(r["name"] for r in self._named(project, name)))
         if not names:
-            return [m.id for m in await self._writing(project, name)]
+            return [m.id for m, _ in await self._writing(project, name)]
         return self.store.entities.naming(project, names)
 
     async def of_episode(self, episode_id: str) -> list[dict[str, Any]]:
