@@ -63,13 +63,17 @@ async def main():
     assert stored.success
     assert await service.recall(RecallRequest(query="billing timeouts"))
     ran = await service.request_threads.run(lambda: sorted(os.sched_getaffinity(0)))
-    ours = {t.native_id for t in threading.enumerate() if t.name.startswith("tm-request")}
     process = sorted(os.sched_getaffinity(0))
+    placed = service.request_threads.place_caller()  # as the daemon does with its event loop
+    loop = sorted(os.sched_getaffinity(0))
+    ours = {t.native_id for t in threading.enumerate() if t.name.startswith("tm-request")}
+    ours.add(threading.get_native_id())
     others = [affinity(t.name) for t in Path("/proc/self/task").iterdir()
               if int(t.name) not in ours]
     second = RequestThreads()  # another runtime in the process: ours do not count as pinned
     await second.run(len, [])
     print(json.dumps({"process": process, "others": others, "ran": ran, "seen": seen,
+                      "placed": sorted(placed or []), "loop": loop,
                       "health": service.health()["embedding"], "second": second.status(),
                       "found_again": sorted(caller_cpus() or [])}))
     second.close()
@@ -86,8 +90,8 @@ asyncio.run(main())
 def test_requests_run_beside_onnxruntimes_pinned_threads(tmp_path: object) -> None:
     """In a fresh process (affinity is per thread, and other tests' runtimes leave threads):
     a runtime runs a request's embedding, duplicate check, write and recall search on threads
-    limited to the CPUs that onnxruntime's pinned threads leave free, and /v1/health says
-    which."""
+    limited to the CPUs that onnxruntime's pinned threads leave free, places the event loop's
+    thread there when asked (the daemon does, after its warm-up), and /v1/health says which."""
     argv = [sys.executable, "-c", PROBE, str(tmp_path)]
     out = subprocess.run(argv, capture_output=True, text=True, check=True)
     found = json.loads(out.stdout.strip().splitlines()[-1])
@@ -101,6 +105,7 @@ def test_requests_run_beside_onnxruntimes_pinned_threads(tmp_path: object) -> No
     assert free
     assert found["ran"] == free
     assert found["seen"] == {c: free for c in ("embed", "duplicate check", "write", "search")}
+    assert found["placed"] == found["loop"] == free  # the event loop's thread, placed there too
     assert found["health"]["request_cpus"] == free
     assert found["second"] == free
     assert found["found_again"] == free

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from helpers_http import LOCAL, free_port, start_daemon
 
+from tribalmemory.embeddings.placement import parse_cpu_list
+
 
 def test_a_fresh_daemon_is_warm_before_it_answers(tmp_path: Path) -> None:
     episodes = {
@@ -30,6 +32,13 @@ def test_a_fresh_daemon_is_warm_before_it_answers(tmp_path: Path) -> None:
         # nothing was remembered, so no summary loaded it: the warm-up did, before answering
         background = health["background_embeddings"]
         assert (background["model"], background["calls"]) == ("loaded", 0)
+        # then its event loop runs where requests' embeddings do (embeddings/placement.py)
+        request_cpus = health["embedding"]["request_cpus"]
+        if request_cpus is not None:  # None: one CPU, or nothing pinned; any CPU then
+            pid = daemon.process.pid
+            status = Path(f"/proc/{pid}/task/{pid}/status").read_text(encoding="utf-8")
+            allowed = next(s for s in status.splitlines() if s.startswith("Cpus_allowed_list"))
+            assert sorted(parse_cpu_list(allowed.partition(":")[2])) == request_cpus
     finally:
         daemon.stop()
     log = daemon.output.read_text(encoding="utf-8")

@@ -201,6 +201,9 @@ async def _serve(config: Config, sock: socket.socket) -> None:
     except BaseException:
         await runtime.stop()
         raise
+    # the loop's steps run where the requests' embeddings and store calls do (placement.py;
+    # warm_up ran one: the CPUs are known)
+    runtime.service.request_threads.place_caller()
     announcing = asyncio.create_task(announce_llm(runtime))
     pid_path = pid_file(config)
     write_private(pid_path, f"{os.getpid()}\n")

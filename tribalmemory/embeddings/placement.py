@@ -12,7 +12,9 @@ met the same fate: onnxruntime's thread spins on for a while after each call.
 
 So requests' embeddings and those store calls run on a few threads of their own, each limited
 to the CPUs no pinned thread of the process uses (Linux; elsewhere, or when onnxruntime
-pinned nothing, anywhere).
+pinned nothing, anywhere). The daemon's event loop runs there too once it has started
+(:meth:`RequestThreads.place_caller`): its steps (the episode engine's decision after each
+write, its background work) otherwise landed beside onnxruntime's spinning thread as well.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ log = logging.getLogger("tribalmemory.embeddings")
 THREADS = 8  # calls at once: batches being embedded (2 at most) never hold up a recall
 T = TypeVar("T")
 _ours: set[int] = set()  # native ids of the threads placed here: pinned by us, not by onnxruntime
+_handed: set[frozenset[int]] = set()  # the CPUs threads were placed on here
 
 
 def parse_cpu_list(text: str) -> frozenset[int]:
@@ -67,24 +70,24 @@ def _allowed(status: Path) -> frozenset[int] | None:
 
 def caller_cpus() -> frozenset[int] | None:
     """Where this process's request work should run (see the module docstring): read
-    from ``/proc/self``, leaving out the threads placed here; None on other systems or when
-    nothing is pinned."""
+    from ``/proc/self``, leaving out the threads placed here and those limited to CPUs handed
+    out here (started by a placed thread: the event loop's); None on other systems or when
+    nothing is pinned. The process's CPUs are those any of its threads may use (its main
+    thread may be placed)."""
     if not sys.platform.startswith("linux"):
         return None
-    process = _allowed(Path("/proc/self/status"))
-    if process is None:
-        return None
-    tasks = Path("/proc/self/task")
     try:
-        threads = [
-            cpus
-            for task in tasks.iterdir()
-            if task.name.isdigit()
-            and int(task.name) not in _ours
-            and (cpus := _allowed(task / "status"))
+        every = [
+            (int(task.name), cpus)
+            for task in Path("/proc/self/task").iterdir()
+            if task.name.isdigit() and (cpus := _allowed(task / "status"))
         ]
     except OSError:
         return None
+    if not every:
+        return None
+    process = frozenset().union(*(cpus for _, cpus in every))
+    threads = [cpus for tid, cpus in every if tid not in _ours and cpus not in _handed]
     return free_cpus(process, threads)
 
 
@@ -106,18 +109,38 @@ class RequestThreads:
 
     def _place(self) -> None:
         with self._lock:
+            self._threads.add(threading.get_native_id())
+            _ours.add(threading.get_native_id())  # before finding: it may have inherited a place
             if not self._found:
                 self.cpus = self._find()
                 self._found = True
+                if self.cpus is not None:
+                    _handed.add(self.cpus)
             cpus = self.cpus
-            self._threads.add(threading.get_native_id())
-            _ours.add(threading.get_native_id())
         if cpus is None:
             return
         try:
             os.sched_setaffinity(0, cpus)  # 0: the calling thread
         except OSError as exc:
             log.info("requests' embeddings run on any CPU: %s", exc)
+
+    def place_caller(self) -> frozenset[int] | None:
+        """Limit the calling thread to the CPUs these threads run on, once found (a call has
+        run here): the daemon's event loop, whose steps alternate with a request's calls here.
+        Threads it starts afterwards inherit the limit. Its CPUs, or None (not found yet, any
+        CPU, or the system refused)."""
+        with self._lock:
+            cpus = self.cpus
+            if cpus is None:
+                return None
+            self._threads.add(threading.get_native_id())
+            _ours.add(threading.get_native_id())
+        try:
+            os.sched_setaffinity(0, cpus)
+        except OSError as exc:
+            log.info("the event loop runs on any CPU: %s", exc)
+            return None
+        return cpus
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
