@@ -34,7 +34,8 @@ class EmbeddingInfo(Response):
     request_cpus: list[int] | None = Field(
         None,
         description="The CPUs requests' embeddings and store calls run on, beside "
-        "onnxruntime's pinned threads (null: any CPU, or none run yet).",
+        "onnxruntime's pinned threads, and the daemon's event loop once warmed up (null: any "
+        "CPU, or none run yet).",
     )
 
 
