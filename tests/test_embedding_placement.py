@@ -70,12 +70,18 @@ async def main():
     ours.add(threading.get_native_id())
     others = [affinity(t.name) for t in Path("/proc/self/task").iterdir()
               if int(t.name) not in ours]
+    hold = threading.Event()  # a thread the placed loop starts: it inherits the loop's CPUs
+    child = threading.Thread(target=hold.wait)
+    child.start()
     second = RequestThreads()  # another runtime in the process: ours do not count as pinned
     await second.run(len, [])
     print(json.dumps({"process": process, "others": others, "ran": ran, "seen": seen,
                       "placed": sorted(placed or []), "loop": loop,
                       "health": service.health()["embedding"], "second": second.status(),
-                      "found_again": sorted(caller_cpus() or [])}))
+                      "found_again": sorted(caller_cpus() or []),
+                      "child": affinity(child.native_id)}))
+    hold.set()
+    child.join()
     second.close()
     await runtime.stop()
 
@@ -108,4 +114,5 @@ def test_requests_run_beside_onnxruntimes_pinned_threads(tmp_path: object) -> No
     assert found["placed"] == found["loop"] == free  # the event loop's thread, placed there too
     assert found["health"]["request_cpus"] == free
     assert found["second"] == free
-    assert found["found_again"] == free
+    assert found["found_again"] == free  # nor do threads the placed loop started
+    assert found["child"] == free
