@@ -84,11 +84,19 @@ def caller_cpus() -> frozenset[int] | None:
         ]
     except OSError:
         return None
-    if not every:
-        return None
     process = frozenset().union(*(cpus for _, cpus in every))
     threads = [cpus for tid, cpus in every if tid not in _ours and cpus not in _handed]
     return free_cpus(process, threads)
+
+
+def _limit_calling_thread(cpus: frozenset[int], what: str) -> bool:
+    """Limit the calling thread to ``cpus``; False (logged) when the system refuses."""
+    try:
+        os.sched_setaffinity(0, cpus)  # 0: the calling thread
+    except OSError as exc:
+        log.info("%s run on any CPU: %s", what, exc)
+        return False
+    return True
 
 
 class RequestThreads:
@@ -107,22 +115,22 @@ class RequestThreads:
             max_workers=threads, thread_name_prefix="tm-request", initializer=self._place
         )
 
+    def _claim(self) -> None:
+        """Count the calling thread as placed here (the caller holds the lock)."""
+        self._threads.add(threading.get_native_id())
+        _ours.add(threading.get_native_id())
+
     def _place(self) -> None:
         with self._lock:
-            self._threads.add(threading.get_native_id())
-            _ours.add(threading.get_native_id())  # before finding: it may have inherited a place
+            self._claim()  # before finding: it may have inherited a place
             if not self._found:
                 self.cpus = self._find()
                 self._found = True
                 if self.cpus is not None:
                     _handed.add(self.cpus)
             cpus = self.cpus
-        if cpus is None:
-            return
-        try:
-            os.sched_setaffinity(0, cpus)  # 0: the calling thread
-        except OSError as exc:
-            log.info("requests' embeddings run on any CPU: %s", exc)
+        if cpus is not None:
+            _limit_calling_thread(cpus, "requests' embeddings")
 
     def place_caller(self) -> frozenset[int] | None:
         """Limit the calling thread to the CPUs these threads run on, once found (a call has
@@ -133,14 +141,8 @@ class RequestThreads:
             cpus = self.cpus
             if cpus is None:
                 return None
-            self._threads.add(threading.get_native_id())
-            _ours.add(threading.get_native_id())
-        try:
-            os.sched_setaffinity(0, cpus)
-        except OSError as exc:
-            log.info("the event loop runs on any CPU: %s", exc)
-            return None
-        return cpus
+            self._claim()
+        return cpus if _limit_calling_thread(cpus, "the event loop's steps") else None
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
