@@ -504,3 +504,62 @@ def test_a_confirmation_follows_its_twin_into_the_episode_that_absorbed_it() -> 
     assert survivor_of(into, "ep-c") == "ep-d"
     assert survivor_of(into, "ep-a") == "ep-a"
     assert survivor_of({}, "ep-b") == "ep-b"
+
+
+DB_MORE = [
+    *DB,
+    "Postgres migration: the replica lag alarm is raised to 30 seconds during the pgloader copy.",
+]
+OFFICE_MOVE = [
+    *OFFICE,
+    "Office move: the new floor's meeting rooms are booked through the same calendar as before.",
+    "Office move: parking cards for the new building are handed out at reception on 13 March.",
+]
+
+
+async def test_one_call_that_merges_a_twin_away_sends_the_confirmation_to_its_survivor(
+    runtime_factory,  # noqa: F811
+    fake_llm_env,
+) -> None:
+    """The engine-level case of the rule above: one merge call checks the auth, office and
+    database episodes at once and answers auth = database, database = auth (agreed: merged
+    into the database episode, the larger) and office = auth (to be confirmed). The auth
+    episode is gone after this call's merge, so the confirmation is asked of the database
+    episode that absorbed it, and its "same as office" merges the office notes in too. (Asked
+    of the auth episode, it was dropped, and the office notes stayed apart.)"""
+    rt = await runtime_factory(
+        merge_checks=True, **{**SETTINGS, "classify_batch_wait_seconds": 3600}
+    )
+    plan: dict[str, str] = {}  # the first call's answers, by checked episode
+    later: dict[str, str] = {}  # the answers of every call after it
+
+    def answer(request: Recorded) -> Reply:
+        if request.purpose != "merge":
+            return default_reply(request)
+        said = later if fake_llm_env.by_purpose("merge")[:-1] else plan
+        return Reply.json(merges(*((e, said.get(e)) for e in merge_checks(request.text))))
+
+    fake_llm_env.responder = answer
+    auth = [(await remember(rt, text, 3, 7 + i))["memory_id"] for i, text in enumerate(AUTH)]
+    db = [(await remember(rt, text, 3, 11 + i))["memory_id"] for i, text in enumerate(DB_MORE)]
+    office = [(await remember(rt, t, 3, 16 + i))["memory_id"] for i, t in enumerate(OFFICE_MOVE)]
+    auth_episode, db_episode = await episode_of(rt, auth[0]), await episode_of(rt, db[0])
+    office_episode = await episode_of(rt, office[0])
+    assert len({auth_episode, db_episode, office_episode}) == 3
+    for ids, episode in ((auth, auth_episode), (db, db_episode), (office, office_episode)):
+        assert [await episode_of(rt, m) for m in ids] == [episode] * len(ids)
+    # each reached 4 members: three first checks, waiting an hour for company
+    assert rt.api.health()["episodes"]["merge_waiting"] == 3
+    plan.update({auth_episode: db_episode, db_episode: auth_episode, office_episode: auth_episode})
+    later.update({auth_episode: office_episode, db_episode: office_episode})  # "yes" to office
+    await settle(rt)  # the waiting checks fall due at once: one call takes all three
+    first, second = fake_llm_env.by_purpose("merge")
+    assert sorted(merge_checks(first.text)) == sorted([auth_episode, db_episode, office_episode])
+    survivor = await episode_of(rt, auth[0])
+    assert survivor == db_episode  # the larger of the pair keeps its id: the twin is gone
+    assert merge_checks(second.text) == [survivor]  # the confirmation, asked of the survivor
+    assert f'<episode id="{office_episode}">' in second.text  # about the office episode
+    for memory_id in auth + db + office:
+        assert await episode_of(rt, memory_id) == survivor
+    assert [e["id"] for e in (await rt.api.episodes_list())["episodes"]] == [survivor]
+    assert rt.api.health()["episodes"]["merge_waiting"] == 0
