@@ -536,7 +536,7 @@ async def test_one_call_that_merges_a_twin_away_sends_the_confirmation_to_its_su
     def answer(request: Recorded) -> Reply:
         if request.purpose != "merge":
             return default_reply(request)
-        said = later if fake_llm_env.by_purpose("merge")[:-1] else plan
+        said = plan if len(fake_llm_env.by_purpose("merge")) == 1 else later  # this one counted
         return Reply.json(merges(*((e, said.get(e)) for e in merge_checks(request.text))))
 
     fake_llm_env.responder = answer
