@@ -48,6 +48,23 @@ def test_session_fit_rule() -> None:
     assert not edits.session_fits(floor - 0.01, floor - 0.02)
 
 
+def test_pins_are_read_once_the_table_holds_one_and_after_a_reopen(tmp_path) -> None:
+    path = tmp_path / "episodes.sqlite3"
+    store = EpisodeStore(path)
+    try:
+        assert store.pins.of(["m1"]) == [] and store.pins.on(["ep-a"]) == []  # none yet
+        with store.transaction() as db:
+            store.pins.record(db, "m1", "ep-a", "out", 1.0)
+        assert [Pin.from_row(r) for r in store.pins.of(["m1"])] == [Pin("m1", "ep-a", "out")]
+    finally:
+        store.close()
+    reopened = EpisodeStore(path)  # a new process: the pin is in the table, not in memory
+    try:
+        assert [Pin.from_row(r) for r in reopened.pins.on(["ep-a"])] == [Pin("m1", "ep-a", "out")]
+    finally:
+        reopened.close()
+
+
 def test_old_database_gains_the_new_column_and_tables(tmp_path) -> None:
     path = tmp_path / "episodes.sqlite3"
     with sqlite3.connect(path) as db:  # the episodes table as the previous release made it

@@ -8,7 +8,23 @@ from .table import Table
 
 
 class Pins(Table):
-    """Reads and writes of the ``pins`` table."""
+    """Reads and writes of the ``pins`` table.
+
+    Most stores never hold a pin (the user never moved a memory by hand), yet every write-time
+    decision asks for the new memory's: whether the table holds any is read once and kept
+    (this class writes every pin, and one process has the store open), so that those reads
+    cost nothing until the first pin. A pin recorded in a transaction that rolls back leaves
+    the table counted as holding one: the reads then run as before."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        super().__init__(db)
+        self._any: bool | None = None
+
+    def any(self) -> bool:
+        """Whether the table may hold a pin (False: it holds none)."""
+        if self._any is None:
+            self._any = self.db.execute("SELECT 1 FROM pins LIMIT 1").fetchone() is not None
+        return self._any
 
     def record(
         self, db: sqlite3.Connection, memory_id: str, episode_id: str, kind: str, at: float
@@ -20,9 +36,12 @@ class Pins(Table):
             "SET kind = excluded.kind, at = excluded.at",
             (memory_id, episode_id, kind, at),
         )
+        self._any = True
 
     def on(self, episode_ids: list[str]) -> list[sqlite3.Row]:
         """The pins that name any of ``episode_ids``."""
+        if not episode_ids or not self.any():
+            return []
         marks = ",".join("?" * len(episode_ids))
         return list(
             self.db.execute(
@@ -32,7 +51,8 @@ class Pins(Table):
         )
 
     def of(self, memory_ids: list[str]) -> list[sqlite3.Row]:
-        if not memory_ids:
+        """The pins of any of ``memory_ids``."""
+        if not memory_ids or not self.any():
             return []
         marks = ",".join("?" * len(memory_ids))
         return list(
