@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -225,6 +227,32 @@ def test_local_mode_with_store_held_elsewhere_exits_2(
         holder.service.store.close()
     assert code == 2 and "holds" in err and "tribalmemory status" in err
     assert "Traceback" not in err
+
+
+ENTITIES_DOC = Path(__file__).resolve().parents[1] / "docs" / "entities.md"
+
+
+def test_the_entities_doc_example_runs_as_its_comments_say(tm_home: Path, capsys: Capture) -> None:
+    """docs/entities.md's CLI example, command by command (local mode, the default
+    configuration): the two spellings are one entity, whose read lists both memories, and a
+    recall filtered by the third spelling finds both."""
+    (block,) = re.findall(r"```bash\n(.*?)```", ENTITIES_DOC.read_text(encoding="utf-8"), re.S)
+    commands = [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
+    assert [c[:2] for c in commands] == [["tribalmemory", "remember"]] * 2 + [
+        ["tribalmemory", "entities"]
+    ] * 2 + [["tribalmemory", "recall"]]
+    assert commands[3][2:] == ["orders-svc"] and "--entity" in commands[4]
+    config = str(write_config(tm_home, server={"port": 1}))
+    outputs = []
+    for command in commands:
+        code, out, err = run(capsys, *command[1:], "--config", config)
+        assert code == 0, err
+        outputs.append(out)
+    stored = [out.split()[1] for out in outputs[:2]]  # "Stored <id> ..."
+    listed = outputs[2].splitlines()[1].split()
+    assert listed[:3] == ["orders-service", "system", "2"]
+    assert "orders-service (system): 2 memories" in outputs[3]
+    assert all(memory_id in outputs[3] and memory_id in outputs[4] for memory_id in stored)
 
 
 def test_entities_leaves_out_doubted_names_unless_asked(tm_home: Path, capsys: Capture) -> None:

@@ -21,7 +21,8 @@ from tribalmemory.service.host import PluginHost
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 EXAMPLE = ROOT / "config" / "config.example.yaml"
-ROUTE_DOCS = ["http.md", "episodes.md", "cli.md", "mcp.md", "configuration.md"]
+# every doc that names the daemon's routes; llm.md names the LLM server's (/v1/chat/completions)
+ROUTE_DOCS = sorted(path.name for path in DOCS.glob("*.md") if path.name != "llm.md")
 DOCUMENTED_ROUTE = re.compile(r"`(GET|POST|PUT|PATCH|DELETE) (/[^`\s?]*)")
 TOOL_NAME = re.compile(r"`(tribal_[a-z_]+)`")  # a backticked tool name
 
