@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import inspect
 import re
+import shlex
 import typing
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 import yaml
 from mcp import Client
 
+from tribalmemory.cli.main import build_parser
 from tribalmemory.config import SECTIONS, Config, config_from_dict
 from tribalmemory.interfaces.mcp_server import build_mcp_server
 from tribalmemory.interfaces.openapi import ROUTES
@@ -123,3 +126,55 @@ def test_active_window_days_takes_a_fraction() -> None:
     config = config_from_dict({"episodes": {"active_window_days": 1.5}})
     assert config.episodes.active_window_days == 1.5
     assert float_settings().count(("episodes", "active_window_days")) == 1
+
+
+CLI_LINE = re.compile(r"^(?:\$ )?tribalmemory\b")
+
+
+def cli_md_commands() -> list[str]:
+    """The command lines of docs/cli.md's code blocks (synopses and ``$`` examples), each with
+    its continuation lines joined; the lines a command prints are left out."""
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    commands: list[str] = []
+    for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            if CLI_LINE.match(line):
+                commands.append(line.removeprefix("$ "))
+            elif line.startswith(" ") and commands and line.strip().startswith("["):
+                commands[-1] += " " + line.strip()  # a synopsis continued
+    return commands
+
+
+def parser_of(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The (sub)parser the leading ``words`` name, and the words it took."""
+    parser, taken = build_parser(), []
+    for word in words:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or word not in subs[0].choices:
+            break
+        parser = subs[0].choices[word]
+        taken.append(word)
+    return parser, taken
+
+
+def test_cli_md_names_only_commands_and_options_the_cli_has() -> None:
+    commands = cli_md_commands()
+    assert len(commands) > 40  # the synopses and examples were found
+    wrong = []
+    for line in commands:
+        words = shlex.split(line, comments=True)[1:]
+        parser, taken = parser_of(words)
+        rest = words[len(taken) :]
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if rest and re.fullmatch(r"[a-z][a-z-]*", rest[0]) and (subs or not taken):
+            wrong.append(f"tribalmemory {' '.join(taken + rest[:1])}: no such command")
+        known = {s for action in parser._actions for s in action.option_strings}
+        named = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line.split("#")[0]))
+        wrong += [f"tribalmemory {' '.join(taken)} {option}" for option in sorted(named - known)]
+    assert not wrong, f"docs/cli.md names commands or options the CLI does not have: {wrong}"
+
+
+def test_the_cli_md_check_sees_an_option_that_does_not_exist() -> None:
+    parser, taken = parser_of(["recall", "QUERY", "--limit", "N"])
+    options = {s for action in parser._actions for s in action.option_strings}
+    assert taken == ["recall"] and "--limit" in options and "--lmit" not in options
