@@ -178,3 +178,48 @@ def test_the_cli_md_check_sees_an_option_that_does_not_exist() -> None:
     parser, taken = parser_of(["recall", "QUERY", "--limit", "N"])
     options = {s for action in parser._actions for s in action.option_strings}
     assert taken == ["recall"] and "--limit" in options and "--lmit" not in options
+
+
+def mcp_md_parameters() -> dict[str, tuple[set[str], set[str]]]:
+    """Per tool documented in docs/mcp.md: the parameters it names as such (a parameter table's
+    first column; in a table of tools, the names that open each ``;``-part of its row), and
+    every name it mentions at all (its row, or its section's text before the table)."""
+    text = (DOCS / "mcp.md").read_text(encoding="utf-8")
+    found: dict[str, tuple[set[str], set[str]]] = {}
+    sections = re.split(r"^(###? .*)$", text, flags=re.M)
+    for heading, body in zip(sections[1::2], sections[2::2], strict=True):
+        prose = body.split("\n|", 1)[0]
+        if tool := re.fullmatch(r"### `(tribal_[a-z_]+)`", heading.strip()):
+            cells = re.findall(r"^\| ([^|]*`[a-z_]+`[^|]*) \|", body, re.M)
+            named = {p for cell in cells for p in re.findall(r"`([a-z_]+)`", cell)} - {"parameter"}
+            found[tool.group(1)] = (named, named | set(re.findall(r"`([a-z_]+)`", prose)))
+        for row in re.finditer(r"^\| `(tribal_[a-z_]+)` \| (.*) \| [^|]*\|$", body, re.M):
+            named = set()
+            for part in row.group(2).split(";"):
+                if lead := MCP_LEAD.match(part):
+                    named |= set(re.findall(r"`([a-z_]+)`", lead.group(1)))
+            mentioned = set(re.findall(r"`([a-z_]+)`", row.group(2) + prose))
+            found[row.group(1)] = (named, mentioned)
+    return found
+
+
+MCP_LEAD = re.compile(r"^\s*((?:`[a-z_]+`(?:\s*(?:,|/)\s*)?)+)")
+
+
+async def test_mcp_md_names_each_tools_real_parameters() -> None:
+    async with Client(build_mcp_server(lambda: None)) as client:
+        tools = (await client.list_tools()).tools
+    schemas = {tool.name: set((tool.input_schema or {}).get("properties", {})) for tool in tools}
+    documented = mcp_md_parameters()
+    assert len(documented) > 30  # the tools' tables were read
+    wrong = [
+        f"{name}: {sorted(named - schemas[name])} are not its parameters"
+        for name, (named, _) in documented.items()
+        if named - schemas[name]
+    ]
+    wrong += [
+        f"{name}: {sorted(schemas[name] - mentioned)} are not documented"
+        for name, (_, mentioned) in documented.items()
+        if schemas[name] - mentioned
+    ]
+    assert not wrong, wrong
