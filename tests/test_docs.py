@@ -223,3 +223,33 @@ async def test_mcp_md_names_each_tools_real_parameters() -> None:
         if schemas[name] - mentioned
     ]
     assert not wrong, wrong
+
+
+def http_md_mentions() -> dict[tuple[str, str], set[str]]:
+    """Per route named in a docs/http.md section (its heading or text): the names written in
+    those sections as a parameter or a field (```name```, ```name=```, ``"name"``,
+    ``?name=``). Loose: a parameter named like a field of the answer counts as mentioned."""
+    text = (DOCS / "http.md").read_text(encoding="utf-8")
+    parts = re.split(r"^(###? .*)$", text, flags=re.M)
+    mentioned: dict[tuple[str, str], set[str]] = {}
+    for heading, body in zip(parts[1::2], parts[2::2], strict=True):
+        section = heading + body
+        names = set(re.findall(r"`([a-z_]+)[=`]", section))
+        names |= set(re.findall(r'"([a-z_]+)"', section)) | set(
+            re.findall(r"[?&]([a-z_]+)=", section)
+        )
+        for method, path in DOCUMENTED_ROUTE.findall(section):
+            mentioned.setdefault((method, shape(path)), set()).update(names)
+    return mentioned
+
+
+def test_http_md_documents_every_parameter_of_each_route() -> None:
+    mentioned = http_md_mentions()
+    missing = []
+    for op in ROUTES:
+        fields = set()
+        for model in (op.query_model, op.body):
+            fields |= set(getattr(model, "model_fields", {}))
+        if gone := fields - mentioned.get((op.method, shape(op.path)), set()):
+            missing.append(f"{op.method} {op.path}: {sorted(gone)}")
+    assert not missing, f"docs/http.md does not mention these parameters: {missing}"
