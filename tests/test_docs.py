@@ -8,6 +8,7 @@ import inspect
 import re
 import shlex
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,31 @@ def test_http_md_documents_every_parameter_of_each_route() -> None:
         if gone := fields - mentioned.get((op.method, shape(op.path)), set()):
             missing.append(f"{op.method} {op.path}: {sorted(gone)}")
     assert not missing, f"docs/http.md does not mention these parameters: {missing}"
+
+
+def test_cli_md_shows_every_option_of_each_command() -> None:
+    """The reverse of the check above: each command's synopsis in docs/cli.md shows all its
+    options (one spelling of each: ``-f`` stands for ``--follow``); ``--config`` is described
+    once for every command, at the top."""
+    shown: dict[tuple[str, ...], set[str]] = {}
+    for line in cli_md_commands():
+        _, taken = parser_of(shlex.split(line, comments=True)[1:])
+        named = re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line.split("#")[0])
+        shown.setdefault(tuple(taken), set()).update(named)
+
+    def leaves(
+        parser: argparse.ArgumentParser, path: tuple[str, ...]
+    ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            yield path, parser
+        for name, sub in subs[0].choices.items() if subs else ():
+            yield from leaves(sub, (*path, name))
+
+    missing = []
+    for path, parser in leaves(build_parser(), ()):
+        for action in parser._actions:
+            spellings = set(action.option_strings) - {"-h", "--help", "--config"}
+            if spellings and not spellings & shown.get(path, set()):
+                missing.append(f"tribalmemory {' '.join(path)} {max(spellings, key=len)}")
+    assert not missing, f"docs/cli.md does not show: {missing}"
