@@ -282,3 +282,11 @@ def test_cli_md_shows_every_option_of_each_command() -> None:
             if spellings and not spellings & shown.get(path, set()):
                 missing.append(f"tribalmemory {' '.join(path)} {max(spellings, key=len)}")
     assert not missing, f"docs/cli.md does not show: {missing}"
+
+
+def test_configuration_md_shows_the_example_config_as_it_is() -> None:
+    """configuration.md's *Every key* is config/config.example.yaml, which tests/test_config.py
+    keeps equal to what the schema generates: a key added to the schema shows here too."""
+    text = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    (shown,) = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    assert shown == EXAMPLE.read_text(encoding="utf-8")
