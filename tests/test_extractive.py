@@ -213,3 +213,23 @@ def test_interim_summary_keeps_the_llm_text_and_lists_new_memories():
         "- Deployed the grace window fix to production.",
         "- Error rate back to normal.",
     ]
+
+
+def test_a_title_keeps_a_name_in_code_as_written_and_capitalises_a_word():
+    """``query_tag`` opening a title stayed ``Query_tag``: a name in code keeps its case; a
+    word opening one takes a capital. In each thread only that term recurs."""
+    code = [
+        "Nightly models now set query_tag.",
+        "Finance reads query_tag from the bill.",
+        "Three ad hoc jobs lack query_tag.",
+    ]
+    words = [
+        "Checkout spent its retry budget.",
+        "Raised the retry budget to five.",
+        "Payments never hit the retry budget.",
+    ]
+    for texts, opening in ((code, "query_tag"), (words, "Retry budget")):
+        thread = [memory(i, text) for i, text in enumerate(texts)]
+        vectors = np.eye(len(thread), dtype=np.float32)
+        title = extractive.keyword_title(thread, vectors, background(thread))
+        assert title.startswith(opening), title

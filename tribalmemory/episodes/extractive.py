@@ -104,9 +104,19 @@ def _title(memories: Sequence[Memory], vectors: np.ndarray, found: Ranked) -> st
         picked.append(term)
     if picked:
         title = ", ".join(picked)
-        return title[0].upper() + title[1:]
+        return title if _as_written(picked[0]) else title[0].upper() + title[1:]
     first = memories[representative_order(vectors, 1)[0]].content
     return clip(statements.without_speaker(first), TITLE_CHARS) or "Untitled episode"
+
+
+_CODE = re.compile(r"[_./:\\\d]|[a-z][A-Z]")
+"""What a name in code holds (``query_tag``, ``raw.events``, ``v2``, ``gRPC``), and a word never."""
+
+
+def _as_written(term: str) -> bool:
+    """Whether a title keeps its first term's first letter as written: a name in code keeps
+    it (``query_tag config``, not ``Query_tag config``); a word takes a capital."""
+    return bool(_CODE.search(term.split(" ", 1)[0]))
 
 
 def _day(moment: datetime) -> str:
