@@ -181,6 +181,10 @@ def test_the_cli_md_check_sees_an_option_that_does_not_exist() -> None:
     assert taken == ["recall"] and "--limit" in options and "--lmit" not in options
 
 
+MCP_LEAD = re.compile(r"^\s*((?:`[a-z_]+`(?:\s*(?:,|/)\s*)?)+)")
+"""The backticked names, separated by commas or slashes, that open a part of a tool's row."""
+
+
 def mcp_md_parameters() -> dict[str, tuple[set[str], set[str]]]:
     """Per tool documented in docs/mcp.md: the parameters it names as such (a parameter table's
     first column; in a table of tools, the names that open each ``;``-part of its row), and
@@ -204,9 +208,6 @@ def mcp_md_parameters() -> dict[str, tuple[set[str], set[str]]]:
     return found
 
 
-MCP_LEAD = re.compile(r"^\s*((?:`[a-z_]+`(?:\s*(?:,|/)\s*)?)+)")
-
-
 async def test_mcp_md_names_each_tools_real_parameters() -> None:
     async with Client(build_mcp_server(lambda: None)) as client:
         tools = (await client.list_tools()).tools
@@ -228,8 +229,8 @@ async def test_mcp_md_names_each_tools_real_parameters() -> None:
 
 def http_md_mentions() -> dict[tuple[str, str], set[str]]:
     """Per route named in a docs/http.md section (its heading or text): the names written in
-    those sections as a parameter or a field (```name```, ```name=```, ``"name"``,
-    ``?name=``). Loose: a parameter named like a field of the answer counts as mentioned."""
+    those sections as a parameter or a field: in backticks (alone or before ``=``), in quotes,
+    or in a query string. Loose: a parameter named like a field of the answer counts."""
     text = (DOCS / "http.md").read_text(encoding="utf-8")
     parts = re.split(r"^(###? .*)$", text, flags=re.M)
     mentioned: dict[tuple[str, str], set[str]] = {}
