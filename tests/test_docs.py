@@ -132,10 +132,10 @@ def test_active_window_days_takes_a_fraction() -> None:
 CLI_LINE = re.compile(r"^(?:\$ )?tribalmemory\b")
 
 
-def cli_md_commands() -> list[str]:
-    """The command lines of docs/cli.md's code blocks (synopses and ``$`` examples), each with
+def cli_md_commands(doc: Path = DOCS / "cli.md") -> list[str]:
+    """The command lines of ``doc``'s code blocks (synopses and ``$`` examples), each with
     its continuation lines joined; the lines a command prints are left out."""
-    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    text = doc.read_text(encoding="utf-8")
     commands: list[str] = []
     for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
         for line in block.splitlines():
@@ -159,8 +159,12 @@ def parser_of(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
 
 
 def test_cli_md_names_only_commands_and_options_the_cli_has() -> None:
+    """docs/cli.md, and every other doc and the README where a code block runs the CLI."""
     commands = cli_md_commands()
     assert len(commands) > 40  # the synopses and examples were found
+    for doc in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        if doc.name != "cli.md":
+            commands += cli_md_commands(doc)
     wrong = []
     for line in commands:
         words = shlex.split(line, comments=True)[1:]
@@ -172,7 +176,7 @@ def test_cli_md_names_only_commands_and_options_the_cli_has() -> None:
         known = {s for action in parser._actions for s in action.option_strings}
         named = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line.split("#")[0]))
         wrong += [f"tribalmemory {' '.join(taken)} {option}" for option in sorted(named - known)]
-    assert not wrong, f"docs/cli.md names commands or options the CLI does not have: {wrong}"
+    assert not wrong, f"the docs name commands or options the CLI does not have: {wrong}"
 
 
 def test_the_cli_md_check_sees_an_option_that_does_not_exist() -> None:
