@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import inspect
 import re
 import shlex
@@ -146,16 +147,46 @@ def cli_md_commands(doc: Path = DOCS / "cli.md") -> list[str]:
     return commands
 
 
+CLI_OPTION = re.compile(r"(?<![\w-])(--?[a-z][a-z-]*)")
+
+
+def options_named(line: str) -> set[str]:
+    """The options a command line names (its ``#`` comment left out)."""
+    return set(CLI_OPTION.findall(line.split("#")[0]))
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A parser's subcommands by name (none: it runs a command)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def options_of(parser: argparse.ArgumentParser) -> set[str]:
+    return {s for action in parser._actions for s in action.option_strings}
+
+
+@functools.cache
+def cli_parser() -> argparse.ArgumentParser:
+    return build_parser()
+
+
 def parser_of(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
     """The (sub)parser the leading ``words`` name, and the words it took."""
-    parser, taken = build_parser(), []
+    parser, taken = cli_parser(), []
     for word in words:
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if not subs or word not in subs[0].choices:
+        if word not in subcommands(parser):
             break
-        parser = subs[0].choices[word]
+        parser = subcommands(parser)[word]
         taken.append(word)
     return parser, taken
+
+
+def doc_sections(name: str) -> list[tuple[str, str]]:
+    """A doc's ``##`` and ``###`` sections: each heading line and the text under it."""
+    parts = re.split(r"^(###? .*)$", (DOCS / name).read_text(encoding="utf-8"), flags=re.M)
+    return list(zip(parts[1::2], parts[2::2], strict=True))
 
 
 def test_cli_md_names_only_commands_and_options_the_cli_has() -> None:
@@ -170,19 +201,17 @@ def test_cli_md_names_only_commands_and_options_the_cli_has() -> None:
         words = shlex.split(line, comments=True)[1:]
         parser, taken = parser_of(words)
         rest = words[len(taken) :]
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if rest and re.fullmatch(r"[a-z][a-z-]*", rest[0]) and (subs or not taken):
+        if rest and re.fullmatch(r"[a-z][a-z-]*", rest[0]) and (subcommands(parser) or not taken):
             wrong.append(f"tribalmemory {' '.join(taken + rest[:1])}: no such command")
-        known = {s for action in parser._actions for s in action.option_strings}
-        named = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line.split("#")[0]))
-        wrong += [f"tribalmemory {' '.join(taken)} {option}" for option in sorted(named - known)]
+        unknown = options_named(line) - options_of(parser)
+        wrong += [f"tribalmemory {' '.join(taken)} {option}" for option in sorted(unknown)]
     assert not wrong, f"the docs name commands or options the CLI does not have: {wrong}"
 
 
 def test_the_cli_md_check_sees_an_option_that_does_not_exist() -> None:
     parser, taken = parser_of(["recall", "QUERY", "--limit", "N"])
-    options = {s for action in parser._actions for s in action.option_strings}
-    assert taken == ["recall"] and "--limit" in options and "--lmit" not in options
+    assert taken == ["recall"] and "--limit" in options_of(parser)
+    assert "--lmit" not in options_of(parser)
 
 
 MCP_LEAD = re.compile(r"^\s*((?:`[a-z_]+`(?:\s*(?:,|/)\s*)?)+)")
@@ -193,10 +222,8 @@ def mcp_md_parameters() -> dict[str, tuple[set[str], set[str]]]:
     """Per tool documented in docs/mcp.md: the parameters it names as such (a parameter table's
     first column; in a table of tools, the names that open each ``;``-part of its row), and
     every name it mentions at all (its row, or its section's text before the table)."""
-    text = (DOCS / "mcp.md").read_text(encoding="utf-8")
     found: dict[str, tuple[set[str], set[str]]] = {}
-    sections = re.split(r"^(###? .*)$", text, flags=re.M)
-    for heading, body in zip(sections[1::2], sections[2::2], strict=True):
+    for heading, body in doc_sections("mcp.md"):
         prose = body.split("\n|", 1)[0]
         if tool := re.fullmatch(r"### `(tribal_[a-z_]+)`", heading.strip()):
             cells = re.findall(r"^\| ([^|]*`[a-z_]+`[^|]*) \|", body, re.M)
@@ -235,10 +262,8 @@ def http_md_mentions() -> dict[tuple[str, str], set[str]]:
     """Per route named in a docs/http.md section (its heading or text): the names written in
     those sections as a parameter or a field: in backticks (alone or before ``=``), in quotes,
     or in a query string. Loose: a parameter named like a field of the answer counts."""
-    text = (DOCS / "http.md").read_text(encoding="utf-8")
-    parts = re.split(r"^(###? .*)$", text, flags=re.M)
     mentioned: dict[tuple[str, str], set[str]] = {}
-    for heading, body in zip(parts[1::2], parts[2::2], strict=True):
+    for heading, body in doc_sections("http.md"):
         section = heading + body
         names = set(re.findall(r"`([a-z_]+)[=`]", section))
         names |= set(re.findall(r'"([a-z_]+)"', section)) | set(
@@ -268,20 +293,18 @@ def test_cli_md_shows_every_option_of_each_command() -> None:
     shown: dict[tuple[str, ...], set[str]] = {}
     for line in cli_md_commands():
         _, taken = parser_of(shlex.split(line, comments=True)[1:])
-        named = re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line.split("#")[0])
-        shown.setdefault(tuple(taken), set()).update(named)
+        shown.setdefault(tuple(taken), set()).update(options_named(line))
 
     def leaves(
         parser: argparse.ArgumentParser, path: tuple[str, ...]
     ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if not subs:
+        if not subcommands(parser):
             yield path, parser
-        for name, sub in subs[0].choices.items() if subs else ():
+        for name, sub in subcommands(parser).items():
             yield from leaves(sub, (*path, name))
 
     missing = []
-    for path, parser in leaves(build_parser(), ()):
+    for path, parser in leaves(cli_parser(), ()):
         for action in parser._actions:
             spellings = set(action.option_strings) - {"-h", "--help", "--config"}
             if spellings and not spellings & shown.get(path, set()):

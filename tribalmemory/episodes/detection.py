@@ -238,7 +238,7 @@ class Detection:
         """Manual edits win (see :mod:`.edits`): no join where the user removed the memory,
         no move of a memory the user placed."""
         pins = [Pin.from_row(r) for r in self.store.pins.of([memory_id])]
-        if not pins:
+        if not pins:  # nothing the user did to this memory: no membership to read
             return True
         current = self.store.memberships.episode_of(memory_id)
         return may_join(pins, memory_id, episode_id or "") and may_move(pins, memory_id, current)

@@ -109,8 +109,9 @@ def _title(memories: Sequence[Memory], vectors: np.ndarray, found: Ranked) -> st
     return clip(statements.without_speaker(first), TITLE_CHARS) or "Untitled episode"
 
 
-_CODE = re.compile(r"[_./:\\\d]|[a-z][A-Z]")
-"""What a name in code holds (``query_tag``, ``raw.events``, ``v2``, ``gRPC``), and a word never."""
+_CODE = re.compile(r"[_./\d]|[a-z][A-Z]")
+"""What a name in code holds (``query_tag``, ``raw.events``, ``v2``, ``gRPC``), and a word never
+(a term is a token of :mod:`.distinctive`: letters, digits and ``_./-``)."""
 
 
 def _as_written(term: str) -> bool:

@@ -40,27 +40,18 @@ class Pins(Table):
 
     def on(self, episode_ids: list[str]) -> list[sqlite3.Row]:
         """The pins that name any of ``episode_ids``."""
-        if not episode_ids or not self.any():
-            return []
-        marks = ",".join("?" * len(episode_ids))
-        return list(
-            self.db.execute(
-                f"SELECT memory_id, episode_id, kind FROM pins WHERE episode_id IN ({marks})",
-                episode_ids,
-            )
-        )
+        return self._where("episode_id", episode_ids)
 
     def of(self, memory_ids: list[str]) -> list[sqlite3.Row]:
         """The pins of any of ``memory_ids``."""
-        if not memory_ids or not self.any():
+        return self._where("memory_id", memory_ids)
+
+    def _where(self, column: str, ids: list[str]) -> list[sqlite3.Row]:
+        if not ids or not self.any():
             return []
-        marks = ",".join("?" * len(memory_ids))
-        return list(
-            self.db.execute(
-                f"SELECT memory_id, episode_id, kind FROM pins WHERE memory_id IN ({marks})",
-                memory_ids,
-            )
-        )
+        marks = ",".join("?" * len(ids))
+        sql = f"SELECT memory_id, episode_id, kind FROM pins WHERE {column} IN ({marks})"
+        return list(self.db.execute(sql, ids))
 
     def move_all(self, db: sqlite3.Connection, absorbed: str, survivor: str) -> None:
         """Merge: the pins on ``absorbed`` name ``survivor`` (one of a pair replaces the other)."""
