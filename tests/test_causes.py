@@ -23,6 +23,7 @@ from test_structured_episodes import closed_episode
 
 from tribalmemory import validation as check
 from tribalmemory.config import config_from_dict, load_config
+from tribalmemory.entities import mentions_of
 from tribalmemory.episodes import causes
 from tribalmemory.episodes.causes import Step
 from tribalmemory.errors import InvalidInput
@@ -68,6 +69,16 @@ def test_a_fix_after_an_error_sharing_a_name_is_linked_with_a_low_confidence() -
     # no shared name, or the fix before the error: no link
     assert causes.order_links(events, {A: {"x"}, B: {"y"}}) == []
     assert causes.order_links(list(reversed(events)), named) == []
+
+
+def test_the_names_a_text_gives_are_its_entities_each_time_and_the_callers_own() -> None:
+    """:func:`causes.names` keeps each text's entities (a summary job reads every member again):
+    a caller changing the list it got does not change the next answer."""
+    text = "The payouts-api rollback to v2.4.1 was due to BIL-11433, said Alice."
+    first = causes.names(text)
+    assert first == list(mentions_of(text)) and "payouts-api" in first
+    first.append("changed")
+    assert causes.names(text) == list(mentions_of(text))
 
 
 def test_nodes_are_told_apart_by_prefix_or_by_the_uuid_form() -> None:

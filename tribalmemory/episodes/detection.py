@@ -90,7 +90,7 @@ class Detection:
                 return {}
             if detection["state"] != "pending":
                 return self.status_of(memory.id)
-            features = state.matcher.memory(memory, vector)
+            features = state.memory_features(memory, vector)
             await self.upkeep.close_idle(to_epoch(memory.created_at), memory.project)
             llm_merges = self.budget.llm_wanted()
             await self.events.arriving.announce(

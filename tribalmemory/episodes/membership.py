@@ -199,7 +199,7 @@ class Membership:
             state.seeds.pop(memory_id, None)
             if row.status == "active" and episode_id in state.active:
                 state.active[episode_id] = state.matcher.add(
-                    state.active[episode_id], state.matcher.memory(memory, vectors[memory_id])
+                    state.active[episode_id], state.memory_features(memory, vectors[memory_id])
                 )
         if previous:
             await self.left(previous)

@@ -205,7 +205,7 @@ class Review:
                 async with state.detect_lock:  # taken for one memory at a time
                     if not self._reviewable(key):
                         continue
-                    features = state.matcher.memory(memories[key], vectors[key])
+                    features = state.memory_features(memories[key], vectors[key])
                     if self._still_pending(key):  # queued by an older version: decide it first
                         embedding = self.detection.decide(features, doubt_share=0.0)
                         await self.detection.apply(memories[key], features, embedding)

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, cast
 
+import numpy as np
+
 from ..config import EpisodesConfig
 from ..errors import NotFound
 from ..llm import EpisodeText, MemoryText
@@ -27,6 +29,7 @@ from ..models import Memory
 from ..projects import DEFAULT_PROJECT
 from ..service.host import PluginHost
 from . import detector, lifecycle
+from .feature_cache import FeatureCache
 from .matching import EpisodeFeatures, Matcher, MemoryFeatures, when
 from .seeds import SeedPool
 from .store import EpisodeRow, EpisodeStore
@@ -92,6 +95,7 @@ class EngineState:
         self.wake: Callable[..., None] = lambda due=None: None  # set by the worker
         self._host: PluginHost | None = None
         self.vectors = VectorCache()  # members' vectors, given by the hook or read once
+        self.known = FeatureCache()  # members' features, computed once
         self._episode_locks: dict[str, EpisodeLock] = {}
         # Detection offers a memory only the candidates of its own project (an episode never
         # spans two): the project of each memory the detector may still decide or seed with,
@@ -140,17 +144,33 @@ class EngineState:
 
     async def _with_features(self, memory_ids: list[str]) -> list[tuple[Memory, MemoryFeatures]]:
         """The stored memories among ``memory_ids`` that have a vector, with their features, in
-        the store's order. Built on a thread past :data:`FEATURES_INLINE` (tokenising a few
-        hundred memories takes milliseconds; there the event loop gets the GIL back every
-        millisecond, so a request waits that long, not the whole)."""
+        the store's order. Features computed before are reused (:mod:`.feature_cache`); the
+        others are built on a thread past :data:`FEATURES_INLINE` (tokenising a few hundred
+        memories takes milliseconds; there the event loop gets the GIL back every millisecond,
+        so a request waits that long, not the whole)."""
         memories = await self.host.get_memories(memory_ids)  # notes their projects
         vectors = await self.host.get_vectors([m.id for m in memories])
         found = [m for m in memories if m.id in vectors]
+        known = {m.id: f for m in found if (f := self.known.get(m, vectors[m.id])) is not None}
+        missing = [m for m in found if m.id not in known]
 
-        def build() -> list[tuple[Memory, MemoryFeatures]]:
-            return [(m, self.matcher.memory(m, vectors[m.id])) for m in found]
+        def build() -> list[MemoryFeatures]:
+            return [self.matcher.memory(m, vectors[m.id]) for m in missing]
 
-        return build() if len(found) <= FEATURES_INLINE else await asyncio.to_thread(build)
+        built = build() if len(missing) <= FEATURES_INLINE else await asyncio.to_thread(build)
+        for memory, features in zip(missing, built, strict=True):
+            self.known.put(memory, vectors[memory.id], features)
+            known[memory.id] = features
+        return [(m, known[m.id]) for m in found]
+
+    def memory_features(self, memory: Memory, vector: np.ndarray) -> MemoryFeatures:
+        """The detector's features of ``memory`` with ``vector``: kept ones, else computed
+        (and kept)."""
+        features = self.known.get(memory, vector)
+        if features is None:
+            features = self.matcher.memory(memory, vector)
+            self.known.put(memory, vector, features)
+        return features
 
     async def describe(
         self, row: EpisodeRow, k: int, leave_out: set[str] | frozenset[str] = frozenset()

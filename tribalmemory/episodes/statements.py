@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import re
 
+from .readings import by_text
+
 _NAME = r"[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}"
 _SPEAKER = re.compile(rf"^\s*{_NAME}:\s+")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -81,12 +83,14 @@ def _stated(text: str, forms: tuple[re.Pattern[str], ...]) -> str | None:
     return None
 
 
+@by_text()
 def decision(text: str) -> str | None:
     """The first sentence of ``text`` that states a decision (without a chat turn's
     ``Name:``), or None."""
     return _stated(text, DECISION_FORMS)
 
 
+@by_text()
 def lesson(text: str) -> str | None:
     """The first sentence of ``text`` that states a lesson (without a chat turn's ``Name:``),
     or None."""

@@ -61,6 +61,7 @@ from ..shapes import (
 )
 from ..timeutil import to_iso
 from . import statements
+from .readings import by_text
 
 EDITABLE = ("task", "outcome", "outcome_reason", "decisions", "events", "lessons", "facts")
 TASK_MAX = shapes.MAX_TASK_CHARS
@@ -356,6 +357,7 @@ def _clip(text: str, limit: int = TEXT_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+@by_text()
 def event_type(text: str) -> str | None:
     """The first cue (in :data:`CUES` order) that ``text`` matches."""
     return next((kind for kind, pattern in CUES if pattern.search(text)), None)

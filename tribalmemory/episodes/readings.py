@@ -1,0 +1,52 @@
+"""What the engine reads off a memory's text, kept: summaries read every member again.
+
+A summary job, and the rewrite after a member left, read each member of the episode anew:
+its decision, its lesson, its event cue, the entities its causes name. Each is a pure function
+of the text, so :func:`by_text` keeps the most recently used answers, keyed by a 128-bit
+BLAKE2 digest of the text rather than the text itself (a memory may hold 20,000 characters).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TypeVar
+
+TEXTS_KEPT = 4096  # answers kept per function: about 0.5 MB each
+
+T = TypeVar("T")
+
+
+def digest(text: str) -> bytes:
+    """A 128-bit digest of ``text``: equal for equal texts, and in practice only for them."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def by_text(maxsize: int = TEXTS_KEPT) -> Callable[[Callable[[str], T]], Callable[[str], T]]:
+    """Keep the answers of a pure function of one text (an immutable answer: the callers
+    share it). Safe on threads: summaries are composed on one."""
+
+    def decorate(function: Callable[[str], T]) -> Callable[[str], T]:
+        kept: OrderedDict[bytes, T] = OrderedDict()
+        lock = threading.Lock()
+
+        @functools.wraps(function)
+        def reading(text: str) -> T:
+            key = digest(text)
+            with lock:
+                if key in kept:
+                    kept.move_to_end(key)
+                    return kept[key]
+            value = function(text)
+            with lock:
+                kept[key] = value
+                while len(kept) > maxsize:
+                    kept.popitem(last=False)
+            return value
+
+        return reading
+
+    return decorate
