@@ -88,14 +88,20 @@ async def settled_members(rt: Any, count: int) -> list[str]:
     return ids
 
 
+async def one_episode(rt: Any, count: int) -> tuple[list[str], str]:
+    """:func:`settled_members`, which make one episode: their ids and its id."""
+    ids = await settled_members(rt, count)
+    episode_id = await episode_of(rt, ids[0])
+    assert episode_id is not None and all([await episode_of(rt, i) == episode_id for i in ids])
+    return ids, episode_id
+
+
 async def test_summary_jobs_read_no_member_vector_the_engine_already_has(
     make_runtime: Any,  # noqa: F811 - the fixture imported above
     monkeypatch: Any,
 ) -> None:
     rt = await make_runtime()
-    ids = await settled_members(rt, 4)
-    episode_id = await episode_of(rt, ids[0])
-    assert episode_id is not None and all([await episode_of(rt, i) == episode_id for i in ids])
+    ids, episode_id = await one_episode(rt, 4)
     asked = counting_reads(rt, monkeypatch)
     await rt.api.episode_regenerate(episode_id)
     await settle(rt)

@@ -9,12 +9,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+from test_episode_vectors import one_episode, settled_members
 from test_episodes_engine import (  # noqa: F401 - fixtures
-    AUTH,
     clock,
-    episode_of,
     make_runtime,
-    remember,
     settle,
 )
 
@@ -91,10 +89,7 @@ async def test_an_episode_a_member_left_is_rebuilt_without_tokenising_the_others
     monkeypatch: Any,
 ) -> None:
     rt = await make_runtime()
-    ids = [(await remember(rt, AUTH[i], 3 + i))["memory_id"] for i in range(4)]
-    await settle(rt)
-    episode_id = await episode_of(rt, ids[0])
-    assert episode_id is not None and all([await episode_of(rt, i) == episode_id for i in ids])
+    ids, episode_id = await one_episode(rt, 4)
     state = rt.episodes.engine.state
     computed = counting_features(rt, monkeypatch)
 
@@ -118,8 +113,7 @@ async def test_a_forgotten_memory_leaves_the_kept_features(
     make_runtime: Any,  # noqa: F811 - the fixture imported above
 ) -> None:
     rt = await make_runtime()
-    ids = [(await remember(rt, AUTH[i], 3 + i))["memory_id"] for i in range(3)]
-    await settle(rt)
+    ids = await settled_members(rt, 3)
     state = rt.episodes.engine.state
     gone = (await rt.service.get_many([ids[2]]))[0]
     vectors = await rt.service.vectors([ids[2]])
