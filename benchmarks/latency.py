@@ -912,7 +912,7 @@ def compare_http(
             "looks like a quiet moment to it."
             + (
                 f" The on / off ratios are the median of {len(rounds)} such comparisons, each "
-                "between two fresh daemons (one comparison's p95 ratio moves by about ±0.3); "
+                "between two fresh daemons (one comparison's p95 ratio moves by up to ±0.15); "
                 "the other rows are the last comparison's."
                 if len(rounds) > 1
                 else ""
@@ -973,9 +973,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=5,
+        default=9,
         help="on/off comparisons, each between two fresh daemons (one run's p95 ratio moves "
-        "by about ±0.3): the ratios' median and range are reported",
+        "by up to ±0.15): the ratios' median and range are reported",
     )
     parser.add_argument(
         "--default-rounds",
