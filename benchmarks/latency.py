@@ -912,7 +912,8 @@ def compare_http(
             "looks like a quiet moment to it."
             + (
                 f" The on / off ratios are the median of {len(rounds)} such comparisons, each "
-                "between two fresh daemons (one comparison's p95 ratio moves by up to ±0.15); "
+                "between two fresh daemons (one comparison's p95 ratio moves by about ±0.1, now "
+                "and then by 0.2); "
                 "the other rows are the last comparison's."
                 if len(rounds) > 1
                 else ""
@@ -975,7 +976,7 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         default=9,
         help="on/off comparisons, each between two fresh daemons (one run's p95 ratio moves "
-        "by up to ±0.15): the ratios' median and range are reported",
+        "by about ±0.1, now and then by 0.2): the ratios' median and range are reported",
     )
     parser.add_argument(
         "--default-rounds",
