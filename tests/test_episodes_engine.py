@@ -294,12 +294,12 @@ async def test_features_of_many_members_are_built_off_the_event_loop(make_runtim
         return build(memory, vector)
 
     monkeypatch.setattr(state.matcher, "memory", noted)
-    state.known.drop(ids)  # kept since they arrived: built again here
+    state.kept_features.drop(ids)  # kept since they arrived: built again here
     features = await state.features(ids)
     assert [f.id for f in features] == ids and len(ids) > 8
     assert threading.main_thread() not in threads
     threads.clear()
-    state.known.drop(ids[:2])
+    state.kept_features.drop(ids[:2])
     await state.features(ids)  # a few to build: inline, no thread hop
     assert threads == [threading.main_thread()] * 2
 

@@ -117,6 +117,6 @@ async def test_a_forgotten_memory_leaves_the_kept_features(
     state = rt.episodes.engine.state
     gone = (await rt.service.get_many([ids[2]]))[0]
     vectors = await rt.service.vectors([ids[2]])
-    assert state.known.get(gone, vectors[ids[2]]) is not None
+    assert state.kept_features.get(gone, vectors[ids[2]]) is not None
     await rt.api.forget(ids[2])
-    assert state.known.get(gone, vectors[ids[2]]) is None
+    assert state.kept_features.get(gone, vectors[ids[2]]) is None

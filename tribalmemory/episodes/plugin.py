@@ -213,7 +213,7 @@ class EpisodePlugin:
     @hookimpl
     async def after_forget(self, memory: Memory) -> None:
         self.engine.state.vectors.drop([memory.id])
-        self.engine.state.known.drop([memory.id])
+        self.engine.state.kept_features.drop([memory.id])
         await self.engine.membership.forgotten(memory)
 
     @hookimpl

@@ -95,7 +95,7 @@ class EngineState:
         self.wake: Callable[..., None] = lambda due=None: None  # set by the worker
         self._host: PluginHost | None = None
         self.vectors = VectorCache()  # members' vectors, given by the hook or read once
-        self.known = FeatureCache()  # members' features, computed once
+        self.kept_features = FeatureCache()  # members' features, computed once
         self._episode_locks: dict[str, EpisodeLock] = {}
         # Detection offers a memory only the candidates of its own project (an episode never
         # spans two): the project of each memory the detector may still decide or seed with,
@@ -151,7 +151,8 @@ class EngineState:
         memories = await self.host.get_memories(memory_ids)  # notes their projects
         vectors = await self.host.get_vectors([m.id for m in memories])
         found = [m for m in memories if m.id in vectors]
-        known = {m.id: f for m in found if (f := self.known.get(m, vectors[m.id])) is not None}
+        kept = self.kept_features
+        known = {m.id: f for m in found if (f := kept.get(m, vectors[m.id])) is not None}
         missing = [m for m in found if m.id not in known]
 
         def build() -> list[MemoryFeatures]:
@@ -159,17 +160,17 @@ class EngineState:
 
         built = build() if len(missing) <= FEATURES_INLINE else await asyncio.to_thread(build)
         for memory, features in zip(missing, built, strict=True):
-            self.known.put(memory, vectors[memory.id], features)
+            self.kept_features.put(memory, vectors[memory.id], features)
             known[memory.id] = features
         return [(m, known[m.id]) for m in found]
 
     def memory_features(self, memory: Memory, vector: np.ndarray) -> MemoryFeatures:
         """The detector's features of ``memory`` with ``vector``: kept ones, else computed
         (and kept)."""
-        features = self.known.get(memory, vector)
+        features = self.kept_features.get(memory, vector)
         if features is None:
             features = self.matcher.memory(memory, vector)
-            self.known.put(memory, vector, features)
+            self.kept_features.put(memory, vector, features)
         return features
 
     async def describe(
