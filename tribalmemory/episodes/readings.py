@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TypeVar
 
-TEXTS_KEPT = 4096  # answers kept per function: about 0.5 MB each
+TEXTS_KEPT = 4096  # answers kept per reading: 0.5 MB (decisions) to 1.2 MB (entities)
 
 T = TypeVar("T")
 
