@@ -22,7 +22,7 @@ from ..models import Memory
 from .matching import MemoryFeatures
 from .readings import digest
 
-CAPACITY = 4096  # about 4 KB each (a unit vector of 384 floats, the words): 16 MB
+CAPACITY = 4096  # 4 KB each for a memory of 100 characters (unit vector, words): 16 MB
 
 Inputs = tuple[bytes, frozenset[str], str, datetime]
 
