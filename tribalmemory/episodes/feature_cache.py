@@ -12,7 +12,6 @@ was written under the id since.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -21,6 +20,7 @@ import numpy as np
 from ..models import Memory
 from .matching import MemoryFeatures
 from .readings import digest
+from .recent import Recent
 
 CAPACITY = 4096  # 4 KB each for a memory of 100 characters (unit vector, words): 16 MB
 
@@ -40,8 +40,7 @@ class FeatureCache:
     """A bounded, least-recently-used map of memory id to the features computed from it."""
 
     def __init__(self, capacity: int = CAPACITY) -> None:
-        self.capacity = capacity
-        self._kept: OrderedDict[str, tuple[Inputs, np.ndarray, MemoryFeatures]] = OrderedDict()
+        self._kept: Recent[str, tuple[Inputs, np.ndarray, MemoryFeatures]] = Recent(capacity)
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -55,15 +54,10 @@ class FeatureCache:
         inputs, given, features = kept
         if inputs != _inputs(memory) or not (given is vector or np.array_equal(given, vector)):
             return None
-        self._kept.move_to_end(memory.id)
         return features
 
     def put(self, memory: Memory, vector: np.ndarray, features: MemoryFeatures) -> None:
-        self._kept[memory.id] = (_inputs(memory), vector, features)
-        self._kept.move_to_end(memory.id)
-        while len(self._kept) > self.capacity:
-            self._kept.popitem(last=False)
+        self._kept.put(memory.id, (_inputs(memory), vector, features))
 
     def drop(self, memory_ids: Iterable[str]) -> None:
-        for memory_id in memory_ids:
-            self._kept.pop(memory_id, None)
+        self._kept.drop(memory_ids)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import TypeVar
+
+from .recent import Recent
 
 TEXTS_KEPT = 4096  # answers kept per reading: 0.5 MB (decisions) to 1.2 MB (entities)
 
@@ -30,21 +31,19 @@ def by_text(maxsize: int = TEXTS_KEPT) -> Callable[[Callable[[str], T]], Callabl
     share it). Safe on threads: summaries are composed on one."""
 
     def decorate(function: Callable[[str], T]) -> Callable[[str], T]:
-        kept: OrderedDict[bytes, T] = OrderedDict()
+        kept: Recent[bytes, tuple[T]] = Recent(maxsize)  # in a 1-tuple: None is an answer
         lock = threading.Lock()
 
         @functools.wraps(function)
         def reading(text: str) -> T:
             key = digest(text)
             with lock:
-                if key in kept:
-                    kept.move_to_end(key)
-                    return kept[key]
+                hit = kept.get(key)
+            if hit is not None:
+                return hit[0]
             value = function(text)
             with lock:
-                kept[key] = value
-                while len(kept) > maxsize:
-                    kept.popitem(last=False)
+                kept.put(key, (value,))
             return value
 
         return reading

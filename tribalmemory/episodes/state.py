@@ -160,7 +160,7 @@ class EngineState:
 
         built = build() if len(missing) <= FEATURES_INLINE else await asyncio.to_thread(build)
         for memory, features in zip(missing, built, strict=True):
-            self.kept_features.put(memory, vectors[memory.id], features)
+            kept.put(memory, vectors[memory.id], features)
             known[memory.id] = features
         return [(m, known[m.id]) for m in found]
 

@@ -17,7 +17,6 @@ read out of the cache (it may predate the write).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 
 from ..models import Memory
 from ..service.host import PluginHost
+from .recent import Recent
 
 CAPACITY = 10_000  # vectors kept: 15 MB at the bundled model's 384 dimensions
 
@@ -35,23 +35,18 @@ class VectorCache:
     """A bounded, least-recently-used map of memory id to vector."""
 
     def __init__(self, capacity: int = CAPACITY) -> None:
-        self.capacity = capacity
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._vectors: Recent[str, np.ndarray] = Recent(capacity)
         self._generation = 0  # bumped by every drop: a read that saw one keeps nothing
 
     def __len__(self) -> int:
         return len(self._vectors)
 
     def put(self, memory_id: str, vector: np.ndarray) -> None:
-        self._vectors[memory_id] = vector
-        self._vectors.move_to_end(memory_id)
-        while len(self._vectors) > self.capacity:
-            self._vectors.popitem(last=False)
+        self._vectors.put(memory_id, vector)
 
     def drop(self, memory_ids: Iterable[str]) -> None:
         self._generation += 1
-        for memory_id in memory_ids:
-            self._vectors.pop(memory_id, None)
+        self._vectors.drop(memory_ids)
 
     async def get(self, memory_ids: list[str], read: Read) -> dict[str, np.ndarray]:
         """The vectors of ``memory_ids`` that exist: kept ones, and the others from ``read``
@@ -63,7 +58,6 @@ class VectorCache:
             if vector is None:
                 missing.append(memory_id)
             else:
-                self._vectors.move_to_end(memory_id)
                 found[memory_id] = vector
         if missing:
             generation = self._generation
