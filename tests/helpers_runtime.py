@@ -56,28 +56,25 @@ async def story_episode(
     return created["episode_id"], ids
 
 
-def killed_at_sixth_decision(module: str, run: str) -> str:
-    """A script for ``python -c`` that starts a runtime on the configuration named by argv[1],
-    with ``{module}.PAGE`` set to 4, and runs ``run`` (an awaited expression of ``runtime``
-    and ``Path(sys.argv[2])``); the episode engine's sixth decision kills it with SIGKILL:
-    the second page is stored and its first memory decided."""
-    package, name = module.rsplit(".", 1)
+def killed_at_decision(nth: int, run: str, setup: str = "") -> str:
+    """A script for ``python -c`` that runs ``setup`` (statements), starts a runtime on the
+    configuration named by argv[1] and runs ``run`` (an awaited expression of ``runtime`` and
+    ``Path(sys.argv[2])``); the episode engine's ``nth`` decision kills it with SIGKILL before
+    it decides: that memory is stored, not decided."""
     return f"""
 import asyncio, json, os, signal, sys
 from pathlib import Path
 from tribalmemory.config import load_config
 from tribalmemory.episodes.detection import Detection
 from tribalmemory.runtime import start_runtime
-from {package} import {name}
-
-{name}.PAGE = 4
+{setup}
 decided = 0
 original = Detection.detect
 
 async def detect(self, memory, vector):
     global decided
     decided += 1
-    if decided == 6:
+    if decided == {nth}:
         os.kill(os.getpid(), signal.SIGKILL)
     return await original(self, memory, vector)
 
@@ -89,6 +86,13 @@ async def main():
 
 asyncio.run(main())
 """
+
+
+def killed_at_sixth_decision(module: str, run: str) -> str:
+    """:func:`killed_at_decision` at the sixth decision, with ``{module}.PAGE`` set to 4: the
+    second page is stored and its first memory decided."""
+    package, name = module.rsplit(".", 1)
+    return killed_at_decision(6, run, f"from {package} import {name}\n{name}.PAGE = 4")
 
 
 def killed_after_remember(text: str, project: str) -> str:

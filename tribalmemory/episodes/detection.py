@@ -1,11 +1,13 @@
 """Write-time detection: which episode a new memory belongs to.
 
-``remember()`` records a durable ``detect`` job before the memory is stored
-(:meth:`Detection.register_pending`), then decides at once on the embedding path
-(:meth:`Detection.detect`). Every decision is made at once and is provisional: a doubtful one
-(the least confident share of decisions, see :func:`.detector.confidence`) is also announced for
-review by the LLM (:mod:`.review`, within the call budget of :mod:`.budget`), which may move the
-memory later through :meth:`Detection.apply`. Decisions hold ``detect_lock``, so concurrent
+``remember()`` notes the memory in the intent log before it is stored
+(:meth:`Detection.register_pending`; :mod:`.store.intents`), then decides at once on the
+embedding path (:meth:`Detection.detect`); a decision that fails leaves a durable ``detect`` job
+(:meth:`Detection.keep_pending`), as the log does for the worker after a crash. Every
+decision is made at once and is provisional: a doubtful one (the least confident share of
+decisions, see :func:`.detector.confidence`) is also announced for review by the LLM
+(:mod:`.review`, within the call budget of :mod:`.budget`), which may move the memory later
+through :meth:`Detection.apply`. Decisions hold ``detect_lock``, so concurrent
 writers decide as a sequential run would. A memory about to be decided, an episode a join grew
 and a doubtful decision are announced on the engine's hub (:mod:`.events`), for resumption, the
 merge and split checks and the review; a decided memory is announced too, for the
@@ -68,8 +70,9 @@ class Detection:
         announced."""
 
     def register_pending(self, memory: Memory) -> None:
-        """Before the memory is stored: record a durable detect job for it."""
-        self.register_pending_many([memory])
+        """Before the memory is stored: note it in the intent log (one appended line, no
+        transaction on the request path)."""
+        self.store.intents.note(memory.id, to_epoch(memory.created_at))
 
     def register_pending_many(self, memories: list[Memory]) -> None:
         """Before a page of memories is stored (an import): their detect jobs, and their
@@ -77,19 +80,28 @@ class Detection:
         now = self.state.clock()
         with self.store.transaction() as db:
             for memory in memories:
-                self.store.detections.record(db, memory.id, "pending", to_epoch(memory.created_at))
-                self.store.jobs.enqueue(db, "detect", memory.id, now)
-                self.store.entities.wait(db, memory.id)
+                self.store.note_pending(db, memory.id, to_epoch(memory.created_at), now)
+
+    def keep_pending(self, memory: Memory) -> None:
+        """The memory's decision failed: a fresh memory (noted in the intent log only) gets
+        its durable detect job, which the worker runs."""
+        if self.store.intents.is_fresh(memory.id):
+            with self.store.transaction() as db:
+                self.store.note_pending(
+                    db, memory.id, to_epoch(memory.created_at), self.state.clock()
+                )
+            self.store.intents.settle(memory.id)
 
     async def detect(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
         """Decide the memory's episode now when the embedding path can; else queue the LLM."""
         state = self.state
         async with state.detect_lock:
-            detection = self.store.detections.get(memory.id)
-            if detection is None:
-                return {}
-            if detection["state"] != "pending":
-                return self.status_of(memory.id)
+            if not self.store.intents.is_fresh(memory.id):  # fresh: pending, no row yet
+                detection = self.store.detections.get(memory.id)
+                if detection is None:  # forgotten meanwhile
+                    return {}
+                if detection["state"] != "pending":
+                    return self.status_of(memory.id)
             features = state.memory_features(memory, vector)
             await self.upkeep.close_idle(to_epoch(memory.created_at), memory.project)
             llm_merges = self.budget.llm_wanted()
@@ -135,9 +147,12 @@ class Detection:
 
     def status_of(self, memory_id: str) -> dict[str, Any]:
         detection = self.store.detections.get(memory_id)
+        pending = self.store.intents.is_fresh(memory_id)
         return {
             "episode_id": self.store.memberships.episode_of(memory_id),
-            "episode_status": episode_status(detection["state"] if detection else None),
+            "episode_status": episode_status(
+                "pending" if pending else detection["state"] if detection else None
+            ),
         }
 
     def health(self) -> dict[str, Any]:
@@ -173,7 +188,7 @@ class Detection:
                     decision.score,
                     lifecycle.surprise(decision.similarity),
                 )
-                self.store.jobs.finish_detection(db, memory.id)
+                self.store.finish_detection(db, memory.id)
                 state.record(db, episode_id, "detector", "join", {"memory_id": memory.id})
                 state.queue_summary(db, episode_id, now, trigger=memory.id)
             state.active[episode_id] = state.matcher.add(state.active[episode_id], features)
@@ -190,7 +205,7 @@ class Detection:
         detection = "standalone" if kind == "none" else "seed"
         with self.store.transaction() as db:
             self.store.detections.record(db, memory.id, detection, when(features), title_hint)
-            self.store.jobs.finish_detection(db, memory.id)
+            self.store.finish_detection(db, memory.id)
         if detection == "seed":
             state.seeds[memory.id] = features
         else:

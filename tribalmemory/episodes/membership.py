@@ -111,7 +111,7 @@ class Membership:
                     for memory_id in moved:
                         self.store.pins.record(db, memory_id, previous, "out", now)
             for memory_id in finish_detection_of or []:
-                self.store.jobs.finish_detection(db, memory_id)
+                self.store.finish_detection(db, memory_id)
             state.queue_summary(db, episode_id, now, trigger=memories[-1].id, delay=0.0)
             for previous in moved_from:
                 state.queue_summary(db, previous, now, trigger=None, delay=0.0)
@@ -175,7 +175,7 @@ class Membership:
                 previous = self.store.add_member(
                     db, episode_id, memory_id, to_epoch(memory.created_at), now
                 )
-                self.store.jobs.finish_detection(db, memory_id)
+                self.store.finish_detection(db, memory_id)
                 self.store.pins.record(db, memory_id, episode_id, "in", now)
                 state.record(
                     db,

@@ -309,6 +309,7 @@ class Operations:
         ids = [m.id for m in memories]
         episodes = self.store.memberships.episodes_of(ids)
         states = self.store.detections.states(ids)
+        states.update((m, "pending") for m in ids if self.store.intents.is_fresh(m))
         out: dict[str, dict[str, Any]] = {}
         for memory in memories:
             if memory.source_type in ENGINE_WRITTEN:

@@ -187,6 +187,7 @@ class EpisodePlugin:
         try:
             return await self.engine.detection.detect(memory, vector)
         except BaseException:
+            self.engine.detection.keep_pending(memory)
             self.worker.wake()  # its durable detect job is left for the worker
             raise
         finally:

@@ -128,7 +128,7 @@ class Restore:
                 for memory in members:
                     memory_time = to_epoch(memory.created_at)
                     self.store.add_member(db, episode_id, memory.id, memory_time, now)
-                    self.store.jobs.finish_detection(db, memory.id)
+                    self.store.finish_detection(db, memory.id)
                     self.store.entities.wait(db, memory.id)  # found by the entity work
                     if memory.id in named:  # the names of its LLM record, as its summary wrote
                         self.store.entities.add_named(

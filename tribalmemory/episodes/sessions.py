@@ -91,7 +91,7 @@ class Sessions:
             self.store.add_member(
                 db, row.id, memory.id, when(features), now, None, lifecycle.surprise(similarity)
             )
-            self.store.jobs.finish_detection(db, memory.id)
+            self.store.finish_detection(db, memory.id)
             state.record(db, row.id, "detector", "join", {"memory_id": memory.id, "session": True})
             state.queue_summary(db, row.id, now, trigger=memory.id)
         state.active[row.id] = (

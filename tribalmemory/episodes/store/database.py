@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,7 @@ from .entities import Entities
 from .episode_entities import EpisodeEntities
 from .episodes import Episodes
 from .history import History
+from .intents import IntentLog
 from .jobs import Jobs
 from .memberships import Memberships
 from .pins import Pins
@@ -47,11 +49,15 @@ class EpisodeStore:
     span tables, and one class per table (``store.episodes``, ``store.memberships``,
     ``store.detections``, ``store.jobs``, ``store.history``, ``store.pins``,
     ``store.sessions``, ``store.conversations``, ``store.terms``, ``store.entities``,
-    ``store.episode_entities``, ``store.causes``)."""
+    ``store.episode_entities``, ``store.causes``), and the log of the memories noted before they
+    are stored and not yet decided (``store.intents``)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        intents = path.with_name(path.name + "-intents")
+        if not path.exists():  # the log belongs to the database beside it, not to a new one
+            intents.unlink(missing_ok=True)
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -80,8 +86,28 @@ class EpisodeStore:
         self.entities = Entities(self.db)
         self.episode_entities = EpisodeEntities(self.db)
         self.causes = CausalLinks(self.db)
+        self.intents = IntentLog(intents)
+        self._settled: list[str] = []
+        """Fresh memories a transaction decided or forgot: settled once it is committed."""
+        self._recover_intents()
+
+    def _recover_intents(self) -> None:
+        """The memories the intent log kept that have no detection row (stored, perhaps, and
+        never decided: the process died first) get one, ``pending``, with their detect job
+        and their wait for their entities (:meth:`note_pending`); then the log is emptied. A
+        memory that was never stored is dropped by its job."""
+        logged = self.intents.logged()
+        if logged:
+            known = self.detections.states(list(logged))
+            with self.transaction() as db:
+                for memory_id, memory_time in logged.items():
+                    if memory_id not in known:
+                        now = min(memory_time, time.time())  # due at once, even in a replay
+                        self.note_pending(db, memory_id, memory_time, now)
+        self.intents.clear()
 
     def close(self) -> None:
+        self.intents.close()
         with self._checkpoint_lock:
             self._closed = True
             if self._checkpointer is not None:
@@ -114,14 +140,20 @@ class EpisodeStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on error)."""
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on error); then the fresh memories it
+        decided or forgot leave the intent log."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
         except BaseException:
+            self._settled.clear()
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+        if self._settled:
+            for memory_id in self._settled:
+                self.intents.settle(memory_id)
+            self._settled.clear()
 
     def get_meta(self, key: str) -> Any:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -174,7 +206,28 @@ class EpisodeStore:
             self.causes.member_left(db, episode_id, memory_id)
         return removed
 
+    def note_pending(
+        self, db: sqlite3.Connection, memory_id: str, memory_time: float, now: float
+    ) -> None:
+        """The memory waits for its decision (a durable detect job) and, after it, for its
+        entities."""
+        self.detections.record(db, memory_id, "pending", memory_time)
+        self.jobs.enqueue(db, "detect", memory_id, now)
+        self.entities.wait(db, memory_id)
+
+    def finish_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
+        """The memory's detection is decided: its detect job is dropped or, for a fresh memory
+        (known from the intent log only, it has none), its wait for its entities begins and it
+        leaves the log once the transaction is committed."""
+        if self.intents.is_fresh(memory_id):
+            self.entities.wait(db, memory_id)
+            self._settled.append(memory_id)
+        else:
+            self.jobs.finish_detection(db, memory_id)
+
     def forget_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
+        if self.intents.is_fresh(memory_id):
+            self._settled.append(memory_id)
         self.detections.delete(db, memory_id)
         self.jobs.drop(db, ("detect", "classify"), memory_id)
         self.conversations.forget_memory(db, memory_id)
