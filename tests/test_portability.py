@@ -229,7 +229,10 @@ def test_backup_while_running_then_restore_into_an_empty_folder(
     code = main(["restore", str(target), "--config", str(config_path), "--json"])
     assert code == 0
     assert main(["restore", str(target), "--config", str(config_path)]) == 1  # not empty now
+    stale = home / "episodes.sqlite3-intents"  # the log of the database being replaced
+    stale.write_text('["a memory the backup never held", 1.0]\n')
     assert main(["restore", str(target), "--config", str(config_path), "--force"]) == 0
+    assert not stale.exists()
     assert on_disk(load_config(config_path).store_path) <= on_disk(target / "store")
 
     async def reopened() -> tuple[list[Any], list[Any]]:

@@ -252,7 +252,8 @@ def restore(
             shutil.rmtree(dst)
         elif dst.exists():
             dst.unlink()
-        for suffix in ("-wal", "-shm"):  # a replaced database's journal must go with it
+        # a replaced database's journal (and the episode database's intent log) go with it
+        for suffix in ("-wal", "-shm", "-intents"):
             dst.with_name(dst.name + suffix).unlink(missing_ok=True)
         if src.is_dir():
             shutil.copytree(src, dst, copy_function=copy_sparse)
