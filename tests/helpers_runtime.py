@@ -4,6 +4,9 @@ on a temporary data folder, started without the scheduler and stopped after the 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -86,6 +89,20 @@ async def main():
 
 asyncio.run(main())
 """
+
+
+def run_killed(script: str, config: Path, argument: Path, home: Path) -> None:
+    """Run ``script`` (a killer above) on ``config`` with ``argument`` as argv[2], ``home`` as
+    ``TRIBAL_MEMORY_HOME`` and no API key; it must die of SIGKILL."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["TRIBAL_MEMORY_HOME"] = str(home)
+    killed = subprocess.run(
+        [sys.executable, "-c", script, str(config), str(argument)],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
 
 
 def killed_at_sixth_decision(module: str, run: str) -> str:

@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers_http import EPISODES, free_port, start_daemon, write_config
-from helpers_runtime import killed_at_sixth_decision
+from helpers_runtime import killed_at_sixth_decision, run_killed
 from starlette.testclient import TestClient
 from test_cli import run, run_json
 from test_import_pages import open_runtime
@@ -494,15 +491,7 @@ async def test_an_ingest_killed_in_the_middle_is_completed_by_sending_again(
     request.write_text(json.dumps(body))
     folder = tmp_path / "data"
     config = write_config(folder, episodes=EPISODES)
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    env["TRIBAL_MEMORY_HOME"] = str(folder)
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLER, str(config), str(request)],
-        env=env,
-        capture_output=True,
-        timeout=120,
-    )
-    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+    run_killed(KILLER, config, request, folder)
 
     ids = [turns.turn_id("default", "crash-1", i) for i in range(12)]
     runtime = await open_runtime(folder, monkeypatch)

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers_http import EPISODES, write_config
-from helpers_runtime import killed_at_sixth_decision
+from helpers_runtime import killed_at_sixth_decision, run_killed
 
 from tribalmemory.config import load_config
 from tribalmemory.models import SourceType
@@ -169,15 +166,7 @@ async def test_an_import_killed_in_a_page_is_completed_by_importing_again(
     ids = [line["id"] for line in lines]
     folder = tmp_path / "target"
     config = write_config(folder, episodes=EPISODES)
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    env["TRIBAL_MEMORY_HOME"] = str(folder)
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLER, str(config), str(source)],
-        env=env,
-        capture_output=True,
-        timeout=120,
-    )
-    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+    run_killed(KILLER, config, source, folder)
 
     runtime = await open_runtime(folder, monkeypatch)
     try:

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from helpers_http import write_config
-from helpers_runtime import SETTLE_SECONDS, killed_at_decision, settle
+from helpers_runtime import SETTLE_SECONDS, killed_at_decision, run_killed, settle
 
 from tribalmemory.config import load_config
 from tribalmemory.episodes.store import EpisodeStore, intents
@@ -156,16 +153,8 @@ async def test_a_memory_stored_and_killed_before_its_decision_is_decided_at_rest
     config = write_config(folder, episodes={"detector_strategy": "embedding"})
     texts = tmp_path / "texts.json"
     texts.write_text(json.dumps(TEXTS))
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    env["TRIBAL_MEMORY_HOME"] = str(folder)
     script = killed_at_decision(3, "remember_all(runtime, Path(sys.argv[2]))", REMEMBER)
-    killed = subprocess.run(
-        [sys.executable, "-c", script, str(config), str(texts)],
-        env=env,
-        capture_output=True,
-        timeout=120,
-    )
-    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+    run_killed(script, config, texts, folder)
     logged = [json.loads(line)[0] for line in (folder / "episodes.sqlite3-intents").open()]
     assert len(logged) == 1  # the two decided were settled; the log kept the third only
 
