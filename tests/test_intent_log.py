@@ -14,6 +14,7 @@ from helpers_runtime import SETTLE_SECONDS, killed_at_decision, run_killed, sett
 
 from tribalmemory.config import load_config
 from tribalmemory.episodes.store import EpisodeStore, intents
+from tribalmemory.portability import backup
 from tribalmemory.runtime import Runtime, start_runtime
 
 Make = Callable[..., Awaitable[Runtime]]
@@ -176,3 +177,46 @@ async def test_a_memory_stored_and_killed_before_its_decision_is_decided_at_rest
         assert ("shop", "proj-12") in store.entities.names_of(stored.id)
     finally:
         await runtime.stop()
+
+
+async def test_a_backup_taken_before_a_decision_is_written_restores_the_memory_undecided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backup between a memory's store write and its decision: the store's copy holds the
+    memory, the database's copy not its decision; the intent log's copy makes the restored
+    daemon decide it (its entities found)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    episodes = {"detector_strategy": "embedding"}
+    source = load_config(write_config(tmp_path / "source", episodes=episodes))
+    rt = await start_runtime(source, run_scheduler=False)
+    detection = rt.episodes.engine.detection
+    decide, entered, gate = detection.detect, asyncio.Event(), asyncio.Event()
+
+    async def held(memory, vector):
+        entered.set()  # stored, the write lock released: its decision waits here
+        await gate.wait()
+        return await decide(memory, vector)
+
+    detection.detect = held  # type: ignore[method-assign]
+    try:
+        pending = asyncio.create_task(rt.api.remember(TEXTS[0], project="shop"))
+        await asyncio.wait_for(entered.wait(), SETTLE_SECONDS)
+        made = await backup.backup(source, rt.service, tmp_path / "backup")
+        assert "episodes.sqlite3-intents" in made["files"]
+        gate.set()
+        memory_id = (await pending)["memory_id"]
+    finally:
+        gate.set()
+        await rt.stop()
+
+    restored = load_config(write_config(tmp_path / "restored", episodes=episodes))
+    backup.restore(tmp_path / "backup", restored, force=False)
+    rt = await start_runtime(restored, run_scheduler=False)
+    try:
+        await settle(rt)
+        store = rt.episodes.store
+        assert store.detections.states([memory_id])[memory_id] != "pending"  # decided
+        await asyncio.wait_for(rt.episodes.engine.entity_work.idle.wait(), SETTLE_SECONDS)
+        assert ("shop", "proj-12") in store.entities.names_of(memory_id)
+    finally:
+        await rt.stop()

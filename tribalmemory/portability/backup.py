@@ -3,7 +3,8 @@
 A backup is a folder: ``store/`` (a copy of the embedded store, taken with its lock held and
 its segments flushed, while no memory is being written), ``episodes.sqlite3``,
 ``ledger.sqlite3`` and ``access.sqlite3`` (SQLite's online backup API: a consistent copy
-while the daemon writes),
+while the daemon writes), the episode database's intent log when a memory stored is not yet
+decided,
 the small JSON files of the data folder and ``backup.json`` (what was copied, when, by which
 version). It can be taken while the daemon runs (``POST /v1/backup`` or the CLI through it).
 
@@ -34,7 +35,7 @@ from ..errors import Conflict, InsufficientStorage, InvalidInput
 from ..service import MemoryService
 from ..service.access import ACCESS_FILE
 from ..storage.base import FolderStore
-from ..storage.integrity import SQLITE_FILES, write_json_atomically
+from ..storage.integrity import INTENT_LOG, INTENT_SUFFIX, SQLITE_FILES, write_json_atomically
 from ..storage.space import MB, allocated, existing_parent, is_disk_full
 from ..timeutil import to_iso, utc_now
 from .sparse import copy_sparse
@@ -117,10 +118,18 @@ async def _write(config: Config, service: MemoryService, dest: Path, data: Path)
     async with service.write_lock():
         memories = await asyncio.to_thread(_copy_store, service, dest / STORE)
         files = [STORE]
+        # before the episode database: each memory it names (stored, its decision not yet
+        # written) is decided in the database's copy or pending by it when the copy starts
+        intents = data / INTENT_LOG
+        noted = intents.exists() and intents.stat().st_size > 0
+        if noted:
+            shutil.copy2(intents, dest / INTENT_LOG)
         for name in DATABASES:
             if (data / name).exists():
                 await asyncio.to_thread(sqlite_copy, data / name, dest / name)
                 files.append(name)
+        if noted:  # listed after the databases: a restore puts it back once they are
+            files.append(INTENT_LOG)
     for name in DATA_JSON:
         if (data / name).exists():
             shutil.copy2(data / name, dest / name)
@@ -253,7 +262,7 @@ def restore(
         elif dst.exists():
             dst.unlink()
         # a replaced database's journal (and the episode database's intent log) go with it
-        for suffix in ("-wal", "-shm", "-intents"):
+        for suffix in ("-wal", "-shm", INTENT_SUFFIX):
             dst.with_name(dst.name + suffix).unlink(missing_ok=True)
         if src.is_dir():
             shutil.copytree(src, dst, copy_function=copy_sparse)

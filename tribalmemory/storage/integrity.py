@@ -60,6 +60,10 @@ EPISODES_DB = SqliteFile(
 )
 LEDGER_DB = SqliteFile("ledger.sqlite3", "calls", "every LLM call and this month's spend")
 SQLITE_FILES = (EPISODES_DB, LEDGER_DB)
+INTENT_SUFFIX = "-intents"
+"""The episode database's intent log is the file of its name and this suffix: the memories noted
+before they are stored and not yet decided (``episodes/store/intents.py``)."""
+INTENT_LOG = EPISODES_DB.name + INTENT_SUFFIX
 
 
 def write_json_atomically(path: Path, data: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ...storage.integrity import INTENT_SUFFIX
 from .causes import CausalLinks
 from .conversations import Conversations
 from .detections import Detections
@@ -55,7 +56,7 @@ class EpisodeStore:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        intents = path.with_name(path.name + "-intents")
+        intents = path.with_name(path.name + INTENT_SUFFIX)
         if not path.exists():  # the log belongs to the database beside it, not to a new one
             intents.unlink(missing_ok=True)
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
