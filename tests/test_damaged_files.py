@@ -197,6 +197,8 @@ async def test_blank_episode_db_never_deletes_summaries(home: Path) -> None:
     assert summaries > 0
     (home / "datafiles.json").unlink()
     (home / "episodes.sqlite3").write_bytes(b"")
+    # a memory in flight when it was lost: put in the database at start, it must not hide it
+    (home / "episodes.sqlite3-intents").write_text('["a memory in flight", 1.0]\n')
     with pytest.raises(DamagedDataError) as refused:
         await start_runtime(load_config(home / "config.yaml"))
     assert refused.value.path == home / "episodes.sqlite3"

@@ -90,6 +90,9 @@ class EpisodeStore:
         self.intents = IntentLog(intents)
         self._settled: list[str] = []
         """Fresh memories a transaction decided or forgot: settled once it is committed."""
+        self.blank_at_open = self.is_blank()
+        """No row in any table when opened, before the intent log's memories were put in
+        (the rule of reconcile(), ``episodes/safety.py``: they must not hide a lost database)."""
         self._recover_intents()
 
     def _recover_intents(self) -> None:
