@@ -110,7 +110,7 @@ class Upkeep:
         stored = [m for kind in ENGINE_WRITTEN for m in await host.memories_of_type(kind)]
         orphans = [m.id for m in stored if m.id not in expected]
         # H5 (issue 18.5): never delete summaries that a blank database cannot account for.
-        refuse_unaccounted_summaries(self.store.blank_at_open, self.store.path, len(orphans))
+        refuse_unaccounted_summaries(self.store.is_blank(), self.store.path, len(orphans))
         if orphans:
             log.warning("deleting %d orphaned episode summary memories", len(orphans))
             await host.delete_owned(orphans)

@@ -64,6 +64,16 @@ INTENT_SUFFIX = "-intents"
 """The episode database's intent log is the file of its name and this suffix: the memories noted
 before they are stored and not yet decided (``episodes/store/intents.py``)."""
 INTENT_LOG = EPISODES_DB.name + INTENT_SUFFIX
+BLANK_EPISODES: dict[str, str] = {
+    "episodes": "SELECT 1 FROM episodes LIMIT 1",
+    "memberships": "SELECT 1 FROM memberships LIMIT 1",
+    "meta": "SELECT 1 FROM meta LIMIT 1",
+    "detections": "SELECT 1 FROM detections WHERE state != 'pending' LIMIT 1",
+    "jobs": "SELECT 1 FROM jobs WHERE kind != 'detect' LIMIT 1",
+}
+"""An episode database is blank (new, or lost or emptied: the rule of reconcile(),
+``episodes/safety.py``) when none of these finds a row, by table. Memories waiting for their
+first decision do not count: those the intent log puts in at start must not hide a lost one."""
 
 
 def write_json_atomically(path: Path, data: dict[str, Any]) -> None:

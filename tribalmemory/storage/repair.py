@@ -412,15 +412,14 @@ def _shard_points(path: Path, dim: int) -> int | None:
 
 
 def _blank_episodes(path: Path) -> bool:
-    """The episode database holds no row in any of its tables (the rule of reconcile(),
-    ``episodes/safety.py``), read without changing the file."""
-    tables = ("episodes", "memberships", "detections", "jobs", "meta")
+    """The episode database is blank (``integrity.BLANK_EPISODES``, the rule of reconcile()),
+    read without changing the file."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         return all(
-            conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is None
-            for table in tables
+            conn.execute(sql).fetchone() is None
+            for table, sql in integrity.BLANK_EPISODES.items()
             if table in present
         )
     finally:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ...storage.integrity import INTENT_SUFFIX
+from ...storage.integrity import BLANK_EPISODES, INTENT_SUFFIX
 from .causes import CausalLinks
 from .conversations import Conversations
 from .detections import Detections
@@ -90,9 +90,6 @@ class EpisodeStore:
         self.intents = IntentLog(intents)
         self._settled: list[str] = []
         """Fresh memories a transaction decided or forgot: settled once it is committed."""
-        self.blank_at_open = self.is_blank()
-        """No row in any table when opened, before the intent log's memories were put in
-        (the rule of reconcile(), ``episodes/safety.py``: they must not hide a lost database)."""
         self._recover_intents()
 
     def _recover_intents(self) -> None:
@@ -170,11 +167,8 @@ class EpisodeStore:
         )
 
     def is_blank(self) -> bool:
-        """No row in any table: a new database, or one that was lost or emptied (H5)."""
-        tables = ("episodes", "memberships", "detections", "jobs", "meta")
-        return all(
-            self.db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is None for table in tables
-        )
+        """A new database, or one that was lost or emptied (H5): see ``BLANK_EPISODES``."""
+        return all(self.db.execute(sql).fetchone() is None for sql in BLANK_EPISODES.values())
 
     # -- changes that span tables ------------------------------------------------------------
 
