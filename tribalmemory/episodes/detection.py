@@ -90,7 +90,6 @@ class Detection:
                 self.store.note_pending(
                     db, memory.id, to_epoch(memory.created_at), self.state.clock()
                 )
-            self.store.intents.settle(memory.id)
 
     async def detect(self, memory: Memory, vector: np.ndarray) -> dict[str, Any]:
         """Decide the memory's episode now when the embedding path can; else queue the LLM."""
@@ -147,12 +146,9 @@ class Detection:
 
     def status_of(self, memory_id: str) -> dict[str, Any]:
         detection = self.store.detections.get(memory_id)
-        pending = self.store.intents.is_fresh(memory_id)
         return {
             "episode_id": self.store.memberships.episode_of(memory_id),
-            "episode_status": episode_status(
-                "pending" if pending else detection["state"] if detection else None
-            ),
+            "episode_status": episode_status(detection["state"] if detection else None),
         }
 
     def health(self) -> dict[str, Any]:

@@ -208,10 +208,11 @@ class EpisodeStore:
         self, db: sqlite3.Connection, memory_id: str, memory_time: float, now: float
     ) -> None:
         """The memory waits for its decision (a durable detect job) and, after it, for its
-        entities."""
+        entities; a fresh one leaves the intent log once this is committed."""
         self.detections.record(db, memory_id, "pending", memory_time)
         self.jobs.enqueue(db, "detect", memory_id, now)
         self.entities.wait(db, memory_id)
+        self._settle_at_commit(memory_id)
 
     def finish_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
         """The memory's detection is decided: its detect job is dropped or, for a fresh memory
@@ -219,13 +220,18 @@ class EpisodeStore:
         leaves the log once the transaction is committed."""
         if self.intents.is_fresh(memory_id):
             self.entities.wait(db, memory_id)
-            self._settled.append(memory_id)
+            self._settle_at_commit(memory_id)
         else:
             self.jobs.finish_detection(db, memory_id)
 
-    def forget_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
+    def _settle_at_commit(self, memory_id: str) -> None:
+        """A fresh memory leaves the intent log when the caller's transaction commits (a
+        rolled-back one leaves it fresh)."""
         if self.intents.is_fresh(memory_id):
             self._settled.append(memory_id)
+
+    def forget_detection(self, db: sqlite3.Connection, memory_id: str) -> None:
+        self._settle_at_commit(memory_id)
         self.detections.delete(db, memory_id)
         self.jobs.drop(db, ("detect", "classify"), memory_id)
         self.conversations.forget_memory(db, memory_id)
