@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from helpers_http import Daemon, start_daemon
 
 from tribalmemory import AsyncClient, Client
+from tribalmemory.cli.main import main as cli_main
 from tribalmemory.errors import InvalidInput, Unavailable
 from tribalmemory.shapes import IngestConversationResult, RecallResult, RememberResult
 
@@ -86,6 +88,36 @@ def test_a_conversation_goes_in_through_the_client(daemon: Daemon) -> None:
             tm.ingest_conversation(
                 conversation_id="client-2", messages=[{"role": "bot", "content": "x"}]
             )
+
+
+def entities_read(tm: Client, deadline: float = 60.0) -> None:
+    """Wait until the daemon's entity work has read every memory (it runs after the reply)."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if tm.health().episodes.entities_waiting == 0:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"the entity work did not finish within {deadline} s")
+
+
+def test_one_entity_is_read_by_any_of_its_names(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``entity_get`` takes an argument called ``name``, as the client's own sending method
+    did: the client and ``tribalmemory entities NAME`` (which goes through it) once failed
+    with a TypeError before sending anything."""
+    with Client(daemon.config_path) as tm:
+        stored = tm.remember("The orders-svc deploy now waits for the ledger migration.")
+        entities_read(tm)
+        found = tm.entity_get("orders-svc")
+        assert found.entity.name == "orders-service"
+        assert stored.memory_id in [m.memory_id for m in found.memories]
+    capsys.readouterr()
+    config = str(daemon.config_path)
+    code = cli_main(["entities", "orders service", "--project", "default", "--config", config])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert "orders-service (system)" in out and stored.memory_id in out
 
 
 async def test_the_async_client(daemon: Daemon) -> None:

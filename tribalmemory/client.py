@@ -270,8 +270,9 @@ class DaemonClient:
             raise self._unreachable(exc) from exc
         self._checked(response, challenge)
 
-    async def _call(self, name: str, **args: Any) -> dict[str, Any]:
-        """Send ``TribalAPI.<name>(**args)`` as its route of the route table."""
+    async def _call(self, name: str, /, **args: Any) -> dict[str, Any]:
+        """Send ``TribalAPI.<name>(**args)`` as its route of the route table (``name`` is
+        positional only: an operation may take an argument of that name, e.g. ``entity_get``)."""
         op = OPERATIONS[name]
         path = op.path
         for param in op.path_params:
