@@ -105,6 +105,36 @@ def test_usage_errors_exit_2(capsys: Capture) -> None:
         assert caught.value.code == 2, argv
 
 
+def test_extra_words_are_the_commands_error_with_the_quoted_text(capsys: Capture) -> None:
+    """Words left over after a command's arguments are refused with that command's usage (the
+    top level's said nothing of it), and, after a text given without quotes, the quoted text
+    to type instead."""
+    cases = {
+        ("recall", "how", "do", "I", "deploy"): (
+            "tribalmemory recall: error: unrecognized arguments: do I deploy; "
+            "a query of several words goes in quotes: 'how do I deploy'"
+        ),
+        ("entities", "orders", "service"): (
+            "tribalmemory entities: error: unrecognized arguments: service; "
+            "a name of several words goes in quotes: 'orders service'"
+        ),
+        ("causes", "remove", "cl-1", "cl-2"): (
+            "tribalmemory causes remove: error: unrecognized arguments: cl-2"
+        ),
+        ("recall", "q", "--bogus"): "tribalmemory recall: error: unrecognized arguments: --bogus",
+    }
+    for argv, said in cases.items():
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as caught:
+            main(list(argv))
+        err = capsys.readouterr().err
+        assert caught.value.code == 2, argv
+        assert err.splitlines()[-1] == said
+        assert err.startswith(
+            f"usage: tribalmemory {' '.join(argv[: 2 if argv[0] == 'causes' else 1])}"
+        )
+
+
 # -- local mode ------------------------------------------------------------------------------------
 
 

@@ -14,9 +14,10 @@ import asyncio
 import json
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import __version__
 from ..config import Config, ConfigError, data_dir_of, load_config, load_env
@@ -447,9 +448,43 @@ def _config(args: argparse.Namespace) -> Config:
     return config
 
 
+FREE_TEXT = frozenset({"text", "query", "name", "topic", "title"})
+"""Positional arguments that take words: the last of a command's, given more words than one
+outside quotes, is what "unrecognized arguments" most often means."""
+
+
+def _command_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The (sub)command's parser that ``argv`` names, e.g. ``causes add``'s."""
+    current = parser
+    for token in argv:
+        subcommands = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
+        if subcommands and token in subcommands[0].choices:
+            current = subcommands[0].choices[token]
+    return current
+
+
+def _refuse_extra(
+    parser: argparse.ArgumentParser, argv: list[str], args: argparse.Namespace, extra: list[str]
+) -> NoReturn:
+    """Exit 2 with the command's own usage (not the top level's), and, when the extra words
+    follow a text given without quotes, the quoted text to type instead."""
+    command = _command_parser(parser, argv)
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    positionals = [a.dest for a in command._actions if not a.option_strings]
+    last = positionals[-1] if positionals else None
+    given = getattr(args, last, None) if last in FREE_TEXT else None
+    if isinstance(given, str) and not any(word.startswith("-") for word in extra):
+        words = shlex.quote(" ".join([given, *extra]))
+        message += f"; a {last} of several words goes in quotes: {words}"
+    command.error(message)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _refuse_extra(parser, argv, args, extra)
     if args.handler is None:
         parser.print_help(sys.stderr)
         return 2
