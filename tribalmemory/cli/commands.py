@@ -127,10 +127,8 @@ async def used(api: Api, args: argparse.Namespace) -> int:
     else:
         r = result["retrievability"]
         shown = "unknown" if r is None else f"{r:.2f}"
-        print(
-            f"Marked {result['memory_id']} used: accessed {result['access_count']} times, "
-            f"retrievability {shown}"
-        )
+        accessed = counted(result["access_count"], "time")
+        print(f"Marked {result['memory_id']} used: accessed {accessed}, retrievability {shown}")
     return 0
 
 
