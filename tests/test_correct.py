@@ -68,6 +68,26 @@ async def test_a_corrected_memory_leaves_recall_and_summaries(engine_runtime: An
     assert not any("5433" in text for text in await summary_texts(rt, episode_id))
 
 
+async def test_a_correction_joins_the_episode_of_the_memory_it_corrects(
+    engine_runtime: Any,
+) -> None:
+    """A correction that says too little for the detector to place it (a terse one, and one
+    in other words) still continues its memory's thread; once that episode is closed, the
+    next correction is decided as any memory."""
+    rt = await engine_runtime()
+    stored, episode_id = await staging_episode(rt)
+    for old, text in (
+        (stored[0], "Wrong: 6543."),
+        (stored[1], "Refresh cadence changed to weekly, Sundays at 03:00 UTC."),
+    ):
+        corrected = await rt.api.correct(old, text)
+        assert corrected["episode_id"] == episode_id, text
+        assert rt.episodes.store.memberships.episode_of(corrected["memory_id"]) == episode_id
+    await rt.api.episode_close(episode_id)
+    late = await rt.api.correct(stored[2], "Wrong: 6543.")
+    assert late["episode_id"] != episode_id
+
+
 async def test_the_llm_is_not_shown_the_corrected_memory(
     engine_runtime: Any, fake_llm_env: FakeLLM
 ) -> None:

@@ -113,6 +113,8 @@ class Detection:
                 return self.status_of(memory.id)  # joined its session's declared episode
             decision = self.sittings.placement(memory, features)
             if decision is None:
+                decision = self.correcting(memory, features)
+            if decision is None:
                 decision = state.matcher.decide(
                     features,
                     state.active_for(features),
@@ -133,6 +135,19 @@ class Detection:
                 "episode_id": episode_id,
                 "episode_status": "assigned" if episode_id else "unassigned",
             }
+
+    def correcting(self, memory: Memory, features: MemoryFeatures) -> Placement | None:
+        """A correction (or an updated fact) continues the thread of the memory it supersedes:
+        it joins that memory's episode while the episode is active. None: decided as any
+        memory (the episode is closed, or the old memory was in none)."""
+        if memory.supersedes is None:
+            return None
+        episode_id = self.store.memberships.episode_of(memory.supersedes)
+        episode = self.state.active.get(episode_id or "")
+        if episode is None:
+            return None
+        similarity = float(episode.centroid @ features.vector)
+        return Placement(kind="join", target=episode_id, score=1.0, similarity=similarity)
 
     async def run_job(self, memory_id: str) -> None:
         """A detect job left by a crash: run the write-time decision now."""
