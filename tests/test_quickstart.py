@@ -44,7 +44,8 @@ def test_quickstart_starts_the_daemon_remembers_and_recalls(tmp_path):
         assert first.returncode == 0, first.stderr
         lines = first.stdout.splitlines()
         assert lines[0].startswith("1. daemon running at http://127.0.0.1:")
-        assert lines[1].startswith("2. remembered memory ")
+        project = tmp_path.name.lower()  # the working directory's, as every command run here
+        assert lines[1].startswith("2. remembered memory ") and f"in project {project}" in lines[1]
         assert lines[2].startswith("3. recalled (similarity ") and "quick start" in lines[2]
         assert lines[3].startswith("4. episodes on, offline, extractive: no API key configured")
         assert f"`tribalmemory` is not on your PATH: run it as {SCRIPT}" in first.stdout
@@ -56,6 +57,9 @@ def test_quickstart_starts_the_daemon_remembers_and_recalls(tmp_path):
             assert f"--config {config}" in command  # the same configuration as the quick start
         again = run(["quickstart", "--config", str(config)], env, tmp_path)
         assert again.returncode == 0 and "2. already remembered" in again.stdout
+        remembered = lines[1].split()[3]
+        found = run(["recall", "how do agents connect", "--config", str(config)], env, tmp_path)
+        assert found.returncode == 0 and remembered in found.stdout, found.stderr
         # The printed lines run as printed, in a shell whose PATH lacks the venv.
         status = subprocess.run(
             ["bash", "-c", commands[1]], env=env, capture_output=True, text=True, timeout=120

@@ -341,12 +341,13 @@ def build_parser() -> argparse.ArgumentParser:
         handler=_lazy("service", "stop"), tolerates_config_error=True
     )
 
-    add(
+    cmd = add(
         "quickstart",
         _lazy("quickstart", "quickstart"),
         "start the daemon, store and recall a memory, show what is next",
         [common],
     )
+    _project_option(cmd, reads=False)
     cmd = add("mcp", _lazy("service", "mcp"), "MCP server on stdio (for agent clients)", [common])
     cmd.add_argument(
         "--project",

@@ -23,7 +23,7 @@ SAMPLE = (
 def quickstart(args: argparse.Namespace, config: Config) -> int:
     client = ensure_daemon(config, args.config)
     print(f"1. daemon running at {client.base_url} (data in {config.data_path})")
-    return asyncio.run(_tour(client, args.config))
+    return asyncio.run(_tour(client, args.config, args.project))
 
 
 def next_steps(config_path: str | None) -> list[str]:
@@ -49,16 +49,22 @@ def next_steps(config_path: str | None) -> list[str]:
     return lines
 
 
-async def _tour(api: DaemonClient, config_path: str | None) -> int:
+async def _tour(api: DaemonClient, config_path: str | None, project: str) -> int:
+    """Remember and recall in ``project``: the one every other command run here uses."""
     try:
         stored = await api.remember(
-            SAMPLE.format(url=api.base_url), tags=["quickstart"], source_type="USER_EXPLICIT"
+            SAMPLE.format(url=api.base_url),
+            tags=["quickstart"],
+            source_type="USER_EXPLICIT",
+            project=project,
         )
         if stored["success"]:
-            print(f"2. remembered memory {stored['memory_id']}")
+            print(f"2. remembered memory {stored['memory_id']} in project {project}")
         else:
-            print(f"2. already remembered (memory {stored['duplicate_of']})")
-        found = await api.recall("how do agents connect to the shared memory?", limit=1)
+            print(f"2. already remembered in project {project} (memory {stored['duplicate_of']})")
+        found = await api.recall(
+            "how do agents connect to the shared memory?", limit=1, project=project
+        )
         for hit in found["results"]:
             score, content = hit["similarity_score"], hit["memory"]["content"]
             print(f"3. recalled (similarity {score:.2f}): {clean(content)}")
