@@ -89,6 +89,42 @@ async def test_aliases_meet_in_one_entity_with_its_episodes(engine_runtime: Make
     assert (await rt.api.episode_get(created["episode_id"]))["entities"] is None
 
 
+async def test_the_episodes_list_filters_by_an_entity_named_by_any_alias(
+    engine_runtime: Make,
+) -> None:
+    """``episodes_list(entity=...)`` without an LLM: the episodes one of whose memories names
+    the entity (it read only the LLM record's names, so it found nothing here), by any
+    spelling, with the other filters and within its project."""
+    rt = await engine_runtime()
+    first = await remember(rt, "The orders-svc times out on checkout after the 2.4 deploy.", 0)
+    second = await remember(rt, "Raised the Orders Service retry budget to stop the timeouts.", 3)
+    ledger = await remember(rt, "Renamed the ledger-db backups folder.", 400)
+    orders = (await rt.api.episode_create("orders timeouts", [first, second]))["episode_id"]
+    backups = (await rt.api.episode_create("ledger backups", [ledger]))["episode_id"]
+    elsewhere = await remember(rt, "The orders-svc pods restart nightly.", 9, "beta")
+    beta = await rt.api.episode_create("orders restarts", [elsewhere])  # in its memory's project
+
+    for spelling in ("orders-svc", "Orders Service", "orders_service"):
+        listed = await rt.api.episodes_list(entity=spelling, project="shop")
+        assert [e["id"] for e in listed["episodes"]] == [orders], spelling
+    listed = await rt.api.episodes_list(entity="ledger-db", project="shop")
+    assert [e["id"] for e in listed["episodes"]] == [backups]
+    assert (await rt.api.episodes_list(entity="no-such-svc", project="shop"))["episodes"] == []
+    tagged = await rt.api.episodes_list(entity="orders-svc", tag="no-such-tag", project="shop")
+    assert tagged["episodes"] == []
+    listed = await rt.api.episodes_list(entity="orders-svc", project="beta")
+    assert [e["id"] for e in listed["episodes"]] == [beta["episode_id"]]
+    async with connect(rt.api) as agent:
+        got = ok(await agent.call_tool("tribal_episodes_list", {"entity": "orders service"}))
+        assert got["episodes"] == []  # the default project holds none
+        got = ok(
+            await agent.call_tool(
+                "tribal_episodes_list", {"entity": "orders service", "project": "shop"}
+            )
+        )
+        assert [e["id"] for e in got["episodes"]] == [orders]
+
+
 async def test_a_short_name_after_its_full_name_is_the_same_entity(engine_runtime: Make) -> None:
     rt = await engine_runtime()
     full = await remember(rt, "Call notes: Greg Mallory owns the refund rules.", 0)

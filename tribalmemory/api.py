@@ -399,10 +399,12 @@ class TribalAPI:
         with_entities = check.boolean("include_entities", request.include_entities)
         filters: dict[str, Any] = {"project": check.scope(request.project)}
         given = {"tag": request.tag, "participant": request.participant, "task": request.task}
-        given |= {"tool": request.tool, "entity": request.entity}
+        given["tool"] = request.tool
         for name, value in given.items():
             if value is not None:
                 filters[name] = check.text(name, value, shapes.MAX_FILTER_CHARS) or ""
+        if request.entity is not None:  # episodes with a member naming it, by any alias
+            filters["naming"] = await self._naming(request.entity, request.project, None)
         if request.outcome is not None:
             filters["outcome"] = check.choice("outcome", request.outcome, shapes.OUTCOMES)
         after = check.timestamp("since", request.since)

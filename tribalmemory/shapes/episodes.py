@@ -92,7 +92,8 @@ class EpisodesListQuery(Request):
     entity: str | None = Field(
         None,
         max_length=MAX_FILTER_CHARS,
-        description="Only episodes about this entity (file, service, ticket).",
+        description="Only episodes one of whose memories names this entity (a file, service, "
+        "ticket...; by any of its aliases), or, for a name never stored, writes it word for word.",
     )
     since: Timestamp | None = Field(
         None, description=f"Only episodes with memories at or after this time: {WHEN}."

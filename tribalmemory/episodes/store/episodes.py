@@ -53,16 +53,15 @@ class Episodes(Table):
     ) -> list[EpisodeRow]:
         """Newest activity first. ``filters``: project (None: every project), outcome (the
         structured record's, else the metadata's), task (substring, any case), tag /
-        participant / tool / entity (an item of that metadata list), since / until (epoch
-        seconds: the members' time span overlaps), members (a list of memory ids: one of
-        them is a member)."""
+        participant / tool (an item of that metadata list), since / until (epoch seconds: the
+        members' time span overlaps), members and naming (each a list of memory ids: one of
+        them is a member; both given, one of each)."""
         clauses: list[str] = []
         args: list[Any] = []
         if status:
             clauses.append("e.status = ?")
             args.append(status)
         lists = {"tag": "tags", "participant": "participants", "tool": "tools_used"}
-        lists["entity"] = "entities"
         for name, value in (filters or {}).items():
             if name == "project" and value is None:
                 continue  # every project
@@ -79,7 +78,7 @@ class Episodes(Table):
                     f"EXISTS (SELECT 1 FROM json_each(e.metadata, '$.{lists[name]}') "
                     "WHERE value = ?)"
                 )
-            elif name == "members":
+            elif name in ("members", "naming"):
                 clauses.append(f"e.id IN ({MEMBERS_OF})")
                 value = json.dumps(list(value))
             elif name == "project":
