@@ -379,6 +379,12 @@ def test_eligibility_uses_memory_time_window_and_cap():
     assert [e.id for e in capped] == ["E0", "E1", "E2"]  # the most recently active
     seeds = [mem("old", basis(0), hours=-24 * 15), mem("new", basis(0), hours=-24)]
     assert [s.id for s in eligible_seeds(seeds, T0, 14)] == ["new"]
+    # a memory dated before an episode began joins it only within the window of its start
+    late = [episode_on(0, id="L", hours=24 * 20)]  # three memories, the first 2 hours earlier
+    assert eligible_episodes(late, T0 + timedelta(days=7), 14, 100) == late
+    assert eligible_episodes(late, T0 + timedelta(hours=24 * 20 - 2 - 24 * 14), 14, 100) == late
+    assert eligible_episodes(late, T0 + timedelta(days=5), 14, 100) == []
+    assert eligible_episodes(late, T0 - timedelta(days=3650), 14, 100) == []
 
 
 def test_decide_checks_the_seeds_window_unless_they_were_chosen_in_it():

@@ -157,3 +157,25 @@ async def test_a_parent_must_have_ended_within_the_chain_window(tmp_path, monkey
         tmp_path, False, scheduler=False, chain_similarity_threshold=0.5, chain_window_hours=12
     )
     assert len(imported.groups()) >= 3 and imported.links == {}
+
+
+async def test_a_memory_dated_years_back_joins_no_thread_of_today(engine_runtime):
+    """A memory may join an active episode only within ``active_window_days`` of its memory
+    time on both sides: one dated years before the thread began (an import's oldest record, a
+    mistyped year) once joined it, stretching its span back to then."""
+    rt = await engine_runtime()
+    thread = [
+        "The ledger-svc nightly job reconciles invoices at 03:00 UTC.",
+        "The ledger-svc reconciliation writes to ledger/out/recon.csv.",
+        "The ledger-svc reconciliation runs with 4 workers.",
+    ]
+    placed = [(await rt.api.remember(text))["episode_id"] for text in thread]
+    assert placed[1] is not None and placed[1:] == [placed[1]] * 2
+    old = await rt.api.remember(
+        "The ledger-svc reconciliation used 2 workers back then.", created_at="2015-01-01T00:00:00Z"
+    )
+    assert old["episode_id"] != placed[1]
+    same_day = await rt.api.remember("The ledger-svc reconciliation now runs with 6 workers.")
+    assert same_day["episode_id"] == placed[1]  # the rule still lets a memory of today join
+    episode = (await rt.api.episode_get(placed[1]))["episode"]
+    assert not episode["time_span"]["start"].startswith("2015")

@@ -121,7 +121,7 @@ def _as_written(term: str) -> bool:
 
 
 def _day(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d")
+    return moment.date().isoformat()  # strftime writes year 1 as "1"
 
 
 def top_tags(memories: Sequence[Memory], limit: int = 8) -> list[str]:

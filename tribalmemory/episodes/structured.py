@@ -446,7 +446,7 @@ def metrics(memories: Sequence[Memory], record: dict[str, Any]) -> dict[str, Any
     tags = Counter(t for m in memories for t in m.tags)
     return {
         "duration_seconds": round((times[-1] - times[0]).total_seconds(), 3) if times else 0.0,
-        "active_days": len({t.strftime("%Y-%m-%d") for t in times}),
+        "active_days": len({t.date() for t in times}),
         "memory_count": len(memories),
         "participants": dict(sorted(Counter(m.source_instance for m in memories).items())),
         "tags": [t for t, _ in tags.most_common(12)],

@@ -38,10 +38,15 @@ def eligible_episodes(
     episodes: Iterable[EpisodeFeatures], now: datetime, active_window_days: float, max_active: int
 ) -> list[EpisodeFeatures]:
     """Episodes a memory created at ``now`` may join: last memory at most
-    ``active_window_days`` before ``now`` (memory time, not wall-clock), and only the
+    ``active_window_days`` before ``now`` and first memory at most that long after it (memory
+    time, not wall-clock: a memory dated years back joins no thread of today), and only the
     ``max_active`` most recently active of them."""
     window = timedelta(days=active_window_days)
-    ok = [e for e in episodes if now - e.last_activity <= window]
+    ok = [
+        e
+        for e in episodes
+        if now - e.last_activity <= window and e.first_activity - now <= window
+    ]
     ok.sort(key=lambda e: e.last_activity, reverse=True)
     return ok[:max_active]
 
