@@ -43,9 +43,7 @@ def eligible_episodes(
     ``max_active`` most recently active of them."""
     window = timedelta(days=active_window_days)
     ok = [
-        e
-        for e in episodes
-        if now - e.last_activity <= window and e.first_activity - now <= window
+        e for e in episodes if now - e.last_activity <= window and e.first_activity - now <= window
     ]
     ok.sort(key=lambda e: e.last_activity, reverse=True)
     return ok[:max_active]
