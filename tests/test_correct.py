@@ -109,6 +109,29 @@ async def test_the_llm_is_not_shown_the_corrected_memory(
     assert not any("5433" in text for text in await summary_texts(rt, episode_id))
 
 
+def test_a_memory_already_corrected_is_not_corrected_again(client: TestClient) -> None:
+    """A second correction of one memory left both corrections standing as current; it is a
+    409 naming the correction to correct instead, and nothing is stored."""
+    old = client.post("/v1/remember", json={"content": unique("The API port is 8080")}).json()
+    first = client.post(
+        "/v1/correct", json={"memory_id": old["memory_id"], "content": unique("API port 9090")}
+    ).json()
+    before = client.get("/v1/stats").json()["total_memories"]
+    again = client.post(
+        "/v1/correct", json={"memory_id": old["memory_id"], "content": unique("API port 7070")}
+    )
+    assert again.status_code == 409
+    assert again.json()["error"] == (
+        f"memory {old['memory_id']} is already corrected by {first['memory_id']}; "
+        "correct that memory instead"
+    )
+    assert client.get("/v1/stats").json()["total_memories"] == before
+    chained = client.post(
+        "/v1/correct", json={"memory_id": first["memory_id"], "content": unique("API port 7070")}
+    )
+    assert chained.status_code == 200 and chained.json()["success"]
+
+
 def test_rest_recall_include_superseded(client: TestClient) -> None:
     old = client.post("/v1/remember", json={"content": unique("The API port is 8080")}).json()
     fixed = client.post(

@@ -11,7 +11,7 @@ from ..errors import InvalidInput
 from ..models import ENGINE_WRITTEN, Memory, SourceType
 from ..shapes import CorrectRequest, RememberRequest
 from ..storage.base import MemoryFilter
-from .remembering import RememberOperations, RememberResult, new_memory
+from .remembering import RememberOperations, RememberResult, new_memory, refuse_corrected
 
 log = logging.getLogger("tribalmemory.service")
 
@@ -33,6 +33,7 @@ class EditOperations(RememberOperations):
                 f"memory {old.id} is an episode's {old.source_type.value}; correct the memories "
                 "it rests on or edit the episode (PATCH /v1/episodes/{id})"
             )
+        refuse_corrected(old)
         as_new = RememberRequest.model_construct(
             content=request.content,
             source_type=SourceType.CORRECTION,

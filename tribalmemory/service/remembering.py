@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import validation as check
 from ..config import Config
-from ..errors import Busy, InvalidInput
+from ..errors import Busy, Conflict, InvalidInput
 from ..models import ENGINE_WRITTEN, Memory, SourceType, new_memory_id
 from ..shapes import (
     MAX_BATCH,
@@ -156,6 +156,10 @@ class RememberOperations(ServiceState):
         new memory, so that nothing built from memories (episode summaries) sees both."""
         supersedes = corrects.id if corrects is not None else None
         async with self._write_lock:
+            if corrects is not None:  # again: another correction may have been stored meanwhile
+                found = await asyncio.to_thread(self.store.get, [corrects.id])
+                if found:
+                    refuse_corrected(found[0])
             if not new.skip_dedup:
                 candidates = await self.request_threads.run(
                     self._near_duplicates, vector, new.project
@@ -240,3 +244,13 @@ class RememberOperations(ServiceState):
         old.updated_at = utc_now()
         await self._upsert([old], vectors[old_id][None, :])
         return old
+
+
+def refuse_corrected(old: Memory) -> None:
+    """A memory already superseded is not corrected again: two corrections of one memory
+    would both stand as current."""
+    if old.superseded_by is not None:
+        raise Conflict(
+            f"memory {old.id} is already corrected by {old.superseded_by}; correct that "
+            "memory instead"
+        )
