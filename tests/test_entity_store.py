@@ -219,7 +219,7 @@ async def test_a_name_never_stored_is_answered_by_the_memories_that_write_it(
     assert [(e["episode_id"], e["mentions"]) for e in found["episodes"]] == [
         (created["episode_id"], 2)
     ]
-    with pytest.raises(NotFound, match="no memory of it writes the name"):
+    with pytest.raises(NotFound, match="no memory of the project writes the name"):
         await rt.api.entity_get("BOOKINGS", project="shop")  # capitals are matched as written
     # recall's entity filter searches the same memories
     hit = await rt.api.recall("shard lag", entity="bookings", project="shop")

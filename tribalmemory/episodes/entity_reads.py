@@ -154,8 +154,9 @@ class EntityReads:
         found = await self._writing(project, name)
         if not found:
             raise NotFound(
-                f"no entity {name!r} in project {project}, and no memory of it writes the "
-                "name; list the project's entities to find its name"
+                f"no entity {name!r} in project {project}, and no memory of the project "
+                "writes the name (memories other projects share are not read); list the "
+                "project's entities to find its name"
             )
         writing = [m for m, _ in found]
         ids = [m.id for m in writing]
