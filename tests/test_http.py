@@ -401,6 +401,17 @@ def test_unknown_route_and_wrong_method(client: TestClient) -> None:
     error(wrong, 405, "PUT")
     assert "POST" in wrong.headers["allow"]
     error(client.delete("/v1/health"), 405)
+    # a route's path asked with another method, where a route with a path parameter would take
+    # the word as an id: 405 too, not "no episode with id search"
+    for method, path, allow in (
+        ("GET", "/v1/episodes/search", "POST"),
+        ("PATCH", "/v1/episodes/start", "POST"),
+        ("DELETE", "/v1/episodes/current", "GET"),
+    ):
+        wrong = client.request(method, path)
+        error(wrong, 405, f"method {method} is not allowed on {path}")
+        assert wrong.headers["allow"] == allow
+    error(client.get("/v1/episodes/ep-0123456789abcdef"), 404, "no episode with id")
 
 
 def test_unknown_or_repeated_query_parameters_are_400(client: TestClient) -> None:

@@ -110,10 +110,23 @@ def check_fields(op: Op, data: dict[str, Any]) -> dict[str, Any]:
 # -- endpoints -------------------------------------------------------------------------------------
 
 
+STATIC_METHODS: dict[str, set[str]] = {}
+for _op in ROUTES:
+    if "{" not in _op.route_path:
+        STATIC_METHODS.setdefault(_op.route_path, set()).add(_op.method)
+"""The methods of each route without a path parameter, e.g. ``/v1/episodes/search``: POST."""
+
+
 def endpoint(op: Op, holder: ApiHolder, max_body: int) -> Callable[[Request], Awaitable[Response]]:
     """The handler of one route: parse, call ``TribalAPI.<op.call>``, answer JSON."""
 
     async def handle(request: Request) -> Response:
+        path = request.url.path
+        if (allowed := STATIC_METHODS.get(path)) is not None and "{" in op.route_path:
+            # ``GET /v1/episodes/search`` is the POST route's path with another method, not
+            # an episode called "search": 405, as for any route asked with another method
+            message = f"method {request.method} is not allowed on {path[:200]}"
+            return error_response(405, message, None, {"Allow": ", ".join(sorted(allowed))})
         try:
             kwargs = parse_path(op, request) | parse_query(op, request)
             if op.body is not None:
