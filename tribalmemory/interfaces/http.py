@@ -110,11 +110,17 @@ def check_fields(op: Op, data: dict[str, Any]) -> dict[str, Any]:
 # -- endpoints -------------------------------------------------------------------------------------
 
 
-STATIC_METHODS: dict[str, set[str]] = {}
-for _op in ROUTES:
-    if "{" not in _op.route_path:
-        STATIC_METHODS.setdefault(_op.route_path, set()).add(_op.method)
-"""The methods of each route without a path parameter, e.g. ``/v1/episodes/search``: POST."""
+def static_methods(routes: list[Op]) -> dict[str, set[str]]:
+    """The methods of each route without a path parameter, e.g. ``/v1/episodes/search``:
+    POST."""
+    methods: dict[str, set[str]] = {}
+    for op in routes:
+        if "{" not in op.route_path:
+            methods.setdefault(op.route_path, set()).add(op.method)
+    return methods
+
+
+STATIC_METHODS = static_methods(ROUTES)
 
 
 def endpoint(op: Op, holder: ApiHolder, max_body: int) -> Callable[[Request], Awaitable[Response]]:
