@@ -33,7 +33,7 @@ from tribalmemory.storage.server import ServerStore
 from tribalmemory.timeutil import utc_now
 
 DIM = 8
-BAD_NAMES = ["has space", "a/b", "x" * 65, "", "   ", "ünï"]
+BAD_NAMES = ["has space", "a/b", "x" * 65, "", "   ", "ünï", ".", ".."]
 
 # -- names and the working directory ----------------------------------------------------------
 

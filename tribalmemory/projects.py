@@ -30,10 +30,12 @@ def normalise(name: str) -> str:
     cleaned = name.strip()
     if cleaned == ALL_PROJECTS:
         raise ValueError(
-            f"project {ALL_PROJECTS!r} (all projects) is only for reads; a memory or an "
-            "episode is stored into one project: name it (e.g. 'default') or leave it out"
+            f"project {ALL_PROJECTS!r} (all projects) is only for reads of memories and "
+            "episodes; a memory or an episode is stored into one project, and entities and "
+            "causal links are read one project at a time: name it (e.g. 'default') or leave "
+            "it out"
         )
-    if not _VALID.match(cleaned):
+    if not _VALID.match(cleaned) or not cleaned.strip("."):  # '.' and '..' name no project
         raise ValueError(
             f"project {name[:80]!r} is not a valid name: use 1 to {MAX_PROJECT_CHARS} "
             "letters, digits, '-', '_' or '.'"
