@@ -123,9 +123,9 @@ def test_remember_rejects_bad_fields(
         (b'{"content": "\\ud800"}', 400, "surrogate"),
         (b"[" * 100_000, 400, "nested too deeply"),
         (b'{"content": 1' + b"0" * 5000 + b"}", 400, "JSON"),
-        (b'["a list"]', 422, "must be a JSON object"),
-        (b'"text"', 422, "must be a JSON object"),
-        (b"null", 422, "must be a JSON object"),
+        (b'["a list"]', 422, "must be a JSON object, not an array"),
+        (b'"text"', 422, "must be a JSON object, not a string"),
+        (b"null", 422, "must be a JSON object, not null"),
     ],
 )
 def test_malformed_bodies(
@@ -608,9 +608,9 @@ def test_episode_ids_are_normalised(client: TestClient) -> None:
         ("POST", "/v1/episodes/search", {"query": "x", "since": "2025"}, 422, "unknown field"),
         ("POST", "/v1/episodes/replay", {"topic": ""}, 422, "topic must not be empty"),
         ("POST", "/v1/episodes/replay", {"topic": "x", "limit": 21}, 422, "limit"),
-        ("GET", "/v1/episodes/replay", None, 404, "no episode with id replay"),
+        ("GET", "/v1/episodes/replay", None, 405, "method GET is not allowed"),
         ("DELETE", "/v1/episodes/nope", None, 404, "no episode with id nope"),
-        ("DELETE", "/v1/episodes/costs", None, 404, "no episode with id costs"),
+        ("DELETE", "/v1/episodes/costs", None, 405, "method DELETE is not allowed"),
     ],
 )
 def test_episode_routes_reject(

@@ -65,5 +65,15 @@ def decode_json(raw: bytes) -> dict[str, Any]:
     except ValueError as exc:
         raise TribalError(f"request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise InvalidInput(f"request body must be a JSON object, not {type(data).__name__}")
+        raise InvalidInput(f"request body must be a JSON object, not {json_kind(data)}")
     return data
+
+
+def json_kind(value: object) -> str:
+    """What a decoded JSON value is, in JSON's words: an array, a string, null..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds = {list: "an array", str: "a string", int: "a number", float: "a number"}
+    return kinds.get(type(value), "an object")
