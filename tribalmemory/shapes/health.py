@@ -141,6 +141,13 @@ class WarmUp(Response):
     )
 
 
+class DataFolderInfo(Response):
+    id: str = Field(description="The data folder's public id (identity.json).")
+    path: str | None = Field(
+        None, description="Where it is on disk (authenticated callers only; else absent)."
+    )
+
+
 class Health(OpenResponse):
     status: str
     version: str
@@ -157,6 +164,10 @@ class Health(OpenResponse):
     llm: LlmStatus | None = Field(None, description="The LLM's state (episode engine only).")
     episodes: EpisodeQueue | None = Field(
         None, description="The episode engine's background work (null when it is off)."
+    )
+    data_folder: DataFolderInfo | None = Field(
+        None,
+        description="The daemon's data folder, added by the HTTP server (null in process).",
     )
 
 
