@@ -109,7 +109,7 @@ def test_http_start_and_current(client: Any) -> None:
     current = client.get("/v1/episodes/current?session=cli-7")
     assert current.status_code == 200 and current.json()["episode"]["memory_count"] == 1
     for response, status, message in (
-        (client.get("/v1/episodes/current"), 400, "session must be a string"),
+        (client.get("/v1/episodes/current"), 400, "session must be a string, and is missing"),
         (client.post("/v1/episodes/start", json={"topic": TOPIC}), 422, "missing required"),
         (client.post("/v1/episodes/start", json={"topic": 1, "session": "s"}), 422, "topic"),
     ):

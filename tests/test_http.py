@@ -201,6 +201,11 @@ def test_remember_batch_rejects(
         ({"query": "x", "min_relevance": 2}, 422, "min_relevance"),
         ({"query": "x", "source_types": ["NOPE"]}, 422, "source_types"),
         ({"query": "x", "after": "soon"}, 422, "after"),
+        (
+            {"query": "x", "after": "2026-02-01T00:00:00Z", "before": "2026-01-01T00:00:00Z"},
+            422,
+            "after must not be after before",  # it could only answer nothing
+        ),
         ({"query": "x", "page": 2}, 422, "unknown field 'page'; allowed: query, limit"),
         (
             {"query": "x", "limt": 2},
@@ -214,6 +219,18 @@ def test_recall_rejects(
     module_client: TestClient, body: dict[str, Any], status: int, fragment: str
 ) -> None:
     error(module_client.post("/v1/recall", json=body), status, fragment)
+
+
+def test_memories_list_refuses_an_empty_tag_and_a_range_ending_before_it_starts(
+    module_client: TestClient,
+) -> None:
+    """Both once answered as if not given (every memory) or with nothing, silently; the
+    episodes list refused them already."""
+    error(module_client.get("/v1/memories?tag="), 400, "tag must not be empty")
+    error(module_client.get("/v1/episodes?tag="), 400, "tag must not be empty")
+    late_first = "since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z"
+    error(module_client.get(f"/v1/memories?{late_first}"), 400, "since must not be after until")
+    error(module_client.get(f"/v1/episodes?{late_first}"), 400, "since must not be after until")
 
 
 def test_recall_filters_by_time_and_source_type(client: TestClient) -> None:

@@ -412,8 +412,7 @@ class TribalAPI:
         members = await self._scoped_members(filters["project"], request)
         if members is not None:
             filters["members"] = members
-        if after and before and after > before:
-            raise InvalidInput("since must not be after until")
+        check.time_range("since", after, "until", before)
         if after:
             filters["since"] = after.timestamp()
         if before:
@@ -623,8 +622,7 @@ class TribalAPI:
         state = check.episode_status(request.status)
         start = check.timestamp("time_start", request.time_start)
         end = check.timestamp("time_end", request.time_end)
-        if start and end and start > end:
-            raise InvalidInput("time_start must not be after time_end")
+        check.time_range("time_start", start, "time_end", end)
         size = check.integer("limit", request.limit, shapes.SEARCH_LIMIT)
         scope = check.scope(request.project)
         with_entities = check.boolean("include_entities", request.include_entities)

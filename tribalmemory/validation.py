@@ -83,6 +83,8 @@ def text(
     """
     if value is None and not required:
         return None
+    if value is None:
+        raise InvalidInput(f"{field} must be a string, and is missing")
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string")
     if not value.strip():
@@ -391,3 +393,11 @@ def scope(value: Any, field: str = "project") -> str | None:
 def project_filter(value: Any, field: str = "project") -> str | None:
     """A project to scope a read to, or None (every project) when not given or ``*``."""
     return None if value is None else scope(value, field)
+
+
+def time_range(
+    start_field: str, start: datetime | None, end_field: str, end: datetime | None
+) -> None:
+    """Refuse a range that ends before it starts (it could only answer nothing)."""
+    if start is not None and end is not None and start > end:
+        raise InvalidInput(f"{start_field} must not be after {end_field}")

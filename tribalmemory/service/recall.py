@@ -126,6 +126,7 @@ class RecallOperations(ServiceState):
             ids=ids,
             project=check.scope(request.project),
         )
+        check.time_range("after", where.after, "before", where.before)
         scoped(where, check.scopes(request))
         size = check.integer("limit", request.limit, RECALL_LIMIT)
         floor = check.number("min_relevance", request.min_relevance, MIN_RELEVANCE)
@@ -172,7 +173,7 @@ class RecallOperations(ServiceState):
         resolves the request's ``episode_id``). Episode summaries are listed only when
         ``source_type`` asks for them. The scope filters (``source_instance``, ``session``,
         ``run``) are conditions of the store's filter, so every page is full."""
-        label = check.text("tag", request.tag, MAX_TAG_CHARS, required=False)
+        label = None if request.tag is None else check.text("tag", request.tag, MAX_TAG_CHARS)
         kind = None if request.source_type is None else check.source_type(request.source_type)
         where = MemoryFilter(
             tags_any=[label.strip()] if label else None,
@@ -183,6 +184,7 @@ class RecallOperations(ServiceState):
             ids=ids,
             project=check.scope(request.project),
         )
+        check.time_range("since", where.after, "until", where.before)
         scoped(where, check.scopes(request))
         size = check.integer("limit", request.limit, MEMORIES_LIMIT)
         cursor = request.cursor
