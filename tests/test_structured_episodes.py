@@ -191,6 +191,28 @@ async def test_user_edits_survive_regeneration(engine_runtime, fake_llm_env: Fak
     assert not any("test multi-tab flows" in m["content"] for m in found)  # replaced
 
 
+async def test_an_outcome_set_by_hand_drops_the_reason_given_for_the_old_one(
+    engine_runtime, no_llm
+) -> None:
+    """The rules' reason ("the episode is still active") stood beside a user's "success"."""
+    rt = await engine_runtime()
+    stored = [(await rt.api.remember(text))["memory_id"] for text in ("Deploy failed.", "Fixed.")]
+    episode_id = (await rt.api.episode_create("Deploy", stored))["episode_id"]
+    await settle(rt)
+    before = (await rt.api.episode_get(episode_id))["episode"]["structured"]
+    assert before["outcome"] == "ongoing" and before["outcome_reason"]
+    edited = await rt.api.episode_update(episode_id, structured={"outcome": "success"})
+    record = edited["episode"]["structured"]
+    assert (record["outcome"], record["outcome_reason"]) == ("success", None)
+    both = {"outcome": "failure", "outcome_reason": "rolled back"}
+    record = (await rt.api.episode_update(episode_id, structured=both))["episode"]["structured"]
+    assert (record["outcome"], record["outcome_reason"]) == ("failure", "rolled back")
+    await rt.api.episode_regenerate(episode_id)
+    await settle(rt)
+    record = (await rt.api.episode_get(episode_id))["episode"]["structured"]
+    assert (record["outcome"], record["outcome_reason"]) == ("failure", "rolled back")
+
+
 async def test_bad_edits_are_refused(engine_runtime, no_llm) -> None:
     rt = await engine_runtime()
     episode_id, _ = await closed_episode(rt)

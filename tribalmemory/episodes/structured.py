@@ -325,6 +325,7 @@ def from_user(patch: Any, member_ids: Iterable[str]) -> dict[str, Any]:
         out["task"] = _text(patch["task"], "structured.task", TASK_MAX)
     if "outcome" in patch:
         out["outcome"] = _outcome(patch["outcome"], "structured.outcome")
+        out["outcome_reason"] = None  # the reason given for the outcome replaced, unless sent
     if "outcome_reason" in patch:
         out["outcome_reason"] = _text(
             patch["outcome_reason"], "structured.outcome_reason", REASON_MAX, allow_empty=True
