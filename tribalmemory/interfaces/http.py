@@ -128,7 +128,8 @@ def endpoint(op: Op, holder: ApiHolder, max_body: int) -> Callable[[Request], Aw
 
     async def handle(request: Request) -> Response:
         path = request.url.path
-        if (allowed := STATIC_METHODS.get(path)) is not None and "{" in op.route_path:
+        allowed = STATIC_METHODS.get(path)
+        if allowed and request.method not in allowed and "{" in op.route_path:
             # ``GET /v1/episodes/search`` is the POST route's path with another method, not
             # an episode called "search": 405, as for any route asked with another method
             message = f"method {request.method} is not allowed on {path[:200]}"
