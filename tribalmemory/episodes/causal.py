@@ -110,7 +110,11 @@ class Causal:
     def remove(self, project: str, link_id: str) -> None:
         row = self.store.causes.get(link_id)
         if row is None or row["project"] != project:
-            raise NotFound(f"no causal link {link_id} in project {project}")
+            raise NotFound(
+                f"no causal link {link_id} in project {project}",
+                "List the links of the episode or memory (tribal_causes, GET /v1/causes) to "
+                "find its id.",
+            )
         with self.store.transaction() as db:
             self.store.causes.delete(db, link_id)
 

@@ -156,7 +156,9 @@ class EntityReads:
             raise NotFound(
                 f"no entity {name!r} in project {project}, and no memory of the project "
                 "writes the name (memories other projects share are not read); list the "
-                "project's entities to find its name"
+                "project's entities to find its name",
+                "List the project's entities (tribal_entities, GET /v1/entities, `tribalmemory "
+                "entities`), or search them with a part of the name (query).",
             )
         writing = [m for m, _ in found]
         ids = [m.id for m in writing]

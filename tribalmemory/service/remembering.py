@@ -252,5 +252,6 @@ def refuse_corrected(old: Memory) -> None:
     if old.superseded_by is not None:
         raise Conflict(
             f"memory {old.id} is already corrected by {old.superseded_by}; correct that "
-            "memory instead"
+            "memory instead",
+            f"Correct {old.superseded_by} (the newer memory) with the same call.",
         )
