@@ -48,6 +48,8 @@ def test_a_named_period(query: str, start: datetime, end: datetime, text: str) -
         "the 31 February thing",  # no such day
         "between 3 May 2023 and 9 May 2023",  # two periods: none single
         "how do we rotate the refresh tokens",
+        "what happened on 5 March 1899",  # a year the rules do not read: not this year's day
+        "the launch on March 5, 2150",
     ],
 )
 def test_no_period(query: str) -> None:

@@ -55,6 +55,7 @@ MONTHS = {
 _MONTH = "(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?<![\d:./-])(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
+_NO_YEAR = r"(?!,?\s+\d{3,4}\b)"  # a year outside 1900-2099 is not this year's day
 
 # Most specific first: a day before a month before a year.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -63,8 +64,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("day", rf"\b{_YEAR}-(?P<month_number>[01]\d)-(?P<day>[0-3]\d)\b"),
         ("day", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b"),
         ("day", rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b"),
-        ("day", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?![\w-])"),
-        ("day", rf"\b{_MONTH}\s+{_DAY}(?![\w:.-])"),
+        ("day", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?![\w-]){_NO_YEAR}"),
+        ("day", rf"\b{_MONTH}\s+{_DAY}(?![\w:.-]){_NO_YEAR}"),
         ("month", rf"\b{_MONTH},?\s+{_YEAR}\b"),
         ("month", rf"\b(?:in|during|since|throughout)\s+(?:early\s+|late\s+|mid-?)?{_MONTH}\b"),
         ("year", rf"\b(?:in|during|throughout)\s+{_YEAR}\b"),
