@@ -222,6 +222,33 @@ async def test_merge_keeps_the_larger_and_the_absorbed_id_names_it(rt: Runtime) 
     assert (await rt.api.episode_get(auth))["episode"]["summary_status"] == "current"
 
 
+async def test_an_absorbed_id_follows_its_survivor_merged_or_deleted_in_turn(
+    rt: Runtime,
+) -> None:
+    """The absorbed id once named its survivor even after that one was merged or deleted in
+    turn: an id that no longer answered."""
+    auth, db, _ = await two_threads(rt)
+    await rt.api.episode_merge(db, auth)
+    hosts = ["bastion", "vault", "gitlab", "grafana", "kafka", "redis", "minio", "jenkins"]
+    bigger = [
+        (await rt.api.remember(f"The {host} host rotates its TLS keys every {n + 20} days."))[
+            "memory_id"
+        ]
+        for n, host in enumerate(hosts)  # one more than the survivor's 7: it keeps its id
+    ]
+    last = (await rt.api.episode_create("Key rotation", bigger))["episode_id"]
+    await rt.api.episode_merge(auth, last)
+    with pytest.raises(NotFound, match=f"merged into {auth}, then {last}; use {last}") as caught:
+        await rt.api.episode_get(db)
+    assert caught.value.detail == {"merged_into": last}
+    await rt.api.episode_delete(last)
+    with pytest.raises(
+        NotFound,
+        match=f"no episode with id {db}: it was merged into {auth}, then {last}, which was deleted",
+    ):
+        await rt.api.episode_get(db)
+
+
 async def test_merge_refuses_itself_and_unknown_ids(rt: Runtime) -> None:
     auth, db, _ = await two_threads(rt)
     with pytest.raises(InvalidInput, match="other_id names the episode itself"):

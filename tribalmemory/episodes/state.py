@@ -41,6 +41,7 @@ DETECTOR_SAVE_EVERY = 25
 FEATURES_INLINE = 8  # features of at most this many memories are built on the event loop
 MAX_NOTED = 50_000  # memory projects kept in mind beyond the seeds'
 REPRESENTATIVE_POOL = 64
+MAX_MERGE_CHAIN = 50  # merges followed from a gone episode to the one that holds its memories
 """The latest members of an episode among which a prompt's are chosen."""
 
 
@@ -321,17 +322,31 @@ class EngineState:
         """The episode, or NotFound with a message for the client."""
         row = self.store.episodes.get(episode_id)
         if row is None:
-            fate = self.store.history.fate(episode_id)
-            if fate is not None and fate["action"] == "merged_into":
-                survivor = json.loads(fate["details"]).get("episode_id")
-                raise NotFound(
-                    f"no episode with id {episode_id}: it was merged into {survivor}; use that id",
+            raise self._gone(episode_id)
+        return row
+
+    def _gone(self, episode_id: str) -> NotFound:
+        """Why ``episode_id`` is not found: never was, deleted, or merged into another, which
+        may itself have been merged or deleted since (the chain is followed to its end)."""
+        chain = [episode_id]
+        while len(chain) <= MAX_MERGE_CHAIN:
+            fate = self.store.history.fate(chain[-1])
+            if fate is None or fate["action"] != "merged_into":
+                break
+            survivor = json.loads(fate["details"]).get("episode_id")
+            if not survivor or survivor in chain:
+                break
+            chain.append(survivor)
+            if self.store.episodes.get(survivor) is not None:
+                merges = ", then ".join(chain[1:])
+                return NotFound(
+                    f"no episode with id {episode_id}: it was merged into {merges}; use {survivor}",
                     {"merged_into": survivor},
                 )
-            if fate is not None:
-                raise NotFound(f"no episode with id {episode_id}: it was deleted")
-            raise NotFound(f"no episode with id {episode_id}; list episodes to find its id")
-        return row
+        if len(chain) == 1 and fate is None:
+            return NotFound(f"no episode with id {episode_id}; list episodes to find its id")
+        merged = f" it was merged into {', then '.join(chain[1:])}, which" if chain[1:] else " it"
+        return NotFound(f"no episode with id {episode_id}:{merged} was deleted")
 
     def record(
         self,
