@@ -221,6 +221,11 @@ def test_cli_outside_a_repository(
     code, out, _ = cli(capsys, "recall", QUERY, *config)
     assert out.startswith("No memories in project 'downloads' (from the working directory ")
     assert "memories are in other projects (beta " in out
+    # a project that holds memories, whose filters left none: not sent to other projects
+    code, out, _ = cli(capsys, "recall", QUERY, "--project", "beta", "--tag", "nope", *config)
+    said = "No memory of project 'beta' (from --project) matches what was asked ("
+    assert code == 0 and out.startswith(said)
+    assert "add --all-projects" not in out
 
     code, _, err = cli(capsys, "remember", "Nowhere.", "--project", "*", *config)
     assert code == 2 and "'*' (all projects) is only for reads" in err

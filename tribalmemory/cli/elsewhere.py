@@ -20,10 +20,17 @@ def nothing_found(
 ) -> str:
     """The lines for a read of ``project`` (from ``source``) that found no ``noun``, given
     ``GET /v1/projects``' list; ``key`` is the count of the list to read (``episodes``,
-    ``memories``)."""
+    ``memories``). A project that holds some was read, and its filters matched none: the
+    other projects are not the answer then."""
     if project == ALL_PROJECTS:
         return f"No {plural(noun)} in any project."
     origin = f" (from {source})" if source else ""
+    own = next((p[key] for p in listed if p["name"] == project), 0)
+    if own:  # the project is not empty: the query and its filters left nothing
+        return (
+            f"No {noun} of project '{project}'{origin} matches what was asked (it holds "
+            f"{counted(own, noun)})."
+        )
     head = f"No {plural(noun)} in project '{project}'{origin}."
     others = [p for p in listed if p["name"] != project and p.get(key)]
     if not others:
