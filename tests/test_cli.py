@@ -135,6 +135,25 @@ def test_extra_words_are_the_commands_error_with_the_quoted_text(capsys: Capture
         )
 
 
+def test_an_errors_detail_is_printed_for_people(capsys: Capture) -> None:
+    """A mapping a ``key: value`` a line and a list an item a line (both were one line of
+    JSON: ``{"merged_into": ...}`` under a merged episode's error)."""
+    from tribalmemory.cli.main import _fail
+
+    _fail("no episode with id ep-1: it was merged into ep-2; use ep-2", {"merged_into": "ep-2"})
+    _fail("2 problems", ["line 3: not JSON", {"line": 9, "error": "no id"}])
+    _fail("plain", "Send a shorter content.")
+    assert capsys.readouterr().err.splitlines() == [
+        "tribalmemory: no episode with id ep-1: it was merged into ep-2; use ep-2",
+        "  merged_into: ep-2",
+        "tribalmemory: 2 problems",
+        "  line 3: not JSON",
+        '  {"line": 9, "error": "no id"}',
+        "tribalmemory: plain",
+        "  Send a shorter content.",
+    ]
+
+
 # -- local mode ------------------------------------------------------------------------------------
 
 

@@ -425,10 +425,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, detail: Any = None) -> None:
+    """The error on stderr, then its detail: a hint as it is, a list an item a line, a mapping
+    a ``key: value`` a line."""
     print(f"tribalmemory: {clean(message)}", file=sys.stderr)
-    if detail not in (None, "", [], {}):
-        text = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False)
-        print(f"  {clean(text)}", file=sys.stderr)
+    if isinstance(detail, str):
+        lines = [detail] if detail else []
+    elif isinstance(detail, dict):
+        lines = [f"{key}: {_shown(value)}" for key, value in detail.items()]
+    elif isinstance(detail, list):
+        lines = [_shown(item) for item in detail]
+    else:
+        lines = [] if detail is None else [_shown(detail)]
+    for line in lines:
+        print(f"  {clean(line)}", file=sys.stderr)
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _config(args: argparse.Namespace) -> Config:
