@@ -110,7 +110,11 @@ def test_routes_need_the_token_once_it_exists(client: TestClient, runtime: Runti
 
 
 def test_cli_generate_and_rotate_take_effect_without_restart(
-    client: TestClient, runtime: Runtime, tm_home: Path, capsys: pytest.CaptureFixture[str]
+    client: TestClient,
+    runtime: Runtime,
+    tm_home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     config = str(tm_home / "config.yaml")
     assert main(["token", "show", "--config", config]) == 1
@@ -130,12 +134,25 @@ def test_cli_generate_and_rotate_take_effect_without_restart(
     assert client.get("/v1/stats", headers=bearer(first)).status_code == 401
     assert client.get("/v1/stats", headers=bearer(second)).status_code == 200
 
+    # each command is a process of its own: the first token, which an earlier command of
+    # this test process loaded from .env, is not a shell's variable
+    monkeypatch.delenv("TRIBAL_MEMORY_TOKEN", raising=False)
     capsys.readouterr()
     assert main(["token", "show", "--config", config]) == 0
     shown = capsys.readouterr().out
     assert second not in shown and second[:7] in shown
     assert main(["token", "show", "--reveal", "--config", config]) == 0
     assert capsys.readouterr().out.splitlines()[0] == second
+    # a token set in the shell wins over .env for every command: show says so, and that it
+    # is not the daemon's (show once printed the file's token and exited 0)
+    monkeypatch.setenv("TRIBAL_MEMORY_TOKEN", first)
+    assert main(["token", "show", "--config", config]) == 1
+    out, err = capsys.readouterr()
+    assert first[:7] in out and "from this shell's TRIBAL_MEMORY_TOKEN" in out
+    assert "this shell's TRIBAL_MEMORY_TOKEN is not the daemon's current token" in err
+    monkeypatch.setenv("TRIBAL_MEMORY_TOKEN", second)  # the same as .env's: the usual case
+    assert main(["token", "show", "--config", config]) == 0
+    assert "from this shell" not in capsys.readouterr().out
 
 
 def test_is_loopback() -> None:

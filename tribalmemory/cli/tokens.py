@@ -48,7 +48,13 @@ def token(args: argparse.Namespace, config: Config) -> int:
 
 
 def show(expected: str | None, env_file: Path, reveal: bool) -> int:
-    value = read_env_value(env_file, TOKEN_ENV)
+    """The token the CLI and ``tribalmemory mcp`` send: the shell's ``TRIBAL_MEMORY_TOKEN``
+    when set (it wins over the file), else the file's; exit 1 when it is not the daemon's."""
+    in_file = read_env_value(env_file, TOKEN_ENV)
+    in_shell = os.environ.get(TOKEN_ENV) or None
+    if in_shell and in_shell != in_file:
+        return _show_shell(expected, in_shell, env_file, reveal)
+    value = in_file
     if not value:
         if expected is None:
             raise CliError(
@@ -67,4 +73,16 @@ def show(expected: str | None, env_file: Path, reveal: bool) -> int:
         )
     if expected is None:
         print("(the daemon does not require it: its auth.json is missing)")
+    return 0
+
+
+def _show_shell(expected: str | None, value: str, env_file: Path, reveal: bool) -> int:
+    """``show`` of a token set in the shell that differs from the file's."""
+    print(value if reveal else mask(value))
+    print(f"(from this shell's {TOKEN_ENV}, which wins over {env_file})")
+    if expected is not None and hash_token(value) != expected:
+        raise CliError(
+            f"the token in this shell's {TOKEN_ENV} is not the daemon's current token; "
+            f"unset it to use the one in {env_file}, or set it to the daemon's"
+        )
     return 0
