@@ -417,6 +417,7 @@ def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:
     assert code == 1 and episode in err
     spent = run_json(capsys, "costs", "--config", config)
     assert spent["calls"] == spent["spend_usd"] == 0 and spent["by_episode"] == {}  # no LLM key
+    assert spent["llm"]["state"] == "offline"  # checked before printing: it said "starting"
 
 
 # -- against a running daemon ----------------------------------------------------------------------

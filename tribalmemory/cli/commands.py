@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -211,8 +212,17 @@ async def sessions(api: Api, args: argparse.Namespace) -> int:
     return 0
 
 
+LLM_CHECK_SECONDS = 20.0  # the first check imports litellm: seconds on a busy machine
+
+
 async def costs(api: Api, args: argparse.Namespace) -> int:
+    """The month's spend and the LLM's state; a store opened here (no daemon) waits for its
+    first check of the LLM instead of printing ``starting``."""
     result = await api.episode_costs()
+    deadline = time.monotonic() + LLM_CHECK_SECONDS
+    while (result.get("llm") or {}).get("state") == "starting" and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        result = await api.episode_costs()
     print_json(result) if args.json else print_mapping(result)
     return 0
 
