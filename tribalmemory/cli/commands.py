@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from ..client import daemon_url, find_daemon
@@ -250,7 +252,10 @@ def status(args: argparse.Namespace, config: Config) -> int:
             print_json({"daemon": daemon})
         else:
             print(f"daemon: not running (nothing answers at {url}; data folder {config.data_path})")
-            print("start it with `tribalmemory service start` (or `tribalmemory serve`)")
+            given = getattr(args, "config", None)  # the same data folder's daemon, as typed
+            extra = f" --config {shlex.quote(str(Path(given).resolve()))}" if given else ""
+            start, serve = f"tribalmemory service start{extra}", f"tribalmemory serve{extra}"
+            print(f"start it with `{start}` (or `{serve}`)")
         return 3
     return asyncio.run(_running_status(client, args, url))
 
