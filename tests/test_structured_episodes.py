@@ -242,8 +242,22 @@ async def test_lessons_and_decisions_are_recalled_and_go_with_their_episode(
     # the memory the lesson was read from answers; the lesson is not shown beside it
     # (service/ranking.py); once that memory is gone, plain recall would show the lesson
     assert ids[3] in shown and lesson["id"] not in shown
-    with pytest.raises(InvalidInput, match="is a lesson of episode"):
+    with pytest.raises(InvalidInput, match="is a lesson of episode") as caught:
         await rt.api.forget(lesson["id"])
+    # what to do, at every door (the message named an HTTP route to agents and CLI users)
+    assert caught.value.detail == (
+        f"update: tribal_episode_update (structured), PATCH /v1/episodes/{episode_id} "
+        f"(structured); delete: tribal_episode_delete, DELETE /v1/episodes/{episode_id}, "
+        f"tribalmemory episodes delete {episode_id}"
+    )
+    summary = (await rt.api.episode_get(episode_id))["episode"]["summary_memory_id"]
+    with pytest.raises(InvalidInput, match="is the summary of episode") as caught:
+        await rt.api.forget(summary)
+    regenerate = (
+        f"regenerate: tribal_episode_regenerate, POST /v1/episodes/{episode_id}/regenerate, "
+        f"tribalmemory episodes regenerate {episode_id}; delete: "
+    )
+    assert caught.value.detail.startswith(regenerate)
     # Forgetting the memory the lesson rests on removes the lesson at once.
     await rt.api.forget(ids[3])
     assert not [m for m in await lesson_hits(rt, "multi-tab flows") if m["source_type"] == "LESSON"]

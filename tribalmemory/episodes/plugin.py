@@ -201,14 +201,16 @@ class EpisodePlugin:
         if memory.source_type is SourceType.EPISODE_SUMMARY:
             raise InvalidInput(
                 f"memory {memory.id} is the summary of episode {episode_id}; delete the "
-                f"episode (DELETE /v1/episodes/{episode_id}) or regenerate its summary instead"
+                "episode or regenerate its summary instead",
+                episode_doors(episode_id, "regenerate", "delete"),
             )
         if memory.source_type in ENGINE_WRITTEN:
             kind = memory.source_type.value
             raise InvalidInput(
                 f"memory {memory.id} is a {kind} of episode {episode_id}; edit the episode's "
-                f"{kind}s (PATCH /v1/episodes/{episode_id} with structured.{kind}s), forget "
-                "the memory it rests on, or delete the episode"
+                f"{kind}s (its structured record's), forget the memory it rests on, or delete "
+                "the episode",
+                episode_doors(episode_id, "update", "delete"),
             )
 
     @hookimpl
@@ -238,3 +240,30 @@ class EpisodePlugin:
     @hookimpl
     def stats(self) -> dict[str, Any]:
         return {"episodes": self.store.episodes.status_counts()}
+
+
+DOORS = {
+    "regenerate": (
+        "tribal_episode_regenerate",
+        "POST /v1/episodes/{id}/regenerate",
+        "tribalmemory episodes regenerate {id}",
+    ),
+    "delete": (
+        "tribal_episode_delete",
+        "DELETE /v1/episodes/{id}",
+        "tribalmemory episodes delete {id}",
+    ),
+    "update": (
+        "tribal_episode_update (structured)",
+        "PATCH /v1/episodes/{id} (structured)",
+    ),
+}
+"""Each episode action as an agent, an HTTP client and a person at a terminal call it."""
+
+
+def episode_doors(episode_id: str, *actions: str) -> str:
+    """What to do, at every door: ``regenerate: tribal_episode_regenerate, POST ...``."""
+    return "; ".join(
+        f"{action}: " + ", ".join(door.format(id=episode_id) for door in DOORS[action])
+        for action in actions
+    )

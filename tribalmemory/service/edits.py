@@ -31,7 +31,8 @@ class EditOperations(RememberOperations):
         if old.source_type in ENGINE_WRITTEN:
             raise InvalidInput(
                 f"memory {old.id} is an episode's {old.source_type.value}; correct the memories "
-                "it rests on or edit the episode (PATCH /v1/episodes/{id})"
+                "it rests on or edit the episode's structured record (tribal_episode_update, "
+                "PATCH /v1/episodes/{id})"
             )
         refuse_corrected(old)
         as_new = RememberRequest.model_construct(
