@@ -80,6 +80,22 @@ def test_the_page_never_puts_the_token_in_a_url() -> None:
     assert "localStorage" not in script  # gone when the tab closes
 
 
+def test_every_text_the_page_shows_goes_through_clean() -> None:
+    """A memory's U+202E shown raw reverses the text after it (a name can be spoofed) and an
+    ESC shows as a glyph: each place app.js puts text in the page (text content, a tooltip, a
+    text node, an option, a timeline bar's HTML) takes it from ``clean()`` (lanes.js), which
+    escapes them as the CLI does; none writes HTML itself."""
+    script = (STATIC_DIR / "app.js").read_text(encoding="utf-8")
+    sinks = re.findall(
+        r"(\.textContent\s*=(?!=)|\.title\s*=(?!=)|\.innerText\s*=(?!=)|createTextNode\(|"
+        r"new Option\(|escapeHtml\()\s*(.{0,6})",
+        script,
+    )
+    assert len(sinks) >= 6, sinks
+    assert [sink for sink, given in sinks if not given.startswith("clean(")] == []
+    assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", script)
+
+
 def test_every_route_the_page_reads_is_served() -> None:
     """The page's data comes from the API's own routes (a typo would be a 404 in the page's
     error line): each ``/v1`` path in app.js, its ``${…}`` parts as path parameters, is one

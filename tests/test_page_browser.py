@@ -22,6 +22,7 @@ import pytest
 from fakellm import FakeLLM, Reply
 from helpers_http import LOCAL, Daemon, start_daemon
 
+from tribalmemory.cli.output import UNSAFE, clean
 from tribalmemory.interfaces.auth import generate_token, token_store
 from tribalmemory.timeutil import parse_iso
 
@@ -637,3 +638,121 @@ def entities_found(http: httpx.Client, deadline: float = 60.0) -> None:
             return
         time.sleep(0.1)
     pytest.fail(f"the entity work did not finish within {deadline} s")
+
+
+RLO, PDF, LRI, PDI, ESC = "\u202e", "\u202c", "\u2066", "\u2069", "\x1b"
+# Each text node and tooltip of the page that still holds a character the CLI escapes.
+RAW_TEXTS = """(pattern) => {
+  const unsafe = new RegExp(pattern);
+  const found = [];
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walk.nextNode()) found.push(walk.currentNode.data);
+  for (const node of document.querySelectorAll("[title]")) found.push(node.title);
+  return found.filter((text) => unsafe.test(text));
+}"""
+
+
+def test_the_page_cleans_text_as_the_cli_does(daemon: Daemon, browser: Any) -> None:
+    """lanes.js's clean() escapes exactly the characters the CLI's clean() escapes, the same
+    way (``\\x1b``, ``\\u202e``), over every character of the Basic Multilingual Plane."""
+    page, problems = open_page(browser, daemon.url)
+    text = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF) + "\U0001f600"
+    shown = page.evaluate("async (text) => (await import('/page/lanes.js')).clean(text)", text)
+    assert shown == clean(text)
+    assert clean(RLO + ESC) == "\\u202e\\x1b"
+    page.close()
+
+
+def test_bidi_overrides_and_control_characters_show_as_escapes_in_every_view(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A memory holding U+202E then ``gnp.exe`` was shown reversed (a name can be spoofed) and
+    an ESC as a glyph. Two episodes (the second continues the first and is caused by it, with a
+    note), titles, memories and the agent's name holding bidi overrides, isolates and control
+    characters: the bars, their tooltips, the search results, the episode view (title, chain,
+    causes and their notes, memories), the entity view and an error show each as its escape,
+    and no text or tooltip of the page holds one raw."""
+    running = start_daemon(
+        tmp_path, episodes={"detector_strategy": "embedding", "summary_debounce_seconds": 0}
+    )
+    agent = f"agent{RLO}x"
+    notes = [
+        ("2025-03-03T09:00:00Z", f"Paid the Stripe invoice {RLO}gnp.exe{PDF} for Acme{ESC}[2J."),
+        ("2025-03-04T09:00:00Z", f"Stripe refunded the invoice {LRI}twice{PDI}\x85 by mistake."),
+    ]
+    titles = [f"Invoice {RLO}gnp.exe{ESC}", f"Refund {LRI}follow-up{PDI}\u200f"]
+    note = f"the refund answers{RLO} the payment\x07"
+    failure = f"queue {RLO}full{ESC}"
+    try:
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=60) as http:
+            ids = [
+                http.post(
+                    "/v1/remember", json={"content": c, "created_at": w, "source_instance": agent}
+                ).json()["memory_id"]
+                for w, c in notes
+            ]
+            entities_found(http)
+            first = http.post(
+                "/v1/episodes", json={"title": titles[0], "memory_ids": [ids[0]]}
+            ).json()["episode_id"]
+            second = http.post(
+                "/v1/episodes",
+                json={"title": titles[1], "memory_ids": [ids[1]], "parent_episode_id": first},
+            ).json()["episode_id"]
+            settle(http)
+            linked = http.post("/v1/causes", json={"cause": first, "effect": second, "note": note})
+            assert linked.status_code == 200, linked.text
+
+        page, problems = open_page(browser, running.url)
+        page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+
+        def raw_texts() -> list[str]:
+            return page.evaluate(RAW_TEXTS, UNSAFE.pattern)
+
+        # The bars and their tooltips.
+        bar = page.locator(".vis-item.vis-range", has_text="Invoice")
+        expect(bar).to_have_text(clean(titles[0]), timeout=WAIT_MS)
+        bar.hover()
+        expect(page.locator(".vis-tooltip")).to_contain_text(clean(titles[0]), timeout=WAIT_MS)
+        assert raw_texts() == []
+
+        # The search results.
+        page.fill("#search", "Stripe invoice")
+        page.press("#search", "Enter")
+        expect(page.locator(f"#search-results li[data-id='{first}']")).to_have_text(
+            f"{clean(titles[0])} (active, 2025-03-03 09:00)", timeout=WAIT_MS
+        )
+
+        # The episode view: title, chain, causes (the note as tooltip), memories and who wrote them.
+        page.locator(".vis-item.vis-range", has_text="Refund").click()
+        page.wait_for_selector(f"#ep-effects[data-episode='{second}']", timeout=WAIT_MS)
+        expect(page.locator("#ep-title")).to_have_text(clean(titles[1]))
+        expect(page.locator("#ep-chain li").first).to_contain_text(clean(titles[0]))
+        cause = page.locator("#ep-causes li").first
+        expect(cause.locator(".node")).to_have_text(f"episode: {clean(titles[0])}")
+        assert cause.get_attribute("title") == clean(note)
+        memory = page.locator(f"#ep-memories li[data-id='{ids[1]}']")
+        expect(memory).to_contain_text(clean(notes[1][1]))
+        expect(memory.locator(".when")).to_contain_text(clean(agent))
+
+        # The entity view: the memories naming it.
+        page.locator("#ep-entities .entity[data-name='stripe']").click()
+        expect(page.locator("#entity")).to_be_visible(timeout=WAIT_MS)
+        expect(page.locator(f"#en-memories li[data-id='{ids[0]}']")).to_contain_text(
+            clean(notes[0][1])
+        )
+        page.click("#entity-close")
+
+        # An error.
+        page.route(
+            "**/regenerate", lambda route: route.fulfill(status=500, json={"error": failure})
+        )
+        page.click("#ep-regenerate-go")
+        expect(page.locator("#error")).to_have_text(f"500: {clean(failure)}", timeout=WAIT_MS)
+
+        assert raw_texts() == []
+        page.screenshot(path=str(tmp_path / "escaped.png"), full_page=True)
+        assert [p for p in problems if "500" not in p] == []
+        page.close()
+    finally:
+        running.stop()

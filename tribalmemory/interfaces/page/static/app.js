@@ -3,7 +3,7 @@
 // All data comes from the /v1 routes; the token (when the daemon has one) is kept in
 // sessionStorage and sent as a bearer header, never in a URL.
 import Arrow from "/page/vendor/timeline-arrows/arrow.js";
-import { barOf, colourOf, counted, escapeHtml, packLanes } from "/page/lanes.js";
+import { barOf, clean, colourOf, counted, escapeHtml, packLanes } from "/page/lanes.js";
 
 const vis = window.vis;
 const TOKEN_KEY = "tribalmemory.token";
@@ -37,14 +37,27 @@ async function api(method, path, body) {
   return data;
 }
 
+// Every text the page shows goes through clean() (lanes.js), here or in el(): memories,
+// titles, names and errors come from agents, and a bidirectional override or a control
+// character in them is shown as its escape (\u202e), never obeyed.
+function setText(node, text) {
+  node.textContent = clean(text);
+}
+
+function setTip(node, text) {
+  node.title = clean(text);
+}
+
+const textNode = (text) => document.createTextNode(clean(text));
+
 function showError(err) {
   if (err instanceof AuthNeeded) return showLogin(err.message);
-  $("error").textContent = String(err.message || err);
+  setText($("error"), String(err.message || err));
 }
 
 function el(tag, text, cls) {
   const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = text;
+  if (text !== undefined && text !== null) setText(node, text);
   if (cls) node.className = cls;
   return node;
 }
@@ -57,7 +70,7 @@ const day = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "—");
 function showLogin(message) {
   $("login").hidden = false;
   $("timeline-view").hidden = $("health-view").hidden = $("episode").hidden = $("entity").hidden = true;
-  $("login-error").textContent = sessionStorage.getItem(TOKEN_KEY) ? message : "";
+  setText($("login-error"), sessionStorage.getItem(TOKEN_KEY) ? message : "");
 }
 
 $("login-form").addEventListener("submit", (event) => {
@@ -96,7 +109,7 @@ async function loadProjects() {
   state.projects = projects;
   const select = $("f-project");
   const current = select.value;
-  const options = projects.map((p) => new Option(`${p.name} (${counted(p.episodes, "episode")})`, p.name));
+  const options = projects.map((p) => new Option(clean(`${p.name} (${counted(p.episodes, "episode")})`), p.name));
   select.replaceChildren(select.options[0], ...options);
   select.value = projects.some((p) => p.name === current) ? current : ALL_PROJECTS;
 }
@@ -125,7 +138,7 @@ async function loadEpisodes() {
 function fillChoices(select, values) {
   const current = select.value;
   const kept = select.options[0];
-  select.replaceChildren(kept, ...[...values].sort().map((v) => new Option(v, v)));
+  select.replaceChildren(kept, ...[...values].sort().map((v) => new Option(clean(v), v)));
   select.value = values.has(current) ? current : "";
 }
 
@@ -143,8 +156,8 @@ function render(episodes) {
       group: lane.get(ep.id),
       start: bar.start,
       end: bar.end,
-      content: escapeHtml(ep.title),
-      title: escapeHtml(`${ep.title}\n${ep.project} · ${ep.status} · ${ep.outcome || "outcome unknown"} · ${counted(ep.memory_count, "memory")}`),
+      content: escapeHtml(clean(ep.title)),
+      title: escapeHtml(clean(`${ep.title}\n${ep.project} · ${ep.status} · ${ep.outcome || "outcome unknown"} · ${counted(ep.memory_count, "memory")}`)),
       className: colourOf(ep),
     };
   });
@@ -182,9 +195,12 @@ function render(episodes) {
   const tags = new Set(episodes.flatMap((e) => e.tags || []));
   fillChoices($("f-tag"), tags);
   const where = project() && project() !== ALL_PROJECTS ? ` of project ${project()}` : "";
-  $("summary-line").textContent = state.episodesOff
-    ? "Episodes are off on this daemon (episodes.enabled: false)."
-    : `${counted(episodes.length, "episode")}${where} in ${counted(count, "lane")}, ${counted(links.length, "chain link")}`;
+  setText(
+    $("summary-line"),
+    state.episodesOff
+      ? "Episodes are off on this daemon (episodes.enabled: false)."
+      : `${counted(episodes.length, "episode")}${where} in ${counted(count, "lane")}, ${counted(links.length, "chain link")}`,
+  );
 }
 
 function zoom(days) {
@@ -247,12 +263,14 @@ async function openEpisode(id) {
   state.open = ep.id;
   $("episode").hidden = false;
   $("entity").hidden = true; // an entity's view, if open, was about another episode
-  $("ep-title").textContent = ep.title;
-  $("ep-meta").textContent =
+  setText($("ep-title"), ep.title);
+  setText(
+    $("ep-meta"),
     `${ep.id} · project ${ep.project} · ${ep.status} · outcome ${ep.outcome || "unknown"} · ${counted(ep.memory_count, "memory")} · ` +
-    `${day(ep.time_span.start)} → ${day(ep.time_span.end)} · cost ${usd(ep.cost_usd)}`;
-  $("ep-summary-kind").textContent = `(${ep.summary_kind}, ${ep.summary_status})`;
-  $("ep-summary").textContent = ep.summary || "no summary yet";
+      `${day(ep.time_span.start)} → ${day(ep.time_span.end)} · cost ${usd(ep.cost_usd)}`,
+  );
+  setText($("ep-summary-kind"), `(${ep.summary_kind}, ${ep.summary_status})`);
+  setText($("ep-summary"), ep.summary || "no summary yet");
   $("ep-close-go").hidden = ep.status !== "active";
   structured(ep.structured);
   for (const list of [$("ep-causes"), $("ep-effects")]) {
@@ -262,15 +280,15 @@ async function openEpisode(id) {
   const named = $("ep-entities");
   named.replaceChildren();
   for (const [i, entity] of (got.entities || []).entries()) {
-    if (i) named.append(document.createTextNode(" · "));
+    if (i) named.append(textNode(" · "));
     const doubted = entity.doubted ? ", doubted" : "";
     const link = el("span", `${entity.name} (${entity.kind}, ${entity.mentions}${doubted})`, "entity");
     link.dataset.name = entity.name;
-    link.title = "Open this entity: its episodes and memories";
+    setTip(link, "Open this entity: its episodes and memories");
     link.addEventListener("click", () => openEntity(entity.name, ep.project).catch(showError));
     named.append(link);
   }
-  if (!named.childNodes.length) named.textContent = "none found";
+  if (!named.childNodes.length) setText(named, "none found");
   const chainList = $("ep-chain");
   chainList.replaceChildren();
   for (const link of chain.chain) {
@@ -284,10 +302,10 @@ async function openEpisode(id) {
     const item = el("li", null, memory.key_moment ? "key-moment" : "");
     item.dataset.id = memory.memory_id;
     item.append(el("span", `${day(memory.created_at)} ${memory.source_instance}`, "when"));
-    item.append(document.createTextNode(`${memory.key_moment ? "★ " : ""}${memory.content}`));
+    item.append(textNode(`${memory.key_moment ? "★ " : ""}${memory.content}`));
     const remove = el("button", "remove");
     remove.type = "button";
-    remove.title = "Remove this memory from the episode (the memory stays)";
+    setTip(remove, "Remove this memory from the episode (the memory stays)");
     remove.addEventListener("click", () =>
       edit("DELETE", `/v1/episodes/${ep.id}/memories/${memory.memory_id}`, undefined, "removed"),
     );
@@ -389,15 +407,15 @@ function fillCausal(list, rows, named, own, causes) {
     const other = named.get(row.other);
     const end = el("span", other.label, other.open ? "node opens" : "node");
     if (other.open) {
-      end.title = "Open it";
+      setTip(end, "Open it");
       end.addEventListener("click", () => other.open().catch(showError));
     }
     const here = el("span", own.get(row.here), "here");
-    const arrow = document.createTextNode(" → ");
+    const arrow = textNode(" → ");
     if (causes) item.append(end, arrow, here);
     else item.append(here, arrow, end);
     item.append(el("span", `${row.link.source}, ${confidence(row.link.confidence)}`, "how"));
-    if (row.link.note) item.title = row.link.note;
+    if (row.link.note) setTip(item, row.link.note);
     list.append(item);
   }
   if (!rows.length) list.append(el("li", "none known"));
@@ -406,12 +424,12 @@ function fillCausal(list, rows, named, own, causes) {
 async function edit(method, path, body, done) {
   try {
     const answer = await api(method, path, body);
-    $("ep-action-result").textContent = done;
+    setText($("ep-action-result"), done);
     const id = answer.episode_id || (answer.episode && answer.episode.id) || state.open;
     await refresh();
     await openEpisode(id);
   } catch (err) {
-    $("ep-action-result").textContent = "";
+    setText($("ep-action-result"), "");
     showError(err);
   }
 }
@@ -449,12 +467,12 @@ async function openEntity(name, inProject) {
   const entity = found.entity;
   state.entity = { name: entity.name, project: found.project };
   $("entity").hidden = false;
-  $("en-name").textContent = entity.name;
+  setText($("en-name"), entity.name);
   const doubted = entity.doubted ? " · doubted (no mention vouches for it)" : "";
-  $("en-meta").textContent = `${entity.kind} · project ${found.project} · named in ${counted(entity.mentions, "memory")}${doubted}`;
+  setText($("en-meta"), `${entity.kind} · project ${found.project} · named in ${counted(entity.mentions, "memory")}${doubted}`);
   const also = found.also_written_as.length ? ` · also written as ${found.also_written_as.join(", ")} (counted here)` : "";
-  $("en-aliases").textContent = `Aliases: ${entity.aliases.join(", ") || "none"}${also}`;
-  $("en-seen").textContent = `First seen ${day(entity.first_seen_at)} · last seen ${day(entity.last_seen_at)}`;
+  setText($("en-aliases"), `Aliases: ${entity.aliases.join(", ") || "none"}${also}`);
+  setText($("en-seen"), `First seen ${day(entity.first_seen_at)} · last seen ${day(entity.last_seen_at)}`);
   const episodes = $("en-episodes");
   episodes.replaceChildren();
   for (const ep of [...found.episodes].sort(byTime("first_mention_at"))) {
@@ -468,15 +486,17 @@ async function openEntity(name, inProject) {
   }
   if (!found.episodes.length) episodes.append(el("li", "in no episode"));
   const shown = [...found.memories].sort(byTime("created_at"));
-  $("en-memories-note").textContent =
-    shown.length < found.memory_count ? `(time order, the latest ${shown.length} of ${found.memory_count})` : "(time order)";
+  setText(
+    $("en-memories-note"),
+    shown.length < found.memory_count ? `(time order, the latest ${shown.length} of ${found.memory_count})` : "(time order)",
+  );
   const memories = $("en-memories");
   memories.replaceChildren();
   for (const memory of shown) {
     const item = el("li");
     item.dataset.id = memory.memory_id;
     item.append(el("span", day(memory.created_at), "when"));
-    item.append(document.createTextNode(memory.content));
+    item.append(textNode(memory.content));
     memories.append(item);
   }
 }
@@ -499,31 +519,37 @@ const QUIET_LLM_STATES = new Set(["offline", "disabled"]);
 function llmBadge(llm) {
   const badge = $("llm-badge");
   if (!llm) {
-    badge.textContent = "episodes off";
+    setText(badge, "episodes off");
     return;
   }
   // offline (no API key configured) and disabled are modes, not faults: neutral, extractive.
   const mode = QUIET_LLM_STATES.has(llm.state);
   // degraded: the provider answers, but the last calls got no usable answer.
   const failed = llm.state === "degraded" ? ` (${counted(llm.consecutive_failures, "failed call")} in a row)` : "";
-  badge.textContent = `LLM: ${llm.state}${mode ? ", extractive" : failed}`;
+  setText(badge, `LLM: ${llm.state}${mode ? ", extractive" : failed}`);
   const look = llm.state === "ready" ? "ready" : mode || llm.state === "starting" ? "neutral" : "degraded";
   badge.className = `badge ${look}`;
-  badge.title = [llm.reason, llm.fallback].filter(Boolean).join(". ");
+  setTip(badge, [llm.reason, llm.fallback].filter(Boolean).join(". "));
 }
 
 async function loadHealth() {
   const health = await api("GET", "/v1/health");
   llmBadge(health.llm);
   const llm = health.llm;
-  $("llm-state").textContent = llm
-    ? `${llm.state}${llm.reason ? `: ${llm.reason}` : ""}${llm.fallback ? ` — fallback: ${llm.fallback}` : ""}`
-    : "The episode engine is off.";
+  setText(
+    $("llm-state"),
+    llm
+      ? `${llm.state}${llm.reason ? `: ${llm.reason}` : ""}${llm.fallback ? ` — fallback: ${llm.fallback}` : ""}`
+      : "The episode engine is off.",
+  );
   const queue = health.episodes;
-  $("queue").textContent = queue
-    ? `${counted(queue.queue_depth, "job")} waiting, oldest ${ageText(queue.oldest_pending_age_seconds)}; ` +
-      `${counted(queue.active_episodes, "active episode")}; ${counted(queue.classify_waiting, "memory")} waiting for the LLM`
-    : "no episode queue (episodes are off)";
+  setText(
+    $("queue"),
+    queue
+      ? `${counted(queue.queue_depth, "job")} waiting, oldest ${ageText(queue.oldest_pending_age_seconds)}; ` +
+          `${counted(queue.active_episodes, "active episode")}; ${counted(queue.classify_waiting, "memory")} waiting for the LLM`
+      : "no episode queue (episodes are off)",
+  );
   return health;
 }
 
@@ -535,17 +561,19 @@ async function loadSpend() {
     costs = await api("GET", "/v1/episodes/costs");
   } catch (err) {
     if (err instanceof AuthNeeded) throw err;
-    $("spend-total").textContent = `no spend figures: ${err.message}`;
+    setText($("spend-total"), `no spend figures: ${err.message}`);
     return;
   }
   const now = new Date();
   const month = costs.month || now.toISOString().slice(0, 7);
-  $("spend-month").textContent = month;
+  setText($("spend-month"), month);
   const ceiling = costs.ceiling_usd;
-  $("spend-total").textContent =
+  setText(
+    $("spend-total"),
     `${usd(costs.spend_usd)} spent, ${usd(costs.reserved_usd)} reserved` +
-    (ceiling == null ? ", no ceiling" : ` of the ${usd(ceiling)} ceiling (${usd(costs.remaining_usd)} left)`) +
-    ` · ${counted(costs.calls, "call")} (${costs.failed_calls || 0} failed, ${costs.denied_calls || 0} denied)`;
+      (ceiling == null ? ", no ceiling" : ` of the ${usd(ceiling)} ceiling (${usd(costs.remaining_usd)} left)`) +
+      ` · ${counted(costs.calls, "call")} (${costs.failed_calls || 0} failed, ${costs.denied_calls || 0} denied)`,
+  );
   const [year, mon] = month.split("-").map(Number);
   const days = new Date(Date.UTC(year, mon, 0)).getUTCDate();
   const items = [];
@@ -617,7 +645,7 @@ async function discoverFilters() {
 }
 
 async function start() {
-  $("error").textContent = "";
+  setText($("error"), "");
   try {
     await discoverFilters(); // first: whether episodes are listed by project
     const [episodes] = await Promise.all([loadEpisodes(), loadProjects()]);

@@ -35,6 +35,23 @@ export function colourOf(episode) {
   return `st-${episode.status} oc-${outcome}`;
 }
 
+// What tribalmemory/cli/output.py's clean() escapes: C0 controls but tab and newline, DEL,
+// C1 controls, bidirectional marks, overrides and isolates, line and paragraph separators.
+const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text from the daemon (memories, titles, names, errors: written by agents and whatever they
+ * read) made safe to show: each character that could reorder the text around it (U+202E then
+ * "gnp.exe" reads "exe.png") or hide in it is shown as its escape, `\u202e`, `\x1b`, as the
+ * CLI shows it.
+ */
+export function clean(text) {
+  return String(text ?? "").replace(UNSAFE, (c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}
+
 /** Text made safe for HTML. */
 export function escapeHtml(text) {
   return String(text ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
