@@ -744,6 +744,9 @@ def test_the_import_line_says_one_memory_and_one_episode() -> None:
     )
     dry = describe(report | {"dry_run": True, "new": 2, "episodes_new": 0})
     assert dry.startswith("Would import 2 new memories (") and "; 0 episodes to recreate" in dry
+    # nothing new: nothing embedded, nor said to be
+    again = report | {"stored": 0, "existing": 1, "vectors_used": False, "episodes_created": 0}
+    assert describe(again).startswith("Imported 0 new memories (1 already stored, 1 in the file);")
     # A user's causal links, when the file has any (an older daemon's answer counts none).
     links = {"causes": 2, "causes_created": 1, "causes_existing": 0}
     skipped = {"causes_skipped": {"node not in the import": 1}}

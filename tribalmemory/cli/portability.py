@@ -129,9 +129,12 @@ def describe(report: dict[str, Any]) -> str:
     else:
         head = f"Imported {counted(report['stored'], 'new memory')}"
         episodes = f"{counted(report['episodes_created'], 'episode')} recreated"
-    vectors = "their vectors" if report["vectors_used"] else "embedding them"
+    added = report["new"] if report["dry_run"] else report["stored"]
+    vectors = (
+        "" if not added else ", their vectors" if report["vectors_used"] else ", embedding them"
+    )
     return (
-        f"{head} ({report['existing']} already stored, {report['memories']} in the file, "
+        f"{head} ({report['existing']} already stored, {report['memories']} in the file"
         f"{vectors}); {episodes} ({report['episodes_existing']} already stored, "
         f"{report['episodes']} in the file){_causes(report)}"
     )
