@@ -280,13 +280,13 @@ def running_pid(config: Config) -> int | None:
 
 
 def stop(args: argparse.Namespace, config: Config) -> int:
-    """``service stop``: SIGTERM the daemon of this data dir and wait until it has exited.
+    """``service stop``: SIGTERM the daemon of this data folder and wait until it has exited.
 
     Needs only the pid file: it works with a broken configuration file too.
     """
     pid = running_pid(config)
     if pid is None:
-        print("no daemon is running for this data dir")
+        print(f"no daemon is running for the data folder {config.data_path}")
         if getattr(args, "config_error", None) is not None:
             return 0
         try:
