@@ -173,6 +173,8 @@ def test_damaged_lines_are_named_by_number() -> None:
     assert "role must be one of user, assistant, system, tool, not 'bot'" in str(caught.value)
     with pytest.raises(TranscriptError, match="message 2: content must be a string"):
         read(json.dumps([MESSAGES[0], {"role": "user", "content": 7}]))
+    with pytest.raises(TranscriptError, match="role must be one of user, .*, missing"):
+        read(json.dumps([MESSAGES[0], {"content": "no role"}]))  # it said "not None"
 
 
 def test_a_damaged_indented_document_is_named_by_the_line_where_it_breaks() -> None:

@@ -61,7 +61,8 @@ def message(item: Any) -> tuple[dict[str, Any] | None, str | None]:
         return None, "a message must be an object with role and content"
     role = item.get("role")
     if role not in ROLES:
-        return None, f"role must be one of {', '.join(ROLES)}, not {role!r}"
+        given = "missing" if role is None else f"not {role!r}"
+        return None, f"role must be one of {', '.join(ROLES)}, {given}"
     content = _text(item.get("content"))
     if content is None and (item.get("tool_calls") or role in ("system", "tool")):
         content = ""  # an assistant's tool call, a message with nothing said: folded
