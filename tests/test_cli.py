@@ -461,7 +461,7 @@ def test_commands_use_the_daemon(daemon: Daemon, at_daemon: str, capsys: Capture
     assert code == 0
     assert LOCAL.get(f"{daemon.url}/v1/memory/{stored['memory_id']}").status_code == 404
     code, _, err = run(capsys, "reembed", "--config", at_daemon)
-    assert code == 1 and "stop it first" in err
+    assert code == 2 and "stop it first" in err  # held by another process, as doctor says
 
 
 def test_daemon_client_matches_the_api(daemon: Daemon) -> None:

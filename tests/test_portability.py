@@ -365,7 +365,7 @@ def test_backup_through_the_daemon_during_writes_restores_what_it_counted(
             thread.join()
     assert code == 0, err
     assert failures == []
-    assert refused[0] == 1 and "a daemon is running on this data folder" in refused[2]
+    assert refused[0] == 2 and "a daemon is running on this data folder" in refused[2]
     counted = json.loads(out)["memories"]
     home = tmp_path / "restored"
     config_path = write_config(home, episodes={"enabled": False})

@@ -206,7 +206,7 @@ async def _backup(args: argparse.Namespace, config: Config, dest: Path) -> dict[
 
 def restore(args: argparse.Namespace, config: Config) -> int:
     if find_daemon(config, config_path=args.config) is not None:
-        raise CliError("a daemon is running on this data folder; stop it first", 1)
+        raise CliError("a daemon is running on this data folder; stop it first", 2)
     source = Path(args.dir)
     try:
         manifest = backups.read_manifest(source.expanduser().resolve())

@@ -329,7 +329,8 @@ def reembed(args: argparse.Namespace, config: Config) -> int:
     if ours is not None:
         raise CliError(
             f"a daemon is running at {daemon_url(config)} and holds the store: stop "
-            "it first (`tribalmemory service stop`), then run reembed again"
+            "it first (`tribalmemory service stop`), then run reembed again",
+            2,  # the store is held by another process, as for doctor
         )
     from ..embeddings import load_embedder
     from ..portability.progress import bar, wanted
