@@ -756,3 +756,54 @@ def test_bidi_overrides_and_control_characters_show_as_escapes_in_every_view(
         page.close()
     finally:
         running.stop()
+
+
+# A box's scroll width and client width: wider content than the box overflows it.
+WIDTHS = "(box) => [box.scrollWidth, box.clientWidth]"
+
+
+def test_a_long_unbroken_token_wraps_inside_its_view(browser: Any, tmp_path: Path) -> None:
+    """A memory holding 140 ``A``s overflowed the episode panel (scroll width 1386 against a
+    client width of 602) and was cut off. With such a memory and a title of 190 ``B``s, the
+    search results, the episode view and the entity view wrap them: none is wider than its
+    box, and the memory ends inside the panel."""
+    running = start_daemon(
+        tmp_path, episodes={"detector_strategy": "embedding", "summary_debounce_seconds": 0}
+    )
+    content = f"Deploy of orders-svc failed with digest {'A' * 140} on the canary."
+    title = f"Deploy {'B' * 190}"
+    try:
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=60) as http:
+            memory = http.post(
+                "/v1/remember", json={"content": content, "created_at": "2025-03-03T09:00:00Z"}
+            ).json()["memory_id"]
+            http.post("/v1/episodes", json={"title": title, "memory_ids": [memory]})
+            settle(http)
+            entities_found(http)
+
+        page, problems = open_page(browser, running.url)
+        page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+        page.fill("#search", "orders-svc deploy digest")
+        page.press("#search", "Enter")
+        expect(page.locator("#search-results li").first).to_contain_text(title, timeout=WAIT_MS)
+        scroll, client = page.evaluate(WIDTHS, page.evaluate_handle("document.scrollingElement"))
+        assert scroll <= client
+
+        page.locator("#search-results li").first.click()
+        expect(page.locator("#ep-title")).to_have_text(title, timeout=WAIT_MS)
+        shown = page.locator(f"#ep-memories li[data-id='{memory}']")
+        expect(shown).to_contain_text(content)
+        scroll, client = page.locator("#episode").evaluate(WIDTHS)
+        assert scroll <= client
+        panel, item = page.locator("#episode").bounding_box(), shown.bounding_box()
+        assert panel and item and item["x"] + item["width"] <= panel["x"] + panel["width"]
+
+        page.locator("#ep-entities .entity[data-name='orders-service']").click()
+        expect(page.locator(f"#en-memories li[data-id='{memory}']")).to_contain_text(content)
+        scroll, client = page.locator("#entity").evaluate(WIDTHS)
+        assert scroll <= client
+        page.screenshot(path=str(tmp_path / "wrapped.png"), full_page=True)
+        assert problems == []
+        page.close()
+    finally:
+        running.stop()
