@@ -807,3 +807,58 @@ def test_a_long_unbroken_token_wraps_inside_its_view(browser: Any, tmp_path: Pat
         page.close()
     finally:
         running.stop()
+
+
+def test_an_error_is_cleared_when_the_next_action_starts(browser: Any, tmp_path: Path) -> None:
+    """A failed merge (the other episode is in another project: 409) left its error at the
+    bottom of the page, and a later successful "Regenerate summary" showed both. The error
+    line goes when the next action starts: an edit or a search."""
+    running = start_daemon(
+        tmp_path, episodes={"detector_strategy": "embedding", "summary_debounce_seconds": 0}
+    )
+    threads = [  # (project, title, content)
+        ("shop", "Checkout timeouts", "The checkout times out after the 2.4 deploy."),
+        ("beta", "Beta latency", "The beta cluster answers slowly since Monday."),
+    ]
+    try:
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=60) as http:
+            made = []
+            for project, title, content in threads:
+                memory = {
+                    "content": content,
+                    "project": project,
+                    "created_at": "2025-03-03T09:00:00Z",
+                }
+                stored = http.post("/v1/remember", json=memory).json()["memory_id"]
+                episode = http.post("/v1/episodes", json={"title": title, "memory_ids": [stored]})
+                made.append(episode.json()["episode_id"])
+            settle(http)
+
+        page, problems = open_page(browser, running.url)
+        page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+        error, result = page.locator("#error"), page.locator("#ep-action-result")
+        page.locator(".vis-item.vis-range", has_text="Checkout timeouts").click()
+        expect(page.locator("#ep-title")).to_have_text("Checkout timeouts", timeout=WAIT_MS)
+
+        def merge_fails() -> None:
+            page.fill("#ep-merge", made[1])
+            page.click("#ep-merge-go")
+            expect(error).to_contain_text("409: ", timeout=WAIT_MS)
+
+        merge_fails()
+        page.click("#ep-regenerate-go")
+        expect(result).to_have_text("regeneration queued", timeout=WAIT_MS)
+        expect(error).to_be_empty()
+
+        merge_fails()
+        assert result.inner_text() == ""  # the failed merge's, not the regeneration's
+        page.fill("#search", "checkout times out")
+        page.press("#search", "Enter")
+        expect(page.locator(f"#search-results li[data-id='{made[0]}']")).to_be_visible(
+            timeout=WAIT_MS
+        )
+        expect(error).to_be_empty()
+        assert [p for p in problems if "409" not in p] == []
+        page.close()
+    finally:
+        running.stop()

@@ -55,6 +55,14 @@ function showError(err) {
   setText($("error"), String(err.message || err));
 }
 
+// A user's action (an edit, a search, opening a view): the error line of an earlier one is
+// cleared as it starts (a merge refused with 409 must not stay under a later success), and
+// its own failure is shown there.
+function act(work) {
+  setText($("error"), "");
+  return Promise.resolve().then(work).catch(showError);
+}
+
 function el(tag, text, cls) {
   const node = document.createElement(tag);
   if (text !== undefined && text !== null) setText(node, text);
@@ -191,7 +199,7 @@ function render(episodes) {
   state.marks.built = performance.now();
   new Arrow(state.timeline, links, { color: "#2271b1" });
   state.marks.arrows = performance.now();
-  state.timeline.on("select", ({ items: chosen }) => chosen.length && openEpisode(chosen[0]));
+  state.timeline.on("select", ({ items: chosen }) => chosen.length && act(() => openEpisode(chosen[0])));
   const tags = new Set(episodes.flatMap((e) => e.tags || []));
   fillChoices($("f-tag"), tags);
   const where = project() && project() !== ALL_PROJECTS ? ` of project ${project()}` : "";
@@ -221,7 +229,7 @@ async function search() {
   for (const ep of found.episodes) {
     const item = el("li", `${ep.title} (${ep.status}, ${day(ep.time_span.start)})`);
     item.dataset.id = ep.id;
-    item.addEventListener("click", () => openEpisode(ep.id).catch(showError));
+    item.addEventListener("click", () => act(() => openEpisode(ep.id)));
     list.append(item);
   }
   if (!found.episodes.length) list.append(el("li", "no episode matches"));
@@ -285,7 +293,7 @@ async function openEpisode(id) {
     const link = el("span", `${entity.name} (${entity.kind}, ${entity.mentions}${doubted})`, "entity");
     link.dataset.name = entity.name;
     setTip(link, "Open this entity: its episodes and memories");
-    link.addEventListener("click", () => openEntity(entity.name, ep.project).catch(showError));
+    link.addEventListener("click", () => act(() => openEntity(entity.name, ep.project)));
     named.append(link);
   }
   if (!named.childNodes.length) setText(named, "none found");
@@ -293,7 +301,7 @@ async function openEpisode(id) {
   chainList.replaceChildren();
   for (const link of chain.chain) {
     const item = el("li", `${link.title} (${link.status}, ${day(link.time_span.start)})`, link.id === ep.id ? "this" : "");
-    if (link.id !== ep.id) item.addEventListener("click", () => openEpisode(link.id).catch(showError));
+    if (link.id !== ep.id) item.addEventListener("click", () => act(() => openEpisode(link.id)));
     chainList.append(item);
   }
   const memories = $("ep-memories");
@@ -408,7 +416,7 @@ function fillCausal(list, rows, named, own, causes) {
     const end = el("span", other.label, other.open ? "node opens" : "node");
     if (other.open) {
       setTip(end, "Open it");
-      end.addEventListener("click", () => other.open().catch(showError));
+      end.addEventListener("click", () => act(other.open));
     }
     const here = el("span", own.get(row.here), "here");
     const arrow = textNode(" → ");
@@ -421,17 +429,15 @@ function fillCausal(list, rows, named, own, causes) {
   if (!rows.length) list.append(el("li", "none known"));
 }
 
-async function edit(method, path, body, done) {
-  try {
+function edit(method, path, body, done) {
+  return act(async () => {
+    setText($("ep-action-result"), ""); // the earlier edit's
     const answer = await api(method, path, body);
     setText($("ep-action-result"), done);
     const id = answer.episode_id || (answer.episode && answer.episode.id) || state.open;
     await refresh();
     await openEpisode(id);
-  } catch (err) {
-    setText($("ep-action-result"), "");
-    showError(err);
-  }
+  });
 }
 
 const openPath = (suffix = "") => `/v1/episodes/${encodeURIComponent(state.open)}${suffix}`;
@@ -480,7 +486,7 @@ async function openEntity(name, inProject) {
     item.dataset.id = ep.episode_id;
     item.addEventListener("click", () => {
       $("entity").hidden = true;
-      openEpisode(ep.episode_id).catch(showError);
+      act(() => openEpisode(ep.episode_id));
     });
     episodes.append(item);
   }
@@ -624,8 +630,8 @@ function show(view) {
   $("health-view").hidden = view !== "health";
   $("tab-timeline").classList.toggle("on", view === "timeline");
   $("tab-health").classList.toggle("on", view === "health");
-  if (view === "health") Promise.all([loadHealth(), loadSpend()]).catch(showError);
   if (view === "timeline" && state.timeline) state.timeline.redraw();
+  return view === "health" ? Promise.all([loadHealth(), loadSpend()]) : Promise.resolve();
 }
 
 async function refresh() {
@@ -660,22 +666,18 @@ async function start() {
   }
 }
 
-$("tab-timeline").addEventListener("click", () => show("timeline"));
-$("tab-health").addEventListener("click", () => show("health"));
+$("tab-timeline").addEventListener("click", () => act(() => show("timeline")));
+$("tab-health").addEventListener("click", () => act(() => show("health")));
 $("filters").addEventListener("submit", (event) => {
   event.preventDefault();
-  refresh().catch(showError);
+  act(refresh);
 });
-$("f-project").addEventListener("change", () =>
-  refresh()
-    .then(() => search())
-    .catch(showError),
-);
-$("search-go").addEventListener("click", () => search().catch(showError));
+$("f-project").addEventListener("change", () => act(() => refresh().then(() => search())));
+$("search-go").addEventListener("click", () => act(search));
 $("search").addEventListener("keydown", (event) => {
   if (event.key === "Enter") {
     event.preventDefault();
-    search().catch(showError);
+    act(search);
   }
 });
 for (const button of document.querySelectorAll(".zoom button")) {
