@@ -862,3 +862,89 @@ def test_an_error_is_cleared_when_the_next_action_starts(browser: Any, tmp_path:
         page.close()
     finally:
         running.stop()
+
+
+DAY_MS = 86400 * 1000
+# The timeline's window, [start, end] in ms.
+WINDOW = "(() => { const w = tribalPage.timeline.getWindow(); return [+w.start, +w.end]; })()"
+
+
+def test_zoom_keeps_what_is_in_view(browser: Any, tmp_path: Path) -> None:
+    """The zoom buttons re-anchored at the latest episode's end: after a search had focused
+    the timeline on March, Month jumped to November and December, where nothing was shown.
+    Episodes in March 2024, March 2025 and November to December 2025: the page opens on the
+    latest year; a zoom keeps the selected episode (the search's match) in view, and with
+    none selected, the middle of the window the user dragged to."""
+    running = start_daemon(
+        tmp_path, episodes={"detector_strategy": "embedding", "summary_debounce_seconds": 0}
+    )
+    threads = [  # (title, [(created_at, content)])
+        ("Printers", [("2024-03-04T09:00:00Z", "Upgraded the firmware of the office printers.")]),
+        (
+            "March certificates",
+            [("2025-03-10T09:00:00Z", "Rotated the TLS certificates of the payments gateway.")],
+        ),
+        (
+            "Billing migration",
+            [
+                ("2025-11-20T09:00:00Z", "Started moving the billing database to Postgres 16."),
+                ("2025-12-05T09:00:00Z", "Finished the billing database move; old cluster off."),
+            ],
+        ),
+    ]
+    try:
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=60) as http:
+            made = []
+            for title, notes in threads:
+                ids = [
+                    http.post("/v1/remember", json={"content": c, "created_at": w}).json()[
+                        "memory_id"
+                    ]
+                    for w, c in notes
+                ]
+                created = http.post("/v1/episodes", json={"title": title, "memory_ids": ids})
+                made.append(created.json()["episode_id"])
+            settle(http)
+        march = parse_iso("2025-03-10T09:00:00Z").timestamp() * 1000
+        latest = parse_iso("2025-12-05T09:00:00Z").timestamp() * 1000
+
+        page, problems = open_page(browser, running.url)
+        page.wait_for_selector("body[data-ready=true][data-drawn=true]", timeout=WAIT_MS)
+        # More than a year of episodes: the page opens on the latest year of them.
+        start, end = page.evaluate(WINDOW)
+        assert (start, end) == (latest + DAY_MS / 2 - 365 * DAY_MS, latest + DAY_MS / 2)
+
+        # A search selects March's episode and focuses the timeline on it; Month keeps it.
+        page.fill("#search", "rotated TLS certificates")
+        page.press("#search", "Enter")
+        expect(page.locator(f"#search-results li[data-id='{made[1]}']")).to_be_visible(
+            timeout=WAIT_MS
+        )
+        assert page.evaluate("tribalPage.timeline.getSelection()") == [made[1]]
+        page.click(".zoom button[data-days='31']")
+        start, end = page.evaluate(WINDOW)
+        assert end - start == pytest.approx(31 * DAY_MS, abs=1000)
+        assert start < march and march + MIN_SPAN * 1000 < end, (start, end)
+        expect(page.locator(".vis-item.vis-range.vis-selected")).to_have_text(threads[1][0])
+
+        # Nothing selected (a click on an empty spot), the window dragged: Quarter keeps its
+        # middle.
+        centre = page.locator(".vis-panel.vis-center").bounding_box()
+        assert centre
+        x, y = centre["x"] + centre["width"] / 2, centre["y"] + centre["height"] / 2
+        page.mouse.click(centre["x"] + 20, y)
+        expect(page.locator(".vis-item.vis-selected")).to_have_count(0)
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x - 300, y, steps=10)
+        page.mouse.up()
+        dragged = page.evaluate(WINDOW)
+        assert dragged[0] > start + DAY_MS  # later: dragged to the left
+        page.click(".zoom button[data-days='92']")
+        start, end = page.evaluate(WINDOW)
+        assert end - start == pytest.approx(92 * DAY_MS, abs=1000)
+        assert (start + end) / 2 == pytest.approx(sum(dragged) / 2, abs=1000)
+        assert problems == []
+        page.close()
+    finally:
+        running.stop()

@@ -192,7 +192,8 @@ function render(episodes) {
     tooltip: { followMouse: true },
     onInitialDrawComplete: () => {
       state.drawnAt = performance.now(); // ms since navigation: benchmarks/page.py reads it
-      if (latest - earliest > 365 * DAY) zoom(365);
+      const end = latest + DAY / 2;
+      if (latest - earliest > 365 * DAY) state.timeline.setWindow(end - 365 * DAY, end, { animation: false });
       document.body.dataset.drawn = "true";
     },
   });
@@ -211,11 +212,27 @@ function render(episodes) {
   );
 }
 
+// The zoom buttons: `days` wide around what is being looked at, so that it stays in view.
 function zoom(days) {
   if (!state.timeline) return;
-  const ends = state.episodes.map((e) => barOf(e).end);
-  const end = ends.length ? Math.max(...ends) + DAY / 2 : Date.now();
-  state.timeline.setWindow(end - days * DAY, end, { animation: false });
+  const middle = zoomCentre();
+  state.timeline.setWindow(middle - (days * DAY) / 2, middle + (days * DAY) / 2, { animation: false });
+}
+
+// The middle of the episode in view that is selected (a clicked bar, a search's match) or
+// open, the one nearest the window's middle; with none, the window's middle.
+function zoomCentre() {
+  const shown = state.timeline.getWindow();
+  const [from, to] = [shown.start.getTime(), shown.end.getTime()];
+  const middle = (from + to) / 2;
+  const picked = new Set([...state.timeline.getSelection(), state.open]);
+  const centres = state.episodes
+    .filter((ep) => picked.has(ep.id))
+    .map(barOf)
+    .filter((bar) => bar.end >= from && bar.start <= to)
+    .map((bar) => (bar.start + bar.end) / 2);
+  const distance = (t) => Math.abs(t - middle);
+  return centres.reduce((best, t) => (distance(t) < distance(best) ? t : best), centres[0] ?? middle);
 }
 
 async function search() {
