@@ -212,6 +212,9 @@ def test_cli_outside_a_repository(
         f"{total} episodes are in other projects ({named}): add --all-projects, or --project NAME."
     )
 
+    code, out, err = cli(capsys, "episodes", "search", QUERY, *config)  # said "No episodes."
+    assert code == 0 and out.splitlines() == lines, err
+
     for flag in (["--all-projects"], ["--project", "*"]):
         code, out, err = cli(capsys, "episodes", "list", *flag, "--json", *config)
         assert code == 0, err

@@ -402,6 +402,11 @@ async def episodes_list(api: Api, args: argparse.Namespace) -> int:
         project=args.project,
         **fields.given(args),
     )
+    return await show_episodes(api, args, result)
+
+
+async def show_episodes(api: Api, args: argparse.Namespace, result: dict[str, Any]) -> int:
+    """A list or search's episodes; none found, what the project holds and where others are."""
     if not args.json and not result["episodes"]:
         print(clean(await elsewhere.hint(api, args, "episode", "episodes")))
         return 0
@@ -441,8 +446,7 @@ async def episodes_search(api: Api, args: argparse.Namespace) -> int:
         project=args.project,
         **fields.given(args),
     )
-    print_json(result) if args.json else print_episodes(result["episodes"])
-    return 0
+    return await show_episodes(api, args, result)
 
 
 async def episodes_replay(api: Api, args: argparse.Namespace) -> int:
