@@ -41,8 +41,8 @@ DETECTOR_SAVE_EVERY = 25
 FEATURES_INLINE = 8  # features of at most this many memories are built on the event loop
 MAX_NOTED = 50_000  # memory projects kept in mind beyond the seeds'
 REPRESENTATIVE_POOL = 64
-MAX_MERGE_CHAIN = 50  # merges followed from a gone episode to the one that holds its memories
 """The latest members of an episode among which a prompt's are chosen."""
+MAX_MERGE_CHAIN = 50  # merges followed from a gone episode to the one that holds its memories
 
 
 class ProjectNotingHost:
