@@ -11,7 +11,7 @@ from ..errors import InvalidInput
 from ..models import ENGINE_WRITTEN, Memory, SourceType
 from ..shapes import CorrectRequest, RememberRequest
 from ..storage.base import MemoryFilter
-from .remembering import RememberOperations, RememberResult, new_memory, refuse_corrected
+from .remembering import RememberOperations, RememberResult, new_memory
 
 log = logging.getLogger("tribalmemory.service")
 
@@ -34,7 +34,6 @@ class EditOperations(RememberOperations):
                 "it rests on or edit the episode's structured record (tribal_episode_update, "
                 "PATCH /v1/episodes/{id})"
             )
-        refuse_corrected(old)
         as_new = RememberRequest.model_construct(
             content=request.content,
             source_type=SourceType.CORRECTION,

@@ -156,7 +156,7 @@ class RememberOperations(ServiceState):
         new memory, so that nothing built from memories (episode summaries) sees both."""
         supersedes = corrects.id if corrects is not None else None
         async with self._write_lock:
-            if corrects is not None:  # again: another correction may have been stored meanwhile
+            if corrects is not None:  # read under the lock: a correction stored meanwhile counts
                 found = await asyncio.to_thread(self.store.get, [corrects.id])
                 if found:
                     refuse_corrected(found[0])
