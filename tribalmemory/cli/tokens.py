@@ -52,9 +52,8 @@ def show(expected: str | None, env_file: Path, reveal: bool) -> int:
     when set (it wins over the file), else the file's; exit 1 when it is not the daemon's."""
     in_file = read_env_value(env_file, TOKEN_ENV)
     in_shell = os.environ.get(TOKEN_ENV) or None
-    if in_shell and in_shell != in_file:
-        return _show_shell(expected, in_shell, env_file, reveal)
-    value = in_file
+    from_shell = in_shell is not None and in_shell != in_file
+    value = in_shell if from_shell else in_file
     if not value:
         if expected is None:
             raise CliError(
@@ -66,23 +65,18 @@ def show(expected: str | None, env_file: Path, reveal: bool) -> int:
             "`tribalmemory token rotate` makes a new one"
         )
     print(value if reveal else mask(value))
+    if from_shell:
+        print(f"(from this shell's {TOKEN_ENV}, which wins over {env_file})")
     if expected is not None and hash_token(value) != expected:
-        raise CliError(
-            f"the token in {env_file} is not the daemon's current token; "
-            "`tribalmemory token rotate` makes them agree"
+        where, fix = (
+            (
+                f"this shell's {TOKEN_ENV}",
+                f"unset it to use the one in {env_file}, or set it to the daemon's",
+            )
+            if from_shell
+            else (str(env_file), "`tribalmemory token rotate` makes them agree")
         )
+        raise CliError(f"the token in {where} is not the daemon's current token; {fix}")
     if expected is None:
         print("(the daemon does not require it: its auth.json is missing)")
-    return 0
-
-
-def _show_shell(expected: str | None, value: str, env_file: Path, reveal: bool) -> int:
-    """``show`` of a token set in the shell that differs from the file's."""
-    print(value if reveal else mask(value))
-    print(f"(from this shell's {TOKEN_ENV}, which wins over {env_file})")
-    if expected is not None and hash_token(value) != expected:
-        raise CliError(
-            f"the token in this shell's {TOKEN_ENV} is not the daemon's current token; "
-            f"unset it to use the one in {env_file}, or set it to the daemon's"
-        )
     return 0
