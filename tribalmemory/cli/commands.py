@@ -217,14 +217,21 @@ async def sessions(api: Api, args: argparse.Namespace) -> int:
 LLM_CHECK_SECONDS = 20.0  # the first check imports litellm: seconds on a busy machine
 
 
-async def costs(api: Api, args: argparse.Namespace) -> int:
-    """The month's spend and the LLM's state; a store opened here (no daemon) waits for its
-    first check of the LLM instead of printing ``starting``."""
-    result = await api.episode_costs()
+async def after_llm_check(read: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    """``read()`` (an answer with ``llm``) once the LLM's first check is done, its state no
+    longer ``starting``, or after :data:`LLM_CHECK_SECONDS`."""
+    result = await read()
     deadline = time.monotonic() + LLM_CHECK_SECONDS
     while (result.get("llm") or {}).get("state") == "starting" and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-        result = await api.episode_costs()
+        result = await read()
+    return result
+
+
+async def costs(api: Api, args: argparse.Namespace) -> int:
+    """The month's spend and the LLM's state; a store opened here (no daemon) waits for its
+    first check of the LLM instead of printing ``starting``."""
+    result = await after_llm_check(api.episode_costs)
     print_json(result) if args.json else print_mapping(result)
     return 0
 

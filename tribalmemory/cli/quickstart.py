@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shlex
-import time
 from pathlib import Path
+from typing import Any
 
 from ..client import DaemonClient, ensure_daemon
 from ..config import Config
 from ..llm.client import QUIET_STATES
+from .commands import after_llm_check
 from .init import installed_script, shell_command
 from .output import clean
 
@@ -70,11 +71,11 @@ async def _tour(api: DaemonClient, config_path: str | None, project: str) -> int
             print(f"3. recalled (similarity {score:.2f}): {clean(content)}")
     finally:
         await api.aclose()
-    health = api.health()
-    deadline = time.monotonic() + 20  # the LLM check imports litellm in the background
-    while (health.get("llm") or {}).get("state") == "starting" and time.monotonic() < deadline:
-        await asyncio.sleep(0.5)
-        health = api.health()
+
+    async def health_now() -> dict[str, Any]:
+        return api.health()
+
+    health = await after_llm_check(health_now)
     llm = health.get("llm") or {}
     episodes = health.get("episodes")
     if episodes is None:
