@@ -189,3 +189,24 @@ async def test_the_api_hands_the_service_operation_its_whole_request(
     [(name, request)] = service.received
     assert name == operation and isinstance(request, model)
     assert {field: getattr(request, field) for field in sent} == sent
+
+
+def test_the_doors_an_error_names_are_the_routes_tools_and_commands() -> None:
+    """The engine's errors name an action's tool, route and command (episodes/doors.py): each
+    is the route table's, the MCP tool's and a command the CLI's parser takes."""
+    from tribalmemory.episodes.doors import DOORS, doors
+    from tribalmemory.interfaces.mcp_tools.table import TOOLS
+
+    parser = build_parser()
+    for action, door in DOORS.items():
+        op = OPERATIONS[door.operation]
+        assert door.route == f"{op.method} {op.route_path}", action
+        assert door.tool == TOOLS[door.operation].name, action
+        if door.command:
+            words = door.command.format(episode_id="ep-1").split()
+            assert words[0] == "tribalmemory"
+            parser.parse_args(words[1:] + (["memory:x"] if action.endswith("links") else []))
+    assert doors("update", "delete", episode_id="ep-1") == (
+        "update: tribal_episode_update (structured), PATCH /v1/episodes/ep-1 (structured); "
+        "delete: tribal_episode_delete, DELETE /v1/episodes/ep-1, tribalmemory episodes delete ep-1"
+    )

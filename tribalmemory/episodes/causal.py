@@ -14,6 +14,7 @@ from ..shapes import CAUSAL_PATH_MAX_DEPTH, MAX_NODE_LINKS
 from ..timeutil import from_epoch, to_epoch, to_iso
 from . import causes
 from .causes import EPISODE, MEMORY, Link, Step
+from .doors import doors
 from .state import EngineState
 from .store.rows import EpisodeRow
 
@@ -112,8 +113,7 @@ class Causal:
         if row is None or row["project"] != project:
             raise NotFound(
                 f"no causal link {link_id} in project {project}",
-                "List the links of the episode or memory (tribal_causes, GET /v1/causes) to "
-                "find its id.",
+                doors("list the causal links"),
             )
         with self.store.transaction() as db:
             self.store.causes.delete(db, link_id)

@@ -15,6 +15,7 @@ from ..entities.written import search_text, written_forms
 from ..errors import NotFound
 from ..models import Memory
 from ..timeutil import from_epoch, to_iso
+from .doors import doors
 from .entity_work import EntityWork
 from .state import EngineState
 
@@ -157,8 +158,7 @@ class EntityReads:
                 f"no entity {name!r} in project {project}, and no memory of the project "
                 "writes the name (memories other projects share are not read); list the "
                 "project's entities to find its name",
-                "List the project's entities (tribal_entities, GET /v1/entities, `tribalmemory "
-                "entities`), or search them with a part of the name (query).",
+                doors("list the entities"),
             )
         writing = [m for m, _ in found]
         ids = [m.id for m in writing]

@@ -20,6 +20,7 @@ from ..models import ENGINE_WRITTEN, Memory, SourceType
 from ..service.hookspecs import hookimpl
 from ..service.host import PluginHost
 from . import lifecycle
+from .doors import doors
 from .engine import EpisodeEngine
 from .store import BACKSTOP_CHECKPOINT_PAGES, EpisodeStore
 from .summariser import Summariser
@@ -202,7 +203,7 @@ class EpisodePlugin:
             raise InvalidInput(
                 f"memory {memory.id} is the summary of episode {episode_id}; delete the "
                 "episode or regenerate its summary instead",
-                episode_doors(episode_id, "regenerate", "delete"),
+                doors("regenerate", "delete", episode_id=episode_id),
             )
         if memory.source_type in ENGINE_WRITTEN:
             kind = memory.source_type.value
@@ -210,7 +211,7 @@ class EpisodePlugin:
                 f"memory {memory.id} is a {kind} of episode {episode_id}; edit the episode's "
                 f"{kind}s (its structured record's), forget the memory it rests on, or delete "
                 "the episode",
-                episode_doors(episode_id, "update", "delete"),
+                doors("update", "delete", episode_id=episode_id),
             )
 
     @hookimpl
@@ -240,30 +241,3 @@ class EpisodePlugin:
     @hookimpl
     def stats(self) -> dict[str, Any]:
         return {"episodes": self.store.episodes.status_counts()}
-
-
-DOORS = {
-    "regenerate": (
-        "tribal_episode_regenerate",
-        "POST /v1/episodes/{id}/regenerate",
-        "tribalmemory episodes regenerate {id}",
-    ),
-    "delete": (
-        "tribal_episode_delete",
-        "DELETE /v1/episodes/{id}",
-        "tribalmemory episodes delete {id}",
-    ),
-    "update": (
-        "tribal_episode_update (structured)",
-        "PATCH /v1/episodes/{id} (structured)",
-    ),
-}
-"""Each episode action as an agent, an HTTP client and a person at a terminal call it."""
-
-
-def episode_doors(episode_id: str, *actions: str) -> str:
-    """What to do, at every door: ``regenerate: tribal_episode_regenerate, POST ...``."""
-    return "; ".join(
-        f"{action}: " + ", ".join(door.format(id=episode_id) for door in DOORS[action])
-        for action in actions
-    )
