@@ -208,6 +208,28 @@ def test_a_known_name_is_found_as_whole_words_with_its_own_separators() -> None:
     assert [(e.text, e.start) for e in found if e.text == "quill"] == [("quill", len(text) - 6)]
 
 
+def test_a_known_service_is_found_spelled_out_in_lower_case_prose() -> None:
+    text = "The orders service timed out; restarted the orders svc, then pw api recovered."
+    got = {e.text: (e.kind, e.name) for e in extract_entities(text, {"orders-service", "pw-api"})}
+    assert got == {
+        "orders service": ("system", "orders-service"),
+        "orders svc": ("system", "orders-service"),
+        "pw api": ("system", "pw-api"),
+    }
+    assert found(text) == {}  # unknown: two words of prose
+
+
+def test_only_a_known_name_of_letters_ending_in_a_kind_of_software_is_spelled_out() -> None:
+    known = {"line-2", "store-server", "orders-service"}
+    got = found("Paused line 2 on the store server. We take orders. Service was slow.", known)
+    assert got == {}  # a number, words prose puts side by side, a sentence between
+
+
+def test_a_closing_tag_is_no_path() -> None:
+    got = found("Escaped <script>alert(1)</script> in the page; see /v1/spend and </div>.")
+    assert got == {"/v1/spend": "path"}
+
+
 def test_an_acronym_s_plural_is_a_kind_of_thing_and_stands_alone() -> None:
     got = found("We reviewed two PRs for the SKUs; Xbox PDBs and the P1s wait.")
     assert "Xbox" in got

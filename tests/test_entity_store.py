@@ -48,6 +48,18 @@ async def remember(rt: Runtime, text: str, minute: int, project: str = "shop") -
     return memory_id
 
 
+async def test_a_known_service_written_in_lower_case_prose_is_a_mention(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    await remember(rt, "The orders-svc times out on checkout after the 2.4 deploy.", 0)
+    prose = await remember(rt, "Raised the orders service retry budget; the timeouts stopped.", 3)
+
+    found = await rt.api.entity_get("orders-service", project="shop")
+    assert sorted(found["entity"]["aliases"]) == ["orders service", "orders-svc"]
+    assert prose in {m["memory_id"] for m in found["memories"]}
+
+
 async def test_aliases_meet_in_one_entity_with_its_episodes(engine_runtime: Make) -> None:
     rt = await engine_runtime()
     first = await remember(rt, "The orders-svc times out on checkout after the 2.4 deploy.", 0)

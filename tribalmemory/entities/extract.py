@@ -172,8 +172,11 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
     # names the corpus taught: as written (``Priya`` opening a sentence), and in any case when
     # taught in lower case (``uv``, ``pgbouncer``); the longer first where two overlap
     for start, end in sorted(taught_spans(text, corpus), key=lambda m: (m[0] - m[1], m[0])):
-        if not plural(text[start:end], corpus.lower):
-            add("name", text[start:end], start, end)
+        surface = text[start:end]
+        if canonical(surface) in corpus.systems and surface.lower() not in corpus.lower:
+            add("system", surface, start, end)  # spelled out: orders service, orders svc
+        elif not plural(surface, corpus.lower):
+            add("name", surface, start, end)
     # a known model number alone (NX-7 of Norrvik NX-7), last: not inside its whole name
     for m in _WORD_OF_CODE.finditer(text) if corpus.models else ():
         if m.group() in corpus.models:

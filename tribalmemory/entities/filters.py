@@ -7,6 +7,7 @@ import os
 import re
 
 from tribalmemory.entities.acronyms import generic_with_digits
+from tribalmemory.entities.aliases import canonical
 from tribalmemory.entities.known import FILE, Taught
 from tribalmemory.entities.names import PERIOD_OR_RANK
 from tribalmemory.entities.rules import EXT, RANGE
@@ -91,6 +92,8 @@ def plausible(
     may open other pairs of the text: ``owners``, :func:`shared_owners`) (not ``gain/loss``,
     ``3.1k/month``, ``HTTP/1.1``)."""
     folders = corpus.folders
+    if kind == "system" and " " in surface:
+        return canonical(surface) in corpus.systems  # a known one spelled out: orders service
     if kind == "system":
         return (
             not _compound(surface)

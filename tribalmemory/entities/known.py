@@ -55,6 +55,10 @@ class Taught:
     ``norrvik-nx-7`` once ``Norrvik NX-7`` is known."""
     kinds: frozenset[str] = frozenset()
     """The acronyms the project uses as a kind of thing (``NRF`` of the known ``NRFs``)."""
+    systems: frozenset[str] = frozenset()
+    """The known hyphenated names in small letters (``orders-service``), also found written
+    with spaces and with ``svc`` / ``srv`` for ``service`` (``orders service``, ``orders svc``):
+    :func:`spelled_out`."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -72,6 +76,7 @@ def taught(known: frozenset[str]) -> Taught:
     families = set()
     models: dict[str, set[str]] = {}
     kinds = set()
+    systems = set()
     for entry in known:
         parsed = _entry(entry)
         if parsed[0] == "kind":
@@ -96,6 +101,10 @@ def taught(known: frozenset[str]) -> Taught:
         if parsed[0] == "name":
             _, is_lower, words, seps = parsed
             (any_case if is_lower else exact).setdefault(words[0], []).append((words, seps))
+            if is_lower and seps and set(seps) == {"-"}:
+                systems.add(entry)
+                for variant in spelled_out(words):
+                    any_case.setdefault(variant[0][0], []).append(variant)
     for index in (exact, any_case):
         for names in index.values():
             if len(names) > 1:
@@ -112,7 +121,33 @@ def taught(known: frozenset[str]) -> Taught:
         frozenset(whole),
         {model: next(iter(n)) for model, n in models.items() if len(n) == 1},
         frozenset(kinds),
+        frozenset(systems),
     )
+
+
+SPELLED_OUT = frozenset("service svc srv api app worker gateway proxy bot sdk cli db".split())
+"""The last words of the known hyphenated names also found written with spaces: a kind of
+software (``orders service``, ``talus app``); not a number (``line 2`` is not ``line-2``) nor
+words prose often puts side by side (``store server``, ``prod manifest``)."""
+
+
+def spelled_out(words: list[str]) -> list[tuple[list[str], list[str]]]:
+    """The other ways prose writes a known hyphenated name of ``words`` in letters ending in
+    a kind of software (:data:`SPELLED_OUT`): with spaces (``orders service`` of
+    ``orders-service``), and, ending in ``service``, with ``svc`` or ``srv`` (``orders svc``,
+    ``orders-svc``), each as words and the separators between them."""
+    if words[-1] not in SPELLED_OUT or not all(w.isalpha() for w in words):
+        return []
+    ends = [words[-1]]
+    if words[-1] == "service":
+        ends += ["svc", "srv"]
+    forms = []
+    for end in ends:
+        parts = [*words[:-1], end]
+        forms.append((parts, [" "] * (len(words) - 1)))
+        if end != words[-1]:
+            forms.append((parts, ["-"] * (len(words) - 1)))
+    return forms
 
 
 @functools.lru_cache(maxsize=8192)

@@ -116,7 +116,8 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"(?<![\w/.$\[@-])~?(?:/?(?:[\w.*-]+|\[[\w.]+\]|\{[\w.]+\})/)+"
             r"(?:[\w.*-]*\w|\{[\w.]+\})(?:/\*|/(?!\w)|(?:(?<=\.md)|(?<=\.mdx)|(?<=\.html))#[\w-]+)?"
-            r"|(?<![\w/$)~])/[\w-]+(?:/[\w*-]+)*"  # not after a call: a()/b(); a home: ~/x
+            r"|(?<![\w/$)~<])/[\w-]+(?:/[\w*-]+)*"  # not after a call: a()/b(); a home: ~/x;
+            # a closing tag: </script>
             r"|~/(?:[\w.*-]+/)*[\w.*-]*\w/?"
         ),
     ),
