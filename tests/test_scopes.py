@@ -412,6 +412,14 @@ async def test_empty_or_too_long_filters_are_refused(rt: Runtime, name: str) -> 
             await call(**{name: LONG})
 
 
+@pytest.mark.parametrize("name", ["session", "run"])
+async def test_remember_refuses_a_blank_session_or_run(rt: Runtime, name: str) -> None:
+    for blank in ("", "  "):
+        with pytest.raises(InvalidInput, match=f"{name} must not be empty"):
+            await rt.api.remember("The billing queue drains at night.", **{name: blank})
+    assert (await rt.api.memories_list())["memories"] == []  # nothing stored without it
+
+
 def test_http_doors_take_the_filters_and_refuse_bad_values(client: TestClient) -> None:
     for i, session in enumerate(["s-a", "s-a", "s-b"]):
         stored = client.post(

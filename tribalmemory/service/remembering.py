@@ -97,10 +97,14 @@ def new_memory(request: RememberRequest, config: Config) -> NewMemory:
         context=check.text("context", request.context, MAX_CONTEXT_CHARS, required=False),
         created_at=check.memory_time("created_at", request.created_at),
         skip_dedup=check.boolean("skip_dedup", request.skip_dedup),
-        session=check.text("session", request.session, MAX_SESSION_CHARS, required=False),
+        # a blank session or run is refused, as the reads refuse it: dropped, the memory
+        # would silently belong to none
+        session=check.text(
+            "session", request.session, MAX_SESSION_CHARS, required=request.session is not None
+        ),
         project=check.project(request.project),
         shared=check.boolean("shared", request.shared),
-        run=check.text("run", request.run, MAX_RUN_CHARS, required=False),
+        run=check.text("run", request.run, MAX_RUN_CHARS, required=request.run is not None),
     )
 
 
