@@ -28,6 +28,16 @@ def test_cursor_round_trip_and_refusal() -> None:
             listing.decode_cursor(bad)
 
 
+def test_a_cursor_of_one_list_is_refused_by_the_other() -> None:
+    item = memory("x", created_at=T0)
+    sessions = listing.encode_key(listing.key(item), "sessions")
+    assert listing.decode_cursor(sessions, "sessions") == listing.key(item)
+    with pytest.raises(InvalidInput, match="one of the sessions list, not of the memories list"):
+        listing.decode_cursor(sessions)
+    with pytest.raises(InvalidInput, match="one of the memories list, not of the sessions list"):
+        listing.decode_cursor(listing.encode_cursor(item), "sessions")
+
+
 @pytest.mark.parametrize("backend", ["edge", "server"])
 def test_newest_orders_by_time_and_filters(backend: str, tmp_path) -> None:
     store = open_backend(backend, tmp_path)

@@ -392,6 +392,15 @@ async def test_a_bad_sessions_cursor_is_refused(rt: Runtime) -> None:
     for bad in ("nonsense!", "", "x" * 201, 7):
         with pytest.raises(InvalidInput, match="cursor is not one this server gave"):
             await rt.api.sessions(cursor=bad)
+    await put(rt, "Another note", "2025-04-02T09:00:00Z", session="s-2")
+    listed = await rt.api.memories_list(limit=1)
+    assert listed["next_cursor"] is not None
+    with pytest.raises(InvalidInput, match="one of the memories list, not of the sessions"):
+        await rt.api.sessions(cursor=listed["next_cursor"])
+    page = await rt.api.sessions(limit=1)
+    assert page["next_cursor"] is not None
+    with pytest.raises(InvalidInput, match="one of the sessions list, not of the memories"):
+        await rt.api.memories_list(cursor=page["next_cursor"])
 
 
 # -- bad values --------------------------------------------------------------------------------

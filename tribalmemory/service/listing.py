@@ -29,26 +29,41 @@ def key(memory: Memory) -> Key:
     return (memory.created_at, memory.id)
 
 
+LISTS = ("memories", "sessions")
+"""The lists that page with a cursor: each cursor names its list, so that one list's cursor
+given to another is refused instead of read as a position in it."""
+
+
 def encode_cursor(memory: Memory) -> str:
     return encode_key(key(memory))
 
 
-def encode_key(at: Key) -> str:
-    """The cursor standing for the key ``at``."""
-    raw = f"{to_iso(at[0])}/{at[1]}".encode()
+def encode_key(at: Key, of: str = "memories") -> str:
+    """The cursor of the list ``of`` (:data:`LISTS`) standing for the key ``at``."""
+    raw = f"{of}:{to_iso(at[0])}/{at[1]}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(text: str) -> Key:
-    """The key a cursor stands for; InvalidInput for anything this server did not give."""
+def decode_cursor(text: str, of: str = "memories") -> Key:
+    """The key a cursor of the list ``of`` stands for; InvalidInput for anything this server
+    did not give, or gave for another list."""
     if not isinstance(text, str) or not text or len(text) > 200:
         raise InvalidInput(BAD_CURSOR)
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
-        moment, memory_id = raw.split("/")
-        return (parse_iso(moment), memory_id)
+        given, _, position = raw.partition(":")
+        moment, memory_id = position.split("/")
+        at = (parse_iso(moment), memory_id)
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidInput(BAD_CURSOR) from None
+    if given != of:
+        if given in LISTS:
+            raise InvalidInput(
+                f"cursor is one of the {given} list, not of the {of} list; "
+                "start again without cursor"
+            )
+        raise InvalidInput(BAD_CURSOR)
+    return at
 
 
 def below(memories: list[Memory], cursor: Key | None) -> list[Memory]:

@@ -96,7 +96,7 @@ def newest_sessions(
                 continue
             if len(found) == limit:  # one more exists: the next page starts below this one
                 last = found[-1]
-                return found, listing.encode_key((last.last, last.newest_id))
+                return found, listing.encode_key((last.last, last.newest_id), "sessions")
             found.append(SessionFound(key[1], key[0], memory.created_at, memory.id))
         if following is None:
             return found, None
@@ -132,7 +132,9 @@ class SessionOperations(ServiceState):
         the cursor of the next page (see the module's docstring for what a call reads)."""
         size = check.integer("limit", request.limit, SESSIONS_LIMIT)
         scope = check.scope(request.project)
-        after = None if request.cursor is None else listing.decode_cursor(request.cursor)
+        after = (
+            None if request.cursor is None else listing.decode_cursor(request.cursor, "sessions")
+        )
         with self.activity.request():
             return await asyncio.to_thread(self._sessions, scope, size, after)
 
