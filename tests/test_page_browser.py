@@ -209,6 +209,7 @@ def test_with_a_token_the_page_asks_for_it_and_keeps_it_out_of_urls(
         page.on("request", lambda request: urls.append(request.url))
         expect(page.locator("#login")).to_be_visible(timeout=WAIT_MS)
         assert page.locator("#timeline-view").is_hidden()
+        assert problems == []  # asked for the token without a request answered 401
 
         page.fill("#token", "tm_" + "0" * 64)
         page.click("#login-form button[type=submit]")

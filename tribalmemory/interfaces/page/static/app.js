@@ -670,6 +670,10 @@ async function discoverFilters() {
 async function start() {
   setText($("error"), "");
   try {
+    // /v1/health needs no token and says when this caller is not let in ("hidden"): with no
+    // token kept, the login is shown without sending requests that would answer 401
+    const health = await api("GET", "/v1/health");
+    if (health.hidden && !sessionStorage.getItem(TOKEN_KEY)) throw new AuthNeeded("sign in");
     await discoverFilters(); // first: whether episodes are listed by project
     const [episodes] = await Promise.all([loadEpisodes(), loadProjects()]);
     $("login").hidden = true;
