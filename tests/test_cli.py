@@ -364,7 +364,11 @@ def test_local_episode_commands(tm_home: Path, capsys: Capture) -> None:
     assert code == 0 and out.strip().endswith(" with 1 memory"), out  # not "1 memories"
     episode = out.split()[1]
     code, out, _ = run(capsys, "episodes", "add", episode, second, "--config", config)
-    assert code == 0 and out.strip() == f"Added {second} to {episode}"
+    # the detector had put the second memory in an episode with the first: it is moved
+    assert code == 0 and out.strip().startswith(f"Moved {second} from ep-"), out
+    assert out.strip().endswith(f" to {episode}"), out
+    code, out, _ = run(capsys, "episodes", "add", episode, second, "--config", config)
+    assert code == 0 and out.strip() == f"{second} was in {episode} already; nothing changed"
     code, out, _ = run(capsys, "episodes", "list", "--config", config)
     # Rows after the header: the detector had put the two memories in an episode of its own
     # first, which the moves emptied; only the created one holds memories.

@@ -229,7 +229,8 @@ async def test_manual_operations(make_runtime):
     created = await rt.api.episode_create("My migration", [ids[0], other])
     assert created["memory_count"] == 2
     episode_id = created["episode_id"]
-    assert await rt.api.episode_add(episode_id, other) == {"success": True}  # twice: no-op
+    twice = await rt.api.episode_add(episode_id, other)
+    assert twice == {"success": True, "added": False, "moved_from": None}  # a no-op, said
     got = await rt.api.episode_get(episode_id)
     assert got["episode"]["memory_count"] == 2 and got["episode"]["title"] == "My migration"
     summary_id = got["episode"]["summary_memory_id"]
@@ -254,7 +255,8 @@ async def test_manual_add_moves_a_memory_between_episodes(make_runtime):
     source = await episode_of(rt, ids[0])
     target = (await rt.api.episode_create("Cutover", [ids[2]]))["episode_id"]
     assert await episode_of(rt, ids[2]) == target
-    await rt.api.episode_add(target, ids[1])
+    moved = await rt.api.episode_add(target, ids[1])
+    assert moved == {"success": True, "added": True, "moved_from": source}
     await settle(rt)
     assert await episode_of(rt, ids[1]) == target
     assert (await rt.api.episode_get(source))["memory_ids"] == [ids[0]]

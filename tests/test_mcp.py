@@ -357,6 +357,7 @@ async def test_schemas_are_the_shapes(fake: FakeAPI) -> None:
         "tribal_episodes_list": shapes.EpisodeList,
         "tribal_episode_get": shapes.EpisodeGetResult,
         "tribal_episode_create": shapes.EpisodeCreateResult,
+        "tribal_episode_add": shapes.EpisodeAddResult,
         "tribal_episode_start": shapes.EpisodeStartResult,
         "tribal_episode_current": shapes.EpisodeCurrent,
         "tribal_episode_update": shapes.EpisodeGetResult,
@@ -847,7 +848,9 @@ async def test_episode_tools_shapes(episode_runtime: Any) -> None:
         assert got["timeline"] is None
         assert set(got["episode"]) >= DETAIL_KEYS and got["memory_ids"] == [mid]
         added = ok(await c.call_tool("tribal_episode_add", {"episode_id": eid, "memory_id": other}))
-        assert added == {"success": True}
+        assert added == {"success": True, "added": True, "moved_from": None}  # it was a seed
+        again = ok(await c.call_tool("tribal_episode_add", {"episode_id": eid, "memory_id": other}))
+        assert again == {"success": True, "added": False, "moved_from": None}
         timeline = ok(
             await c.call_tool("tribal_episode_get", {"episode_id": eid, "include_timeline": True})
         )["timeline"]
@@ -980,11 +983,12 @@ async def test_every_tool_against_the_real_engine(tmp_path: Path) -> None:
             )
             episode_id = created["episode_id"]
             assert created["memory_count"] == 2
-            assert ok(
+            added = ok(
                 await client.call_tool(
                     "tribal_episode_add", {"episode_id": episode_id, "memory_id": ids[2]}
                 )
-            ) == {"success": True}
+            )
+            assert added["success"] is True and added["added"] is True
             got = ok(
                 await client.call_tool(
                     "tribal_episode_get", {"episode_id": episode_id, "include_timeline": True}

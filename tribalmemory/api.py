@@ -39,7 +39,7 @@ class EpisodeOperations(Protocol):
     async def create_episode(
         self, title: str, memory_ids: list[str], parent_episode_id: str | None
     ) -> dict[str, Any]: ...
-    async def add_memory(self, episode_id: str, memory_id: str) -> None: ...
+    async def add_memory(self, episode_id: str, memory_id: str) -> tuple[bool, str | None]: ...
     async def remove_memory(self, episode_id: str, memory_id: str) -> None: ...
     async def close_episode(self, episode_id: str) -> None: ...
     async def regenerate_episode(self, episode_id: str) -> None: ...
@@ -454,8 +454,10 @@ class TribalAPI:
 
     async def episode_add(self, episode_id: Any, memory_id: Any) -> dict[str, Any]:
         engine = self._engine()
-        await engine.add_memory(check.episode_id(episode_id), check.memory_id(memory_id))
-        return success()
+        added, moved_from = await engine.add_memory(
+            check.episode_id(episode_id), check.memory_id(memory_id)
+        )
+        return shapes.EpisodeAddResult(success=True, added=added, moved_from=moved_from).to_json()
 
     async def episode_remove(self, episode_id: Any, memory_id: Any) -> dict[str, Any]:
         engine = self._engine()

@@ -540,6 +540,19 @@ def simple(method: str, done: str) -> Command:
     return run
 
 
+async def episodes_add(api: Api, args: argparse.Namespace) -> int:
+    result = await api.episode_add(args.id, args.memory_id)
+    if args.json:
+        print_json(result)
+    elif not result["added"]:
+        print(clean(f"{args.memory_id} was in {args.id} already; nothing changed"))
+    elif result["moved_from"]:
+        print(clean(f"Moved {args.memory_id} from {result['moved_from']} to {args.id}"))
+    else:
+        print(clean(f"Added {args.memory_id} to {args.id}"))
+    return 0
+
+
 EPISODE_ACTIONS: dict[str, Command] = {
     "list": episodes_list,
     "show": episodes_show,
@@ -550,7 +563,7 @@ EPISODE_ACTIONS: dict[str, Command] = {
     "rename": episodes_rename,
     "merge": episodes_merge,
     "split": episodes_split,
-    "add": simple("episode_add", "Added {1} to {0}"),
+    "add": episodes_add,
     "remove": simple("episode_remove", "Removed {1} from {0}"),
     "close": simple("episode_close", "Closed {0}"),
     "regenerate": simple("episode_regenerate", "Queued a full summary regeneration of {0}"),

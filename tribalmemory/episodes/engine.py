@@ -165,8 +165,8 @@ class EpisodeEngine:
     ) -> dict[str, Any]:
         return await self.operations.create_episode(title, memory_ids, parent_episode_id)
 
-    async def add_memory(self, episode_id: str, memory_id: str) -> None:
-        await self.operations.add_memory(episode_id, memory_id)
+    async def add_memory(self, episode_id: str, memory_id: str) -> tuple[bool, str | None]:
+        return await self.operations.add_memory(episode_id, memory_id)
 
     async def remove_memory(self, episode_id: str, memory_id: str) -> None:
         await self.operations.remove_memory(episode_id, memory_id)

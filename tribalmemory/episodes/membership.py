@@ -144,8 +144,9 @@ class Membership:
             "candidates": self.store.episodes.chain_candidates(horizon, first, project=project),
         }
 
-    async def add(self, episode_id: str, memory_id: str) -> None:
-        """Add a memory to an episode on request (moving it from another one).
+    async def add(self, episode_id: str, memory_id: str) -> tuple[bool, str | None]:
+        """Add a memory to an episode on request (moving it from another one): whether it was
+        added (False: it was a member already, nothing changed) and the episode it left.
 
         Checked under the detect lock and the episode's lock, which forget and episode
         deletion hold too: a memory forgotten or an episode deleted meanwhile is NotFound."""
@@ -169,7 +170,7 @@ class Membership:
                     f"{episode_id} to {row.project}; an episode never spans two projects"
                 )
             if self.store.memberships.episode_of(memory_id) == episode_id:
-                return
+                return False, None
             now = state.clock()
             with self.store.transaction() as db:
                 previous = self.store.add_member(
@@ -203,6 +204,7 @@ class Membership:
                 )
         if previous:
             await self.left(previous)
+        return True, previous
 
     async def remove(
         self, episode_id: str, memory_id: str, actor: str = "user", rewrite: bool = True

@@ -165,8 +165,9 @@ class Operations:
             )
         return {"id": row.id, "memory_count": row.memory_count}
 
-    async def add_memory(self, episode_id: str, memory_id: str) -> None:
-        await self.membership.add(episode_id, memory_id)
+    async def add_memory(self, episode_id: str, memory_id: str) -> tuple[bool, str | None]:
+        """Whether the memory was added (False: a member already) and the episode it left."""
+        return await self.membership.add(episode_id, memory_id)
 
     async def remove_memory(self, episode_id: str, memory_id: str) -> None:
         self.state.episode(episode_id)

@@ -356,7 +356,7 @@ ROUTES: list[Op] = [
         "/v1/episodes/{episode_id}/memories",
         "episode_add",
         "Add a memory to an episode",
-        shapes.Success,
+        shapes.EpisodeAddResult,
         body=shapes.EpisodeMemoryRequest,
     ),
     Op(

@@ -83,6 +83,7 @@ from .entities import (
 )
 from .episodes import (
     Episode,
+    EpisodeAddResult,
     EpisodeChain,
     EpisodeCreateRequest,
     EpisodeCreateResult,
@@ -284,7 +285,8 @@ __all__ = [
     "MAX_CAUSE_NOTE_CHARS", "MAX_EFFECTS", "MAX_EFFECT_CHARS", "MAX_NODE_CHARS",
     "MAX_NODE_LINKS", "NODE_DOC",
     "EditableStatus", "EmbeddingInfo", "Episode", "EpisodeChain", "EpisodeCounts",
-    "EpisodeCreateRequest", "EpisodeCreateResult", "EpisodeCurrent", "EpisodeCurrentQuery",
+    "EpisodeAddResult", "EpisodeCreateRequest", "EpisodeCreateResult", "EpisodeCurrent",
+    "EpisodeCurrentQuery",
     "EpisodeDecisions", "EpisodeDetail", "EpisodeGetQuery", "EpisodeGetResult", "EpisodeId",
     "EpisodeList", "EpisodeMemoryRequest", "EpisodeMergeRequest", "EpisodeMergeResult",
     "EpisodeMetrics", "EpisodeQueue", "EpisodeRef", "EpisodeSearch", "EpisodeSplitRequest",

@@ -341,6 +341,16 @@ class EpisodeCreateResult(Response):
     memory_count: int
 
 
+class EpisodeAddResult(Response):
+    success: bool
+    added: bool = Field(
+        description="False: the memory was in this episode already, and nothing changed."
+    )
+    moved_from: str | None = Field(
+        description="The episode the memory left for this one (null: it was in none)."
+    )
+
+
 class EpisodeMergeResult(Response):
     success: bool
     episode_id: str = Field(description="The merged episode (the one that kept its id).")

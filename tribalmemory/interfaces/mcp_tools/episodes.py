@@ -80,8 +80,9 @@ def episode_tools(env: ToolEnv) -> list[Callable[..., Any]]:
         """
         return await call("episode_create", title=title, memory_ids=memory_ids, **passed)
 
-    async def episode_add(episode_id: EpisodeId, memory_id: MemoryId) -> shapes.Success:
-        """Add an existing memory to an episode (e.g. one that was filed in the wrong thread)."""
+    async def episode_add(episode_id: EpisodeId, memory_id: MemoryId) -> shapes.EpisodeAddResult:
+        """Add an existing memory to an episode (e.g. one that was filed in the wrong thread),
+        moving it out of the one it was in: added is false when it was a member already."""
         return await call("episode_add", episode_id=episode_id, memory_id=memory_id)
 
     async def episode_remove(episode_id: EpisodeId, memory_id: MemoryId) -> shapes.Success:
