@@ -38,6 +38,13 @@ def write(path: Path, text: str) -> Path:
         ("memory:\n  dedup_threshold: null\n", ["memory.dedup_threshold", "must not be empty"]),
         ("- a list\n", ["mapping"]),
         ("server: [unclosed\n", ["not valid YAML"]),
+        ("episodes:\n  monthly_cost_ceiling: .nan\n", ["monthly_cost_ceiling", "got .nan"]),
+        (f"episodes:\n  monthly_cost_ceiling: {10**400}\n", ["401 digits is too large"]),
+        ("storage:\n  qdrant_url: not a url\n", ["storage.qdrant_url", "http(s)://host"]),
+        ("storage:\n  qdrant_url: http://:6333\n", ["storage.qdrant_url", "not a URL"]),
+        ("server:\n  host: ''\n", ["server.host", "not a host name or an IP address"]),
+        ("server:\n  host: not a host!\n", ["server.host", "'not a host!'"]),
+        ("data_dir: ''\n", ["data_dir is empty"]),
     ],
 )
 def test_bad_config_names_the_key(tmp_path: Path, text: str, fragments: list[str]) -> None:
@@ -53,6 +60,30 @@ def test_missing_explicit_file_is_an_error(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("TRIBAL_MEMORY_CONFIG", str(tmp_path / "gone.yaml"))
     with pytest.raises(ConfigError, match="gone.yaml does not exist"):
         load_config()
+
+
+def test_hosts_and_urls_that_bind_and_connect_load(tmp_path: Path) -> None:
+    for host in ("0.0.0.0", "::1", "localhost", "tm-01.lab.example"):
+        assert load_config(write(tmp_path / "c.yaml", f"server:\n  host: '{host}'\n")).server.host
+    text = "storage:\n  qdrant_url: https://qdrant.example:6333\n"
+    assert load_config(write(tmp_path / "c.yaml", text)).storage.qdrant_url
+
+
+def test_a_config_file_that_is_no_utf8_text_or_a_folder_is_named(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("server:\n  host: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match="latin.yaml is not UTF-8 text"):
+        load_config(latin)
+    with pytest.raises(ConfigError, match="is a folder, not a YAML file"):
+        load_config(tmp_path)
+
+
+def test_an_empty_home_variable_means_the_default(
+    tm_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", "")
+    monkeypatch.setenv("HOME", str(tm_home))
+    assert load_config().data_path == tm_home / ".tribal-memory"
 
 
 def test_missing_default_file_means_defaults(tm_home: Path) -> None:
@@ -83,9 +114,12 @@ def test_env_file_does_not_override(tm_home: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("TM_TEST_SET", "from-shell")
     monkeypatch.setenv("TM_TEST_NEW", "")
     monkeypatch.delenv("TM_TEST_NEW")  # teardown removes what load_env sets
+    monkeypatch.setenv("TM_TEST_EMPTY", "")  # set but empty: as not set
+    write(tm_home / ".env", "TM_TEST_SET=from-file\nTM_TEST_NEW=from-file\nTM_TEST_EMPTY=f\n")
     load_env()
     assert os.environ["TM_TEST_SET"] == "from-shell"
     assert os.environ["TM_TEST_NEW"] == "from-file"
+    assert os.environ["TM_TEST_EMPTY"] == "f"
 
 
 def test_example_file_is_generated_from_the_schema() -> None:

@@ -46,11 +46,18 @@ def test_the_data_folder_is_private(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     (home / "logs").mkdir()
-    (home / "notes-from-0.9.txt").write_text("old")
+    (home / "lancedb" / "memories.lance").mkdir(parents=True)  # version 0.9's store
+    (home / "lancedb" / "memories.lance" / "data.lance").write_text("old")
+    (home / "scripts").mkdir()  # not Tribal Memory's: left as it is
+    (home / "scripts" / "backup.sh").write_text("#!/bin/sh\n")
     for path, loose in (
         (home, 0o755),
         (home / "logs", 0o755),
-        (home / "notes-from-0.9.txt", 0o644),
+        (home / "lancedb", 0o755),
+        (home / "lancedb" / "memories.lance", 0o755),
+        (home / "lancedb" / "memories.lance" / "data.lance", 0o644),
+        (home / "scripts", 0o755),
+        (home / "scripts" / "backup.sh", 0o755),
     ):
         os.chmod(path, loose)  # what an older version (and a default umask) left behind
     config = write_config(
@@ -81,8 +88,9 @@ def test_the_data_folder_is_private(tmp_path: Path) -> None:
         cli("service", "stop")
 
     assert mode(home) == 0o700
+    assert mode(home / "scripts") == 0o755 and mode(home / "scripts" / "backup.sh") == 0o755
     for path in home.rglob("*"):
-        if path.is_symlink():
+        if path.is_symlink() or path.relative_to(home).parts[0] == "scripts":
             continue
         expected = 0o700 if path.is_dir() else 0o600
         assert mode(path) == expected, f"{path.relative_to(home)}: {oct(mode(path))}"
@@ -153,3 +161,44 @@ def test_the_cli_escapes_memory_text_and_titles(
         assert code == 0, args
     code, _, err = run("forget", "\x1b[2J\x1b]0;pwned\x07")
     assert code == 1 and "\\x1b[2J" in err
+
+
+def test_a_data_folder_that_is_a_file_is_refused_and_other_files_are_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tribalmemory.config import ConfigError
+    from tribalmemory.datafolder import make_private
+
+    file = tmp_path / "notes.txt"
+    file.write_text("x")
+    with pytest.raises(ConfigError, match="notes.txt is a file, not a folder"):
+        make_private(file)
+    with pytest.raises(ConfigError, match="is the root folder"):
+        make_private(Path("/"))
+    home = tmp_path / "me"  # data_dir: ~ by mistake
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "deploy").write_text("#!/bin/sh\n")
+    (home / "logs").mkdir()
+    for path in (home, home / "bin", home / "bin" / "deploy", home / "logs"):
+        os.chmod(path, 0o755)
+    monkeypatch.setenv("HOME", str(home))
+    make_private(home)
+    assert mode(home / "bin") == 0o755 and mode(home / "bin" / "deploy") == 0o755  # not ours
+    assert mode(home) == 0o700 and mode(home / "logs") == 0o700
+
+
+def test_the_cli_names_a_data_folder_that_is_a_file(tmp_path: Path) -> None:
+    file = tmp_path / "data"
+    file.write_text("x")
+    env = {**subprocess_env(tmp_path / "home", tmp_path), "TRIBAL_MEMORY_HOME": str(file)}
+    done = subprocess.run(
+        [sys.executable, "-m", "tribalmemory", "remember", "A note"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "the data folder" in done.stderr and "is a file, not a folder" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -56,6 +56,36 @@ def setting(
     return field(default=default, metadata=meta)
 
 
+def check_url(key: str, value: str) -> str:
+    """An ``http://`` or ``https://`` URL with a host (``http://localhost:6333``)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{key}: {value!r} is not a URL; expected http(s)://host[:port]")
+    return value
+
+
+def check_host(key: str, value: str) -> str:
+    """A host name or an IP address to bind (``127.0.0.1``, ``0.0.0.0``, ``::1``, ``myhost``)."""
+    import ipaddress
+    import re
+
+    try:
+        ipaddress.ip_address(value)
+        return value
+    except ValueError:
+        pass
+    label = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    if not re.fullmatch(rf"{label}(?:\.{label})*", value):
+        raise ConfigError(f"{key}: {value!r} is not a host name or an IP address (e.g. 127.0.0.1)")
+    return value
+
+
 PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
 MAX_PRICE_PER_MTOK = 10000.0
 
@@ -88,7 +118,9 @@ def check_prices(key: str, value: dict[str, Any]) -> dict[str, float]:
 
 @dataclass
 class ServerConfig:
-    host: str = setting("127.0.0.1", "Address the daemon binds; non-loopback needs a token.")
+    host: str = setting(
+        "127.0.0.1", "Address the daemon binds; non-loopback needs a token.", check=check_host
+    )
     port: int = setting(18790, "TCP port of the daemon.", minimum=1, maximum=65535)
     log_level: str = setting("info", "Log level.", choices=("debug", "info", "warning", "error"))
     max_content_chars: int = setting(
@@ -108,7 +140,10 @@ class StorageConfig:
         None, "Folder of the embedded store (default: <data_dir>/store).", nullable=True
     )
     qdrant_url: str | None = setting(
-        None, "URL of a Qdrant server or cluster; unset = embedded store.", nullable=True
+        None,
+        "URL of a Qdrant server or cluster; unset = embedded store.",
+        nullable=True,
+        check=check_url,
     )
     qdrant_api_key: str | None = setting(
         None, "API key for qdrant_url (or set QDRANT_API_KEY).", nullable=True
@@ -375,7 +410,8 @@ RETIRED_KEYS: dict[str, str] = {
 
 
 def home_dir() -> Path:
-    return Path(os.environ.get(HOME_ENV, str(DEFAULT_HOME))).expanduser()
+    """The data folder ``TRIBAL_MEMORY_HOME`` names (set but empty: not set), else the default."""
+    return Path(os.environ.get(HOME_ENV) or str(DEFAULT_HOME)).expanduser()
 
 
 def default_config_path() -> Path:
@@ -383,13 +419,16 @@ def default_config_path() -> Path:
 
 
 def load_env(path: Path | None = None) -> None:
-    """Load ``~/.tribal-memory/.env`` without overriding variables that are already set."""
-    from dotenv import load_dotenv
+    """Load ``~/.tribal-memory/.env`` without overriding variables that are already set (one
+    set but empty counts as not set: ``TRIBAL_MEMORY_TOKEN=`` does not hide the file's)."""
+    from dotenv import dotenv_values
 
     env_file = path or home_dir() / ".env"
     if env_file.is_file():
         try:
-            load_dotenv(env_file, override=False)
+            for name, value in dotenv_values(env_file).items():
+                if value is not None and not os.environ.get(name):
+                    os.environ[name] = value
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(
                 f"{env_file} cannot be read ({exc}); it must be UTF-8 text with NAME=value lines"
@@ -423,7 +462,12 @@ def _check_value(key: str, value: Any, f: Any, kind: type) -> Any:
             return None
         raise ConfigError(f"{key}: must not be empty ({meta['doc']})")
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            raise ConfigError(f"{key}: a number of {len(str(value))} digits is too large") from None
+    if kind is float and isinstance(value, float) and math.isnan(value):
+        raise ConfigError(f"{key}: expected a number, got .nan")
     if (
         kind is bool
         and not isinstance(value, bool)
@@ -509,8 +553,27 @@ def config_from_dict(data: dict[str, Any] | None) -> Config:
         raise ConfigError("the configuration file must be a YAML mapping of settings")
     data, notes = without_legacy_keys(data)
     config: Config = _build(Config, data, "")
+    if not config.data_dir.strip():
+        raise ConfigError(
+            "data_dir is empty: leave it out for the default (~/.tribal-memory) or name a folder"
+        )
     config.deprecations = notes
     return config
+
+
+DATA_FOLDER_FIX = "set data_dir in the configuration (or TRIBAL_MEMORY_HOME) to a folder of its own"
+
+
+def check_data_folder(path: Path) -> None:
+    """ConfigError when ``path`` cannot be a data folder: a file, or the file system's root."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"the data folder {path} is a file, not a folder: {DATA_FOLDER_FIX}")
+    resolved = path.resolve()
+    if resolved == Path(resolved.anchor):
+        raise ConfigError(
+            f"the data folder {path} is the root folder: the store, databases and logs need a "
+            f"folder of their own (the default is ~/.tribal-memory); {DATA_FOLDER_FIX}"
+        )
 
 
 def load_config(path: str | Path | None = None) -> Config:
@@ -518,19 +581,27 @@ def load_config(path: str | Path | None = None) -> Config:
     explicit = path or os.environ.get(CONFIG_ENV)
     config_path = Path(explicit).expanduser() if explicit else default_config_path()
     if not config_path.is_file():
+        if explicit and config_path.is_dir():
+            raise ConfigError(f"configuration file {config_path} is a folder, not a YAML file")
         if explicit:
             raise ConfigError(f"configuration file {config_path} does not exist")
         config = Config()
-        if HOME_ENV in os.environ:
+        if os.environ.get(HOME_ENV):
             config.data_dir = str(home_dir())
+        check_data_folder(config.data_path)
         return config
     try:
         data = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{config_path} is not valid YAML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{config_path} is not UTF-8 text; save it as UTF-8 YAML") from None
+    except OSError as exc:
+        raise ConfigError(f"{config_path} cannot be read ({exc.strerror or exc})") from None
     config = config_from_dict(data)
-    if HOME_ENV in os.environ and not (isinstance(data, dict) and "data_dir" in data):
+    if os.environ.get(HOME_ENV) and not (isinstance(data, dict) and "data_dir" in data):
         config.data_dir = str(home_dir())
+    check_data_folder(config.data_path)
     return config
 
 

@@ -2,7 +2,10 @@
 
 Everything in the data folder (store, databases, logs, token hash) is readable by its owner only:
 the folder is ``0700`` and its files ``0600``. :func:`make_private` creates it that way and
-tightens what an older version left readable.
+tightens what an older version left readable: the folder and the entries Tribal Memory writes
+there (:func:`own_entry`), never anything else a mistyped ``data_dir`` points at. A data folder
+that is a file, the file system's root or a folder that cannot be written is refused with a
+:class:`~tribalmemory.config.ConfigError` naming it.
 
 ``identity.json`` (created once, ``0600``) holds a public id and a secret. The daemon shows the
 id in ``/v1/health`` and answers a client's random challenge with ``HMAC(secret, challenge)``;
@@ -24,6 +27,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from .config import DATA_FOLDER_FIX as FIX
+from .config import ConfigError, check_data_folder
 from .timeutil import to_iso, utc_now
 
 log = logging.getLogger("tribalmemory.datafolder")
@@ -35,18 +40,68 @@ CHALLENGE = re.compile(r"[0-9a-f]{32,128}")
 ID_PATTERN = re.compile(r"df-[0-9a-f]{16}")
 
 
+OWN_NAMES = frozenset(
+    {
+        "store",
+        "logs",
+        "ingested",
+        "identity.json",
+        "auth.json",
+        "datafiles.json",
+        "daemon.lock",
+        "daemon.pid",
+        "config.yaml",
+        ".env",
+        "lancedb",  # version 0.9's memories and episodes, in the same default folder
+        "episodes.db",
+    }
+)
+"""The entries Tribal Memory writes at the top of its data folder (with the databases and the
+folders :func:`own_entry` also recognises), and those version 0.9 wrote there."""
+
+
+def own_entry(name: str) -> bool:
+    """Whether the data folder's entry ``name`` is one Tribal Memory writes: :data:`OWN_NAMES`,
+    its SQLite databases and their side files (``episodes.sqlite3-wal``), the folders ``doctor``
+    sets damaged files aside in (``damaged-…``) and the temporary files of its writes."""
+    return (
+        name in OWN_NAMES
+        or ".sqlite3" in name
+        or name.startswith(("damaged-", f".{IDENTITY_FILE}."))
+    )
+
+
 def make_private(path: Path) -> Path:
-    """Create ``path`` (``0700``) if needed; take group/other access from what is inside.
+    """Create ``path`` (``0700``) if needed; take group/other access from it and from what
+    Tribal Memory wrote inside (:func:`own_entry`, all the way down); leave anything else in it
+    alone (``data_dir: ~`` leaves the home folder's files as they were). ConfigError: ``path``
+    is a file or the file system's root, or it cannot be created or written.
 
     Entries that cannot be changed (another owner) are logged and left alone.
     """
-    path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    check_data_folder(path)
+    try:
+        path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create the data folder {path} ({exc.strerror or exc}): {FIX}"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"the data folder {path} cannot be written: {FIX}")
     _restrict(path, FOLDER_MODE)
-    for root, dirs, files in os.walk(path):
-        for name in dirs:
-            _restrict(Path(root, name), FOLDER_MODE)
-        for name in files:
-            _restrict(Path(root, name), FILE_MODE)
+    for entry in os.scandir(path):
+        if not own_entry(entry.name):
+            continue
+        own = Path(entry.path)
+        if not entry.is_dir(follow_symlinks=False):
+            _restrict(own, FILE_MODE)
+            continue
+        _restrict(own, FOLDER_MODE)
+        for root, dirs, files in os.walk(own):
+            for name in dirs:
+                _restrict(Path(root, name), FOLDER_MODE)
+            for name in files:
+                _restrict(Path(root, name), FILE_MODE)
     return path
 
 
