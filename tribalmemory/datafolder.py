@@ -63,11 +63,12 @@ folders :func:`own_entry` also recognises), and those version 0.9 wrote there.""
 def own_entry(name: str) -> bool:
     """Whether the data folder's entry ``name`` is one Tribal Memory writes: :data:`OWN_NAMES`,
     its SQLite databases and their side files (``episodes.sqlite3-wal``), the folders ``doctor``
-    sets damaged files aside in (``damaged-…``) and the temporary files of its writes."""
+    sets damaged files aside in (``damaged-…``) and the temporary files of its writes (an
+    identity being written, an import's upload)."""
     return (
         name in OWN_NAMES
         or ".sqlite3" in name
-        or name.startswith(("damaged-", f".{IDENTITY_FILE}."))
+        or name.startswith(("damaged-", f".{IDENTITY_FILE}.", ".import-"))
     )
 
 
