@@ -607,9 +607,12 @@ def test_init_registers_idempotently_and_keeps_other_entries(
     codex_data = tomllib.loads(codex.read_text())
     assert codex_data["model"] == "o3" and codex_data["profiles"] == {"fast": {"model": "mini"}}
     assert codex_data["mcp_servers"]["other"] == {"command": "y"}
+    # the data folder this shell chose (TRIBAL_MEMORY_HOME), which the client would not know
+    assert entry["env"] == {"TRIBAL_MEMORY_HOME": str(tm_home.resolve())}
     assert codex_data["mcp_servers"]["tribal-memory"] == {
         "command": entry["command"],
         "args": [*entry["args"][:-1], "codex"],  # each client is named (source_instance)
+        "env": entry["env"],
     }
     assert "# keep this comment" in codex.read_text()
     # Claude Desktop runs outside any repository: it stores into default and reads every project
@@ -635,12 +638,32 @@ def test_init_keeps_user_keys_and_refuses_broken_files(tm_home: Path, capsys: Ca
     )
     assert bounded_main(["init", "--claude-code"]) == 0
     entry = json.loads(claude.read_text())["mcpServers"]["tribal-memory"]
-    assert entry["env"] == {"A": "1"} and entry["command"] != "old"
+    home = str(tm_home.resolve())
+    assert entry["env"] == {"A": "1", "TRIBAL_MEMORY_HOME": home} and entry["command"] != "old"
     claude.write_text("{not json")
     code, _, err = run(capsys, "init", "--claude-code")
     assert code == 1 and "not valid JSON" in err and claude.read_text() == "{not json"
     code, _, err = run(capsys, "init")
     assert code == 2 and "--claude-code" in err
+    codex = Path.home() / ".codex" / "config.toml"
+    codex.parent.mkdir()
+    codex.write_text("mcp_servers = 5\n")
+    code, _, err = run(capsys, "init", "--codex")
+    assert code == 1 and "expected mcp_servers to be a table" in err, err
+    assert codex.read_text() == "mcp_servers = 5\n"
+
+
+def test_init_passes_on_the_configuration_file_and_data_folder_this_shell_chose(
+    tm_home: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_config(tm_home)
+    monkeypatch.setenv("TRIBAL_MEMORY_CONFIG", str(config))
+    code, out, err = run(capsys, "init", "--claude-code")
+    assert code == 0, err
+    entry = json.loads((Path.home() / ".claude.json").read_text())["mcpServers"]["tribal-memory"]
+    assert entry["args"][1:3] == ["--config", str(config.resolve())]
+    assert entry["env"] == {"TRIBAL_MEMORY_HOME": str(tm_home.resolve())}
+    assert f"reads the token from {tm_home / '.env'}" in out
 
 
 # -- logs ------------------------------------------------------------------------------------------

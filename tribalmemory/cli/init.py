@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import projects
-from ..config import Config
+from ..config import CONFIG_ENV, HOME_ENV, Config, home_dir
 from ..interfaces.auth import write_atomic
 from .output import CliError
 
@@ -92,7 +92,12 @@ def _merged(old: Any, entry: dict[str, Any]) -> dict[str, Any]:
 
     An HTTP registration (with ``url``) is replaced whole: its keys mean nothing for stdio.
     """
-    return {**old, **entry} if isinstance(old, dict) and "url" not in old else entry
+    if not isinstance(old, dict) or "url" in old:
+        return entry
+    merged = {**old, **entry}
+    if isinstance(old.get("env"), dict) and isinstance(entry.get("env"), dict):
+        merged["env"] = {**old["env"], **entry["env"]}  # the user's variables stay
+    return merged
 
 
 def _mode(path: Path) -> int:
@@ -175,7 +180,10 @@ def register_toml(path: Path, entry: dict[str, Any]) -> str:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CliError(f"{path} is not valid TOML ({exc}); nothing changed") from None
-    old = data.get("mcp_servers", {}).get(NAME)
+    servers = data.get("mcp_servers", {})
+    if not isinstance(servers, dict):
+        raise CliError(f"{path}: expected mcp_servers to be a table; nothing changed")
+    old = servers.get(NAME)
     new = _merged(old, entry)
     if new == old:
         return "unchanged"
@@ -221,10 +229,16 @@ def init(args: argparse.Namespace, config: Config) -> int:
     except ValueError as exc:
         raise CliError(str(exc), 2) from None
 
+    # what this shell chose, which the client's environment will not have: its configuration
+    # file and its data folder go into the entry
+    config_file = args.config or os.environ.get(CONFIG_ENV) or None
+    home = os.environ.get(HOME_ENV)
+    env = {"env": {HOME_ENV: str(Path(home).expanduser().resolve())}} if home else {}
+
     def entry(label: str, in_repository: bool, **extra: str) -> dict[str, Any]:
-        command, arguments = server_command(args.config, CLIENT_NAMES[label])
+        command, arguments = server_command(config_file, CLIENT_NAMES[label])
         chosen, _ = project_arguments(pinned, in_repository)
-        return {**extra, "command": command, "args": [*arguments, *chosen]}
+        return {**extra, "command": command, "args": [*arguments, *chosen], **env}
 
     targets = [
         (
@@ -261,6 +275,6 @@ def init(args: argparse.Namespace, config: Config) -> int:
             )
     print(
         "Restart the client(s) to load the server. It reaches the daemon (starting it when "
-        "needed) and reads the token from ~/.tribal-memory/.env."
+        f"needed) and reads the token from {home_dir() / '.env'}."
     )
     return 0
