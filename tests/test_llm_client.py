@@ -704,6 +704,16 @@ async def test_a_local_qwen_through_the_openai_provider(fake: FakeLLM, tmp_path:
     assert client.status()["state"] == "ready"  # a zero ceiling never stops a free model
 
 
+async def test_a_zero_ceiling_on_a_priced_model_says_no_call_is_made(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    client, _ = make(fake, tmp_path, monthly_cost_ceiling=0.0)
+    status = client.check_startup()
+    assert status["state"] == "ceiling_reached"
+    assert status["reason"].startswith("monthly_cost_ceiling is 0: no LLM call is made")
+    assert "next month" not in status["reason"]  # not a spent budget that comes back
+
+
 async def test_assume_price_is_an_estimate_shown_in_status(
     fake: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -24,11 +24,12 @@ HYBRID = {"detector_strategy": "hybrid", "summary_debounce_seconds": 0}
 
 
 async def test_offline_engine_queues_no_llm_only_work(
-    engine_runtime, monkeypatch: pytest.MonkeyPatch
+    engine_runtime, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Hybrid detection (the default) without a key: the database thread reaches 4 memories,
     a merge check size; on main that check waited a day for an LLM review that never comes."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(tmp_path / "tm-home"))
     rt: Runtime = await engine_runtime(**HYBRID)
     for i, text in enumerate(AUTH[:3]):
         await remember(rt, text, 3, 9 + i)
@@ -42,6 +43,7 @@ async def test_offline_engine_queues_no_llm_only_work(
     llm = health["llm"]
     assert llm["state"] == "offline"
     assert "no API key configured" in llm["reason"] and "OPENAI_API_KEY" in llm["reason"]
+    assert f"environment or {tmp_path / 'tm-home' / '.env'};" in llm["reason"]  # the one read
     assert "extractive summaries" in llm["fallback"]
     episodes = (await rt.api.episodes_list())["episodes"]
     assert len(episodes) == 2 and {e["summary_kind"] for e in episodes} == {"extractive"}
@@ -53,6 +55,7 @@ async def test_checks_left_from_a_run_with_a_key_are_settled_offline(
     """A merge check queued while a key was configured does not wait for ever once the key is
     gone: the start-up check finds the LLM offline and settles it."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(tmp_path / "tm-home"))
     rt: Runtime = await engine_runtime(**HYBRID)
     for i, text in enumerate(DB[:2]):
         await remember(rt, text, 3, 12 + i)

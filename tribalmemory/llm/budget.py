@@ -124,6 +124,12 @@ class Budget:
         denied = (
             self._denied is not None and self._denied[0] == month and ceiling <= self._denied[1]
         )
+        if ceiling == 0 and prices != (0.0, 0.0):
+            return {
+                "state": "ceiling_reached",
+                "reason": "monthly_cost_ceiling is 0: no LLM call is made (raise it to allow "
+                "LLM work)",
+            }
         if denied or (prices != (0.0, 0.0) and spent + held >= ceiling):
             return {
                 "state": "ceiling_reached",
