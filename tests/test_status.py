@@ -37,6 +37,32 @@ def test_status_with_no_daemon_says_so_and_exits_non_zero(tmp_path: Path) -> Non
     assert not (home / "store").exists()  # status does not open the store in its place
 
 
+def test_status_names_a_foreign_program_on_the_port_and_a_daemon_elsewhere(
+    tmp_path: Path,
+) -> None:
+    import socket
+
+    home = tmp_path / "home"
+    port = free_port()
+    config = write_config(home, server={"port": port})
+    with socket.socket() as foreign:  # any program listening there, not a Tribal Memory daemon
+        foreign.bind(("127.0.0.1", port))
+        foreign.listen()
+        done = cli(tmp_path, home, "status")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "something that is not a Tribal Memory daemon holds" in done.stdout, done.stdout
+
+    daemon: Daemon = start_daemon(tmp_path / "elsewhere")  # serves on a port of its own
+    try:
+        config.write_text(f"data_dir: {daemon.home}\nserver:\n  port: {port}\n")
+        done = cli(tmp_path, home, "status", "--config", str(config))
+        assert done.returncode == 3, done.stdout + done.stderr
+        assert f"its process runs (pid {daemon.process.pid}" in done.stdout, done.stdout
+        assert f"does not answer at http://127.0.0.1:{port}" in done.stdout
+    finally:
+        daemon.stop()
+
+
 @pytest.mark.parametrize(
     "broken",
     ["server: [unclosed\n", "instance: 3\nserver:\n  port: not-a-port\n"],

@@ -254,9 +254,23 @@ def status(args: argparse.Namespace, config: Config) -> int:
     url = daemon_url(config)
     client = find_daemon(config, config_path=args.config)
     if client is None:
+        from .service import running_pid
+
+        pid = running_pid(config)
+        held = port_held(config)
         daemon = {"running": False, "url": url, "data_dir": str(config.data_path)}
         if args.json:
-            print_json({"daemon": daemon})
+            print_json({"daemon": {**daemon, "pid": pid, "port_held": held}})
+        elif pid is not None:
+            print(
+                f"daemon: its process runs (pid {pid}, from the pid file of {config.data_path}) "
+                f"but does not answer at {url}: started with another --port, still starting, "
+                "or stuck"
+            )
+            print("`tribalmemory service logs` shows what it does; `tribalmemory service stop`")
+        elif held:
+            print(f"daemon: not running; something that is not a Tribal Memory daemon holds {url}")
+            print("stop that program, or set server.port to a free port")
         else:
             print(f"daemon: not running (nothing answers at {url}; data folder {config.data_path})")
             given = getattr(args, "config", None)  # the same data folder's daemon, as typed
@@ -265,6 +279,17 @@ def status(args: argparse.Namespace, config: Config) -> int:
             print(f"start it with `{start}` (or `{serve}`)")
         return 3
     return asyncio.run(_running_status(client, args, url))
+
+
+def port_held(config: Config, timeout: float = 0.5) -> bool:
+    """Whether something accepts connections on the daemon's host and port."""
+    import socket
+
+    try:
+        with socket.create_connection((config.server.host, config.server.port), timeout):
+            return True
+    except OSError:
+        return False
 
 
 async def _running_status(client: Any, args: argparse.Namespace, url: str) -> int:
