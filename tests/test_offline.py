@@ -55,7 +55,6 @@ async def test_checks_left_from_a_run_with_a_key_are_settled_offline(
     """A merge check queued while a key was configured does not wait for ever once the key is
     gone: the start-up check finds the LLM offline and settles it."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setenv("TRIBAL_MEMORY_HOME", str(tmp_path / "tm-home"))
     rt: Runtime = await engine_runtime(**HYBRID)
     for i, text in enumerate(DB[:2]):
         await remember(rt, text, 3, 12 + i)
