@@ -45,6 +45,7 @@ def write(path: Path, text: str) -> Path:
         ("server:\n  host: ''\n", ["server.host", "not a host name or an IP address"]),
         ("server:\n  host: not a host!\n", ["server.host", "'not a host!'"]),
         ("data_dir: ''\n", ["data_dir is empty"]),
+        ("server:\n  port: 18000\n  port: 18001\n", ["port is set twice", "line 3"]),
     ],
 )
 def test_bad_config_names_the_key(tmp_path: Path, text: str, fragments: list[str]) -> None:
@@ -84,6 +85,11 @@ def test_an_empty_home_variable_means_the_default(
     monkeypatch.setenv("TRIBAL_MEMORY_HOME", "")
     monkeypatch.setenv("HOME", str(tm_home))
     assert load_config().data_path == tm_home / ".tribal-memory"
+
+
+def test_a_number_in_exponent_notation_is_a_number(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path / "c.yaml", "episodes:\n  monthly_cost_ceiling: 1e1\n"))
+    assert config.episodes.monthly_cost_ceiling == 10.0  # YAML 1.1 would read the string "1e1"
 
 
 def test_missing_default_file_means_defaults(tm_home: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -73,7 +74,6 @@ def check_url(key: str, value: str) -> str:
 def check_host(key: str, value: str) -> str:
     """A host name or an IP address to bind (``127.0.0.1``, ``0.0.0.0``, ``::1``, ``myhost``)."""
     import ipaddress
-    import re
 
     try:
         ipaddress.ip_address(value)
@@ -561,6 +561,36 @@ def config_from_dict(data: dict[str, Any] | None) -> Config:
     return config
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML as the configuration reads it: a key written twice in one mapping is an error (the
+    last one won, silently), and ``1e3`` is a number, as in YAML 1.2 (YAML 1.1 reads a
+    string)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise ConfigError(
+                    f"{key} is set twice in one section (line {key_node.start_mark.line + 1}); "
+                    "keep one"
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def read_yaml(text: str) -> Any:
+    """The YAML document ``text`` as the configuration reads it (:class:`_Loader`)."""
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader
+
+
 DATA_FOLDER_FIX = "set data_dir in the configuration (or TRIBAL_MEMORY_HOME) to a folder of its own"
 
 
@@ -591,7 +621,7 @@ def load_config(path: str | Path | None = None) -> Config:
         check_data_folder(config.data_path)
         return config
     try:
-        data = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        data = read_yaml(config_path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{config_path} is not valid YAML: {exc}") from None
     except UnicodeDecodeError:
@@ -611,7 +641,7 @@ def data_dir_of(path: str | Path | None = None) -> Path:
     explicit = path or os.environ.get(CONFIG_ENV)
     config_path = Path(explicit).expanduser() if explicit else default_config_path()
     try:
-        data = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        data = read_yaml(config_path.read_text(encoding="utf-8"))
     except (OSError, ValueError, yaml.YAMLError):
         data = None
     if isinstance(data, dict) and isinstance(data.get("data_dir"), str) and data["data_dir"]:
