@@ -64,11 +64,13 @@ def own_entry(name: str) -> bool:
     """Whether the data folder's entry ``name`` is one Tribal Memory writes: :data:`OWN_NAMES`,
     its SQLite databases and their side files (``episodes.sqlite3-wal``), the folders ``doctor``
     sets damaged files aside in (``damaged-…``) and the temporary files of its writes (an
-    identity being written, an import's upload)."""
+    identity being written, an import's upload, a restore's copies and the files it
+    replaces)."""
     return (
         name in OWN_NAMES
         or ".sqlite3" in name
-        or name.startswith(("damaged-", f".{IDENTITY_FILE}.", ".import-"))
+        or name.startswith(("damaged-", f".{IDENTITY_FILE}.", ".import-", ".restore-"))
+        or name.startswith(".replaced-")
     )
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from .. import validation as check
 from ..client import find_daemon
-from ..config import Config
+from ..config import Config, home_dir
 from ..errors import InvalidInput
+from ..interfaces.auth import TOKEN_ENV, read_env_value
 from ..plural import counted
 from ..portability import backup as backups
 from ..portability import exporter, importer, legacy09
@@ -205,8 +206,16 @@ async def _backup(args: argparse.Namespace, config: Config, dest: Path) -> dict[
 
 
 def restore(args: argparse.Namespace, config: Config) -> int:
+    from .service import running_pid
+
     if find_daemon(config, config_path=args.config) is not None:
         raise CliError("a daemon is running on this data folder; stop it first", 2)
+    if (pid := running_pid(config)) is not None:  # on another --port, or not answering
+        raise CliError(
+            f"the daemon of this data folder runs (pid {pid}, from its pid file); stop it "
+            "first (`tribalmemory service stop`)",
+            2,
+        )
     source = Path(args.dir)
     try:
         manifest = backups.read_manifest(source.expanduser().resolve())
@@ -218,4 +227,14 @@ def restore(args: argparse.Namespace, config: Config) -> int:
         print_json(result)
     else:
         print(f"Restored {counted(result['memories'], 'memory')} into {result['path']}")
+    env_file = home_dir() / ".env"
+    if "auth.json" in result["restored"] and not (
+        os.environ.get(TOKEN_ENV) or read_env_value(env_file, TOKEN_ENV)
+    ):
+        print(
+            f"note: the daemon will ask for the API token whose hash the backup holds "
+            f"(auth.json), and {env_file} has none: put it there as {TOKEN_ENV}=…, or run "
+            "`tribalmemory token rotate` for a new one",
+            file=sys.stderr,
+        )
     return 0

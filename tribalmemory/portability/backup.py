@@ -25,6 +25,7 @@ import logging
 import os
 import shutil
 import sqlite3
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from ..errors import Conflict, InsufficientStorage, InvalidInput
 from ..service import MemoryService
 from ..service.access import ACCESS_FILE
 from ..storage.base import FolderStore
+from ..storage.edge.folder import LOCK_FILE, FolderLock
 from ..storage.integrity import INTENT_LOG, INTENT_SUFFIX, SQLITE_FILES, write_json_atomically
 from ..storage.space import MB, allocated, existing_parent, is_disk_full
 from ..timeutil import to_iso, utc_now
@@ -217,7 +219,15 @@ def _first_line(exc: BaseException) -> str:
     return text[:200]
 
 
+BACKED_UP = frozenset({STORE, *DATABASES, *DATA_JSON, INTENT_LOG})
+"""Every name a backup's ``files`` may list: what :func:`backup` writes, and nothing else."""
+
+
 def read_manifest(source: Path) -> dict[str, Any]:
+    """``backup.json`` of the backup ``source``, checked whole before anything is restored:
+    version 1, a count of memories, and files that a backup writes and that are there (a
+    name outside :data:`BACKED_UP`, ``config.yaml`` or ``../x``, would be restored over a file
+    restore never touches)."""
     path = source / MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -225,6 +235,27 @@ def read_manifest(source: Path) -> dict[str, Any]:
         raise InvalidInput(f"{source} is not a tribalmemory backup ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != "tribalmemory-backup":
         raise InvalidInput(f"{path} is not a tribalmemory backup manifest")
+    version = manifest.get("version")
+    if version != 1:
+        made = manifest.get("tribalmemory", "another version")
+        raise InvalidInput(
+            f"{path} is a backup of format version {version!r} (made by tribalmemory {made}); "
+            "this version restores format 1: restore it with the version that made it"
+        )
+    files, memories = manifest.get("files"), manifest.get("memories")
+    if not isinstance(memories, int) or isinstance(memories, bool) or memories < 0:
+        raise InvalidInput(f"{path}: memories must be a count, got {memories!r}")
+    if not isinstance(files, list) or not files:
+        raise InvalidInput(f"{path}: files must be the list of the files backed up")
+    for name in files:
+        if not isinstance(name, str) or name not in BACKED_UP or files.count(name) > 1:
+            raise InvalidInput(
+                f"{path}: {name!r} is not a file a backup writes (or is listed twice); "
+                f"expected some of {', '.join(sorted(BACKED_UP))}"
+            )
+        found = source / name
+        if not (found.is_dir() if name == STORE else found.is_file()):
+            raise InvalidInput(f"{path} lists {name}, which is missing from {source}")
     return manifest
 
 
@@ -243,8 +274,11 @@ def data_files(config: Config) -> list[str]:
 def restore(
     source: Path, config: Config, force: bool, progress: Callable[[int], None] | None = None
 ) -> dict[str, Any]:
-    """Copy the backup ``source`` into the configured data folder (no daemon may run on it:
-    the caller checks; the store's lock is taken while its folder is replaced)."""
+    """Copy the backup ``source`` into the configured data folder, with no daemon on it (the
+    caller checks its port and pid file; the store's lock is held throughout, so a daemon
+    started elsewhere is refused here). The backup is copied in full beside the files it
+    replaces first, then each is swapped in: a backup that cannot be copied (a file missing,
+    a full disk) leaves the data folder as it was."""
     source = source.expanduser().resolve()
     manifest = read_manifest(source)
     data = config.data_path
@@ -255,19 +289,70 @@ def restore(
             "into an empty one, or add --force to replace it",
         )
     data.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for name in manifest["files"]:
-        src, dst = source / name, target(config, name)
-        if dst.is_dir():
-            shutil.rmtree(dst)
-        elif dst.exists():
-            dst.unlink()
-        # a replaced database's journal (and the episode database's intent log) go with it
-        for suffix in ("-wal", "-shm", INTENT_SUFFIX):
-            dst.with_name(dst.name + suffix).unlink(missing_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dst, copy_function=copy_sparse)
-        else:
-            shutil.copy2(src, dst)
-        if progress is not None:
-            progress(1)
+    lock = _hold_store(config)
+    staged: dict[str, Path] = {}
+    try:
+        tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        for name in manifest["files"]:
+            src, dst = source / name, target(config, name)
+            staged[name] = dst.with_name(f".restore-{tag}-{dst.name}")
+            if src.is_dir():
+                shutil.copytree(src, staged[name], copy_function=copy_sparse)
+            else:
+                shutil.copy2(src, staged[name])
+            if progress is not None:
+                progress(1)
+        _swap_in(config, staged, tag)
+    finally:
+        for path in staged.values():  # what was not swapped in (a failed copy)
+            _remove(path)
+        if lock is not None:
+            lock.release()
     return {"path": str(data), "restored": manifest["files"], "memories": manifest["memories"]}
+
+
+def _hold_store(config: Config) -> FolderLock | None:
+    """The embedded store's lock, held (StoreLockedError when a daemon holds it)."""
+    root = config.store_path
+    if config.storage.qdrant_url or not root.is_dir():
+        return None
+    lock = FolderLock(root / LOCK_FILE, str(root))
+    lock.acquire()
+    return lock
+
+
+SIDE_FILES = ("-wal", "-shm", INTENT_SUFFIX)
+"""What goes with a database it replaces: its journal, and the episode database's intent log."""
+
+
+def _swap_in(config: Config, staged: dict[str, Path], tag: str) -> None:
+    """Put each staged file in place of the one it replaces (renames, on one disk); the
+    replaced ones, with their :data:`SIDE_FILES`, are set aside, then removed. A rename that
+    fails puts every file back as it was."""
+    aside: list[tuple[Path, Path]] = []
+    placed: list[Path] = []
+    try:
+        for name, path in staged.items():
+            dst = target(config, name)
+            for old in (dst, *(dst.with_name(dst.name + side) for side in SIDE_FILES)):
+                if old.exists() or old.is_symlink():
+                    moved = old.with_name(f".replaced-{tag}-{old.name}")
+                    os.replace(old, moved)
+                    aside.append((moved, old))
+            os.replace(path, dst)
+            placed.append(dst)
+    except OSError:
+        for dst in placed:
+            _remove(dst)
+        for moved, old in reversed(aside):
+            os.replace(moved, old)
+        raise
+    for moved, _ in aside:
+        _remove(moved)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
