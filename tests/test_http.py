@@ -521,7 +521,9 @@ def test_episode_routes(client: TestClient, runtime: Runtime) -> None:
     assert client.get("/v1/episodes?offset=1").json()["count"] == 0
 
     added = client.post(f"/v1/episodes/{eid}/memories", json={"memory_id": second})
-    assert added.json() == {"success": True}
+    assert added.json() == {"success": True, "added": True, "moved_from": None}
+    again = client.post(f"/v1/episodes/{eid}/memories", json={"memory_id": second})
+    assert again.json() == {"success": True, "added": False, "moved_from": None}
     shown = client.get(f"/v1/episodes/{eid}?include_timeline=true").json()
     assert shown["memory_ids"] == [first, second]
     assert [item["memory_id"] for item in shown["timeline"]] == [first, second]
