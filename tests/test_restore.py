@@ -149,3 +149,17 @@ async def test_a_copy_that_fails_midway_leaves_the_data_folder_as_it_was(tmp_pat
         restore(source, config_of(data), force=True)
     assert await contents(data) == ["Deploys go out on Tuesdays."]
     assert not [p.name for p in data.iterdir() if p.name.startswith((".restore-", ".replaced-"))]
+
+
+async def test_backup_names_a_destination_it_cannot_use(tmp_path: Path) -> None:
+    runtime = await start_runtime(config_of(tmp_path / "source"), run_scheduler=False)
+    try:
+        await runtime.api.remember("Invoices go to the finance bucket.")
+        file = tmp_path / "notes.txt"
+        file.write_text("x")
+        with pytest.raises(InvalidInput, match="notes.txt is a file; back up into a new"):
+            await backup(runtime.config, runtime.service, file)
+        with pytest.raises(InvalidInput, match=r"cannot create the folder .*notes.txt/sub \("):
+            await backup(runtime.config, runtime.service, file / "sub")
+    finally:
+        await runtime.stop()

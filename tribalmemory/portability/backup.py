@@ -94,6 +94,8 @@ async def backup(config: Config, service: MemoryService, dest: Path) -> dict[str
     """Write a backup of the running data folder into ``dest`` (new or empty); a full disk
     is InsufficientStorage (507), with what was copied removed."""
     dest = dest.expanduser().resolve()
+    if dest.exists() and not dest.is_dir():
+        raise InvalidInput(f"{dest} is a file; back up into a new or empty folder")
     if not _empty_folder(dest):
         raise Conflict(f"{dest} is not empty; back up into a new or empty folder")
     data = config.data_path.resolve()
@@ -105,6 +107,11 @@ async def backup(config: Config, service: MemoryService, dest: Path) -> dict[str
         dest.mkdir(parents=True, exist_ok=True, mode=0o700)
         return await _write(config, service, dest, data)
     except Exception as exc:
+        if isinstance(exc, OSError) and not is_disk_full(exc) and not dest.is_dir():
+            raise InvalidInput(
+                f"cannot create the folder {dest} ({exc.strerror or exc}); back up into a "
+                "folder that can be created and written"
+            ) from None
         if not is_disk_full(exc):
             raise
         _remove_partial(dest, existed)
