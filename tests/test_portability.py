@@ -757,3 +757,40 @@ def test_the_import_line_says_one_memory_and_one_episode() -> None:
     assert describe(report | links | {"dry_run": True, "new": 1, "episodes_new": 0}).endswith(
         "; 2 causal links in the file"
     )
+
+
+def test_an_export_that_cannot_be_written_says_so_without_a_traceback(
+    daemon: Any, tmp_path: Path
+) -> None:
+    """A full disk (``/dev/full``) and a reader that goes away (``| head -1``), through the
+    daemon; locally too for the full disk."""
+    import subprocess
+    import sys
+
+    from helpers_http import subprocess_env
+
+    env = subprocess_env(daemon.home, tmp_path)
+    for i in range(25):  # with their vectors, more than a pipe holds (64 KB)
+        text = unique(f"Invoice batch {i} goes to the finance bucket.")
+        assert main(["remember", text, "--config", str(daemon.config_path)]) == 0
+    export = [sys.executable, "-m", "tribalmemory", "export", "--config"]
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [*export, str(daemon.config_path)], stdout=full, stderr=subprocess.PIPE, env=env
+        )
+    assert done.returncode == 1 and b"cannot write the export (No space left" in done.stderr
+    assert b"Traceback" not in done.stderr
+    piped = subprocess.run(
+        f"{' '.join(export)} {daemon.config_path} --vectors | head -c 10",
+        shell=True,
+        capture_output=True,
+        env=env,
+    )
+    assert piped.returncode == 0 and len(piped.stdout) == 10
+    assert b"Traceback" not in piped.stderr and b"error" not in piped.stderr.lower()
+    local = write_config(tmp_path / "local", episodes={"enabled": False})
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [*export, str(local)], stdout=full, stderr=subprocess.PIPE, env=env, timeout=120
+        )
+    assert done.returncode == 1 and b"cannot write the export" in done.stderr, done.stderr

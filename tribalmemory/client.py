@@ -21,7 +21,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -302,7 +302,7 @@ class DaemonClient:
         vectors: bool,
         project: str | None = None,
         **scopes: str | None,
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """``GET /v1/export``: the export's bytes as they arrive (of one project, if given;
         ``scopes``: the source_instance, session and run filters of
         :class:`~tribalmemory.shapes.ExportQuery`)."""

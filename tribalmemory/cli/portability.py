@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 import tempfile
@@ -39,7 +40,15 @@ def export(args: argparse.Namespace, config: Config) -> int:
 
 
 async def _export(args: argparse.Namespace, config: Config, since: Any) -> int:
-    out = sys.stdout.buffer
+    try:
+        return await _write_export(args, config, since, sys.stdout.buffer)
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): the CLI ends quietly
+    except OSError as exc:  # a full disk, /dev/full
+        raise CliError(f"cannot write the export ({exc.strerror or exc})", 1) from None
+
+
+async def _write_export(args: argparse.Namespace, config: Config, since: Any, out: Any) -> int:
     show = wanted(False)
     client = find_daemon(config, config_path=args.config)
     if client is not None:
@@ -48,9 +57,10 @@ async def _export(args: argparse.Namespace, config: Config, since: Any) -> int:
             with bar("export", total, show) as advance:
                 scopes = fields.given(args)
                 stream = client.export_stream(args.since, args.vectors, args.project, **scopes)
-                async for chunk in stream:
-                    out.write(chunk)
-                    advance(chunk.count(b"\n"))
+                async with contextlib.aclosing(stream):  # closed here when a write fails
+                    async for chunk in stream:
+                        out.write(chunk)
+                        advance(chunk.count(b"\n"))
         finally:
             await client.aclose()
         out.flush()
@@ -65,8 +75,9 @@ async def _export(args: argparse.Namespace, config: Config, since: Any) -> int:
             lines = exporter.export_lines(
                 runtime.api, since, args.vectors, advance, project=args.project, scopes=scopes
             )
-            async for line in lines:
-                out.write(line.encode("utf-8"))
+            async with contextlib.aclosing(lines):
+                async for line in lines:
+                    out.write(line.encode("utf-8"))
     finally:
         await runtime.stop()
     out.flush()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from datetime import datetime
 from typing import Any
 
@@ -31,7 +31,7 @@ async def export_lines(
     progress: Callable[[int], None] | None = None,
     project: str | None = None,
     scopes: dict[str, str] | None = None,
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """The export as JSON lines (of ``project`` only, when given); ``progress(n)`` after
     every ``n`` memories written. ``scopes`` (``validation.scopes``: source_instance,
     session, run) keeps only the memories they select and the episodes with one of them."""
