@@ -88,19 +88,22 @@ def test_bad_plain_lines_are_refused_with_their_line_numbers(client: TestClient)
         {"content": "y", "created_at": later},
         {"type": "memory", "content": "z"},
         {"content": "w", "tags": ["ok\x00"]},
+        {"content": "v", "run": ""},
+        {"content": "u", "session": "  "},
     ]
     body = jsonl(*lines) + b"not json\n"
     refused = client.post("/v1/import", headers=NDJSON, content=body)
     assert refused.status_code == 422, refused.text
-    assert refused.json()["error"] == "6 problems in the file; nothing was imported"
+    assert refused.json()["error"] == "8 problems in the file; nothing was imported"
     detail = refused.json()["detail"]
-    assert [d.split(":")[0] for d in detail] == [f"line {n}" for n in range(2, 8)]
+    assert [d.split(":")[0] for d in detail] == [f"line {n}" for n in range(2, 10)]
     assert "unknown field 'colour'" in detail[0]
     assert "missing required field" in detail[1] and "content" in detail[1]
     assert "in the future" in detail[2]
     assert 'a plain line has no "type"' in detail[3]
     assert "control character" in detail[4]
-    assert "not valid JSON" in detail[5]
+    assert "run must not be empty" in detail[5] and "session must not be empty" in detail[6]
+    assert "not valid JSON" in detail[7]
     assert client.get("/v1/stats").json()["total_memories"] == 0
 
 

@@ -464,6 +464,17 @@ def test_import_recreates_the_exported_episodes_without_detection(
             f"line {episode_lines[1] + 1}: memory {first['memory_ids'][0]} is in the episode of "
             f"line {episode_lines[0] + 1} already"
         )
+        duplicated = export.splitlines()
+        memory_at = [i for i, line in enumerate(duplicated) if '"type":"memory"' in line]
+        changed = json.loads(duplicated[memory_at[0]]) | {"content": "another text, same id"}
+        duplicated.insert(memory_at[-1] + 1, json.dumps(changed))
+        refused = fresh.post("/v1/import", headers=NDJSON, content="\n".join(duplicated).encode())
+        assert refused.status_code == 422
+        memory_id = changed["id"]
+        assert (
+            f"line {memory_at[-1] + 2}: memory {memory_id} is on line {memory_at[0] + 1} "
+            "already (an export holds each memory once)"
+        ) in refused.json()["detail"]
         assert fresh.get("/v1/stats").json()["total_memories"] == 0
         planned = fresh.post(
             "/v1/import", headers=NDJSON, params={"dry_run": "true"}, content=export.encode()

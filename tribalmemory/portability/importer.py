@@ -112,6 +112,16 @@ def parse_all(
     counts = {"memory": 0, "episode": 0, "cause": 0}
     ended: dict[str, Any] | None = None
     member_line: dict[str, int] = {}  # a memory is in at most one episode
+    id_line: dict[tuple[str, str], int] = {}  # an export holds each memory, episode, cause once
+
+    def once(kind: str, record_id: str, number: int) -> None:
+        first_line = id_line.setdefault((kind, record_id), number)
+        if first_line != number:
+            raise InvalidInput(
+                f"line {number}: {kind} {record_id} is on line {first_line} already (an export "
+                f"holds each {kind} once)"
+            )
+
     for number, raw in enumerate(lines, start=1):
         try:
             if head is not None and head.plain:
@@ -139,11 +149,16 @@ def parse_all(
             elif data["type"] in counts:
                 counts[data["type"]] += 1
                 if data["type"] == "memory":
-                    yield records.parse_memory(data, number, head, max_chars)
+                    memory = records.parse_memory(data, number, head, max_chars)
+                    once("memory", memory.memory.id, number)
+                    yield memory
                 elif data["type"] == "cause":
-                    yield records.parse_cause(data, number)
+                    cause = records.parse_cause(data, number)
+                    once("cause", cause.id, number)
+                    yield cause
                 else:
                     episode = records.parse_episode(data, number)
+                    once("episode", episode.id, number)
                     for memory_id in episode.memory_ids:
                         first_line = member_line.setdefault(memory_id, number)
                         if first_line != number:

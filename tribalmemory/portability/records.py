@@ -332,8 +332,8 @@ def parse_plain(data: dict[str, Any], line: int, head: Header, max_chars: int) -
         given = check.memory_time("created_at", data.get("created_at"), advice=PLAIN_ADVICE)
         project = check.project(data.get("project"))
         shared = check.boolean("shared", data.get("shared"))
-        kept = {
-            key: check.text(key, data.get(key), chars, required=False)
+        kept = {  # a blank session or run is refused, as remember refuses it
+            key: check.text(key, data.get(key), chars, required=data.get(key) is not None)
             for key, chars in (("session", MAX_SESSION_CHARS), ("run", MAX_RUN_CHARS))
         }
     except TribalError as exc:
