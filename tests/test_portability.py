@@ -464,6 +464,13 @@ def test_import_recreates_the_exported_episodes_without_detection(
             f"line {episode_lines[1] + 1}: memory {first['memory_ids'][0]} is in the episode of "
             f"line {episode_lines[0] + 1} already"
         )
+        newer = export.splitlines()
+        newer[0] = json.dumps(json.loads(newer[0]) | {"version": 2})
+        refused = fresh.post("/v1/import", headers=NDJSON, content="\n".join(newer).encode())
+        assert refused.status_code == 422
+        assert "line 1: an export of format version 2, from a newer tribalmemory" in str(
+            refused.json()
+        )
         duplicated = export.splitlines()
         memory_at = [i for i, line in enumerate(duplicated) if '"type":"memory"' in line]
         changed = json.loads(duplicated[memory_at[0]]) | {"content": "another text, same id"}

@@ -248,7 +248,14 @@ def is_plain(data: dict[str, Any]) -> bool:
 def parse_header(data: dict[str, Any], line: int) -> Header:
     if line != 1 or data.get("type") != "header":
         raise _bad(line, "the first line must be the export header")
-    if data.get("format") != FORMAT or data.get("version") != VERSION:
+    version = data.get("version")
+    if data.get("format") == FORMAT and isinstance(version, int) and version > VERSION:
+        raise _bad(
+            line,
+            f"an export of format version {version}, from a newer tribalmemory; this one "
+            f"reads format {VERSION}: upgrade tribalmemory to import it",
+        )
+    if data.get("format") != FORMAT or version != VERSION:
         raise _bad(line, f"not a {FORMAT} version {VERSION} file")
     model, dim = data.get("model"), data.get("dim")
     if not isinstance(model, str) or not isinstance(dim, int) or isinstance(dim, bool):
