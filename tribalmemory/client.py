@@ -334,7 +334,12 @@ class DaemonClient:
                 timeout=None,
             )
         except httpx.HTTPError as exc:
-            raise self._unreachable(exc) from exc
+            lost = self._unreachable(exc)
+            lost.detail = (
+                "the import stopped where the daemon went away: import the same file again "
+                "(what is stored already is skipped)"
+            )
+            raise lost from exc
         return self._result(response)
 
     async def backup(self, path: str) -> dict[str, Any]:
