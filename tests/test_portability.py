@@ -147,6 +147,7 @@ def test_import_is_validated_first_then_idempotent_by_id(
             "episodes": 1,
             "new": 5,
             "existing": 0,
+            "repeated": 0,
             "stored": 0,
             "vectors_used": True,
             "dry_run": True,
@@ -765,6 +766,8 @@ def test_the_import_line_says_one_memory_and_one_episode() -> None:
     # nothing new: nothing embedded, nor said to be
     again = report | {"stored": 0, "existing": 1, "vectors_used": False, "episodes_created": 0}
     assert describe(again).startswith("Imported 0 new memories (1 already stored, 1 in the file);")
+    doubled = report | {"memories": 2, "repeated": 1}  # a plain line written twice
+    assert describe(doubled).startswith("Imported 1 new memory (0 already stored, 1 repeated, 2 in")
     # A user's causal links, when the file has any (an older daemon's answer counts none).
     links = {"causes": 2, "causes_created": 1, "causes_existing": 0}
     skipped = {"causes_skipped": {"node not in the import": 1}}

@@ -145,8 +145,10 @@ def describe(report: dict[str, Any]) -> str:
     vectors = (
         "" if not added else ", their vectors" if report["vectors_used"] else ", embedding them"
     )
+    repeated = report.get("repeated") or 0  # an older daemon counts them as stored
+    twice = f", {repeated} repeated" if repeated else ""
     return (
-        f"{head} ({report['existing']} already stored, {report['memories']} in the file"
+        f"{head} ({report['existing']} already stored{twice}, {report['memories']} in the file"
         f"{vectors}); {episodes} ({report['episodes_existing']} already stored, "
         f"{report['episodes']} in the file){_causes(report)}"
     )

@@ -64,6 +64,7 @@ class Report:
     episodes: int = 0
     new: int = 0
     existing: int = 0
+    repeated: int = 0  # lines of a memory earlier in the file (a plain line written twice)
     stored: int = 0
     vectors_used: bool = False
     dry_run: bool = True
@@ -84,6 +85,7 @@ class Report:
             "episodes": self.episodes,
             "new": self.new,
             "existing": self.existing,
+            "repeated": self.repeated,
             "stored": self.stored,
             "vectors_used": self.vectors_used,
             "dry_run": self.dry_run,
@@ -287,7 +289,7 @@ async def plan(api: TribalAPI, path: Path, stopping: Stopping = never) -> Report
         elif isinstance(item, records.ImportedMemory):
             report.memories += 1
             if item.memory.id in seen:
-                report.existing += 1  # twice in the file: stored once
+                report.repeated += 1  # twice in the file: stored once
                 continue
             seen.add(item.memory.id)
             pending.append((item.memory.id, item.memory.created_at.timestamp(), lines.offset))
