@@ -77,6 +77,8 @@ def test_plain_lines_are_imported_and_a_second_import_adds_nothing(client: TestC
     again = client.post("/v1/import", headers=NDJSON, content=jsonl(*HISTORY)).json()
     assert (again["new"], again["existing"], again["stored"]) == (0, 3, 0)
     assert client.get("/v1/stats").json()["total_memories"] == 3
+    marked = b"\xef\xbb\xbf" + jsonl({"content": unique("Saved by an editor with a BOM")})
+    assert client.post("/v1/import", headers=NDJSON, content=marked).json()["stored"] == 1
     twice = {"content": unique("Deploys go out on Tuesdays"), "created_at": "2025-11-04T09:00:00Z"}
     doubled = client.post("/v1/import", headers=NDJSON, content=jsonl(twice, twice)).json()
     assert (doubled["memories"], doubled["new"], doubled["stored"]) == (2, 1, 1)

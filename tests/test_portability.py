@@ -815,3 +815,13 @@ def test_an_export_that_cannot_be_written_says_so_without_a_traceback(
             [*export, str(local)], stdout=full, stderr=subprocess.PIPE, env=env, timeout=120
         )
     assert done.returncode == 1 and b"cannot write the export" in done.stderr, done.stderr
+
+
+def test_cli_import_names_a_missing_file_and_a_folder(
+    tm_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = str(write_config(tm_home, episodes={"enabled": False}))
+    code, _, err = run(capsys, "import", str(tmp_path / "gone.jsonl"), "--config", config)
+    assert code == 1 and "gone.jsonl: no such file" in err
+    code, _, err = run(capsys, "import", str(tmp_path), "--config", config)
+    assert code == 1 and "is not a file" in err

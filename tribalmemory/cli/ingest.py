@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput, PayloadTooLarge
+from ..plural import counted
 from ..portability import progress
 from ..service import turns
 from ..service.conversations import checked_messages
@@ -57,9 +58,9 @@ async def run(api: Any, args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(
-            f"Conversation {result['conversation_id']}: {result['messages']} messages, "
-            f"{result['turns']} turns: {result['stored']} stored, {result['existing']} there "
-            f"already; {result['folded']} messages folded into the turn before"
+            f"Conversation {result['conversation_id']}: {counted(result['messages'], 'message')}, "
+            f"{counted(result['turns'], 'turn')}: {result['stored']} stored, {result['existing']} "
+            f"there already; {counted(result['folded'], 'message')} folded into the turn before"
         )
     return 0
 

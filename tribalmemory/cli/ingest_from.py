@@ -141,8 +141,8 @@ def _show(report: dict[str, Any]) -> None:
         print(f"tribalmemory: warning: {path}: {clean(warning)}", file=sys.stderr)
     if status == "sent":
         said = (
-            f"{report['messages']} messages, {report['turns']} turns: {report['stored']} "
-            f"stored, {report['existing']} there already"
+            f"{counted(report['messages'], 'message')}, {counted(report['turns'], 'turn')}: "
+            f"{report['stored']} stored, {report['existing']} there already"
         )
     elif status == "unchanged":
         said = "unchanged since the last ingest, skipped"

@@ -95,6 +95,8 @@ def import_(args: argparse.Namespace, config: Config) -> int:
     path = Path(args.file)
     if getattr(args, "source", "export") == legacy09.SOURCE:
         return _import_09(args, config, path)
+    if not path.exists():
+        raise CliError(f"{path}: no such file", 1)
     if not path.is_file():
         raise CliError(f"{path} is not a file", 1)
     report = asyncio.run(_import(args, config, path))

@@ -229,6 +229,7 @@ def parse_object(raw: bytes | str, line: int) -> dict[str, Any] | None:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError:
         raise _bad(line, "is not valid UTF-8") from None
+    text = text.removeprefix("\ufeff")  # a byte order mark, as some editors save UTF-8
     if not text.strip():
         return None
     try:
