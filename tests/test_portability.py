@@ -472,6 +472,17 @@ def test_import_recreates_the_exported_episodes_without_detection(
         assert "line 1: an export of format version 2, from a newer tribalmemory" in str(
             refused.json()
         )
+        ahead = export.splitlines()
+        first_memory = next(i for i, line in enumerate(ahead) if '"type":"memory"' in line)
+        first_episode = next(i for i, line in enumerate(ahead) if '"type":"episode"' in line)
+        for at, field in ((first_memory, "updated_at"), (first_episode, "closed_at")):
+            ahead[at] = json.dumps(json.loads(ahead[at]) | {field: "2099-01-01T00:00:00Z"})
+        refused = fresh.post("/v1/import", headers=NDJSON, content="\n".join(ahead).encode())
+        assert refused.status_code == 422
+        assert [d.split(" is ")[0] for d in refused.json()["detail"]] == [
+            f"line {first_memory + 1}: updated_at 2099-01-01T00:00:00Z",
+            f"line {first_episode + 1}: closed_at 2099-01-01T00:00:00Z",
+        ]
         duplicated = export.splitlines()
         memory_at = [i for i, line in enumerate(duplicated) if '"type":"memory"' in line]
         changed = json.loads(duplicated[memory_at[0]]) | {"content": "another text, same id"}

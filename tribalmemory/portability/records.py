@@ -281,7 +281,9 @@ def parse_memory(data: dict[str, Any], line: int, head: Header, max_chars: int) 
         created = check.memory_time(
             "created_at", _time(data, "created_at"), advice="Correct the line's {field}."
         )
-        updated = check.timestamp("updated_at", _time(data, "updated_at"))
+        updated = check.memory_time(
+            "updated_at", _time(data, "updated_at"), advice="Correct the line's {field}."
+        )
         project = check.project(data.get("project"))  # absent: exported before projects
         shared = check.boolean("shared", data.get("shared"))
     except TribalError as exc:
@@ -484,7 +486,7 @@ def _epoch(name: str, value: Any, required: bool = False) -> float | None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be an ISO 8601 time")
-    stamp = check.timestamp(name, value)
+    stamp = check.memory_time(name, value, advice="Correct the line's {field}.")  # not ahead
     assert stamp is not None
     return stamp.timestamp()
 
