@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .config import Config, default_config_path, home_dir
+from .config import Config, default_config_path, env_file
 from .datafolder import Identity, make_private, new_challenge, open_private_append, read_identity
 from .errors import (
     BadQuery,
@@ -206,7 +206,7 @@ class DaemonClient:
         if response.status_code == 401:
             detail = (
                 f"the daemon needs its API token in {TOKEN_ENV} (environment or "
-                f"{home_dir() / '.env'}); `tribalmemory token show --reveal` prints it"
+                f"{env_file()}); `tribalmemory token show --reveal` prints it"
             )
         raise ERRORS.get(response.status_code, ServerError)(message, detail)
 

@@ -414,6 +414,12 @@ def home_dir() -> Path:
     return Path(os.environ.get(HOME_ENV) or str(DEFAULT_HOME)).expanduser()
 
 
+def env_file() -> Path:
+    """The ``.env`` file every entry point loads (:func:`load_env`): secrets such as the API
+    token and the LLM's key."""
+    return home_dir() / ".env"
+
+
 def default_config_path() -> Path:
     return home_dir() / "config.yaml"
 
@@ -423,15 +429,15 @@ def load_env(path: Path | None = None) -> None:
     set but empty counts as not set: ``TRIBAL_MEMORY_TOKEN=`` does not hide the file's)."""
     from dotenv import dotenv_values
 
-    env_file = path or home_dir() / ".env"
-    if env_file.is_file():
+    path = path or env_file()
+    if path.is_file():
         try:
-            for name, value in dotenv_values(env_file).items():
+            for name, value in dotenv_values(path).items():
                 if value is not None and not os.environ.get(name):
                     os.environ[name] = value
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(
-                f"{env_file} cannot be read ({exc}); it must be UTF-8 text with NAME=value lines"
+                f"{path} cannot be read ({exc}); it must be UTF-8 text with NAME=value lines"
             ) from None
 
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..client import daemon_url, find_daemon
 from ..config import Config
-from .output import CliError
 
 MAX_ROUNDS = 10  # one repair per round, then everything is checked again
 
@@ -36,13 +34,9 @@ def _show(findings: list) -> None:
 
 def doctor(args: argparse.Namespace, config: Config) -> int:
     from ..storage.repair import Aside, Doctor, RepairError
+    from .service import refuse_running_daemon
 
-    if find_daemon(config) is not None:
-        raise CliError(
-            f"a daemon is running at {daemon_url(config)}; it started, so its files passed the "
-            "start-up checks. Stop it (`tribalmemory service stop`) to check them again",
-            2,
-        )
+    refuse_running_daemon(config, args.config, "run doctor again")
     name, dim = _model(config)
     checker = Doctor(config, name, dim)
     try:

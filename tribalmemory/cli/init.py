@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import projects
-from ..config import CONFIG_ENV, HOME_ENV, Config, home_dir
+from ..config import CONFIG_ENV, HOME_ENV, Config, env_file
 from ..interfaces.auth import write_atomic
 from .output import CliError
 
@@ -275,6 +275,6 @@ def init(args: argparse.Namespace, config: Config) -> int:
             )
     print(
         "Restart the client(s) to load the server. It reaches the daemon (starting it when "
-        f"needed) and reads the token from {home_dir() / '.env'}."
+        f"needed) and reads the token from {env_file()}."
     )
     return 0

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import validation as check
 from ..client import find_daemon
-from ..config import Config, home_dir
+from ..config import Config, env_file
 from ..errors import InvalidInput
 from ..interfaces.auth import TOKEN_ENV, read_env_value
 from ..plural import counted
@@ -221,16 +221,9 @@ async def _backup(args: argparse.Namespace, config: Config, dest: Path) -> dict[
 
 
 def restore(args: argparse.Namespace, config: Config) -> int:
-    from .service import running_pid
+    from .service import refuse_running_daemon
 
-    if find_daemon(config, config_path=args.config) is not None:
-        raise CliError("a daemon is running on this data folder; stop it first", 2)
-    if (pid := running_pid(config)) is not None:  # on another --port, or not answering
-        raise CliError(
-            f"the daemon of this data folder runs (pid {pid}, from its pid file); stop it "
-            "first (`tribalmemory service stop`)",
-            2,
-        )
+    refuse_running_daemon(config, args.config, "restore")
     source = Path(args.dir)
     try:
         manifest = backups.read_manifest(source.expanduser().resolve())
@@ -242,13 +235,13 @@ def restore(args: argparse.Namespace, config: Config) -> int:
         print_json(result)
     else:
         print(f"Restored {counted(result['memories'], 'memory')} into {result['path']}")
-    env_file = home_dir() / ".env"
+    secrets = env_file()
     if "auth.json" in result["restored"] and not (
-        os.environ.get(TOKEN_ENV) or read_env_value(env_file, TOKEN_ENV)
+        os.environ.get(TOKEN_ENV) or read_env_value(secrets, TOKEN_ENV)
     ):
         print(
             f"note: the daemon will ask for the API token whose hash the backup holds "
-            f"(auth.json), and {env_file} has none: put it there as {TOKEN_ENV}=…, or run "
+            f"(auth.json), and {secrets} has none: put it there as {TOKEN_ENV}=…, or run "
             "`tribalmemory token rotate` for a new one",
             file=sys.stderr,
         )

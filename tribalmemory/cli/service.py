@@ -279,6 +279,27 @@ def running_pid(config: Config) -> int | None:
     return pid if pid > 0 and _is_daemon(pid) else None
 
 
+def refuse_running_daemon(config: Config, config_path: str | None, then: str) -> None:
+    """CliError (exit 2, the code for a store another process holds) when this data folder's
+    daemon runs: it answers on the configured port, or its pid file shows it alive (started
+    with another ``--port``, starting, stuck). ``then``: what to do once it is stopped."""
+    try:
+        ours = find_daemon(config, config_path=config_path)
+    except WrongDaemon:  # another folder's daemon holds the port, not our store
+        ours = None
+    stop_it = f"stop it first (`tribalmemory service stop`), then {then}"
+    if ours is not None:
+        raise CliError(
+            f"a daemon is running on this data folder at {daemon_url(config)}; {stop_it}", 2
+        )
+    if (pid := running_pid(config)) is not None:
+        raise CliError(
+            f"the daemon of this data folder runs (pid {pid}, from its pid file) but does not "
+            f"answer at {daemon_url(config)}; {stop_it}",
+            2,
+        )
+
+
 def stop(args: argparse.Namespace, config: Config) -> int:
     """``service stop``: SIGTERM the daemon of this data folder and wait until it has exited.
 
@@ -322,16 +343,7 @@ def logs(args: argparse.Namespace, config: Config) -> int:
 
 def reembed(args: argparse.Namespace, config: Config) -> int:
     """``reembed``: recompute every vector with the configured model (daemon stopped)."""
-    try:
-        ours = find_daemon(config, config_path=args.config)
-    except WrongDaemon:  # another folder's daemon holds the port, not our store
-        ours = None
-    if ours is not None:
-        raise CliError(
-            f"a daemon is running at {daemon_url(config)} and holds the store: stop "
-            "it first (`tribalmemory service stop`), then run reembed again",
-            2,  # the store is held by another process, as for doctor
-        )
+    refuse_running_daemon(config, args.config, "run reembed again")
     from ..embeddings import load_embedder
     from ..portability.progress import bar, wanted
     from ..storage.reembed import reembed as run

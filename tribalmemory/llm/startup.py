@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import EpisodesConfig, home_dir
+from ..config import EpisodesConfig, env_file
 from . import keys
 from .health import OFFLINE
 from .providers import (
@@ -89,7 +89,7 @@ def _no_api_key(provider: str, model: str, api_base: str | None, missing: list[s
     """No key configured: the offline mode (a rejected key is ``no_api_key``)."""
     reason = (
         f"no API key configured for {provider}: set {', '.join(missing)} "
-        f"(environment or {home_dir() / '.env'}; any value for a local server) to use "
+        f"(environment or {env_file()}; any value for a local server) to use "
         f"{model}"
     )
     return Startup(OFFLINE, reason, provider, model, api_base)
