@@ -492,7 +492,7 @@ class TribalAPI:
         """Edit an episode; answers the episode as ``episode_get`` does."""
         engine = self._engine()
         eid = check.episode_id(episode_id)
-        name = check.text("title", title, shapes.MAX_TITLE_CHARS, required=title is not None)
+        name = check.given_text("title", title, shapes.MAX_TITLE_CHARS)
         state = check.choice("status", status, shapes.EDITABLE_STATUSES)
         fields = check.metadata_patch(metadata)
         if structured is not None and not isinstance(structured, dict):
@@ -518,7 +518,7 @@ class TribalAPI:
         engine = self._engine()
         eid = check.episode_id(episode_id)
         ids = check.memory_ids(memory_ids)
-        name = check.text("title", title, shapes.MAX_TITLE_CHARS, required=title is not None)
+        name = check.given_text("title", title, shapes.MAX_TITLE_CHARS)
         split = await engine.split_episode(eid, ids, name.strip() if name else None)
         return shapes.EpisodeSplitResult(success=True, **split).to_json()
 

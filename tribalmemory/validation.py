@@ -106,6 +106,12 @@ def text(
     return value
 
 
+def given_text(field: str, value: Any, max_chars: int) -> str | None:
+    """None when ``value`` is not given; else :func:`text`'s check, a blank one refused (a value
+    sent must say something: dropped, it would silently mean none)."""
+    return None if value is None else text(field, value, max_chars)
+
+
 def scopes(request: Any) -> dict[str, str]:
     """The scope filters ``request`` gives (its ``source_instance``, ``session`` and ``run``
     attributes, as sent; None: not given), checked: {name: value}. An empty or blank one is
@@ -113,7 +119,7 @@ def scopes(request: Any) -> dict[str, str]:
     found: dict[str, str] = {}
     for name, (chars, _) in SCOPES.items():
         value = getattr(request, name, None)
-        checked = text(name, value, chars, required=value is not None)
+        checked = given_text(name, value, chars)
         if checked is not None:
             found[name] = checked if name == "source_instance" else checked.strip()
     return found

@@ -343,7 +343,7 @@ def parse_plain(data: dict[str, Any], line: int, head: Header, max_chars: int) -
         project = check.project(data.get("project"))
         shared = check.boolean("shared", data.get("shared"))
         kept = {  # a blank session or run is refused, as remember refuses it
-            key: check.text(key, data.get(key), chars, required=data.get(key) is not None)
+            key: check.given_text(key, data.get(key), chars)
             for key, chars in (("session", MAX_SESSION_CHARS), ("run", MAX_RUN_CHARS))
         }
     except TribalError as exc:

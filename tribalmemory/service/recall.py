@@ -173,7 +173,7 @@ class RecallOperations(ServiceState):
         resolves the request's ``episode_id``). Episode summaries are listed only when
         ``source_type`` asks for them. The scope filters (``source_instance``, ``session``,
         ``run``) are conditions of the store's filter, so every page is full."""
-        label = None if request.tag is None else check.text("tag", request.tag, MAX_TAG_CHARS)
+        label = check.given_text("tag", request.tag, MAX_TAG_CHARS)
         kind = None if request.source_type is None else check.source_type(request.source_type)
         where = MemoryFilter(
             tags_any=[label.strip()] if label else None,

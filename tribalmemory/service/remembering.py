@@ -99,12 +99,10 @@ def new_memory(request: RememberRequest, config: Config) -> NewMemory:
         skip_dedup=check.boolean("skip_dedup", request.skip_dedup),
         # a blank session or run is refused, as the reads refuse it: dropped, the memory
         # would silently belong to none
-        session=check.text(
-            "session", request.session, MAX_SESSION_CHARS, required=request.session is not None
-        ),
+        session=check.given_text("session", request.session, MAX_SESSION_CHARS),
         project=check.project(request.project),
         shared=check.boolean("shared", request.shared),
-        run=check.text("run", request.run, MAX_RUN_CHARS, required=request.run is not None),
+        run=check.given_text("run", request.run, MAX_RUN_CHARS),
     )
 
 
