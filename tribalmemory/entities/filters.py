@@ -92,8 +92,8 @@ def plausible(
     may open other pairs of the text: ``owners``, :func:`shared_owners`) (not ``gain/loss``,
     ``3.1k/month``, ``HTTP/1.1``)."""
     folders = corpus.folders
-    if kind == "system" and " " in surface:
-        return canonical(surface) in corpus.systems  # a known one spelled out: orders service
+    if kind == "system" and canonical(surface) in corpus.systems:
+        return True  # a known system, however written: orders service, orders svc
     if kind == "system":
         return (
             not _compound(surface)
