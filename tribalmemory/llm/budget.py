@@ -124,17 +124,14 @@ class Budget:
         denied = (
             self._denied is not None and self._denied[0] == month and ceiling <= self._denied[1]
         )
-        if ceiling == 0 and prices != (0.0, 0.0):
-            return {
-                "state": "ceiling_reached",
-                "reason": "monthly_cost_ceiling is 0: no LLM call is made (raise it to allow "
-                "LLM work)",
-            }
-        if denied or (prices != (0.0, 0.0) and spent + held >= ceiling):
-            return {
-                "state": "ceiling_reached",
-                "reason": f"monthly LLM cost ceiling reached: {usd(spent + held)} spent "
-                f"of {usd(ceiling)} in {month} (UTC); LLM work resumes next month "
-                "or when monthly_cost_ceiling is raised",
-            }
-        return None
+        if not (denied or (prices != (0.0, 0.0) and spent + held >= ceiling)):
+            return None
+        if ceiling == 0:  # a ceiling set to none: no month brings calls back
+            reason = "monthly_cost_ceiling is 0: no LLM call is made (raise it to allow LLM work)"
+        else:
+            reason = (
+                f"monthly LLM cost ceiling reached: {usd(spent + held)} spent of {usd(ceiling)} "
+                f"in {month} (UTC); LLM work resumes next month or when monthly_cost_ceiling is "
+                "raised"
+            )
+        return {"state": "ceiling_reached", "reason": reason}
