@@ -10,7 +10,13 @@ from collections.abc import Awaitable, Callable
 from test_entity_store import remember
 from test_mcp import connect, ok
 
-from tribalmemory.entities.short_forms import initials_of, short_forms, stands_alone
+from tribalmemory.entities.short_forms import (
+    initials_of,
+    number_forms,
+    proper_name,
+    short_forms,
+    stands_alone,
+)
 from tribalmemory.runtime import Runtime
 
 Make = Callable[..., Awaitable[Runtime]]
@@ -39,6 +45,33 @@ def test_a_part_names_a_thing_alone_unless_it_is_an_english_word() -> None:
     assert stands_alone("mud", ["MUD"])  # a word, written as an acronym
     assert stands_alone("mud-12", ["MUD 12"]) and stands_alone("base-lodge", ["Base Lodge"])
     assert stands_alone("12", ["12"])  # a number
+
+
+def test_initials_of_a_run_of_three_words_inside_a_name() -> None:
+    # CDA of Guidewire Cloud Data Access; two letters of a part are too common to count
+    assert initials_of("Guidewire Cloud Data Access") == ["GCDA", "GCD", "CDA"]
+    assert initials_of("Colorado Division of Insurance")[:2] == ["CDI", "CDOI"]
+    # DOI of Division of Insurance, not DI
+    assert initials_of("Colorado Division of Insurance")[2:] == ["DOI"]
+
+
+def test_the_other_number_of_a_name() -> None:
+    assert number_forms("incoterms") == ["incoterm"]
+    assert number_forms("poll-pad") == ["poll-pads"]
+    for name in ("access", "pg", "v2.1", "ops.gate_scans", "room-12"):
+        assert number_forms(name) == []
+
+
+def test_a_word_of_a_proper_name_stands_alone_when_written_capitalised() -> None:
+    assert proper_name("Ingrid Sørensen") and proper_name("Colorado Division of Insurance")
+    assert not proper_name("Spring 2027") and not proper_name("Douglas sea scale")
+    # Ingrid and Teams are English words (the tokenizer knows them) but name a thing here
+    assert not stands_alone("ingrid", ["Ingrid"])
+    assert stands_alone("ingrid", ["Ingrid"], "Ingrid Sørensen")
+    assert stands_alone("teams", ["Teams"], "Microsoft Teams")
+    assert not stands_alone("teams", ["Teams", "teams"], "Microsoft Teams")  # also a word
+    assert not stands_alone("microsoft", ["Microsoft"], "Microsoft Teams")  # the maker
+    assert not stands_alone("spring", ["Spring"], "Spring 2027")
 
 
 async def test_asking_for_a_name_counts_what_its_short_forms_name(engine_runtime: Make) -> None:
@@ -100,3 +133,36 @@ async def test_initials_count_when_written_in_capitals_and_a_word_never(
     written = await rt.api.entity_get("Spring 2027", project="alpha")
     assert (written["entity"]["kind"], written["also_written_as"]) == ("written", [])
     assert written["memory_count"] == 1
+
+
+async def test_a_first_name_a_product_a_plural_and_a_table_count_for_the_whole(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Ingrid Sørensen approved the airlift budget for Baidoa.",
+        "Check the forecast before Ingrid takes it to the cluster.",
+        "Dana Whitlock and Dana Whitfield both asked for the ballot report.",
+        "Sent the report to Dana before noon.",
+        "Training for the masters ran over Microsoft Teams on Monday.",
+        "Wave 2 training ran over Teams with the engineers.",
+        "The Microsoft licence renewal is due in March.",
+        "Unit4 price lists have one Incoterm field per line.",
+        "Scans come from `ANALYTICS.ACCESS.GATE_SCANS` in Snowflake.",
+    ]
+    ids = [await remember(rt, text, i * DAYS, A) for i, text in enumerate(say)]
+
+    async def memories(name: str) -> set[str]:
+        found = await rt.api.entity_get(name, project="alpha", limit=50)
+        return {m["memory_id"] for m in found["memories"]}
+
+    assert await memories("Ingrid Sørensen") == {ids[0], ids[1]}
+    # Dana is two people's first name here: asking for one of them does not count it
+    assert await memories("Dana Whitlock") == {ids[2]}
+    # Teams alone is Microsoft Teams; Microsoft alone is the maker
+    assert await memories("Microsoft Teams") == {ids[4], ids[5]}
+    assert await memories("Incoterms") == {ids[7]}
+    assert await memories("GATE_SCANS") == {ids[8]}
+    # another project never counts
+    other = await remember(rt, "Ingrid booked the flight.", 20 * DAYS, "beta")
+    assert other not in await memories("Ingrid Sørensen")

@@ -1,8 +1,10 @@
 """The shorter ways a project writes a name of several words: its parts (:func:`short_forms`,
 ``Tagus`` of the ship ``Norvane Tagus``, ``ETS`` of ``EU ETS``) and its initials
-(:func:`initials_of`, ``HVH`` of ``Harrow Vale Hospital``). Asking for the name counts the
-entities stored under them too, when a part names a thing on its own (:func:`stands_alone`:
-``Spring`` of ``Spring 2027`` is a word, not a name) and initials are written in capitals."""
+(:func:`initials_of`, ``HVH`` of ``Harrow Vale Hospital``, ``CDA`` of ``Guidewire Cloud Data
+Access``); and the other number of a name (:func:`number_forms`, ``incoterm`` of
+``Incoterms``). Asking for the name counts the entities stored under them too, when a part
+names a thing on its own (:func:`stands_alone`: ``Spring`` of ``Spring 2027`` is a word, not a
+name; ``Ingrid`` of ``Ingrid Sørensen`` is a name) and initials are written in capitals."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import re
 from collections.abc import Iterable
 
 from tribalmemory.entities.aliases import canonical
+from tribalmemory.entities.short_names import MAKERS
 from tribalmemory.entities.words import english_words
 
 _CONNECTIVES = frozenset("a an and at by de for in of on the to &".split())
@@ -53,23 +56,57 @@ def short_forms(written: str) -> list[str]:
 def initials_of(written: str) -> list[str]:
     """The initials of a name of two words or more, in capitals: of its words but the
     connectives (``HVH`` of ``Harrow Vale Hospital``), then of them all when a connective
-    joins it (``SOS`` of ``Secretary of State``, besides ``SS``). None for one word, a path
-    or code."""
+    joins it (``SOS`` of ``Secretary of State``, besides ``SS``); then of each shorter run of
+    three words or more in a row, not beginning or ending with a connective, of three letters
+    or more (``CDA`` of ``Guidewire Cloud Data Access``, ``DOI`` of ``Division of Insurance``;
+    two letters of a part would be too common). None for one word, a path or code."""
     words = _words(written)
     if not all(w[0].isalnum() for w in words):
         return []
-    kept = [w for w in words if w.lower() not in _CONNECTIVES]
-    found = ["".join(w[0] for w in ws).upper() for ws in (kept, words) if len(ws) >= 2]
+    runs = [words]
+    for first in range(len(words)):
+        for last in range(first + 3, len(words) + 1):
+            run = words[first:last]
+            if len(run) < len(words) and not {run[0].lower(), run[-1].lower()} & _CONNECTIVES:
+                runs.append(run)
+    found = []
+    for run in runs:
+        kept = [w for w in run if w.lower() not in _CONNECTIVES]
+        least = 2 if run is words else 3
+        found += ["".join(w[0] for w in ws).upper() for ws in (kept, run) if len(ws) >= least]
     return list(dict.fromkeys(found))
 
 
-def stands_alone(name: str, aliases: Iterable[str]) -> bool:
-    """Whether a stored entity found as a part of a name names a thing on its own: several
-    words, a digit, written in capitals (an acronym) or no English word (``tagus``, not
-    ``spring``)."""
+def number_forms(name: str) -> list[str]:
+    """The other number of a canonical name ending in a word of letters: ``incoterm`` of
+    ``incoterms``, ``poll-pads`` of ``poll-pad``. None for a word of two letters, a word
+    ending in ``ss`` (``access``), a number, a path or a dotted name."""
+    last = name.rpartition("-")[2]
+    if len(last) < 3 or not last.isalpha() or _NOT_WORDS.search(name) or last.endswith("ss"):
+        return []
+    return [name[:-1] if last.endswith("s") else name + "s"]
+
+
+def proper_name(written: str) -> bool:
+    """Whether ``written`` is a name of several capitalised words of letters (``Ingrid
+    Sørensen``, ``Microsoft Teams``, ``Colorado Division of Insurance``): no number, no word
+    in small letters but a connective (not ``Spring 2027`` nor ``Douglas sea scale``)."""
+    words = _words(written)
+    return bool(words) and all((w[0].isupper() and w.isalpha()) or w in _CONNECTIVES for w in words)
+
+
+def stands_alone(name: str, aliases: Iterable[str], of: str = "") -> bool:
+    """Whether a stored entity found as a part of a name (``of``, as written) names a thing
+    on its own: several words, a digit, written in capitals (an acronym) or no English word
+    (``tagus``, not ``spring``); or a word always written capitalised that is part of a
+    proper name (:func:`proper_name`: ``Ingrid`` of ``Ingrid Sørensen``, ``Teams`` of
+    ``Microsoft Teams``), unless it is a maker opening its products' names (``Microsoft``)."""
     written = list(aliases)
     if "-" in name or any(c.isdigit() for c in name):
         return True
     if any(_ACRONYM.fullmatch(a) for a in written):
         return True
-    return name not in english_words()
+    if name not in english_words():
+        return True
+    capitalised = bool(written) and all(a[:1].isupper() for a in written)
+    return capitalised and proper_name(of) and name.title() not in MAKERS

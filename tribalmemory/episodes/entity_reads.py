@@ -10,7 +10,14 @@ import sqlite3
 from typing import Any
 
 from ..entities import canonical
-from ..entities.short_forms import initials_of, short_forms, stands_alone
+from ..entities.short_forms import (
+    initials_of,
+    number_forms,
+    proper_name,
+    short_forms,
+    stands_alone,
+)
+from ..entities.words import english_words
 from ..entities.written import search_text, written_forms
 from ..errors import NotFound
 from ..models import Memory
@@ -90,23 +97,37 @@ class EntityReads:
         """The entities ``name`` names, the one it names best first: the entity of its
         canonical name, else the most mentioned one written so (an alias); then the others
         written so (``Greg`` stored under ``greg-mallory`` once ``Greg Mallory`` was known),
-        and the entities stored under its short forms that name a thing on their own
-        (:mod:`tribalmemory.entities.short_forms`: ``tagus`` of ``Norvane Tagus``). Empty
-        when it names none."""
+        the entities stored under its other number (``incoterm`` of ``Incoterms``), under its
+        short forms that name a thing on their own and under its initials
+        (:mod:`tribalmemory.entities.short_forms`: ``tagus`` of ``Norvane Tagus``, ``KP`` of
+        ``Kestrel Peak``), and the dotted names ending in it when it is a name in snake case
+        (``analytics.access.gate_scans`` of ``GATE_SCANS``). Empty when it names none."""
         entities = self.store.entities
-        rows = entities.rows_named(project, [canonical(name)])
+        key = canonical(name)
+        rows = entities.rows_named(project, [key])
         aliased = entities.by_alias(project, name)
         rows += entities.rows_named(project, aliased) if aliased else []
         written = {name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))}
         parts = {f for form in written for f in short_forms(form)}
+        parts |= {v for part in parts for v in number_forms(part)}
         initials = {a for form in written for a in initials_of(form)}
-        short = sorted(parts | {a.lower() for a in initials})
+        plural = set(number_forms(key))
+        short = sorted(parts | plural | {a.lower() for a in initials})
+        whole = max(written, key=proper_name)
         for row in entities.rows_named(project, short) if short else []:
             aliases = json.loads(row["aliases"])
-            if (row["name"] in parts and stands_alone(row["name"], aliases)) or any(
-                a in aliases for a in initials if a.lower() == row["name"]
+            part = row["name"] in parts and stands_alone(row["name"], aliases, whole)
+            if part and "-" not in row["name"] and row["name"] in english_words():
+                part = not set(entities.with_word(project, row["name"])) - {key, *parts}
+            if (
+                part
+                or row["name"] in plural
+                or any(a in aliases for a in initials if a.lower() == row["name"])
             ):
                 rows.append(row)
+        if "_" in name and not {".", "/"} & set(name):
+            dotted = [n for n in entities.ending_in(project, name) if n.rpartition(".")[2]]
+            rows += entities.rows_named(project, dotted) if dotted else []
         return list({(r["project"], r["name"]): r for r in rows}.values())
 
     async def _writing(self, project: str | None, name: str) -> list[tuple[Memory, list[str]]]:

@@ -582,6 +582,31 @@ class Entities(Table):
         )
         return [(r[0], r[1]) for r in rows]
 
+    def with_word(self, project: str | None, word: str) -> list[str]:
+        """The entities of several words (of ``project``; None: any) one of whose words is
+        ``word`` (a canonical word of letters): ``dana-whitlock`` and ``dana-whitfield`` of
+        ``dana``."""
+        sql = (
+            "SELECT name FROM entities WHERE (name LIKE ? OR name LIKE ? OR name LIKE ?) "
+            "AND name NOT LIKE '%/%'"
+        )
+        args = [f"{word}-%", f"%-{word}", f"%-{word}-%"]
+        if project is not None:
+            sql += " AND project = ?"
+            args.append(project)
+        return list(dict.fromkeys(r[0] for r in self.db.execute(sql, args)))
+
+    def ending_in(self, project: str | None, last: str) -> list[str]:
+        """The dotted names (of ``project``; None: any) whose last part is ``last`` in small
+        letters: ``analytics.access.gate_scans`` of ``gate_scans``."""
+        sql = "SELECT name FROM entities WHERE name LIKE ? ESCAPE '!' AND name NOT LIKE '%/%'"
+        escaped = last.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+        args = [f"%.{escaped}"]
+        if project is not None:
+            sql += " AND project = ?"
+            args.append(project)
+        return list(dict.fromkeys(r[0] for r in self.db.execute(sql, args)))
+
     def rows_named(self, project: str | None, names: list[str]) -> list[sqlite3.Row]:
         """The stored rows of the entities ``names`` (of ``project``; None: any), most mentioned
         first."""
