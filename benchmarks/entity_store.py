@@ -163,6 +163,8 @@ def precision(got: set[str | None], episodes: set[str]) -> list[float]:
 async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dict[str, Any]:
     rows, labels = stream_rows(corpus, stream, kept_aside_labels)
     episode_of, gold, display = gold_of(rows, labels)
+    forms = gold_forms(rows, labels)
+    aliased = {key for key in gold if len(forms[key]) >= 2}
     original = entity_work.record_memory_entities
     writes: list[float] = []
 
@@ -181,6 +183,8 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
     ent = dict.fromkeys(("stored", "read"), 0.0)
     rec = dict.fromkeys(RECALL_LIMITS, 0.0)
     exact: dict[str, list[float]] = {"stored": [], "read": [], "recall": []}
+    two_forms = {"read": 0.0, "recall": 0.0}
+    missed: list[tuple[str, list[str]]] = []
     try:
         with tempfile.TemporaryDirectory() as data:
             runtime, ids, took_on = await remember_all(rows, data, "bench")
@@ -190,6 +194,10 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
                     for kind, got in zip(("stored", "read"), answers, strict=True):
                         ent[kind] += len(got & episodes) / len(episodes)
                         exact[kind] += precision(got, episodes)
+                    if key in aliased:
+                        two_forms["read"] += len(answers[1] & episodes) / len(episodes)
+                        if episodes - answers[1]:
+                            missed.append((display[key], sorted(forms[key])))
                     for limit in RECALL_LIMITS:
                         hits = await runtime.api.recall(
                             display[key], limit=limit, project="bench", query_dates=False
@@ -198,6 +206,8 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
                         rec[limit] += len(got & episodes) / len(episodes)
                         if limit == RECALL_LIMITS[0]:
                             exact["recall"] += precision(got, episodes)
+                            if key in aliased:
+                                two_forms["recall"] += len(got & episodes) / len(episodes)
             finally:
                 await runtime.stop()
     finally:
@@ -221,6 +231,8 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
         "from_entities": {k: (v / n if n else 1.0) for k, v in ent.items()},
         "recall": {k: (v / n if n else 1.0) for k, v in rec.items()},
         "precision": {k: statistics.fmean(v) if v else 1.0 for k, v in exact.items()},
+        "two_forms": {"entities": len(aliased), **two_forms},
+        "two_forms_missed": missed,
         "on_ms": statistics.median(took_on) * 1000,
         "off_ms": statistics.median(took_off) * 1000,
         "write_ms": statistics.median(writes) * 1000,
