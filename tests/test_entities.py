@@ -201,6 +201,27 @@ def test_a_name_written_short_is_the_one_known_name_it_opens() -> None:
     assert names(set())["Greg"] == "greg"
 
 
+def test_a_first_name_joins_a_full_name_written_in_any_alphabet() -> None:
+    text = "Check the forecast before Ingrid takes it to the cluster, and ask Mette."
+    found = {e.text: e.name for e in extract_entities(text, {"Ingrid Sørensen", "Mette Kjær"})}
+    assert found == {"Ingrid": "ingrid-sørensen", "Mette": "mette-kjær"}
+
+
+def test_initials_defined_in_brackets_name_a_thing_and_then_the_full_name() -> None:
+    text = "Three resorts: Kestrel Peak (KP, Colorado) and Bristlecone Basin (BB; Utah)."
+    found = [(e.text, e.name) for e in extract_entities(text)]
+    assert ("KP", "kp") in found and ("BB", "bb") in found  # not yet known: their own names
+    # no definition: the capitals are not the initials of the words before them
+    assert "WA" not in {e.text for e in extract_entities("Ellisford IT Department (WA; 214k)")}
+    assert "KP" not in {e.text for e in extract_entities("KP floor is $89.")}
+    # once the project knows both, KP alone is Kestrel Peak; not when two names share them
+    known = {"Kestrel Peak", "KP", "Bristlecone Basin"}
+    later = "KP floor is $89, BB is $79."
+    assert {e.text: e.name for e in extract_entities(later, known)} == {"KP": "kestrel-peak"}
+    both = known | {"Kings Pass"}
+    assert {e.text: e.name for e in extract_entities(later, both)} == {"KP": "kp"}
+
+
 def test_a_known_name_is_found_as_whole_words_with_its_own_separators() -> None:
     text = "Marek Novak approved. Marek  Novak wrote it. We run quill-2, quill.js and then quill."
     found = extract_entities(text, known={"Marek Novak", "quill"})

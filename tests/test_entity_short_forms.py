@@ -166,3 +166,15 @@ async def test_a_first_name_a_product_a_plural_and_a_table_count_for_the_whole(
     # another project never counts
     other = await remember(rt, "Ingrid booked the flight.", 20 * DAYS, "beta")
     assert other not in await memories("Ingrid Sørensen")
+
+
+async def test_initials_a_memory_defines_count_for_the_name_afterwards(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    first = await remember(rt, "Resorts: Kestrel Peak (KP, Colorado) opens Friday 13 Nov.", 0, A)
+    later = await remember(rt, "Pricing: the KP floor is $89 for the season.", DAYS, A)
+    other = await remember(rt, "Pricing: the floor is $79 for the season.", 2 * DAYS, A)
+    found = await rt.api.entity_get("Kestrel Peak", project="alpha")
+    assert {m["memory_id"] for m in found["memories"]} == {first, later}
+    assert other not in {m["memory_id"] for m in found["memories"]}

@@ -25,7 +25,7 @@ from tribalmemory.entities.names import SAINT, capitalised_names, in_a_name, plu
 from tribalmemory.entities.patterns import CODE_NAME
 from tribalmemory.entities.products import model_spans, product_spans
 from tribalmemory.entities.rules import DOTTED_NAME, NEEDLES, RULES, dotted_name
-from tribalmemory.entities.short_names import full_name
+from tribalmemory.entities.short_names import defined_initials, full_name
 from tribalmemory.entities.stoplist import BUILT_IN_TYPES, STOP
 from tribalmemory.entities.tools import tool_spans
 from tribalmemory.entities.versions import (
@@ -123,7 +123,12 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
         if kind == "path" and "/" not in name:
             name = corpus.files.get(name, name)
         if kind == "name" and corpus.exact:
-            name = corpus.models.get(surface) or full_name(surface, corpus) or name
+            name = (
+                corpus.models.get(surface)
+                or corpus.initials.get(surface)
+                or full_name(surface, corpus)
+                or name
+            )
         found.append(Entity(kind, surface, start, end, name))
 
     names = list(capitalised_names(text, corpus.lower))
@@ -177,6 +182,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Entity]:
             add("system", surface, start, end)  # spelled out: orders service, orders svc
         elif not plural(surface, corpus.lower):
             add("name", surface, start, end)
+    for start, end in defined_initials(text) if " (" in text else ():
+        add("name", text[start:end], start, end)  # Kestrel Peak (KP, ...): KP names a thing
     # a known model number alone (NX-7 of Norrvik NX-7), last: not inside its whole name
     for m in _WORD_OF_CODE.finditer(text) if corpus.models else ():
         if m.group() in corpus.models:

@@ -59,6 +59,10 @@ class Taught:
     """The known hyphenated names in small letters (``orders-service``), also found written
     with spaces and with ``svc`` / ``srv`` for ``service`` (``orders service``, ``orders svc``):
     :func:`spelled_out`."""
+    initials: dict[str, str] = field(default_factory=dict)
+    """Known initials -> the one known name of two to four capitalised words they are the
+    initials of (canonical): ``KP`` -> ``kestrel-peak`` once ``Kestrel Peak`` and ``KP`` are
+    known (``KP`` is known once a memory defines it: ``Kestrel Peak (KP)``)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -105,6 +109,13 @@ def taught(known: frozenset[str]) -> Taught:
                 systems.add(entry)
                 for variant in spelled_out(words):
                     any_case.setdefault(variant[0][0], []).append(variant)
+    initials: dict[str, set[str]] = {}
+    for names in exact.values():
+        for words, seps in names:
+            if 2 <= len(words) <= 4 and set(seps) == {" "} and all(map(capitalised, words)):
+                letters = "".join(w[0] for w in words)
+                if letters in exact and [letters] in (w for w, _ in exact[letters]):
+                    initials.setdefault(letters, set()).add(canonical(" ".join(words)))
     for index in (exact, any_case):
         for names in index.values():
             if len(names) > 1:
@@ -122,7 +133,14 @@ def taught(known: frozenset[str]) -> Taught:
         {model: next(iter(n)) for model, n in models.items() if len(n) == 1},
         frozenset(kinds),
         frozenset(systems),
+        {letters: next(iter(n)) for letters, n in initials.items() if len(n) == 1},
     )
+
+
+def capitalised(word: str) -> bool:
+    """A word of letters written capitalised, not in capitals (``Kestrel``, ``InterCivic``;
+    not ``IHC``)."""
+    return word.isalpha() and word[0].isupper() and not word.isupper()
 
 
 SPELLED_OUT = frozenset("service svc srv api app worker gateway proxy bot sdk cli db".split())
