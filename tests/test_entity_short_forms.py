@@ -135,7 +135,7 @@ async def test_initials_count_when_written_in_capitals_and_a_word_never(
     assert written["memory_count"] == 1
 
 
-async def test_a_first_name_a_product_a_plural_and_a_table_count_for_the_whole(
+async def test_a_first_name_a_product_a_plural_a_table_and_a_tool_count_for_the_whole(
     engine_runtime: Make,
 ) -> None:
     rt = await engine_runtime()
@@ -149,6 +149,8 @@ async def test_a_first_name_a_product_a_plural_and_a_table_count_for_the_whole(
         "The Microsoft licence renewal is due in March.",
         "Unit4 price lists have one Incoterm field per line.",
         "Scans come from `ANALYTICS.ACCESS.GATE_SCANS` in Snowflake.",
+        "The noon reports live in PostgreSQL 16 on the fleet server.",
+        "Vacuumed the Postgres tables after the upgrade.",
     ]
     ids = [await remember(rt, text, i * DAYS, A) for i, text in enumerate(say)]
 
@@ -163,6 +165,7 @@ async def test_a_first_name_a_product_a_plural_and_a_table_count_for_the_whole(
     assert await memories("Microsoft Teams") == {ids[4], ids[5]}
     assert await memories("Incoterms") == {ids[7]}
     assert await memories("GATE_SCANS") == {ids[8]}
+    assert await memories("PostgreSQL") == {ids[9], ids[10]} == await memories("Postgres")
     # another project never counts
     other = await remember(rt, "Ingrid booked the flight.", 20 * DAYS, "beta")
     assert other not in await memories("Ingrid Sørensen")

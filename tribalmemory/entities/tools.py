@@ -228,3 +228,25 @@ def tool_spans(text: str) -> Iterable[tuple[int, int]]:
             yield m.span()
         elif _PYTHON_PACKAGE.fullmatch(word) and word not in english_words():
             yield m.span()
+
+
+SAME_TOOL = (
+    ("postgresql", "postgres", "pg"),
+    ("kubernetes", "k8s"),
+    ("mongodb", "mongo"),
+    ("elasticsearch", "elastic-search"),
+    ("javascript", "js"),
+    ("typescript", "ts"),
+    ("golang", "go"),
+    ("sql-server", "mssql", "sqlserver"),
+)
+"""Names one tool goes by, the usual first (canonical): asking for one counts the others."""
+
+
+def same_tool(name: str) -> list[str]:
+    """The other names of the tool ``name`` (canonical) goes by (:data:`SAME_TOOL`): ``postgres``
+    and ``pg`` of ``postgresql``; none for a name no tool of the table goes by."""
+    for names in SAME_TOOL:
+        if name in names:
+            return [n for n in names if n != name]
+    return []

@@ -17,6 +17,7 @@ from ..entities.short_forms import (
     short_forms,
     stands_alone,
 )
+from ..entities.tools import same_tool
 from ..entities.words import english_words
 from ..entities.written import search_text, written_forms
 from ..errors import NotFound
@@ -97,11 +98,12 @@ class EntityReads:
         """The entities ``name`` names, the one it names best first: the entity of its
         canonical name, else the most mentioned one written so (an alias); then the others
         written so (``Greg`` stored under ``greg-mallory`` once ``Greg Mallory`` was known),
-        the entities stored under its other number (``incoterm`` of ``Incoterms``), under its
-        short forms that name a thing on their own and under its initials
-        (:mod:`tribalmemory.entities.short_forms`: ``tagus`` of ``Norvane Tagus``, ``KP`` of
-        ``Kestrel Peak``), and the dotted names ending in it when it is a name in snake case
-        (``analytics.access.gate_scans`` of ``GATE_SCANS``). Empty when it names none."""
+        the entities stored under its other number (``incoterm`` of ``Incoterms``) or its
+        tool's other names (``postgres`` of ``PostgreSQL``), under its short forms that name a
+        thing on their own and under its initials (:mod:`tribalmemory.entities.short_forms`:
+        ``tagus`` of ``Norvane Tagus``, ``KP`` of ``Kestrel Peak``), and the dotted names ending
+        in it when it is a name in snake case (``analytics.access.gate_scans`` of
+        ``GATE_SCANS``). Empty when it names none."""
         entities = self.store.entities
         key = canonical(name)
         rows = entities.rows_named(project, [key])
@@ -111,8 +113,8 @@ class EntityReads:
         parts = {f for form in written for f in short_forms(form)}
         parts |= {v for part in parts for v in number_forms(part)}
         initials = {a for form in written for a in initials_of(form)}
-        plural = set(number_forms(key))
-        short = sorted(parts | plural | {a.lower() for a in initials})
+        others = {*number_forms(key), *same_tool(key)}
+        short = sorted(parts | others | {a.lower() for a in initials})
         whole = max(written, key=proper_name)
         for row in entities.rows_named(project, short) if short else []:
             aliases = json.loads(row["aliases"])
@@ -121,7 +123,7 @@ class EntityReads:
                 part = not set(entities.with_word(project, row["name"])) - {key, *parts}
             if (
                 part
-                or row["name"] in plural
+                or row["name"] in others
                 or any(a in aliases for a in initials if a.lower() == row["name"])
             ):
                 rows.append(row)
