@@ -480,10 +480,12 @@ def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) 
         "| the entity read | recall of X, top 10 | top 50 | precision: stored entities "
         "| the entity read | recall top 10 "
         "| remember p50, entities on (ms) | off (ms) "
-        "| entity write p50 / p95 (ms) | extraction alone (ms/memory) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| entity write p50 / p95 (ms) | extraction alone (ms/memory) "
+        "| X written two ways or more | the entity read | recall top 10 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     means: dict[str, list[float]] = collections.defaultdict(list)
+    two: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
     kept = f"kept aside ({kept_aside_labels}/)" if kept_aside_labels else "kept aside"
     groups = [("tuning", TUNING), ("validation", VALIDATION), ("fresh", FRESH)]
     groups = groups if not aside_only else []
@@ -502,21 +504,29 @@ def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) 
             )
             for i, x in enumerate(scores):
                 means[group + str(i)].append(x)
+            t = m["two_forms"]
+            added = (t["entities"], t["read"], t["recall"])
+            two[group] = [a + b for a, b in zip(two[group], added, strict=True)]
+            n = max(t["entities"], 1)
             lines.append(
                 f"| {group} | {stream} | {m['memories']} | {m['entities']} | "
                 + " | ".join(f"{x:.3f}" for x in scores)
                 + f" | {m['on_ms']:.1f} "
                 f"| {m['off_ms']:.1f} | {m['write_ms']:.2f} / {m['write_p95_ms']:.2f} "
-                f"| {m['extract_ms']:.2f} |"
+                f"| {m['extract_ms']:.2f} | {t['entities']} "
+                + (f"| {t['read'] / n:.3f} | {t['recall'] / n:.3f} |" if t["entities"] else "| | |")
             )
         if streams:
             cells = " | ".join(
                 f"{statistics.fmean(means[group + str(i)]):.3f}" for i in range(len(scores))
             )
             worst = min(means[group + "1"])
-            lines.append(f"| {group} | mean of {len(streams)} | | | {cells} | | | | |")
+            x, read, rec = two[group]
+            pooled = f"{int(x)} | {read / max(x, 1):.3f} | {rec / max(x, 1):.3f}"
+            lines.append(f"| {group} | mean of {len(streams)} | | | {cells} | | | | | {pooled} |")
             lines.append(
-                f"| {group} | worst stream, the entity read | | | | {worst:.3f} | | | | | | | | | |"
+                f"| {group} | worst stream, the entity read | | | | {worst:.3f} "
+                "| | | | | | | | | | | | |"
             )
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return "\n".join(lines) + f"\n\nLoad average during the run (1, 5, 15 min): {load}; 2 CPUs."
@@ -641,6 +651,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "memories), the share X touched, the mean over the X whose answer points at one: "
             "the stored entity's memories and the read's against recall's top 10, which "
             "reaches X's episodes by bringing others with them. "
+            "The last three columns: the X a stream writes in two canonical forms or more "
+            "(the labels' canonical name and each spelling the labelled memories write, in "
+            "canonical form: `Tomás` / `Tomás Herrera`, `TDX` / `TeamDynamix`, `KP` / "
+            "`Kestrel Peak`), where aliases matter, with the share of their episodes the entity "
+            "read and recall's top 10 reach; a group's row pools its X. "
             "Remember latency: median per "
             "memory in process, the same "
             "stream remembered with the entity write on and turned off, on a shared machine "
