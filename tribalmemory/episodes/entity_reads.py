@@ -128,7 +128,7 @@ class EntityReads:
             ):
                 rows.append(row)
         if "_" in name and not {".", "/"} & set(name):
-            dotted = [n for n in entities.ending_in(project, name) if n.rpartition(".")[2]]
+            dotted = entities.ending_in(project, name)
             rows += entities.rows_named(project, dotted) if dotted else []
         return list({(r["project"], r["name"]): r for r in rows}.values())
 
