@@ -250,7 +250,19 @@ async def test_lessons_and_decisions_are_recalled_and_go_with_their_episode(
         f"(structured); delete: tribal_episode_delete, DELETE /v1/episodes/{episode_id}, "
         f"tribalmemory episodes delete {episode_id}"
     )
+    # correcting it names the episode and its doors too (the hint had a literal {id})
+    with pytest.raises(InvalidInput, match="is a lesson of episode") as caught:
+        await rt.api.correct(lesson["id"], "test multi-tab flows in CI")
+    assert caught.value.detail == (
+        f"update: tribal_episode_update (structured), PATCH /v1/episodes/{episode_id} (structured)"
+    )
     summary = (await rt.api.episode_get(episode_id))["episode"]["summary_memory_id"]
+    with pytest.raises(InvalidInput, match="is the summary of episode") as caught:
+        await rt.api.correct(summary, "a better summary")
+    assert caught.value.detail == (
+        f"regenerate: tribal_episode_regenerate, POST /v1/episodes/{episode_id}/regenerate, "
+        f"tribalmemory episodes regenerate {episode_id}"
+    )
     with pytest.raises(InvalidInput, match="is the summary of episode") as caught:
         await rt.api.forget(summary)
     regenerate = (

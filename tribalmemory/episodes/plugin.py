@@ -215,6 +215,23 @@ class EpisodePlugin:
             )
 
     @hookimpl
+    def check_correct(self, memory: Memory) -> None:
+        episode_id = memory.metadata.get("episode_id", "?")
+        if memory.source_type is SourceType.EPISODE_SUMMARY:
+            raise InvalidInput(
+                f"memory {memory.id} is the summary of episode {episode_id}; correct the "
+                "memories it summarises, or regenerate the summary",
+                doors("regenerate", episode_id=episode_id),
+            )
+        if memory.source_type in ENGINE_WRITTEN:
+            kind = memory.source_type.value
+            raise InvalidInput(
+                f"memory {memory.id} is a {kind} of episode {episode_id}; correct the memory "
+                f"it rests on, or edit the episode's {kind}s (its structured record's)",
+                doors("update", episode_id=episode_id),
+            )
+
+    @hookimpl
     async def after_forget(self, memory: Memory) -> None:
         self.engine.state.vectors.drop([memory.id])
         self.engine.state.kept_features.drop([memory.id])

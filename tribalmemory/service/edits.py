@@ -24,6 +24,7 @@ class EditOperations(RememberOperations):
         kept as history, marked ``superseded_by`` the correction: recall leaves it out unless
         asked (``include_superseded``), and episode summaries leave it out."""
         old = await self.get(request.memory_id)
+        self.hooks.check_correct(old)  # the episode engine names its own ways
         if old.source_type is SourceType.EPISODE_SUMMARY:
             raise InvalidInput(
                 f"memory {old.id} is an episode summary; correct the memories it summarises"
@@ -31,8 +32,7 @@ class EditOperations(RememberOperations):
         if old.source_type in ENGINE_WRITTEN:
             raise InvalidInput(
                 f"memory {old.id} is an episode's {old.source_type.value}; correct the memories "
-                "it rests on or edit the episode's structured record (tribal_episode_update, "
-                "PATCH /v1/episodes/{id})"
+                "it rests on or edit the episode's structured record"
             )
         as_new = RememberRequest.model_construct(
             content=request.content,

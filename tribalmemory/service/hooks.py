@@ -213,6 +213,9 @@ class HookRegistry:
     def check_forget(self, memory: Memory) -> None:
         self._call_sync("check_forget", memory=memory)
 
+    def check_correct(self, memory: Memory) -> None:
+        self._call_sync("check_correct", memory=memory)
+
     async def after_forget(self, memory: Memory) -> None:
         await self._call("after_forget", memory=memory)
 

@@ -11,8 +11,8 @@ takes an argument the hook does not have, or is sync where the hook is async (or
 - ``FAIL``: the hook guards a change, so its failure stops it. ``before_remember`` records
   durable intent: if it fails, the memory is not stored and ``remember()`` fails (a
   :class:`~tribalmemory.errors.TribalError` from the plugin reaches the client as is; any other
-  error is logged and becomes ``Unavailable``, 503). ``check_forget`` refuses a ``forget()``
-  the same way. A failing ``start`` fails start-up.
+  error is logged and becomes ``Unavailable``, 503). ``check_forget`` and ``check_correct``
+  refuse a ``forget()`` or a ``correct()`` the same way. A failing ``start`` fails start-up.
 - ``LOG``: the change already happened, so a failure is logged with its reason and the call
   succeeds without this plugin's part: the memory is never lost by an ``after_*`` hook, and a
   failing ``annotate`` leaves the memories without its fields (never a 500 on recall); a
@@ -88,6 +88,11 @@ def check_forget(memory: Memory) -> None:
 
 
 @hookspec
+def check_correct(memory: Memory) -> None:
+    """Raise a :class:`~tribalmemory.errors.TribalError` to refuse correcting ``memory``."""
+
+
+@hookspec
 async def after_forget(memory: Memory) -> None:
     """``memory`` was deleted: take it out of anything built from it."""
 
@@ -127,6 +132,7 @@ ON_ERROR: dict[str, OnError] = {
     "store_failed": OnError.LOG,
     "after_remember": OnError.LOG,
     "check_forget": OnError.FAIL,
+    "check_correct": OnError.FAIL,
     "after_forget": OnError.LOG,
     "after_correct": OnError.LOG,
     "annotate": OnError.LOG,
