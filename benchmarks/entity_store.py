@@ -183,7 +183,8 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
     ent = dict.fromkeys(("stored", "read"), 0.0)
     rec = dict.fromkeys(RECALL_LIMITS, 0.0)
     exact: dict[str, list[float]] = {"stored": [], "read": [], "recall": []}
-    two_forms = {"read": 0.0, "recall": 0.0}
+    two_forms = {"read": 0.0, "recall": 0.0, "keyword": 0.0}
+    texts = {r["id"]: r["content"].lower() for r in rows if r["id"] in episode_of}
     missed: list[tuple[str, list[str]]] = []
     try:
         with tempfile.TemporaryDirectory() as data:
@@ -196,6 +197,9 @@ async def measure(corpus: Path, stream: str, kept_aside_labels: str = "") -> dic
                         exact[kind] += precision(got, episodes)
                     if key in aliased:
                         two_forms["read"] += len(answers[1] & episodes) / len(episodes)
+                        word = display[key].lower()  # keyword: the name as entities.py seeks it
+                        hit = {episode_of[i] for i, text in texts.items() if word in text}
+                        two_forms["keyword"] += len(hit & episodes) / len(episodes)
                         if episodes - answers[1]:
                             missed.append((display[key], sorted(forms[key])))
                     for limit in RECALL_LIMITS:
@@ -481,11 +485,12 @@ def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) 
         "| the entity read | recall top 10 "
         "| remember p50, entities on (ms) | off (ms) "
         "| entity write p50 / p95 (ms) | extraction alone (ms/memory) "
-        "| X written two ways or more | the entity read | recall top 10 |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| X written two ways or more | the entity read | recall top 10 | keyword |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "---:|",
     ]
     means: dict[str, list[float]] = collections.defaultdict(list)
-    two: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
+    two: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     kept = f"kept aside ({kept_aside_labels}/)" if kept_aside_labels else "kept aside"
     groups = [("tuning", TUNING), ("validation", VALIDATION), ("fresh", FRESH)]
     groups = groups if not aside_only else []
@@ -505,7 +510,7 @@ def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) 
             for i, x in enumerate(scores):
                 means[group + str(i)].append(x)
             t = m["two_forms"]
-            added = (t["entities"], t["read"], t["recall"])
+            added = (t["entities"], t["read"], t["recall"], t["keyword"])
             two[group] = [a + b for a, b in zip(two[group], added, strict=True)]
             n = max(t["entities"], 1)
             lines.append(
@@ -514,19 +519,23 @@ def report(corpus: Path, kept_aside_labels: str = "", aside_only: bool = False) 
                 + f" | {m['on_ms']:.1f} "
                 f"| {m['off_ms']:.1f} | {m['write_ms']:.2f} / {m['write_p95_ms']:.2f} "
                 f"| {m['extract_ms']:.2f} | {t['entities']} "
-                + (f"| {t['read'] / n:.3f} | {t['recall'] / n:.3f} |" if t["entities"] else "| | |")
+                + (
+                    f"| {t['read'] / n:.3f} | {t['recall'] / n:.3f} | {t['keyword'] / n:.3f} |"
+                    if t["entities"]
+                    else "| | | |"
+                )
             )
         if streams:
             cells = " | ".join(
                 f"{statistics.fmean(means[group + str(i)]):.3f}" for i in range(len(scores))
             )
             worst = min(means[group + "1"])
-            x, read, rec = two[group]
-            pooled = f"{int(x)} | {read / max(x, 1):.3f} | {rec / max(x, 1):.3f}"
+            x, read, rec, kw = two[group]
+            pooled = f"{int(x)} | " + " | ".join(f"{v / max(x, 1):.3f}" for v in (read, rec, kw))
             lines.append(f"| {group} | mean of {len(streams)} | | | {cells} | | | | | {pooled} |")
             lines.append(
                 f"| {group} | worst stream, the entity read | | | | {worst:.3f} "
-                "| | | | | | | | | | | | |"
+                "| | | | | | | | | | | | | |"
             )
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return "\n".join(lines) + f"\n\nLoad average during the run (1, 5, 15 min): {load}; 2 CPUs."
@@ -655,7 +664,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(the labels' canonical name and each spelling the labelled memories write, in "
             "canonical form: `Tomás` / `Tomás Herrera`, `TDX` / `TeamDynamix`, `KP` / "
             "`Kestrel Peak`), where aliases matter, with the share of their episodes the entity "
-            "read and recall's top 10 reach; a group's row pools its X. "
+            "read, recall's top 10 and a keyword search reach (the labelled memories holding "
+            "X's canonical name in any case, as `entities.py` seeks it); a group's row pools "
+            "its X. "
             "Remember latency: median per "
             "memory in process, the same "
             "stream remembered with the entity write on and turned off, on a shared machine "
