@@ -198,38 +198,27 @@ class EpisodePlugin:
 
     @hookimpl
     def check_forget(self, memory: Memory) -> None:
-        episode_id = memory.metadata.get("episode_id", "?")
-        if memory.source_type is SourceType.EPISODE_SUMMARY:
-            raise InvalidInput(
-                f"memory {memory.id} is the summary of episode {episode_id}; delete the "
-                "episode or regenerate its summary instead",
-                doors("regenerate", "delete", episode_id=episode_id),
-            )
-        if memory.source_type in ENGINE_WRITTEN:
-            kind = memory.source_type.value
-            raise InvalidInput(
-                f"memory {memory.id} is a {kind} of episode {episode_id}; edit the episode's "
-                f"{kind}s (its structured record's), forget the memory it rests on, or delete "
-                "the episode",
-                doors("update", "delete", episode_id=episode_id),
-            )
+        refuse_engine_written(
+            memory,
+            ("delete the episode or regenerate its summary instead", ("regenerate", "delete")),
+            (
+                "edit the episode's {kind}s (its structured record's), forget the memory it "
+                "rests on, or delete the episode",
+                ("update", "delete"),
+            ),
+        )
 
     @hookimpl
     def check_correct(self, memory: Memory) -> None:
-        episode_id = memory.metadata.get("episode_id", "?")
-        if memory.source_type is SourceType.EPISODE_SUMMARY:
-            raise InvalidInput(
-                f"memory {memory.id} is the summary of episode {episode_id}; correct the "
-                "memories it summarises, or regenerate the summary",
-                doors("regenerate", episode_id=episode_id),
-            )
-        if memory.source_type in ENGINE_WRITTEN:
-            kind = memory.source_type.value
-            raise InvalidInput(
-                f"memory {memory.id} is a {kind} of episode {episode_id}; correct the memory "
-                f"it rests on, or edit the episode's {kind}s (its structured record's)",
-                doors("update", episode_id=episode_id),
-            )
+        refuse_engine_written(
+            memory,
+            ("correct the memories it summarises, or regenerate the summary", ("regenerate",)),
+            (
+                "correct the memory it rests on, or edit the episode's {kind}s (its structured "
+                "record's)",
+                ("update",),
+            ),
+        )
 
     @hookimpl
     async def after_forget(self, memory: Memory) -> None:
@@ -258,3 +247,25 @@ class EpisodePlugin:
     @hookimpl
     def stats(self) -> dict[str, Any]:
         return {"episodes": self.store.episodes.status_counts()}
+
+
+Ways = tuple[str, tuple[str, ...]]
+"""What to do instead, in words (``{kind}``: the memory's source type) and as doors."""
+
+
+def refuse_engine_written(memory: Memory, summary: Ways, derived: Ways) -> None:
+    """Raise :class:`InvalidInput` naming the episode and what to do instead when ``memory`` is
+    an episode's summary (``summary``) or another memory the engine writes: a lesson, a
+    decision or a fact (``derived``)."""
+    episode_id = memory.metadata.get("episode_id", "?")
+    if memory.source_type is SourceType.EPISODE_SUMMARY:
+        what, (words, actions) = f"the summary of episode {episode_id}", summary
+    elif memory.source_type in ENGINE_WRITTEN:
+        kind = memory.source_type.value
+        what, (words, actions) = f"a {kind} of episode {episode_id}", derived
+        words = words.format(kind=kind)
+    else:
+        return
+    raise InvalidInput(
+        f"memory {memory.id} is {what}; {words}", doors(*actions, episode_id=episode_id)
+    )
