@@ -153,6 +153,12 @@ def test_cli_generate_and_rotate_take_effect_without_restart(
     monkeypatch.setenv("TRIBAL_MEMORY_TOKEN", second)  # the same as .env's: the usual case
     assert main(["token", "show", "--config", config]) == 0
     assert "from this shell" not in capsys.readouterr().out
+    # a short token of the user's own: its mask would be most of it, and "…" said nothing
+    monkeypatch.setenv("TRIBAL_MEMORY_TOKEN", "hunter2")
+    assert main(["token", "show", "--config", config]) == 1
+    out = capsys.readouterr().out
+    assert "a token of 7 characters, too short to show a part of it" in out
+    assert "hunter2" not in out
 
 
 def test_is_loopback() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..config import Config, env_file
 from ..interfaces.auth import (
+    SHORT,
     TOKEN_ENV,
     generate_token,
     hash_token,
@@ -64,7 +65,13 @@ def show(expected: str | None, secrets: Path, reveal: bool) -> int:
             f"the daemon has a token but {secrets} does not hold it; "
             "`tribalmemory token rotate` makes a new one"
         )
-    print(value if reveal else mask(value))
+    if reveal or len(value) > SHORT:
+        print(value if reveal else mask(value))
+    else:  # a mask of a short token would show most of it: say what it is instead
+        print(
+            f"a token of {len(value)} characters, too short to show a part of it (--reveal "
+            "prints it; `tribalmemory token rotate` makes a long one)"
+        )
     if from_shell:
         print(f"(from this shell's {TOKEN_ENV}, which wins over {secrets})")
     if expected is not None and hash_token(value) != expected:

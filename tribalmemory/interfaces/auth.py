@@ -44,9 +44,13 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+SHORT = 12
+"""A token of this many characters or fewer is not masked: its ends are most of it."""
+
+
 def mask(token: str) -> str:
     """``tm_1a2b…9f0e``: enough to recognise a token, not to use it."""
-    return f"{token[:7]}…{token[-4:]}" if len(token) > 12 else "…"
+    return f"{token[:7]}…{token[-4:]}" if len(token) > SHORT else "…"
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
