@@ -229,6 +229,14 @@ async def start_and_count(home: Path) -> dict[str, int]:
     return {"all": stats["total_memories"], "summaries": written}
 
 
+def test_doctor_on_a_new_data_folder_creates_nothing(tmp_path: Path, capsys: Any) -> None:
+    """doctor checks; it created an empty store (and the folder) where none was."""
+    (tmp_path / "config.yaml").write_text(f"data_dir: {tmp_path / 'data'}\n", encoding="utf-8")
+    assert doctor(tmp_path) == 0
+    assert "Nothing stored in" in capsys.readouterr().out
+    assert not (tmp_path / "data" / "store").exists()
+
+
 def test_doctor_finds_nothing_on_a_healthy_folder(home: Path, capsys: Any) -> None:
     assert doctor(home) == 0
     out = capsys.readouterr().out

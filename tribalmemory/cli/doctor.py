@@ -37,6 +37,12 @@ def doctor(args: argparse.Namespace, config: Config) -> int:
     from .service import refuse_running_daemon
 
     refuse_running_daemon(config, args.config, "run doctor again")
+    if nothing_stored(config):
+        print(
+            f"Nothing stored in {config.data_path} yet: no store to check (the first `serve`, "
+            "`remember` or `import` creates it)."
+        )
+        return 0
     name, dim = _model(config)
     checker = Doctor(config, name, dim)
     try:
@@ -78,3 +84,14 @@ def doctor(args: argparse.Namespace, config: Config) -> int:
         return 0
     finally:
         checker.close()
+
+
+def nothing_stored(config: Config) -> bool:
+    """Whether the data folder holds none of the files Tribal Memory stores (a new path):
+    opening the embedded store to check it would create one."""
+    from ..storage import integrity
+
+    data = config.data_path
+    sqlite = [data / f.name for f in integrity.SQLITE_FILES]
+    files = [config.store_path, data / integrity.MANIFEST, *sqlite]
+    return not config.storage.qdrant_url and not any(f.exists() for f in files)
