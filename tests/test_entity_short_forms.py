@@ -11,6 +11,7 @@ from test_entity_store import remember
 from test_mcp import connect, ok
 
 from tribalmemory.entities.short_forms import (
+    code_end,
     initials_of,
     number_forms,
     proper_name,
@@ -60,6 +61,12 @@ def test_the_other_number_of_a_name() -> None:
     assert number_forms("poll-pad") == ["poll-pads"]
     for name in ("access", "pg", "v2.1", "ops.gate_scans", "room-12"):
         assert number_forms(name) == []
+
+
+def test_the_end_of_a_code_is_letters_and_digits_both() -> None:
+    assert code_end("etch-k11") == "k11" and code_end("s063-pos02") == "pos02"
+    for name in ("orders-service", "skua-07", "k11", "v2.1", "ops.x-k1", "a/b-c1"):
+        assert code_end(name) is None
 
 
 def test_a_word_of_a_proper_name_stands_alone_when_written_capitalised() -> None:
@@ -151,6 +158,8 @@ async def test_a_first_name_a_product_a_plural_a_table_and_a_tool_count_for_the_
         "Scans come from `ANALYTICS.ACCESS.GATE_SCANS` in Snowflake.",
         "The noon reports live in PostgreSQL 16 on the fleet server.",
         "Vacuumed the Postgres tables after the upgrade.",
+        "ETCH-K11 and S063-POS02 were down for a chamber clean.",
+        "The chamber clean of K11 is done; POS02 is still down at both stores, as S094-POS02.",
     ]
     ids = [await remember(rt, text, i * DAYS, A) for i, text in enumerate(say)]
 
@@ -166,6 +175,9 @@ async def test_a_first_name_a_product_a_plural_a_table_and_a_tool_count_for_the_
     assert await memories("Incoterms") == {ids[7]}
     assert await memories("GATE_SCANS") == {ids[8]}
     assert await memories("PostgreSQL") == {ids[9], ids[10]} == await memories("Postgres")
+    # a code's end written alone counts for it, unless another code ends so (POS02)
+    assert await memories("ETCH-K11") == {ids[11], ids[12]}
+    assert await memories("S063-POS02") == {ids[11]}
     # another project never counts
     other = await remember(rt, "Ingrid booked the flight.", 20 * DAYS, "beta")
     assert other not in await memories("Ingrid Sørensen")

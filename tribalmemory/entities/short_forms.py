@@ -87,6 +87,20 @@ def number_forms(name: str) -> list[str]:
     return [name[:-1] if last.endswith("s") else name + "s"]
 
 
+_CODE_PART = re.compile(r"(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]{2,}")
+"""A part of letters and digits both (``k11``, ``pos02``): a code's own number."""
+
+
+def code_end(name: str) -> str | None:
+    """The last part of a canonical code of hyphenated parts when it is letters and digits
+    both, which a project writes alone for the whole (``k11`` of ``etch-k11``); None for other
+    names (``orders-service``, ``skua-07``: a number alone names nothing)."""
+    if _NOT_WORDS.search(name):
+        return None
+    first, _, last = name.rpartition("-")
+    return last if first and _CODE_PART.fullmatch(last) else None
+
+
 def proper_name(written: str) -> bool:
     """Whether ``written`` is a name of several capitalised words of letters (``Ingrid
     Sørensen``, ``Microsoft Teams``, ``Colorado Division of Insurance``): no number, no word

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..entities import canonical
 from ..entities.short_forms import (
+    code_end,
     initials_of,
     number_forms,
     proper_name,
@@ -98,8 +99,9 @@ class EntityReads:
         """The entities ``name`` names, the one it names best first: the entity of its
         canonical name, else the most mentioned one written so (an alias); then the others
         written so (``Greg`` stored under ``greg-mallory`` once ``Greg Mallory`` was known),
-        the entities stored under its other number (``incoterm`` of ``Incoterms``) or its
-        tool's other names (``postgres`` of ``PostgreSQL``), under its short forms that name a
+        the entities stored under its other number (``incoterm`` of ``Incoterms``), its
+        tool's other names (``postgres`` of ``PostgreSQL``) or its code's end (``k11`` of
+        ``ETCH-K11``, when no other code ends so), under its short forms that name a
         thing on their own and under its initials (:mod:`tribalmemory.entities.short_forms`:
         ``tagus`` of ``Norvane Tagus``, ``KP`` of ``Kestrel Peak``), and the dotted names ending
         in it when it is a name in snake case (``analytics.access.gate_scans`` of
@@ -114,6 +116,10 @@ class EntityReads:
         parts |= {v for part in parts for v in number_forms(part)}
         initials = {a for form in written for a in initials_of(form)}
         others = {*number_forms(key), *same_tool(key)}
+        end = code_end(key)
+        if end and set(entities.with_word(project, end)) - {key}:
+            end = None  # the end of more than one code: pos02 of s063-pos02 and s094-pos02
+        others |= {end} if end else set()
         short = sorted(parts | others | {a.lower() for a in initials})
         whole = max(written, key=proper_name)
         for row in entities.rows_named(project, short) if short else []:
