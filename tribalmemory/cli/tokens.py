@@ -65,8 +65,10 @@ def show(expected: str | None, secrets: Path, reveal: bool) -> int:
             f"the daemon has a token but {secrets} does not hold it; "
             "`tribalmemory token rotate` makes a new one"
         )
-    if reveal or len(value) > SHORT:
-        print(value if reveal else mask(value))
+    if reveal:
+        print(value)
+    elif len(value) > SHORT:
+        print(mask(value))
     else:  # a mask of a short token would show most of it: say what it is instead
         print(
             f"a token of {len(value)} characters, too short to show a part of it (--reveal "

@@ -117,16 +117,15 @@ class EntityReads:
         initials = {a for form in written for a in initials_of(form)}
         others = {*number_forms(key), *same_tool(key)}
         end = code_end(key)
-        if end and set(entities.with_word(project, end)) - {key}:
-            end = None  # the end of more than one code: pos02 of s063-pos02 and s094-pos02
-        others |= {end} if end else set()
+        if end and not self._shared(project, end, {key}):  # not pos02: s063-pos02, s094-pos02
+            others.add(end)
         short = sorted(parts | others | {a.lower() for a in initials})
         whole = max(written, key=proper_name)
         for row in entities.rows_named(project, short) if short else []:
             aliases = json.loads(row["aliases"])
             part = row["name"] in parts and stands_alone(row["name"], aliases, whole)
             if part and "-" not in row["name"] and row["name"] in english_words():
-                part = not set(entities.with_word(project, row["name"])) - {key, *parts}
+                part = not self._shared(project, row["name"], {key, *parts})  # Dana of two Danas
             if (
                 part
                 or row["name"] in others
@@ -137,6 +136,11 @@ class EntityReads:
             dotted = entities.ending_in(project, name)
             rows += entities.rows_named(project, dotted) if dotted else []
         return list({(r["project"], r["name"]): r for r in rows}.values())
+
+    def _shared(self, project: str | None, word: str, own: set[str]) -> bool:
+        """Whether an entity of several words other than ``own`` has ``word`` among its words:
+        then ``word`` alone is no short form of one of them."""
+        return bool(set(self.store.entities.with_word(project, word)) - own)
 
     async def _writing(self, project: str | None, name: str) -> list[tuple[Memory, list[str]]]:
         """The memories of ``project`` (None: of every project) that write ``name`` word for
