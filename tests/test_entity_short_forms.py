@@ -6,14 +6,18 @@ of ``Spring 2027``) names nothing alone; another project's short forms are never
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from test_entity_store import remember
 from test_mcp import connect, ok
 
 from tribalmemory.entities.short_forms import (
     code_end,
+    hump_initials,
     initials_of,
     number_forms,
+    numbered,
+    path_ends,
     proper_name,
     short_forms,
     stands_alone,
@@ -27,9 +31,20 @@ DAYS = 8 * 24 * 60
 """Minutes between the ship's memories: days apart."""
 
 
+async def remember_each(rt: Runtime, say: list[str]) -> list[str]:
+    """Each of ``say`` remembered in project alpha, days apart, in order: their ids."""
+    return [await remember(rt, text, i * DAYS, A) for i, text in enumerate(say)]
+
+
+async def memories_of(rt: Runtime, name: str) -> set[str]:
+    """The memories ``GET /v1/entities/{name}`` lists in project alpha (up to 50)."""
+    found = await rt.api.entity_get(name, project="alpha", limit=50)
+    return {m["memory_id"] for m in found["memories"]}
+
+
 def test_the_parts_and_initials_of_a_name_of_several_words() -> None:
     assert short_forms("Norvane Tagus") == ["norvane", "tagus"]
-    assert short_forms("Lakeview MUD 12") == ["lakeview", "lakeview-mud", "mud", "mud-12", "12"]
+    assert short_forms("Lakeview MUD 12") == ["lakeview", "lakeview-mud", "mud", "mud-12"]
     # no part begins or ends with a connective; the initials leave connectives out
     assert short_forms("Secretary of State") == ["secretary", "state"]
     assert initials_of("Secretary of State") == ["SS", "SOS"]
@@ -161,11 +176,8 @@ async def test_a_first_name_a_product_a_plural_a_table_and_a_tool_count_for_the_
         "ETCH-K11 and S063-POS02 were down for a chamber clean.",
         "The chamber clean of K11 is done; POS02 is still down at both stores, as S094-POS02.",
     ]
-    ids = [await remember(rt, text, i * DAYS, A) for i, text in enumerate(say)]
-
-    async def memories(name: str) -> set[str]:
-        found = await rt.api.entity_get(name, project="alpha", limit=50)
-        return {m["memory_id"] for m in found["memories"]}
+    ids = await remember_each(rt, say)
+    memories = partial(memories_of, rt)
 
     assert await memories("Ingrid Sørensen") == {ids[0], ids[1]}
     # Dana is two people's first name here: asking for one of them does not count it
@@ -193,3 +205,117 @@ async def test_initials_a_memory_defines_count_for_the_name_afterwards(
     found = await rt.api.entity_get("Kestrel Peak", project="alpha")
     assert {m["memory_id"] for m in found["memories"]} == {first, later}
     assert other not in {m["memory_id"] for m in found["memories"]}
+
+
+def test_the_humps_of_a_name_make_its_short_forms() -> None:
+    assert hump_initials("OpenColorIO") == ["OCIO"]
+    assert hump_initials("ConnectSmart Kitchen") == ["CSK"]
+    assert "APIM" in hump_initials("Azure API Management")
+    assert hump_initials("Merritt Regional 911")[0] == "MR911"
+    assert "W26" not in hump_initials("Winter 26")  # one letter: a week, a code
+    # two characters are too common to count; a path or dotted name has no humps
+    for written in ("JasperReports", "Secretary of State", "nf-core/sarek", "Fly.io"):
+        assert hump_initials(written) == []
+
+
+def test_a_path_ends_in_its_shorter_paths() -> None:
+    assert path_ends("nf-core/sarek") == ["sarek"]
+    assert path_ends("fieldsim/deploy/asj-2b.toml") == ["deploy/asj-2b.toml", "asj-2b.toml"]
+    # a folder, a branch, a route or an address ends in no name, nor a file of a word
+    for name in (
+        "kv/agc/lims-bridge",  # a path of three parts, no file
+        "board/rev-c",  # a folder: its owner would be an English word
+        "hotfix/login-loop",  # a branch
+        "fixtures/app.log",  # app is a word: many folders have one
+        "/v2/accounts/sarek",
+        "s3://runs/sarek",
+        "sarek",
+    ):
+        assert path_ends(name) == []
+
+
+def test_a_version_or_a_code_is_written_with_its_number() -> None:
+    assert numbered("oauth")[1] == "oauth2" and len(numbered("oauth")) == 9
+    assert numbered("k8s") == [] == numbered("api")  # a code, or a word of three letters
+    assert numbered("unit") == []  # an English word: unit2 is another unit
+    assert number_forms("a100") == ["a100s"] and number_forms("a100s") == ["a100"]
+    assert number_forms("coldcard-mk4") == ["coldcard-mk4s"]
+    assert number_forms("elastic-ip") == ["elastic-ips"]  # two letters, after another word
+    # a number or an abbreviation with dots is a word of a name; a number alone no part
+    assert short_forms("Twist Exome 2.0")[:2] == ["twist", "twist-exome"]
+    assert "v2.0" not in short_forms("Twist Exome 2.0")
+    assert short_forms("Kievit Mobiel B.V.")[0] == "kievit"
+    assert short_forms("Fly.io client") == []
+
+
+async def test_a_versioned_name_a_repository_humps_and_a_version_count_for_the_whole(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Validated the calls in the Twist Exome 2.0 targets.",
+        "Recall dropped inside the Twist Exome targets after the liftover.",
+        "Applied the plan in plumline/infra-live this morning.",
+        "The infra-live plan drifted overnight.",
+        "Cloned nf-core/sarek for the exome validation.",
+        "Reran `sarek` with the new intervals file.",
+        "Edited data/ASJ/signals.yaml and data/KBJ/signals.yaml for the new aspects.",
+        "The linter flagged signals.yaml twice.",
+        "The colour pipeline reads its OpenColorIO config from the show folder.",
+        "Bumped the OCIO config to 2.3 for the new LUTs.",
+        "The portal signs users in with OAuth against the district's tenant.",
+        "The token refresh over OAuth2 fails after an hour.",
+    ]
+    ids = await remember_each(rt, say)
+    memories = partial(memories_of, rt)
+
+    # no entity is stored under the name itself: what writes it, and its short forms' entities
+    assert await memories("Twist Exome 2.0") == {ids[0], ids[1]}
+    found = await rt.api.entity_get("Twist Exome 2.0", project="alpha")
+    assert found["entity"]["name"] == "twist-exome" and found["memory_count"] == 2
+    assert await memories("infra-live") == {ids[2], ids[3]}
+    # a repository's name alone, both ways; a file name two paths end in names neither
+    assert await memories("nf-core/sarek") == {ids[4], ids[5]} == await memories("sarek")
+    assert await memories("data/ASJ/signals.yaml") == {ids[6]}
+    assert await memories("OpenColorIO") == {ids[8], ids[9]}
+    assert await memories("OAuth") == {ids[10], ids[11]}
+    hits = await rt.api.recall("config", entity="OpenColorIO", project="alpha")
+    assert {h["memory_id"] for h in hits["results"]} == {ids[8], ids[9]}
+
+
+async def test_a_first_name_opening_a_sentence_counts_unless_the_project_writes_it_small(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Gary Schroeder signed the milk contract for the co-op.",
+        "Gary phoned about the price review.",
+        "Applied Materials shipped the chamber kit on Monday.",
+        "Applied the recipe patch to the etcher.",
+        "The fab applied for the permit last week.",
+        "Sent gary.ts to review.",
+    ]
+    ids = await remember_each(rt, say)
+    memories = partial(memories_of, rt)
+
+    assert await memories("Gary Schroeder") == {ids[0], ids[1]}
+    hits = await rt.api.recall("price", entity="Gary Schroeder", project="alpha")
+    assert {h["memory_id"] for h in hits["results"]} <= {ids[0], ids[1]}
+    assert ids[1] in {h["memory_id"] for h in hits["results"]}
+    # applied is a word of this project's prose: Applied opening a sentence is the verb
+    assert await memories("Applied Materials") == {ids[2]}
+
+
+async def test_a_name_in_small_letters_counts_where_prose_writes_it_alone(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Cloned `shelfdiff` for the policy training.",
+        "Trained the current shelfdiff config on gpu02 as the reference.",
+        "Wrote shelfdiff/configs/base.yaml for the paper runs.",
+        "The ingress-shelfdiff route was removed.",
+    ]
+    ids = await remember_each(rt, say)
+    # the stored name, and prose writing it alone; not a path or a longer name containing it
+    assert await memories_of(rt, "shelfdiff") == {ids[0], ids[1]}

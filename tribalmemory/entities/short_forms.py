@@ -19,7 +19,15 @@ _CONNECTIVES = frozenset("a an and at by de for in of on the to &".split())
 """Words that join a name's parts (``Secretary of State``): no part, no initial."""
 _NOT_WORDS = re.compile(r"[/\\._]")
 """A path, a dotted or an underscored name: one token, whose pieces are no short forms."""
+_NOT_NAME = re.compile(r"[/\\_]|[A-Za-z]\.[a-z]")
+"""A path, an underscored or a dotted name written in a name (``Fly.io``, ``api.v2``); a
+number or an abbreviation with dots is a word (``Twist Exome 2.0``, ``Kievit Mobiel B.V.``)."""
+_HUMP = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|\d+")
+"""A word's humps: a run in capitals (``IO`` of ``OpenColorIO``), a word of small letters
+capitalised or not (``Open``, ``Color``), a number."""
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9]+")
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
+"""A capital after a small letter: ``acQuire``, ``iPhone``, written so as a name only."""
 
 
 MAX_WORDS = 8
@@ -30,16 +38,16 @@ def _words(written: str) -> list[str]:
     """The words of a name written with spaces; none for a single word, a phrase (more than
     :data:`MAX_WORDS`), a path or code."""
     words = written.split()
-    if not 2 <= len(words) <= MAX_WORDS or _NOT_WORDS.search(written):
+    if not 2 <= len(words) <= MAX_WORDS or _NOT_NAME.search(written):
         return []
     return words
 
 
 def short_forms(written: str) -> list[str]:
     """The canonical names of ``written``'s parts: each run of its words in a row but the
-    whole (``norvane``, ``tagus`` of ``Norvane Tagus``), not beginning or ending with a
-    connective. None for a name of one word, a path or code (its initials:
-    :func:`initials_of`)."""
+    whole (``norvane``, ``tagus`` of ``Norvane Tagus``, ``twist-exome`` of ``Twist Exome
+    2.0``), not beginning or ending with a connective, not a number alone (``2.0``, ``12``).
+    None for a name of one word, a path or code (its initials: :func:`initials_of`)."""
     words = _words(written)
     forms: list[str] = []
     for first in range(len(words)):
@@ -47,7 +55,7 @@ def short_forms(written: str) -> list[str]:
             run = words[first:last]
             if len(run) == len(words) or run[0].lower() in _CONNECTIVES:
                 continue
-            if run[-1].lower() in _CONNECTIVES:
+            if run[-1].lower() in _CONNECTIVES or not any(c.isalpha() for c in "".join(run)):
                 continue
             forms.append(canonical(" ".join(run)))
     return list(dict.fromkeys(f for f in forms if f))
@@ -77,14 +85,87 @@ def initials_of(written: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def hump_initials(written: str) -> list[str]:
+    """The short forms of a name made of its humps (:data:`_HUMP`), from a word's first hump to
+    a word's last, three characters or more of which two letters: a capitalised hump's
+    initial, a hump in capitals and a number whole (``OCIO`` of ``OpenColorIO``, ``CSK`` of
+    ``ConnectSmart Kitchen``, ``APIM`` of ``Azure API Management``, ``MR911`` of ``Merritt
+    Regional 911``; not ``W26`` of ``Winter 26``). None for a phrase, a path or code."""
+    words = written.split()
+    if not 1 <= len(words) <= MAX_WORDS or _NOT_NAME.search(written):
+        return []
+    words = [w for w in words if w.lower() not in _CONNECTIVES]
+    humps = [
+        [h if h.isdigit() or h.isupper() else h[0].upper() for h in _HUMP.findall(w)] for w in words
+    ]
+    found = []
+    for first in range(len(humps)):
+        for last in range(first, len(humps)):
+            run = [h for word in humps[first : last + 1] for h in word]
+            short = "".join(run)
+            letters = sum(c.isalpha() for c in short)
+            if len(run) >= 2 and len(short) >= 3 and letters >= 2 and short != written:
+                found.append(short)
+    return list(dict.fromkeys(found))
+
+
+_BRANCHES = frozenset(
+    "bugfix chore dependabot feat feature fix hotfix release renovate wip".split()
+)
+"""A branch's prefix (``hotfix/login``): no repository's owner."""
+_FILE = re.compile(r"([^./]+)(\.[a-z][a-z0-9]*)+")
+"""A file's name: a stem and its extensions (``rig-b.toml``, ``clinvar.vcf.gz``)."""
+
+
+def path_ends(name: str) -> list[str]:
+    """The shorter names a canonical repository or file path ends in, longest first: a
+    repository's name after its owner (``sarek`` of ``nf-core/sarek``; not when the owner is
+    an English word, a folder or a branch: ``board/rev-c``, ``config/gendata``) and a file's
+    shorter paths (``deploy/asj-2b.toml`` and ``asj-2b.toml`` of
+    ``fieldsim/deploy/asj-2b.toml``; not a file whose stem is an English word: ``app.log``).
+    None for other paths, a route or an address (``kv/agc/lims-bridge``, ``/v2/accounts``,
+    ``s3://…``)."""
+    if name.startswith(("/", ".")) or ":" in name:
+        return []
+    parts = name.split("/")
+    words = english_words()
+    file = _FILE.fullmatch(parts[-1])
+    if file and len(parts) >= 2 and file.group(1) not in words:
+        return ["/".join(parts[i:]) for i in range(1, len(parts))]
+    owner, repository = parts[0], parts[-1]
+    if len(parts) == 2 and not file and owner not in words | _BRANCHES and len(repository) >= 3:
+        return [] if repository in words or repository.isdigit() else [repository]
+    return []
+
+
+_CODE_NUMBER = re.compile(r"[a-z]+\d+")
+"""A code of letters then digits (``a100``, ``mk4``), whose other number ends in ``s``."""
+
+
 def number_forms(name: str) -> list[str]:
-    """The other number of a canonical name ending in a word of letters: ``incoterm`` of
-    ``incoterms``, ``poll-pads`` of ``poll-pad``. None for a word of two letters, a word
+    """The other number of a canonical name ending in a word of letters or a code of letters
+    then digits: ``incoterm`` of ``incoterms``, ``poll-pads`` of ``poll-pad``, ``a100s`` of
+    ``a100``, ``elastic-ips`` of ``elastic-ip``. None for a word of two letters alone, a word
     ending in ``ss`` (``access``), a number, a path or a dotted name."""
     last = name.rpartition("-")[2]
-    if len(last) < 3 or not last.isalpha() or _NOT_WORDS.search(name) or last.endswith("ss"):
+    if _NOT_WORDS.search(name) or last.endswith("ss"):
+        return []
+    if _CODE_NUMBER.fullmatch(last):
+        return [name + "s"]
+    if _CODE_NUMBER.fullmatch(last[:-1]) and last.endswith("s"):
+        return [name[:-1]]
+    if not last.isalpha() or len(last) < (2 if "-" in name else 3):
         return []
     return [name[:-1] if last.endswith("s") else name + "s"]
+
+
+def numbered(name: str) -> list[str]:
+    """The names of ``name`` (a canonical word of four letters or more, no English word) with
+    a digit after it, which a project writes for one version of the thing (``oauth2`` of
+    ``oauth``; not ``unit2`` of ``unit``)."""
+    if len(name) < 4 or not name.isalpha() or name in english_words():
+        return []
+    return [f"{name}{d}" for d in range(1, 10)]
 
 
 _CODE_PART = re.compile(r"(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]{2,}")
@@ -109,16 +190,41 @@ def proper_name(written: str) -> bool:
     return bool(words) and all((w[0].isupper() and w.isalpha()) or w in _CONNECTIVES for w in words)
 
 
+def first_word(written: str) -> str | None:
+    """The first word of a name of two capitalised words of letters (:func:`proper_name`),
+    which a project may write alone for the whole, at a sentence's opening too (``Gary`` of
+    ``Gary Schroeder``, ``Hart`` of ``Hart InterCivic``); None for other names, a word of two
+    letters, in capitals, or a maker (``Intel`` of ``Intel NUC``)."""
+    words = written.split()
+    if len(words) != 2 or not proper_name(written) or words[0].lower() in _CONNECTIVES:
+        return None
+    first = words[0]
+    return None if len(first) < 3 or first.isupper() or first in MAKERS else first
+
+
+def spelled_alone(name: str, written: Iterable[str]) -> bool:
+    """Whether the canonical ``name`` is one word of four letters or more, no English word,
+    always ``written`` in small letters: prose writes it as it is without the extraction
+    reading a name (``shelfdiff`` in ``the shelfdiff config``), and the memories writing it
+    word for word name it (not ``Tagus``, which ``Norvane Tagus`` writes too)."""
+    if len(name) < 4 or not name.isalpha() or name in english_words():
+        return False
+    return all(w == w.lower() for w in written)
+
+
 def stands_alone(name: str, aliases: Iterable[str], of: str = "") -> bool:
     """Whether a stored entity found as a part of a name (``of``, as written) names a thing
-    on its own: several words, a digit, written in capitals (an acronym) or no English word
-    (``tagus``, not ``spring``); or a word always written capitalised that is part of a
-    proper name (:func:`proper_name`: ``Ingrid`` of ``Ingrid Sørensen``, ``Teams`` of
-    ``Microsoft Teams``), unless it is a maker opening its products' names (``Microsoft``)."""
+    on its own: several words, a digit, written in capitals (an acronym) or with a capital
+    inside (``acQuire``), or no English word (``tagus``, not ``spring``); or a word always
+    written capitalised that is part of a proper name (:func:`proper_name`: ``Ingrid`` of
+    ``Ingrid Sørensen``, ``Teams`` of ``Microsoft Teams``), unless it is a maker opening its
+    products' names (``Microsoft``)."""
     written = list(aliases)
     if "-" in name or any(c.isdigit() for c in name):
         return True
     if any(_ACRONYM.fullmatch(a) for a in written):
+        return True
+    if written and all(_INNER_CAPITAL.search(a) for a in written):
         return True
     if name not in english_words():
         return True

@@ -239,6 +239,11 @@ SAME_TOOL = (
     ("typescript", "ts"),
     ("golang", "go"),
     ("sql-server", "mssql", "sqlserver"),
+    ("macos", "mac", "osx"),
+    ("homebrew", "brew"),
+    ("addresssanitizer", "asan"),
+    ("ripgrep", "rg"),
+    ("kdb+", "kdb"),
 )
 """Names one tool goes by, the usual first (canonical): asking for one counts the others."""
 

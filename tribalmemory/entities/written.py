@@ -41,6 +41,29 @@ def written_forms(text: str, name: str) -> list[str]:
     return list(dict.fromkeys(m.group(0) for m in pattern.finditer(text)))
 
 
+@lru_cache(maxsize=256)
+def _alone(word: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w./\\-])" + re.escape(word) + r"(?![\w/\\-]|\.\w)")
+
+
+def written_alone(texts: list[str], word: str) -> list[int]:
+    """The indexes of ``texts`` that write ``word`` as written, alone: not inside a longer
+    word, path, code or name of hyphenated words (``sarek``, ``sarek's``; not
+    ``nf-core/sarek``, ``sarek.nf``, ``ingress-sarek``)."""
+    alone = _alone(word)
+    return [i for i, text in enumerate(texts) if alone.search(text)]
+
+
+def written_as_name(texts: list[str], word: str) -> list[int]:
+    """The indexes of ``texts`` that write the capitalised ``word`` alone
+    (:func:`written_alone`: ``Gary``, ``Gary's``; not ``gary.ts``); none when one of them
+    writes it in small letters, which makes it a word of the project's prose (``gift`` of
+    ``Gift Aid``, ``applied`` of ``Applied Materials``)."""
+    if written_alone(texts, word.lower()):
+        return []
+    return written_alone(texts, word)
+
+
 def search_text(name: str) -> str:
     """What to look ``name`` up by in a word index: the name, and a release also without its
     ``v`` (``v4.8.0 4.8.0``: an index reads ``v4`` and ``4`` as two words)."""

@@ -12,15 +12,20 @@ from typing import Any
 from ..entities import canonical
 from ..entities.short_forms import (
     code_end,
+    first_word,
+    hump_initials,
     initials_of,
     number_forms,
+    numbered,
+    path_ends,
     proper_name,
     short_forms,
+    spelled_alone,
     stands_alone,
 )
 from ..entities.tools import same_tool
 from ..entities.words import english_words
-from ..entities.written import search_text, written_forms
+from ..entities.written import search_text, written_alone, written_as_name, written_forms
 from ..errors import NotFound
 from ..models import Memory
 from ..timeutil import from_epoch, to_iso
@@ -95,7 +100,7 @@ class EntityReads:
             rows = [r for r in listing(project, kind, None, include_doubted) if matches(query, r)]
         return [entity_json(r) for r in rows[:limit]]
 
-    def _named(self, project: str | None, name: str) -> list[sqlite3.Row]:
+    def _named(self, project: str | None, name: str) -> tuple[list[sqlite3.Row], bool]:
         """The entities ``name`` names, the one it names best first: the entity of its
         canonical name, else the most mentioned one written so (an alias); then the others
         written so (``Greg`` stored under ``greg-mallory`` once ``Greg Mallory`` was known),
@@ -105,20 +110,23 @@ class EntityReads:
         thing on their own and under its initials (:mod:`tribalmemory.entities.short_forms`:
         ``tagus`` of ``Norvane Tagus``, ``KP`` of ``Kestrel Peak``), and the dotted names ending
         in it when it is a name in snake case (``analytics.access.gate_scans`` of
-        ``GATE_SCANS``). Empty when it names none."""
+        ``GATE_SCANS``). Empty when it names none. Second, whether the memories that write
+        ``name`` word for word count too: when no entity is stored under it or as an alias."""
         entities = self.store.entities
         key = canonical(name)
         rows = entities.rows_named(project, [key])
         aliased = entities.by_alias(project, name)
         rows += entities.rows_named(project, aliased) if aliased else []
+        by_text = not rows
         written = {name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))}
         parts = {f for form in written for f in short_forms(form)}
         parts |= {v for part in parts for v in number_forms(part)}
-        initials = {a for form in written for a in initials_of(form)}
-        others = {*number_forms(key), *same_tool(key)}
+        initials = {a for form in written for a in (*initials_of(form), *hump_initials(form))}
+        others = {*number_forms(key), *same_tool(key), *numbered(key)}
         end = code_end(key)
         if end and not self._shared(project, end, {key}):  # not pos02: s063-pos02, s094-pos02
             others.add(end)
+        others |= self._paths(project, key, written)
         short = sorted(parts | others | {a.lower() for a in initials})
         whole = max(written, key=proper_name)
         for row in entities.rows_named(project, short) if short else []:
@@ -135,12 +143,25 @@ class EntityReads:
         if "_" in name and not {".", "/"} & set(name):
             dotted = entities.ending_in(project, name)
             rows += entities.rows_named(project, dotted) if dotted else []
-        return list({(r["project"], r["name"]): r for r in rows}.values())
+        return list({(r["project"], r["name"]): r for r in rows}.values()), by_text
 
     def _shared(self, project: str | None, word: str, own: set[str]) -> bool:
         """Whether an entity of several words other than ``own`` has ``word`` among its words:
         then ``word`` alone is no short form of one of them."""
         return bool(set(self.store.entities.with_word(project, word)) - own)
+
+    def _paths(self, project: str | None, key: str, written: set[str]) -> set[str]:
+        """The names a repository or file ``key`` (:func:`.path_ends`) is also written as: the
+        shorter paths it ends in no other path ends in (``sarek`` of ``nf-core/sarek``, not
+        ``signals.yaml`` of ``data/ASJ/signals.yaml`` beside ``data/KBJ/signals.yaml``), and
+        the one repository or file path ending in ``key`` (``quoin/tessera`` of ``tessera``).
+        None for a folder (written with a slash at its end, ``gen/kcg/``)."""
+        if any(w.endswith(("/", "\\")) for w in written):
+            return set()
+        ending, ends = self.store.entities.path_ending, path_ends(key)
+        found = {end for end in ends if set(ending(project, end)) <= {key, *ends}}
+        longer = [n for n in ending(project, key) if n != key and key in path_ends(n)]
+        return found | set(longer if len(longer) == 1 else ())
 
     async def _writing(self, project: str | None, name: str) -> list[tuple[Memory, list[str]]]:
         """The memories of ``project`` (None: of every project) that write ``name`` word for
@@ -152,9 +173,10 @@ class EntityReads:
 
     async def entity(self, project: str, name: str, limit: int) -> dict[str, Any]:
         await self.work.settle()
-        rows = self._named(project, name)
-        if not rows:
-            return await self._written(project, name, limit)
+        rows, by_text = self._named(project, name)
+        alone = await self._alone(project, name, rows)
+        if by_text or alone:
+            return await self._written(project, name, limit, rows, alone, by_text)
         row, names = rows[0], [r["name"] for r in rows]
         entities = self.store.entities
         ids = entities.memory_ids(project, names, limit)
@@ -182,18 +204,28 @@ class EntityReads:
             "co_occurring": [{"name": n, "mentions": c} for n, c in co],
         }
 
-    async def _written(self, project: str, name: str, limit: int) -> dict[str, Any]:
-        """The answer for a name no entity is stored under: the memories that write it, as
-        an entity of kind ``written`` (doubted: nothing vouches for it)."""
-        found = await self._writing(project, name)
-        if not found:
+    async def _written(
+        self,
+        project: str,
+        name: str,
+        limit: int,
+        rows: list[sqlite3.Row],
+        alone: list[Memory],
+        by_text: bool,
+    ) -> dict[str, Any]:
+        """The answer counting memories no entity row holds: those that write the name
+        (``by_text``, :meth:`_named`) and those that write its first word alone (``alone``),
+        with those of the entities of ``rows`` (the first is the entity answered); without
+        rows, as an entity of kind ``written`` (doubted: nothing vouches for it)."""
+        found = await self._writing(project, name) if by_text else []
+        writing = await self._with_rows(project, [*(m for m, _ in found), *alone], rows)
+        if not writing:
             raise NotFound(
                 f"no entity {name!r} in project {project}, and no memory of the project "
                 "writes the name (memories other projects share are not read); list the "
                 "project's entities to find its name",
                 doors("list the entities"),
             )
-        writing = [m for m, _ in found]
         ids = [m.id for m in writing]
         episode_of = self.store.memberships.episodes_of(ids)
         touched: dict[str, list[Memory]] = {}
@@ -212,17 +244,20 @@ class EntityReads:
             for episode_id, members in touched.items()
         ]
         co = self.store.entities.named_in(project, ids, CO_OCCURRING)
+        names = [r["name"] for r in rows]
+        co = [(n, c) for n, c in co if n not in names]
+        written = {
+            "name": canonical(name) or name,
+            "kind": "written",
+            "aliases": sorted({form for _, forms in found for form in forms}),
+            "first_seen_at": to_iso(writing[-1].created_at),
+            "last_seen_at": to_iso(writing[0].created_at),
+            "mentions": len(writing),
+            "doubted": True,
+        }
         return {
-            "entity": {
-                "name": canonical(name) or name,
-                "kind": "written",
-                "aliases": sorted({form for _, forms in found for form in forms}),
-                "first_seen_at": to_iso(writing[-1].created_at),
-                "last_seen_at": to_iso(writing[0].created_at),
-                "mentions": len(writing),
-                "doubted": True,
-            },
-            "also_written_as": [],
+            "entity": entity_json(rows[0]) if rows else written,
+            "also_written_as": names[1:],
             "project": project,
             "episodes": episodes,
             "memories": [memory_json(m, episode_of) for m in writing[:limit]],
@@ -232,12 +267,49 @@ class EntityReads:
 
     async def memory_ids(self, project: str | None, name: str) -> list[str]:
         """The memories naming the entities ``name`` names in ``project`` (None: every
-        project; :meth:`_named`), else those that write ``name`` word for word."""
+        project; :meth:`_named`), and those that write ``name`` word for word when they count
+        too, or write it or its first word alone (:meth:`_alone`)."""
         await self.work.settle()
-        names = list(dict.fromkeys(r["name"] for r in self._named(project, name)))
-        if not names:
-            return [m.id for m, _ in await self._writing(project, name)]
-        return self.store.entities.naming(project, names)
+        rows, by_text = self._named(project, name)
+        names = list(dict.fromkeys(r["name"] for r in rows))
+        ids = self.store.entities.naming(project, names) if names else []
+        alone = [m.id for m in await self._alone(project, name, rows)]
+        if not by_text:
+            return list(dict.fromkeys([*ids, *alone]))
+        writing = [m.id for m, _ in await self._writing(project, name)]
+        return list(dict.fromkeys([*writing, *ids, *alone]))
+
+    async def _alone(self, project: str | None, name: str, rows: list[sqlite3.Row]) -> list[Memory]:
+        """The memories writing alone, where the extraction reads no name, a stored name of
+        one word always written in small letters (:func:`.spelled_alone`: ``shelfdiff`` in
+        ``the shelfdiff config``; not in a path or a longer name, :func:`.written_alone`) or
+        the first word of the name (:func:`.first_word`: ``Gary`` of ``Gary Schroeder``, at a
+        sentence's opening too) when the project never writes it in small letters
+        (:func:`.written_as_name`) and no other known name of several words shares it
+        (``Dana`` of two Danas)."""
+        forms = [name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))]
+        key = canonical(name)
+        if rows and spelled_alone(key, forms[1:]):
+            found = await self.state.host.term_search(key, project, WRITTEN_CANDIDATES)
+            return [found[i] for i in written_alone([m.content for m in found], key)]
+        first = next((w for form in forms if (w := first_word(form))), None)
+        if first is None:
+            return []
+        own = {canonical(f) for f in forms} | {r["name"] for r in rows}
+        if self._shared(project, canonical(first), own):
+            return []
+        found = await self.state.host.term_search(first, project, WRITTEN_CANDIDATES)
+        return [found[i] for i in written_as_name([m.content for m in found], first)]
+
+    async def _with_rows(
+        self, project: str | None, writing: list[Memory], rows: list[sqlite3.Row]
+    ) -> list[Memory]:
+        """``writing`` and the memories naming the entities of ``rows``, each once, newest
+        first."""
+        known = {m.id: m for m in writing}
+        ids = self.store.entities.naming(project, [r["name"] for r in rows]) if rows else []
+        known |= {m.id: m for m in await self.state.host.get_memories(ids)}
+        return sorted(known.values(), key=lambda m: (m.created_at, m.id), reverse=True)
 
     async def of_episode(self, episode_id: str) -> list[dict[str, Any]]:
         self.state.episode(episode_id)

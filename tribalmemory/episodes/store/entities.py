@@ -607,6 +607,21 @@ class Entities(Table):
             args.append(project)
         return list(dict.fromkeys(r[0] for r in self.db.execute(sql, args)))
 
+    def path_ending(self, project: str | None, end: str) -> list[str]:
+        """The paths and repositories (of ``project``; None: any) that end in ``/end``:
+        ``nf-core/sarek`` of ``sarek``; not routes nor addresses (``/v2/sarek``,
+        ``s3://b/sarek``)."""
+        sql = (
+            "SELECT name FROM entities WHERE name LIKE ? ESCAPE '!' AND name NOT LIKE '/%' "
+            "AND name NOT LIKE '%://%'"
+        )
+        escaped = end.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+        args = [f"%/{escaped}"]
+        if project is not None:
+            sql += " AND project = ?"
+            args.append(project)
+        return list(dict.fromkeys(r[0] for r in self.db.execute(sql, args)))
+
     def rows_named(self, project: str | None, names: list[str]) -> list[sqlite3.Row]:
         """The stored rows of the entities ``names`` (of ``project``; None: any), most mentioned
         first."""
