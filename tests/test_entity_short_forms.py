@@ -20,6 +20,7 @@ from tribalmemory.entities.short_forms import (
     path_ends,
     proper_name,
     short_forms,
+    standard_code,
     stands_alone,
 )
 from tribalmemory.runtime import Runtime
@@ -319,3 +320,22 @@ async def test_a_name_in_small_letters_counts_where_prose_writes_it_alone(
     ids = await remember_each(rt, say)
     # the stored name, and prose writing it alone; not a path or a longer name containing it
     assert await memories_of(rt, "shelfdiff") == {ids[0], ids[1]}
+
+
+def test_the_code_of_a_standard_or_model_after_its_body_in_capitals() -> None:
+    assert standard_code("IEC 61850") == "61850" and standard_code("SEMI E90") == "E90"
+    assert standard_code("IBM z16") == "z16" and standard_code("ARINC 615A") == "615A"
+    # a short number is a status or a port as often; a release, or a name of another shape
+    for written in ("ARINC 429", "HTTP 429", "JACE 8000", "TLS 1.3", "SOC 2", "Gary Schroeder"):
+        assert standard_code(written) is None
+
+
+async def test_a_standards_code_written_alone_counts_for_it(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    say = [
+        "The gateway speaks IEC 61850 to the substations.",
+        "Mapped the 61850 datasets for the new RTU.",
+        "Logged 61850-9-2 sampled values on the bus.",
+    ]
+    ids = await remember_each(rt, say)
+    assert await memories_of(rt, "IEC 61850") == {ids[0], ids[1]}

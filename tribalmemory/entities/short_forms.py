@@ -212,6 +212,21 @@ def spelled_alone(name: str, written: Iterable[str]) -> bool:
     return all(w == w.lower() for w in written)
 
 
+def standard_code(written: str) -> str | None:
+    """The code of a standard or model written after its body's or maker's name in capitals,
+    which a project writes alone (``61850`` of ``IEC 61850``, ``E90`` of ``SEMI E90``, ``z16``
+    of ``IBM z16``, ``615A`` of ``ARINC 615A``): letters and digits with a letter, or a number
+    of five digits or more; None for other names, a shorter number (``429`` of ``ARINC 429``:
+    a status, a port) or a release (``TLS 1.3``)."""
+    words = written.split()
+    if len(words) != 2 or not (words[0].isalpha() and words[0].isupper() and len(words[0]) >= 3):
+        return None
+    code = words[1]
+    if not code.isalnum() or not any(c.isdigit() for c in code):
+        return None
+    return code if len(code) >= 5 or (len(code) >= 3 and not code.isdigit()) else None
+
+
 def stands_alone(name: str, aliases: Iterable[str], of: str = "") -> bool:
     """Whether a stored entity found as a part of a name (``of``, as written) names a thing
     on its own: several words, a digit, written in capitals (an acronym) or with a capital

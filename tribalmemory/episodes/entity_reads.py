@@ -21,6 +21,7 @@ from ..entities.short_forms import (
     proper_name,
     short_forms,
     spelled_alone,
+    standard_code,
     stands_alone,
 )
 from ..entities.tools import same_tool
@@ -286,12 +287,15 @@ class EntityReads:
         the first word of the name (:func:`.first_word`: ``Gary`` of ``Gary Schroeder``, at a
         sentence's opening too) when the project never writes it in small letters
         (:func:`.written_as_name`) and no other known name of several words shares it
-        (``Dana`` of two Danas)."""
+        (``Dana`` of two Danas), or a standard's code (:func:`.standard_code`: ``61850`` of
+        ``IEC 61850``)."""
         forms = [name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))]
         key = canonical(name)
         if rows and spelled_alone(key, forms[1:]):
-            found = await self.state.host.term_search(key, project, WRITTEN_CANDIDATES)
-            return [found[i] for i in written_alone([m.content for m in found], key)]
+            return await self._written_alone(project, key)
+        code = next((c for form in forms if (c := standard_code(form))), None)
+        if code is not None:
+            return await self._written_alone(project, code)
         first = next((w for form in forms if (w := first_word(form))), None)
         if first is None:
             return []
@@ -300,6 +304,12 @@ class EntityReads:
             return []
         found = await self.state.host.term_search(first, project, WRITTEN_CANDIDATES)
         return [found[i] for i in written_as_name([m.content for m in found], first)]
+
+    async def _written_alone(self, project: str | None, word: str) -> list[Memory]:
+        """The memories of ``project`` writing ``word`` alone, as written
+        (:func:`.written_alone`)."""
+        found = await self.state.host.term_search(word, project, WRITTEN_CANDIDATES)
+        return [found[i] for i in written_alone([m.content for m in found], word)]
 
     async def _with_rows(
         self, project: str | None, writing: list[Memory], rows: list[sqlite3.Row]
