@@ -1,10 +1,16 @@
 """The shorter ways a project writes a name of several words: its parts (:func:`short_forms`,
 ``Tagus`` of the ship ``Norvane Tagus``, ``ETS`` of ``EU ETS``) and its initials
 (:func:`initials_of`, ``HVH`` of ``Harrow Vale Hospital``, ``CDA`` of ``Guidewire Cloud Data
-Access``); and the other number of a name (:func:`number_forms`, ``incoterm`` of
-``Incoterms``). Asking for the name counts the entities stored under them too, when a part
-names a thing on its own (:func:`stands_alone`: ``Spring`` of ``Spring 2027`` is a word, not a
-name; ``Ingrid`` of ``Ingrid Sørensen`` is a name) and initials are written in capitals."""
+Access``, and over its humps, :func:`hump_initials`: ``OCIO`` of ``OpenColorIO``); the other
+number of a name (:func:`number_forms`, ``incoterm`` of ``Incoterms``) and the name with a
+digit after it (:func:`numbered`, ``oauth2``); a repository's or file's shorter names
+(:func:`path_ends`, ``sarek`` of ``nf-core/sarek``). Asking for the name counts the entities
+stored under them too, when a part names a thing on its own (:func:`stands_alone`: ``Spring``
+of ``Spring 2027`` is a word, not a name; ``Ingrid`` of ``Ingrid Sørensen`` is a name) and
+initials are written in capitals. Some short forms are read in the memories' text, where the
+extraction reads no name: a name's first word (:func:`first_word`, ``Gary phoned``), a name in
+small letters (:func:`spelled_alone`, ``the shelfdiff config``) and a standard's code
+(:func:`standard_code`, ``61850`` of ``IEC 61850``)."""
 
 from __future__ import annotations
 
