@@ -275,9 +275,7 @@ class EntityReads:
         names = list(dict.fromkeys(r["name"] for r in rows))
         ids = self.store.entities.naming(project, names) if names else []
         alone = [m.id for m in await self._alone(project, name, rows)]
-        if not by_text:
-            return list(dict.fromkeys([*ids, *alone]))
-        writing = [m.id for m, _ in await self._writing(project, name)]
+        writing = [m.id for m, _ in await self._writing(project, name)] if by_text else []
         return list(dict.fromkeys([*writing, *ids, *alone]))
 
     async def _alone(self, project: str | None, name: str, rows: list[sqlite3.Row]) -> list[Memory]:
