@@ -339,3 +339,21 @@ async def test_a_standards_code_written_alone_counts_for_it(engine_runtime: Make
     ]
     ids = await remember_each(rt, say)
     assert await memories_of(rt, "IEC 61850") == {ids[0], ids[1]}
+
+
+async def test_a_products_word_counts_beside_the_names_opening_with_it(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Released 5.12 on Google Play with the new signing key.",
+        "Halted the Play rollout at 10% because of the crash spike.",
+        "The Play Console flagged the build for a policy review.",
+        "Moved the reports database to SQL Server and the maps to ArcGIS Server.",
+        "Restarted Server after the patch window.",
+    ]
+    ids = await remember_each(rt, say)
+    # Play Console is named after Play: Play alone is still Google Play's
+    assert await memories_of(rt, "Google Play") == {ids[0], ids[1]}
+    # SQL Server ends with Server too: Server alone is no short form of ArcGIS Server
+    assert ids[4] not in await memories_of(rt, "ArcGIS Server")

@@ -134,7 +134,8 @@ class EntityReads:
             aliases = json.loads(row["aliases"])
             part = row["name"] in parts and stands_alone(row["name"], aliases, whole)
             if part and "-" not in row["name"] and row["name"] in english_words():
-                part = not self._shared(project, row["name"], {key, *parts})  # Dana of two Danas
+                ends = key.endswith(f"-{row['name']}")  # play of google-play, not dana of dana-x
+                part = not self._shared(project, row["name"], {key, *parts}, ends)
             if (
                 part
                 or row["name"] in others
@@ -146,10 +147,16 @@ class EntityReads:
             rows += entities.rows_named(project, dotted) if dotted else []
         return list({(r["project"], r["name"]): r for r in rows}.values()), by_text
 
-    def _shared(self, project: str | None, word: str, own: set[str]) -> bool:
+    def _shared(self, project: str | None, word: str, own: set[str], last: bool = False) -> bool:
         """Whether an entity of several words other than ``own`` has ``word`` among its words:
-        then ``word`` alone is no short form of one of them."""
-        return bool(set(self.store.entities.with_word(project, word)) - own)
+        then ``word`` alone is no short form of one of them (``Dana`` of two Danas). When the
+        word ends the name (``last``: ``Play`` of ``Google Play``), the names opening with it
+        are named after it and share nothing (``Play Console``, ``Rave Coder`` of ``Medidata
+        Rave``), unlike another ending with it (``SQL Server`` beside ``ArcGIS Server``)."""
+        others = set(self.store.entities.with_word(project, word)) - own
+        if last:
+            others = {o for o in others if not o.startswith(f"{word}-")}
+        return bool(others)
 
     def _paths(self, project: str | None, key: str, written: set[str]) -> set[str]:
         """The names a repository or file ``key`` (:func:`.path_ends`) is also written as: the
