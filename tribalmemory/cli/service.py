@@ -181,7 +181,7 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     try:
         asyncio.run(_serve(config, sock))
     except StorageError as exc:
-        if args.background:  # no terminal: the caller reads the reason below the log's
+        if args.background:  # no terminal: the log file has the reason, the caller its copy
             raise
         # the log on stderr said why (start_runtime logs it): what to do, not the reason again
         locked = isinstance(exc, StoreLockedError)

@@ -582,45 +582,33 @@ class Entities(Table):
         )
         return [(r[0], r[1]) for r in rows]
 
+    def _names_like(self, project: str | None, where: str, args: list[str]) -> list[str]:
+        """The names of the entities (of ``project``; None: any) ``where`` keeps, once each."""
+        if project is not None:
+            where += " AND project = ?"
+            args = [*args, project]
+        rows = self.db.execute(f"SELECT name FROM entities WHERE {where}", args)
+        return list(dict.fromkeys(r[0] for r in rows))
+
     def with_word(self, project: str | None, word: str) -> list[str]:
         """The entities of several words (of ``project``; None: any) one of whose words is
         ``word`` (a canonical word of letters): ``dana-whitlock`` and ``dana-whitfield`` of
         ``dana``."""
-        sql = (
-            "SELECT name FROM entities WHERE (name LIKE ? OR name LIKE ? OR name LIKE ?) "
-            "AND name NOT LIKE '%/%'"
-        )
-        args = [f"{word}-%", f"%-{word}", f"%-{word}-%"]
-        if project is not None:
-            sql += " AND project = ?"
-            args.append(project)
-        return list(dict.fromkeys(r[0] for r in self.db.execute(sql, args)))
+        where = "(name LIKE ? OR name LIKE ? OR name LIKE ?) AND name NOT LIKE '%/%'"
+        return self._names_like(project, where, [f"{word}-%", f"%-{word}", f"%-{word}-%"])
 
     def ending_in(self, project: str | None, last: str) -> list[str]:
         """The dotted names (of ``project``; None: any) whose last part is ``last`` in small
         letters: ``analytics.access.gate_scans`` of ``gate_scans``."""
-        sql = "SELECT name FROM entities WHERE name LIKE ? ESCAPE '!' AND name NOT LIKE '%/%'"
-        escaped = last.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
-        args = [f"%.{escaped}"]
-        if project is not None:
-            sql += " AND project = ?"
-            args.append(project)
-        return list(dict.fromkeys(r[0] for r in self.db.execute(sql, args)))
+        where = "name LIKE ? ESCAPE '!' AND name NOT LIKE '%/%'"
+        return self._names_like(project, where, [f"%.{_escaped(last.lower())}"])
 
     def path_ending(self, project: str | None, end: str) -> list[str]:
         """The paths and repositories (of ``project``; None: any) that end in ``/end``:
         ``nf-core/sarek`` of ``sarek``; not routes nor addresses (``/v2/sarek``,
         ``s3://b/sarek``)."""
-        sql = (
-            "SELECT name FROM entities WHERE name LIKE ? ESCAPE '!' AND name NOT LIKE '/%' "
-            "AND name NOT LIKE '%://%'"
-        )
-        escaped = end.replace("!", "!!").replace("%", "!%").replace("_", "!_")
-        args = [f"%/{escaped}"]
-        if project is not None:
-            sql += " AND project = ?"
-            args.append(project)
-        return list(dict.fromkeys(r[0] for r in self.db.execute(sql, args)))
+        where = "name LIKE ? ESCAPE '!' AND name NOT LIKE '/%' AND name NOT LIKE '%://%'"
+        return self._names_like(project, where, [f"%/{_escaped(end)}"])
 
     def rows_named(self, project: str | None, names: list[str]) -> list[sqlite3.Row]:
         """The stored rows of the entities ``names`` (of ``project``; None: any), most mentioned
@@ -629,6 +617,11 @@ class Entities(Table):
         return list(
             self.db.execute(f"SELECT * FROM entities {where} ORDER BY mentions DESC, name", args)
         )
+
+
+def _escaped(text: str) -> str:
+    """``text`` for a ``LIKE ? ESCAPE '!'``: its ``!``, ``%`` and ``_`` taken as written."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
 def _marks(names: list[str]) -> str:
