@@ -280,26 +280,6 @@ def test_local_mode_with_store_held_elsewhere_exits_2(
     assert "Traceback" not in err
 
 
-def test_serve_refused_by_a_held_store_says_why_once(
-    local: str, embedder: Any, tm_home: Path, tmp_path: Path
-) -> None:
-    holder = build_runtime(load_config(local), embedder)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "tribalmemory", "serve", "--config", local],
-            env=subprocess_env(tm_home, tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    finally:
-        holder.service.store.close()
-    # the log line gives the reason; the command's own line what to do, not the reason again
-    assert done.returncode == 2 and done.stderr.count("holds") == 1
-    assert "tribalmemory: not started: `tribalmemory status` shows" in done.stderr
-    assert "Traceback" not in done.stderr
-
-
 ENTITIES_DOC = Path(__file__).resolve().parents[1] / "docs" / "entities.md"
 
 

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..config import Config, ConfigError, data_dir_of, load_config, load_env
-from .output import DAEMON_HINT, CliError, clean
+from .output import CliError, clean
 
 log = logging.getLogger("tribalmemory.cli")
 
@@ -553,7 +553,9 @@ def _run(args: argparse.Namespace) -> int:
         _fail(f"configuration error: {exc}")
         return 2
     except StoreLockedError as exc:
-        _fail(f"{exc}", DAEMON_HINT)
+        _fail(
+            f"{exc}", "`tribalmemory status` shows whether a daemon answers on the configured port"
+        )
         return 2
     except CliError as exc:
         _fail(exc.message)

@@ -31,10 +31,6 @@ def clean(text: Any) -> str:
     return UNSAFE.sub(_escape, str(text))
 
 
-DAEMON_HINT = "`tribalmemory status` shows whether a daemon answers on the configured port"
-"""What to do when another process holds the store."""
-
-
 class CliError(Exception):
     """A message for the user and the exit code (1 = failed, 2 = usage or configuration)."""
 

@@ -25,7 +25,7 @@ from ..llm.client import OFFLINE, load_litellm, needs_litellm
 from ..logs import follow, log_file, setup_logging, tail
 from ..plural import counted
 from ..runtime import Runtime, start_runtime
-from .output import DAEMON_HINT, CliError, clean
+from .output import CliError, clean
 
 log = logging.getLogger("tribalmemory.serve")
 
@@ -150,8 +150,6 @@ async def warm_up(
 
 def serve(args: argparse.Namespace, config: Config) -> int:
     """``tribalmemory serve``: the daemon in the foreground."""
-    from ..storage.base import StorageError, StoreLockedError
-
     sys.setswitchinterval(GIL_SWITCH_SECONDS)
     limit_blas_threads()
     server = config.server
@@ -180,13 +178,6 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     )
     try:
         asyncio.run(_serve(config, sock))
-    except StorageError as exc:
-        if args.background:  # no terminal: the log file has the reason, the caller its copy
-            raise
-        # the log on stderr said why (start_runtime logs it): what to do, not the reason again
-        locked = isinstance(exc, StoreLockedError)
-        hint = f": {DAEMON_HINT}" if locked else ""
-        raise CliError(f"not started{hint}", 2 if locked else 1) from None
     finally:
         sock.close()
     return 0
