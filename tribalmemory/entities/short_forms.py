@@ -139,8 +139,9 @@ def path_ends(name: str) -> list[str]:
     if file and len(parts) >= 2 and file.group(1) not in words:
         return ["/".join(parts[i:]) for i in range(1, len(parts))]
     owner, repository = parts[0], parts[-1]
-    if len(parts) == 2 and not file and owner not in words | _BRANCHES and len(repository) >= 3:
-        return [] if repository in words or repository.isdigit() else [repository]
+    if len(parts) == 2 and not file and owner not in words and owner not in _BRANCHES:
+        short = len(repository) < 3 or repository in words or repository.isdigit()
+        return [] if short else [repository]
     return []
 
 

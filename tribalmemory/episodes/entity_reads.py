@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from ..entities import canonical
@@ -67,6 +68,11 @@ def memory_json(memory: Memory, episode_of: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _forms(name: str, rows: list[sqlite3.Row]) -> list[str]:
+    """How a name is written: as asked, then the aliases of the entity it names best."""
+    return [name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))]
+
+
 def matches(query: str, row: sqlite3.Row) -> bool:
     """``query`` is in the entity's name or one of its aliases (both compared canonically,
     and the aliases also as written, in any case)."""
@@ -119,7 +125,7 @@ class EntityReads:
         aliased = entities.by_alias(project, name)
         rows += entities.rows_named(project, aliased) if aliased else []
         by_text = not rows
-        written = {name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))}
+        written = set(_forms(name, rows))
         parts = {f for form in written for f in short_forms(form)}
         parts |= {v for part in parts for v in number_forms(part)}
         initials = {a for form in written for a in (*initials_of(form), *hump_initials(form))}
@@ -222,8 +228,8 @@ class EntityReads:
         by_text: bool,
     ) -> dict[str, Any]:
         """The answer counting memories no entity row holds: those that write the name
-        (``by_text``, :meth:`_named`) and those that write its first word alone (``alone``),
-        with those of the entities of ``rows`` (the first is the entity answered); without
+        (``by_text``, :meth:`_named`) and those :meth:`_alone` finds (``alone``), with those of
+        the entities of ``rows`` (the first is the entity answered); without
         rows, as an entity of kind ``written`` (doubted: nothing vouches for it)."""
         found = await self._writing(project, name) if by_text else []
         writing = await self._with_rows(project, [*(m for m, _ in found), *alone], rows)
@@ -294,7 +300,7 @@ class EntityReads:
         (:func:`.written_as_name`) and no other known name of several words shares it
         (``Dana`` of two Danas), or a standard's code (:func:`.standard_code`: ``61850`` of
         ``IEC 61850``)."""
-        forms = [name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))]
+        forms = _forms(name, rows)
         key = canonical(name)
         if rows and spelled_alone(key, forms[1:]):
             return await self._written_alone(project, key)
@@ -307,14 +313,18 @@ class EntityReads:
         own = {canonical(f) for f in forms} | {r["name"] for r in rows}
         if self._shared(project, canonical(first), own):
             return []
-        found = await self.state.host.term_search(first, project, WRITTEN_CANDIDATES)
-        return [found[i] for i in written_as_name([m.content for m in found], first)]
+        return await self._written_alone(project, first, written_as_name)
 
-    async def _written_alone(self, project: str | None, word: str) -> list[Memory]:
-        """The memories of ``project`` writing ``word`` alone, as written
-        (:func:`.written_alone`)."""
+    async def _written_alone(
+        self,
+        project: str | None,
+        word: str,
+        pick: Callable[[list[str], str], list[int]] = written_alone,
+    ) -> list[Memory]:
+        """The memories of ``project`` writing ``word`` alone, as written (``pick``:
+        :func:`.written_alone`, or :func:`.written_as_name` for a name's first word)."""
         found = await self.state.host.term_search(word, project, WRITTEN_CANDIDATES)
-        return [found[i] for i in written_alone([m.content for m in found], word)]
+        return [found[i] for i in pick([m.content for m in found], word)]
 
     async def _with_rows(
         self, project: str | None, writing: list[Memory], rows: list[sqlite3.Row]
@@ -323,7 +333,8 @@ class EntityReads:
         first."""
         known = {m.id: m for m in writing}
         ids = self.store.entities.naming(project, [r["name"] for r in rows]) if rows else []
-        known |= {m.id: m for m in await self.state.host.get_memories(ids)}
+        fetched = await self.state.host.get_memories([i for i in ids if i not in known])
+        known |= {m.id: m for m in fetched}
         return sorted(known.values(), key=lambda m: (m.created_at, m.id), reverse=True)
 
     async def of_episode(self, episode_id: str) -> list[dict[str, Any]]:
