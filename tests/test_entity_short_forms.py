@@ -13,8 +13,10 @@ from test_mcp import connect, ok
 
 from tribalmemory.entities.short_forms import (
     code_end,
+    hump_initial,
     hump_initials,
     initials_of,
+    last_word,
     number_forms,
     numbered,
     path_ends,
@@ -357,3 +359,47 @@ async def test_a_products_word_counts_beside_the_names_opening_with_it(
     assert await memories_of(rt, "Google Play") == {ids[0], ids[1]}
     # SQL Server ends with Server too: Server alone is no short form of ArcGIS Server
     assert ids[4] not in await memories_of(rt, "ArcGIS Server")
+
+
+def test_the_last_word_of_a_name_and_the_initials_of_a_words_humps() -> None:
+    assert last_word("Medidata Rave") == "Rave" and last_word("ArcGIS Hub") == "Hub"
+    assert last_word("Gary Schroeder") == "Schroeder"
+    # three words, a word in capitals or of two letters, a number: no last word alone
+    for written in ("Azure Cosmos DB", "IBM MQ", "Tom Ng", "Spring 2027", "Secretary of State"):
+        assert last_word(written) is None
+    assert hump_initial("TypeScript") == "TS" and hump_initial("Golang") == "G"
+
+
+async def test_a_products_last_word_counts_unless_beside_another_capitalised_word(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Medidata Rave is the EDC for the AMB study.",
+        "Rave build started for the oncology study.",
+        "The Rave Architect draft has two new forms.",
+        "Bounced the stems in Ableton Live for the demo.",
+        "Live crashed when loading the plugin.",
+        "The store went live on Monday.",
+    ]
+    ids = await remember_each(rt, say)
+    # Rave opening a sentence, where the extraction reads no name; not in Rave Architect,
+    # another name that Rave opens
+    assert await memories_of(rt, "Medidata Rave") == {ids[0], ids[1]}
+    # the project writes live in small letters: Live alone is a word of its prose
+    assert await memories_of(rt, "Ableton Live") == {ids[3]}
+
+
+async def test_a_tools_short_name_in_capitals_counts_for_the_tool(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Ported the SDK examples to TypeScript.",
+        "Semgrep runs on portal-web (TS) and shipment-api (Go) for two weeks.",
+        "The player reads MPEG-TS segments from the origin.",
+        "Rewrote the poller in Golang.",
+        "GO for the release after the review.",
+    ]
+    ids = await remember_each(rt, say)
+    assert await memories_of(rt, "TypeScript") == {ids[0], ids[1]}
+    # Go, stored as the tool's name, counts; GO is no initials of golang's humps: not read
+    assert await memories_of(rt, "Golang") == {ids[1], ids[3]}

@@ -8,9 +8,10 @@ digit after it (:func:`numbered`, ``oauth2``); a repository's or file's shorter 
 stored under them too, when a part names a thing on its own (:func:`stands_alone`: ``Spring``
 of ``Spring 2027`` is a word, not a name; ``Ingrid`` of ``Ingrid Sørensen`` is a name) and
 initials are written in capitals. Some short forms are read in the memories' text, where the
-extraction reads no name: a name's first word (:func:`first_word`, ``Gary phoned``), a name in
-small letters (:func:`spelled_alone`, ``the shelfdiff config``) and a standard's code
-(:func:`standard_code`, ``61850`` of ``IEC 61850``)."""
+extraction reads no name: a name's first or last word (:func:`first_word`, ``Gary phoned``;
+:func:`last_word`, ``the Rave study``), a name in small letters (:func:`spelled_alone`, ``the
+shelfdiff config``) and a standard's code (:func:`standard_code`, ``61850`` of ``IEC
+61850``)."""
 
 from __future__ import annotations
 
@@ -115,6 +116,12 @@ def hump_initials(written: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def hump_initial(written: str) -> str:
+    """The initials of a word's humps (:data:`_HUMP`), each in capitals: ``TS`` of
+    ``TypeScript``, ``JS`` of ``JavaScript``, ``T`` of ``Golang``."""
+    return "".join(h[0].upper() for h in _HUMP.findall(written))
+
+
 _BRANCHES = frozenset(
     "bugfix chore dependabot feat feature fix hotfix release renovate wip".split()
 )
@@ -207,6 +214,18 @@ def first_word(written: str) -> str | None:
         return None
     first = words[0]
     return None if len(first) < 3 or first.isupper() or first in MAKERS else first
+
+
+def last_word(written: str) -> str | None:
+    """The last word of a name of two capitalised words of letters (:func:`proper_name`),
+    which a project may write alone for the whole (``Rave`` of ``Medidata Rave``, ``Hub`` of
+    ``ArcGIS Hub``, ``Schroeder`` of ``Gary Schroeder``); None for other names, a word of two
+    letters or in capitals."""
+    words = written.split()
+    if len(words) != 2 or not proper_name(written) or words[1].lower() in _CONNECTIVES:
+        return None
+    last = words[1]
+    return None if len(last) < 3 or last.isupper() else last
 
 
 def spelled_alone(name: str, written: Iterable[str]) -> bool:

@@ -64,6 +64,31 @@ def written_as_name(texts: list[str], word: str) -> list[int]:
     return written_alone(texts, word)
 
 
+_BEFORE = re.compile(r"([\w'+-]+) $")
+_AFTER = re.compile(r" [A-Z]")
+
+
+def written_as_last_word(texts: list[str], word: str, first: str) -> list[int]:
+    """The indexes of ``texts`` that write the capitalised ``word``, a name's last word, alone
+    (:func:`written_as_name`: none when the project writes it in small letters) or after the
+    name's ``first`` word, and not beside another capitalised word, which makes it part of
+    another name (``Play`` of ``Google Play``; not in ``Play Console`` nor ``SQL Server``)."""
+    if written_alone(texts, word.lower()):
+        return []
+    alone = _alone(word)
+
+    def apart(text: str, start: int, end: int) -> bool:
+        before = _BEFORE.search(text, 0, start)
+        after = before is None or not before.group(1)[0].isupper() or before.group(1) == first
+        return after and not _AFTER.match(text, end)
+
+    return [
+        i
+        for i, text in enumerate(texts)
+        if any(apart(text, m.start(), m.end()) for m in alone.finditer(text))
+    ]
+
+
 def search_text(name: str) -> str:
     """What to look ``name`` up by in a word index: the name, and a release also without its
     ``v`` (``v4.8.0 4.8.0``: an index reads ``v4`` and ``4`` as two words)."""

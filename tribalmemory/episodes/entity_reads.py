@@ -8,14 +8,17 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..entities import canonical
 from ..entities.short_forms import (
     code_end,
     first_word,
+    hump_initial,
     hump_initials,
     initials_of,
+    last_word,
     number_forms,
     numbered,
     path_ends,
@@ -27,7 +30,13 @@ from ..entities.short_forms import (
 )
 from ..entities.tools import same_tool
 from ..entities.words import english_words
-from ..entities.written import search_text, written_alone, written_as_name, written_forms
+from ..entities.written import (
+    search_text,
+    written_alone,
+    written_as_last_word,
+    written_as_name,
+    written_forms,
+)
 from ..errors import NotFound
 from ..models import Memory
 from ..timeutil import from_epoch, to_iso
@@ -294,12 +303,14 @@ class EntityReads:
     async def _alone(self, project: str | None, name: str, rows: list[sqlite3.Row]) -> list[Memory]:
         """The memories writing alone, where the extraction reads no name, a stored name of
         one word always written in small letters (:func:`.spelled_alone`: ``shelfdiff`` in
-        ``the shelfdiff config``; not in a path or a longer name, :func:`.written_alone`) or
-        the first word of the name (:func:`.first_word`: ``Gary`` of ``Gary Schroeder``, at a
-        sentence's opening too) when the project never writes it in small letters
-        (:func:`.written_as_name`) and no other known name of several words shares it
-        (``Dana`` of two Danas), or a standard's code (:func:`.standard_code`: ``61850`` of
-        ``IEC 61850``)."""
+        ``the shelfdiff config``; not in a path or a longer name, :func:`.written_alone`), a
+        standard's code (:func:`.standard_code`: ``61850`` of ``IEC 61850``), or the name's
+        first or last word (:func:`.first_word`, :func:`.last_word`:
+        ``Gary`` of ``Gary Schroeder``, at a sentence's opening too; ``Rave`` of ``Medidata
+        Rave``, not beside another capitalised word) when the project never writes it in small
+        letters (:func:`.written_as_name`) and no other known name of several words shares it
+        (``Dana`` of two Danas), and a tool's other name made of its humps' initials, in
+        capitals (``TS`` of ``TypeScript``, :data:`.SAME_TOOL`; :func:`.hump_initial`)."""
         forms = _forms(name, rows)
         key = canonical(name)
         if rows and spelled_alone(key, forms[1:]):
@@ -307,13 +318,22 @@ class EntityReads:
         code = next((c for form in forms if (c := standard_code(form))), None)
         if code is not None:
             return await self._written_alone(project, code)
-        first = next((w for form in forms if (w := first_word(form))), None)
-        if first is None:
-            return []
         own = {canonical(f) for f in forms} | {r["name"] for r in rows}
-        if self._shared(project, canonical(first), own):
-            return []
-        return await self._written_alone(project, first, written_as_name)
+        found: list[Memory] = []
+        first = next((w for form in forms if (w := first_word(form))), None)
+        if first is not None and not self._shared(project, canonical(first), own):
+            found += await self._written_alone(project, first, written_as_name)
+        whole = next((form for form in forms if last_word(form)), None)
+        if whole is not None:
+            opening, last = whole.split()
+            if not self._shared(project, canonical(last), own, last=True):
+                pick = partial(written_as_last_word, first=opening)
+                found += await self._written_alone(project, last, pick)
+        stored = {r["name"] for r in rows}
+        for other in same_tool(key):
+            if other not in stored and any(other.upper() == hump_initial(f) for f in forms):
+                found += await self._written_alone(project, other.upper())
+        return list({m.id: m for m in found}.values())
 
     async def _written_alone(
         self,
@@ -322,7 +342,7 @@ class EntityReads:
         pick: Callable[[list[str], str], list[int]] = written_alone,
     ) -> list[Memory]:
         """The memories of ``project`` writing ``word`` alone, as written (``pick``:
-        :func:`.written_alone`, or :func:`.written_as_name` for a name's first word)."""
+        :func:`.written_alone`, or another picker of :mod:`.written`)."""
         found = await self.state.host.term_search(word, project, WRITTEN_CANDIDATES)
         return [found[i] for i in pick([m.content for m in found], word)]
 
