@@ -403,3 +403,13 @@ async def test_a_tools_short_name_in_capitals_counts_for_the_tool(engine_runtime
     assert await memories_of(rt, "TypeScript") == {ids[0], ids[1]}
     # Go, stored as the tool's name, counts; GO is no initials of golang's humps: not read
     assert await memories_of(rt, "Golang") == {ids[1], ids[3]}
+
+
+async def test_node_counts_for_node_js(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Node.js 18 is out of support for order-web.",
+        "Moved order-web to Node 22 and rebuilt the image.",
+    ]
+    ids = await remember_each(rt, say)
+    assert await memories_of(rt, "Node.js") == {ids[0], ids[1]}

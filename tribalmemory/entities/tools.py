@@ -244,6 +244,7 @@ SAME_TOOL = (
     ("addresssanitizer", "asan"),
     ("ripgrep", "rg"),
     ("kdb+", "kdb"),
+    ("node.js", "node", "nodejs"),
 )
 """Names one tool goes by, the usual first (canonical): asking for one counts the others."""
 
