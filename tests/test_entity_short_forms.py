@@ -13,6 +13,7 @@ from test_mcp import connect, ok
 
 from tribalmemory.entities.short_forms import (
     code_end,
+    code_range,
     hump_initial,
     hump_initials,
     initials_of,
@@ -413,3 +414,25 @@ async def test_node_counts_for_node_js(engine_runtime: Make) -> None:
     ]
     ids = await remember_each(rt, say)
     assert await memories_of(rt, "Node.js") == {ids[0], ids[1]}
+
+
+def test_a_range_of_codes_is_two_codes_of_the_same_letters() -> None:
+    assert code_range("k11-k14") and code_range("mtrc1488-mtrc1497")
+    for name in ("etch-k11", "s063-pos02", "k12-main-v3", "k11", "k11-j14"):
+        assert not code_range(name)
+    assert code_end("qc01-qc04") is None  # a code the range spans, no short form of it
+
+
+async def test_a_codes_end_counts_beside_a_range_and_names_it_opens(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    say = [
+        "ETCH-K12 and ETCH-K14 joined the FDC pilot.",
+        "No BufferOverflow on K11-K14 since the pin.",
+        "Since the pin the etcher K12 still drops 2-3 s about every 20 min.",
+        "New DCP `K12_MAIN_v3` on the etcher, 5 Hz for the gas flows.",
+        "The PM on K14 chamber B starts Monday.",
+    ]
+    ids = await remember_each(rt, say)
+    # K12_MAIN_v3 is named after K12, and K11-K14 spans K14: neither is another code ending so
+    assert ids[2] in await memories_of(rt, "ETCH-K12")
+    assert ids[4] in await memories_of(rt, "ETCH-K14")

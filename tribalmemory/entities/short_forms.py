@@ -186,11 +186,22 @@ _CODE_PART = re.compile(r"(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]{2,}")
 """A part of letters and digits both (``k11``, ``pos02``): a code's own number."""
 
 
+_RANGE = re.compile(r"([a-z]+)(\d+)-\1(\d+)")
+"""Two codes of the same letters joined by a hyphen: a range (``k11-k14``)."""
+
+
+def code_range(name: str) -> bool:
+    """Whether the canonical ``name`` is a range of codes of the same letters (``k11-k14``,
+    ``mtrc1488-mtrc1497``), which spans codes rather than being another one."""
+    return bool(_RANGE.fullmatch(name))
+
+
 def code_end(name: str) -> str | None:
     """The last part of a canonical code of hyphenated parts when it is letters and digits
     both, which a project writes alone for the whole (``k11`` of ``etch-k11``); None for other
-    names (``orders-service``, ``skua-07``: a number alone names nothing)."""
-    if _NOT_WORDS.search(name):
+    names (``orders-service``, ``skua-07``: a number alone names nothing) and for a range
+    (:func:`code_range`: ``qc04`` of ``qc01-qc04`` is one code it spans)."""
+    if _NOT_WORDS.search(name) or code_range(name):
         return None
     first, _, last = name.rpartition("-")
     return last if first and _CODE_PART.fullmatch(last) else None

@@ -14,6 +14,7 @@ from typing import Any
 from ..entities import canonical
 from ..entities.short_forms import (
     code_end,
+    code_range,
     first_word,
     hump_initial,
     hump_initials,
@@ -140,7 +141,7 @@ class EntityReads:
         initials = {a for form in written for a in (*initials_of(form), *hump_initials(form))}
         others = {*number_forms(key), *same_tool(key), *numbered(key)}
         end = code_end(key)
-        if end and not self._shared(project, end, {key}):  # not pos02: s063-pos02, s094-pos02
+        if end and not self._shared(project, end, {key}, last=True):  # not s063-pos02's pos02
             others.add(end)
         others |= self._paths(project, key, written)
         short = sorted(parts | others | {a.lower() for a in initials})
@@ -167,10 +168,12 @@ class EntityReads:
         then ``word`` alone is no short form of one of them (``Dana`` of two Danas). When the
         word ends the name (``last``: ``Play`` of ``Google Play``), the names opening with it
         are named after it and share nothing (``Play Console``, ``Rave Coder`` of ``Medidata
-        Rave``), unlike another ending with it (``SQL Server`` beside ``ArcGIS Server``)."""
+        Rave``; ``K12_MAIN_v3`` of ``ETCH-K12``), as a range of codes shares nothing with the
+        codes it spans (``K11-K14``), unlike another name ending with it (``SQL Server`` beside
+        ``ArcGIS Server``, ``S094-POS02`` beside ``S063-POS02``)."""
         others = set(self.store.entities.with_word(project, word)) - own
         if last:
-            others = {o for o in others if not o.startswith(f"{word}-")}
+            others = {o for o in others if not o.startswith(f"{word}-") and not code_range(o)}
         return bool(others)
 
     def _paths(self, project: str | None, key: str, written: set[str]) -> set[str]:
