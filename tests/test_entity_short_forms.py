@@ -436,3 +436,24 @@ async def test_a_codes_end_counts_beside_a_range_and_names_it_opens(engine_runti
     # K12_MAIN_v3 is named after K12, and K11-K14 spans K14: neither is another code ending so
     assert ids[2] in await memories_of(rt, "ETCH-K12")
     assert ids[4] in await memories_of(rt, "ETCH-K14")
+
+
+def test_a_name_with_a_slash_inside_a_word_has_the_parts_with_it() -> None:
+    assert short_forms("NetLine/Ops ++") == ["netline", "ops"]
+    assert "blue/green" in short_forms("Amazon RDS Blue/Green Deployments")
+    assert short_forms("Nordex N149/5.X") == ["n149/5.x"]
+    # its first word alone names a thing of its own; a part with no slash is another name's
+    assert "z/os" not in short_forms("z/OS Connect Designer")
+    assert not {"south-sudan", "nfi"} & set(short_forms("South Sudan Shelter/NFI Cluster"))
+    # a path is no name of words
+    assert short_forms("nf-core/sarek") == short_forms("/data/x y") == []
+
+
+async def test_a_word_a_slash_joins_counts_for_the_name(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Flight plans go from NetLine/Ops ++ to the crew app.",
+        "OCC keyed the delays in NetLine by hand.",
+    ]
+    ids = await remember_each(rt, say)
+    assert await memories_of(rt, "NetLine/Ops ++") == {ids[0], ids[1]}

@@ -26,9 +26,12 @@ _CONNECTIVES = frozenset("a an and at by de for in of on the to &".split())
 """Words that join a name's parts (``Secretary of State``): no part, no initial."""
 _NOT_WORDS = re.compile(r"[/\\._]")
 """A path, a dotted or an underscored name: one token, whose pieces are no short forms."""
-_NOT_NAME = re.compile(r"[/\\_]|[A-Za-z]\.[a-z]")
+_NOT_NAME = re.compile(r"[\\_]|(?<!\w)/|/(?!\w)|[A-Za-z]\.[a-z]")
 """A path, an underscored or a dotted name written in a name (``Fly.io``, ``api.v2``); a
-number or an abbreviation with dots is a word (``Twist Exome 2.0``, ``Kievit Mobiel B.V.``)."""
+number or an abbreviation with dots is a word (``Twist Exome 2.0``, ``Kievit Mobiel B.V.``),
+and so is a slash inside a word (``SAP S/4HANA``, ``NetLine/Ops ++``)."""
+_SLASHED = re.compile(r"[^\W\d_]{2,}(?:/[^\W\d_]{2,})+")
+"""Words of letters joined by slashes (``NetLine/Ops``)."""
 _HUMP = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|\d+")
 """A word's humps: a run in capitals (``IO`` of ``OpenColorIO``), a word of small letters
 capitalised or not (``Open``, ``Color``), a number."""
@@ -53,14 +56,23 @@ def _words(written: str) -> list[str]:
 def short_forms(written: str) -> list[str]:
     """The canonical names of ``written``'s parts: each run of its words in a row but the
     whole (``norvane``, ``tagus`` of ``Norvane Tagus``, ``twist-exome`` of ``Twist Exome
-    2.0``), not beginning or ending with a connective, not a number alone (``2.0``, ``12``).
-    None for a name of one word, a path or code (its initials: :func:`initials_of`)."""
+    2.0``), not beginning or ending with a connective, not a number alone (``2.0``, ``12``),
+    and each word of letters a slash joins to another in its first word (``netline`` of
+    ``NetLine/Ops ++``; not ``nfi`` of ``South Sudan Shelter/NFI Cluster``). A
+    name with a slash inside a word has only the runs with such a word but its first alone
+    (``blue/green`` of ``Amazon RDS Blue/Green Deployments``; not ``z/os`` of ``z/OS Connect
+    Designer``, a name of its own). None for a name of one word, a path or code (its initials:
+    :func:`initials_of`)."""
     words = _words(written)
-    forms: list[str] = []
+    slashed_first = words and _SLASHED.fullmatch(words[0])
+    forms = [canonical(w) for w in words[0].split("/")] if slashed_first else []
+    slashed = {i for i, word in enumerate(words) if "/" in word}
     for first in range(len(words)):
         for last in range(first + 1, len(words) + 1):
             run = words[first:last]
             if len(run) == len(words) or run[0].lower() in _CONNECTIVES:
+                continue
+            if slashed and (not slashed & set(range(first, last)) or last == 1):
                 continue
             if run[-1].lower() in _CONNECTIVES or not any(c.isalpha() for c in "".join(run)):
                 continue
@@ -99,7 +111,7 @@ def hump_initials(written: str) -> list[str]:
     ``ConnectSmart Kitchen``, ``APIM`` of ``Azure API Management``, ``MR911`` of ``Merritt
     Regional 911``; not ``W26`` of ``Winter 26``). None for a phrase, a path or code."""
     words = written.split()
-    if not 1 <= len(words) <= MAX_WORDS or _NOT_NAME.search(written):
+    if not 1 <= len(words) <= MAX_WORDS or _NOT_NAME.search(written) or "/" in written:
         return []
     words = [w for w in words if w.lower() not in _CONNECTIVES]
     humps = [
