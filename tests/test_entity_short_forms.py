@@ -14,6 +14,7 @@ from test_mcp import connect, ok
 from tribalmemory.entities.short_forms import (
     code_end,
     code_range,
+    host_label,
     hump_initial,
     hump_initials,
     initials_of,
@@ -457,3 +458,20 @@ async def test_a_word_a_slash_joins_counts_for_the_name(engine_runtime: Make) ->
     ]
     ids = await remember_each(rt, say)
     assert await memories_of(rt, "NetLine/Ops ++") == {ids[0], ids[1]}
+
+
+def test_a_hosts_first_label_is_its_short_name() -> None:
+    assert host_label("rs2.svix.net") == ["rs2"] and host_label("db-1.corp.io") == ["db-1"]
+    # a domain alone names its product as often; no host; a longer name
+    for name in ("github.com", "fly.io", "node.js", "api.v2", "a.b.c.com"):
+        assert host_label(name) == []
+
+
+async def test_a_hosts_first_label_counts_for_the_host(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    say = [
+        "BGP session to rs2.svix.net is up again.",
+        "Cleared the BGP session on `rs2` at 02:10.",
+    ]
+    ids = await remember_each(rt, say)
+    assert await memories_of(rt, "rs2.svix.net") == {ids[0], ids[1]}

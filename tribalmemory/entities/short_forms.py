@@ -164,6 +164,18 @@ def path_ends(name: str) -> list[str]:
     return []
 
 
+_HOST = re.compile(r"([a-z][a-z0-9-]*)\.[a-z][a-z0-9-]*\.(?:io|com|net|org|dev|ai|app|co)")
+"""A host's name: a label before a domain (``rs2.svix.net``)."""
+
+
+def host_label(name: str) -> list[str]:
+    """The first label of a canonical host name, which a project writes alone for the host
+    (``rs2`` of ``rs2.svix.net``); none for other names, a domain alone too (``github`` of
+    ``github.com`` is the product as often)."""
+    host = _HOST.fullmatch(name)
+    return [host.group(1)] if host else []
+
+
 _CODE_NUMBER = re.compile(r"[a-z]+\d+")
 """A code of letters then digits (``a100``, ``mk4``), whose other number ends in ``s``."""
 

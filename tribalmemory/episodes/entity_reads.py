@@ -16,6 +16,7 @@ from ..entities.short_forms import (
     code_end,
     code_range,
     first_word,
+    host_label,
     hump_initial,
     hump_initials,
     initials_of,
@@ -144,6 +145,7 @@ class EntityReads:
         if end and not self._shared(project, end, {key}, last=True):  # not s063-pos02's pos02
             others.add(end)
         others |= self._paths(project, key, written)
+        others |= set(host_label(key))
         short = sorted(parts | others | {a.lower() for a in initials})
         whole = max(written, key=proper_name)
         for row in entities.rows_named(project, short) if short else []:
