@@ -14,6 +14,7 @@ from test_mcp import connect, ok
 from tribalmemory.entities.short_forms import (
     code_end,
     code_range,
+    coded,
     host_label,
     hump_initial,
     hump_initials,
@@ -475,3 +476,25 @@ async def test_a_hosts_first_label_counts_for_the_host(engine_runtime: Make) -> 
     ]
     ids = await remember_each(rt, say)
     assert await memories_of(rt, "rs2.svix.net") == {ids[0], ids[1]}
+
+
+def test_a_name_with_a_digit_or_an_acronym_is_coded() -> None:
+    for written in ("A100", "Elastic IP", "Intel NUC", "NAE55"):
+        assert coded(written)
+    for written in ("Claim", "FLOW", "Node.js", "Medidata Rave"):
+        assert not coded(written)
+
+
+async def test_a_coded_names_plural_counts_for_it_an_english_words_never(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Benchmarked the solver on an A100 last week.",
+        "Devito on the A100s: the kernel runs three times faster.",
+        "Claim 4411 was reopened by the adjuster.",
+        "Claims over 10k go to the senior team.",
+    ]
+    ids = await remember_each(rt, say)
+    assert await memories_of(rt, "A100") == {ids[0], ids[1]}
+    assert ids[3] not in await memories_of(rt, "Claim")

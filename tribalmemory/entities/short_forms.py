@@ -180,6 +180,16 @@ _CODE_NUMBER = re.compile(r"[a-z]+\d+")
 """A code of letters then digits (``a100``, ``mk4``), whose other number ends in ``s``."""
 
 
+def coded(written: str) -> bool:
+    """Whether ``written`` has a digit or a word in capitals of two letters or no English word
+    (``A100``, ``Elastic IP``, ``Intel NUC``; not ``Claim``, ``FLOW``): its plural is written
+    from it (``A100s``), where an English word's is another word of prose."""
+    words = written.split()
+    return any(c.isdigit() for c in written) or any(
+        _ACRONYM.fullmatch(w) and (len(w) == 2 or w.lower() not in english_words()) for w in words
+    )
+
+
 def number_forms(name: str) -> list[str]:
     """The other number of a canonical name ending in a word of letters or a code of letters
     then digits: ``incoterm`` of ``incoterms``, ``poll-pads`` of ``poll-pad``, ``a100s`` of

@@ -15,6 +15,7 @@ from ..entities import canonical
 from ..entities.short_forms import (
     code_end,
     code_range,
+    coded,
     first_word,
     host_label,
     hump_initial,
@@ -334,6 +335,8 @@ class EntityReads:
             if not self._shared(project, canonical(last), own, last=True):
                 pick = partial(written_as_last_word, first=opening)
                 found += await self._written_alone(project, last, pick)
+        if coded(name) and number_forms(key) == [f"{key}s"]:  # A100s of A100
+            found += [m for m, _ in await self._writing(project, f"{name}s")]
         stored = {r["name"] for r in rows}
         for other in same_tool(key):
             if other not in stored and any(other.upper() == hump_initial(f) for f in forms):
