@@ -368,7 +368,8 @@ def test_the_last_word_of_a_name_and_the_initials_of_a_words_humps() -> None:
     assert last_word("Medidata Rave") == "Rave" and last_word("ArcGIS Hub") == "Hub"
     assert last_word("Gary Schroeder") == "Schroeder"
     # three words, a word in capitals or of two letters, a number: no last word alone
-    for written in ("Azure Cosmos DB", "IBM MQ", "Tom Ng", "Spring 2027", "Secretary of State"):
+    assert last_word("IBM MQ") == "MQ" and last_word("Amazon ECS") == "ECS"
+    for written in ("Azure Cosmos DB", "Tom Ng", "Prop B", "Spring 2027", "Secretary of State"):
         assert last_word(written) is None
     assert hump_initial("TypeScript") == "TS" and hump_initial("Golang") == "G"
 
@@ -498,3 +499,15 @@ async def test_a_coded_names_plural_counts_for_it_an_english_words_never(
     ids = await remember_each(rt, say)
     assert await memories_of(rt, "A100") == {ids[0], ids[1]}
     assert ids[3] not in await memories_of(rt, "Claim")
+
+
+async def test_a_products_acronym_after_its_makers_name_counts_alone(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Returns go to the tax system through IBM MQ.",
+        "A relay feeds MQ at a governed rate.",
+    ]
+    ids = await remember_each(rt, say)
+    assert await memories_of(rt, "IBM MQ") == {ids[0], ids[1]}

@@ -264,13 +264,14 @@ def first_word(written: str) -> str | None:
 def last_word(written: str) -> str | None:
     """The last word of a name of two capitalised words of letters (:func:`proper_name`),
     which a project may write alone for the whole (``Rave`` of ``Medidata Rave``, ``Hub`` of
-    ``ArcGIS Hub``, ``Schroeder`` of ``Gary Schroeder``); None for other names, a word of two
-    letters or in capitals."""
+    ``ArcGIS Hub``, ``Schroeder`` of ``Gary Schroeder``), or an acronym of two letters or more
+    (``MQ`` of ``IBM MQ``, ``ECS`` of ``Amazon ECS``); None for other names and a capitalised
+    word of two letters."""
     words = written.split()
     if len(words) != 2 or not proper_name(written) or words[1].lower() in _CONNECTIVES:
         return None
     last = words[1]
-    return None if len(last) < 3 or last.isupper() else last
+    return last if len(last) >= 3 or (len(last) == 2 and last.isupper()) else None
 
 
 def spelled_alone(name: str, written: Iterable[str]) -> bool:
