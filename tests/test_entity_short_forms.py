@@ -511,3 +511,18 @@ async def test_a_products_acronym_after_its_makers_name_counts_alone(
     ]
     ids = await remember_each(rt, say)
     assert await memories_of(rt, "IBM MQ") == {ids[0], ids[1]}
+
+
+async def test_a_release_counts_where_written_and_its_tag_alone(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Tagged v2.4.0-rc3 for the flight tests.",
+        "OFP 2.4.0-rc3 loaded on IB-1 today with the test pilot.",
+        "rc3 changed the schedule around the IOM window.",
+        "Shipped v2.6 to the beta group.",
+        "The ratio went from 1.8 to 2.6 overnight.",
+    ]
+    ids = await remember_each(rt, say)
+    assert await memories_of(rt, "v2.4.0-rc3") == {ids[0], ids[1], ids[2]}
+    # a number of two parts without its v is a measure as often
+    assert await memories_of(rt, "v2.6") == {ids[3]}

@@ -6,12 +6,14 @@ entities of episodes (one or a page of them), and the memories naming an entity 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from ..entities import canonical
+from ..entities.aliases import RELEASE
 from ..entities.short_forms import (
     code_end,
     code_range,
@@ -83,6 +85,10 @@ def memory_json(memory: Memory, episode_of: dict[str, str]) -> dict[str, Any]:
 def _forms(name: str, rows: list[sqlite3.Row]) -> list[str]:
     """How a name is written: as asked, then the aliases of the entity it names best."""
     return [name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))]
+
+
+_PRE_RELEASE_TAG = re.compile(r"-((?:rc|beta|alpha)\d+)$")
+"""A release's numbered pre-release tag (``rc3`` of ``v2.4.0-rc3``), written alone for it."""
 
 
 def matches(query: str, row: sqlite3.Row) -> bool:
@@ -315,8 +321,11 @@ class EntityReads:
         ``Gary`` of ``Gary Schroeder``, at a sentence's opening too; ``Rave`` of ``Medidata
         Rave``, not beside another capitalised word) when the project never writes it in small
         letters (:func:`.written_as_name`) and no other known name of several words shares it
-        (``Dana`` of two Danas), and a tool's other name made of its humps' initials, in
-        capitals (``TS`` of ``TypeScript``, :data:`.SAME_TOOL`; :func:`.hump_initial`)."""
+        (``Dana`` of two Danas), a coded name's plural (:func:`.coded`: ``A100s``), a
+        release written word for word (``OFP 2.4.0-rc3``; of two parts only with its ``v``:
+        ``2.6`` is a measure as often) and its pre-release tag alone when no other known name
+        has it (``rc3``), and a tool's other name made of its humps' initials, in capitals
+        (``TS`` of ``TypeScript``, :data:`.SAME_TOOL`; :func:`.hump_initial`)."""
         forms = _forms(name, rows)
         key = canonical(name)
         if rows and spelled_alone(key, forms[1:]):
@@ -337,6 +346,15 @@ class EntityReads:
                 found += await self._written_alone(project, last, pick)
         if coded(name) and number_forms(key) == [f"{key}s"]:  # A100s of A100
             found += [m for m, _ in await self._writing(project, f"{name}s")]
+        release = RELEASE.fullmatch(key)
+        if release and rows:  # written word for word where the extraction read none
+            # two parts without their v are a measure as often (2.1 of a ratio, a tool's 2.6)
+            bare = release.group(1).count(".") > 1 or "-" in release.group(1)
+            writing = await self._writing(project, name)
+            found += [m for m, forms in writing if bare or any(f[:1] in "vV" for f in forms)]
+        tag = _PRE_RELEASE_TAG.search(key) if release else None
+        if tag and not self._shared(project, tag.group(1), own):  # rc3 of v2.4.0-rc3
+            found += await self._written_alone(project, tag.group(1))
         stored = {r["name"] for r in rows}
         for other in same_tool(key):
             if other not in stored and any(other.upper() == hump_initial(f) for f in forms):
