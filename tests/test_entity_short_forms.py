@@ -526,3 +526,17 @@ async def test_a_release_counts_where_written_and_its_tag_alone(engine_runtime: 
     assert await memories_of(rt, "v2.4.0-rc3") == {ids[0], ids[1], ids[2]}
     # a number of two parts without its v is a measure as often
     assert await memories_of(rt, "v2.6") == {ids[3]}
+
+
+async def test_a_products_inner_word_counts_beside_a_resource_named_after_it(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Claims events land in Azure Cosmos DB for the ageing report.",
+        "During the replay the writes were throttled by Cosmos at 429.",
+        "Scaled the cosmos-claims-prod account to 40k RU/s.",
+    ]
+    ids = await remember_each(rt, say)
+    # cosmos-claims-prod is named after Cosmos: Cosmos alone is still Azure Cosmos DB's
+    assert ids[1] in await memories_of(rt, "Azure Cosmos DB")

@@ -149,7 +149,7 @@ class EntityReads:
         initials = {a for form in written for a in (*initials_of(form), *hump_initials(form))}
         others = {*number_forms(key), *same_tool(key), *numbered(key)}
         end = code_end(key)
-        if end and not self._shared(project, end, {key}, last=True):  # not s063-pos02's pos02
+        if end and not self._shared(project, end, {key}, inner=True):  # not s063-pos02's pos02
             others.add(end)
         others |= self._paths(project, key, written)
         others |= set(host_label(key))
@@ -159,8 +159,9 @@ class EntityReads:
             aliases = json.loads(row["aliases"])
             part = row["name"] in parts and stands_alone(row["name"], aliases, whole)
             if part and "-" not in row["name"] and row["name"] in english_words():
-                ends = key.endswith(f"-{row['name']}")  # play of google-play, not dana of dana-x
-                part = not self._shared(project, row["name"], {key, *parts}, ends)
+                # play of google-play, cosmos of azure-cosmos-db; not dana of dana-whitlock
+                inner = not key.startswith(f"{row['name']}-")
+                part = not self._shared(project, row["name"], {key, *parts}, inner)
             if (
                 part
                 or row["name"] in others
@@ -172,16 +173,17 @@ class EntityReads:
             rows += entities.rows_named(project, dotted) if dotted else []
         return list({(r["project"], r["name"]): r for r in rows}.values()), by_text
 
-    def _shared(self, project: str | None, word: str, own: set[str], last: bool = False) -> bool:
+    def _shared(self, project: str | None, word: str, own: set[str], inner: bool = False) -> bool:
         """Whether an entity of several words other than ``own`` has ``word`` among its words:
         then ``word`` alone is no short form of one of them (``Dana`` of two Danas). When the
-        word ends the name (``last``: ``Play`` of ``Google Play``), the names opening with it
-        are named after it and share nothing (``Play Console``, ``Rave Coder`` of ``Medidata
-        Rave``; ``K12_MAIN_v3`` of ``ETCH-K12``), as a range of codes shares nothing with the
-        codes it spans (``K11-K14``), unlike another name ending with it (``SQL Server`` beside
-        ``ArcGIS Server``, ``S094-POS02`` beside ``S063-POS02``)."""
+        word is not the name's first (``inner``: ``Play`` of ``Google Play``, ``Cosmos`` of
+        ``Azure Cosmos DB``), the names opening with it are named after it and share nothing
+        (``Play Console``, ``Rave Coder`` of ``Medidata Rave``; ``K12_MAIN_v3`` of
+        ``ETCH-K12``), as a range of codes shares nothing with the codes it spans
+        (``K11-K14``), unlike another name ending with it (``SQL Server`` beside ``ArcGIS
+        Server``, ``S094-POS02`` beside ``S063-POS02``)."""
         others = set(self.store.entities.with_word(project, word)) - own
-        if last:
+        if inner:
             others = {o for o in others if not o.startswith(f"{word}-") and not code_range(o)}
         return bool(others)
 
@@ -341,7 +343,7 @@ class EntityReads:
         whole = next((form for form in forms if last_word(form)), None)
         if whole is not None:
             opening, last = whole.split()
-            if not self._shared(project, canonical(last), own, last=True):
+            if not self._shared(project, canonical(last), own, inner=True):
                 pick = partial(written_as_last_word, first=opening)
                 found += await self._written_alone(project, last, pick)
         if coded(name) and number_forms(key) == [f"{key}s"]:  # A100s of A100
