@@ -540,3 +540,27 @@ async def test_a_products_inner_word_counts_beside_a_resource_named_after_it(
     ids = await remember_each(rt, say)
     # cosmos-claims-prod is named after Cosmos: Cosmos alone is still Azure Cosmos DB's
     assert ids[1] in await memories_of(rt, "Azure Cosmos DB")
+
+
+async def test_a_snapshot_counts_with_its_v_and_without(engine_runtime: Make) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Cut v4.0-SNAPSHOT for the matching engine.",
+        "Deployed 4.0-SNAPSHOT to the UAT cluster.",
+    ]
+    ids = await remember_each(rt, say)
+    assert await memories_of(rt, "v4.0-SNAPSHOT") == {ids[0], ids[1]}
+
+
+async def test_a_companys_first_word_counts_beside_its_products_names(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "Epic Games approved the store page for the season.",
+        "Epic Online Services lobbies are back after the outage.",
+        "Told Epic about the age rating again.",
+    ]
+    ids = await remember_each(rt, say)
+    # Epic Online Services opens with the company's name; Epic beside Online is that product
+    assert await memories_of(rt, "Epic Games") == {ids[0], ids[2]}

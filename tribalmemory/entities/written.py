@@ -54,33 +54,28 @@ def written_alone(texts: list[str], word: str) -> list[int]:
     return [i for i, text in enumerate(texts) if alone.search(text)]
 
 
-def written_as_name(texts: list[str], word: str) -> list[int]:
-    """The indexes of ``texts`` that write the capitalised ``word`` alone
-    (:func:`written_alone`: ``Gary``, ``Gary's``; not ``gary.ts``); none when one of them
-    writes it in small letters, which makes it a word of the project's prose (``gift`` of
-    ``Gift Aid``, ``applied`` of ``Applied Materials``)."""
-    if written_alone(texts, word.lower()):
-        return []
-    return written_alone(texts, word)
-
-
 _BEFORE = re.compile(r"([\w'+-]+) $")
-_AFTER = re.compile(r" [A-Z]")
+_AFTER = re.compile(r" ([\w'+-]+)")
 
 
-def written_as_last_word(texts: list[str], word: str, first: str) -> list[int]:
-    """The indexes of ``texts`` that write the capitalised ``word``, a name's last word, alone
-    (:func:`written_as_name`: none when the project writes it in small letters) or after the
-    name's ``first`` word, and not beside another capitalised word, which makes it part of
-    another name (``Play`` of ``Google Play``; not in ``Play Console`` nor ``SQL Server``)."""
+def written_apart(texts: list[str], word: str, other: str) -> list[int]:
+    """The indexes of ``texts`` that write the capitalised ``word``, a word of a name of two,
+    alone (:func:`written_alone`; none when the project writes it in small letters, a word of
+    its prose then: ``applied`` of ``Applied Materials``) or
+    beside the name's ``other`` word, and not beside another capitalised word, which makes it
+    part of another name (``Play`` of ``Google Play``, ``Epic`` of ``Epic Games``; not in
+    ``Play Console``, ``SQL Server`` nor ``Epic Online Services``)."""
     if written_alone(texts, word.lower()):
         return []
     alone = _alone(word)
 
+    def named(beside: re.Match[str] | None) -> bool:  # capitalised, not as a sentence's first
+        if beside is None or not beside.group(1)[0].isupper() or beside.group(1) == other:
+            return False
+        return beside.string[: beside.start(1)].rstrip()[-1:] not in ("", ".", "!", "?", ":")
+
     def apart(text: str, start: int, end: int) -> bool:
-        before = _BEFORE.search(text, 0, start)
-        after = before is None or not before.group(1)[0].isupper() or before.group(1) == first
-        return after and not _AFTER.match(text, end)
+        return not named(_BEFORE.search(text, 0, start)) and not named(_AFTER.match(text, end))
 
     return [
         i

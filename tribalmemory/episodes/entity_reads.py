@@ -38,8 +38,7 @@ from ..entities.words import english_words
 from ..entities.written import (
     search_text,
     written_alone,
-    written_as_last_word,
-    written_as_name,
+    written_apart,
     written_forms,
 )
 from ..errors import NotFound
@@ -89,6 +88,13 @@ def _forms(name: str, rows: list[sqlite3.Row]) -> list[str]:
 
 _PRE_RELEASE_TAG = re.compile(r"-((?:rc|beta|alpha)\d+)$")
 """A release's numbered pre-release tag (``rc3`` of ``v2.4.0-rc3``), written alone for it."""
+
+
+_SNAPSHOT = re.compile(r"v?(\d+(?:\.\d+){1,3}-snapshot)")
+"""A snapshot build's version (``v4.0-SNAPSHOT``), written with its ``v`` or without."""
+_COMPANY = frozenset("games research materials systems labs technologies software group".split())
+"""A company's last word: its first word alone is the company, which its products' names open
+with (``Epic`` of ``Epic Games`` beside ``Epic Online Services``)."""
 
 
 def matches(query: str, row: sqlite3.Row) -> bool:
@@ -322,7 +328,7 @@ class EntityReads:
         first or last word (:func:`.first_word`, :func:`.last_word`:
         ``Gary`` of ``Gary Schroeder``, at a sentence's opening too; ``Rave`` of ``Medidata
         Rave``, not beside another capitalised word) when the project never writes it in small
-        letters (:func:`.written_as_name`) and no other known name of several words shares it
+        letters (:func:`.written_apart`) and no other known name of several words shares it
         (``Dana`` of two Danas), a coded name's plural (:func:`.coded`: ``A100s``), a
         release written word for word (``OFP 2.4.0-rc3``; of two parts only with its ``v``:
         ``2.6`` is a measure as often) and its pre-release tag alone when no other known name
@@ -337,14 +343,17 @@ class EntityReads:
             return await self._written_alone(project, code)
         own = {canonical(f) for f in forms} | {r["name"] for r in rows}
         found: list[Memory] = []
-        first = next((w for form in forms if (w := first_word(form))), None)
-        if first is not None and not self._shared(project, canonical(first), own):
-            found += await self._written_alone(project, first, written_as_name)
+        opening = next((form for form in forms if first_word(form)), None)
+        first = first_word(opening) if opening else None
+        maker = opening is not None and opening.split()[-1].lower() in _COMPANY
+        if opening and first and not self._shared(project, canonical(first), own, maker):
+            pick = partial(written_apart, other=opening.split()[1])
+            found += await self._written_alone(project, first, pick)
         whole = next((form for form in forms if last_word(form)), None)
         if whole is not None:
             opening, last = whole.split()
             if not self._shared(project, canonical(last), own, inner=True):
-                pick = partial(written_as_last_word, first=opening)
+                pick = partial(written_apart, other=opening)
                 found += await self._written_alone(project, last, pick)
         if coded(name) and number_forms(key) == [f"{key}s"]:  # A100s of A100
             found += [m for m, _ in await self._writing(project, f"{name}s")]
@@ -354,6 +363,9 @@ class EntityReads:
             bare = release.group(1).count(".") > 1 or "-" in release.group(1)
             writing = await self._writing(project, name)
             found += [m for m, forms in writing if bare or any(f[:1] in "vV" for f in forms)]
+        if snapshot := _SNAPSHOT.fullmatch(key):  # 4.0-SNAPSHOT of v4.0-snapshot
+            for written in {name, snapshot.group(1)}:
+                found += [m for m, _ in await self._writing(project, written)]
         tag = _PRE_RELEASE_TAG.search(key) if release else None
         if tag and not self._shared(project, tag.group(1), own):  # rc3 of v2.4.0-rc3
             found += await self._written_alone(project, tag.group(1))
