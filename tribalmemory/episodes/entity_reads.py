@@ -325,15 +325,10 @@ class EntityReads:
         one word always written in small letters (:func:`.spelled_alone`: ``shelfdiff`` in
         ``the shelfdiff config``; not in a path or a longer name, :func:`.written_alone`), a
         standard's code (:func:`.standard_code`: ``61850`` of ``IEC 61850``), or the name's
-        first or last word (:func:`.first_word`, :func:`.last_word`:
-        ``Gary`` of ``Gary Schroeder``, at a sentence's opening too; ``Rave`` of ``Medidata
-        Rave``, not beside another capitalised word) when the project never writes it in small
-        letters (:func:`.written_apart`) and no other known name of several words shares it
-        (``Dana`` of two Danas), a coded name's plural (:func:`.coded`: ``A100s``), a
-        release written word for word (``OFP 2.4.0-rc3``; of two parts only with its ``v``:
-        ``2.6`` is a measure as often) and its pre-release tag alone when no other known name
-        has it (``rc3``), and a tool's other name made of its humps' initials, in capitals
-        (``TS`` of ``TypeScript``, :data:`.SAME_TOOL`; :func:`.hump_initial`)."""
+        first or last word (:meth:`_words_alone`), a release (:meth:`_releases_written`), a
+        coded name's plural (:func:`.coded`: ``A100s``) and a tool's other name made of its
+        humps' initials, in capitals (``TS`` of ``TypeScript``, :data:`.SAME_TOOL`;
+        :func:`.hump_initial`)."""
         forms = _forms(name, rows)
         key = canonical(name)
         if rows and spelled_alone(key, forms[1:]):
@@ -342,38 +337,63 @@ class EntityReads:
         if code is not None:
             return await self._written_alone(project, code)
         own = {canonical(f) for f in forms} | {r["name"] for r in rows}
-        found: list[Memory] = []
-        opening = next((form for form in forms if first_word(form)), None)
-        first = first_word(opening) if opening else None
-        maker = opening is not None and opening.split()[-1].lower() in _COMPANY
-        if opening and first and not self._shared(project, canonical(first), own, maker):
-            pick = partial(written_apart, other=opening.split()[1])
-            found += await self._written_alone(project, first, pick)
-        whole = next((form for form in forms if last_word(form)), None)
-        if whole is not None:
-            opening, last = whole.split()
-            if not self._shared(project, canonical(last), own, inner=True):
-                pick = partial(written_apart, other=opening)
-                found += await self._written_alone(project, last, pick)
+        found = await self._words_alone(project, forms, own)
+        found += await self._releases_written(project, name, bool(rows), own)
         if coded(name) and number_forms(key) == [f"{key}s"]:  # A100s of A100
             found += [m for m, _ in await self._writing(project, f"{name}s")]
-        release = RELEASE.fullmatch(key)
-        if release and rows:  # written word for word where the extraction read none
-            # two parts without their v are a measure as often (2.1 of a ratio, a tool's 2.6)
-            bare = release.group(1).count(".") > 1 or "-" in release.group(1)
-            writing = await self._writing(project, name)
-            found += [m for m, forms in writing if bare or any(f[:1] in "vV" for f in forms)]
-        if snapshot := _SNAPSHOT.fullmatch(key):  # 4.0-SNAPSHOT of v4.0-snapshot
-            for written in {name, snapshot.group(1)}:
-                found += [m for m, _ in await self._writing(project, written)]
-        tag = _PRE_RELEASE_TAG.search(key) if release else None
-        if tag and not self._shared(project, tag.group(1), own):  # rc3 of v2.4.0-rc3
-            found += await self._written_alone(project, tag.group(1))
         stored = {r["name"] for r in rows}
         for other in same_tool(key):
             if other not in stored and any(other.upper() == hump_initial(f) for f in forms):
                 found += await self._written_alone(project, other.upper())
         return list({m.id: m for m in found}.values())
+
+    async def _words_alone(
+        self, project: str | None, forms: list[str], own: set[str]
+    ) -> list[Memory]:
+        """The memories writing alone a name's first or last word (:func:`.first_word`,
+        :func:`.last_word`: ``Gary`` of ``Gary Schroeder``, at a sentence's opening too;
+        ``Rave`` of ``Medidata Rave``, ``MQ`` of ``IBM MQ``), not beside another capitalised
+        word, when the project never writes it in small letters (:func:`.written_apart`) and
+        no other known name of several words shares it (``Dana`` of two Danas; a company's
+        first word is shared by none of its products' names: ``Epic`` of ``Epic Games``
+        beside ``Epic Online Services``)."""
+        found: list[Memory] = []
+        opening = next((form for form in forms if first_word(form)), None)
+        first = first_word(opening) if opening else None
+        if opening and first:
+            company = opening.split()[-1].lower() in _COMPANY
+            if not self._shared(project, canonical(first), own, company):
+                pick = partial(written_apart, other=opening.split()[1])
+                found += await self._written_alone(project, first, pick)
+        whole = next((form for form in forms if last_word(form)), None)
+        if whole is not None:
+            before, last = whole.split()
+            if not self._shared(project, canonical(last), own, inner=True):
+                pick = partial(written_apart, other=before)
+                found += await self._written_alone(project, last, pick)
+        return found
+
+    async def _releases_written(
+        self, project: str | None, name: str, stored: bool, own: set[str]
+    ) -> list[Memory]:
+        """The memories writing a release word for word where the extraction read none, when
+        it is ``stored`` (``OFP 2.4.0-rc3``; of two parts only with its ``v``: ``2.6`` is a
+        measure as often), a snapshot's version with its ``v`` or without (``4.0-SNAPSHOT``),
+        and a pre-release tag alone when no other known name has it (``rc3``)."""
+        key = canonical(name)
+        found: list[Memory] = []
+        release = RELEASE.fullmatch(key)
+        if release and stored:
+            bare = release.group(1).count(".") > 1 or "-" in release.group(1)
+            writing = await self._writing(project, name)
+            found += [m for m, forms in writing if bare or any(f[:1] in "vV" for f in forms)]
+        if snapshot := _SNAPSHOT.fullmatch(key):
+            for written in {name, snapshot.group(1)}:
+                found += [m for m, _ in await self._writing(project, written)]
+        tag = _PRE_RELEASE_TAG.search(key) if release else None
+        if tag and not self._shared(project, tag.group(1), own):
+            found += await self._written_alone(project, tag.group(1))
+        return found
 
     async def _written_alone(
         self,
