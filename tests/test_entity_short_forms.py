@@ -564,3 +564,18 @@ async def test_a_companys_first_word_counts_beside_its_products_names(
     ids = await remember_each(rt, say)
     # Epic Online Services opens with the company's name; Epic beside Online is that product
     assert await memories_of(rt, "Epic Games") == {ids[0], ids[2]}
+
+
+async def test_a_systems_commands_and_a_names_numbered_version_count_for_it(
+    engine_runtime: Make,
+) -> None:
+    rt = await engine_runtime()
+    say = [
+        "The climate runs are queued on Slurm.",
+        "Held the pending tasks with `scontrol hold 8812455`.",
+        "The portal signs in with OAuth for staff.",
+        "Spike against the Sentrafy v3 sandbox: OAuth2 client credentials from the auth host.",
+    ]
+    ids = await remember_each(rt, say)
+    assert await memories_of(rt, "Slurm") == {ids[0], ids[1]}
+    assert await memories_of(rt, "OAuth") == {ids[2], ids[3]}

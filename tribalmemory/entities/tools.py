@@ -249,10 +249,22 @@ SAME_TOOL = (
 """Names one tool goes by, the usual first (canonical): asking for one counts the others."""
 
 
+TOOL_COMMANDS = {
+    "slurm": ("sbatch", "squeue", "sacct", "scontrol", "srun", "salloc", "scancel", "sinfo"),
+    "lustre": ("lfs",),
+    "nco": ("ncks", "ncrcat", "ncra", "ncea", "ncecat", "ncap2", "ncatted", "ncrename"),
+    "bundler": ("bundle",),
+}
+"""The commands a system is driven by, each its own: asking for the system counts them
+(``sacct`` and ``scontrol`` are Slurm's). Written after the tuning streams' misses had been
+read (Slurm, Lustre, NCO and Bundler there), so they overstate what it adds."""
+
+
 def same_tool(name: str) -> list[str]:
     """The other names of the tool ``name`` (canonical) goes by (:data:`SAME_TOOL`): ``postgres``
-    and ``pg`` of ``postgresql``; none for a name no tool of the table goes by."""
+    and ``pg`` of ``postgresql``, or its commands (:data:`TOOL_COMMANDS`: ``sacct`` of
+    ``slurm``); none for a name no tool of the tables goes by."""
     for names in SAME_TOOL:
         if name in names:
             return [n for n in names if n != name]
-    return []
+    return list(TOOL_COMMANDS.get(name, ()))

@@ -341,6 +341,12 @@ class EntityReads:
         found += await self._releases_written(project, name, bool(rows), own)
         if coded(name) and number_forms(key) == [f"{key}s"]:  # A100s of A100
             found += [m for m, _ in await self._writing(project, f"{name}s")]
+        if numbered(key):  # OAuth2 of OAuth
+            versions = [f"{name}{digit}" for digit in range(1, 10)]
+            writing = await self.state.host.term_search(
+                " ".join(versions), project, WRITTEN_CANDIDATES
+            )
+            found += [m for m in writing if any(written_forms(m.content, v) for v in versions)]
         stored = {r["name"] for r in rows}
         for other in same_tool(key):
             if other not in stored and any(other.upper() == hump_initial(f) for f in forms):
