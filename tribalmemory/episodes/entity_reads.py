@@ -326,9 +326,9 @@ class EntityReads:
         ``the shelfdiff config``; not in a path or a longer name, :func:`.written_alone`), a
         standard's code (:func:`.standard_code`: ``61850`` of ``IEC 61850``), or the name's
         first or last word (:meth:`_words_alone`), a release (:meth:`_releases_written`), a
-        coded name's plural (:func:`.coded`: ``A100s``) and a tool's other name made of its
-        humps' initials, in capitals (``TS`` of ``TypeScript``, :data:`.SAME_TOOL`;
-        :func:`.hump_initial`)."""
+        coded name's plural (:func:`.coded`: ``A100s``), the name with a digit after it
+        (:func:`.numbered`: ``OAuth2``) and a tool's other name made of its humps' initials, in
+        capitals (``TS`` of ``TypeScript``, :data:`.SAME_TOOL`; :func:`.hump_initial`)."""
         forms = _forms(name, rows)
         key = canonical(name)
         if rows and spelled_alone(key, forms[1:]):
