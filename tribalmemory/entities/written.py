@@ -8,6 +8,16 @@ from functools import lru_cache
 
 from tribalmemory.entities.aliases import PRE_RELEASE, RELEASE
 
+SNAPSHOT = re.compile(r"v?(\d+(?:\.\d+){1,3}-snapshot)")
+"""A snapshot build's version (``v4.0-SNAPSHOT``), in small letters; group 1 without its ``v``,
+which a project writes or leaves out as it does a release's."""
+
+
+def version(name: str) -> re.Match[str] | None:
+    """``name`` read as a release or a snapshot's version (group 1: without its ``v``)."""
+    written = name.strip().lower()
+    return RELEASE.fullmatch(written) or SNAPSHOT.fullmatch(written)
+
 
 @lru_cache(maxsize=256)
 def _pattern(name: str) -> re.Pattern[str] | None:
@@ -15,7 +25,7 @@ def _pattern(name: str) -> re.Pattern[str] | None:
     if not words:
         return None
     flags = 0 if any(w[1:] != w[1:].lower() for w in words) else re.IGNORECASE
-    release = RELEASE.fullmatch(name.strip().lower())
+    release = version(name)
     if release:  # with its v or without, as canonical() reads a release
         flags, written = re.IGNORECASE, "v?" + re.escape(release.group(1))
         written += "" if "-" in release.group(1) else f"(?!{PRE_RELEASE})"  # not its rc
@@ -61,10 +71,10 @@ _AFTER = re.compile(r" ([\w'+-]+)")
 def written_apart(texts: list[str], word: str, other: str) -> list[int]:
     """The indexes of ``texts`` that write the capitalised ``word``, a word of a name of two,
     alone (:func:`written_alone`; none when the project writes it in small letters, a word of
-    its prose then: ``applied`` of ``Applied Materials``) or
-    beside the name's ``other`` word, and not beside another capitalised word, which makes it
-    part of another name (``Play`` of ``Google Play``, ``Epic`` of ``Epic Games``; not in
-    ``Play Console``, ``SQL Server`` nor ``Epic Online Services``)."""
+    its prose then: ``applied`` of ``Applied Materials``) or beside the name's ``other`` word,
+    and not beside another capitalised word, which makes it part of another name (``Play`` of
+    ``Google Play``, ``Epic`` of ``Epic Games``; not in ``Play Console``, ``SQL Server`` nor
+    ``Epic Online Services``)."""
     if written_alone(texts, word.lower()):
         return []
     alone = _alone(word)
@@ -87,5 +97,5 @@ def written_apart(texts: list[str], word: str, other: str) -> list[int]:
 def search_text(name: str) -> str:
     """What to look ``name`` up by in a word index: the name, and a release also without its
     ``v`` (``v4.8.0 4.8.0``: an index reads ``v4`` and ``4`` as two words)."""
-    release = RELEASE.fullmatch(name.strip().lower())
+    release = version(name)
     return f"v{release.group(1)} {release.group(1)}" if release else name

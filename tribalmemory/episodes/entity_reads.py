@@ -37,6 +37,7 @@ from ..entities.tools import same_tool
 from ..entities.words import english_words
 from ..entities.written import (
     search_text,
+    version,
     written_alone,
     written_apart,
     written_forms,
@@ -90,8 +91,6 @@ _PRE_RELEASE_TAG = re.compile(r"-((?:rc|beta|alpha)\d+)$")
 """A release's numbered pre-release tag (``rc3`` of ``v2.4.0-rc3``), written alone for it."""
 
 
-_SNAPSHOT = re.compile(r"v?(\d+(?:\.\d+){1,3}-snapshot)")
-"""A snapshot build's version (``v4.0-SNAPSHOT``), written with its ``v`` or without."""
 _COMPANY = frozenset("games research materials systems labs technologies software group".split())
 """A company's last word: its first word alone is the company, which its products' names open
 with (``Epic`` of ``Epic Games`` beside ``Epic Online Services``)."""
@@ -338,7 +337,7 @@ class EntityReads:
             return await self._written_alone(project, code)
         own = {canonical(f) for f in forms} | {r["name"] for r in rows}
         found = await self._words_alone(project, forms, own)
-        found += await self._releases_written(project, name, bool(rows), own)
+        found += await self._releases_written(project, name, key, bool(rows), own)
         if coded(name) and number_forms(key) == [f"{key}s"]:  # A100s of A100
             found += [m for m, _ in await self._writing(project, f"{name}s")]
         if numbered(key):  # OAuth2 of OAuth
@@ -380,23 +379,20 @@ class EntityReads:
         return found
 
     async def _releases_written(
-        self, project: str | None, name: str, stored: bool, own: set[str]
+        self, project: str | None, name: str, key: str, stored: bool, own: set[str]
     ) -> list[Memory]:
-        """The memories writing a release word for word where the extraction read none, when
-        it is ``stored`` (``OFP 2.4.0-rc3``; of two parts only with its ``v``: ``2.6`` is a
-        measure as often), a snapshot's version with its ``v`` or without (``4.0-SNAPSHOT``),
+        """The memories writing a release or a snapshot's version word for word (with its
+        ``v`` or without: :func:`.written_forms`) where the extraction read none, when it is
+        ``stored`` (else :meth:`_writing` reads them already: ``OFP 2.4.0-rc3``,
+        ``4.0-SNAPSHOT``; of two parts only with its ``v``: ``2.6`` is a measure as often),
         and a pre-release tag alone when no other known name has it (``rc3``)."""
-        key = canonical(name)
         found: list[Memory] = []
-        release = RELEASE.fullmatch(key)
-        if release and stored:
-            bare = release.group(1).count(".") > 1 or "-" in release.group(1)
+        written = version(key)
+        if written and stored:
+            bare = written.group(1).count(".") > 1 or "-" in written.group(1)
             writing = await self._writing(project, name)
             found += [m for m, forms in writing if bare or any(f[:1] in "vV" for f in forms)]
-        if snapshot := _SNAPSHOT.fullmatch(key):
-            for written in {name, snapshot.group(1)}:
-                found += [m for m, _ in await self._writing(project, written)]
-        tag = _PRE_RELEASE_TAG.search(key) if release else None
+        tag = _PRE_RELEASE_TAG.search(key) if RELEASE.fullmatch(key) else None
         if tag and not self._shared(project, tag.group(1), own):
             found += await self._written_alone(project, tag.group(1))
         return found
