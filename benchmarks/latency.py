@@ -598,14 +598,15 @@ def warm_up(client: httpx.Client, url: str, stream: Any, llm_url: str | None) ->
 
 
 def interleaved_remember(
-    off: Daemon, on: Daemon, llm_url: str | None, runs: int, block: int
+    off: Daemon, on: Daemon, llm_url: str | None, runs: int, block: int, gap: float = 0.0
 ) -> tuple[list[float], list[float]]:
     """``runs`` remembers on each daemon, in alternating blocks of ``block`` (off, on, on,
     off, ...), the other daemon paused meanwhile; both get the same memories.
 
     Interleaving makes both sides share the machine's state (other jobs, CPU frequency);
     pausing keeps each daemon's work out of the other's block. LLM answers and due jobs of the
-    episodes-on daemon pile up while it is paused and are handled in its own blocks.
+    episodes-on daemon pile up while it is paused and are handled in its own blocks. ``gap``:
+    seconds each daemon is left alone after it is resumed, before its block's first request.
     """
     samples: dict[str, list[float]] = {"off": [], "on": []}
     daemons = {"off": off, "on": on}
@@ -620,6 +621,7 @@ def interleaved_remember(
                 other = daemons["on" if name == "off" else "off"]
                 url = daemons[name].url
                 with paused(other):
+                    time.sleep(gap)
                     for _ in range(block):
                         body = {"content": next(streams[name]), "tags": ["bench"]}
                         start = time.perf_counter()
@@ -758,19 +760,45 @@ def start_pair(
     return started[-2], started[-1], wait_llm_ready(started[-1].url) if llm else "none"
 
 
+@dataclass(frozen=True)
+class Pace:
+    """How the comparison's remembers are sent: ``runs`` a daemon, in blocks of ``block``, each
+    block after ``gap`` seconds alone."""
+
+    runs: int
+    block: int
+    gap: float
+
+
+SPORADIC = Pace(runs=300, block=1, gap=0.3)
+"""One remember at a time, each after 0.3 s alone: an agent's writes between its steps."""
+
+
+def median_ratios(rounds: list[tuple[float, float]]) -> str:
+    """Rounds' p50 and p95 ratios: "median× (min–max) / median× (min–max)"."""
+    r50, r95 = ([r[i] for r in rounds] for i in (0, 1))
+    return (
+        f"{np.median(r50):.3f}× ({min(r50):.2f}–{max(r50):.2f}) / "
+        f"{np.median(r95):.3f}× ({min(r95):.2f}–{max(r95):.2f})"
+    )
+
+
 def extra_round(
     root: Path,
     daemon_log: Path,
     episodes: dict[str, Any],
     llm_url: str | None,
     args: argparse.Namespace,
+    pace: Pace | None = None,
 ) -> tuple[float, float]:
     """One more on/off comparison between two fresh daemons (the same experiment again):
-    its p50 and p95 ratios. ``llm_url`` None: the episodes-on daemon has no API key."""
+    its p50 and p95 ratios. ``llm_url`` None: the episodes-on daemon has no API key; ``pace``
+    None: the bursts of ``args``."""
+    pace = pace or Pace(args.http_runs, args.block, args.gap)
     pair: list[Daemon] = []
     try:
         off, on, _ = start_pair(root, daemon_log, episodes, pair, llm=llm_url is not None)
-        samples = interleaved_remember(off, on, llm_url, args.http_runs, args.block)
+        samples = interleaved_remember(off, on, llm_url, pace.runs, pace.block, pace.gap)
     finally:
         for daemon in pair:
             daemon.stop()
@@ -840,14 +868,19 @@ def compare_http(
         default.append(extra_round(home, daemon_log, DEFAULT_EPISODES, None, args))
         log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*default[-1]))
     if default:
-        d50, d95 = ([r[i] for r in default] for i in (0, 1))
-        on.values[
-            f"remember on / off, default configuration (no LLM), median of {len(default)} "
-            "rounds (range)"
-        ] = (
-            f"{np.median(d50):.3f}× ({min(d50):.2f}–{max(d50):.2f}) / "
-            f"{np.median(d95):.3f}× ({min(d95):.2f}–{max(d95):.2f})"
-        )
+        label = f"remember on / off, default configuration (no LLM), median of {len(default)}"
+        on.values[f"{label} rounds (range)"] = median_ratios(default)
+    sporadic: list[tuple[float, float]] = []
+    for index in range(args.sporadic_rounds):
+        log(f"HTTP comparison, one remember at a time, round {index + 1} ...")
+        home = root / f"sporadic-{index}"
+        sporadic.append(extra_round(home, daemon_log, episodes, base_url, args, SPORADIC))
+        log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*sporadic[-1]))
+    if sporadic:
+        label = f"remember on / off, one at a time ({SPORADIC.gap:g} s apart)"
+        if len(sporadic) > 1:
+            label += f", median of {len(sporadic)} rounds (range)"
+        on.values[label] = median_ratios(sporadic)
     rounds: list[tuple[float, float]] = []
     for index in range(1, args.rounds):
         log(f"HTTP comparison, round {index} of {args.rounds} ...")
@@ -857,7 +890,7 @@ def compare_http(
     try:
         daemon_off, daemon_on, state = start_pair(root, daemon_log, episodes, daemons)
         remember_off, remember_on = interleaved_remember(
-            daemon_off, daemon_on, base_url, args.http_runs, args.block
+            daemon_off, daemon_on, base_url, args.http_runs, args.block, args.gap
         )
         after = llm_stats(base_url)
         off.values["**remember** over HTTP p50 / p95 (ms)"] = ms(remember_off)
@@ -869,16 +902,11 @@ def compare_http(
         on.values[label] = block_starts(remember_on, args.block)
         rounds.append(ratios(remember_off, remember_on))
         log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*rounds[-1]))
-        r50, r95 = ([r[i] for r in rounds] for i in (0, 1))
         label = "remember on / off, p50 and p95"
         if len(rounds) > 1:
-            label += f", median of {len(rounds)} rounds (range)"
-            on.values[label] = (
-                f"{np.median(r50):.3f}× ({min(r50):.2f}–{max(r50):.2f}) / "
-                f"{np.median(r95):.3f}× ({min(r95):.2f}–{max(r95):.2f})"
-            )
+            on.values[f"{label}, median of {len(rounds)} rounds (range)"] = median_ratios(rounds)
         else:
-            on.values[label] = f"{r50[0]:.2f}× / {r95[0]:.2f}×"
+            on.values[label] = "{:.2f}× / {:.2f}×".format(*rounds[0])
         on.values["LLM calls answered by then (since start)"] = (
             f"{after['requests']} (LLM state {state}: "
             + ", ".join(f"{k} {n}" for k, n in sorted(after["by_purpose"].items()))
@@ -902,7 +930,9 @@ def compare_http(
             f"blocks of {args.block} (off, on, on, off, …) with the other daemon paused "
             "(SIGSTOP), so that both see the same machine and neither's background work runs "
             "in the other's block; LLM answers and jobs that fall due while the episodes-on "
-            "daemon is paused are handled in its blocks. Episodes on: the fake LLM answers "
+            "daemon is paused are handled in its blocks"
+            + (f", after {args.gap:g} s left alone once resumed" if args.gap > 0 else "")
+            + ". Episodes on: the fake LLM answers "
             f"after {args.llm_delay:g} s; summaries debounced 2 s instead of the default 30 s "
             "so that LLM work overlaps the measurement. Under this sustained load background "
             "work gets one CPU turn per second (docs/episodes.md), so jobs pile up and are "
@@ -923,6 +953,15 @@ def compare_http(
                 f"detection, extractive summaries, no LLM call) is the median of {len(default)} "
                 "comparisons of its own, run first, between fresh daemons, the same way."
                 if default
+                else ""
+            )
+            + (
+                f" The row *one at a time* is {len(sporadic)} comparison(s) of the LLM "
+                f"configuration with {SPORADIC.runs} `remember` a daemon sent alone, each after "
+                f"{SPORADIC.gap:g} s in which its daemon gets no request (the other one paused), "
+                "as an agent writes between its steps; the background work runs in those "
+                "moments, not beside the requests."
+                if sporadic
                 else ""
             )
         )
@@ -961,6 +1000,14 @@ def main(argv: list[str] | None = None) -> None:
         help="remembers per block in the interleaved on/off comparison",
     )
     parser.add_argument(
+        "--gap",
+        type=float,
+        default=0.0,
+        help="seconds a resumed daemon is left alone before its block's first request (0: "
+        "the block starts at once, and the work that fell due while it was paused starts "
+        "beside its first requests); docs/benchmarks.md shows how the ratios move with it",
+    )
+    parser.add_argument(
         "--real",
         type=int,
         default=10000,
@@ -983,6 +1030,13 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         default=3,
         help="on/off comparisons with the default configuration (episodes on, no API key)",
+    )
+    parser.add_argument(
+        "--sporadic-rounds",
+        type=int,
+        default=1,
+        help=f"on/off comparisons (LLM configuration) with {SPORADIC.runs} remembers a daemon "
+        f"sent one at a time, each after {SPORADIC.gap:g} s alone",
     )
     parser.add_argument("--clients", type=int, default=8, help="concurrent HTTP clients")
     parser.add_argument(
@@ -1007,7 +1061,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.runs, args.duration, args.starts = "2000", 50, 5.0, 1
-        args.http_runs, args.rounds, args.default_rounds = 100, 1, 1
+        args.http_runs, args.rounds, args.default_rounds, args.sporadic_rounds = 100, 1, 1, 0
         args.real = min(args.real, 2000)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.largest = max(sizes) if sizes else 0
