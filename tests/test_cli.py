@@ -280,6 +280,30 @@ def test_local_mode_with_store_held_elsewhere_exits_2(
     assert "Traceback" not in err
 
 
+def test_serve_refused_by_a_held_store_says_why_once(
+    local: str, tm_home: Path, embedder: Any
+) -> None:
+    """The reason is the command's own message on stderr, not also a log line before it; the
+    log file keeps the record (``service logs`` shows why the daemon did not start)."""
+    holder = build_runtime(load_config(local), embedder)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tribalmemory", "serve", "--config", local],
+            env=subprocess_env(tm_home, tm_home.parent),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        holder.service.store.close()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count(f"holds {tm_home / 'store'}") == 1, done.stderr
+    said = [line for line in done.stderr.splitlines() if "holds" in line]
+    assert said[0].startswith("tribalmemory: another Tribal Memory process"), done.stderr
+    logged = (tm_home / "logs" / "server.log").read_text(encoding="utf-8")
+    assert "ERROR   tribalmemory: cannot start: another Tribal Memory process" in logged
+
+
 ENTITIES_DOC = Path(__file__).resolve().parents[1] / "docs" / "entities.md"
 
 

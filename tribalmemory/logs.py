@@ -22,6 +22,15 @@ BACKUPS = 3
 QUIET = ("mcp", "httpx", "httpcore", "LiteLLM", "litellm", "fastembed", "sse_starlette")
 
 
+REPORTED = "reported_by_command"
+"""``extra={REPORTED: True}`` marks a record whose error the command also tells the user (the
+CLI's own message): the log file keeps it, the stderr of :func:`setup_logging` skips it."""
+
+
+def _not_reported(record: logging.LogRecord) -> bool:
+    return not getattr(record, REPORTED, False)
+
+
 class PrivateRotatingFileHandler(RotatingFileHandler):
     """A rotating log whose files are readable by their owner only (``0600``)."""
 
@@ -44,6 +53,7 @@ def setup_logging(level: str = "info", file: Path | None = None, *, stderr: bool
     handlers: list[logging.Handler] = []
     if stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
+        handlers[-1].addFilter(_not_reported)
     if file is not None:
         file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         handlers.append(

@@ -13,6 +13,7 @@ from .datafolder import make_private
 from .embeddings import load_embedder
 from .embeddings.background import BackgroundEmbedder
 from .embeddings.placement import RequestThreads
+from .logs import REPORTED
 from .service import MemoryService, ServiceHost
 from .service.access import ACCESS_FILE, AccessStats
 from .service.activity import RequestActivity
@@ -78,8 +79,8 @@ async def start_runtime(
     """
     try:
         return await _start(config, plugins, plugin_options)
-    except StorageError as exc:
-        log.error("cannot start: %s", exc)
+    except StorageError as exc:  # the CLI says it too: its stderr does not repeat the record
+        log.error("cannot start: %s", exc, extra={REPORTED: True})
         raise
 
 
