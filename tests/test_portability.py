@@ -754,6 +754,44 @@ def test_cli_import_names_the_line_dated_in_the_future(
     assert "line 2: created_at 9999-01-01T00:00:00Z is " in err and "in the future" in err
 
 
+def test_an_import_stopped_by_ctrl_c_says_how_to_finish_it(
+    tm_home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C once the first page is stored: exit 130 and a line saying that what was stored
+    stays and that the same command imports the rest; run again, it stores only the rest."""
+    from contextlib import contextmanager
+
+    from tribalmemory.cli import portability as cli_portability
+    from tribalmemory.portability import records
+    from tribalmemory.portability.importer import PAGE
+
+    head = records.header("any-model", 384, "2025-03-20T00:00:00Z", None, False)
+    file = tmp_path / "two-pages.jsonl"
+    file.write_text(import_file(head, *([{}] * (PAGE + 1))), encoding="utf-8")
+    config = str(write_config(tm_home, episodes={"enabled": False}))
+
+    @contextmanager
+    def ctrl_c_after_a_page(label: str, total: int | None, show: bool) -> Any:
+        def advance(n: int, total: int | None = None) -> None:
+            raise KeyboardInterrupt  # as SIGINT would, right after the page's durable write
+
+        yield advance
+
+    monkeypatch.setattr(cli_portability, "bar", ctrl_c_after_a_page)
+    code, out, err = run(capsys, "import", str(file), "--config", config)
+    assert (code, out) == (130, "")
+    assert err == (
+        "tribalmemory: import interrupted; what it stored is kept. Run the same command again "
+        "to import the rest: what is stored already is skipped\n"
+    )
+    monkeypatch.undo()
+    code, out, _ = run(capsys, "import", str(file), "--json", "--config", config)
+    assert code == 0 and (json.loads(out)["existing"], json.loads(out)["stored"]) == (PAGE, 1)
+
+
 def test_the_import_line_says_one_memory_and_one_episode() -> None:
     """Issue 40.10: counts of one were "1 new memories", "1 episodes"."""
     from tribalmemory.cli.portability import describe

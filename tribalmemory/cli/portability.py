@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,12 +99,27 @@ def import_(args: argparse.Namespace, config: Config) -> int:
         raise CliError(f"{path}: no such file", 1)
     if not path.is_file():
         raise CliError(f"{path} is not a file", 1)
-    report = asyncio.run(_import(args, config, path))
+    with _resumable():
+        report = asyncio.run(_import(args, config, path))
     if args.json:
         print_json(report)
     else:
         print(describe(report))
     return 0
+
+
+@contextlib.contextmanager
+def _resumable() -> Iterator[None]:
+    """Ctrl-C during an import: say that what it stored stays and how to import the rest."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print(
+            "tribalmemory: import interrupted; what it stored is kept. Run the same command "
+            "again to import the rest: what is stored already is skipped",
+            file=sys.stderr,
+        )
+        raise
 
 
 def _import_09(args: argparse.Namespace, config: Config, path: Path) -> int:
@@ -117,7 +132,8 @@ def _import_09(args: argparse.Namespace, config: Config, path: Path) -> int:
             counts = legacy09.write_export(path, converted, legacy09.SOURCE, 0)
         except InvalidInput as exc:
             raise CliError(exc.message, 1) from None
-        report = asyncio.run(_import(args, config, converted))
+        with _resumable():
+            report = asyncio.run(_import(args, config, converted))
     finally:
         converted.unlink(missing_ok=True)
     report["from"] = legacy09.SOURCE
