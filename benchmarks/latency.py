@@ -14,8 +14,9 @@
    with its reviews and merge checks, a fake OpenAI-compatible LLM from ``tests/fakellm.py``
    answering after --llm-delay seconds), both daemons running, measured in alternating blocks
    with the other one paused, --rounds times between fresh pairs of daemons (the on / off
-   ratios' median and range); sustained ``remember`` throughput from --clients concurrent HTTP
-   clients.
+   ratios' median and range), and --sporadic-rounds more with one ``remember`` at a time, each
+   after 0.3 s in which its daemon gets no request; sustained ``remember`` throughput from
+   --clients concurrent HTTP clients.
 
 Prints the tables and writes section "latency" of docs/benchmarks.md (unless --no-write).
 """
