@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_http import LOCAL, Daemon, build_runtime, subprocess_env, unique, write_config
+from helpers_http import (
+    LOCAL,
+    Daemon,
+    build_runtime,
+    free_port,
+    subprocess_env,
+    unique,
+    write_config,
+)
 
 from tribalmemory import __version__
 from tribalmemory.cli.main import main
@@ -278,6 +286,40 @@ def test_local_mode_with_store_held_elsewhere_exits_2(
         holder.service.store.close()
     assert code == 2 and "holds" in err and "tribalmemory status" in err
     assert "Traceback" not in err
+
+
+def test_a_command_without_the_daemon_checks_the_llm_only_when_it_needs_it(
+    tm_home: Path,
+) -> None:
+    """With an API key set, reading episodes without the daemon does not import litellm (it
+    takes seconds); `costs` still shows the LLM's state, checked when asked for."""
+    config = write_config(
+        tm_home,
+        server={"port": free_port()},
+        episodes={"enabled": True, "summarizer_provider": "openai"},
+    )
+    script = (
+        "import contextlib, io, json, sys\n"
+        "from tribalmemory.cli.main import main\n"
+        "seen = []\n"
+        "for argv in (['episodes', 'list'], ['costs']):\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        "        code = main([*argv, '--json', '--config', sys.argv[1]])\n"
+        "    seen.append([code, json.loads(out.getvalue()), 'litellm' in sys.modules])\n"
+        "print(json.dumps(seen))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(config)],
+        env={**subprocess_env(tm_home, tm_home.parent), "OPENAI_API_KEY": "sk-test"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    (listed, episodes, imported), (costed, costs, imported_then) = json.loads(done.stdout)
+    assert (listed, episodes["count"], imported) == (0, 0, False)
+    assert (costed, costs["llm"]["state"], imported_then) == (0, "ready", True), costs
 
 
 def test_serve_refused_by_a_held_store_says_why_once(

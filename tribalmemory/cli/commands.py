@@ -41,7 +41,7 @@ async def with_api(config: Config, command: Command, args: argparse.Namespace) -
             await client.aclose()
     from ..runtime import start_runtime
 
-    runtime = await start_runtime(config)
+    runtime = await start_runtime(config, check_llm=False)
     try:
         return await command(runtime.api, args)
     finally:

@@ -68,7 +68,7 @@ async def _write_export(args: argparse.Namespace, config: Config, since: Any, ou
     from ..runtime import start_runtime
 
     scopes = check.scopes(ExportQuery.model_construct(**fields.given(args)))
-    runtime = await start_runtime(config)
+    runtime = await start_runtime(config, check_llm=False)
     try:
         total = await asyncio.to_thread(runtime.service.store.count)
         with bar("export", total, show) as advance:
@@ -199,7 +199,7 @@ async def _import(args: argparse.Namespace, config: Config, path: Path) -> dict[
             await client.aclose()
     from ..runtime import start_runtime
 
-    runtime = await start_runtime(config)
+    runtime = await start_runtime(config, check_llm=False)
     try:
         if args.dry_run:
             return (await importer.plan(runtime.api, path)).to_json()
@@ -229,7 +229,7 @@ async def _backup(args: argparse.Namespace, config: Config, dest: Path) -> dict[
             await client.aclose()
     from ..runtime import start_runtime
 
-    runtime = await start_runtime(config)
+    runtime = await start_runtime(config, check_llm=False)
     try:
         return await backups.backup(config, runtime.service, dest)
     finally:

@@ -37,6 +37,8 @@ class EpisodePlugin:
 
     The plugin owns what it opens: the episode database and the LLM cost ledger (closed at
     ``stop``). ``llm_options`` go to :class:`LLMClient` (tests make retries fast with them).
+    ``check_llm`` False (the CLI's commands without a daemon): the LLM is not checked at start
+    (importing litellm takes seconds), but by the first call or status that needs it.
     """
 
     name = "episodes"
@@ -48,6 +50,7 @@ class EpisodePlugin:
         clock: Callable[[], float] = time.time,
         llm_options: dict[str, Any] | None = None,
         run_scheduler: bool = True,
+        check_llm: bool = True,
     ) -> None:
         data = config.data_path
         settings = config.episodes
@@ -69,6 +72,8 @@ class EpisodePlugin:
         )
         state.wake = self.worker.wake
         self._scheduler_interval = settings.scheduler_interval_seconds if run_scheduler else None
+        self._llm_at_start = check_llm  # False: the first call or status that needs it checks
+        self.summariser.checked_at_start = check_llm
         self._check: asyncio.Task[Any] | None = None
         self._checkpoints: asyncio.Task[Any] | None = None
         self._upgrades: asyncio.Task[Any] | None = None
@@ -92,7 +97,8 @@ class EpisodePlugin:
                     loop.call_soon_threadsafe(upgrades.wake)
 
             self.summariser.client.on_change(changed)
-        self._check = asyncio.create_task(self._check_llm())
+        if self._llm_at_start:
+            self._check = asyncio.create_task(self._check_llm())
         self._checkpoints = asyncio.create_task(self._checkpoint_loop())
         self._upgrades = asyncio.create_task(upgrades.run())
         entity_work = self.engine.entity_work

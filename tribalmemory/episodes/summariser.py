@@ -64,6 +64,9 @@ class Summariser:
     def __init__(self, client: LLMClient | None) -> None:
         self.client = client
         self.checked = client is None
+        self.checked_at_start = True
+        """False (a command without the daemon): nothing checks the LLM at start, so
+        :meth:`status` checks it when first asked (no network call)."""
 
     async def check(self) -> dict[str, Any]:
         """Import litellm and check key/model once (off the start-up path)."""
@@ -103,9 +106,9 @@ class Summariser:
     def status(self) -> dict[str, Any]:
         if self.client is None:
             return {"state": "disabled", "reason": "LLM features are off"}
-        if not self.checked:
+        if not self.checked and self.checked_at_start:
             return {"state": "starting", "reason": "checking the LLM configuration"}
-        status = self.client.status()
+        status = self.client.status()  # checks key, model and price first if not yet done
         if status["state"] != "ready":
             status["fallback"] = NO_LLM_NOTE
         return status
