@@ -276,6 +276,29 @@ def test_local_status_and_validation_errors(local: str, tm_home: Path, capsys: C
     assert code == 1 and "Episode feature not enabled" in err
 
 
+def test_status_says_why_it_waits_for_a_port_that_does_not_answer(
+    tm_home: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Something takes the connection and never answers (a stopped daemon): status says it
+    waits, and for how long, before it waits; then what holds the port."""
+    import tribalmemory.client
+
+    # the second, patient probe waits 10 s in use; 1 s here keeps the test short
+    monkeypatch.setattr(tribalmemory.client, "BUSY_PROBE_TIMEOUT", 1.0)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel takes connections; nothing reads or answers them
+        port = silent.getsockname()[1]
+        config = write_config(tm_home, server={"port": port}, episodes={"enabled": False})
+        code, out, err = run(capsys, "status", "--config", str(config))
+    assert code == 3
+    assert err == (
+        f"tribalmemory: the daemon at http://127.0.0.1:{port} took the connection but has not "
+        "answered in 0.5 s (busy, or stopped); waiting up to 1 s more\n"
+    )
+    assert out.startswith("daemon: not running; something that is not a Tribal Memory daemon holds")
+
+
 def test_local_mode_with_store_held_elsewhere_exits_2(
     local: str, embedder: Any, capsys: Capture
 ) -> None:

@@ -21,7 +21,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -381,13 +381,23 @@ class DaemonClient:
 
 
 def find_daemon(
-    config: Config, timeout: float = PROBE_TIMEOUT, config_path: str | Path | None = None
+    config: Config,
+    timeout: float = PROBE_TIMEOUT,
+    config_path: str | Path | None = None,
+    waiting: Callable[[str], None] | None = None,
 ) -> DaemonClient | None:
     """A client of this data folder's daemon, or None when nothing answers on the port.
 
+    When something takes the connection but does not answer within ``timeout`` (a busy
+    daemon), it is asked again with more patience, after ``waiting(message)`` says so.
     Raises :class:`WrongDaemon` when another data folder's daemon answers there.
     """
-    for patience in (timeout, max(timeout, BUSY_PROBE_TIMEOUT)):
+    for attempt, patience in enumerate((timeout, max(timeout, BUSY_PROBE_TIMEOUT))):
+        if attempt and waiting is not None:
+            waiting(
+                f"the daemon at {daemon_url(config)} took the connection but has not answered "
+                f"in {timeout:g} s (busy, or stopped); waiting up to {patience:g} s more"
+            )
         try:
             DaemonClient(config, timeout=patience, config_path=config_path).identify()
         except WrongDaemon:

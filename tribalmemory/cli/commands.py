@@ -28,12 +28,17 @@ Api = Any  # TribalAPI or DaemonClient: the same methods
 Command = Callable[[Api, argparse.Namespace], Awaitable[int]]
 
 
+def say_waiting(message: str) -> None:
+    """Why a command waits for a daemon that does not answer yet, on stderr."""
+    print(f"tribalmemory: {message}", file=sys.stderr, flush=True)
+
+
 async def with_api(config: Config, command: Command, args: argparse.Namespace) -> int:
     """Run ``command`` against the daemon if one answers, else against the store directly.
 
     Another data folder's daemon on the port is an error (``WrongDaemon``), never used.
     """
-    client = find_daemon(config, config_path=args.config)
+    client = find_daemon(config, config_path=args.config, waiting=say_waiting)
     if client is not None:
         try:
             return await command(client, args)
@@ -252,7 +257,7 @@ def status(args: argparse.Namespace, config: Config) -> int:
         print("fix the configuration file; `tribalmemory service stop` works meanwhile")
         return 2
     url = daemon_url(config)
-    client = find_daemon(config, config_path=args.config)
+    client = find_daemon(config, config_path=args.config, waiting=say_waiting)
     if client is None:
         from .service import running_pid
 
