@@ -72,7 +72,6 @@ class EpisodePlugin:
         )
         state.wake = self.worker.wake
         self._scheduler_interval = settings.scheduler_interval_seconds if run_scheduler else None
-        self._llm_at_start = check_llm  # False: the first call or status that needs it checks
         self.summariser.checked_at_start = check_llm
         self._check: asyncio.Task[Any] | None = None
         self._checkpoints: asyncio.Task[Any] | None = None
@@ -97,7 +96,7 @@ class EpisodePlugin:
                     loop.call_soon_threadsafe(upgrades.wake)
 
             self.summariser.client.on_change(changed)
-        if self._llm_at_start:
+        if self.summariser.checked_at_start:
             self._check = asyncio.create_task(self._check_llm())
         self._checkpoints = asyncio.create_task(self._checkpoint_loop())
         self._upgrades = asyncio.create_task(upgrades.run())
