@@ -16,21 +16,17 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from ..client import daemon_url, find_daemon
+from ..client import daemon_url
 from ..config import Config
 from ..errors import TribalError
 from ..plural import counted
 from . import elsewhere, fields
 from .episode_view import episode_lines
 from .output import clean, indented, print_json, print_mapping, table
+from .reach import our_daemon, own_runtime
 
 Api = Any  # TribalAPI or DaemonClient: the same methods
 Command = Callable[[Api, argparse.Namespace], Awaitable[int]]
-
-
-def say_waiting(message: str) -> None:
-    """Why a command waits for a daemon that does not answer yet, on stderr."""
-    print(f"tribalmemory: {message}", file=sys.stderr, flush=True)
 
 
 async def with_api(config: Config, command: Command, args: argparse.Namespace) -> int:
@@ -38,15 +34,13 @@ async def with_api(config: Config, command: Command, args: argparse.Namespace) -
 
     Another data folder's daemon on the port is an error (``WrongDaemon``), never used.
     """
-    client = find_daemon(config, config_path=args.config, waiting=say_waiting)
+    client = our_daemon(config, args.config)
     if client is not None:
         try:
             return await command(client, args)
         finally:
             await client.aclose()
-    from ..runtime import start_runtime
-
-    runtime = await start_runtime(config, check_llm=False)
+    runtime = await own_runtime(config)
     try:
         return await command(runtime.api, args)
     finally:
@@ -257,7 +251,7 @@ def status(args: argparse.Namespace, config: Config) -> int:
         print("fix the configuration file; `tribalmemory service stop` works meanwhile")
         return 2
     url = daemon_url(config)
-    client = find_daemon(config, config_path=args.config, waiting=say_waiting)
+    client = our_daemon(config, args.config)
     if client is None:
         from .service import running_pid
 

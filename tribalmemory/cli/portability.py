@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import validation as check
-from ..client import find_daemon
 from ..config import Config, env_file
 from ..errors import InvalidInput
 from ..interfaces.auth import TOKEN_ENV, read_env_value
@@ -26,6 +25,7 @@ from ..portability.progress import bar, wanted
 from ..shapes import ExportQuery
 from . import fields
 from .output import CliError, print_json
+from .reach import our_daemon, own_runtime
 
 CHUNK = 1 << 16
 
@@ -50,7 +50,7 @@ async def _export(args: argparse.Namespace, config: Config, since: Any) -> int:
 
 async def _write_export(args: argparse.Namespace, config: Config, since: Any, out: Any) -> int:
     show = wanted(False)
-    client = find_daemon(config, config_path=args.config)
+    client = our_daemon(config, args.config)
     if client is not None:
         try:
             total = (await client.stats())["total_memories"]
@@ -65,10 +65,8 @@ async def _write_export(args: argparse.Namespace, config: Config, since: Any, ou
             await client.aclose()
         out.flush()
         return 0
-    from ..runtime import start_runtime
-
     scopes = check.scopes(ExportQuery.model_construct(**fields.given(args)))
-    runtime = await start_runtime(config, check_llm=False)
+    runtime = await own_runtime(config)
     try:
         total = await asyncio.to_thread(runtime.service.store.count)
         with bar("export", total, show) as advance:
@@ -190,16 +188,14 @@ def _causes(report: dict[str, Any]) -> str:
 
 async def _import(args: argparse.Namespace, config: Config, path: Path) -> dict[str, Any]:
     show = wanted(args.json)
-    client = find_daemon(config, config_path=args.config)
+    client = our_daemon(config, args.config)
     if client is not None:
         try:
             with bar("upload", path.stat().st_size, show) as advance:
                 return await client.import_file(_file_chunks(path, advance), args.dry_run)
         finally:
             await client.aclose()
-    from ..runtime import start_runtime
-
-    runtime = await start_runtime(config, check_llm=False)
+    runtime = await own_runtime(config)
     try:
         if args.dry_run:
             return (await importer.plan(runtime.api, path)).to_json()
@@ -221,15 +217,13 @@ def backup(args: argparse.Namespace, config: Config) -> int:
 
 
 async def _backup(args: argparse.Namespace, config: Config, dest: Path) -> dict[str, Any]:
-    client = find_daemon(config, config_path=args.config)
+    client = our_daemon(config, args.config)
     if client is not None:
         try:
             return await client.backup(str(dest))
         finally:
             await client.aclose()
-    from ..runtime import start_runtime
-
-    runtime = await start_runtime(config, check_llm=False)
+    runtime = await own_runtime(config)
     try:
         return await backups.backup(config, runtime.service, dest)
     finally:
