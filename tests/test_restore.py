@@ -4,6 +4,7 @@ the files a backup holds, and never runs beside the daemon that holds the store.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from helpers_http import free_port, start_daemon, write_config
 
 from tribalmemory.cli.main import main
 from tribalmemory.config import config_from_dict
+from tribalmemory.datafolder import ensure_identity
 from tribalmemory.errors import InvalidInput
 from tribalmemory.portability.backup import backup, read_manifest, restore
 from tribalmemory.runtime import start_runtime
@@ -104,6 +106,27 @@ async def test_a_forced_restore_replaces_the_data_and_leaves_nothing_behind(
     assert result["memories"] == 1
     assert await contents(data) == ["Invoices go to the finance bucket."]
     assert not [p.name for p in data.iterdir() if p.name.startswith((".restore-", ".replaced-"))]
+
+
+async def test_a_restored_copy_does_not_take_the_identity_of_the_folder_backed_up(
+    tmp_path: Path,
+) -> None:
+    """A client checks that the daemon on its port proves the identity of the client's own data
+    folder: a copy restored beside the original, sharing its identity, could answer for it. A
+    backup leaves the identity out, and a restore leaves out the one an older backup holds."""
+    original = ensure_identity(tmp_path / "source")
+    source, _ = await backed_up(tmp_path, "Invoices go to the finance bucket.")
+    assert "identity.json" not in read_manifest(source)["files"]
+    assert not (source / "identity.json").exists()
+    # as a backup of an earlier version holds it
+    shutil.copy2(tmp_path / "source" / "identity.json", source / "identity.json")
+    edit_manifest(source, files=[*read_manifest(source)["files"], "identity.json"])
+    copy = tmp_path / "copy"
+    result = restore(source, config_of(copy), force=False)
+    assert "identity.json" not in result["restored"]
+    assert not (copy / "identity.json").exists()
+    assert ensure_identity(copy).secret != original.secret  # its own, made at first use
+    assert await contents(copy) == ["Invoices go to the finance bucket."]
 
 
 async def test_restore_refuses_a_store_held_by_another_process(tmp_path: Path) -> None:

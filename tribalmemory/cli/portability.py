@@ -237,7 +237,7 @@ def restore(args: argparse.Namespace, config: Config) -> int:
     source = Path(args.dir)
     try:
         manifest = backups.read_manifest(source.expanduser().resolve())
-        with bar("restore", len(manifest["files"]), wanted(args.json)) as advance:
+        with bar("restore", len(backups.restored(manifest)), wanted(args.json)) as advance:
             result = backups.restore(source, config, args.force, advance)
     except InvalidInput as exc:
         raise CliError(exc.message, 1) from None

@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import __version__
 from ..config import Config
+from ..datafolder import IDENTITY_FILE
 from ..errors import Conflict, InsufficientStorage, InvalidInput
 from ..service import MemoryService
 from ..service.access import ACCESS_FILE
@@ -47,7 +48,9 @@ log = logging.getLogger("tribalmemory.backup")
 MANIFEST = "backup.json"
 STORE = "store"
 KEEP_OUT = {"lock", "daemon.pid", "daemon.log"}  # per process, not data
-DATA_JSON = ("datafiles.json", "identity.json", "auth.json")
+DATA_JSON = ("datafiles.json", "auth.json")
+"""Copied as they are. Not ``identity.json``: a data folder keeps an identity of its own (see
+:func:`restored`)."""
 
 
 def _empty_folder(path: Path) -> bool:
@@ -226,8 +229,17 @@ def _first_line(exc: BaseException) -> str:
     return text[:200]
 
 
-BACKED_UP = frozenset({STORE, *DATABASES, *DATA_JSON, INTENT_LOG})
-"""Every name a backup's ``files`` may list: what :func:`backup` writes, and nothing else."""
+BACKED_UP = frozenset({STORE, *DATABASES, *DATA_JSON, INTENT_LOG, IDENTITY_FILE})
+"""Every name a backup's ``files`` may list: what :func:`backup` writes, and ``identity.json``,
+which backups of earlier versions hold (:func:`restored` leaves it out)."""
+
+
+def restored(manifest: dict[str, Any]) -> list[str]:
+    """The files of a backup that a restore copies: all but ``identity.json``. A client checks
+    that the daemon on its port proves the identity of its own data folder; a copy restored
+    beside the original with the same identity could answer for it. The folder restored into
+    keeps its identity, or gets a new one when its daemon first starts."""
+    return [name for name in manifest["files"] if name != IDENTITY_FILE]
 
 
 def read_manifest(source: Path) -> dict[str, Any]:
@@ -300,7 +312,7 @@ def restore(
     staged: dict[str, Path] = {}
     try:
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        for name in manifest["files"]:
+        for name in restored(manifest):
             src, dst = source / name, target(config, name)
             staged[name] = dst.with_name(f".restore-{tag}-{dst.name}")
             if src.is_dir():
@@ -315,7 +327,7 @@ def restore(
             _remove(path)
         if lock is not None:
             lock.release()
-    return {"path": str(data), "restored": manifest["files"], "memories": manifest["memories"]}
+    return {"path": str(data), "restored": restored(manifest), "memories": manifest["memories"]}
 
 
 def _hold_store(config: Config) -> FolderLock | None:
