@@ -82,6 +82,42 @@ def memory_json(memory: Memory, episode_of: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def episode_json(
+    episode_id: str, title: str, first_at: str, last_at: str, mentions: int
+) -> dict[str, Any]:
+    """An episode whose memories name the entity: its first and last mention (timestamps) and
+    how many of its memories name it."""
+    return {
+        "episode_id": episode_id,
+        "title": title,
+        "first_mention_at": first_at,
+        "last_mention_at": last_at,
+        "mentions": mentions,
+    }
+
+
+def detail(
+    entity: dict[str, Any],
+    names: list[str],
+    project: str,
+    episodes: list[dict[str, Any]],
+    memories: list[dict[str, Any]],
+    memory_count: int,
+    co: list[tuple[str, int]],
+) -> dict[str, Any]:
+    """One entity's answer (``shapes.EntityDetail``): ``names`` are the stored entities the
+    name asked for names, the first the one answered; ``co`` the names seen with them."""
+    return {
+        "entity": entity,
+        "also_written_as": names[1:],
+        "project": project,
+        "episodes": episodes,
+        "memories": memories,
+        "memory_count": memory_count,
+        "co_occurring": [{"name": n, "mentions": c} for n, c in co],
+    }
+
+
 def _forms(name: str, rows: list[sqlite3.Row]) -> list[str]:
     """How a name is written: as asked, then the aliases of the entity it names best."""
     return [name, *(a for r in rows[:1] for a in json.loads(r["aliases"]))]
@@ -226,25 +262,24 @@ class EntityReads:
         episode_of = self.store.memberships.episodes_of(ids) if ids else {}
         memories = [memory_json(found[i], episode_of) for i in ids if i in found]
         episodes = [
-            {
-                "episode_id": r["id"],
-                "title": r["title"],
-                "first_mention_at": _iso(r["first_mention"]),
-                "last_mention_at": _iso(r["last_mention"]),
-                "mentions": r["mentions"],
-            }
+            episode_json(
+                r["id"],
+                r["title"],
+                _iso(r["first_mention"]),
+                _iso(r["last_mention"]),
+                r["mentions"],
+            )
             for r in entities.episodes(project, names)
         ]
-        co = entities.co_occurring(project, names, CO_OCCURRING)
-        return {
-            "entity": entity_json(row),
-            "also_written_as": names[1:],
-            "project": project,
-            "episodes": episodes,
-            "memories": memories,
-            "memory_count": entities.memory_count(project, names),
-            "co_occurring": [{"name": n, "mentions": c} for n, c in co],
-        }
+        return detail(
+            entity_json(row),
+            names,
+            project,
+            episodes,
+            memories,
+            entities.memory_count(project, names),
+            entities.co_occurring(project, names, CO_OCCURRING),
+        )
 
     async def _written(
         self,
@@ -276,13 +311,13 @@ class EntityReads:
                 touched.setdefault(episode_of[memory.id], []).append(memory)
         titles = self.store.episodes.titles(list(touched))
         episodes = [
-            {
-                "episode_id": episode_id,
-                "title": titles.get(episode_id, ""),
-                "first_mention_at": to_iso(members[-1].created_at),
-                "last_mention_at": to_iso(members[0].created_at),
-                "mentions": len(members),
-            }
+            episode_json(
+                episode_id,
+                titles.get(episode_id, ""),
+                to_iso(members[-1].created_at),
+                to_iso(members[0].created_at),
+                len(members),
+            )
             for episode_id, members in touched.items()
         ]
         co = self.store.entities.named_in(project, ids, CO_OCCURRING)
@@ -297,15 +332,15 @@ class EntityReads:
             "mentions": len(writing),
             "doubted": True,
         }
-        return {
-            "entity": entity_json(rows[0]) if rows else written,
-            "also_written_as": names[1:],
-            "project": project,
-            "episodes": episodes,
-            "memories": [memory_json(m, episode_of) for m in writing[:limit]],
-            "memory_count": len(writing),
-            "co_occurring": [{"name": n, "mentions": c} for n, c in co],
-        }
+        return detail(
+            entity_json(rows[0]) if rows else written,
+            names,
+            project,
+            episodes,
+            [memory_json(m, episode_of) for m in writing[:limit]],
+            len(writing),
+            co,
+        )
 
     async def memory_ids(self, project: str | None, name: str) -> list[str]:
         """The memories naming the entities ``name`` names in ``project`` (None: every
