@@ -234,11 +234,11 @@ def restore(args: argparse.Namespace, config: Config) -> int:
     from .service import refuse_running_daemon
 
     refuse_running_daemon(config, args.config, "restore")
-    source = Path(args.dir)
+    source = Path(args.dir).expanduser().resolve()
     try:
-        manifest = backups.read_manifest(source.expanduser().resolve())
+        manifest = backups.read_manifest(source)
         with bar("restore", len(backups.restored(manifest)), wanted(args.json)) as advance:
-            result = backups.restore(source, config, args.force, advance)
+            result = backups.restore(source, config, args.force, advance, manifest)
     except InvalidInput as exc:
         raise CliError(exc.message, 1) from None
     if args.json:

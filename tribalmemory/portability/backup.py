@@ -291,15 +291,20 @@ def data_files(config: Config) -> list[str]:
 
 
 def restore(
-    source: Path, config: Config, force: bool, progress: Callable[[int], None] | None = None
+    source: Path,
+    config: Config,
+    force: bool,
+    progress: Callable[[int], None] | None = None,
+    manifest: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Copy the backup ``source`` into the configured data folder, with no daemon on it (the
     caller checks its port and pid file; the store's lock is held throughout, so a daemon
     started elsewhere is refused here). The backup is copied in full beside the files it
     replaces first, then each is swapped in: a backup that cannot be copied (a file missing,
-    a full disk) leaves the data folder as it was."""
+    a full disk) leaves the data folder as it was. ``manifest``: what :func:`read_manifest`
+    gave the caller for ``source`` (read here otherwise)."""
     source = source.expanduser().resolve()
-    manifest = read_manifest(source)
+    manifest = manifest or read_manifest(source)
     data = config.data_path
     present = data_files(config)
     if present and not force:
