@@ -141,13 +141,13 @@ async def test_a_review_rewrites_the_episode_a_memory_left_outside_the_detect_lo
     rt, ids, episode_id = await three_member_episode(runtime_factory)
     engine = rt.episodes.engine
     rewrites: list[tuple[str, bool]] = []
-    refresh = engine.summaries.refresh_row
+    refresh = engine.summaries.refresh_extractive
 
-    async def watched(episode: str) -> Any:
+    async def watched(episode: str) -> None:
         rewrites.append((episode, engine.state.detect_lock.locked()))
-        return await refresh(episode)
+        await refresh(episode)
 
-    engine.summaries.refresh_row = watched  # type: ignore[method-assign]
+    engine.summaries.refresh_extractive = watched  # type: ignore[method-assign]
     fake_llm_env.responder = take_out_every_memory
     engine.state.settings.llm_doubt_share = 1.0
     late = (await remember(rt, AUTH[3], 3, 13))["memory_id"]
@@ -159,131 +159,6 @@ async def test_a_review_rewrites_the_episode_a_memory_left_outside_the_detect_lo
     assert row is not None and not row.needs_full  # the summary job then wrote it in full
     await engine.membership.rewrite_left(episode_id)
     assert rewrites == [(episode_id, False)]  # nothing left to rewrite: not read again
-
-
-REWRITING: contextvars.ContextVar[bool] = contextvars.ContextVar("rewriting", default=False)
-"""Set inside the review's rewrite of the episode a memory left (and what it awaits)."""
-
-
-class HeldRewrite:
-    """Watches the review's rewrite (:meth:`Membership.rewrite_left`): its embeddings at
-    request priority are counted, its first one at low priority is held until ``released``
-    (``waiting`` is set then, with whether the episode's lock was held); ``over`` is set when
-    the rewrite returns. Summary jobs wait for that: one would take the episode's lock."""
-
-    def __init__(self, rt: Any, episode_id: str) -> None:
-        membership = rt.episodes.engine.membership
-        self.lock = rt.episodes.engine.state.lock(episode_id)
-        self.real_rewrite = membership.rewrite_left
-        self.real_summary = rt.episodes.engine.summaries.run
-        self.real_background = rt.service.embed_background
-        self.real_embed = rt.service.embed
-        self.waiting = asyncio.Event()
-        self.released = asyncio.Event()
-        self.over = asyncio.Event()
-        self.lock_held_when_asked: bool | None = None
-        self.at_request_priority = 0
-
-    async def rewrite(self, episode_id: str) -> None:
-        REWRITING.set(True)  # this task's context only (a task's own copy)
-        try:
-            await self.real_rewrite(episode_id)
-        finally:
-            REWRITING.set(False)
-            self.over.set()
-
-    async def summary(self, *args: Any, **kwargs: Any) -> bool:
-        await self.over.wait()
-        return await self.real_summary(*args, **kwargs)
-
-    async def background(self, texts: list[str]) -> Any:
-        if REWRITING.get() and not self.waiting.is_set():
-            self.lock_held_when_asked = self.lock.locked()
-            self.waiting.set()
-            await self.released.wait()
-        return await self.real_background(texts)
-
-    async def embed(self, texts: list[str]) -> Any:
-        self.at_request_priority += REWRITING.get()
-        return await self.real_embed(texts)
-
-
-async def moved_out(
-    rt: Any, monkeypatch: Any, fake_llm_env: Any, episode_id: str
-) -> tuple[asyncio.Task[Any], HeldRewrite]:
-    """A review moving a new memory out of ``episode_id``, until its rewrite asks for a
-    low-priority embedding (held) or returns: the task settling the engine, and the watch."""
-    held = HeldRewrite(rt, episode_id)
-    monkeypatch.setattr(rt.episodes.engine.membership, "rewrite_left", held.rewrite)
-    monkeypatch.setattr(rt.service, "embed_background", held.background)
-    monkeypatch.setattr(rt.service, "embed", held.embed)
-    monkeypatch.setattr(rt.episodes.engine.summaries, "run", held.summary)
-    fake_llm_env.responder = take_out_every_memory
-    rt.episodes.engine.state.settings.llm_doubt_share = 1.0
-    late = (await remember(rt, AUTH[3], 3, 13))["memory_id"]
-    assert (await rt.api.get_memory(late))["episode_id"] == episode_id
-    settling = asyncio.create_task(settle(rt))
-    either = [asyncio.create_task(e.wait()) for e in (held.waiting, held.over)]
-    await asyncio.wait(either, timeout=30, return_when=asyncio.FIRST_COMPLETED)  # hang guard
-    for task in either:
-        task.cancel()
-    return settling, held
-
-
-async def test_a_review_embeds_the_episode_a_memory_left_at_low_priority_without_its_lock(
-    runtime_factory,  # noqa: F811
-    fake_llm_env,
-    monkeypatch,
-) -> None:
-    """The rewrite of the episode a review moved a memory out of embeds its summary at low
-    priority (at request priority it competed with a burst of writes' own embeddings) and
-    without the episode's lock, then writes it."""
-    rt, ids, episode_id = await three_member_episode(runtime_factory)
-    summaries = rt.episodes.engine.summaries
-    settling, held = await moved_out(rt, monkeypatch, fake_llm_env, episode_id)
-    written: list[str] = []
-    put = summaries.put_refreshed
-
-    async def watched(embedded: Any) -> None:
-        written.extend(m.id for m, _ in filter(None, embedded))
-        await put(embedded)
-
-    monkeypatch.setattr(summaries, "put_refreshed", watched)
-    try:
-        assert held.waiting.is_set()  # the rewrite asked for a low-priority embedding
-        assert held.at_request_priority == 0
-        assert held.lock_held_when_asked is False
-    finally:
-        held.released.set()
-    await settling
-    row = rt.episodes.engine.state.store.episodes.get(episode_id)
-    assert row is not None and row.summary_memory_id in written
-
-
-async def test_a_review_rewrite_overtaken_by_another_writer_writes_nothing(
-    runtime_factory,  # noqa: F811
-    fake_llm_env,
-    monkeypatch,
-) -> None:
-    """Someone took the episode's lock while the review's rewrite embedded without it (here
-    the user removed a member, rewriting the summary without it): the rewrite, computed from
-    the members before that, is not written over it."""
-    rt, ids, episode_id = await three_member_episode(runtime_factory)
-    settling, held = await moved_out(rt, monkeypatch, fake_llm_env, episode_id)
-    puts: list[Any] = []
-
-    async def put(embedded: Any) -> None:
-        puts.append(embedded)
-
-    try:
-        assert held.waiting.is_set()  # the rewrite is embedding
-        await asyncio.wait_for(rt.api.episode_remove(episode_id, ids[2]), 30)  # hang guard
-        # from here on only the review's rewrite writes through put_refreshed
-        monkeypatch.setattr(rt.episodes.engine.summaries, "put_refreshed", put)
-    finally:
-        held.released.set()
-    await settling
-    assert puts == []  # overtaken: not written
 
 
 async def test_a_batch_reads_each_member_once_for_its_options(

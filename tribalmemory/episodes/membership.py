@@ -309,26 +309,12 @@ class Membership:
         """After a review moved members out of ``episode_id`` under the detect lock: rewrite
         what may quote them now, outside that lock (every ``remember`` waits for it, and this
         reads and embeds the whole episode). Nothing when the summary job the removal queued
-        has since rewritten it in full (it clears ``needs_full``, which the removal set).
-
-        Its summary, lesson and decision memories are embedded at low priority, without the
-        episode's lock either (a move, merge or split waits for it holding the detect lock),
-        and written only if nobody took the lock meanwhile: whoever did rewrote them, or they
-        wait for the summary job the removal queued. At request priority that embedding
-        competed with the requests' own (docs/benchmarks.md, *Latency*)."""
-        lock = self.state.lock(episode_id)
-        async with lock:
+        has since rewritten it in full (it clears ``needs_full``, which the removal set)."""
+        async with self.state.lock(episode_id):
             row = self.store.episodes.get(episode_id)
             if row is None or not row.needs_full or await self.delete_if_empty(episode_id):
                 return
-            refreshed = await self.summaries.refresh_row(episode_id)
-            taken = lock.taken
-        if refreshed is None:
-            return
-        embedded = await self.summaries.embed_refreshed(refreshed, background=True)
-        async with lock:
-            if lock.taken == taken + 1:
-                await self.summaries.put_refreshed(embedded)
+            await self.summaries.refresh_extractive(episode_id)
 
     async def delete_if_empty(self, episode_id: str) -> bool:
         """Delete the episode, and its summary, lesson and decision memories, when it has no

@@ -41,18 +41,6 @@ EMPTY_TITLE = "Untitled episode"  # what an episode is called while nothing in i
 log = logging.getLogger("tribalmemory.episodes")
 
 
-Embedded = list[tuple[Memory, np.ndarray] | None]
-"""Memories with their vectors (None: nothing to write in that place)."""
-
-
-@dataclass
-class Refreshed:
-    """What :meth:`Summaries.refresh_row` leaves to write: the summary memory (None when the
-    episode has none) and the lesson, decision and fact memories that changed."""
-
-    memories: list[Memory | None]
-
-
 @dataclass
 class DerivedWrites:
     """The lesson and decision memories a new record changes, and those it no longer has."""
@@ -182,20 +170,10 @@ class Summaries:
         that may quote it from the remaining members at once. The summary and metadata become
         extractive, a generated title a keyword title, the last LLM summary (the base of
         cheap updates) is dropped so the queued LLM job regenerates in full. A user's title
-        is kept. The caller holds the episode's lock and has queued the summary job; what it
-        holds requests may wait for, so the memories are embedded at request priority."""
-        refreshed = await self.refresh_row(episode_id)
-        if refreshed is not None:
-            await self.put_refreshed(await self.embed_refreshed(refreshed, background=False))
-
-    async def refresh_row(self, episode_id: str) -> Refreshed | None:
-        """The first part of :meth:`refresh_extractive`: the episode's row rewritten, and the
-        lesson, decision and fact memories its shorter lists no longer have deleted; returns
-        the summary and derived memories to write (None: no member is left). The caller holds
-        the episode's lock."""
+        is kept. The caller holds the episode's lock and has queued the summary job."""
         live = await self._live_members(episode_id)
         if live is None:
-            return None
+            return
         row, memories, vectors = live
         # the whole episode read again (15-30 ms for a large one): off the event loop, where
         # the requests arriving meanwhile would wait for it
@@ -204,22 +182,8 @@ class Summaries:
         values["updated_at"] = self.state.clock()
         with self.store.transaction() as db:
             self.store.episodes.update(db, episode_id, **values)
-        now = from_epoch(self.state.clock())
-        title, record = values["title"], values["structured"]
-        summary = summary_memory(row, memories, title, values["summary"], "extractive", now)
-        wanted = derived.memories(row, record, memories, title, now)
-        writes = await self._derived_writes(row, record, wanted)
-        await self._delete_stale(writes)
-        return Refreshed([summary, *writes.memories])
-
-    async def embed_refreshed(self, refreshed: Refreshed, background: bool) -> Embedded:
-        """The memories :meth:`refresh_row` left to write, with their vectors (``background``:
-        at low priority)."""
-        return await self._embedded(refreshed.memories, background)
-
-    async def put_refreshed(self, embedded: Embedded) -> None:
-        """Write what :meth:`embed_refreshed` returned (the caller holds the episode's lock)."""
-        await self._put(embedded)
+        await self.write_memory(row, memories, values["title"], values["summary"], "extractive")
+        await self.write_derived(row, values["structured"], memories, values["title"])
 
     def background(self, row: EpisodeRow, memories: list[Memory]) -> Background:
         """The project's word counts for these memories' words: what makes a term of theirs
@@ -260,7 +224,9 @@ class Summaries:
         ]
         return DerivedWrites(changed, derived.stale_ids(row.id, row.structured, record))
 
-    async def _embedded(self, memories: Sequence[Memory | None], background: bool) -> Embedded:
+    async def _embedded(
+        self, memories: Sequence[Memory | None], background: bool
+    ) -> list[tuple[Memory, np.ndarray] | None]:
         """Each memory with its vector (None stays None): ``background`` at low priority,
         else at request priority (for a caller holding what requests wait for)."""
         texts = [m.content for m in memories if m is not None]
@@ -270,7 +236,7 @@ class Summaries:
         vectors = iter(await (host.embed_background(texts) if background else host.embed(texts)))
         return [None if m is None else (m, next(vectors)) for m in memories]
 
-    async def _put(self, embedded: Embedded) -> None:
+    async def _put(self, embedded: list[tuple[Memory, np.ndarray] | None]) -> None:
         """One store write for all of them (a summary job writes up to ~20 lessons and
         decisions: written one by one, each took the write lock a request waits for)."""
         items = [item for item in embedded if item is not None]
