@@ -60,7 +60,9 @@ class EpisodePlugin:
             monthly_cost_ceiling=settings.monthly_cost_ceiling,
             max_calls_per_memory=settings.max_llm_calls_per_memory,
         )
-        self.summariser = Summariser(LLMClient(settings, self.ledger, **(llm_options or {})))
+        self.summariser = Summariser(
+            LLMClient(settings, self.ledger, **(llm_options or {})), checked_at_start=check_llm
+        )
         self.engine = EpisodeEngine(config, self.store, self.summariser, clock)
         state = self.engine.state
         self.worker = Worker(
@@ -72,7 +74,6 @@ class EpisodePlugin:
         )
         state.wake = self.worker.wake
         self._scheduler_interval = settings.scheduler_interval_seconds if run_scheduler else None
-        self.summariser.checked_at_start = check_llm
         self._check: asyncio.Task[Any] | None = None
         self._checkpoints: asyncio.Task[Any] | None = None
         self._upgrades: asyncio.Task[Any] | None = None

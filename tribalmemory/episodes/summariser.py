@@ -61,10 +61,10 @@ def memory_text(memory: Memory) -> MemoryText:
 class Summariser:
     """Classification and summaries through :class:`LLMClient`; ``None`` means fall back."""
 
-    def __init__(self, client: LLMClient | None) -> None:
+    def __init__(self, client: LLMClient | None, checked_at_start: bool = True) -> None:
         self.client = client
         self.checked = client is None
-        self.checked_at_start = True
+        self.checked_at_start = checked_at_start
         """False (a command without the daemon): nothing checks the LLM at start, so
         :meth:`status` checks it when first asked (no network call)."""
 

@@ -304,7 +304,9 @@ def restore(
     a full disk) leaves the data folder as it was. ``manifest``: what :func:`read_manifest`
     gave the caller for ``source`` (read here otherwise)."""
     source = source.expanduser().resolve()
-    manifest = manifest or read_manifest(source)
+    if manifest is None:
+        manifest = read_manifest(source)
+    names = restored(manifest)
     data = config.data_path
     present = data_files(config)
     if present and not force:
@@ -317,7 +319,7 @@ def restore(
     staged: dict[str, Path] = {}
     try:
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        for name in restored(manifest):
+        for name in names:
             src, dst = source / name, target(config, name)
             staged[name] = dst.with_name(f".restore-{tag}-{dst.name}")
             if src.is_dir():
@@ -332,7 +334,7 @@ def restore(
             _remove(path)
         if lock is not None:
             lock.release()
-    return {"path": str(data), "restored": restored(manifest), "memories": manifest["memories"]}
+    return {"path": str(data), "restored": names, "memories": manifest["memories"]}
 
 
 def _hold_store(config: Config) -> FolderLock | None:
