@@ -193,6 +193,85 @@ def test_active_last_added_is_the_newest_join_of_each_active_episode(store):
     assert store.episodes.active_last_added() == {"ep-a": 300.0, "ep-empty": 150.0}
 
 
+def counted_rows(store: EpisodeStore) -> dict[str, int]:
+    rows = store.db.execute("SELECT kind, COUNT(*) FROM jobs GROUP BY kind")
+    return {kind: n for kind, n in rows}
+
+
+def test_job_counts_follow_every_write_of_the_queue(store):
+    """``jobs.count`` reads ``job_counts``, kept by triggers: it must equal the rows after
+    new jobs, coalesced ones, deletions of every kind and a rolled-back transaction."""
+    with store.transaction() as db:
+        for i in range(5):
+            store.jobs.enqueue(db, "classify", f"m{i}", now=1.0, delay=5.0)
+        store.jobs.enqueue(db, "classify", "m1", now=2.0)  # coalesced: no new row
+        store.jobs.enqueue(db, "summary", "ep-a", now=1.0)
+        store.jobs.enqueue(db, "link", "ep-a", now=1.0)
+    assert (store.jobs.count("classify"), store.jobs.count("summary")) == (5, 1)
+    with store.transaction() as db:
+        store.jobs.delete(db, "classify", "m0")
+        store.jobs.drop(db, ("summary", "link"), "ep-a")
+        (job,) = [j for j in store.jobs.due(10.0, set()) if j.key == "m1"]
+        store.jobs.delete_run(db, job)
+    with pytest.raises(RuntimeError), store.transaction() as db:
+        store.jobs.enqueue(db, "classify", "m9", now=1.0)
+        raise RuntimeError("rolled back")
+    assert counted_rows(store) == {"classify": 3}
+    assert [store.jobs.count(k) for k in ("classify", "summary", "link", "never")] == [3, 0, 0, 0]
+
+
+def test_a_kinds_count_and_make_due_do_not_read_its_backlog(store):
+    """Each doubtful memory counts the waiting reviews and, a batch full, makes them due:
+    under sustained load hundreds wait, and both read the same few rows however many."""
+
+    def steps(call) -> tuple[object, int]:
+        count = [0]
+
+        def tick() -> int:
+            count[0] += 1
+            return 0
+
+        store.db.set_progress_handler(tick, 1)  # one call per SQLite VM instruction
+        try:
+            with store.transaction() as db:
+                found = call(db)
+        finally:
+            store.db.set_progress_handler(None, 1)
+        return found, count[0]
+
+    def queue(first: int, last: int) -> None:
+        with store.transaction() as db:
+            for i in range(first, last):  # due long ago, but for the last one
+                store.jobs.enqueue(db, "classify", f"m{i}", now=1.0, delay=0.0)
+
+    queue(0, 3)
+    few_count = steps(lambda db: store.jobs.count("classify"))
+    few_due = steps(lambda db: store.jobs.make_due(db, "classify", 50.0))
+    queue(3, 2000)
+    many_count = steps(lambda db: store.jobs.count("classify"))
+    many_due = steps(lambda db: store.jobs.make_due(db, "classify", 50.0))
+    assert (few_count[0], many_count[0], few_due[0], many_due[0]) == (3, 2000, 0, 0)
+    # counting the rows, or testing each one's not_before: over 10,000 steps
+    assert many_count[1] <= few_count[1] + 20 and many_due[1] <= few_due[1] + 20
+
+
+def test_job_counts_are_counted_again_at_open(tmp_path):
+    """A database from before ``job_counts`` (no table, no triggers) holds jobs: opened, its
+    counts are right."""
+    path = tmp_path / "e.sqlite3"
+    first = EpisodeStore(path)
+    first.db.executescript(
+        "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_delete; DROP TABLE job_counts;"
+    )
+    with first.transaction() as db:
+        for i in range(3):
+            first.jobs.enqueue(db, "classify", f"m{i}", now=1.0)
+    first.close()
+    second = EpisodeStore(path)
+    assert second.jobs.count("classify") == 3
+    second.close()
+
+
 def test_active_activity_reads_the_active_episodes_only(store):
     """Every remember asks for its project's active episodes (closing the idle ones): the
     query reads the few active ones, not every episode the project ever had."""

@@ -90,6 +90,8 @@ class EpisodeStore:
         self.intents = IntentLog(intents)
         self._settled: list[str] = []
         """Fresh memories a transaction decided or forgot: settled once it is committed."""
+        with self.transaction() as db:
+            self.jobs.recount(db)
         self._recover_intents()
 
     def _recover_intents(self) -> None:

@@ -58,6 +58,17 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique ON jobs(kind, key);
 CREATE INDEX IF NOT EXISTS jobs_due ON jobs(not_before);
+CREATE INDEX IF NOT EXISTS jobs_kind_due ON jobs(kind, not_before);  -- a kind's jobs not yet due
+CREATE TABLE IF NOT EXISTS job_counts (    -- jobs per kind, kept by the triggers below: the
+    kind TEXT PRIMARY KEY,                 -- write path reads a count without walking a
+    n INTEGER NOT NULL                     -- backlog of queued jobs (recounted at open)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS job_counts_insert AFTER INSERT ON jobs BEGIN
+    INSERT INTO job_counts VALUES (NEW.kind, 1) ON CONFLICT(kind) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS job_counts_delete AFTER DELETE ON jobs BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE kind = OLD.kind;
+END;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS term_counts (   -- the detector's word counts (online IDF)
     project TEXT NOT NULL,
