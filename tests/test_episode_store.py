@@ -1,11 +1,16 @@
 """The episode database: membership invariants, counts, the durable job queue, filters."""
 
 import asyncio
+import sqlite3
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 
 from tribalmemory.episodes.store import EpisodeRow, EpisodeStore, new_episode_id
+
+T = TypeVar("T")
 
 
 def row(episode_id: str, last: float = 0.0, status: str = "active", **kw) -> EpisodeRow:
@@ -193,6 +198,22 @@ def test_active_last_added_is_the_newest_join_of_each_active_episode(store):
     assert store.episodes.active_last_added() == {"ep-a": 300.0, "ep-empty": 150.0}
 
 
+def vm_steps(store: EpisodeStore, call: Callable[[], T]) -> tuple[T, int]:
+    """What ``call()`` returns, and how many SQLite VM instructions it ran."""
+    count = [0]
+
+    def tick() -> int:
+        count[0] += 1
+        return 0
+
+    store.db.set_progress_handler(tick, 1)  # one call per SQLite VM instruction
+    try:
+        found = call()
+    finally:
+        store.db.set_progress_handler(None, 1)
+    return found, count[0]
+
+
 def counted_rows(store: EpisodeStore) -> dict[str, int]:
     rows = store.db.execute("SELECT kind, COUNT(*) FROM jobs GROUP BY kind")
     return {kind: n for kind, n in rows}
@@ -224,20 +245,9 @@ def test_a_kinds_count_and_make_due_do_not_read_its_backlog(store):
     """Each doubtful memory counts the waiting reviews and, a batch full, makes them due:
     under sustained load hundreds wait, and both read the same few rows however many."""
 
-    def steps(call) -> tuple[object, int]:
-        count = [0]
-
-        def tick() -> int:
-            count[0] += 1
-            return 0
-
-        store.db.set_progress_handler(tick, 1)  # one call per SQLite VM instruction
-        try:
-            with store.transaction() as db:
-                found = call(db)
-        finally:
-            store.db.set_progress_handler(None, 1)
-        return found, count[0]
+    def steps(call: Callable[[sqlite3.Connection], T]) -> tuple[T, int]:
+        with store.transaction() as db:
+            return vm_steps(store, lambda: call(db))
 
     def queue(first: int, last: int) -> None:
         with store.transaction() as db:
@@ -277,18 +287,7 @@ def test_active_activity_reads_the_active_episodes_only(store):
     query reads the few active ones, not every episode the project ever had."""
 
     def steps() -> tuple[list[tuple[str, float]], int]:
-        count = [0]
-
-        def tick() -> int:
-            count[0] += 1
-            return 0
-
-        store.db.set_progress_handler(tick, 1)  # one call per SQLite VM instruction
-        try:
-            found = store.episodes.active_activity("p")
-        finally:
-            store.db.set_progress_handler(None, 1)
-        return found, count[0]
+        return vm_steps(store, lambda: store.episodes.active_activity("p"))
 
     with store.transaction() as db:
         store.episodes.insert(db, row("ep-a", last=2.0, project="p"))
