@@ -14,9 +14,10 @@
    with its reviews and merge checks, a fake OpenAI-compatible LLM from ``tests/fakellm.py``
    answering after --llm-delay seconds), both daemons running, measured in alternating blocks
    with the other one paused, --rounds times between fresh pairs of daemons (the on / off
-   ratios' median and range), and --sporadic-rounds more with one ``remember`` at a time, each
-   after 0.3 s in which its daemon gets no request; sustained ``remember`` throughput from
-   --clients concurrent HTTP clients.
+   ratios' median and range), --sporadic-rounds more with one ``remember`` at a time, each
+   after 0.3 s in which its daemon gets no request, and --pace-rounds more at each of two other
+   paces (back to back in blocks of 500; bursts of 50, each after 0.35 s alone); sustained
+   ``remember`` throughput from --clients concurrent HTTP clients.
 
 Prints the tables and writes section "latency" of docs/benchmarks.md (unless --no-write).
 """
@@ -774,6 +775,31 @@ class Pace:
 SPORADIC = Pace(runs=300, block=1, gap=0.3)
 """One remember at a time, each after 0.3 s alone: an agent's writes between its steps."""
 
+SUSTAINED = Pace(runs=1500, block=500, gap=0.0)
+"""Back to back, each daemon resumed only every 500: a client writing without pause. In blocks
+of 50, a resumed daemon's clock has run on while it was paused, so the work that fell due
+meanwhile starts beside its block's first requests, in what looks like a quiet moment to it;
+here that happens three times instead of thirty."""
+
+AFTER_PAUSE = Pace(runs=1500, block=50, gap=0.35)
+"""Bursts of 50, each after 0.35 s alone: a client writing in bursts, the background work
+running in the pauses and still running when a burst begins."""
+
+PACES = {"one at a time": SPORADIC, "without pause": SUSTAINED, "after a pause": AFTER_PAUSE}
+"""The paces compared besides the bursts of ``--block``: their rows' names."""
+
+
+def pace_label(name: str, rounds: int) -> str:
+    """The table row of the comparisons at pace ``name`` (:data:`PACES`)."""
+    pace = PACES[name]
+    what = {
+        "one at a time": f"one at a time ({pace.gap:g} s apart)",
+        "without pause": f"without pause (blocks of {pace.block})",
+        "after a pause": f"bursts of {pace.block}, each after {pace.gap:g} s alone",
+    }[name]
+    label = f"remember on / off, {what}"
+    return label + (f", median of {rounds} rounds (range)" if rounds > 1 else "")
+
 
 def median_ratios(rounds: list[tuple[float, float]]) -> str:
     """Rounds' p50 and p95 ratios: "median× (min–max) / median× (min–max)"."""
@@ -871,17 +897,18 @@ def compare_http(
     if default:
         label = f"remember on / off, default configuration (no LLM), median of {len(default)}"
         on.values[f"{label} rounds (range)"] = median_ratios(default)
-    sporadic: list[tuple[float, float]] = []
-    for index in range(args.sporadic_rounds):
-        log(f"HTTP comparison, one remember at a time, round {index + 1} ...")
-        home = root / f"sporadic-{index}"
-        sporadic.append(extra_round(home, daemon_log, episodes, base_url, args, SPORADIC))
-        log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*sporadic[-1]))
-    if sporadic:
-        label = f"remember on / off, one at a time ({SPORADIC.gap:g} s apart)"
-        if len(sporadic) > 1:
-            label += f", median of {len(sporadic)} rounds (range)"
-        on.values[label] = median_ratios(sporadic)
+    paced: dict[str, list[tuple[float, float]]] = {}
+    counts = {"one at a time": args.sporadic_rounds}
+    for name, pace in PACES.items():
+        for index in range(counts.get(name, args.pace_rounds)):
+            log(f"HTTP comparison, {name}, round {index + 1} ...")
+            home = root / f"{name.replace(' ', '-')}-{index}"
+            found = extra_round(home, daemon_log, episodes, base_url, args, pace)
+            paced.setdefault(name, []).append(found)
+            log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*found))
+        if name in paced:
+            on.values[pace_label(name, len(paced[name]))] = median_ratios(paced[name])
+    sporadic = paced.get("one at a time", [])
     rounds: list[tuple[float, float]] = []
     for index in range(1, args.rounds):
         log(f"HTTP comparison, round {index} of {args.rounds} ...")
@@ -965,6 +992,17 @@ def compare_http(
                 if sporadic
                 else ""
             )
+            + (
+                f" The rows *without pause* and *bursts of {AFTER_PAUSE.block}* are "
+                f"comparisons of the LLM configuration ({args.pace_rounds} each) at other "
+                f"paces: back to back in blocks of {SUSTAINED.block} (each daemon resumed three "
+                "times instead of thirty, so the work that falls due while it is paused meets "
+                f"few requests), and in blocks of {AFTER_PAUSE.block} each after "
+                f"{AFTER_PAUSE.gap:g} s in which the daemon gets no request (its background "
+                "work runs then, and is still running when the burst begins)."
+                if args.pace_rounds
+                else ""
+            )
         )
     finally:
         for daemon in daemons:
@@ -1039,6 +1077,14 @@ def main(argv: list[str] | None = None) -> None:
         help=f"on/off comparisons (LLM configuration) with {SPORADIC.runs} remembers a daemon "
         f"sent one at a time, each after {SPORADIC.gap:g} s alone",
     )
+    parser.add_argument(
+        "--pace-rounds",
+        type=int,
+        default=3,
+        help=f"on/off comparisons (LLM configuration) back to back in blocks of "
+        f"{SUSTAINED.block}, and as many in blocks of {AFTER_PAUSE.block} each after "
+        f"{AFTER_PAUSE.gap:g} s alone",
+    )
     parser.add_argument("--clients", type=int, default=8, help="concurrent HTTP clients")
     parser.add_argument(
         "--duration", type=float, default=20.0, help="seconds of the throughput run"
@@ -1063,6 +1109,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.sizes, args.runs, args.duration, args.starts = "2000", 50, 5.0, 1
         args.http_runs, args.rounds, args.default_rounds, args.sporadic_rounds = 100, 1, 1, 0
+        args.pace_rounds = 0
         args.real = min(args.real, 2000)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.largest = max(sizes) if sizes else 0
