@@ -771,6 +771,14 @@ class Pace:
     block: int
     gap: float
 
+    def describe(self) -> str:
+        """The pace in words, as its row of the table names it."""
+        if self.block == 1:
+            return f"one at a time ({self.gap:g} s apart)"
+        if self.gap == 0:
+            return f"without pause (blocks of {self.block})"
+        return f"bursts of {self.block}, each after {self.gap:g} s alone"
+
 
 SPORADIC = Pace(runs=300, block=1, gap=0.3)
 """One remember at a time, each after 0.3 s alone: an agent's writes between its steps."""
@@ -785,20 +793,8 @@ AFTER_PAUSE = Pace(runs=1500, block=50, gap=0.35)
 """Bursts of 50, each after 0.35 s alone: a client writing in bursts, the background work
 running in the pauses and still running when a burst begins."""
 
-PACES = {"one at a time": SPORADIC, "without pause": SUSTAINED, "after a pause": AFTER_PAUSE}
-"""The paces compared besides the bursts of ``--block``: their rows' names."""
-
-
-def pace_label(name: str, rounds: int) -> str:
-    """The table row of the comparisons at pace ``name`` (:data:`PACES`)."""
-    pace = PACES[name]
-    what = {
-        "one at a time": f"one at a time ({pace.gap:g} s apart)",
-        "without pause": f"without pause (blocks of {pace.block})",
-        "after a pause": f"bursts of {pace.block}, each after {pace.gap:g} s alone",
-    }[name]
-    label = f"remember on / off, {what}"
-    return label + (f", median of {rounds} rounds (range)" if rounds > 1 else "")
+PACES = (SPORADIC, SUSTAINED, AFTER_PAUSE)
+"""The paces compared besides the bursts of ``--block``."""
 
 
 def median_ratios(rounds: list[tuple[float, float]]) -> str:
@@ -897,18 +893,21 @@ def compare_http(
     if default:
         label = f"remember on / off, default configuration (no LLM), median of {len(default)}"
         on.values[f"{label} rounds (range)"] = median_ratios(default)
-    paced: dict[str, list[tuple[float, float]]] = {}
-    counts = {"one at a time": args.sporadic_rounds}
-    for name, pace in PACES.items():
-        for index in range(counts.get(name, args.pace_rounds)):
-            log(f"HTTP comparison, {name}, round {index + 1} ...")
-            home = root / f"{name.replace(' ', '-')}-{index}"
-            found = extra_round(home, daemon_log, episodes, base_url, args, pace)
-            paced.setdefault(name, []).append(found)
-            log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*found))
-        if name in paced:
-            on.values[pace_label(name, len(paced[name]))] = median_ratios(paced[name])
-    sporadic = paced.get("one at a time", [])
+    paced: dict[Pace, list[tuple[float, float]]] = {}
+    for number, pace in enumerate(PACES):
+        count = args.sporadic_rounds if pace is SPORADIC else args.pace_rounds
+        for index in range(count):
+            log(f"HTTP comparison, {pace.describe()}, round {index + 1} ...")
+            home = root / f"pace-{number}-{index}"
+            paced.setdefault(pace, []).append(
+                extra_round(home, daemon_log, episodes, base_url, args, pace)
+            )
+            log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*paced[pace][-1]))
+        if count:
+            label = f"remember on / off, {pace.describe()}"
+            label += f", median of {count} rounds (range)" if count > 1 else ""
+            on.values[label] = median_ratios(paced[pace])
+    sporadic = paced.get(SPORADIC, [])
     rounds: list[tuple[float, float]] = []
     for index in range(1, args.rounds):
         log(f"HTTP comparison, round {index} of {args.rounds} ...")
