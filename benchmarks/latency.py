@@ -587,12 +587,13 @@ def paused(daemon: Daemon) -> Iterator[None]:
 
 
 def warm_up(client: httpx.Client, url: str, stream: Any, llm_url: str | None) -> None:
-    """30 remembers; with an LLM, more until its first call was answered (the first call
-    imports the OpenAI client, a one-off)."""
+    """30 remembers; with an LLM, more until the fake LLM got a call during them (a daemon's
+    first call imports the OpenAI client, a one-off; the other daemon is paused meanwhile)."""
+    before = llm_stats(llm_url)["requests"] if llm_url else 0
     for _ in range(30):
         client.post(f"{url}/v1/remember", json={"content": next(stream)})
     deadline = time.monotonic() + 30
-    while llm_url and llm_stats(llm_url)["requests"] == 0 and time.monotonic() < deadline:
+    while llm_url and llm_stats(llm_url)["requests"] == before and time.monotonic() < deadline:
         client.post(f"{url}/v1/remember", json={"content": next(stream)})
         time.sleep(0.2)
     if llm_url:
@@ -600,10 +601,17 @@ def warm_up(client: httpx.Client, url: str, stream: Any, llm_url: str | None) ->
 
 
 def interleaved_remember(
-    off: Daemon, on: Daemon, llm_url: str | None, runs: int, block: int, gap: float = 0.0
+    off: Daemon,
+    on: Daemon,
+    llm_url: str | None,
+    runs: int,
+    block: int,
+    gap: float = 0.0,
+    both_llm: bool = False,
 ) -> tuple[list[float], list[float]]:
     """``runs`` remembers on each daemon, in alternating blocks of ``block`` (off, on, on,
-    off, ...), the other daemon paused meanwhile; both get the same memories.
+    off, ...), the other daemon paused meanwhile; both get the same memories. ``both_llm``:
+    the first daemon calls the LLM too (the comparison of a configuration with itself).
 
     Interleaving makes both sides share the machine's state (other jobs, CPU frequency);
     pausing keeps each daemon's work out of the other's block. LLM answers and due jobs of the
@@ -615,7 +623,7 @@ def interleaved_remember(
     streams = {"off": thread_stream(1), "on": thread_stream(1)}
     with httpx.Client(trust_env=False, timeout=60) as client:
         with paused(on):
-            warm_up(client, off.url, streams["off"], None)
+            warm_up(client, off.url, streams["off"], llm_url if both_llm else None)
         with paused(off):
             warm_up(client, on.url, streams["on"], llm_url)
         for index in range(max(1, runs // block)):
@@ -752,12 +760,18 @@ def start_pair(
     episodes: dict[str, Any],
     started: list[Daemon],
     llm: bool = True,
+    same: bool = False,
 ) -> tuple[Daemon, Daemon, str]:
     """Fresh daemons, episodes off and on (appended to ``started`` for the caller to stop),
     and the LLM state of the second once it is ready (``llm``: with an API key; without one
-    its state is not waited for)."""
-    started.append(start_daemon(root / "http-off", daemon_log, {"enabled": False}))
+    its state is not waited for). ``same``: the first daemon is the second's twin (A/A)."""
     env = {"OPENAI_API_KEY": "x" if llm else "", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    if same:
+        started.append(start_daemon(root / "http-twin", daemon_log, episodes, env=env))
+        if llm:
+            wait_llm_ready(started[-1].url)
+    else:
+        started.append(start_daemon(root / "http-off", daemon_log, {"enabled": False}))
     started.append(start_daemon(root / "http-on", daemon_log, episodes, env=env))
     return started[-2], started[-1], wait_llm_ready(started[-1].url) if llm else "none"
 
@@ -813,15 +827,19 @@ def extra_round(
     llm_url: str | None,
     args: argparse.Namespace,
     pace: Pace | None = None,
+    same: bool = False,
 ) -> tuple[float, float]:
     """One more on/off comparison between two fresh daemons (the same experiment again):
     its p50 and p95 ratios. ``llm_url`` None: the episodes-on daemon has no API key; ``pace``
-    None: the bursts of ``args``."""
+    None: the bursts of ``args``; ``same``: the episodes-on daemon against its twin (A/A)."""
     pace = pace or Pace(args.http_runs, args.block, args.gap)
     pair: list[Daemon] = []
     try:
-        off, on, _ = start_pair(root, daemon_log, episodes, pair, llm=llm_url is not None)
-        samples = interleaved_remember(off, on, llm_url, pace.runs, pace.block, pace.gap)
+        llm = llm_url is not None
+        off, on, _ = start_pair(root, daemon_log, episodes, pair, llm=llm, same=same)
+        samples = interleaved_remember(
+            off, on, llm_url, pace.runs, pace.block, pace.gap, both_llm=same and llm
+        )
     finally:
         for daemon in pair:
             daemon.stop()
@@ -893,6 +911,15 @@ def compare_http(
     if default:
         label = f"remember on / off, default configuration (no LLM), median of {len(default)}"
         on.values[f"{label} rounds (range)"] = median_ratios(default)
+    twins: list[tuple[float, float]] = []
+    for index in range(args.aa_rounds):
+        log(f"HTTP comparison, the LLM configuration against itself, round {index + 1} ...")
+        home = root / f"twins-{index}"
+        twins.append(extra_round(home, daemon_log, episodes, base_url, args, same=True))
+        log("twin / twin p50 {:.3f}x, p95 {:.3f}x".format(*twins[-1]))
+    if twins:
+        label = f"the LLM configuration against itself (A/A), median of {len(twins)} rounds"
+        on.values[f"{label} (range)"] = median_ratios(twins)
     paced: dict[Pace, list[tuple[float, float]]] = {}
     for number, pace in enumerate(PACES):
         count = args.sporadic_rounds if pace is SPORADIC else args.pace_rounds
@@ -980,6 +1007,14 @@ def compare_http(
                 f"detection, extractive summaries, no LLM call) is the median of {len(default)} "
                 "comparisons of its own, run first, between fresh daemons, the same way."
                 if default
+                else ""
+            )
+            + (
+                f" The row *against itself (A/A)* is {len(twins)} comparison(s) made the same "
+                "way between two fresh daemons of the LLM configuration, the second's times "
+                "over the first's: what one comparison's ratios move by when nothing differs "
+                "between the daemons."
+                if twins
                 else ""
             )
             + (
@@ -1084,6 +1119,13 @@ def main(argv: list[str] | None = None) -> None:
         f"{SUSTAINED.block}, and as many in blocks of {AFTER_PAUSE.block} each after "
         f"{AFTER_PAUSE.gap:g} s alone",
     )
+    parser.add_argument(
+        "--aa-rounds",
+        type=int,
+        default=3,
+        help="comparisons of the LLM configuration with itself (two episodes-on daemons): "
+        "how far one comparison's ratios move when nothing differs",
+    )
     parser.add_argument("--clients", type=int, default=8, help="concurrent HTTP clients")
     parser.add_argument(
         "--duration", type=float, default=20.0, help="seconds of the throughput run"
@@ -1108,7 +1150,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.sizes, args.runs, args.duration, args.starts = "2000", 50, 5.0, 1
         args.http_runs, args.rounds, args.default_rounds, args.sporadic_rounds = 100, 1, 1, 0
-        args.pace_rounds = 0
+        args.pace_rounds = args.aa_rounds = 0
         args.real = min(args.real, 2000)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.largest = max(sizes) if sizes else 0
