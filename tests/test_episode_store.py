@@ -303,6 +303,27 @@ def test_active_activity_reads_the_active_episodes_only(store):
     assert many <= few + 20  # the closed ones are not read (reading them: ~10,000 steps)
 
 
+def test_active_activity_before_reads_the_idle_ones_only(store):
+    """Closing idle episodes at write time asks only for those last active before the idle
+    cutoff: the read stays a few steps however many active episodes are still in use."""
+
+    def steps() -> tuple[list[tuple[str, float]], int]:
+        return vm_steps(store, lambda: store.episodes.active_activity("p", before=10.0))
+
+    with store.transaction() as db:
+        store.episodes.insert(db, row("ep-old", last=5.0, project="p"))
+        store.episodes.insert(db, row("ep-old-q", last=5.0, project="q"))
+        store.episodes.insert(db, row("ep-edge", last=10.0, project="p"))  # not before: kept
+    found, few = steps()
+    assert found == [("ep-old", 5.0)]
+    with store.transaction() as db:
+        for i in range(2000):
+            store.episodes.insert(db, row(f"ep-{i}", last=100.0 + i, project="p"))
+    found, many = steps()
+    assert found == [("ep-old", 5.0)]
+    assert many <= few + 20  # the recent ones are not read (reading them: ~10,000 steps)
+
+
 def write_episodes(store: EpisodeStore, count: int, prefix: str = "ep") -> None:
     for i in range(count):  # one transaction each, as detection commits
         with store.transaction() as db:

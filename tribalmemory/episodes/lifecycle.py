@@ -62,8 +62,14 @@ def idle(episodes: Iterable[Activity], now: float, window_days: float) -> list[s
     At write time ``now`` is the new memory's ``created_at``: a memory closes the episodes
     that were already idle when it was made, whenever it is stored.
     """
-    cutoff = now - window_days * DAY
+    cutoff = idle_before(now, window_days)
     return [e.id for e in episodes if e.status == "active" and e.last_activity < cutoff]
+
+
+def idle_before(now: float, window_days: float) -> float:
+    """The last activity before which an active episode is idle at ``now``
+    (:func:`idle`): a store may read only the episodes active before it."""
+    return now - window_days * DAY
 
 
 def idle_on_tick(episodes: Iterable[Activity], now: float, window_days: float) -> list[str]:
@@ -75,7 +81,7 @@ def idle_on_tick(episodes: Iterable[Activity], now: float, window_days: float) -
     old: the tick leaves them to the write-time rule (:func:`idle`), which judges them in the
     history's own time.
     """
-    cutoff = now - window_days * DAY
+    cutoff = idle_before(now, window_days)
     return [
         e.id
         for e in episodes

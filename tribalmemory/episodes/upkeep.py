@@ -38,11 +38,13 @@ class Upkeep:
         """At write time: close active episodes of ``project`` with no memory dated within
         ``active_window_days`` before ``reference`` (the new memory's ``created_at``). Memory
         time is per project: one project's history never closes another's episodes."""
+        window = self.state.settings.active_window_days
+        before = lifecycle.idle_before(reference, window)
         active = [
             lifecycle.Activity(episode_id, "active", last)
-            for episode_id, last in self.store.episodes.active_activity(project)
+            for episode_id, last in self.store.episodes.active_activity(project, before)
         ]
-        for episode_id in lifecycle.idle(active, reference, self.state.settings.active_window_days):
+        for episode_id in lifecycle.idle(active, reference, window):
             await self.close(episode_id, reason="idle")
 
     async def close_quiet(self, now: float) -> None:

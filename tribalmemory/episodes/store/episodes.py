@@ -162,19 +162,24 @@ class Episodes(Table):
             "ORDER BY e.last_activity DESC",
         )
 
-    def active_activity(self, project: str | None = None) -> list[tuple[str, float]]:
-        """(id, last_activity) of the active episodes (of ``project``, when given): the cheap
-        query the write path needs. It reads the few active episodes through the status
-        index (``+project`` keeps SQLite off the project index, which would read every
-        episode the project ever had, closed ones included, on each ``remember``)."""
-        scoped = " AND +project = ?" if project is not None else ""
-        args = (project,) if project is not None else ()
-        return [
-            (r[0], r[1])
-            for r in self.db.execute(
-                "SELECT id, last_activity FROM episodes WHERE status = 'active'" + scoped, args
-            )
-        ]
+    def active_activity(
+        self, project: str | None = None, before: float | None = None
+    ) -> list[tuple[str, float]]:
+        """(id, last_activity) of the active episodes (of ``project``, when given; with
+        ``before``, only those last active before it): the cheap query the write path needs.
+        It reads the active episodes through the status index, on ``(status,
+        last_activity)``: with ``before`` only the few old enough (``+project`` keeps SQLite
+        off the project index, which would read every episode the project ever had, closed
+        ones included, on each ``remember``)."""
+        sql = "SELECT id, last_activity FROM episodes WHERE status = 'active'"
+        args: list[str | float] = []
+        if before is not None:
+            sql += " AND last_activity < ?"
+            args.append(before)
+        if project is not None:
+            sql += " AND +project = ?"
+            args.append(project)
+        return [(r[0], r[1]) for r in self.db.execute(sql, args)]
 
     def active_last_added(self) -> dict[str, float]:
         """When each active episode last gained a member (``joined_at``, engine clock; its
