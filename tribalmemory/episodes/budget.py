@@ -92,12 +92,13 @@ class Budget:
         self.count(calls=1, classified=classified)
         return True
 
-    def doubt_share(self) -> float:
+    def doubt_share(self, wanted: bool | None = None) -> float:
         """The share of decisions the LLM may take now: ``llm_doubt_share`` (1 for the ``llm``
         strategy), capped by what the call budget pays for at the memories per call seen so
         far, 0 when the LLM is not wanted or the budget is spent (waiting memories count as
-        the calls their batches will make)."""
-        if not self.llm_wanted():
+        the calls their batches will make). ``wanted``: :meth:`llm_wanted`, when the caller
+        has just asked it (it reads the LLM's state, tens of microseconds a call)."""
+        if not (self.llm_wanted() if wanted is None else wanted):
             return 0.0
         settings = self.state.settings
         counts = self.counts()

@@ -103,9 +103,9 @@ class Detection:
                     return self.status_of(memory.id)
             features = state.memory_features(memory, vector)
             await self.upkeep.close_idle(to_epoch(memory.created_at), memory.project)
-            llm_merges = self.budget.llm_wanted()
+            llm_wanted = self.budget.llm_wanted()  # asked once: it reads the LLM's state
             await self.events.arriving.announce(
-                Arriving(memory.created_at, memory.project, llm_merges)
+                Arriving(memory.created_at, memory.project, llm_wanted)
             )
             if await self.sessions.claim(memory, features):
                 self.budget.count(memories=1)
@@ -119,7 +119,7 @@ class Detection:
                     features,
                     state.active_for(features),
                     state.seed_pool(features),
-                    doubt_share=self.budget.doubt_share(),
+                    doubt_share=self.budget.doubt_share(llm_wanted),
                     learn=True,
                     project=memory.project,
                     seeds_eligible=True,
