@@ -324,6 +324,27 @@ def test_active_activity_before_reads_the_idle_ones_only(store):
     assert many <= few + 20  # the recent ones are not read (reading them: ~10,000 steps)
 
 
+def test_waiting_jobs_first_then_the_oldest_not_skipped(store):
+    """A batch of checks: the job asked for first, wherever it is in the queue (here behind
+    99 older ones), then the oldest whose keys are not skipped (claimed by a call in flight);
+    another kind's jobs never."""
+    with store.transaction() as db:
+        for i in range(100):
+            store.jobs.enqueue(db, "merge", f"e{i:03}", now=float(i))
+        store.jobs.enqueue(db, "split", "s", now=-1.0)
+
+    def keys(limit: int, first: str | None = None, skip: tuple[str, ...] = ()) -> list[str]:
+        return [job.key for job in store.jobs.waiting("merge", limit, first, skip)]
+
+    assert keys(4, first="e099", skip=("e000", "e002")) == ["e099", "e001", "e003", "e004"]
+    assert keys(3) == ["e000", "e001", "e002"]
+    assert keys(2, first="gone") == ["e000", "e001"]  # done meanwhile: the oldest
+    assert keys(2, first="e000", skip=("e000",)) == ["e001", "e002"]
+    assert keys(1, first="e050") == ["e050"]
+    assert keys(0, first="e050") == []
+    assert keys(3, skip=tuple(f"e{i:03}" for i in range(98))) == ["e098", "e099"]
+
+
 def write_episodes(store: EpisodeStore, count: int, prefix: str = "ep") -> None:
     for i in range(count):  # one transaction each, as detection commits
         with store.transaction() as db:

@@ -123,9 +123,7 @@ class Consolidation(GrowthChecks):
         """Claim up to ``limit`` waiting checks (``first`` first) and prepare them: candidates
         now, and each episode as the prompt shows it. Checks with no candidate are claimed
         too (they are done). Always hand the result to :meth:`settle`."""
-        waiting = [j for j in self.store.jobs.of_kind("merge") if j.key not in self._claimed]
-        waiting.sort(key=lambda job: job.key != first)  # stable: ``first`` first, then oldest
-        jobs = waiting[:limit]
+        jobs = self.store.jobs.waiting("merge", limit, first, self._claimed)
         taken = Taken([job.key for job in jobs], jobs=jobs)
         for job in jobs:
             if "confirm" in job.payload:

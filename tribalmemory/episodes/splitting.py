@@ -140,9 +140,7 @@ class Splitting(GrowthChecks):
     async def run(self, episode_id: str) -> None:
         """The ``split`` job: this episode's proposal and those of other waiting checks, asked
         in one call; two agreeing answers split."""
-        waiting = [j for j in self.store.jobs.of_kind("split") if j.key not in self._claimed]
-        waiting.sort(key=lambda job: job.key != episode_id)  # stable: this one first
-        jobs = waiting[:BATCH]
+        jobs = self.store.jobs.waiting("split", BATCH, episode_id, self._claimed)
         if not jobs or jobs[0].key != episode_id:
             return  # in another call, or done by one
         self._claimed.update(job.key for job in jobs)

@@ -106,6 +106,30 @@ class Jobs(Table):
         ).fetchall()
         return [Job.from_sql(r) for r in rows]
 
+    def waiting(
+        self, kind: str, limit: int, first: str | None = None, skip: Collection[str] = ()
+    ) -> list[Job]:
+        """Up to ``limit`` jobs of one kind whose keys are not in ``skip``: ``first`` first
+        when it is queued, then the oldest. Reads the few it may return, not the kind's
+        whole queue (a batch of checks is taken on the event loop)."""
+        out: list[Job] = []
+        if first is not None and first not in skip and limit > 0:
+            row = self.db.execute(
+                "SELECT * FROM jobs WHERE kind = ? AND key = ?", (kind, first)
+            ).fetchone()
+            if row is not None:
+                out.append(Job.from_sql(row))
+        rows = self.db.execute(
+            "SELECT * FROM jobs WHERE kind = ? ORDER BY created_at, id LIMIT ?",
+            (kind, limit + len(skip) + 1),  # enough to fill ``limit`` past the skipped and first
+        )
+        for row in rows:
+            if len(out) >= limit:
+                break
+            if row["key"] != first and row["key"] not in skip:
+                out.append(Job.from_sql(row))
+        return out
+
     def keys(self, kind: str, limit: int = 64) -> list[str]:
         """Keys of the jobs of one kind, oldest first."""
         return [job.key for job in self.of_kind(kind, limit)]
