@@ -119,15 +119,12 @@ class Jobs(Table):
             ).fetchone()
             if row is not None:
                 out.append(Job.from_sql(row))
-        rows = self.db.execute(
-            "SELECT * FROM jobs WHERE kind = ? ORDER BY created_at, id LIMIT ?",
-            (kind, limit + len(skip) + 1),  # enough to fill ``limit`` past the skipped and first
-        )
-        for row in rows:
+        # the oldest: enough to fill ``limit`` past the skipped ones and ``first``
+        for job in self.of_kind(kind, limit + len(skip) + 1):
             if len(out) >= limit:
                 break
-            if row["key"] != first and row["key"] not in skip:
-                out.append(Job.from_sql(row))
+            if job.key != first and job.key not in skip:
+                out.append(job)
         return out
 
     def keys(self, kind: str, limit: int = 64) -> list[str]:
