@@ -15,9 +15,11 @@
    answering after --llm-delay seconds), both daemons running, measured in alternating blocks
    with the other one paused, --rounds times between fresh pairs of daemons (the on / off
    ratios' median and range), --sporadic-rounds more with one ``remember`` at a time, each
-   after 0.3 s in which its daemon gets no request, and --pace-rounds more at each of two other
-   paces (back to back in blocks of 500; bursts of 50, each after 0.35 s alone); sustained
-   ``remember`` throughput from --clients concurrent HTTP clients.
+   after 0.3 s in which its daemon gets no request, --pace-rounds more at each of two other
+   paces (back to back in blocks of 500; bursts of 50, each after 0.35 s alone), and
+   --aa-rounds of the LLM configuration against itself (how far one comparison moves when
+   nothing differs); the two daemons of every other comparison start in the other order;
+   sustained ``remember`` throughput from --clients concurrent HTTP clients.
 
 Prints the tables and writes section "latency" of docs/benchmarks.md (unless --no-write).
 """
@@ -912,59 +914,56 @@ def compare_http(
         "merge_checks": True,  # consolidation running: reviews, merge and split checks
         "split_checks": True,
     }
-    default: list[tuple[float, float]] = []
-    for index in range(args.default_rounds):
-        log(f"HTTP comparison, default configuration, round {index + 1} ...")
-        home = root / f"default-{index}"
-        default.append(
-            extra_round(home, daemon_log, DEFAULT_EPISODES, None, args, on_first=index % 2 == 1)
-        )
-        log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*default[-1]))
+
+    def repeat(
+        count: int, what: str, folder: str, config: dict[str, Any], llm_url: str | None, **kw: Any
+    ) -> list[tuple[float, float]]:
+        """``count`` comparisons (:func:`extra_round`), the daemons of every other one started
+        in the other order, each logged."""
+        out: list[tuple[float, float]] = []
+        for index in range(count):
+            log(f"HTTP comparison, {what}, round {index + 1} of {count} ...")
+            home = root / f"{folder}-{index}"
+            out.append(
+                extra_round(home, daemon_log, config, llm_url, args, on_first=index % 2 == 1, **kw)
+            )
+            log("ratios p50 {:.3f}x, p95 {:.3f}x".format(*out[-1]))
+        return out
+
+    default = repeat(
+        args.default_rounds, "default configuration", "default", DEFAULT_EPISODES, None
+    )
     if default:
         label = f"remember on / off, default configuration (no LLM), median of {len(default)}"
         on.values[f"{label} rounds (range)"] = median_ratios(default)
-    twins: list[tuple[float, float]] = []
-    for index in range(args.aa_rounds):
-        log(f"HTTP comparison, the LLM configuration against itself, round {index + 1} ...")
-        home = root / f"twins-{index}"
-        twins.append(
-            extra_round(
-                home, daemon_log, episodes, base_url, args, same=True, on_first=index % 2 == 1
-            )
-        )
-        log("twin / twin p50 {:.3f}x, p95 {:.3f}x".format(*twins[-1]))
+    twins = repeat(
+        args.aa_rounds,
+        "the LLM configuration against itself",
+        "twins",
+        episodes,
+        base_url,
+        same=True,
+    )
     if twins:
         label = f"the LLM configuration against itself (A/A), median of {len(twins)} rounds"
         on.values[f"{label} (range)"] = median_ratios(twins)
     paced: dict[Pace, list[tuple[float, float]]] = {}
     for number, pace in enumerate(PACES):
         count = args.sporadic_rounds if pace is SPORADIC else args.pace_rounds
-        for index in range(count):
-            log(f"HTTP comparison, {pace.describe()}, round {index + 1} ...")
-            home = root / f"pace-{number}-{index}"
-            paced.setdefault(pace, []).append(
-                extra_round(
-                    home, daemon_log, episodes, base_url, args, pace, on_first=index % 2 == 1
-                )
-            )
-            log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*paced[pace][-1]))
+        paced[pace] = repeat(
+            count, pace.describe(), f"pace-{number}", episodes, base_url, pace=pace
+        )
         if count:
             label = f"remember on / off, {pace.describe()}"
             label += f", median of {count} rounds (range)" if count > 1 else ""
             on.values[label] = median_ratios(paced[pace])
-    sporadic = paced.get(SPORADIC, [])
-    rounds: list[tuple[float, float]] = []
-    for index in range(1, args.rounds):
-        log(f"HTTP comparison, round {index} of {args.rounds} ...")
-        home = root / f"round-{index}"
-        rounds.append(
-            extra_round(home, daemon_log, episodes, base_url, args, on_first=index % 2 == 0)
-        )
-        log("on / off p50 {:.3f}x, p95 {:.3f}x".format(*rounds[-1]))
+    sporadic = paced[SPORADIC]
+    # the last of the ``args.rounds`` comparisons, below, also fills the other rows
+    rounds = repeat(args.rounds - 1, "on / off", "round", episodes, base_url)
     daemons: list[Daemon] = []
     try:
-        daemon_off, daemon_on, state = start_pair(
-            root, daemon_log, episodes, daemons, on_first=args.rounds % 2 == 0
+        daemon_off, daemon_on, state = start_pair(  # the order of every other one, as above
+            root, daemon_log, episodes, daemons, on_first=(args.rounds - 1) % 2 == 1
         )
         remember_off, remember_on = interleaved_remember(
             daemon_off, daemon_on, base_url, args.http_runs, args.block, args.gap
