@@ -9,6 +9,7 @@ from tribalmemory.embeddings.embedder import (
     BUNDLED_MAX_TOKENS,
     CHARS_PER_TOKEN_BOUND,
     SINGLE_THREAD_TOKEN_BUDGET,
+    STOP_SPINNING,
     TOKEN_BUDGET,
     Embedder,
     bundled_weights,
@@ -140,3 +141,13 @@ def test_unknown_model_name_fails_with_a_clear_message(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(EmbeddingModelError, match="need a network"):
         load_embedder("no-such-org/no-such-model")
+
+
+def test_the_models_threads_stop_spinning_when_a_run_ends():
+    import onnxruntime as ort
+
+    for embedder in (load_embedder(), load_embedder(threads=1)):
+        session = embedder._model.model.model  # fastembed's model's onnxruntime session
+        options = session.get_session_options()
+        assert options.get_session_config_entry(STOP_SPINNING[0]) == STOP_SPINNING[1]
+    assert isinstance(ort.SessionOptions, type)  # fastembed's class is given back after loading

@@ -8,12 +8,13 @@ normal way (downloaded on first use, so it needs a network).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.resources import files
 from pathlib import Path
 
@@ -28,6 +29,10 @@ TokenCounter = Callable[[list[str]], list[int]]
 
 _register_lock = threading.Lock()
 _registered = False
+_options_lock = threading.Lock()
+
+STOP_SPINNING = ("session.force_spinning_stop", "1")
+"""onnxruntime's setting that makes a session's threads stop spinning when a run ends."""
 
 
 class EmbeddingModelError(RuntimeError):
@@ -199,6 +204,32 @@ class Embedder:
         return self.embed([text])[0]
 
 
+@contextlib.contextmanager
+def _threads_stop_spinning() -> Iterator[None]:
+    """Sessions built meanwhile stop their threads' spinning when a run ends.
+
+    onnxruntime's threads busy-wait after a run for the next one. Between requests a few
+    milliseconds apart that was about a third of the daemon's CPU under steady writes, taken
+    from the work beside it (docs/benchmarks.md); within a run they still spin, so a run is as
+    fast. fastembed builds the session's options itself and exposes no such setting, so its
+    options class is wrapped while it builds ours."""
+    import onnxruntime as ort
+
+    with _options_lock:
+        plain = ort.SessionOptions
+
+        def options() -> ort.SessionOptions:
+            made = plain()
+            made.add_session_config_entry(*STOP_SPINNING)
+            return made
+
+        ort.SessionOptions = options
+        try:
+            yield
+        finally:
+            ort.SessionOptions = plain
+
+
 def _with_counter(
     model_name: str, model: object, dim: int, max_tokens: int, threads: int | None
 ) -> Embedder:
@@ -231,12 +262,14 @@ def load_embedder(
         weights = bundled_weights()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         _register_bundled(weights)
-        model = TextEmbedding(
-            BUNDLED_MODEL, specific_model_path=str(tokenizer_dir()), threads=threads
-        )
+        with _threads_stop_spinning():
+            model = TextEmbedding(
+                BUNDLED_MODEL, specific_model_path=str(tokenizer_dir()), threads=threads
+            )
         return _with_counter(BUNDLED_MODEL, model, BUNDLED_DIM, BUNDLED_MAX_TOKENS, threads)
     try:
-        model = TextEmbedding(model_name, cache_dir=cache_dir, threads=threads)
+        with _threads_stop_spinning():
+            model = TextEmbedding(model_name, cache_dir=cache_dir, threads=threads)
     except Exception as exc:
         raise EmbeddingModelError(
             f"could not load fastembed model {model_name!r}: {exc}. Models other than the "
