@@ -610,6 +610,7 @@ def interleaved_remember(
     block: int,
     gap: float = 0.0,
     both_llm: bool = False,
+    cpu: dict[str, float] | None = None,
 ) -> tuple[list[float], list[float]]:
     """``runs`` remembers on each daemon, in alternating blocks of ``block`` (off, on, on,
     off, ...), the other daemon paused meanwhile; both get the same memories. ``both_llm``:
@@ -619,6 +620,7 @@ def interleaved_remember(
     pausing keeps each daemon's work out of the other's block. LLM answers and due jobs of the
     episodes-on daemon pile up while it is paused and are handled in its own blocks. ``gap``:
     seconds each daemon is left alone after it is resumed, before its block's first request.
+    ``cpu``: filled with each daemon's CPU seconds (all its threads) over the measured blocks.
     """
     samples: dict[str, list[float]] = {"off": [], "on": []}
     daemons = {"off": off, "on": on}
@@ -628,6 +630,7 @@ def interleaved_remember(
             warm_up(client, off.url, streams["off"], llm_url if both_llm else None)
         with paused(off):
             warm_up(client, on.url, streams["on"], llm_url)
+        before = {name: cpu_seconds(daemon.process.pid) for name, daemon in daemons.items()}
         for index in range(max(1, runs // block)):
             for name in ("off", "on") if index % 2 == 0 else ("on", "off"):
                 other = daemons["on" if name == "off" else "off"]
@@ -639,7 +642,19 @@ def interleaved_remember(
                         start = time.perf_counter()
                         client.post(f"{url}/v1/remember", json=body).raise_for_status()
                         samples[name].append((time.perf_counter() - start) * 1000)
+        if cpu is not None:
+            for name, daemon in daemons.items():
+                cpu[name] = cpu_seconds(daemon.process.pid) - before[name]
     return samples["off"], samples["on"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds process ``pid`` has used, all its threads (Linux's /proc; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def sequential_recall(url: str, runs: int) -> list[float]:
@@ -965,14 +980,18 @@ def compare_http(
         daemon_off, daemon_on, state = start_pair(  # the order of every other one, as above
             root, daemon_log, episodes, daemons, on_first=(args.rounds - 1) % 2 == 1
         )
+        cpu: dict[str, float] = {}
         remember_off, remember_on = interleaved_remember(
-            daemon_off, daemon_on, base_url, args.http_runs, args.block, args.gap
+            daemon_off, daemon_on, base_url, args.http_runs, args.block, args.gap, cpu=cpu
         )
         after = llm_stats(base_url)
         off.values["**remember** over HTTP p50 / p95 (ms)"] = ms(remember_off)
         on.values["**remember** over HTTP p50 / p95 (ms)"] = ms(remember_on)
         off.values["remember over HTTP p99 / max (ms)"] = tail(remember_off)
         on.values["remember over HTTP p99 / max (ms)"] = tail(remember_on)
+        label = "daemon CPU per remember, all its threads, background work included (ms)"
+        off.values[label] = f"{cpu['off'] / len(remember_off) * 1000:.1f}"
+        on.values[label] = f"{cpu['on'] / len(remember_on) * 1000:.1f}"
         label = "remember over HTTP, mean of a block's first / of the others (ms)"
         off.values[label] = block_starts(remember_off, args.block)
         on.values[label] = block_starts(remember_on, args.block)
