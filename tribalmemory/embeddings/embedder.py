@@ -209,10 +209,10 @@ def _threads_stop_spinning() -> Iterator[None]:
     """Sessions built meanwhile stop their threads' spinning when a run ends.
 
     onnxruntime's threads busy-wait after a run for the next one. Between requests a few
-    milliseconds apart that was about a third of the daemon's CPU under steady writes, taken
-    from the work beside it (docs/benchmarks.md); within a run they still spin, so a run is as
-    fast. fastembed builds the session's options itself and exposes no such setting, so its
-    options class is wrapped while it builds ours."""
+    milliseconds apart that was a fifth to a quarter of the daemon's CPU under steady writes
+    (docs/benchmarks.md); within a run they still spin, so a run is as fast. fastembed builds
+    the session's options itself and exposes no such setting, so its options class is wrapped
+    while it builds ours."""
     import onnxruntime as ort
 
     with _options_lock:
