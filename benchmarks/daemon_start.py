@@ -16,7 +16,6 @@ docs/benchmarks.md (unless --no-write), with the load average before and after.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import tempfile
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fresh_daemon import code_env, load
-from latency import spawn_daemon
+from latency import cpu_seconds, spawn_daemon
 from report import write_section
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -37,13 +36,6 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "api_base": "http://127.0.0.1:9/v1",
     },
 }
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def start(episodes: dict[str, Any], env: dict[str, str]) -> tuple[float, float]:
