@@ -40,3 +40,31 @@ async def test_background_turn_waits_while_busy_then_is_forced() -> None:
         now[0] = 10.5
         await asyncio.wait_for(task, 5)
     assert activity.turns == 2 and activity.forced_turns == 1
+
+
+async def test_a_request_arriving_with_the_wake_up_goes_first() -> None:
+    """A request read in the same step of the event loop as a waiting turn's wake-up starts
+    before the turn is given: the turn waits for quiet (or the busy interval) again."""
+    now = [0.0]
+    activity = RequestActivity(quiet=0.001, busy_interval=10.0, clock=lambda: now[0])
+    await activity.background_turn()
+    now[0] = 5.0  # quiet for long, within the busy interval of the last turn
+    arrived = asyncio.Event()
+    done = asyncio.Event()
+
+    async def request() -> None:
+        with activity.request():
+            arrived.set()
+            await done.wait()
+
+    turn = asyncio.create_task(activity.background_turn())  # its first step runs first
+    running = asyncio.create_task(request())
+    await arrived.wait()
+    for _ in range(20):
+        await asyncio.sleep(0.002)
+    assert not turn.done() and activity.turns == 1  # given before: the request would wait
+    done.set()
+    await running
+    now[0] = 5.5  # quiet again (0.5 s >= quiet)
+    await asyncio.wait_for(turn, 5)
+    assert activity.turns == 2 and activity.forced_turns == 0

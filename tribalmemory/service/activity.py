@@ -65,13 +65,21 @@ class RequestActivity:
         """Wait until background work may use the CPU; turns are given one at a time.
 
         Checks every ``quiet`` seconds rather than on each request's end, so that waiting
-        costs the requests nothing.
+        costs the requests nothing, and once more after a step of the event loop before it
+        gives the turn, so that a request arriving with the wake-up goes first.
         """
         if self._turn_lock is None:
             self._turn_lock = asyncio.Lock()
         async with self._turn_lock:
-            while (wait := self.wait_needed(self.clock())) > 0:
-                await asyncio.sleep(min(wait, self.quiet))
+            while True:
+                while (wait := self.wait_needed(self.clock())) > 0:
+                    await asyncio.sleep(min(wait, self.quiet))
+                # Look again one step of the event loop later: a request read in the same
+                # step as this wake-up has not started yet (its first step is queued behind
+                # ours); given now, the turn would make it wait for the background work.
+                await asyncio.sleep(0)
+                if self.wait_needed(self.clock()) == 0:
+                    break
             now = self.clock()
             if not self.quiet_now(now):
                 self.forced_turns += 1
