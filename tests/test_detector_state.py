@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tribalmemory.config import config_from_dict
 from tribalmemory.episodes.state import DETECTOR_SAVE_EVERY
+from tribalmemory.episodes.store import EpisodeStore
 from tribalmemory.runtime import Runtime, start_runtime
 
 NOTES = [
@@ -124,3 +125,24 @@ def saved_counts(data: Path) -> dict[str, int]:
         return dict(db.execute("SELECT term, count FROM term_counts WHERE project = 'default'"))
     finally:
         db.close()
+
+
+def test_word_counts_are_written_and_deleted_whatever_the_word(tmp_path: Path) -> None:
+    """All the words of a save go in one statement as JSON: words JSON must escape (quotes,
+    backslashes, other scripts), words that read as numbers, and a count of 0 deleting the
+    word, each project apart."""
+    store = EpisodeStore(tmp_path / "episodes.sqlite3")
+    words = {'say "hi"': 2, "back\\slash": 1, "naïve": 3, "数据库": 4, "42": 5, "null": 6}
+    try:
+        with store.transaction() as db:
+            store.terms.write(db, "default", words)
+            store.terms.write(db, "other", {"naïve": 7})
+        assert store.terms.counts() == {"default": words, "other": {"naïve": 7}}
+        with store.transaction() as db:
+            store.terms.write(db, "default", {"naïve": 0, "42": 9, "数据库": 0, "new": 1})
+        assert store.terms.counts() == {
+            "default": {'say "hi"': 2, "back\\slash": 1, "42": 9, "null": 6, "new": 1},
+            "other": {"naïve": 7},
+        }
+    finally:
+        store.close()
