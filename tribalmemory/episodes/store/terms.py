@@ -25,8 +25,9 @@ class TermCounts(Table):
 
         One statement for all the words (passed as JSON), not one per word: the event loop's
         thread gives up the GIL for each statement SQLite runs, and a request's thread that
-        takes it then can keep it for the switch interval. Word by word, a save of some
-        hundred words beside a request took several times its own CPU."""
+        takes it then can keep it for the switch interval. Word by word, a save beside a
+        thread running Python took about twice as long as alone; in one statement, as long
+        (docs/benchmarks.md)."""
         kept = {t: n for t, n in counts.items() if n > 0}
         gone = [t for t, n in counts.items() if n <= 0]
         if kept:
